@@ -1,0 +1,143 @@
+"""The whole error tree of hurray_decl.
+
+Every error raised by a public function derives from :class:`HurrayDeclError` and carries:
+
+* ``code``: the stable rule ID from RULES.md (``HQ-PB-03``, ``OL-WIRE-12``, ...);
+* ``path``: where in the structure the offending value sits, as
+  ``descriptor -> payload -> block_size``;
+* ``offset``: the byte offset of the offending field within the input, or ``None`` when the
+  error is not about a byte position (a model built in memory, a NumPy array);
+* ``actual`` and ``expected``: the value seen and what the rule wants.
+
+Bad input raises subclasses that also derive from :class:`ValueError`; a request for something
+hurray_decl does not do raises subclasses that also derive from :class:`NotImplementedError`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "HurrayDeclError",
+    "FormatError",
+    "TruncatedError",
+    "RuleViolation",
+    "SchemeTagError",
+    "InvalidSchemeTag",
+    "UnassignedSchemeTag",
+    "ReservedSchemeTag",
+    "PrivateSchemeTag",
+    "RegistrationError",
+    "UnsupportedError",
+    "OpaqueDataAccess",
+    "OnnxLightError",
+]
+
+
+def _show(value: Any) -> str:
+    """Render a value for a message: integers as decimal, bytes as hex."""
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).hex(" ").upper() or "(no bytes)"
+    return str(value)
+
+
+class HurrayDeclError(Exception):
+    """Root of every error hurray_decl raises."""
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        path: str = "descriptor",
+        offset: int | None = None,
+        actual: Any = None,
+        expected: Any = None,
+    ) -> None:
+        self.code = code
+        self.path = path
+        self.offset = offset
+        self.actual = actual
+        self.expected = expected
+        self.detail = message
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = self.path if self.offset is None else f"{self.path} at byte {self.offset}"
+        text = f"[{self.code}] {where}: {self.detail}"
+        if self.actual is not None or self.expected is not None:
+            text += f" (actual {_show(self.actual)}; expected {_show(self.expected)})"
+        return text
+
+    def rebased(self, delta: int, prefix: str | None = None) -> "HurrayDeclError":
+        """Shift the offset by ``delta`` bytes and prepend ``prefix`` to the path, in place.
+
+        A reader that decodes a nested structure from a slice uses this so that the error
+        names the byte position within the whole input.
+        """
+        if self.offset is not None:
+            self.offset += delta
+        if prefix:
+            tail = self.path.split(" -> ", 1)
+            self.path = prefix + (" -> " + tail[1] if len(tail) == 2 else "")
+        self.args = (self._render(),)
+        return self
+
+    def located(self, offset: int) -> "HurrayDeclError":
+        """Give an error raised without a position (by a model) the offset of its field."""
+        if self.offset is None:
+            self.offset = offset
+            self.args = (self._render(),)
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready summary: code, path, offset and message."""
+        return {"code": self.code, "path": self.path, "offset": self.offset, "message": self.detail}
+
+
+class FormatError(HurrayDeclError, ValueError):
+    """The input breaks a rule of the format."""
+
+
+class RuleViolation(FormatError):
+    """A field holds a value its rule refuses."""
+
+
+class TruncatedError(FormatError):
+    """The input ends before the structure does."""
+
+
+class SchemeTagError(FormatError):
+    """The scheme tag's class forbids decoding it (see :mod:`hurray_decl.tags`)."""
+
+
+class InvalidSchemeTag(SchemeTagError):
+    """0x00 or 0xFF: never valid, in any mode."""
+
+
+class UnassignedSchemeTag(SchemeTagError):
+    """0x06-0x5F: not assigned by this version of the specification."""
+
+
+class ReservedSchemeTag(SchemeTagError):
+    """0x60-0x7F (nested schemes) or 0x80-0xEF (future versions)."""
+
+
+class PrivateSchemeTag(SchemeTagError):
+    """0xF0-0xFE with no codec registered for the tag."""
+
+
+class RegistrationError(HurrayDeclError, ValueError):
+    """A private codec cannot be registered as asked."""
+
+
+class UnsupportedError(HurrayDeclError, NotImplementedError):
+    """hurray_decl does not do what was asked."""
+
+
+class OpaqueDataAccess(UnsupportedError):
+    """Tensor data was requested for a descriptor accepted only in permissive mode."""
+
+
+class OnnxLightError(FormatError):
+    """An onnx-light value, plan or descriptor breaks an OL-* rule."""

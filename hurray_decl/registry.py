@@ -1,0 +1,90 @@
+"""Registries: one row per scheme (Hurray) or method (onnx-light), registered by an explicit call.
+
+Everything that varies by scheme is read from its row: the engine's dispatch, the docs table,
+the Kaitai agreement test and the test parametrisation. Adding a scheme means adding a module
+and one ``register`` call; nothing else lists the schemes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Callable, Generic, Iterator, TypeVar
+
+import construct as cs
+
+from .errors import RegistrationError
+from .schema import field_offsets
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class Table(Generic[K, V]):
+    """A keyed table filled by explicit ``register`` calls; a key is registered once."""
+
+    def __init__(self, what: str, code: str) -> None:
+        self.what = what
+        self.code = code
+        self._rows: dict[K, V] = {}
+
+    def register(self, key: K, row: V) -> V:
+        if key in self._rows:
+            raise RegistrationError(
+                self.code, f"{self.what} {key!r} is already registered", path=self.what, actual=key
+            )
+        self._rows[key] = row
+        return row
+
+    def unregister(self, key: K) -> None:
+        self._rows.pop(key, None)
+
+    def get(self, key: K) -> V | None:
+        return self._rows.get(key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._rows
+
+    def __iter__(self) -> Iterator[V]:
+        return iter(self._rows.values())
+
+    def keys(self) -> list[K]:
+        return list(self._rows)
+
+
+@dataclass(frozen=True)
+class SchemeRow:
+    """Everything hurray_decl knows about one quantization scheme.
+
+    ``struct`` is the whole fixed encoding (header included) as one Construct declaration;
+    ``model`` the pydantic class it decodes to; ``kernel`` the NumPy dequantization function,
+    when one is registered.
+    """
+
+    tag: int
+    name: str
+    title: str
+    tier: int | None
+    struct: cs.Struct
+    model: type
+    storage_types: tuple[str, ...] = ()
+    flags_defined: dict[int, str] = field(default_factory=dict)
+    layout_rule: str = ""
+    version: int = 1
+    private: bool = False
+    kernel: Callable[..., Any] | None = None
+
+    @cached_property
+    def length(self) -> int:
+        """The fixed encoded length, header included, from the declaration."""
+        return self.struct.sizeof()
+
+    @cached_property
+    def offsets(self) -> dict[str, tuple[int, int]]:
+        """Offset and size of every field, from the declaration."""
+        return field_offsets(self.struct)
+
+    @cached_property
+    def version_check(self) -> cs.Struct:
+        """The tag and version fields alone, checked before the length is known to suffice."""
+        return cs.Struct(*self.struct.subcons[:2])

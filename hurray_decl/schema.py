@@ -1,0 +1,170 @@
+"""Construct building blocks shared by every wire declaration.
+
+A field is declared once, with its type, its documentation and the rules that refuse bad
+values: ``"axis" / Int32ul * "quantized axis; < rank"``. :class:`Rule` wraps a field so that
+parsing *and* building refuse a value that breaks the rule, raising the rule's RULES.md code
+with the field's path and byte offset. The hex dump and the docs read names and documentation
+from the same declarations.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import construct as cs
+from construct.core import stream_tell
+
+from .errors import HurrayDeclError, RuleViolation, TruncatedError
+
+NONE32 = 0xFFFF_FFFF
+"""The "no buffer" value of a ``*_buffer_index`` field."""
+
+Check = Callable[[Any, Any], bool]
+
+
+def construct_path(path: str, root: str = "descriptor") -> str:
+    """Turn Construct's ``(parsing) -> a -> b`` into ``descriptor -> a -> b``."""
+    parts = path.split(" -> ")
+    if parts and parts[0] in ("(parsing)", "(building)", "(sizeof)", ""):
+        parts[0] = root
+    # A field renamed twice (name, then docs) appears twice in Construct's path.
+    kept = [p for i, p in enumerate(parts) if i == 0 or p != parts[i - 1]]
+    return " -> ".join(kept)
+
+
+class Rule(cs.Subconstruct):
+    """A field that refuses values breaking one rule, on parse and on build alike.
+
+    ``check(value, context)`` returns True for a valid value. ``expected`` is the human text
+    of what the rule wants; ``code`` is the RULES.md ID raised otherwise. Rules nest: the
+    innermost is checked first.
+    """
+
+    def __init__(
+        self,
+        subcon: cs.Construct,
+        check: Check,
+        code: str,
+        expected: Any,
+        message: str,
+        error: type[HurrayDeclError] = RuleViolation,
+    ) -> None:
+        super().__init__(subcon)
+        self.check = check
+        self.code = code
+        self.expected = expected
+        self.message = message
+        self.error = error
+
+    def _enforce(self, value: Any, context: Any, path: str, offset: int) -> None:
+        if not self.check(value, context):
+            raise self.error(
+                self.code,
+                self.message,
+                path=construct_path(path),
+                offset=offset,
+                actual=show(value),
+                expected=self.expected,
+            )
+
+    def _parse(self, stream, context, path):
+        offset = stream_tell(stream, path)
+        value = self.subcon._parsereport(stream, context, path)
+        self._enforce(value, context, path, offset)
+        return value
+
+    def _build(self, obj, stream, context, path):
+        offset = stream_tell(stream, path)
+        self._enforce(obj, context, path, offset)
+        return self.subcon._build(obj, stream, context, path)
+
+    def rules(self) -> list["Rule"]:
+        """This rule and those nested inside it, innermost first."""
+        inner = self.subcon.rules() if isinstance(self.subcon, Rule) else []
+        return inner + [self]
+
+
+def show(value: Any) -> Any:
+    """Values as messages print them: small integers stay decimal, bytes become hex."""
+    if isinstance(value, float):
+        return repr(value)
+    return value
+
+
+def hex_byte(value: int) -> str:
+    return f"0x{value:02X}"
+
+
+def equals(expected_value: Any, code: str, message: str, subcon: cs.Construct) -> Rule:
+    shown = hex_byte(expected_value) if isinstance(expected_value, int) else expected_value
+    return Rule(subcon, lambda v, _: v == expected_value, code, shown, message)
+
+
+def zero_bytes(count: int, code: str) -> Rule:
+    """``count`` reserved bytes that must all be 0x00 (built as zeros by default)."""
+    zeros = bytes(count)
+    return cs.Default(
+        Rule(cs.Bytes(count), lambda v, _: v == zeros, code, zeros, "reserved bytes must be zero"),
+        zeros,
+    )
+
+
+def reserved_flags(defined: int, code: str) -> Rule:
+    """A u16 flags field whose bits outside ``defined`` must be clear."""
+    return Rule(
+        cs.Int16ul,
+        lambda v, _: v & ~defined & 0xFFFF == 0,
+        code,
+        f"only bits 0x{defined:04X} may be set" if defined else "0x0000 (no flags defined)",
+        "a reserved flags bit is set",
+    )
+
+
+def power_of_two(minimum: int, maximum: int | None, codes: tuple[str, str, str | None]) -> cs.Construct:
+    """A u32 block size: at least ``minimum``, a power of two, at most ``maximum``.
+
+    ``codes`` gives the rule IDs for (below minimum, not a power of two, above maximum).
+    """
+    low_code, pow_code, high_code = codes
+    field: cs.Construct = Rule(
+        cs.Int32ul, lambda v, _: v >= minimum, low_code, f">= {minimum}",
+        "block_size is below the scheme's minimum",
+    )
+    field = Rule(
+        field, lambda v, _: v & (v - 1) == 0, pow_code, "a power of two",
+        "block_size is not a power of two",
+    )
+    if maximum is not None and high_code is not None:
+        field = Rule(
+            field, lambda v, _: v <= maximum, high_code, f"<= {maximum}",
+            "block_size is above the scheme's maximum",
+        )
+    return field
+
+
+def field_offsets(struct: cs.Struct) -> dict[str, tuple[int, int]]:
+    """Offset and size of every named field of a fixed-size Struct, from its declaration."""
+    offsets: dict[str, tuple[int, int]] = {}
+    position = 0
+    for sub in struct.subcons:
+        size = sub.sizeof()
+        if sub.name:
+            offsets[sub.name] = (position, size)
+        position += size
+    return offsets
+
+
+def parse_exact(struct: cs.Construct, data: bytes, path: str = "descriptor") -> Any:
+    """Parse ``data`` with ``struct``; Construct's own errors become :class:`TruncatedError`.
+
+    Rule violations propagate unchanged. Any other Construct failure here can only be a
+    stream running out, since the declarations have no other failing parts.
+    """
+    try:
+        return struct.parse(data)
+    except HurrayDeclError:
+        raise
+    except cs.StreamError as exc:
+        raise TruncatedError(
+            "HQ-HDR-04", "the input ends inside a field", path=path, offset=len(data)
+        ) from exc

@@ -1,0 +1,74 @@
+"""Per-tensor affine, scheme 0x01 (Tier 1): one inline scale and zero point for the tensor."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+import construct as cs
+from pydantic import computed_field, field_validator, model_validator
+
+from ..element_types import by_name
+from ..errors import RuleViolation
+from ..registry import SchemeRow
+from ..schema import zero_bytes
+from .quantization import I32, SchemeDescriptor, check_float32, descriptor_struct, f32_field
+
+TAG = 0x01
+LENGTH = 4 + 4 + 4 + 4  # header, scale, zero_point, reserved
+
+STRUCT = descriptor_struct(
+    TAG,
+    0x0000,
+    "scale" / f32_field("HQ-PT-03", "HQ-PT-02") * "float32 scale; finite and non-zero",
+    "zero_point" / cs.Int32sl * "int32 zero point, subtracted as stored; 0 when symmetric",
+    "reserved" / zero_bytes(4, "HQ-PT-05") * "_reserved: four zero bytes",
+)
+
+
+class PerTensorAffine(SchemeDescriptor):
+    """x = scale * (q - zero_point). ``symmetric=True`` asks for zero_point 0 (HQ-PT-06)."""
+
+    layout_rule: ClassVar[str] = "HQ-PT-01"
+
+    scheme_tag: Literal[0x01] = TAG
+    scale: float
+    zero_point: I32 = 0
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def symmetric(self) -> bool:
+        """No flag records symmetry here: a zero point of 0 is what makes it symmetric."""
+        return self.zero_point == 0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _symmetric_means_zero(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or "symmetric" not in data:
+            return data
+        data = dict(data)
+        if data.pop("symmetric"):
+            if data.get("zero_point", 0) != 0:
+                raise RuleViolation(
+                    "HQ-PT-06", "a symmetric per-tensor descriptor is written with zero_point 0",
+                    path="descriptor -> zero_point", actual=data["zero_point"], expected=0,
+                )
+            data["zero_point"] = 0
+        return data
+
+    @field_validator("scale")
+    @classmethod
+    def _float32(cls, value: float) -> float:
+        return check_float32(value, "HQ-PT-01", "scale")
+
+
+ROW = SchemeRow(
+    tag=TAG,
+    name="per_tensor_affine",
+    title="per-tensor affine",
+    tier=1,
+    struct=STRUCT,
+    model=PerTensorAffine,
+    storage_types=tuple(t.name for t in by_name(
+        "int8", "uint8", "int16", "uint16", "int32", "uint32", "int4", "uint4", "int2", "uint2")),
+    layout_rule="HQ-PT-01",
+)

@@ -1,0 +1,59 @@
+"""Every rule in scope has a test naming it, every raised code exists, and RULES.md is in sync."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from hurray_decl.rules import all_rules, rules_text
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_RULES = ROOT.parent / "shared" / "spec" / "RULES.md"
+
+# (area, needs that put a rule in scope): grows as issues land.
+SCOPE = [
+    *((area, {"bytes"}) for area in ("HQ-HDR", "HQ-PT", "HQ-PC", "HQ-PB", "HQ-NF4", "HQ-MX", "HQ-EXT")),
+]
+
+_ID = re.compile(r"""["']((?:HQ|HT|HE|OL)(?:-[A-Z0-9]+)*-\d+)["']""")
+
+
+def _ids_in(paths) -> set[str]:
+    found: set[str] = set()
+    for path in paths:
+        found.update(_ID.findall(path.read_text(encoding="utf-8")))
+    return found
+
+
+def named_in_tests() -> set[str]:
+    return _ids_in(p for p in (ROOT / "tests").rglob("*.py") if p.name != Path(__file__).name)
+
+
+def in_scope() -> list[str]:
+    return [r.id for r in all_rules().values()
+            if any(r.area == area and r.needs <= needs for area, needs in SCOPE)]
+
+
+def test_packaged_rules_match_shared_copy():
+    assert SHARED_RULES.exists(), "../shared/spec/RULES.md is missing beside the repository"
+    assert rules_text() == SHARED_RULES.read_text(encoding="utf-8"), (
+        "hurray_decl/spec/RULES.md differs from ../shared/spec/RULES.md: copy it again")
+
+
+def test_rules_table_parses_completely():
+    rules = all_rules()
+    assert len(rules) == 530  # the MUST count RULES.md states
+    assert rules["HQ-PB-03"].needs == {"bytes"} and rules["HQ-PB-03"].role == "reader"
+
+
+@pytest.mark.parametrize("rule_id", in_scope())
+def test_rule_has_a_test(rule_id):
+    assert rule_id in named_in_tests(), f"{rule_id} has no test naming it (raises_rule or covers)"
+
+
+def test_library_raises_only_known_codes():
+    known = set(all_rules())
+    raised = _ids_in((ROOT / "hurray_decl").rglob("*.py"))
+    assert raised <= known, f"codes not in RULES.md: {sorted(raised - known)}"

@@ -214,3 +214,19 @@ def kernel_for(descriptor: Descriptor) -> Callable[..., Any]:
 def tag_class(tag: int) -> TagClass:
     """The class of a scheme tag byte in this reader (private registered tags stay private)."""
     return classify(tag, ASSIGNED)
+
+
+def scheme_table() -> str:
+    """The Markdown table of registered schemes, derived from the registry rows."""
+    lines = [
+        "| Tag | Scheme | Module | Tier | Length (B) | Flags | Storage types |",
+        "|---|---|---|---|---:|---|---|",
+    ]
+    for row in SCHEMES:
+        flags = ", ".join(f"bit {bit} {name}" for bit, name in row.flags_defined.items()) or "none"
+        tier = "private" if row.private else str(row.tier)
+        lines.append(
+            f"| `0x{row.tag:02X}` | {row.title} | `{row.name}` | {tier} | {row.length} | {flags} | "
+            f"{', '.join(row.storage_types)} |"
+        )
+    return "\n".join(lines)

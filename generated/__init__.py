@@ -1,0 +1,1 @@
+"""Generated code; regenerate with schemas/regenerate, never edit by hand."""

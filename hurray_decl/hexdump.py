@@ -163,10 +163,15 @@ def _md(text: str) -> str:
     return text.replace("|", "\\|") if text else " "
 
 
+def dump(data: bytes, *, kind: str = "tensor", permissive: bool = False) -> Dump:
+    """Rows and verdict of a descriptor (``kind="quantization"`` for a bare payload)."""
+    if kind == "quantization":
+        return quantization_dump(data, permissive=permissive)
+    raise ValueError(f"kind must be 'tensor' or 'quantization', not {kind!r}")
+
+
 def hexdump(data: bytes, *, kind: str = "tensor", format: str = "text", permissive: bool = False) -> str:
-    """The annotated hex dump of a descriptor (``kind="quantization"`` for a bare payload)."""
+    """The annotated hex dump of a descriptor as text, Markdown or JSON."""
     if format not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, not {format!r}")
-    if kind == "quantization":
-        return render(quantization_dump(data, permissive=permissive), format)
-    raise ValueError(f"kind must be 'tensor' or 'quantization', not {kind!r}")
+    return render(dump(data, kind=kind, permissive=permissive), format)

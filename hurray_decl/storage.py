@@ -1,0 +1,124 @@
+"""Element storage: packing and unpacking every storage type a scheme admits, in NumPy.
+
+Integer types unpack to their integer codes, narrow floats to float32 values through
+``ml_dtypes`` lookup tables. Sub-byte types follow DIGEST § 4.4: element ``2k`` in the low
+nibble, four 2-bit elements per byte from the least significant bits, four 6-bit elements per
+3-byte little-endian group. No per-element Python runs here.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import ml_dtypes
+import numpy as np
+
+from .element_types import BY_NAME, ElementType, Kind
+
+NARROW_FLOATS: dict[str, type] = {
+    "float8_e4m3": ml_dtypes.float8_e4m3fn,
+    "float8_e5m2": ml_dtypes.float8_e5m2,
+    "float8_e8m0": ml_dtypes.float8_e8m0fnu,
+    "float4_e2m1": ml_dtypes.float4_e2m1fn,
+    "float6_e2m3": ml_dtypes.float6_e2m3fn,
+    "float6_e3m2": ml_dtypes.float6_e3m2fn,
+    "bfloat16": ml_dtypes.bfloat16,
+}
+"""The ml_dtypes type behind each narrow float (OCP value maps; DIGEST § 4.5); they decode to float32."""
+
+WHOLE_BYTE: dict[str, str] = {
+    "int8": "<i1", "uint8": "<u1", "int16": "<i2", "uint16": "<u2", "int32": "<i4", "uint32": "<u4",
+    "int64": "<i8", "uint64": "<u8", "float16": "<f2", "float32": "<f4", "float64": "<f8",
+    "complex64": "<c8", "complex128": "<c16",
+}
+"""Whole-byte types NumPy reads directly, little-endian (HE-01)."""
+
+
+def element(name: str) -> ElementType:
+    return BY_NAME[name]
+
+
+def byte_size(name: str, count: int) -> int:
+    """Contiguous storage size of ``count`` elements (DIGEST § 4.4; 6-bit types per HD-10)."""
+    bits = element(name).bits
+    if bits == 6:
+        return -(-count // 4) * 3
+    if bits < 8:
+        return -(-count * bits // 8)
+    return count * (bits // 8)
+
+
+@lru_cache(maxsize=None)
+def value_table(name: str) -> np.ndarray:
+    """float32 value of every code of a float type of at most 8 bits, indexed by code."""
+    codes = np.arange(1 << element(name).bits, dtype=np.uint8)
+    return codes.view(NARROW_FLOATS[name]).astype(np.float32)
+
+
+def unpack_codes(raw: np.ndarray, bits: int, count: int) -> np.ndarray:
+    """Raw ``bits``-wide codes (uint8) of the first ``count`` elements of packed bytes."""
+    raw = np.asarray(raw, dtype=np.uint8)
+    if bits == 8:
+        return raw[:count]
+    if bits == 6:
+        groups = raw[: -(-count // 4) * 3].reshape(-1, 3).astype(np.uint32)
+        word = groups[:, 0] | (groups[:, 1] << 8) | (groups[:, 2] << 16)
+        shifts = np.arange(0, 24, 6, dtype=np.uint32)
+        return ((word[:, None] >> shifts) & 0x3F).astype(np.uint8).reshape(-1)[:count]
+    per_byte = 8 // bits
+    used = raw[: -(-count // per_byte)]
+    shifts = np.arange(0, 8, bits, dtype=np.uint8)
+    return ((used[:, None] >> shifts) & ((1 << bits) - 1)).reshape(-1)[:count]
+
+
+def pack_codes(codes: np.ndarray, bits: int) -> bytes:
+    """Pack ``bits``-wide codes LSB-first; unused bits of the last unit are zero."""
+    codes = np.asarray(codes, dtype=np.uint8).reshape(-1) & ((1 << bits) - 1)
+    if bits == 8:
+        return codes.tobytes()
+    if bits == 6:
+        padded = np.zeros(-(-codes.size // 4) * 4, dtype=np.uint32)
+        padded[: codes.size] = codes
+        word = (padded.reshape(-1, 4) << np.arange(0, 24, 6, dtype=np.uint32)).sum(axis=1, dtype=np.uint32)
+        return np.stack([word & 0xFF, (word >> 8) & 0xFF, word >> 16], axis=1).astype(np.uint8).tobytes()
+    per_byte = 8 // bits
+    padded = np.zeros(-(-codes.size // per_byte) * per_byte, dtype=np.uint8)
+    padded[: codes.size] = codes
+    shifts = np.arange(0, 8, bits, dtype=np.uint8)
+    return np.bitwise_or.reduce(padded.reshape(-1, per_byte) << shifts, axis=1).astype(np.uint8).tobytes()
+
+
+def decode(raw: np.ndarray, name: str, count: int) -> np.ndarray:
+    """The first ``count`` elements of packed ``raw`` bytes as numbers.
+
+    Integers keep an integer dtype wide enough for them (int8 for int4 and int2), floats narrower
+    than 32 bits become float32 (exactly), the others keep their own dtype.
+    """
+    kind = element(name)
+    raw = np.asarray(raw, dtype=np.uint8)
+    if kind.bits < 8:
+        codes = unpack_codes(raw, kind.bits, count)
+        if name in NARROW_FLOATS:
+            return codes.view(NARROW_FLOATS[name]).astype(np.float32)
+        if kind.kind is Kind.SIGNED:
+            sign = np.uint8(1 << (kind.bits - 1))
+            return (codes ^ sign).view(np.int8) - np.int8(sign)
+        return codes
+    used = raw[: byte_size(name, count)]
+    if name in NARROW_FLOATS:
+        return used.view(NARROW_FLOATS[name]).astype(np.float32)
+    if name == "float16":
+        return used.view("<f2").astype(np.float32)
+    return used.view(WHOLE_BYTE[name])
+
+
+def encode(values: np.ndarray, name: str) -> bytes:
+    """Storage bytes of integer codes or (narrow float) values; values must already be in range."""
+    kind = element(name)
+    values = np.asarray(values).reshape(-1)
+    if name in NARROW_FLOATS:
+        codes = values.astype(np.float32).astype(NARROW_FLOATS[name])
+        return codes.tobytes() if kind.bits >= 8 else pack_codes(codes.view(np.uint8), kind.bits)
+    if name in WHOLE_BYTE:
+        return values.astype(WHOLE_BYTE[name]).tobytes()
+    return pack_codes(values.astype(np.int64) & ((1 << kind.bits) - 1), kind.bits)

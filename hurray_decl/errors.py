@@ -31,6 +31,7 @@ __all__ = [
     "UnsupportedError",
     "OpaqueDataAccess",
     "OnnxLightError",
+    "OnnxLightTypeError",
 ]
 
 
@@ -141,3 +142,7 @@ class OpaqueDataAccess(UnsupportedError):
 
 class OnnxLightError(FormatError):
     """An onnx-light value, plan or descriptor breaks an OL-* rule."""
+
+
+class OnnxLightTypeError(HurrayDeclError, TypeError):
+    """An onnx-light field received a value of the wrong type (OL-PROF-04, OL-NUM-27)."""

@@ -15,7 +15,10 @@ SHARED_RULES = ROOT.parent / "shared" / "spec" / "RULES.md"
 # (area, needs that put a rule in scope): grows as issues land.
 SCOPE = [
     *((area, {"bytes"}) for area in ("HQ-HDR", "HQ-PT", "HQ-PC", "HQ-PB", "HQ-NF4", "HQ-MX", "HQ-EXT")),
+    *((area, {"bytes", "tensor", "buffers", "data"}) for area in ("OL-PROF", "OL-PLAN", "OL-WIRE", "OL-NUM", "OL-CAL")),
 ]
+PENDING = {"OL-CAL-20"}
+"""Rules in scope whose feature lands with a later issue (ORT calibration: the MatMulNBits issue)."""
 
 _ID = re.compile(r"""["']((?:HQ|HT|HE|OL)(?:-[A-Z0-9]+)*-\d+)["']""")
 
@@ -33,7 +36,7 @@ def named_in_tests() -> set[str]:
 
 def in_scope() -> list[str]:
     return [r.id for r in all_rules().values()
-            if any(r.area == area and r.needs <= needs for area, needs in SCOPE)]
+            if any(r.area == area and r.needs <= needs for area, needs in SCOPE) and r.id not in PENDING]
 
 
 def test_packaged_rules_match_shared_copy():

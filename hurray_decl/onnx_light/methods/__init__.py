@@ -1,0 +1,44 @@
+"""The block methods, one registered row each, and the dispatch on a run's ``method``.
+
+A row supplies three NumPy kernels that each work on a whole run (``[blocks, count]`` values,
+``[blocks, C]`` code bytes): ``encode``, ``decode`` and ``calibrate``. The engine never lists
+the methods itself: it looks the row up in :data:`METHODS`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from ...errors import OnnxLightError
+from ...registry import Table
+from . import affine, cast, codebook
+
+__all__ = ["MethodRow", "METHODS", "method_row"]
+
+
+@dataclass(frozen=True)
+class MethodRow:
+    """One block method: its header code, name and run-wide kernels."""
+
+    code: int
+    name: str
+    encode: Callable[..., np.ndarray]     # (values [B, count], run, path) -> code bytes [B, C]
+    decode: Callable[..., np.ndarray]     # (code bytes [B, C], run, path) -> values [B, count]
+    calibrate: Callable[..., np.ndarray]  # (values [B, count], run, path) -> scales [B]
+
+
+METHODS: Table[int, MethodRow] = Table("onnx-light block method", "OL-PLAN-07")
+METHODS.register(0, MethodRow(0, "affine", affine.encode, affine.decode, affine.calibrate))
+METHODS.register(1, MethodRow(1, "codebook", codebook.encode, codebook.decode, codebook.calibrate))
+METHODS.register(2, MethodRow(2, "cast", cast.encode, cast.decode, cast.calibrate))
+
+
+def method_row(method: int, path: str) -> MethodRow:
+    row = METHODS.get(int(method))
+    if row is None:
+        raise OnnxLightError("OL-PLAN-07", "unknown block method", path=f"{path} -> method",
+                             actual=method, expected=METHODS.keys())
+    return row

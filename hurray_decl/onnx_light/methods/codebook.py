@@ -1,0 +1,153 @@
+"""Codebook blocks: scalar, vector and additive tables with a greedy residual search.
+
+Encoding (DIGEST.md § 8.2): per logical vector (the last may be partial), the residual is
+``x / scale``; for each book in turn the entry with the smallest squared distance over the
+logical components is chosen, ties keeping the first entry, and subtracted from the residual.
+Distances are computed in float64; positions where a runner-up lies within a few ulps of the
+best are re-decided exactly with rational arithmetic (OD-02).
+
+Decoding: ``scale * sum over books of table[book][index][j]``; an index >= entries is refused.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+from ...errors import OnnxLightError
+from ..numerics import two_product, two_sum
+from ..packing import pack_base3, pack_bits, unpack_base3, unpack_bits
+from .affine import ratio_scales
+
+__all__ = ["encode", "decode", "calibrate"]
+
+_NEAR = 2.0**-36
+_CHUNK = 1 << 21  # distance-matrix elements per chunk
+
+
+def _tables(run) -> np.ndarray:
+    layout = run.layout
+    return run.codebook.reshape(run.blocks, int(layout.books), int(layout.entries), int(layout.vector_size))
+
+
+def _vectors(values: np.ndarray, vector: int) -> tuple[np.ndarray, np.ndarray]:
+    """Values [B, count] as [B, nvec, vector] (zero-padded) and the logical-component mask."""
+    blocks, count = values.shape
+    nvec = -(-count // vector)
+    padded = np.zeros((blocks, nvec * vector))
+    padded[:, :count] = values
+    mask = np.zeros(nvec * vector, dtype=bool)
+    mask[:count] = True
+    return padded.reshape(blocks, nvec, vector), mask.reshape(nvec, vector)
+
+
+def _exact_choice(residual: np.ndarray, table: np.ndarray, mask: np.ndarray, candidates: np.ndarray) -> int:
+    """The first candidate entry with the exactly smallest masked squared distance."""
+    r = [Fraction(float(x)) for x, m in zip(residual, mask) if m]
+    best, best_index = None, -1
+    for e in candidates:
+        t = [Fraction(float(x)) for x, m in zip(table[e], mask) if m]
+        d = sum(((a - b) ** 2 for a, b in zip(r, t)), Fraction(0))
+        if best is None or d < best:
+            best, best_index = d, int(e)
+    return best_index
+
+
+def _exact_distances(residual: np.ndarray, table: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Where float64 computed the masked squared distance without rounding: [m, E].
+
+    When every candidate of a near tie is exact, the float comparison (first index on ties)
+    already is the exact decision.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = np.zeros(table.shape[:2])
+        exact = np.ones(table.shape[:2], dtype=bool)
+        for j in range(table.shape[2]):
+            use = mask[:, j][:, None]
+            diff, e1 = two_sum(residual[:, j][:, None], -table[:, :, j])
+            square, e2 = two_product(diff, diff)
+            summed, e3 = two_sum(total, square)
+            exact &= ~use | ((e1 == 0) & (e2 == 0) & (e3 == 0))
+            total = np.where(use, summed, total)
+    return exact
+
+
+def search(residual: np.ndarray, tables: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Greedy residual search; returns indices [B, nvec, books]. ``residual`` is updated in place."""
+    blocks, nvec, vector = residual.shape
+    books, entries = tables.shape[1], tables.shape[2]
+    indices = np.empty((blocks, nvec, books), dtype=np.int64)
+    weight = mask.astype(np.float64)
+    step = max(1, _CHUNK // max(1, nvec * entries * vector))
+    for book in range(books):
+        for start in range(0, blocks, step):
+            r = residual[start:start + step]                     # [b, nvec, v]
+            t = tables[start:start + step, book]                 # [b, E, v]
+            with np.errstate(over="ignore", invalid="ignore"):
+                diff = r[:, :, None, :] - t[:, None, :, :]       # [b, nvec, E, v]
+                dist = np.einsum("bnev,nv->bne", diff * diff, weight)
+            choice = np.argmin(dist, axis=2)
+            best = np.take_along_axis(dist, choice[:, :, None], axis=2)
+            band = dist <= best * (1 + _NEAR) + 1e-300
+            near = band.sum(axis=2) > 1
+            if near.any():
+                js, ks = np.nonzero(near)
+                exact = _exact_distances(r[js, ks], t[js], mask[ks])       # [m, E]
+                settled = (exact | ~band[js, ks]).all(axis=1)
+                for j, k in zip(js[~settled], ks[~settled]):
+                    candidates = np.flatnonzero(band[j, k])
+                    choice[j, k] = _exact_choice(r[j, k], t[j], mask[k], candidates)
+            indices[start:start + step, :, book] = choice
+            chosen = np.take_along_axis(t, choice.reshape(choice.shape[0], -1)[:, :, None], axis=1)
+            r -= chosen * weight
+    return indices
+
+
+def encode(values: np.ndarray, run, path: str) -> np.ndarray:
+    layout = run.layout
+    with np.errstate(over="ignore", invalid="ignore"):
+        scaled = values / run.scale[:, None]
+    if not np.isfinite(scaled).all():
+        j, k = (int(i) for i in np.argwhere(~np.isfinite(scaled))[0])
+        raise OnnxLightError("OL-NUM-16", "the codebook residual x / scale is not finite",
+                             path=f"{path} -> blocks[{j}] -> values[{k}]",
+                             actual=repr(float(values[j, k])), expected="finite")
+    residual, mask = _vectors(scaled, int(layout.vector_size))
+    indices = search(residual, _tables(run), mask).reshape(run.blocks, -1)
+    if int(layout.base3):
+        return pack_base3(indices)
+    return pack_bits(indices.astype(np.uint32), int(layout.bits))
+
+
+def decode(data: np.ndarray, run, path: str) -> np.ndarray:
+    layout = run.layout
+    codes = layout.code_count
+    if int(layout.base3):
+        indices = unpack_base3(data, codes, path)
+    else:
+        indices = unpack_bits(data, codes, int(layout.bits), path)
+    entries = int(layout.entries)
+    if (indices >= entries).any():
+        j, k = (int(i) for i in np.argwhere(indices >= entries)[0])
+        raise OnnxLightError("OL-NUM-18", "a codebook index is >= entries",
+                             path=f"{path}[{j}] -> codes -> index {k}", actual=int(indices[j, k]),
+                             expected=f"< {entries}")
+    tables = _tables(run)
+    books, vector = tables.shape[1], tables.shape[3]
+    indices = indices.reshape(run.blocks, -1, books).astype(np.intp)
+    total = np.zeros((run.blocks, indices.shape[1], vector))
+    for book in range(books):
+        total = total + np.take_along_axis(tables[:, book], indices[:, :, book, None], axis=1)
+    values = total.reshape(run.blocks, -1)[:, : int(layout.count)]
+    return values * run.scale[:, None]
+
+
+def calibrate(values: np.ndarray, run, path: str) -> np.ndarray:
+    """Scalar tables only: low and high are the smallest and largest entries (OL-CAL-15)."""
+    layout = run.layout
+    if int(layout.books) != 1 or int(layout.vector_size) != 1:
+        raise OnnxLightError("OL-CAL-15", "calibration requires explicit scales for vector/additive "
+                             "codebooks", path=f"{path} -> scales", actual=(layout.books, layout.vector_size),
+                             expected="books 1 and vector 1")
+    return ratio_scales(values, run.codebook.min(axis=1), run.codebook.max(axis=1))

@@ -1,0 +1,92 @@
+"""TensorProto conversions: quantize_tensor_proto and dequantize_tensor_proto.
+
+A source TensorProto may be this package's message or the ``onnx`` package's (the bytes are
+the same). External data must be loaded first; loaded raw_data is accepted even when EXTERNAL
+metadata remains, and that metadata is left unchanged (OL-NUM-04). ``name`` and ``doc_string``
+keep their presence independently (OL-WIRE-41).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import OnnxLightError
+from .codec import _as_encoded, dequantize_value, quantize_array
+from .numerics import DOUBLE, FLOAT, LOGICAL_DTYPES
+from .plan import QuantizationPlan
+from .wire import pb
+
+__all__ = ["tensor_to_array", "array_to_tensor", "quantize_tensor_proto", "dequantize_tensor_proto"]
+
+
+def _as_tensor(tensor) -> pb.TensorProto:
+    if isinstance(tensor, pb.TensorProto):
+        return tensor
+    if hasattr(tensor, "SerializeToString"):
+        return pb.TensorProto.FromString(tensor.SerializeToString())
+    raise OnnxLightError("OL-NUM-01", "expected a TensorProto", path="source", actual=type(tensor).__name__)
+
+
+def tensor_to_array(tensor) -> np.ndarray:
+    """The values of a floating TensorProto as a new NumPy array (OL-NUM-01 .. -04)."""
+    t = _as_tensor(tensor)
+    if t.data_type not in LOGICAL_DTYPES:
+        raise OnnxLightError("OL-NUM-01", "the source dtype is not FLOAT, DOUBLE, FLOAT16 or BFLOAT16",
+                             path="source -> data_type", actual=t.data_type, expected="1, 11, 10 or 16")
+    dims = list(t.dims)
+    if any(d < 0 for d in dims):
+        raise OnnxLightError("OL-NUM-02", "the source shape is not concrete", path="source -> dims",
+                             actual=dims, expected="dims >= 0")
+    count = int(np.prod(dims, dtype=np.int64)) if dims else 1
+    dtype = LOGICAL_DTYPES[t.data_type]
+    if t.HasField("raw_data"):
+        raw = t.raw_data
+        if len(raw) != count * dtype.itemsize:
+            raise OnnxLightError("OL-NUM-02", "raw_data does not match the source shape",
+                                 path="source -> raw_data", actual=len(raw), expected=count * dtype.itemsize)
+        values = np.frombuffer(raw, dtype=dtype.newbyteorder("<")).astype(dtype)
+    elif t.data_location == pb.TensorProto.EXTERNAL or len(t.external_data):
+        raise OnnxLightError("OL-NUM-04", "the source payload is external and not loaded",
+                             path="source -> external_data")
+    elif t.data_type == DOUBLE:
+        values = np.array(t.double_data, dtype=np.float64)
+    elif t.data_type == FLOAT:
+        values = np.array(t.float_data, dtype=np.float32)
+    else:  # FLOAT16 / BFLOAT16 bit patterns live in int32_data
+        values = np.array(t.int32_data, dtype=np.uint16).view(dtype)
+    if values.size != count:
+        raise OnnxLightError("OL-NUM-02", "the data does not match the source shape", path="source",
+                             actual=values.size, expected=count)
+    return values.reshape(dims)
+
+
+def array_to_tensor(array: np.ndarray, code: int) -> pb.TensorProto:
+    t = pb.TensorProto()
+    t.dims.extend(array.shape)
+    t.data_type = code
+    t.raw_data = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<")).tobytes()
+    return t
+
+
+def quantize_tensor_proto(tensor_proto, plan: QuantizationPlan) -> pb.EncodedValueProto:
+    """Encode a TensorProto with an explicit plan; keeps name/doc_string presence."""
+    t = _as_tensor(tensor_proto)
+    encoded = quantize_array(tensor_to_array(t), plan)
+    if t.HasField("name"):
+        encoded.name = t.name
+    if t.HasField("doc_string"):
+        encoded.doc_string = t.doc_string
+    return encoded
+
+
+def dequantize_tensor_proto(encoded, model=None) -> pb.TensorProto:
+    """Decode to a TensorProto with the logical shape and dtype; keeps name/doc_string presence."""
+    value = _as_encoded(encoded)
+    array = dequantize_value(value, model)
+    tensor = array_to_tensor(array, value.logical_type.tensor_type.elem_type)
+    if value.HasField("name"):
+        tensor.name = value.name
+    if value.HasField("doc_string"):
+        tensor.doc_string = value.doc_string
+    return tensor
+

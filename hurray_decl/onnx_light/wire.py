@@ -1,0 +1,424 @@
+"""The portable wire form: the canonical descriptor and the raw_data layout (DIGEST.md § 3-7).
+
+* :func:`canonical_type` builds the one descriptor the encoder writes for a plan geometry.
+* :func:`read_geometry` interprets a descriptor far enough to rebuild that geometry (profile,
+  P, n, O and the runs); the decoder then rebuilds the canonical descriptor from it and
+  requires an exact match (OL-WIRE-26).
+* :func:`payload_schema` declares raw_data as a Construct structure built from the geometry:
+  the root fields, then one array of block records per run. NumPy does the bulk: each array is
+  read or written as one structured-dtype buffer.
+* :func:`struct_bits` sizes any struct type in checked arithmetic (OL-WIRE-11).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import construct as cs
+import numpy as np
+from construct.core import stream_read, stream_write
+
+from ..errors import OnnxLightError
+from ..schema import Rule
+from ._generated import onnx_light_pb2 as pb
+from .numerics import BFLOAT16, DOUBLE, FLOAT, FLOAT16, INT64, LOGICAL_DTYPES, UINT8
+from .plan import U32_MAX, U64_MAX, QuantizationBlockLayout
+from .profiles import WIRE_PREFIX, QuantizationFormat, parse_quantization_format
+
+__all__ = [
+    "PARAMETER_REF_FIELD",
+    "Geometry",
+    "RunGeometry",
+    "canonical_type",
+    "read_geometry",
+    "payload_schema",
+    "struct_bits",
+    "resolve_struct_type",
+    "same_message",
+    "pb",
+]
+
+PARAMETER_REF_FIELD = pb.EncodedValueProto.DESCRIPTOR.fields_by_name["parameter_ref"].number
+"""OD-01: the unconfirmed field number of EncodedValueProto.parameter_ref, named once here."""
+
+ROOT_FIELDS = ("reserved", "permutation", "forward", "inverse", "outlier_indices", "outlier_values", "blocks")
+BLOCK_FIELDS = ("parameters", "scale", "zero_point", "offset", "codebook", "codes")
+_ELEMENT_BITS = {UINT8: 8, INT64: 64, DOUBLE: 64, FLOAT: 32, FLOAT16: 16, BFLOAT16: 16}
+
+
+@dataclass(frozen=True)
+class RunGeometry:
+    """One merged descriptor run: its header and number of blocks."""
+
+    layout: QuantizationBlockLayout
+    blocks: int
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """Everything the descriptor fixes: profile, P, n, O and the merged runs."""
+
+    format: QuantizationFormat
+    permutation: int
+    transform: int
+    outliers: int
+    runs: tuple[RunGeometry, ...]
+
+    @property
+    def total_blocks(self) -> int:
+        return sum(r.blocks for r in self.runs)
+
+
+def merge_runs(runs: Sequence[RunGeometry]) -> tuple[RunGeometry, ...]:
+    """Merge neighbours with identical nine-value headers (OL-WIRE-24)."""
+    merged: list[RunGeometry] = []
+    for run in runs:
+        if merged and merged[-1].layout.header() == run.layout.header():
+            merged[-1] = RunGeometry(merged[-1].layout, merged[-1].blocks + run.blocks)
+        else:
+            merged.append(run)
+    return tuple(merged)
+
+
+# --- building the canonical descriptor -------------------------------------------------------
+
+def _tensor_type(elem_type: int, dims: Sequence[int]) -> pb.TypeProto:
+    t = pb.TypeProto()
+    t.tensor_type.elem_type = elem_type
+    t.tensor_type.shape.SetInParent()  # present even for a scalar (OL-WIRE-25)
+    for d in dims:
+        t.tensor_type.shape.dim.add().dim_value = int(d)
+    return t
+
+
+def _add_tensor(structure, name: str, elem_type: int, dims: Sequence[int]) -> None:
+    f = structure.field.add()
+    f.name = name
+    f.type.CopyFrom(_tensor_type(elem_type, dims))
+
+
+def _int64_constant(values: Sequence[int], dims: Sequence[int]) -> pb.TensorProto:
+    c = pb.TensorProto()
+    c.dims.extend(dims)
+    c.data_type = INT64
+    c.int64_data.extend(int(v) for v in values)
+    return c
+
+
+def _block_element(layout: QuantizationBlockLayout) -> pb.TypeProto:
+    element = pb.TypeProto()
+    s = element.struct_type.structure
+    s.SetInParent()
+    p = s.field.add()
+    p.name = BLOCK_FIELDS[0]
+    p.constant.CopyFrom(_int64_constant(layout.header(), [9]))
+    tensors = ((DOUBLE, []), (DOUBLE, []), (DOUBLE, []), (DOUBLE, [layout.table_size]),
+               (UINT8, [layout.code_bytes]))
+    for name, (elem_type, dims) in zip(BLOCK_FIELDS[1:], tensors):
+        _add_tensor(s, name, elem_type, dims)
+    return element
+
+
+def canonical_type(geometry: Geometry) -> pb.StructTypeProto:
+    """The canonical descriptor of a geometry (OL-WIRE-17 .. -19, -24, -25)."""
+    root = pb.StructTypeProto()
+    root.name = WIRE_PREFIX + geometry.format.wire_name
+    s = root.structure
+    s.SetInParent()
+    n, o = geometry.transform, geometry.outliers
+    tensors = ((UINT8, [1]), (INT64, [geometry.permutation]), (DOUBLE, [n, n]), (DOUBLE, [n, n]),
+               (INT64, [o]), (DOUBLE, [o]))
+    for name, (elem_type, dims) in zip(ROOT_FIELDS, tensors):
+        _add_tensor(s, name, elem_type, dims)
+    blocks = s.field.add()
+    blocks.name = ROOT_FIELDS[6]
+    bs = blocks.type.struct_type.structure
+    bs.SetInParent()
+    count = bs.field.add()
+    count.name = "count"
+    count.constant.CopyFrom(_int64_constant([geometry.total_blocks], []))
+    first = 0
+    for run in merge_runs(geometry.runs):
+        f = bs.field.add()
+        f.name = f"run_{first}"
+        array = f.type.struct_type.array
+        array.dimension = run.blocks
+        array.element_type.CopyFrom(_block_element(run.layout))
+        first += run.blocks
+    return root
+
+
+def same_message(a, b) -> bool:
+    """Structural equality as this codec's writer serializes (OD-03)."""
+    return a.SerializeToString(deterministic=True) == b.SerializeToString(deterministic=True)
+
+
+# --- reading a descriptor --------------------------------------------------------------------
+
+def _fail(code: str, message: str, path: str, actual: Any = None, expected: Any = None) -> OnnxLightError:
+    return OnnxLightError(code, message, path=path, actual=actual, expected=expected)
+
+
+def _tensor_dims(field, elem_type: int, rank: int, code: str, path: str) -> list[int]:
+    """The dims of a tensor field of the expected element type and rank, or ``code``."""
+    if field.WhichOneof("content") != "type" or field.type.WhichOneof("value") != "tensor_type":
+        raise _fail(code, "expected a tensor field", path, field.name, "a tensor type")
+    tensor = field.type.tensor_type
+    if tensor.elem_type != elem_type:
+        raise _fail(code, "wrong element type", path, tensor.elem_type, elem_type)
+    if not tensor.HasField("shape") or len(tensor.shape.dim) != rank:
+        raise _fail(code, "wrong tensor rank", path, len(tensor.shape.dim), rank)
+    dims = []
+    for d in tensor.shape.dim:
+        if d.WhichOneof("value") != "dim_value" or d.dim_value < 0:
+            raise _fail(code, "a dimension is not a concrete dim_value", path, str(d).strip(), ">= 0")
+        dims.append(d.dim_value)
+    return dims
+
+
+def _structure(node: pb.TypeProto, code: str, path: str):
+    if node.WhichOneof("value") != "struct_type" or node.struct_type.WhichOneof("kind") != "structure":
+        raise _fail(code, "expected a structure", path)
+    return node.struct_type.structure
+
+
+def read_header(constant: pb.TensorProto, path: str) -> QuantizationBlockLayout:
+    """The nine-value header constant (OL-WIRE-20 .. -22)."""
+    if (constant.data_type != INT64 or list(constant.dims) != [9] or len(constant.int64_data) != 9
+            or constant.HasField("raw_data")):
+        raise _fail("OL-WIRE-20", "parameters must be INT64 dims [9] with nine int64_data values "
+                    "and no raw_data", path, (constant.data_type, list(constant.dims),
+                                              len(constant.int64_data)), "INT64 [9] int64_data")
+    values = list(constant.int64_data)
+    for i, v in enumerate(values):
+        if not 0 <= v <= U32_MAX:
+            raise _fail("OL-WIRE-21", "a header value is outside [0, 2^32 - 1]", f"{path}[{i}]", v,
+                        "0 .. 4294967295")
+    if values[3] > 1 or values[7] > 1:
+        raise _fail("OL-WIRE-22", "the signed or base3 flag is above 1", path, values, "flags 0 or 1")
+    return QuantizationBlockLayout.from_header(values)
+
+
+def read_geometry(root: pb.StructTypeProto, path: str = "value -> struct_type") -> Geometry:
+    """Interpret a portable descriptor into the geometry its canonical form is rebuilt from."""
+    if not isinstance(root.name, str) or not root.name.startswith(WIRE_PREFIX):
+        raise _fail("OL-WIRE-14", "the root name does not start with onnx_light.quantization.v1/",
+                    f"{path} -> name", root.name, WIRE_PREFIX + "<profile>")
+    fmt = parse_quantization_format(root.name[len(WIRE_PREFIX):], path=f"{path} -> name")
+    if root.WhichOneof("kind") != "structure" or len(root.structure.field) != len(ROOT_FIELDS):
+        raise _fail("OL-WIRE-17", "the root must be a structure of seven fields", path,
+                    len(root.structure.field), len(ROOT_FIELDS))
+    fields = root.structure.field
+    for i in (1, 2, 4, 6):
+        if fields[i].name != ROOT_FIELDS[i]:
+            raise _fail("OL-WIRE-17", "unexpected root field name", f"{path} -> field[{i}]",
+                        fields[i].name, ROOT_FIELDS[i])
+    (p,) = _tensor_dims(fields[1], INT64, 1, "OL-WIRE-17", f"{path} -> permutation")
+    n, n2 = _tensor_dims(fields[2], DOUBLE, 2, "OL-WIRE-17", f"{path} -> forward")
+    if n != n2:
+        raise _fail("OL-WIRE-17", "forward is not square", f"{path} -> forward", [n, n2], "[n, n]")
+    (o,) = _tensor_dims(fields[4], INT64, 1, "OL-WIRE-17", f"{path} -> outlier_indices")
+    if fields[6].WhichOneof("content") != "type":
+        raise _fail("OL-WIRE-17", "blocks must be a structure type", f"{path} -> blocks")
+    blocks = _structure(fields[6].type, "OL-WIRE-17", f"{path} -> blocks")
+    if not blocks.field or blocks.field[0].name != "count" or blocks.field[0].WhichOneof("content") != "constant":
+        raise _fail("OL-WIRE-18", "the first field of blocks must be the constant count",
+                    f"{path} -> blocks -> field[0]", blocks.field[0].name if blocks.field else None, "count")
+    runs = []
+    for i, f in enumerate(blocks.field[1:], start=1):
+        where = f"{path} -> blocks -> {f.name or f'field[{i}]'}"
+        if (f.WhichOneof("content") != "type" or f.type.WhichOneof("value") != "struct_type"
+                or f.type.struct_type.WhichOneof("kind") != "array"):
+            raise _fail("OL-WIRE-18", "a run must be an array field", where)
+        array = f.type.struct_type.array
+        if array.dimension == 0:
+            raise _fail("OL-WIRE-23", "a run array has dimension 0", f"{where} -> dimension", 0, ">= 1")
+        element = _structure(array.element_type, "OL-WIRE-19", f"{where} -> element_type")
+        if len(element.field) != len(BLOCK_FIELDS) or element.field[0].WhichOneof("content") != "constant":
+            raise _fail("OL-WIRE-19", "a block is parameters, scale, zero_point, offset, codebook, codes",
+                        f"{where} -> element_type", [e.name for e in element.field], list(BLOCK_FIELDS))
+        layout = read_header(element.field[0].constant, f"{where} -> parameters")
+        runs.append(RunGeometry(layout, int(array.dimension)))
+    return Geometry(fmt, int(p), int(n), int(o), tuple(runs))
+
+
+# --- generic sizing (OL-WIRE-11) ---------------------------------------------------------------
+
+def _checked(value: int, path: str) -> int:
+    if value > U64_MAX:
+        raise _fail("OL-WIRE-11", "the type's size overflows 64 bits", path, value, "<= 2^64 - 1")
+    return value
+
+
+def struct_bits(node: pb.StructTypeProto, catalogue: dict[int, pb.StructTypeProto], path: str,
+                depth: int = 0) -> int:
+    """The payload size of a struct type in bits, in checked uint64 arithmetic."""
+    if depth > 64:
+        raise _fail("OL-WIRE-11", "the type nests too deeply (a type_ref cycle?)", path)
+    kind = node.WhichOneof("kind")
+    if kind == "type_ref":
+        target = catalogue.get(node.type_ref)
+        if target is None:
+            raise _fail("OL-WIRE-05", "a type_ref does not resolve in the model's struct_types", path,
+                        node.type_ref, "a declared type_id")
+        return struct_bits(target, catalogue, path, depth + 1)
+    if kind == "structure":
+        total = 0
+        for f in node.structure.field:
+            where = f"{path} -> {f.name}"
+            if f.WhichOneof("content") == "constant":
+                continue
+            if f.WhichOneof("content") != "type":
+                raise _fail("OL-WIRE-11", "a field has neither a type nor a constant", where)
+            total = _checked(total + type_bits(f.type, catalogue, where, depth + 1), where)
+        return total
+    if kind == "array":
+        size = type_bits(node.array.element_type, catalogue, path, depth + 1)
+        return _checked(node.array.dimension * size, path)
+    raise _fail("OL-WIRE-11", f"this codec cannot size a {kind or 'kind-less'} struct type", path, kind)
+
+
+def type_bits(node: pb.TypeProto, catalogue: dict[int, pb.StructTypeProto], path: str, depth: int) -> int:
+    which = node.WhichOneof("value")
+    if which == "struct_type":
+        return struct_bits(node.struct_type, catalogue, path, depth)
+    if which != "tensor_type":
+        raise _fail("OL-WIRE-11", "a field type is neither a tensor nor a struct", path, which)
+    tensor = node.tensor_type
+    width = _ELEMENT_BITS.get(tensor.elem_type)
+    if width is None:
+        raise _fail("OL-WIRE-11", "a tensor field has an element type without a bit width", path,
+                    tensor.elem_type)
+    if not tensor.HasField("shape"):
+        raise _fail("OL-WIRE-11", "a tensor field without a shape cannot be sized (OD-10)", path)
+    total = width
+    for d in tensor.shape.dim:
+        if d.WhichOneof("value") != "dim_value" or d.dim_value < 0:
+            raise _fail("OL-WIRE-11", "a symbolic or negative dimension cannot be sized (OD-10)", path)
+        total = _checked(total * d.dim_value, path)
+    return total
+
+
+def model_catalogue(model) -> dict[int, pb.StructTypeProto]:
+    """The model's struct_types by type_id (OL-WIRE-06, -07)."""
+    catalogue: dict[int, pb.StructTypeProto] = {}
+    if model is None:
+        return catalogue
+    if not isinstance(model, pb.ModelProto):
+        if not hasattr(model, "SerializeToString"):
+            raise _fail("OL-WIRE-05", "model must be a ModelProto (or None)", "model",
+                        type(model).__name__, "ModelProto")
+        model = pb.ModelProto.FromString(model.SerializeToString())
+    for i, entry in enumerate(model.struct_types):
+        where = f"model -> struct_types[{i}] -> type_id"
+        if not entry.HasField("type_id") or entry.type_id == 0:
+            raise _fail("OL-WIRE-06", "a catalogue entry needs a non-zero type_id", where,
+                        entry.type_id, "> 0")
+        if entry.type_id in catalogue:
+            raise _fail("OL-WIRE-07", "two catalogue entries share a type_id", where, entry.type_id, "unique")
+        catalogue[entry.type_id] = entry
+    return catalogue
+
+
+def resolve_struct_type(node: pb.StructTypeProto, model, path: str) -> pb.StructTypeProto:
+    """The inline type, or the catalogue entry a type_ref names, with type_id cleared."""
+    if node.WhichOneof("kind") == "type_ref":
+        alone = pb.StructTypeProto(type_ref=node.type_ref)
+        if not same_message(alone, node):
+            raise _fail("OL-WIRE-04", "a type_ref must be the only field set", path)
+        catalogue = model_catalogue(model)
+        target = catalogue.get(node.type_ref)
+        if target is None:
+            raise _fail("OL-WIRE-05", "the type_ref does not resolve in the model's struct_types",
+                        f"{path} -> type_ref", node.type_ref, "a declared type_id")
+        resolved = pb.StructTypeProto()
+        resolved.CopyFrom(target)
+        resolved.ClearField("type_id")
+        return resolved
+    if node.HasField("type_id"):
+        raise _fail("OL-WIRE-08", "an inline struct_type must not carry a type_id", f"{path} -> type_id",
+                    node.type_id, "absent")
+    return node
+
+
+# --- the raw_data schema ---------------------------------------------------------------------
+
+class NumpyArray(cs.Construct):
+    """``count`` items of a NumPy dtype, read and written as one buffer.
+
+    With a structured dtype this is an array of block records: one item per block.
+    """
+
+    def __init__(self, dtype: np.dtype, count: int, doc: str = "") -> None:
+        super().__init__()
+        self.dtype = np.dtype(dtype)
+        self.count = int(count)
+        self.docs = doc
+
+    def _parse(self, stream, context, path):
+        size = self.count * self.dtype.itemsize
+        data = stream_read(stream, size, path)
+        return np.frombuffer(data, dtype=self.dtype, count=self.count)
+
+    def _build(self, obj, stream, context, path):
+        array = np.ascontiguousarray(np.asarray(obj, dtype=self.dtype)).reshape(self.count)
+        stream_write(stream, array.tobytes(), array.nbytes, path)
+        return obj
+
+    def _sizeof(self, context, path):
+        return self.count * self.dtype.itemsize
+
+
+def block_dtype(layout: QuantizationBlockLayout) -> np.dtype:
+    """One block record: scale, zero_point, offset (f64), codebook (f64 [T]), codes (u8 [C])."""
+    return np.dtype([
+        ("scale", "<f8"),
+        ("zero_point", "<f8"),
+        ("offset", "<f8"),
+        ("codebook", "<f8", (layout.table_size,)),
+        ("codes", "u1", (layout.code_bytes,)),
+    ])
+
+
+def payload_schema(geometry: Geometry) -> cs.Struct:
+    """raw_data of a portable value as a Construct structure (OL-WIRE-27)."""
+    p, n, o = geometry.permutation, geometry.transform, geometry.outliers
+    runs = []
+    first = 0
+    for run in merge_runs(geometry.runs):
+        runs.append(f"run_{first}" / NumpyArray(block_dtype(run.layout), run.blocks,
+                                                "block records: scale, zero_point, offset, codebook, codes"))
+        first += run.blocks
+    return cs.Struct(
+        "reserved" / Rule(cs.Int8ul, lambda v, _: v == 0, "OL-WIRE-30", "0x00",
+                          "the reserved byte is not zero", error=OnnxLightError) * "reserved; 0x00",
+        "permutation" / NumpyArray("<i8", p, "gather indices"),
+        "forward" / NumpyArray("<f8", n * n, "row-major forward matrix"),
+        "inverse" / NumpyArray("<f8", n * n, "row-major inverse matrix"),
+        "outlier_indices" / NumpyArray("<i8", o, "original flat indices"),
+        "outlier_values" / NumpyArray("<f8", o, "original source values"),
+        "blocks" / cs.Struct(*runs),
+    )
+
+
+def logical_shape(logical: pb.TypeProto, path: str) -> tuple[int, tuple[int, ...]]:
+    """The dtype code and concrete shape of a logical type (OL-WIRE-15, -16)."""
+    if logical.WhichOneof("value") != "tensor_type" or logical.tensor_type.elem_type not in LOGICAL_DTYPES:
+        raise _fail("OL-WIRE-15", "the logical type is not a FLOAT, DOUBLE, FLOAT16 or BFLOAT16 tensor",
+                    path, logical.tensor_type.elem_type if logical.HasField("tensor_type") else
+                    logical.WhichOneof("value"), "1, 11, 10 or 16")
+    tensor = logical.tensor_type
+    if not tensor.HasField("shape"):
+        raise _fail("OL-WIRE-16", "the logical type has no shape", f"{path} -> shape")
+    dims = []
+    for i, d in enumerate(tensor.shape.dim):
+        if d.WhichOneof("value") != "dim_value" or d.dim_value < 0:
+            raise _fail("OL-WIRE-16", "a logical dimension is not concrete and >= 0",
+                        f"{path} -> shape -> dim[{i}]", str(d).strip() or "unset", ">= 0")
+        dims.append(int(d.dim_value))
+    return tensor.elem_type, tuple(dims)
+
+
+def make_logical_type(code: int, shape: Sequence[int]) -> pb.TypeProto:
+    return _tensor_type(code, shape)

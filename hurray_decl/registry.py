@@ -73,6 +73,12 @@ class SchemeRow:
     version: int = 1
     private: bool = False
     kernel: Callable[..., Any] | None = None
+    check_tensor: Callable[..., None] | None = None
+    """``check_tensor(descriptor, tensor)``: the scheme's rules that need the tensor and its
+    buffer table (``tensor`` is a :class:`hurray_decl.tensor.context.TensorContext`)."""
+    check_data: Callable[..., None] | None = None
+    """``check_data(descriptor, data)``: the scheme's rules that need buffer contents
+    (``data`` is a :class:`hurray_decl.tensor.validate.DataContext`)."""
 
     @cached_property
     def length(self) -> int:

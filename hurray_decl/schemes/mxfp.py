@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import construct as cs
 
@@ -35,6 +35,32 @@ class MXFP(SchemeDescriptor):
     scale_buffer_index: U32
 
 
+INVALID_SCALE_BYTES = (0x00, 0xFF)
+"""float8_e8m0 bytes that make an MXFP descriptor invalid (HD-08)."""
+
+
+def check_tensor(descriptor: MXFP, tensor: Any) -> None:
+    """Storage type, axis, static axis, S a positive multiple of K, then one byte per block."""
+    tensor.storage_type(ROW.storage_types, "HQ-MX-09")
+    extent = tensor.axis_extent(descriptor.axis, "HQ-MX-02", "HQ-MX-06")
+    if tensor.block_paged is not None:
+        tensor.fail("HQ-BUF-13", "MXFP has no defined composition with block-paged storage (HD-17)",
+                    "descriptor -> quantization -> scheme_tag", actual="MXFP", expected="0x01-0x03")
+    if extent == 0:
+        tensor.fail("HQ-MX-07", "an MXFP axis holds at least one block", f"descriptor -> shape -> {descriptor.axis}",
+                    actual=0, expected=f"a positive multiple of {descriptor.block_size}")
+    if extent % descriptor.block_size:
+        tensor.fail("HQ-MX-08", "MXFP has no partial blocks", f"descriptor -> shape -> {descriptor.axis}",
+                    actual=extent, expected=f"a multiple of {descriptor.block_size}")
+    count = tensor.blocks(descriptor.axis, descriptor.block_size)
+    tensor.parameter("scale_buffer_index", descriptor.scale_buffer_index, count, "HQ-BUF-12")
+
+
+def check_data(descriptor: MXFP, data: Any) -> None:
+    """No scale byte is 0x00 or 0xFF (HQ-MX-10, HD-08)."""
+    data.forbidden_bytes(data.raw("scale_buffer_index"), INVALID_SCALE_BYTES, "HQ-MX-10", "scale_buffer_index")
+
+
 ROW = SchemeRow(
     tag=TAG,
     name="mxfp",
@@ -45,4 +71,6 @@ ROW = SchemeRow(
     storage_types=tuple(t.name for t in by_name(
         "float8_e4m3", "float8_e5m2", "float4_e2m1", "float6_e2m3", "float6_e3m2", "int8", "int4")),
     layout_rule="HQ-MX-01",
+    check_tensor=check_tensor,
+    check_data=check_data,
 )

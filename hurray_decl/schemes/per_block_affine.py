@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import construct as cs
 
@@ -49,6 +49,53 @@ class PerBlockAffine(SymmetricZeroPoint):
     scale_type_tag: U8 = 0x03
 
 
+SCALE_BYTES = {0x01: 2, 0x02: 2, 0x03: 4}
+SCALE_DTYPES = {0x01: "float16", 0x02: "bfloat16", 0x03: "float32"}
+
+
+def check_tensor(descriptor: PerBlockAffine, tensor: Any) -> None:
+    """Storage type, axis, static axis, block_size against S (or the page, HD-17), then the
+    per-block (or per-page-slot) parameter buffers."""
+    tensor.storage_type(ROW.storage_types, "HQ-PB-14")
+    extent = tensor.axis_extent(descriptor.axis, "HQ-PB-02", "HQ-PB-07")
+    paged = tensor.block_paged
+    if paged is not None:
+        if descriptor.axis != 0:
+            tensor.fail("HT-LAY-63", "per-block affine on a block-paged tensor runs along axis 0",
+                        "descriptor -> quantization -> axis", actual=descriptor.axis, expected=0)
+        if descriptor.block_size != paged.page_size:
+            tensor.fail("HT-LAY-64", "per-block affine on a block-paged tensor has block_size = page_size",
+                        "descriptor -> quantization -> block_size", actual=descriptor.block_size,
+                        expected=paged.page_size)
+        count: int | None = paged.num_pages * paged.page_size
+        scale_code = zero_code = "HQ-BUF-13"
+    else:
+        if extent > 0 and descriptor.block_size > extent:
+            tensor.fail("HQ-PB-05", "block_size is larger than shape[axis]",
+                        "descriptor -> quantization -> block_size", actual=descriptor.block_size,
+                        expected=f"<= {extent}")
+        count = tensor.blocks(descriptor.axis, descriptor.block_size)
+        tensor.pad_axis(descriptor.axis, descriptor.block_size)
+        scale_code, zero_code = "HQ-BUF-09", "HQ-BUF-10"
+    width = SCALE_BYTES[descriptor.scale_type_tag]
+    tensor.parameter("scale_buffer_index", descriptor.scale_buffer_index,
+                     None if count is None else count * width, scale_code)
+    if not descriptor.symmetric:
+        tensor.parameter("zero_point_buffer_index", descriptor.zero_point_buffer_index,
+                         None if count is None else 4 * count, zero_code)
+
+
+def check_data(descriptor: PerBlockAffine, data: Any) -> None:
+    """Scales finite (HQ-PB-12) and non-zero (HQ-PB-13); zero points in the storage range
+    (HQ-PB-22: the subtracted z must be a storage value); padding codes zero (HQ-PB-18)."""
+    scales = data.array("scale_buffer_index", SCALE_DTYPES[descriptor.scale_type_tag])
+    data.finite(scales, "HQ-PB-12", "scale_buffer_index")
+    data.nonzero(scales, "HQ-PB-13", "scale_buffer_index")
+    if not descriptor.symmetric:
+        data.zero_points(data.array("zero_point_buffer_index", "<i4"), "HQ-PB-22")
+    data.padding_zero(descriptor.axis, descriptor.block_size, "HQ-PB-18")
+
+
 ROW = SchemeRow(
     tag=TAG,
     name="per_block_affine",
@@ -59,4 +106,6 @@ ROW = SchemeRow(
     storage_types=tuple(t.name for t in by_name("int8", "uint8", "int4", "uint4", "int2", "uint2")),
     flags_defined={0: "SYMMETRIC"},
     layout_rule="HQ-PB-01",
+    check_tensor=check_tensor,
+    check_data=check_data,
 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import construct as cs
 
@@ -42,6 +42,27 @@ class PerChannelAffine(SymmetricZeroPoint):
     scale_type_tag: U8 = FLOAT32
 
 
+def check_tensor(descriptor: PerChannelAffine, tensor: Any) -> None:
+    """Storage type, axis, static axis, block-paged axis, then S-entry parameter buffers."""
+    tensor.storage_type(PER_TENSOR.storage_types, "HQ-PC-11")
+    extent = tensor.axis_extent(descriptor.axis, "HQ-PC-02", "HQ-PC-03")
+    if tensor.block_paged is not None and descriptor.axis == 0:
+        tensor.fail("HT-LAY-65", "per-channel affine never runs along the paged axis 0",
+                    "descriptor -> quantization -> axis", actual=0, expected="1 or 2")
+    tensor.parameter("scale_buffer_index", descriptor.scale_buffer_index, 4 * extent, "HQ-BUF-07")
+    if not descriptor.symmetric:
+        tensor.parameter("zero_point_buffer_index", descriptor.zero_point_buffer_index, 4 * extent, "HQ-BUF-08")
+
+
+def check_data(descriptor: PerChannelAffine, data: Any) -> None:
+    """Each scale finite (HQ-PC-08) and non-zero (HQ-PC-09); zero points in range (HQ-PC-10)."""
+    scales = data.array("scale_buffer_index", "<f4")
+    data.finite(scales, "HQ-PC-08", "scale_buffer_index")
+    data.nonzero(scales, "HQ-PC-09", "scale_buffer_index")
+    if not descriptor.symmetric:
+        data.zero_points(data.array("zero_point_buffer_index", "<i4"), "HQ-PC-10")
+
+
 ROW = SchemeRow(
     tag=TAG,
     name="per_channel_affine",
@@ -52,4 +73,6 @@ ROW = SchemeRow(
     storage_types=PER_TENSOR.storage_types,
     flags_defined={0: "SYMMETRIC"},
     layout_rule="HQ-PC-01",
+    check_tensor=check_tensor,
+    check_data=check_data,
 )

@@ -61,6 +61,19 @@ class PerTensorAffine(SchemeDescriptor):
         return check_float32(value, "HQ-PT-01", "scale")
 
 
+def check_tensor(descriptor: PerTensorAffine, tensor: Any) -> None:
+    """Storage type (HQ-PT-07) and zero_point within its range (HQ-PT-04); no buffers (B = L)."""
+    tensor.storage_type(STORAGE_TYPES, "HQ-PT-07")
+    low, high = tensor.element.zero_point_range
+    if not low <= descriptor.zero_point <= high:
+        tensor.fail("HQ-PT-04", "zero_point is outside the storage type's range",
+                    "descriptor -> quantization -> zero_point", actual=descriptor.zero_point,
+                    expected=f"[{low}, {high}]")
+
+
+STORAGE_TYPES = tuple(t.name for t in by_name(
+    "int8", "uint8", "int16", "uint16", "int32", "uint32", "int4", "uint4", "int2", "uint2"))
+
 ROW = SchemeRow(
     tag=TAG,
     name="per_tensor_affine",
@@ -68,7 +81,7 @@ ROW = SchemeRow(
     tier=1,
     struct=STRUCT,
     model=PerTensorAffine,
-    storage_types=tuple(t.name for t in by_name(
-        "int8", "uint8", "int16", "uint16", "int32", "uint32", "int4", "uint4", "int2", "uint2")),
+    storage_types=STORAGE_TYPES,
     layout_rule="HQ-PT-01",
+    check_tensor=check_tensor,
 )

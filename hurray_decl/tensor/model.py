@@ -1,0 +1,89 @@
+"""The immutable model of a whole tensor descriptor."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import model_validator
+
+from ..schemes.quantization import Descriptor as QuantizationDescriptor
+from .buffers import BufferHandle
+from .common import U8, U32, U64, Section
+from .header import Flag
+from .layouts import Layout, OpaqueLayout, PrivateLayout, RowMajor
+from .sections import CompositeMember, ExtensionType, Shard, Statistics
+
+SECTION_FLAGS: tuple[tuple[str, Flag, str], ...] = (
+    ("quantization", Flag.HAS_QUANTIZATION, "HT-SEC-01"),
+    ("shard", Flag.HAS_SHARD, "HT-SEC-03"),
+    ("statistics", Flag.HAS_STATISTICS, "HT-SEC-08"),
+    ("extension_type", Flag.HAS_EXTENSION_TYPE, "HT-SEC-21"),
+    ("composite_member", Flag.HAS_COMPOSITE_MEMBER, "HT-SEC-35"),
+)
+"""Each optional section in wire order, the flag that gates it and the rule tying the two."""
+
+
+class TensorDescriptor(Section):
+    """A Hurray tensor descriptor.
+
+    ``flags`` and ``layout_tag`` may be left out when building one: they are then derived from
+    the sections present and the layout model. ``descriptor_length`` left out is computed by
+    the writer. ``trailing`` holds bytes after the known sections of a newer-minor descriptor
+    (HT-HDR-11), kept so that it re-encodes byte-exactly.
+    """
+
+    rule: ClassVar[str] = "HT-HDR-03"
+    wire_name: ClassVar[str] = "descriptor"
+
+    version_major: U8 = 1
+    version_minor: U8 = 0
+    descriptor_length: U32 | None = None
+    flags: U32 | None = None
+    type_tag: U8
+    layout_tag: U8 | None = None
+    shape: tuple[U64, ...] = ()
+    byte_offset: U64 = 0
+    layout: Layout = RowMajor()
+    buffers: tuple[BufferHandle, ...] = ()
+    quantization: QuantizationDescriptor | None = None
+    shard: Shard | None = None
+    statistics: Statistics | None = None
+    extension_type: ExtensionType | None = None
+    composite_member: CompositeMember | None = None
+    trailing: bytes = b""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _derive(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        layout = data.get("layout", RowMajor())
+        if data.get("layout_tag") is None and isinstance(layout, Layout) and not isinstance(
+                layout, (PrivateLayout, OpaqueLayout)):
+            data["layout_tag"] = layout.tag
+        if data.get("flags") is None:
+            data["flags"] = sum(int(flag) for name, flag, _ in SECTION_FLAGS if data.get(name) is not None)
+        return data
+
+    def replace(self, **changes: Any) -> "TensorDescriptor":
+        """A validated copy with ``changes``. flags and descriptor_length are derived again unless
+        given, and layout_tag too when the layout changes."""
+        values = {name: getattr(self, name) for name in type(self).model_fields}
+        values.update(flags=None, descriptor_length=None)
+        if "layout" in changes:
+            values["layout_tag"] = None
+        values.update(changes)
+        return type(self)(**values)
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def has_quantization(self) -> bool:
+        return self.quantization is not None
+
+    @property
+    def has_shard(self) -> bool:
+        return self.shard is not None

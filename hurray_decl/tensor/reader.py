@@ -1,0 +1,212 @@
+"""Reading a whole tensor descriptor (DIGEST § 5, Appendix A)."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import construct as cs
+
+from ..engine import SCHEMES, decode_quantization
+from ..errors import HurrayDeclError, RuleViolation, TruncatedError
+from .buffers import BUFFER_COUNT, HANDLE, BufferHandle
+from .context import check_descriptor, check_extension_flag
+from .header import HEADER, HEADER_LENGTH, PREAMBLE, PREAMBLE_LENGTH, Flag, core
+from .layouts import CompositeHead, OpaqueLayout, layout_row
+from .model import TensorDescriptor
+from .sections import (
+    COMPOSITE_MEMBER,
+    EXTENSION_TYPE,
+    QUANTIZATION_LENGTH,
+    STATISTICS,
+    CompositeMember,
+    ExtensionType,
+    Shard,
+    Statistics,
+    shard_fields,
+)
+
+_QLEN = cs.Struct(QUANTIZATION_LENGTH)
+
+
+def _leading_offsets(struct: cs.Construct) -> list[tuple[str, int]]:
+    """Offsets of a Struct's named fields up to the first one whose size depends on the data."""
+    found: list[tuple[str, int]] = []
+    position = 0
+    for sub in getattr(struct, "subcons", ()):
+        if sub.name:
+            found.append((sub.name, position))
+        try:
+            position += sub.sizeof()
+        except (cs.SizeofError, KeyError, AttributeError):
+            break
+    return found
+
+
+class _Reader:
+    """Parses sections in wire order from the descriptor's own bytes, recording positions."""
+
+    def __init__(self, view: bytes, permissive: bool) -> None:
+        self.view = view
+        self.stream = io.BytesIO(view)
+        self.permissive = permissive
+        self.positions: dict[str, int] = {}
+
+    @property
+    def pos(self) -> int:
+        return self.stream.tell()
+
+    def parse(self, struct: cs.Construct, where: str, rule: str) -> Any:
+        start = self.pos
+        self.positions.setdefault(where, start)
+        for name, offset in _leading_offsets(struct):
+            self.positions[f"{where} -> {name}"] = start + offset
+        try:
+            return struct.parse_stream(self.stream, permissive=self.permissive)
+        except HurrayDeclError as err:
+            raise err.rebased(0, where) from None
+        except cs.StreamError as exc:
+            raise TruncatedError(
+                "HT-HDR-08", "a section ends past descriptor_length", path=where, offset=len(self.view),
+                actual=f"{len(self.view)} bytes", expected="more bytes inside descriptor_length",
+            ) from exc
+        except cs.ConstructError as exc:
+            raise RuleViolation(rule, f"cannot read this section: {exc}", path=where, offset=start) from exc
+
+    def take(self, count: int, where: str) -> bytes:
+        start = self.pos
+        if count > len(self.view) - start:
+            raise TruncatedError(
+                "HT-HDR-08", "a section ends past descriptor_length", path=where, offset=len(self.view),
+                actual=f"{len(self.view) - start} bytes left", expected=f"{count} bytes",
+            )
+        self.positions[where] = start
+        return self.stream.read(count)
+
+    def locate(self, err: HurrayDeclError) -> HurrayDeclError:
+        """Give a context error the offset of the field its path names (longest known prefix)."""
+        parts = err.path.split(" -> ")
+        for end in range(len(parts), 0, -1):
+            key = " -> ".join(parts[:end])
+            if key in self.positions:
+                return err.located(self.positions[key])
+        return err
+
+
+def read_tensor_descriptor(data: bytes, *, permissive: bool = False) -> TensorDescriptor:
+    """Decode and validate one tensor descriptor from the start of ``data``.
+
+    Only the first ``descriptor_length`` bytes are read; bytes after them belong to whatever
+    follows (HT-HDR-10). Every rule that needs no buffer contents is checked here, the
+    quantization payload included (HD-16); :func:`validate_buffers` checks the rest.
+    """
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise RuleViolation("HT-HDR-02", "a descriptor is read from bytes", path="descriptor",
+                            actual=type(data).__name__, expected="bytes")
+    raw = bytes(data[:PREAMBLE_LENGTH])
+    if len(raw) < PREAMBLE_LENGTH:
+        raise TruncatedError("HT-HDR-08", "the input ends inside the fixed header", path="descriptor",
+                             offset=len(raw), actual=f"{len(raw)} bytes", expected=f">= {PREAMBLE_LENGTH} bytes")
+    preamble = _Reader(raw, permissive).parse(PREAMBLE, "descriptor", "HT-HDR-03")
+    length = preamble.descriptor_length
+    if len(data) < length:
+        raise TruncatedError("HT-HDR-08", "the input is shorter than descriptor_length", path="descriptor",
+                             offset=len(data), actual=f"{len(data)} bytes", expected=f"{length} bytes")
+    r = _Reader(bytes(data[:length]), permissive)
+    try:
+        return _read(r)
+    except HurrayDeclError as err:
+        raise r.locate(err) from None
+
+
+def _read(r: _Reader) -> TensorDescriptor:
+    header = r.parse(HEADER, "descriptor", "HT-HDR-03")
+    rank = header.rank
+    tag = header.layout_tag
+    shape_part = r.parse(core(rank), "descriptor", "HT-HDR-03")
+    for k in range(rank):
+        r.positions[f"descriptor -> shape -> {k}"] = HEADER_LENGTH + 8 * k
+    values: dict[str, Any] = dict(
+        version_major=header.version_major, version_minor=header.version_minor,
+        descriptor_length=header.descriptor_length, flags=header.flags, type_tag=header.type_tag,
+        layout_tag=tag, shape=tuple(shape_part.shape), byte_offset=shape_part.byte_offset,
+    )
+    try:
+        row = layout_row(tag)
+    except KeyError:
+        row = None
+    if row is None:  # permissive only: where the layout fields end is unknowable (HT-HDR-17)
+        payload = r.take(len(r.view) - r.pos, "descriptor -> layout")
+        descriptor = TensorDescriptor(**values, layout=OpaqueLayout(payload=payload))
+        check_descriptor(descriptor, permissive=True)
+        return descriptor
+    if rank == 0 and tag != 0x01:
+        raise RuleViolation("HT-HDR-21", "a scalar uses the row-major layout", path="descriptor -> layout_tag",
+                            offset=15, actual=f"0x{tag:02X}", expected="0x01")
+    wire = r.parse(row.struct(rank), "descriptor -> layout", row.model.rule)
+    layout = row.model.from_wire(wire)
+    flags = header.flags
+    check_extension_flag(header.type_tag, flags)
+
+    count = r.parse(cs.Struct(BUFFER_COUNT), "descriptor", "HT-BUFT-01").buffer_count
+    handles = []
+    for i in range(count):
+        handle = r.parse(HANDLE, f"descriptor -> buffers -> {i}", "HT-BUFT-01")
+        handles.append(BufferHandle.from_wire(handle))
+    values.update(layout=layout, buffers=tuple(handles))
+
+    if flags & Flag.HAS_QUANTIZATION:
+        if isinstance(layout, CompositeHead):
+            raise RuleViolation("HT-LAY-76", "a composite head is never quantized", path="descriptor -> flags",
+                                offset=10, actual=f"0x{flags:08X}", expected="HAS_QUANTIZATION clear")
+        qlen = r.parse(_QLEN, "descriptor", "HT-SEC-01").quantization_length
+        start = r.pos
+        payload = r.take(qlen, "descriptor -> quantization")
+        try:
+            values["quantization"] = decode_quantization(payload, permissive=r.permissive)
+        except HurrayDeclError as err:
+            raise err.rebased(start, "descriptor -> quantization") from None
+        qrow = SCHEMES.get(payload[0])
+        if qrow is not None:
+            for name, (offset, _) in qrow.offsets.items():
+                r.positions[f"descriptor -> quantization -> {name}"] = start + offset
+    if flags & Flag.HAS_SHARD:
+        shard = r.parse(cs.Struct(*shard_fields(rank)), "descriptor -> shard", "HT-SEC-03")
+        values["shard"] = Shard.from_wire(shard)
+        for k in range(rank):
+            base = r.positions["descriptor -> shard"]
+            r.positions[f"descriptor -> shard -> parent_shape -> {k}"] = base + 8 * k
+            r.positions[f"descriptor -> shard -> shard_offset -> {k}"] = base + 8 * (rank + k)
+    if flags & Flag.HAS_STATISTICS:
+        values["statistics"] = Statistics.from_wire(r.parse(STATISTICS, "descriptor -> statistics", "HT-SEC-08"))
+    if flags & Flag.HAS_EXTENSION_TYPE:
+        values["extension_type"] = ExtensionType.from_wire(
+            r.parse(EXTENSION_TYPE, "descriptor -> extension_type", "HT-SEC-21"))
+    if flags & Flag.HAS_COMPOSITE_MEMBER:
+        values["composite_member"] = CompositeMember.from_wire(
+            r.parse(COMPOSITE_MEMBER, "descriptor -> composite_member", "HT-SEC-35"))
+
+    rest = len(r.view) - r.pos
+    if rest:
+        if header.version_minor == 0:
+            raise RuleViolation(
+                "HT-HDR-09", "descriptor_length disagrees with the sections it holds",
+                path="descriptor -> descriptor_length", offset=6, actual=header.descriptor_length,
+                expected=r.pos,
+            )
+        values["trailing"] = r.take(rest, "descriptor -> trailing")  # newer minor: skipped (HT-HDR-11)
+    descriptor = TensorDescriptor(**values)
+    check_descriptor(descriptor, permissive=r.permissive)
+    return descriptor
+
+
+def skip_descriptor(data: bytes) -> int:
+    """The length of the descriptor at the start of ``data``, from its first 10 bytes (HT-HDR-10)."""
+    raw = bytes(data[:PREAMBLE_LENGTH])
+    if len(raw) < PREAMBLE_LENGTH:
+        raise TruncatedError("HT-HDR-08", "the input ends inside the fixed header", path="descriptor",
+                             offset=len(raw))
+    return _Reader(raw, False).parse(PREAMBLE, "descriptor", "HT-HDR-03").descriptor_length
+
+
+__all__ = ["read_tensor_descriptor", "skip_descriptor"]

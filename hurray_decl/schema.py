@@ -74,9 +74,14 @@ class Rule(cs.Subconstruct):
         return value
 
     def _build(self, obj, stream, context, path):
+        # The same order as parsing: the innermost rule first, then the field is built.
         offset = stream_tell(stream, path)
-        self._enforce(obj, context, path, offset)
-        return self.subcon._build(obj, stream, context, path)
+        field: cs.Construct = self
+        for rule in self.rules():
+            rule._enforce(obj, context, path, offset)
+        while isinstance(field, Rule):
+            field = field.subcon
+        return field._build(obj, stream, context, path)
 
     def rules(self) -> list["Rule"]:
         """This rule and those nested inside it, innermost first."""
@@ -142,12 +147,18 @@ def power_of_two(minimum: int, maximum: int | None, codes: tuple[str, str, str |
     return field
 
 
-def field_offsets(struct: cs.Struct) -> dict[str, tuple[int, int]]:
-    """Offset and size of every named field of a fixed-size Struct, from its declaration."""
+def field_offsets(struct: cs.Construct) -> dict[str, tuple[int, int]]:
+    """Offset and size of a Struct's named fields, from its declaration, up to the first field
+    whose size depends on the data (that one is listed with size -1; later ones are not)."""
     offsets: dict[str, tuple[int, int]] = {}
     position = 0
-    for sub in struct.subcons:
-        size = sub.sizeof()
+    for sub in getattr(struct, "subcons", ()):
+        try:
+            size = sub.sizeof()
+        except (cs.SizeofError, KeyError, AttributeError):  # `this`-dependent: known only when parsed
+            if sub.name:
+                offsets[sub.name] = (position, -1)
+            break
         if sub.name:
             offsets[sub.name] = (position, size)
         position += size

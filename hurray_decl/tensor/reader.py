@@ -9,6 +9,7 @@ import construct as cs
 
 from ..engine import SCHEMES, decode_quantization
 from ..errors import HurrayDeclError, RuleViolation, TruncatedError
+from ..schema import field_offsets
 from .buffers import BUFFER_COUNT, HANDLE, BufferHandle
 from .context import check_descriptor, check_extension_flag
 from .header import HEADER, HEADER_LENGTH, PREAMBLE, PREAMBLE_LENGTH, Flag, core
@@ -29,20 +30,6 @@ from .sections import (
 _QLEN = cs.Struct(QUANTIZATION_LENGTH)
 
 
-def _leading_offsets(struct: cs.Construct) -> list[tuple[str, int]]:
-    """Offsets of a Struct's named fields up to the first one whose size depends on the data."""
-    found: list[tuple[str, int]] = []
-    position = 0
-    for sub in getattr(struct, "subcons", ()):
-        if sub.name:
-            found.append((sub.name, position))
-        try:
-            position += sub.sizeof()
-        except (cs.SizeofError, KeyError, AttributeError):
-            break
-    return found
-
-
 class _Reader:
     """Parses sections in wire order from the descriptor's own bytes, recording positions."""
 
@@ -59,7 +46,7 @@ class _Reader:
     def parse(self, struct: cs.Construct, where: str, rule: str) -> Any:
         start = self.pos
         self.positions.setdefault(where, start)
-        for name, offset in _leading_offsets(struct):
+        for name, (offset, _) in field_offsets(struct).items():
             self.positions[f"{where} -> {name}"] = start + offset
         try:
             return struct.parse_stream(self.stream, permissive=self.permissive)

@@ -417,3 +417,12 @@ def test_built_in_schemes_cannot_be_unregistered():
 def test_scheme_lookup_by_unknown_name():
     with raises_rule("HQ-HDR-08"):
         hd.scheme("per_row_affine")
+
+
+def test_reader_and_writer_report_the_same_rule_when_several_fail():
+    # block_size 3 is below MXFP's minimum (innermost rule) and not a power of two.
+    payload = b"\x05\x01\x00\x00" + struct.pack("<III", 0, 3, 1)
+    with raises_rule("HQ-MX-04", offset=8):
+        hd.decode_quantization(payload)
+    with raises_rule("HQ-MX-04", offset=8):
+        hd.encode_quantization(hd.MXFP(axis=0, block_size=3, scale_buffer_index=1))

@@ -12,6 +12,15 @@ from .engine import (
     unregister_private_scheme,
 )
 from .errors import HurrayDeclError
+from . import numerics
+from .codec import dequantize, from_awq, from_gguf, from_gguf_file, from_gptq, quantize
+from .tensor import (
+    BufferHandle,
+    TensorDescriptor,
+    read_tensor_descriptor,
+    validate_buffers,
+    write_tensor_descriptor,
+)
 from .schemes.mxfp import MXFP
 from .schemes.nf4 import NF4
 from .schemes.per_block_affine import PerBlockAffine
@@ -21,7 +30,19 @@ from .schemes.quantization import Descriptor as QuantizationDescriptor
 from .schemes.quantization import OpaqueQuantization, SchemeDescriptor
 
 __all__ = [
+    "BufferHandle",
     "HurrayDeclError",
+    "TensorDescriptor",
+    "dequantize",
+    "from_awq",
+    "from_gguf",
+    "from_gguf_file",
+    "from_gptq",
+    "numerics",
+    "quantize",
+    "read_tensor_descriptor",
+    "validate_buffers",
+    "write_tensor_descriptor",
     "MXFP",
     "NF4",
     "OpaqueQuantization",

@@ -73,6 +73,10 @@ class SchemeRow:
     version: int = 1
     private: bool = False
     kernel: Callable[..., Any] | None = None
+    """``kernel(descriptor, shape, params)``: the :class:`~hurray_decl.numerics.Plan` that
+    dequantizes a tensor (``params`` reads the parameter arrays from the buffers)."""
+    quantize: Callable[..., Any] | None = None
+    """``quantize(x, options)``: a :class:`~hurray_decl.numerics.Quantized` for a float array."""
     check_tensor: Callable[..., None] | None = None
     """``check_tensor(descriptor, tensor)``: the scheme's rules that need the tensor and its
     buffer table (``tensor`` is a :class:`hurray_decl.tensor.context.TensorContext`)."""

@@ -34,6 +34,11 @@ WHOLE_BYTE: dict[str, str] = {
 """Whole-byte types NumPy reads directly, little-endian (HE-01)."""
 
 
+def dtype(name: str) -> np.dtype:
+    """The NumPy dtype holding one element of a whole-byte type (scale types included)."""
+    return np.dtype(NARROW_FLOATS[name]) if name in NARROW_FLOATS else np.dtype(WHOLE_BYTE[name])
+
+
 def element(name: str) -> ElementType:
     return BY_NAME[name]
 

@@ -5,8 +5,11 @@ from __future__ import annotations
 from typing import Any, ClassVar, Literal
 
 import construct as cs
+import numpy as np
 
 from ..element_types import by_name
+from .. import storage
+from ..numerics import Geometry, Plan, Quantized, block_order, by_block_row, grouped
 from ..registry import SchemeRow
 from ..schema import power_of_two
 from .quantization import U32, SchemeDescriptor, descriptor_struct, index_field
@@ -61,6 +64,38 @@ def check_data(descriptor: MXFP, data: Any) -> None:
     data.forbidden_bytes(data.raw("scale_buffer_index"), INVALID_SCALE_BYTES, "HQ-MX-10", "scale_buffer_index")
 
 
+
+def plan(descriptor: MXFP, shape: tuple[int, ...], params: Any) -> Plan:
+    """x = 2^(e - 127) * value(q) (HQ-MX-11): one exact power of two per block."""
+    geometry = Geometry(shape, descriptor.axis, descriptor.block_size)
+    exponents = np.frombuffer(params.raw("scale_buffer_index"), dtype=np.uint8)
+    scales = by_block_row(storage.value_table("float8_e8m0")[exponents], geometry)
+
+    def kernel(values: np.ndarray, rows: slice, out: np.ndarray) -> None:
+        np.multiply(values, scales[rows], out=out, dtype=np.float32)
+
+    return Plan(geometry, kernel)
+
+
+def quantize(x: np.ndarray, options: Any) -> Quantized:
+    """Calibration: the block's exponent is that of the smallest power of two s with
+    max|x| / s no larger than the element type's largest finite magnitude (127 for int8, 7 for
+    int4), so nothing clips; elements round to nearest, ties to even."""
+    blocks = grouped(x, options.axis, options.block_size)
+    kind = storage.element(options.storage)
+    bounds = kind.int_range
+    largest = float(bounds[1]) if bounds else float(np.nanmax(storage.value_table(options.storage)))
+    absmax = np.nanmax(np.abs(blocks), axis=2, initial=0.0)
+    with np.errstate(divide="ignore"):
+        power = np.where(absmax > 0, np.ceil(np.log2(absmax / largest)), 0.0)
+    exponents = np.clip(power + 127, 1, 254).astype(np.uint8)
+    values = blocks / np.exp2(exponents.astype(np.float64) - 127)[:, :, None, :]
+    if bounds:
+        values = np.clip(np.rint(values), *bounds)
+    model = MXFP(axis=options.axis, block_size=options.block_size, scale_buffer_index=1)
+    return Quantized(model, values.reshape(-1), (block_order(exponents),))
+
+
 ROW = SchemeRow(
     tag=TAG,
     name="mxfp",
@@ -72,5 +107,7 @@ ROW = SchemeRow(
         "float8_e4m3", "float8_e5m2", "float4_e2m1", "float6_e2m3", "float6_e3m2", "int8", "int4")),
     layout_rule="HQ-MX-01",
     check_tensor=check_tensor,
+    kernel=plan,
+    quantize=quantize,
     check_data=check_data,
 )

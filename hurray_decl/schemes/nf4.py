@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any, ClassVar, Literal
 
 import construct as cs
+import numpy as np
 
+from ..numerics import Geometry, Plan, Quantized, block_order, by_block_row, cast_up, grouped
 from ..registry import SchemeRow
 from ..schema import power_of_two
 from .quantization import U32, SchemeDescriptor, descriptor_struct, index_field
@@ -59,6 +61,42 @@ def check_data(descriptor: NF4, data: Any) -> None:
     data.padding_zero(descriptor.axis, descriptor.block_size, "HQ-PB-18")
 
 
+
+LEVELS = (
+    -1.0, -0.6961928009986877, -0.5250730514526367, -0.39491748809814453,
+    -0.28444138169288635, -0.18477343022823334, -0.09105003625154495, 0.0,
+    0.07958029955625534, 0.16093020141124725, 0.24611230194568634, 0.33791524171829224,
+    0.44070982933044434, 0.5626170039176941, 0.7229568362236023, 1.0,
+)
+"""The NF4 levels of codes 0-15, exact float32 values, verbatim (HQ-NF4-11)."""
+
+
+def plan(descriptor: NF4, shape: tuple[int, ...], params: Any) -> Plan:
+    """x = scale[b] * NF4[q] (HQ-NF4-12): codes become levels through the byte table."""
+    geometry = Geometry(shape, descriptor.axis, descriptor.block_size)
+    scales = by_block_row(params.array("scale_buffer_index", "float32"), geometry)
+
+    def kernel(values: np.ndarray, rows: slice, out: np.ndarray) -> None:
+        np.multiply(values, scales[rows], out=out)
+
+    return Plan(geometry, kernel, LEVELS)
+
+
+def quantize(x: np.ndarray, options: Any) -> Quantized:
+    """Calibration: the block's absmax is its scale (float32, rounded up); each element takes the
+    nearest level of x / absmax, the lower one on a tie; padding elements are code 0."""
+    blocks = grouped(x, options.axis, options.block_size)
+    absmax = cast_up(np.nanmax(np.abs(blocks), axis=2, initial=0.0), np.float32)
+    divisor = absmax[:, :, None, :].astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(divisor > 0, blocks / divisor, 0.0)
+    levels = np.asarray(LEVELS)
+    codes = np.searchsorted((levels[1:] + levels[:-1]) / 2, ratio, side="left")
+    codes = np.where(np.isnan(blocks), 0, codes)
+    model = NF4(axis=options.axis, block_size=options.block_size, scale_buffer_index=1)
+    return Quantized(model, codes.reshape(-1), (block_order(absmax),))
+
+
 ROW = SchemeRow(
     tag=TAG,
     name="nf4",
@@ -69,5 +107,7 @@ ROW = SchemeRow(
     storage_types=("uint4",),
     layout_rule="HQ-NF4-01",
     check_tensor=check_tensor,
+    kernel=plan,
+    quantize=quantize,
     check_data=check_data,
 )

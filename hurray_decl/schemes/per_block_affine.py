@@ -5,8 +5,21 @@ from __future__ import annotations
 from typing import Any, ClassVar, Literal
 
 import construct as cs
+import numpy as np
 
 from ..element_types import by_name
+from .. import storage
+from ..numerics import (
+    Geometry,
+    Plan,
+    Quantized,
+    affine,
+    affine_calibration,
+    affine_codes,
+    block_order,
+    by_block_row,
+    grouped,
+)
 from ..registry import SchemeRow
 from ..schema import Rule, power_of_two, zero_bytes
 from .quantization import SYMMETRIC, U8, U32, SymmetricZeroPoint, descriptor_struct, index_field
@@ -96,6 +109,39 @@ def check_data(descriptor: PerBlockAffine, data: Any) -> None:
     data.padding_zero(descriptor.axis, descriptor.block_size, "HQ-PB-18")
 
 
+
+def plan(descriptor: PerBlockAffine, shape: tuple[int, ...], params: Any) -> Plan:
+    """One scale (and zero point) per block row; float16/bfloat16 scales widen exactly (HQ-PB-21)."""
+    geometry = Geometry(shape, descriptor.axis, descriptor.block_size)
+    scale_type = SCALE_TYPES[descriptor.scale_type_tag]
+    scales = by_block_row(params.array("scale_buffer_index", scale_type).astype(np.float32), geometry)
+    zeros = None if descriptor.symmetric else by_block_row(params.array("zero_point_buffer_index", "<i4"), geometry)
+
+    def kernel(values: np.ndarray, rows: slice, out: np.ndarray) -> None:
+        affine(values, None if zeros is None else zeros[rows], scales[rows], out)
+
+    return Plan(geometry, kernel)
+
+
+def quantize(x: np.ndarray, options: Any) -> Quantized:
+    """Calibration: one group per block (:func:`~hurray_decl.numerics.affine_calibration`), scales
+    rounded up into the scale type; padding elements are code 0 (HQ-PB-18)."""
+    g = Geometry(x.shape, options.axis, options.block_size)
+    blocks = grouped(x, options.axis, options.block_size)
+    scales, zeros = affine_calibration(block_order(np.nanmin(blocks, axis=2, initial=0.0)),
+                                       block_order(np.nanmax(blocks, axis=2, initial=0.0)),
+                                       options.storage, options.symmetric, storage.dtype(options.scale_type))
+    grid = (g.before, g.blocks_per_axis, 1, g.after)
+    codes = affine_codes(blocks, by_block_row(scales, g).reshape(grid), by_block_row(zeros, g).reshape(grid),
+                         options.storage)
+    scale_tag = {name: tag for tag, name in SCALE_TYPES.items()}[options.scale_type]
+    model = PerBlockAffine(axis=options.axis, block_size=options.block_size, scale_buffer_index=1,
+                           symmetric=options.symmetric, zero_point_buffer_index=None if options.symmetric else 2,
+                           scale_type_tag=scale_tag)
+    parameters = (scales,) + (() if options.symmetric else (zeros.astype("<i4"),))
+    return Quantized(model, codes.reshape(-1), parameters)
+
+
 ROW = SchemeRow(
     tag=TAG,
     name="per_block_affine",
@@ -107,5 +153,7 @@ ROW = SchemeRow(
     flags_defined={0: "SYMMETRIC"},
     layout_rule="HQ-PB-01",
     check_tensor=check_tensor,
+    kernel=plan,
+    quantize=quantize,
     check_data=check_data,
 )

@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any, ClassVar, Literal
 
 import construct as cs
+import numpy as np
 
+from ..numerics import Geometry, Plan, Quantized, affine, affine_calibration, affine_codes
 from ..registry import SchemeRow
 from ..schema import equals, zero_bytes
 from .per_tensor_affine import ROW as PER_TENSOR
@@ -63,6 +65,34 @@ def check_data(descriptor: PerChannelAffine, data: Any) -> None:
         data.zero_points(data.array("zero_point_buffer_index", "<i4"), "HQ-PC-10")
 
 
+
+def plan(descriptor: PerChannelAffine, shape: tuple[int, ...], params: Any) -> Plan:
+    """Blocks of one element along the axis: block row (a, c) uses channel c (HQ-PC-12)."""
+    geometry = Geometry(shape, descriptor.axis, 1)
+    scales = params.array("scale_buffer_index", "float32")
+    zeros = None if descriptor.symmetric else params.array("zero_point_buffer_index", "<i4")
+    channels = geometry.extent
+
+    def kernel(values: np.ndarray, rows: slice, out: np.ndarray) -> None:
+        c = np.arange(rows.start, rows.stop) % channels
+        affine(values, None if zeros is None else zeros[c][:, None, None], scales[c][:, None, None], out)
+
+    return Plan(geometry, kernel)
+
+
+def quantize(x: np.ndarray, options: Any) -> Quantized:
+    """Calibration: one group per index along the axis (:func:`~hurray_decl.numerics.affine_calibration`)."""
+    g = Geometry(x.shape, options.axis, 1)
+    x3 = x.reshape(g.before, g.extent, g.after)
+    scales, zeros = affine_calibration(x3.min(axis=(0, 2), initial=0.0), x3.max(axis=(0, 2), initial=0.0),
+                                       options.storage, options.symmetric)
+    codes = affine_codes(x3, scales[None, :, None], zeros[None, :, None], options.storage)
+    model = PerChannelAffine(axis=options.axis, scale_buffer_index=1, symmetric=options.symmetric,
+                             zero_point_buffer_index=None if options.symmetric else 2)
+    parameters = (scales.astype("<f4"),) + (() if options.symmetric else (zeros.astype("<i4"),))
+    return Quantized(model, codes.reshape(-1), parameters)
+
+
 ROW = SchemeRow(
     tag=TAG,
     name="per_channel_affine",
@@ -74,5 +104,7 @@ ROW = SchemeRow(
     flags_defined={0: "SYMMETRIC"},
     layout_rule="HQ-PC-01",
     check_tensor=check_tensor,
+    kernel=plan,
+    quantize=quantize,
     check_data=check_data,
 )

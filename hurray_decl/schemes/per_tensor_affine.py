@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from math import prod
 from typing import Any, ClassVar, Literal
 
 import construct as cs
+import numpy as np
 from pydantic import computed_field, field_validator, model_validator
 
 from ..element_types import by_name
 from ..errors import RuleViolation
+from ..numerics import Geometry, Plan, Quantized, affine, affine_calibration, affine_codes
 from ..registry import SchemeRow
 from ..schema import zero_bytes
 from .quantization import I32, SchemeDescriptor, check_float32, descriptor_struct, f32_field
@@ -74,6 +77,25 @@ def check_tensor(descriptor: PerTensorAffine, tensor: Any) -> None:
 STORAGE_TYPES = tuple(t.name for t in by_name(
     "int8", "uint8", "int16", "uint16", "int32", "uint32", "int4", "uint4", "int2", "uint2"))
 
+
+def plan(descriptor: PerTensorAffine, shape: tuple[int, ...], params: Any) -> Plan:
+    """One scale and zero point for every element (HQ-PT-08): any chunking will do."""
+    scale, zero = np.float32(descriptor.scale), descriptor.zero_point
+
+    def kernel(values: np.ndarray, rows: slice, out: np.ndarray) -> None:
+        affine(values, zero or None, scale, out)
+
+    return Plan(Geometry((prod(shape),), 0, 1), kernel)
+
+
+def quantize(x: np.ndarray, options: Any) -> Quantized:
+    """Calibration: the whole tensor is one group (:func:`~hurray_decl.numerics.affine_calibration`)."""
+    scales, zeros = affine_calibration(np.min(x, initial=0.0), np.max(x, initial=0.0),
+                                       options.storage, options.symmetric)
+    model = PerTensorAffine(scale=float(scales), zero_point=int(zeros))
+    return Quantized(model, affine_codes(x, scales, zeros, options.storage).reshape(-1), ())
+
+
 ROW = SchemeRow(
     tag=TAG,
     name="per_tensor_affine",
@@ -84,4 +106,6 @@ ROW = SchemeRow(
     storage_types=STORAGE_TYPES,
     layout_rule="HQ-PT-01",
     check_tensor=check_tensor,
+    kernel=plan,
+    quantize=quantize,
 )

@@ -32,8 +32,9 @@ _DTYPES = {"float16": np.dtype("<f2"), "bfloat16": np.dtype(ml_dtypes.bfloat16),
 class DataContext:
     """Buffer contents next to the checked descriptor; what each scheme's ``check_data`` gets."""
 
-    def __init__(self, tensor: TensorContext, buffers: Sequence[Any]) -> None:
+    def __init__(self, tensor: TensorContext, buffers: Sequence[Any], *, padding: bool = True) -> None:
         self.t = tensor
+        self.check_padding = padding
         self.d = tensor.d
         self.buffers = buffers
         self.element = tensor.element
@@ -105,7 +106,7 @@ class DataContext:
     def padding_zero(self, axis: int, block_size: int, code: str) -> None:
         """Codes of the padding of partial blocks are zero (HQ-PB-18), for row/column-major data."""
         t = self.t
-        if axis not in t.padded or not isinstance(t.layout, (RowMajor, ColumnMajor)) or self.element is None:
+        if not self.check_padding or axis not in t.padded or not isinstance(t.layout, (RowMajor, ColumnMajor)) or self.element is None:
             return
         padded = [t.padded.get(k, n) for k, n in enumerate(t.shape)]
         count = t.element_count(padded=True)
@@ -133,11 +134,14 @@ class DataContext:
                                 actual=int(codes[element]), expected=0)
 
 
-def validate_buffers(descriptor: TensorDescriptor, buffers: Sequence[Any], *, permissive: bool = False) -> None:
+def validate_buffers(descriptor: TensorDescriptor, buffers: Sequence[Any], *, permissive: bool = False,
+                     padding: bool = True) -> DataContext:
     """Check the rules that need the contents of ``buffers`` (one bytes-like per table entry).
 
     Layout invariants of sparse and block-paged storage that the spec relaxes in permissive
-    mode are skipped when ``permissive`` is true; value checks never are.
+    mode are skipped when ``permissive`` is true; value checks never are. ``padding=False``
+    leaves out the zero-padding check of partial blocks (HQ-PB-18), which dequantization must
+    not apply (HQ-PB-19). Returns the checked contents, from which parameter arrays are read.
     """
     d = descriptor
     if not isinstance(d, TensorDescriptor):
@@ -166,7 +170,7 @@ def validate_buffers(descriptor: TensorDescriptor, buffers: Sequence[Any], *, pe
                                 path=f"descriptor -> buffers -> {i} -> byte_size", actual=len(content),
                                 expected=handle.byte_size)
     t = check_descriptor(d, permissive=permissive)
-    data = DataContext(t, contents)
+    data = DataContext(t, contents, padding=padding)
     q = d.quantization
     if q is not None:
         check = getattr(scheme(q.scheme_tag), "check_data", None)
@@ -176,6 +180,7 @@ def validate_buffers(descriptor: TensorDescriptor, buffers: Sequence[Any], *, pe
         _element_checks(t, contents)
     if not permissive:
         _layout_invariants(t, contents)
+    return data
 
 
 def _contiguous(t: TensorContext) -> tuple[int, int] | None:

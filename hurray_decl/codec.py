@@ -1,0 +1,206 @@
+"""Tensor-level numerics: dequantize, quantize and the converters, for every registered scheme.
+
+Each scheme's row carries two functions: ``kernel(descriptor, shape, params)`` returns the
+:class:`~hurray_decl.numerics.Plan` that dequantizes its data, ``quantize(x, options)`` the
+descriptor model, element codes and parameter arrays of a float array. This module turns them
+into whole tensors: buffer contents checked first, the output filled chunk by chunk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from . import numerics, storage
+from .convert import BlockParts, awq_parts, gguf_parts, gptq_parts
+from .element_types import BY_NAME, BY_TAG
+from .engine import kernel_for, scheme
+from .errors import HurrayDeclError, RuleViolation, UnsupportedError
+from .schemes.per_block_affine import SCALE_TYPES, PerBlockAffine
+from .tensor import BufferHandle, RowMajor, TensorDescriptor, read_tensor_descriptor, validate_buffers, write_tensor_descriptor
+from .tensor.common import DYNAMIC
+
+Progress = Callable[[int, int], None]
+
+DEFAULTS: dict[str, dict[str, Any]] = {
+    "per_tensor_affine": {},
+    "per_channel_affine": {"axis": 0},
+    "per_block_affine": {"axis": -1, "block_size": 32},
+    "nf4": {"axis": -1, "block_size": 64, "storage": "uint4"},
+    "mxfp": {"axis": -1, "block_size": 32, "storage": "float8_e4m3"},
+}
+"""Options each scheme's ``quantize`` uses when the caller gives none (axis -1 is the last axis)."""
+
+
+@dataclass(frozen=True)
+class QuantizeOptions:
+    axis: int
+    block_size: int
+    storage: str
+    symmetric: bool
+    scale_type: str
+
+
+def _contents(buffers: Sequence[Any]) -> list[memoryview]:
+    try:
+        return [memoryview(b).cast("B") for b in buffers]
+    except TypeError as exc:
+        raise RuleViolation("HT-BUFT-01", "buffers are bytes-like objects", path="descriptor -> buffers") from exc
+
+
+def _output(out: np.ndarray | None, shape: tuple[int, ...]) -> np.ndarray:
+    if out is None:
+        return np.empty(shape, dtype=np.float32)
+    if out.shape != shape or out.dtype != np.float32 or not out.flags.c_contiguous or not out.flags.writeable:
+        raise RuleViolation(
+            "HQ-PT-08", "out must be a writeable C-contiguous float32 array of the tensor's logical shape",
+            path="out", actual=f"{out.dtype} {out.shape}", expected=f"float32 {shape}")
+    return out
+
+
+def dequantize(descriptor: TensorDescriptor, buffers: Sequence[Any], *, out: np.ndarray | None = None,
+               progress: Progress | None = None, threads: int | None = None) -> np.ndarray:
+    """The float32 values of a quantized tensor, in its logical shape.
+
+    Buffer contents are checked first (scales, zero points, scale bytes: every data rule but
+    the padding one, which dequantization ignores, HQ-PB-19). ``out`` may be a caller-provided
+    or memory-mapped float32 array; the work runs in chunks, so extra memory stays at a few
+    chunk temporaries per thread (about 1 MiB each) plus one copy of the parameter arrays.
+    ``progress(done, total)`` is called as block rows complete.
+    """
+    d = descriptor
+    if not isinstance(d, TensorDescriptor):
+        raise RuleViolation("HT-HDR-02", "dequantize takes a TensorDescriptor", path="descriptor",
+                            actual=type(d).__name__, expected="TensorDescriptor")
+    q = d.quantization
+    if q is None:
+        raise UnsupportedError("HT-SEC-01", "the tensor is not quantized (HAS_QUANTIZATION is clear)",
+                               path="descriptor -> flags", actual=d.flags, expected="bit 0 set")
+    plan_for = kernel_for(q)  # a scheme skipped in permissive mode is refused here (HQ-EXT-02)
+    if not isinstance(d.layout, RowMajor):
+        raise UnsupportedError(
+            "HT-LAY-01", f"dequantize reads row-major data; this tensor's layout is {type(d.layout).__name__} "
+            f"(layout_tag 0x{d.layout_tag:02X})", path="descriptor -> layout_tag", actual=d.layout_tag, expected=0x01)
+    if DYNAMIC in d.shape:
+        raise UnsupportedError("HT-HDR-18", "a dynamic dimension has no size to dequantize",
+                               path="descriptor -> shape", actual=list(d.shape), expected="static sizes")
+    contents = _contents(buffers)
+    params = validate_buffers(d, contents, padding=False)
+    plan = plan_for(q, tuple(d.shape), params)
+    result = _output(out, tuple(d.shape))
+    if result.size == 0:
+        return result
+    data = np.frombuffer(contents[0], dtype=np.uint8)[d.byte_offset:]
+    return numerics.run(data, BY_TAG[d.type_tag].name, plan.geometry, plan.kernel, result,
+                        value_map=plan.value_map, progress=progress, threads=threads)
+
+
+def _options(row_name: str, shape: tuple[int, ...], axis: int | None, block_size: int | None,
+             storage_name: str | None, symmetric: bool, scale_type: str) -> QuantizeOptions:
+    defaults = DEFAULTS[row_name]
+    axis = defaults.get("axis", 0) if axis is None else axis
+    rank = max(len(shape), 1)
+    if not -rank <= axis < rank:
+        raise RuleViolation("HQ-PB-02", "axis must name a dimension of the array", path="axis",
+                            actual=axis, expected=f"-{rank} <= axis < {rank}")
+    axis %= rank
+    if block_size is None:
+        block_size = defaults.get("block_size", 1)
+    if storage_name is None:
+        storage_name = defaults.get("storage", "int8" if symmetric else "uint8")
+    if storage_name not in BY_NAME:
+        raise RuleViolation("HQ-PB-14", f"unknown element type {storage_name!r}", path="storage",
+                            actual=storage_name, expected=", ".join(scheme(row_name).storage_types))
+    if scale_type not in SCALE_TYPES.values():
+        raise RuleViolation("HQ-PB-08", f"unknown scale type {scale_type!r}", path="scale_type",
+                            actual=scale_type, expected=", ".join(SCALE_TYPES.values()))
+    return QuantizeOptions(axis, int(block_size), storage_name, bool(symmetric), scale_type)
+
+
+def quantize(array: Any, scheme_name: str, *, axis: int | None = None, block_size: int | None = None,
+             storage: str | None = None, symmetric: bool = True,
+             scale_type: str = "float32") -> tuple[TensorDescriptor, list[bytes]]:
+    """Quantize a float array into a row-major Hurray tensor: (descriptor, buffers).
+
+    ``scheme_name`` is the scheme's module name (``per_block_affine``, ``nf4``, ...). Each
+    scheme documents its calibration rule on its ``quantize`` function. The result is checked
+    by the same rules as any input: the writer refuses what a reader would refuse.
+    """
+    row = scheme(scheme_name)
+    if row.quantize is None:
+        raise UnsupportedError("HQ-EXT-03", f"{row.title} has no quantizer", path="scheme", actual=row.name)
+    x = np.asarray(array)
+    if x.dtype.kind not in "fiu":
+        raise RuleViolation("HQ-PT-08", "quantize takes real numbers", path="array", actual=str(x.dtype),
+                            expected="a float or integer array")
+    x = x.astype(np.float64)
+    if not np.isfinite(x).all():
+        bad = int(np.flatnonzero(~np.isfinite(x.reshape(-1)))[0])
+        raise RuleViolation("HQ-PT-03", "a value to quantize is NaN or infinite; no finite scale maps it",
+                            path=f"array -> [{bad}]", actual=float(x.reshape(-1)[bad]), expected="finite values")
+    options = _options(row.name, x.shape, axis, block_size, storage, symmetric, scale_type)
+    result = row.quantize(x, options)
+    return assemble(result.model, x.shape, options.storage, result.elements, result.parameters)
+
+
+def assemble(model: Any, shape: Sequence[int], storage_name: str, elements: np.ndarray,
+             parameters: Sequence[np.ndarray]) -> tuple[TensorDescriptor, list[bytes]]:
+    """A row-major tensor from element codes (stored order) and parameter arrays, checked."""
+    buffers = [storage.encode(elements, storage_name)] + [np.ascontiguousarray(p).tobytes() for p in parameters]
+    descriptor = TensorDescriptor(
+        type_tag=BY_NAME[storage_name].tag,
+        shape=tuple(int(n) for n in shape),
+        layout=RowMajor(),
+        buffers=tuple(BufferHandle(byte_size=len(b)) for b in buffers),
+        quantization=model,
+    )
+    encoded = write_tensor_descriptor(descriptor)
+    validate_buffers(descriptor, buffers)
+    return read_tensor_descriptor(encoded), buffers
+
+
+def from_block_parts(parts: BlockParts) -> tuple[TensorDescriptor, list[bytes]]:
+    """A per-block affine tensor from converter output (zero points kept exactly as given)."""
+    scale_tag = {name: tag for tag, name in SCALE_TYPES.items()}[parts.scale_type]
+    symmetric = parts.zero_points is None
+    model = PerBlockAffine(axis=parts.axis, block_size=parts.block_size, scale_buffer_index=1,
+                           zero_point_buffer_index=None if symmetric else 2, symmetric=symmetric,
+                           scale_type_tag=scale_tag)
+    geometry = numerics.Geometry(parts.codes.shape, parts.axis, parts.block_size)
+    codes = numerics.padded_codes(parts.codes, geometry)
+    params = [np.asarray(parts.scales).astype(storage.dtype(parts.scale_type))]
+    if not symmetric:
+        params.append(np.asarray(parts.zero_points, dtype="<i4"))
+    return assemble(model, parts.codes.shape, parts.storage, codes, params)
+
+
+def from_gguf(raw: Any, ggml_type: Any, shape: Sequence[int]) -> tuple[TensorDescriptor, list[bytes]]:
+    """GGUF Q4_0 / Q4_1 / Q8_0 blocks (blocks along the last axis of ``shape``) as per-block affine."""
+    return from_block_parts(gguf_parts(raw, ggml_type, shape))
+
+
+def from_gguf_file(path: str | Path, tensor_name: str) -> tuple[TensorDescriptor, list[bytes]]:
+    """One tensor of a ``.gguf`` file (read with the ``gguf`` package) as per-block affine."""
+    from gguf import GGUFReader  # an optional dependency, needed only here
+
+    reader = GGUFReader(str(path))
+    for tensor in reader.tensors:
+        if tensor.name == tensor_name:
+            shape = tuple(int(n) for n in reversed(tensor.shape.tolist()))  # GGUF lists ne[0] first
+            return from_gguf(np.ascontiguousarray(tensor.data).view(np.uint8), tensor.tensor_type, shape)
+    raise UnsupportedError("HQ-PB-01", f"{path} has no tensor named {tensor_name!r}", path="tensor_name",
+                           actual=tensor_name)
+
+
+def from_gptq(qweight: Any, qzeros: Any, scales: Any, *, bits: int = 4, group_size: int = 128,
+              g_idx: Any = None) -> tuple[TensorDescriptor, list[bytes]]:
+    """A GPTQ linear weight (in_features, out_features) as per-block affine along axis 0."""
+    return from_block_parts(gptq_parts(qweight, qzeros, scales, bits=bits, group_size=group_size, g_idx=g_idx))
+
+
+def from_awq(qweight: Any, qzeros: Any, scales: Any, *, group_size: int = 128) -> tuple[TensorDescriptor, list[bytes]]:
+    """An AWQ (GEMM packing) linear weight (in_features, out_features) as per-block affine along axis 0."""
+    return from_block_parts(awq_parts(qweight, qzeros, scales, group_size=group_size))

@@ -101,11 +101,11 @@ class Kernel(Protocol):
 
 @lru_cache(maxsize=None)
 def byte_table(storage_name: str, value_map: tuple[float, ...] | None = None) -> np.ndarray:
-    """The elements packed in every byte value, one row per byte value.
+    """The float32 values of the elements packed in every byte value, one row per byte value.
 
-    Each row is viewed as one unsigned integer wide enough for all its elements, so a single
-    1-D ``take`` unpacks a whole buffer. Integer codes keep an 8-bit dtype, float codes (or
-    ``value_map``, for NF4) become float32.
+    Each row is viewed as one unsigned integer holding all its elements, so a single 1-D
+    ``take`` unpacks a whole chunk. Integer codes of at most 8 bits are exact in float32;
+    ``value_map`` (NF4) maps codes to their levels.
     """
     bits = storage.element(storage_name).bits
     per_byte = 8 // bits
@@ -114,32 +114,25 @@ def byte_table(storage_name: str, value_map: tuple[float, ...] | None = None) ->
         codes = storage.unpack_codes(every_byte, bits, 256 * per_byte)
         table = np.asarray(value_map, dtype=np.float32)[codes]
     else:
-        table = storage.decode(every_byte, storage_name, 256 * per_byte)
-        if table.dtype.kind == "f":
-            table = table.astype(np.float32)
+        table = storage.decode(every_byte, storage_name, 256 * per_byte).astype(np.float32)
     table = np.ascontiguousarray(table.reshape(256, per_byte))
-    return table.view(np.dtype(f"u{table.dtype.itemsize * per_byte}")).reshape(256)
+    row = 4 * per_byte
+    return table.view(np.dtype(f"u{row}") if row <= 8 else np.dtype(f"V{row}")).reshape(256)
 
 
 def element_values(raw: np.ndarray, storage_name: str, count: int,
                    value_map: tuple[float, ...] | None = None) -> np.ndarray:
-    """``count`` element values from packed bytes.
-
-    Integer storage gives its codes (int64 for 32-bit types, so that ``q - z`` is exact,
-    HD-13); float storage and mapped codes give float32.
-    """
+    """``count`` element values from packed bytes, as float32 (exact for every code of at most
+    16 bits), or as int64 for 32-bit integers so that ``q - z`` is computed exactly (HD-13)."""
     bits = storage.element(storage_name).bits
-    if bits in (1, 2, 4, 8) and (bits < 8 or value_map is not None or storage_name in storage.NARROW_FLOATS):
-        table = byte_table(storage_name, value_map)
-        element_dtype = np.float32 if value_map is not None or storage_name in storage.NARROW_FLOATS else (
-            np.int8 if storage.element(storage_name).kind.value == "signed" else np.uint8)
-        return np.take(table, raw.astype(np.intp)).view(element_dtype)[:count]
+    if bits in (1, 2, 4, 8):
+        return np.take(byte_table(storage_name, value_map), raw.astype(np.intp)).view(np.float32)[:count]
     values = storage.decode(raw, storage_name, count)
     if value_map is not None:
         return np.asarray(value_map, dtype=np.float32)[values]
     if values.dtype.itemsize >= 4 and values.dtype.kind in "iu":
         return values.astype(np.int64)
-    return values
+    return values.astype(np.float32)
 
 
 ALIGN = {1: 8, 2: 4, 4: 2, 6: 4}
@@ -241,10 +234,10 @@ def affine(values: np.ndarray, zero_points: np.ndarray | float | None, scales: n
         np.multiply(difference.astype(np.float32), scales, out=out)
         return
     if zero_points is None:
-        np.multiply(values, scales, out=out, dtype=np.float32)
+        np.multiply(values, scales, out=out)
         return
     # Codes and zero points of <= 16-bit storage are exact in float32, and so is their difference.
-    np.subtract(values, zero_points, out=out, dtype=np.float32)
+    np.subtract(values, zero_points, out=out)
     np.multiply(out, scales, out=out)
 
 

@@ -115,7 +115,8 @@ def plan(descriptor: PerBlockAffine, shape: tuple[int, ...], params: Any) -> Pla
     geometry = Geometry(shape, descriptor.axis, descriptor.block_size)
     scale_type = SCALE_TYPES[descriptor.scale_type_tag]
     scales = by_block_row(params.array("scale_buffer_index", scale_type).astype(np.float32), geometry)
-    zeros = None if descriptor.symmetric else by_block_row(params.array("zero_point_buffer_index", "<i4"), geometry)
+    zeros = None if descriptor.symmetric else by_block_row(  # in storage range, so exact in float32
+        params.array("zero_point_buffer_index", "<i4").astype(np.float32), geometry)
 
     def kernel(values: np.ndarray, rows: slice, out: np.ndarray) -> None:
         affine(values, None if zeros is None else zeros[rows], scales[rows], out)

@@ -71,6 +71,8 @@ def plan(descriptor: PerChannelAffine, shape: tuple[int, ...], params: Any) -> P
     geometry = Geometry(shape, descriptor.axis, 1)
     scales = params.array("scale_buffer_index", "float32")
     zeros = None if descriptor.symmetric else params.array("zero_point_buffer_index", "<i4")
+    if zeros is not None and params.element.bits <= 16:  # in storage range, so exact in float32
+        zeros = zeros.astype(np.float32)
     channels = geometry.extent
 
     def kernel(values: np.ndarray, rows: slice, out: np.ndarray) -> None:

@@ -1,8 +1,12 @@
-"""onnx-light portable quantized values: profiles, plans, the canonical wire form and the codec.
+"""onnx-light quantized values: profiles, plans, the canonical wire form and the codec.
 
 hurray_decl reads and writes onnx-light ``EncodedValueProto`` messages (a self-describing
 ``StructTypeProto`` plus ``raw_data``) byte for byte as onnx-light does, for the 40 portable
-profiles, without the onnx-light runtime. Spec: onnx-light/quantized-values.txt and DIGEST.md.
+profiles and the three ORT MatMulNBits input layouts, without the onnx-light runtime. It also
+declares model-level shared parameter sets (compact values), runs the ``ai.rt`` Quantize and
+Dequantize operators in ``onnx.reference.ReferenceEvaluator`` (imported on first use: they need
+``onnx``) and converts between ORT, onnx-light int4/int8 and Hurray per-block parts.
+Spec: onnx-light/quantized-values.txt and DIGEST.md.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from .calibrate import quantize_with_type
 from .codec import decode_plan, dequantize_value, make_quantization_type, quantize_array
 from ..errors import OnnxLightTypeError
 from .methods import METHODS, MethodRow
-from .model import check_model_values
+from .model import check_model, check_model_values, model_to_textproto, serialize_for_ort
 from .plan import (
     QuantizationBlockLayout,
     QuantizationBlockParameters,
@@ -33,6 +37,17 @@ from .profiles import (
     parse_quantization_format,
     quantization_format_name,
     quantization_formats,
+)
+from .convert import from_block_parts, ort_to_portable, portable_to_ort, to_block_parts
+from .ort import MatMulNBitsInputs, export_matmul_nbits_inputs, make_matmul_nbits_plan
+from .shared import (
+    ParameterSet,
+    SharedQuantizedValue,
+    add_quantization_parameters,
+    make_shared_quantization_type,
+    materialize_quantized_value,
+    parameter_catalogue,
+    quantize_tensor_shared,
 )
 from .tensors import dequantize_tensor_proto, quantize_tensor_proto
 from .wire import PARAMETER_REF_FIELD
@@ -60,10 +75,40 @@ __all__ = [
     "quantize_tensor_proto",
     "dequantize_tensor_proto",
     "quantize_with_type",
+    "make_matmul_nbits_plan",
+    "export_matmul_nbits_inputs",
+    "MatMulNBitsInputs",
+    "to_block_parts",
+    "from_block_parts",
+    "ort_to_portable",
+    "portable_to_ort",
     "check_model_values",
+    "check_model",
+    "serialize_for_ort",
+    "model_to_textproto",
+    "add_quantization_parameters",
+    "make_shared_quantization_type",
+    "quantize_tensor_shared",
+    "materialize_quantized_value",
+    "parameter_catalogue",
+    "ParameterSet",
+    "SharedQuantizedValue",
     "EncodedValueProto",
     "StructTypeProto",
     "TypeProto",
     "TensorProto",
     "ModelProto",
 ]
+
+# Not in __all__, so that ``import *`` works without onnx installed.
+_OPERATOR_NAMES = {"Quantize", "Dequantize", "QuantizedValue", "quantization_operators",
+                   "make_reference_evaluator", "QuantizationEvaluator", "infer_shapes_model", "struct_type_proto"}
+
+
+def __getattr__(name: str):
+    """The ai.rt operators need the ``onnx`` package: they are imported on first use."""
+    if name in _OPERATOR_NAMES:
+        from . import operators
+
+        return getattr(operators, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import OnnxLightError, UnsupportedError
+from ..errors import OnnxLightError
 from .codec import Prepared, _source_array, encode_prepared, forward_values, prepare_plan
 from .methods import method_row
 from .numerics import LOGICAL_DTYPES
 from .plan import QuantizationPlan, RunArrays
-from .profiles import PROFILES, QuantizationMethod
+from .profiles import PROFILES, WIRE_PREFIX, QuantizationMethod, parse_quantization_format
 from .validate import validate_layout
 from .wire import canonical_type, pb, read_geometry, resolve_struct_type, same_message
 
@@ -76,10 +76,26 @@ def _matrix(value, name: str, n: int) -> np.ndarray:
     return array.astype(np.float64).ravel()
 
 
+def _ort_format(resolved: pb.StructTypeProto):
+    """The ORT profile a type names, or None for portable (and unreadable) names."""
+    if isinstance(resolved.name, str) and resolved.name.startswith(WIRE_PREFIX):
+        try:
+            fmt = parse_quantization_format(resolved.name[len(WIRE_PREFIX):])
+        except OnnxLightError:
+            return None   # read_geometry reports the unknown name
+        if not fmt.portable:
+            return fmt
+    return None
+
+
 def quantize_with_type(array, struct_type, *, scales=None, zero_points=None, offsets=None,
                        codebooks=None, permutation=None, forward=None, inverse=None, outliers=None,
                        model=None) -> pb.EncodedValueProto:
-    """Encode ``array`` into the requested portable type, calibrating omitted scales."""
+    """Encode ``array`` into the requested type, calibrating omitted scales.
+
+    A portable type is rebuilt run by run (OL-CAL); an ORT type is an existing ORT value's
+    struct_type and is calibrated per (column, K-group) (OL-CAL-20, OL-OP-13).
+    """
     source, code = _source_array(array)
     if isinstance(struct_type, pb.StructTypeProto):
         requested = struct_type
@@ -89,10 +105,15 @@ def quantize_with_type(array, struct_type, *, scales=None, zero_points=None, off
         raise _fail("OL-CAL-12", "the type must be a StructTypeProto", "type", type(struct_type).__name__,
                     "StructTypeProto")
     resolved = resolve_struct_type(requested, model, "type")
+    fmt = _ort_format(resolved)
+    if fmt is not None:
+        from .ort import quantize_ort_with_type
+
+        refused = dict(offsets=offsets, codebooks=codebooks, permutation=permutation, forward=forward,
+                       inverse=inverse, outliers=outliers)
+        return quantize_ort_with_type(source, requested, resolved, fmt, _per_block, scales=scales,
+                                      zero_points=zero_points, refused=refused)
     geometry = read_geometry(resolved, "type")
-    if not geometry.format.portable:
-        raise UnsupportedError("OL-PLAN-03", "ORT MatMulNBits types are not implemented by this version",
-                               path="type -> name", actual=geometry.format.wire_name)
     for i, run in enumerate(geometry.runs):
         validate_layout(run.layout, f"type -> blocks -> runs[{i}] -> parameters")
     count = int(source.size)

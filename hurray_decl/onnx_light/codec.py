@@ -23,7 +23,7 @@ from ..errors import HurrayDeclError, OnnxLightError
 from .methods import method_row
 from .numerics import dtype_code, matmul_rows, to_logical
 from .plan import QuantizationPlan, RunArrays
-from .profiles import QuantizationFormat
+from .profiles import WIRE_PREFIX, QuantizationFormat, parse_quantization_format
 from .validate import validate_geometry, validate_layout, validate_run
 from .wire import (
     Geometry,
@@ -48,6 +48,10 @@ __all__ = [
     "make_quantization_type",
     "encode_prepared",
     "Prepared",
+    "Opened",
+    "open_value",
+    "validate_value",
+    "unwrap_value",
     "prepare_plan",
     "forward_values",
 ]
@@ -239,13 +243,26 @@ def _build_payload(geometry: Geometry, prepared: Prepared, saved: np.ndarray, co
 
 def quantize_array(array, plan: QuantizationPlan) -> pb.EncodedValueProto:
     """Encode a NumPy array with an explicit plan; parameters are used as supplied (OL-NUM-26)."""
+    if isinstance(plan, QuantizationPlan) and isinstance(plan._format, QuantizationFormat) \
+            and not plan._format.portable and int(plan._format) < len(QuantizationFormat):
+        from .ort import quantize_ort
+
+        return quantize_ort(array, plan)
     source, code = _source_array(array)
     prepared = prepare_plan(plan, int(source.size))
     return encode_prepared(source, code, prepared)
 
 
 def make_quantization_type(plan: QuantizationPlan) -> pb.StructTypeProto:
-    """The canonical descriptor of a plan; tables need not be filled in."""
+    """The canonical descriptor of a portable plan; tables need not be filled in (OL-OP-12).
+
+    An ORT plan has no descriptor of its own: its type depends on the source dtype and the
+    zero-point storage, so the destination of an ORT encode is an existing ORT value's type
+    (OL-OP-13).
+    """
+    if not plan._format.portable:
+        raise OnnxLightError("OL-OP-13", "an ORT destination type is the struct_type of an existing ORT value",
+                             path="plan -> format", actual=plan._format.wire_name, expected="a portable profile")
     runs = []
     for i, run in enumerate(plan._runs):
         validate_layout(run.layout, f"plan -> runs[{i}] -> layout")
@@ -274,7 +291,22 @@ class Decoded:
     shape: tuple[int, ...]
 
 
-def _read(encoded, model) -> Decoded:
+@dataclass
+class Opened:
+    """A value whose message-level checks passed, with its type resolved."""
+
+    value: pb.EncodedValueProto
+    resolved: pb.StructTypeProto
+    dtype: int
+    shape: tuple[int, ...]
+    format: QuantizationFormat | None   # the profile named by the root, when it parses
+
+
+def open_value(encoded, model) -> Opened:
+    """The checks every decoder shares: layout, payload location, type_ref, logical type.
+
+    A value with ``parameter_ref`` is refused: it decodes only through its model (OL-SHR-29).
+    """
     value = _as_encoded(encoded)
     path = "value"
     if value.HasField("parameter_ref"):
@@ -291,6 +323,16 @@ def _read(encoded, model) -> Decoded:
         raise OnnxLightError("OL-WIRE-10", "the payload is external and not loaded", path=f"{path} -> raw_data")
     resolved = resolve_struct_type(value.struct_type, model, f"{path} -> struct_type")
     dtype, shape = logical_shape(value.logical_type, f"{path} -> logical_type")
+    fmt = None
+    if isinstance(resolved.name, str) and resolved.name.startswith(WIRE_PREFIX):
+        fmt = parse_quantization_format(resolved.name[len(WIRE_PREFIX):], path=f"{path} -> struct_type -> name")
+    return Opened(value, resolved, dtype, shape, fmt)
+
+
+def _read(encoded, model, opened: Opened | None = None) -> Decoded:
+    opened = opened if opened is not None else open_value(encoded, model)
+    value, resolved, dtype, shape = opened.value, opened.resolved, opened.dtype, opened.shape
+    path = "value"
     raw = value.raw_data
     catalogue = model_catalogue(model) if model is not None else {}
     bits = struct_bits(resolved, catalogue, f"{path} -> struct_type")
@@ -334,29 +376,87 @@ def _read(encoded, model) -> Decoded:
     return Decoded(prepared, codes, parsed.outlier_values.astype(np.float64), dtype, shape)
 
 
-def dequantize_value(encoded, model=None, dtype=None) -> np.ndarray:
-    """Decode a portable value to an array of its logical shape and dtype (OL-NUM-24).
+def _requested_code(dtype, default: int) -> int:
+    if dtype is None:
+        return default
+    code = dtype_code(np.dtype(dtype))
+    if code is None:
+        raise OnnxLightError("OL-NUM-25", "the requested dtype is not one of the four floating types",
+                             path="dtype", actual=str(dtype))
+    return code
 
-    ``dtype`` (a NumPy dtype of the four floating types) overrides the logical dtype.
+
+def _ort_value(opened: Opened):
+    from .ort import read_ort
+
+    return read_ort(opened.resolved, opened.format, opened.dtype, opened.shape, opened.value.raw_data)
+
+
+def _is_ort(opened: Opened) -> bool:
+    return opened.format is not None and not opened.format.portable
+
+
+def unwrap_value(encoded, model):
+    """The self-contained message and model behind what a caller passes to a decoder.
+
+    A :class:`~hurray_decl.onnx_light.shared.SharedQuantizedValue` is materialized through its
+    retained set; an operator's ``QuantizedValue`` brings its model; a compact message is
+    materialized through ``model`` (without one it is refused, OL-SHR-29).
     """
-    decoded = _read(encoded, model)
+    if hasattr(encoded, "materialize"):
+        return encoded.materialize(), model
+    if hasattr(encoded, "encoded") and hasattr(encoded, "model"):
+        return encoded.encoded, encoded.model if model is None else model
+    value = _as_encoded(encoded)
+    if value.HasField("parameter_ref") and model is not None:
+        from .shared import materialize_quantized_value
+
+        value = materialize_quantized_value(value, model)
+    return value, model
+
+
+def dequantize_value(encoded, model=None, dtype=None) -> np.ndarray:
+    """Decode a portable or ORT value to an array of its logical shape and dtype (OL-NUM-24).
+
+    ``dtype`` (a NumPy dtype of the four floating types) overrides the logical dtype. A compact
+    value (``parameter_ref``) is decoded through the parameter set its ``model`` declares, or a
+    SharedQuantizedValue through its retained set (OL-SHR-29): it is materialized first.
+    """
+    value, model = unwrap_value(encoded, model)
+    opened = open_value(value, model)
+    if _is_ort(opened):
+        from .ort import decode_ort
+
+        values = decode_ort(_ort_value(opened))
+        return to_logical(values, _requested_code(dtype, opened.dtype), "OL-NUM-25", "value")
+    decoded = _read(opened.value, model, opened)
     count = int(np.prod(decoded.shape, dtype=np.int64)) if decoded.shape else 1
     values = _decode_runs(decoded.prepared, decoded.codes, count, "value -> blocks")
     values = _reconstruct(values, decoded.prepared, decoded.saved)
-    code = decoded.dtype_code
-    if dtype is not None:
-        code = dtype_code(np.dtype(dtype))
-        if code is None:
-            raise OnnxLightError("OL-NUM-25", "the requested dtype is not one of the four floating types",
-                                 path="dtype", actual=str(dtype))
+    code = _requested_code(dtype, decoded.dtype_code)
     return to_logical(values, code, "OL-NUM-25", "value").reshape(decoded.shape)
 
 
 def decode_plan(encoded, model=None) -> QuantizationPlan:
-    """The plan a portable value was encoded with, rebuilt from its descriptor and payload."""
-    decoded = _read(encoded, model)
+    """The plan a value was encoded with, rebuilt from its descriptor and payload."""
+    value, model = unwrap_value(encoded, model)
+    opened = open_value(value, model)
+    if _is_ort(opened):
+        from .ort import ort_plan
+
+        return ort_plan(_ort_value(opened))
+    decoded = _read(opened.value, model, opened)
     p = decoded.prepared
     return QuantizationPlan(p.format, [r.to_run() for r in p.runs],
                             permutation=p.permutation.tolist(), transform_size=p.transform,
                             forward=p.forward.tolist(), inverse=p.inverse.tolist(),
                             outliers=p.outliers.tolist())
+
+
+def validate_value(encoded, model=None) -> None:
+    """Run every decoder check on a self-contained portable or ORT value, without decoding."""
+    opened = open_value(encoded, model)
+    if _is_ort(opened):
+        _ort_value(opened)
+    else:
+        _read(opened.value, model, opened)

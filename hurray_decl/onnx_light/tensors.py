@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import OnnxLightError
-from .codec import _as_encoded, dequantize_value, quantize_array
+from .codec import dequantize_value, quantize_array, unwrap_value
 from .numerics import DOUBLE, FLOAT, LOGICAL_DTYPES
 from .plan import QuantizationPlan
 from .wire import pb
@@ -81,7 +81,7 @@ def quantize_tensor_proto(tensor_proto, plan: QuantizationPlan) -> pb.EncodedVal
 
 def dequantize_tensor_proto(encoded, model=None) -> pb.TensorProto:
     """Decode to a TensorProto with the logical shape and dtype; keeps name/doc_string presence."""
-    value = _as_encoded(encoded)
+    value, model = unwrap_value(encoded, model)
     array = dequantize_value(value, model)
     tensor = array_to_tensor(array, value.logical_type.tensor_type.elem_type)
     if value.HasField("name"):

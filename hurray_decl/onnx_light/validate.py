@@ -10,7 +10,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import OnnxLightError, UnsupportedError
+from ..errors import OnnxLightError
 from .methods.affine import code_range
 from .methods.cast import CAST_WIDTHS
 from .numerics import matmul_rows
@@ -123,8 +123,8 @@ def validate_geometry(fmt: QuantizationFormat, runs: Sequence[RunArrays], count:
         raise _fail("OL-PROF-03", "the plan's format is not one of the 43 profiles", "plan -> format",
                     repr(fmt), "0 .. 42")
     if not fmt.portable:
-        raise UnsupportedError("OL-PLAN-03", "ORT MatMulNBits layouts are not implemented by this version",
-                               path="plan -> format", actual=fmt.wire_name, expected="a portable profile")
+        raise _fail("OL-PLAN-03", "ORT MatMulNBits plans are encoded by the ORT layout, not the portable one",
+                    "plan -> format", fmt.wire_name, "a portable profile")
     if len(matrix_shape):
         raise _fail("OL-PLAN-26", "matrix_shape is reserved for ORT profiles", "plan -> matrix_shape",
                     list(matrix_shape), "[]")

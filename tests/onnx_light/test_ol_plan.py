@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hurray_decl.errors import HurrayDeclError, UnsupportedError
+from hurray_decl.errors import HurrayDeclError
 from hurray_decl.onnx_light import (
     QuantizationFormat as F,
     QuantizationPlan,
@@ -194,10 +194,10 @@ def test_inverse_pair_need_not_be_orthogonal():
     np.testing.assert_array_equal(roundtrip(x, plan)[1], x)
 
 
-def test_ort_plan_at_encoding_is_unsupported():
+def test_portable_plan_relabelled_ort_is_refused_at_encoding():
     plan = make_quantization_plan(F.INT4, 4)
     object.__setattr__(plan, "_format", F.ORT_MATMULNBITS_INT4)
-    with pytest.raises(UnsupportedError):
+    with raises_rule("OL-ORT-07"):  # no matrix_shape: the ORT geometry is checked at encoding
         quantize_array(X4, plan)
 
 

@@ -1,0 +1,499 @@
+"""Model-level shared parameter sets and the compact layout (DIGEST.md § 11, RULES.md OL-SHR).
+
+A parameter set is a root-graph ``quantization_annotation`` named
+``onnx_light.quantization.parameters:<name>`` whose ``quant_parameter_tensor_names`` map roles
+to root initializers: the serialized storage and logical types (rank-1 UINT8) and the numerical
+parameters Quantize would take as inputs. :func:`parameter_catalogue` validates every set of a
+model and returns owned, immutable :class:`ParameterSet` snapshots.
+
+A set fixes the full encoding of an all-zero tensor of its logical type; the bytes of that
+payload that depend on the data are the *local* ranges (portable: the outlier values and each
+block's codes; ORT: ``B``), everything else is *common*. A compact value stores a reserved
+``0x00`` byte and the local ranges; :func:`materialize_quantized_value` interleaves them with the
+set's common bytes again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Mapping
+
+import numpy as np
+from google.protobuf.message import DecodeError
+
+from ..errors import HurrayDeclError, OnnxLightError
+from .calibrate import quantize_with_type
+from .codec import _as_encoded
+from .numerics import INT64, LOGICAL_DTYPES, UINT8
+from .ort import ORT_FORMATS
+from .profiles import WIRE_PREFIX, parse_quantization_format
+from .tensors import array_to_tensor, tensor_to_array
+from .wire import _add_tensor, logical_shape, model_catalogue, pb, read_geometry, resolve_struct_type, same_message
+
+__all__ = [
+    "PARAMETERS_PREFIX",
+    "ROLES",
+    "COMPACT_NAME",
+    "ParameterSet",
+    "SharedQuantizedValue",
+    "parameter_catalogue",
+    "add_quantization_parameters",
+    "make_shared_quantization_type",
+    "quantize_tensor_shared",
+    "materialize_quantized_value",
+    "check_shared_value",
+    "as_pb_model",
+]
+
+PARAMETERS_PREFIX = "onnx_light.quantization.parameters:"
+"""The annotation-name prefix of a parameter set (OL-SHR-01)."""
+
+ROLES = ("storage_type", "logical_type", "scales", "zero_points", "offsets", "codebooks", "permutation",
+         "forward", "inverse", "outliers")
+"""The roles a set may map (OL-SHR-02); the last eight are Quantize's optional inputs."""
+
+NUMERIC_ROLES = ROLES[2:]
+COMPACT_NAME = "onnx_light.quantization.shared.v1"
+"""The root name of a compact storage type (OL-SHR-17)."""
+
+
+def _fail(code: str, message: str, path: str, actual: Any = None, expected: Any = None) -> OnnxLightError:
+    return OnnxLightError(code, message, path=path, actual=actual, expected=expected)
+
+
+def as_pb_model(model) -> pb.ModelProto:
+    """This package's ModelProto with the same bytes (an ``onnx.ModelProto`` is converted)."""
+    if isinstance(model, pb.ModelProto):
+        return model
+    if not hasattr(model, "SerializeToString"):
+        raise _fail("OL-SHR-29", "expected a ModelProto", "model", type(model).__name__, "ModelProto")
+    return pb.ModelProto.FromString(model.SerializeToString())
+
+
+def _convert(message, cls):
+    return message if isinstance(message, cls) else cls.FromString(message.SerializeToString())
+
+
+# --- the parameter set ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ParameterSet:
+    """One validated set: its descriptors, parameters and the fixed common bytes (a snapshot)."""
+
+    name: str
+    storage: pb.StructTypeProto          # the full storage type, resolved, type_id cleared
+    logical: pb.TypeProto
+    dtype: int
+    shape: tuple[int, ...]
+    parameters: Mapping[str, np.ndarray]  # read-only copies, by role
+    full: bytes                           # the full payload of an all-zero tensor
+    local: tuple[tuple[int, int], ...]    # (start, length) of each local byte range
+    compact_type: pb.StructTypeProto = field(repr=False)
+
+    @property
+    def local_size(self) -> int:
+        return sum(length for _, length in self.local)
+
+    @property
+    def common_size(self) -> int:
+        return len(self.full) - self.local_size
+
+    def split(self, full: bytes) -> bytes:
+        """The compact payload of a full payload: 0x00, then the local ranges in order."""
+        return b"\x00" + b"".join(full[start:start + length] for start, length in self.local)
+
+    def common(self, full: bytes) -> bytes:
+        parts, at = [], 0
+        for start, length in self.local:
+            parts.append(full[at:start])
+            at = start + length
+        parts.append(full[at:])
+        return b"".join(parts)
+
+    def join(self, compact: bytes) -> bytes:
+        """Interleave the common bytes and a compact payload's local bytes (OL-SHR-28)."""
+        parts, at, taken = [], 0, 1
+        for start, length in self.local:
+            parts.append(self.full[at:start])
+            parts.append(compact[taken:taken + length])
+            at, taken = start + length, taken + length
+        parts.append(self.full[at:])
+        return b"".join(parts)
+
+    def encode(self, array: np.ndarray) -> bytes:
+        """The compact payload of ``array`` with the set's fixed parameters (OL-SHR-12)."""
+        full = quantize_with_type(array, self.storage, **self.parameters).raw_data
+        if self.common(full) != self.common(self.full):
+            raise _fail("OL-SHR-12", "encoding changed the set's common bytes", f"parameters:{self.name}")
+        return self.split(full)
+
+
+def compact_type(local_size: int) -> pb.StructTypeProto:
+    """``onnx_light.quantization.shared.v1`` with one field ``local`` UINT8 [1 + local] (OL-SHR-17)."""
+    root = pb.StructTypeProto()
+    root.name = COMPACT_NAME
+    root.structure.SetInParent()
+    _add_tensor(root.structure, "local", UINT8, [1 + local_size])
+    return root
+
+
+def _local_ranges(storage: pb.StructTypeProto, full: bytes) -> tuple[tuple[int, int], ...]:
+    """Outlier values and every block's codes (portable), or B (ORT) (OL-SHR-18)."""
+    fmt = parse_quantization_format(storage.name[len(WIRE_PREFIX):], path="storage_type -> name")
+    if fmt in ORT_FORMATS:
+        fields = storage.structure.field
+        dims = [d.dim_value for d in fields[1].type.tensor_type.shape.dim]
+        return ((0, int(np.prod(dims))),)
+    geometry = read_geometry(storage, "storage_type")
+    p, n, o = geometry.permutation, geometry.transform, geometry.outliers
+    ranges = []
+    at = 1 + 8 * p + 16 * n * n + 8 * o
+    if o:
+        ranges.append((at, 8 * o))
+    at += 8 * o
+    for run in geometry.runs:
+        fixed, codes = 24 + 8 * run.layout.table_size, run.layout.code_bytes
+        for _ in range(run.blocks):
+            if codes:
+                ranges.append((at + fixed, codes))
+            at += fixed + codes
+    merged: list[tuple[int, int]] = []
+    for start, length in ranges:   # adjacent ranges read the same as one
+        if merged and merged[-1][0] + merged[-1][1] == start:
+            merged[-1] = (merged[-1][0], merged[-1][1] + length)
+        else:
+            merged.append((start, length))
+    return tuple(merged)
+
+
+def _descriptor_bytes(tensor: pb.TensorProto, role: str, path: str) -> bytes:
+    if (tensor.data_type != UINT8 or len(tensor.dims) != 1 or not tensor.HasField("raw_data")
+            or len(tensor.raw_data) != tensor.dims[0] or len(tensor.external_data)
+            or tensor.data_location == pb.TensorProto.EXTERNAL):
+        raise _fail("OL-SHR-08", f"{role} must be an inline rank-1 UINT8 initializer holding its bytes", path,
+                    (tensor.data_type, list(tensor.dims)), "UINT8 [byte count], raw_data")
+    return tensor.raw_data
+
+
+def _numeric(tensor: pb.TensorProto, role: str, path: str) -> np.ndarray:
+    if not tensor.HasField("raw_data") and (len(tensor.external_data)
+                                            or tensor.data_location == pb.TensorProto.EXTERNAL):
+        raise _fail("OL-SHR-09", f"{role} is in external data: load it before validation", path)
+    if tensor.data_type in LOGICAL_DTYPES:
+        values = tensor_to_array(tensor)
+    elif tensor.data_type == INT64:
+        count = int(np.prod(list(tensor.dims), dtype=np.int64)) if len(tensor.dims) else 1
+        values = (np.frombuffer(tensor.raw_data, "<i8").astype(np.int64) if tensor.HasField("raw_data")
+                  else np.array(tensor.int64_data, dtype=np.int64))
+        if values.size != count:
+            raise _fail("OL-SHR-10", f"{role} holds {values.size} values for dims {list(tensor.dims)}", path)
+        values = values.reshape(list(tensor.dims))
+    else:
+        raise _fail("OL-SHR-10", f"{role} has an element type Quantize does not take", path, tensor.data_type,
+                    "FLOAT, DOUBLE, FLOAT16, BFLOAT16 or INT64")
+    values = np.array(values, copy=True)
+    values.flags.writeable = False
+    return values
+
+
+def build_set(name: str, tensors: Mapping[str, pb.TensorProto], catalogue_model, path: str) -> ParameterSet:
+    """Validate one declaration and derive its fixed bytes (OL-SHR-04, -08 .. -10)."""
+    for role in ("storage_type", "logical_type"):
+        if role not in tensors:
+            raise _fail("OL-SHR-08", f"a parameter set needs a {role}", f"{path} -> {role}", None, role)
+    if "scales" not in tensors:
+        raise _fail("OL-SHR-04", "a parameter set needs scales: shared mode never calibrates",
+                    f"{path} -> scales", None, "scales")
+    storage = pb.StructTypeProto()
+    logical = pb.TypeProto()
+    try:
+        storage.ParseFromString(_descriptor_bytes(tensors["storage_type"], "storage_type", f"{path} -> storage_type"))
+        logical.ParseFromString(_descriptor_bytes(tensors["logical_type"], "logical_type", f"{path} -> logical_type"))
+    except DecodeError as exc:
+        raise _fail("OL-SHR-08", f"a descriptor does not parse: {exc}", path) from exc
+    resolved = pb.StructTypeProto()
+    resolved.CopyFrom(resolve_struct_type(storage, catalogue_model, f"{path} -> storage_type"))
+    if logical.WhichOneof("value") != "tensor_type":
+        raise _fail("OL-SHR-08", "logical_type must be a tensor type", f"{path} -> logical_type",
+                    logical.WhichOneof("value"), "tensor_type")
+    try:
+        dtype, shape = logical_shape(logical, f"{path} -> logical_type")
+    except OnnxLightError as err:
+        raise _fail("OL-SHR-08", f"logical_type is not a concrete floating tensor type: {err.detail}",
+                    err.path, err.actual, err.expected) from err
+    parameters = {role: _numeric(tensors[role], role, f"{path} -> {role}")
+                  for role in NUMERIC_ROLES if role in tensors}
+    if not (isinstance(resolved.name, str) and resolved.name.startswith(WIRE_PREFIX)):
+        raise _fail("OL-SHR-08", "storage_type is not a quantization descriptor", f"{path} -> storage_type -> name",
+                    resolved.name, WIRE_PREFIX + "<profile>")
+    try:
+        zeros = np.zeros(shape, dtype=LOGICAL_DTYPES[dtype])
+        full = quantize_with_type(zeros, resolved, **parameters).raw_data
+        local = _local_ranges(resolved, full)
+    except HurrayDeclError as err:
+        raise _fail("OL-SHR-10", f"the parameters do not fit the storage descriptor: [{err.code}] {err.detail}",
+                    f"{path} -> {err.path}", err.actual, err.expected) from err
+    local_size = sum(length for _, length in local)
+    return ParameterSet(name, resolved, logical, dtype, tuple(shape), MappingProxyType(dict(parameters)), full,
+                        local, compact_type(local_size))
+
+
+def _declarations(model: pb.ModelProto):
+    """(set name, role -> initializer name) of every prefixed root annotation (OL-SHR-01 .. -06)."""
+    seen: set[str] = set()
+    for i, annotation in enumerate(model.graph.quantization_annotation):
+        if not annotation.tensor_name.startswith(PARAMETERS_PREFIX):
+            continue   # unprefixed annotations keep their ONNX meaning
+        name = annotation.tensor_name[len(PARAMETERS_PREFIX):]
+        path = f"model -> graph -> quantization_annotation[{i}]"
+        if not name:
+            raise _fail("OL-SHR-06", "a parameter set needs a name", f"{path} -> tensor_name",
+                        annotation.tensor_name, PARAMETERS_PREFIX + "<name>")
+        if name in seen:
+            raise _fail("OL-SHR-05", "two parameter sets share a name", f"{path} -> tensor_name", name, "unique")
+        seen.add(name)
+        roles: dict[str, str] = {}
+        for entry in annotation.quant_parameter_tensor_names:
+            if entry.key not in ROLES:
+                raise _fail("OL-SHR-02", "unknown parameter-set role", f"{path} -> {entry.key}", entry.key, list(ROLES))
+            if entry.key in roles:
+                raise _fail("OL-SHR-03", "a role is named twice", f"{path} -> {entry.key}", entry.key, "once")
+            roles[entry.key] = entry.value
+        yield name, roles, path
+
+
+def parameter_catalogue(model) -> dict[str, ParameterSet]:
+    """Every parameter set a model declares, validated, as owned snapshots (OL-SHR-01 .. -10, -33)."""
+    model = as_pb_model(model)
+    model_catalogue(model)
+    initializers: dict[str, pb.TensorProto] = {}
+    for tensor in model.graph.initializer:
+        initializers.setdefault(tensor.name, tensor)
+    sets: dict[str, ParameterSet] = {}
+    for name, roles, path in _declarations(model):
+        tensors = {}
+        for role, tensor_name in roles.items():
+            if tensor_name not in initializers:
+                raise _fail("OL-SHR-07", "a role names a missing root initializer", f"{path} -> {role}",
+                            tensor_name, "a root initializer")
+            tensors[role] = initializers[tensor_name]
+        sets[name] = build_set(name, tensors, model, path)
+    return sets
+
+
+def _parameter_set(model, name: str, path: str = "parameter_ref") -> ParameterSet:
+    sets = parameter_catalogue(model)
+    if name not in sets:
+        raise _fail("OL-SHR-29", "the model declares no parameter set of this name", path, name, sorted(sets))
+    return sets[name]
+
+
+def make_shared_quantization_type(model, name: str) -> pb.StructTypeProto:
+    """The compact storage type of a declared set."""
+    result = pb.StructTypeProto()
+    result.CopyFrom(_parameter_set(model, name).compact_type)
+    return result
+
+
+def _parameter_tensor(value, role: str) -> pb.TensorProto:
+    if hasattr(value, "SerializeToString"):
+        return _convert(value, pb.TensorProto)
+    array = np.asarray(value)
+    if array.dtype == np.int64:
+        tensor = pb.TensorProto()
+        tensor.dims.extend(array.shape)
+        tensor.data_type = INT64
+        tensor.raw_data = np.ascontiguousarray(array).astype("<i8").tobytes()
+        return tensor
+    for code, dtype in LOGICAL_DTYPES.items():
+        if array.dtype == dtype:
+            return array_to_tensor(array, code)
+    raise _fail("OL-SHR-10", f"{role} must be FLOAT, DOUBLE, FLOAT16, BFLOAT16 or (for indices) INT64", role,
+                str(array.dtype), "a floating or int64 array")
+
+
+def add_quantization_parameters(model, name: str, storage_type, logical_type, *, scales,
+                                zero_points=None, offsets=None, codebooks=None, permutation=None,
+                                forward=None, inverse=None, outliers=None) -> pb.StructTypeProto:
+    """Declare the set ``name`` in ``model`` (in place) and return its compact type (OL-SHR-20).
+
+    ``model`` is an ``onnx.ModelProto`` or this package's; ``storage_type`` a StructTypeProto
+    (inline or a type_ref into the model's catalogue); ``logical_type`` a tensor TypeProto.
+    The numerical arguments take Quantize's input dtypes and shapes; ``scales`` is required.
+    """
+    if not isinstance(name, str) or not name:
+        raise _fail("OL-SHR-06", "a parameter set needs a non-empty name", "name", repr(name), "a non-empty string")
+    if scales is None:
+        raise _fail("OL-SHR-04", "scales is required: shared mode never calibrates", "scales", None, "a tensor")
+    if not hasattr(model, "graph"):
+        raise _fail("OL-SHR-29", "expected a ModelProto", "model", type(model).__name__, "ModelProto")
+    given = dict(scales=scales, zero_points=zero_points, offsets=offsets, codebooks=codebooks,
+                 permutation=permutation, forward=forward, inverse=inverse, outliers=outliers)
+    tensors = [("storage_type", _uint8_tensor(_convert(storage_type, pb.StructTypeProto).SerializeToString())),
+               ("logical_type", _uint8_tensor(_convert(logical_type, pb.TypeProto).SerializeToString()))]
+    tensors += [(role, _parameter_tensor(value, role)) for role, value in given.items() if value is not None]
+    trial = as_pb_model(model)
+    trial = pb.ModelProto.FromString(trial.SerializeToString())   # validate on a copy first
+    existing = {t.name for t in trial.graph.initializer}
+    annotation = trial.graph.quantization_annotation.add()
+    annotation.tensor_name = PARAMETERS_PREFIX + name
+    for role, tensor in tensors:
+        tensor.name = f"{PARAMETERS_PREFIX}{name}/{role}"
+        if tensor.name in existing:
+            raise _fail("OL-SHR-05", "the model already holds this set's initializers", f"initializer {tensor.name}",
+                        tensor.name, "a new set name")
+        trial.graph.initializer.add().CopyFrom(tensor)
+        entry = annotation.quant_parameter_tensor_names.add()
+        entry.key, entry.value = role, tensor.name
+    sets = parameter_catalogue(trial)
+    for role, tensor in tensors:
+        model.graph.initializer.add().ParseFromString(tensor.SerializeToString())
+    model.graph.quantization_annotation.add().ParseFromString(annotation.SerializeToString())
+    result = pb.StructTypeProto()
+    result.CopyFrom(sets[name].compact_type)
+    return result
+
+
+def _uint8_tensor(data: bytes) -> pb.TensorProto:
+    tensor = pb.TensorProto()
+    tensor.dims.append(len(data))
+    tensor.data_type = UINT8
+    tensor.raw_data = data
+    return tensor
+
+
+# --- compact values -------------------------------------------------------------------------------
+
+class SharedQuantizedValue:
+    """A retained compact value together with the parameter set it was encoded with (OL-SHR-33).
+
+    The set is an immutable snapshot: the value outlives, and ignores later edits to, the model
+    that declared it. :attr:`encoded` returns an independent copy of the compact message.
+    """
+
+    __slots__ = ("_encoded", "_set")
+
+    def __init__(self, encoded: pb.EncodedValueProto, parameters: ParameterSet) -> None:
+        self._encoded = pb.EncodedValueProto()
+        self._encoded.CopyFrom(encoded)
+        self._set = parameters
+
+    @property
+    def encoded(self) -> pb.EncodedValueProto:
+        copy = pb.EncodedValueProto()
+        copy.CopyFrom(self._encoded)
+        return copy
+
+    @property
+    def parameter_ref(self) -> str:
+        return self._encoded.parameter_ref
+
+    @property
+    def raw_data(self) -> bytes:
+        return self._encoded.raw_data
+
+    @property
+    def name(self) -> str:
+        return self._encoded.name
+
+    @property
+    def parameters(self) -> ParameterSet:
+        return self._set
+
+    def has_parameter_ref(self) -> bool:
+        return True
+
+    def copy(self) -> "SharedQuantizedValue":
+        """The same value and owner (what Identity passes on, OL-SHR-30)."""
+        return SharedQuantizedValue(self._encoded, self._set)
+
+    def materialize(self) -> pb.EncodedValueProto:
+        return materialize_quantized_value(self)
+
+    def __repr__(self) -> str:
+        return (f"SharedQuantizedValue(name={self.name!r}, parameter_ref={self.parameter_ref!r}, "
+                f"{len(self.raw_data)} bytes)")
+
+
+def compact_value(parameters: ParameterSet, array: np.ndarray, name: str | None) -> SharedQuantizedValue:
+    """Encode ``array`` with the set and wrap the compact message (OL-SHR-14, -17, -18)."""
+    source = np.asarray(array)
+    expected = LOGICAL_DTYPES[parameters.dtype]
+    if source.dtype != expected or tuple(source.shape) != parameters.shape:
+        raise _fail("OL-SHR-14", "the input's dtype or shape differs from the set's logical type", "source",
+                    (str(source.dtype), list(source.shape)), (expected.name, list(parameters.shape)))
+    encoded = pb.EncodedValueProto()
+    if name is not None:
+        encoded.name = name
+    encoded.struct_type.CopyFrom(parameters.compact_type)
+    encoded.logical_type.CopyFrom(parameters.logical)
+    encoded.raw_data = parameters.encode(source)
+    encoded.parameter_ref = parameters.name
+    return SharedQuantizedValue(encoded, parameters)
+
+
+def quantize_tensor_shared(tensor, model, name: str) -> SharedQuantizedValue:
+    """Encode a tensor (array or TensorProto) with the fixed parameters of set ``name`` (OL-SHR-34)."""
+    parameters = _parameter_set(model, name, "name")
+    value_name = None
+    if hasattr(tensor, "SerializeToString"):
+        proto = _convert(tensor, pb.TensorProto)
+        value_name = proto.name if proto.HasField("name") else None
+        tensor = tensor_to_array(proto)
+    return compact_value(parameters, tensor, value_name)
+
+
+def check_shared_value(value: pb.EncodedValueProto, parameters: ParameterSet, model, path: str,
+                       codes: tuple[str, str, str] = ("OL-SHR-25", "OL-SHR-24", "OL-SHR-26")) -> None:
+    """Logical type, compact type and payload extent against the set, without rebuilding the full
+    payload. ``codes`` name the rules reported (materialization: OL-SHR-25/-24/-26; encoded
+    initializers: OL-SHR-21/-22/-23)."""
+    logical_code, type_code, length_code = codes
+    if not same_message(value.logical_type, parameters.logical):
+        raise _fail(logical_code, "the logical type differs from the parameter set's", f"{path} -> logical_type")
+    if value.WhichOneof("layout") != "struct_type":
+        raise _fail(type_code, "a compact value's layout is the compact struct type", f"{path} -> layout",
+                    value.WhichOneof("layout"), "struct_type")
+    local_type = resolve_struct_type(value.struct_type, model, f"{path} -> struct_type")
+    if not same_message(local_type, parameters.compact_type):
+        raise _fail(type_code, "the compact storage type differs from the parameter set's",
+                    f"{path} -> struct_type", None, f"{COMPACT_NAME} local [{1 + parameters.local_size}]")
+    expected = 1 + parameters.local_size
+    if len(value.raw_data) != expected:
+        raise _fail(length_code, "the compact payload length is not 1 + the local byte count",
+                    f"{path} -> raw_data", len(value.raw_data), expected)
+
+
+def materialize_quantized_value(value, model=None) -> pb.EncodedValueProto:
+    """A self-contained value: the full inline storage type, no parameter_ref (OL-SHR-24 .. -29).
+
+    ``value`` is a :class:`SharedQuantizedValue` (it carries its set) or an EncodedValueProto; a
+    proto with ``parameter_ref`` needs the ``model`` that declares its set. A value without
+    ``parameter_ref`` is returned as a copy. The source is never changed.
+    """
+    if isinstance(value, SharedQuantizedValue):
+        source, parameters = value._encoded, value._set
+    else:
+        source = _as_encoded(value)
+        if not source.HasField("parameter_ref"):
+            result = pb.EncodedValueProto()
+            result.CopyFrom(source)
+            return result
+        if model is None:
+            raise _fail("OL-SHR-29", "a compact value is materialized only with the model that declares its set",
+                        "value -> parameter_ref", source.parameter_ref, "a model")
+        parameters = _parameter_set(model, source.parameter_ref, "value -> parameter_ref")
+    check_shared_value(source, parameters, model, "value")
+    if source.raw_data[:1] != b"\x00":
+        raise _fail("OL-SHR-27", "the compact payload's reserved first byte is not 0", "value -> raw_data",
+                    f"0x{source.raw_data[0]:02X}", "0x00").located(0)
+    result = pb.EncodedValueProto()
+    if source.HasField("name"):
+        result.name = source.name
+    if source.HasField("doc_string"):
+        result.doc_string = source.doc_string
+    result.struct_type.CopyFrom(parameters.storage)
+    result.logical_type.CopyFrom(parameters.logical)
+    result.raw_data = parameters.join(source.raw_data)
+    return result

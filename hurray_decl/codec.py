@@ -21,6 +21,7 @@ from .engine import kernel_for, scheme
 from .errors import HurrayDeclError, RuleViolation, UnsupportedError
 from .schemes.per_block_affine import SCALE_TYPES, PerBlockAffine
 from .tensor import BufferHandle, RowMajor, TensorDescriptor, read_tensor_descriptor, validate_buffers, write_tensor_descriptor
+from .tensor import access
 from .tensor.common import DYNAMIC
 
 Progress = Callable[[int, int], None]
@@ -80,10 +81,7 @@ def dequantize(descriptor: TensorDescriptor, buffers: Sequence[Any], *, out: np.
         raise UnsupportedError("HT-SEC-01", "the tensor is not quantized (HAS_QUANTIZATION is clear)",
                                path="descriptor -> flags", actual=d.flags, expected="bit 0 set")
     plan_for = kernel_for(q)  # a scheme skipped in permissive mode is refused here (HQ-EXT-02)
-    if not isinstance(d.layout, RowMajor):
-        raise UnsupportedError(
-            "HT-LAY-01", f"dequantize reads row-major data; this tensor's layout is {type(d.layout).__name__} "
-            f"(layout_tag 0x{d.layout_tag:02X})", path="descriptor -> layout_tag", actual=d.layout_tag, expected=0x01)
+    access.refuse_unaddressable(d.layout, "dequantize")  # sparse, block-paged, composite, private
     if DYNAMIC in d.shape:
         raise UnsupportedError("HT-HDR-18", "a dynamic dimension has no size to dequantize",
                                path="descriptor -> shape", actual=list(d.shape), expected="static sizes")
@@ -93,7 +91,11 @@ def dequantize(descriptor: TensorDescriptor, buffers: Sequence[Any], *, out: np.
     result = _output(out, tuple(d.shape))
     if result.size == 0:
         return result
-    data = np.frombuffer(contents[0], dtype=np.uint8)[d.byte_offset:]
+    if isinstance(d.layout, RowMajor):  # zero-copy: the stored bytes are what the kernels read
+        data = np.frombuffer(contents[0], dtype=np.uint8)[d.byte_offset:]
+    else:  # other dense layouts: re-laid row-major, padded extent included (HD-12)
+        codes = access.read_codes(params, padded=True)
+        data = np.frombuffer(access.packed_row_major(codes, BY_TAG[d.type_tag].bits), dtype=np.uint8)
     return numerics.run(data, BY_TAG[d.type_tag].name, plan.geometry, plan.kernel, result,
                         value_map=plan.value_map, progress=progress, threads=threads)
 
@@ -175,6 +177,25 @@ def from_block_parts(parts: BlockParts) -> tuple[TensorDescriptor, list[bytes]]:
     if not symmetric:
         params.append(np.asarray(parts.zero_points, dtype="<i4"))
     return assemble(model, parts.codes.shape, parts.storage, codes, params)
+
+
+def block_parts(descriptor: TensorDescriptor, buffers: Sequence[Any]) -> BlockParts:
+    """The pieces of a row-major per-block affine tensor: the inverse of :func:`from_block_parts`."""
+    q = descriptor.quantization
+    if not isinstance(q, PerBlockAffine) or not isinstance(descriptor.layout, RowMajor):
+        raise UnsupportedError("HQ-PB-01", "block parts exist for row-major per-block affine tensors only",
+                               path="descriptor -> quantization", actual=type(q).__name__, expected="PerBlockAffine")
+    contents = _contents(buffers)
+    params = validate_buffers(descriptor, contents)
+    name = BY_TAG[descriptor.type_tag].name
+    g = numerics.Geometry(tuple(descriptor.shape), q.axis, q.block_size)
+    data = np.frombuffer(contents[0], dtype=np.uint8)[descriptor.byte_offset:]
+    stored = storage.decode(data, name, g.stored_elements).astype(np.int64)
+    codes = stored.reshape(g.before, g.padded, g.after)[:, : g.extent].reshape(descriptor.shape)
+    scale_type = SCALE_TYPES[q.scale_type_tag]
+    zeros = None if q.symmetric else params.array("zero_point_buffer_index", "<i4").astype(np.int64)
+    return BlockParts(codes, name, q.axis, q.block_size, params.array("scale_buffer_index", scale_type).copy(),
+                      scale_type, zeros)
 
 
 def from_gguf(raw: Any, ggml_type: Any, shape: Sequence[int]) -> tuple[TensorDescriptor, list[bytes]]:

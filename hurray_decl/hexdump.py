@@ -18,10 +18,15 @@ from .element_types import BY_TAG
 from .errors import HurrayDeclError
 from .schema import NONE32
 from .tags import tag_range
+from .tensor.buffers import DEVICES, MEMORY_CLASSES
+from .tensor.header import Flag
+from .tensor.layouts import LAYOUTS
+from .tensor.reader import skip_descriptor, trace_tensor_descriptor
 from .trace import Span, trace
 
 FORMATS = ("text", "markdown", "json")
 UNDECODED = "(undecoded)"
+BEYOND = "(after descriptor_length)"
 RAW_ROW = 16  # bytes per undecoded row
 
 
@@ -56,16 +61,33 @@ def _type_tag(value: int) -> str:
     return f"0x{value:02X} ({known.name if known else 'unassigned'})"
 
 
-FORMATTERS: dict[str, Callable[[int], str]] = {
+def _named(table: dict[int, str], width: int = 2) -> Callable[[int], str]:
+    return lambda value: f"0x{value:0{width}X}" + (f" ({table[value]})" if value in table else "")
+
+
+def _tensor_flags(value: int) -> str:
+    names = [flag.name for flag in Flag if value & flag]
+    return f"0x{value:08X}" + (f" ({', '.join(names)})" if names else "")
+
+
+QUANTIZATION_FORMATTERS: dict[str, Callable[[int], str]] = {
     "scheme_tag": _scheme_tag,
     "scale_type_tag": _type_tag,
-    "type_tag": _type_tag,
     "flags": lambda v: f"0x{v:04X}",
 }
-"""How a field's value reads, by field name; other fields print their plain value."""
+"""How a quantization payload field reads, by field name."""
+
+TENSOR_FORMATTERS: dict[str, Callable[[int], str]] = {
+    "flags": _tensor_flags,
+    "type_tag": _type_tag,
+    "layout_tag": _named({row.tag: row.title for row in LAYOUTS}),
+    "device_tag": _named(DEVICES),
+    "memory_class": _named(MEMORY_CLASSES),
+}
+"""How a tensor descriptor field reads, by field name (the last part of its path)."""
 
 
-def describe(field: str, value: Any) -> str:
+def describe(field: str, value: Any, formatters: dict[str, Callable[[int], str]] = QUANTIZATION_FORMATTERS) -> str:
     name = field.rsplit(".", 1)[-1].split("[", 1)[0]
     if isinstance(value, (bytes, bytearray)):
         return bytes(value).hex(" ").upper() or "(empty)"
@@ -76,22 +98,28 @@ def describe(field: str, value: Any) -> str:
     if isinstance(value, int):
         if name.endswith("_buffer_index") and value == NONE32:
             return "none (0xFFFFFFFF)"
-        if name in FORMATTERS:
-            return FORMATTERS[name](value)
+        if name in formatters:
+            return formatters[name](value)
+    if isinstance(value, list):
+        return "[" + ", ".join(describe(field, v, formatters) for v in value) + "]"
     return str(value)
 
 
-def _rows(data: bytes, spans: list[Span], start: int, end: int) -> list[Row]:
+def _rows(data: bytes, spans: list[Span], start: int, end: int,
+          formatters: dict[str, Callable[[int], str]] = QUANTIZATION_FORMATTERS, label: str = UNDECODED) -> list[Row]:
     rows = [
-        Row(s.offset, s.size, data[s.offset:s.offset + s.size].hex(" ").upper(), s.path, describe(s.path, s.value))
+        Row(s.offset, s.size, data[s.offset:s.offset + s.size].hex(" ").upper(), s.path,
+            describe(s.path, s.value, formatters))
         for s in spans
     ]
     position = max([start] + [s.offset + s.size for s in spans])
-    while position < end:
-        size = min(RAW_ROW, end - position)
-        rows.append(Row(position, size, data[position:position + size].hex(" ").upper(), UNDECODED, ""))
-        position += size
-    return rows
+    return rows + _raw(data, position, end, label)
+
+
+def _raw(data: bytes, start: int, end: int, label: str) -> list[Row]:
+    """Bytes no field covers, in rows of at most 16."""
+    return [Row(p, min(RAW_ROW, end - p), data[p:min(end, p + RAW_ROW)].hex(" ").upper(), label, "")
+            for p in range(start, end, RAW_ROW)]
 
 
 def quantization_dump(data: bytes, *, permissive: bool = False, base: int = 0, prefix: str = "") -> Dump:
@@ -119,6 +147,8 @@ def quantization_dump(data: bytes, *, permissive: bool = False, base: int = 0, p
     rows = _rows(data, spans, 0, len(data))
     if base:
         rows = [Row(r.offset + base, r.size, r.hex, r.field, r.value) for r in rows]
+        if error is not None:
+            error = error.rebased(base, "descriptor -> quantization")
     return Dump(rows, error)
 
 
@@ -163,10 +193,32 @@ def _md(text: str) -> str:
     return text.replace("|", "\\|") if text else " "
 
 
+def tensor_dump(data: bytes, *, permissive: bool = False) -> Dump:
+    """Rows and verdict for a tensor descriptor; its quantization payload is dumped field by field."""
+    data = bytes(data)
+    spans, error = trace_tensor_descriptor(data, permissive=permissive)
+    rows: list[Row] = []
+    position = 0
+    for span in spans:
+        if span.path == "quantization":  # the payload: named by the scheme's own declaration
+            payload = data[span.offset:span.offset + span.size]
+            rows += quantization_dump(payload, permissive=permissive, base=span.offset, prefix="quantization").rows
+        else:
+            rows += _rows(data, [span], span.offset, span.offset, TENSOR_FORMATTERS)
+        position = span.offset + span.size
+    end = len(data)
+    if error is None and len(data) >= 10:  # valid: what follows descriptor_length is not ours
+        end = min(len(data), skip_descriptor(data))
+    rows += _raw(data, position, end, UNDECODED) + _raw(data, end, len(data), BEYOND)
+    return Dump(rows, error)
+
+
 def dump(data: bytes, *, kind: str = "tensor", permissive: bool = False) -> Dump:
     """Rows and verdict of a descriptor (``kind="quantization"`` for a bare payload)."""
     if kind == "quantization":
         return quantization_dump(data, permissive=permissive)
+    if kind == "tensor":
+        return tensor_dump(data, permissive=permissive)
     raise ValueError(f"kind must be 'tensor' or 'quantization', not {kind!r}")
 
 

@@ -97,22 +97,27 @@ def _leaves(node: _Node, path: str, doc: str, out: list[Span], base: int,
         _leaves(child, path, "", out, base)
 
 
-def trace(declaration: cs.Construct, data: bytes, *, base: int = 0, prefix: str = "") -> tuple[list[Span], HurrayDeclError | None]:
+def trace(declaration: cs.Construct, data: bytes, *, base: int = 0, prefix: str = "",
+          params: dict[str, Any] | None = None) -> tuple[list[Span], HurrayDeclError | None]:
     """Parse ``data`` and return the leaf spans, plus the rule error that stopped the parse.
 
-    On an error, the spans end with the failing field (its value as read); offsets are
-    shifted by ``base`` and paths start with ``prefix``.
+    On a rule error, the spans end with the failing field (its value as read); a field cut
+    short by the end of ``data`` is left out. Offsets are
+    shifted by ``base`` and paths start with ``prefix``; ``params`` are the keyword arguments
+    the declaration is parsed with (``permissive``).
     """
     root = _Node(declaration, 0)
     stream = io.BytesIO(data)
     error: HurrayDeclError | None = None
     with _recording(root):
         try:
-            declaration._parsereport(stream, cs.Container(_parsing=True, _building=False, _sizing=False, _params={}), "(parsing)")
+            context = cs.Container(_parsing=True, _building=False, _sizing=False, _params=dict(params or {}))
+            context.update(params or {})
+            declaration._parsereport(stream, context, "(parsing)")
         except HurrayDeclError as err:
             error = err
-        except cs.ConstructError as err:  # the stream ran out inside a field
-            error = HurrayDeclError("HQ-HDR-04", str(err).split("\n")[-1], offset=stream.tell())
+        except cs.ConstructError:  # the stream ran out inside a field: the caller's decoder says why
+            error = None
     spans: list[Span] = []
     for child in root.children:
         _leaves(child, prefix, "", spans, base)

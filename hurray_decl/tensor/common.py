@@ -47,7 +47,8 @@ def pow2_at_most(bits: int, limit_bits: int) -> int:
 class Section(BaseModel):
     """Base of the immutable models of descriptor parts; pydantic errors become rule errors."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", ser_json_bytes="hex", val_json_bytes="hex",
+                              ser_json_inf_nan="strings")
 
     rule: ClassVar[str] = "HT-HDR-02"
     wire_name: ClassVar[str] = "section"
@@ -57,6 +58,16 @@ class Section(BaseModel):
             super().__init__(**data)
         except ValidationError as exc:
             raise section_error(exc, type(self)) from exc
+
+    @classmethod
+    def load(cls, data: Any) -> "Section":
+        """Validate a mapping or JSON text into this model, raising only HurrayDeclError."""
+        try:
+            if isinstance(data, (str, bytes)):
+                return cls.model_validate_json(data)
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise section_error(exc, cls) from exc
 
     @classmethod
     def from_wire(cls, wire: Any) -> "Section":

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pydantic import model_validator
+from pydantic import SerializeAsAny, model_validator
+
+from ..engine import load_quantization
 
 from ..schemes.quantization import Descriptor as QuantizationDescriptor
 from .buffers import BufferHandle
 from .common import U8, U32, U64, Section
 from .header import Flag
-from .layouts import Layout, OpaqueLayout, PrivateLayout, RowMajor
+from .layouts import LAYOUTS, Layout, OpaqueLayout, PrivateLayout, RowMajor
 from .sections import CompositeMember, ExtensionType, Shard, Statistics
 
 SECTION_FLAGS: tuple[tuple[str, Flag, str], ...] = (
@@ -21,6 +23,16 @@ SECTION_FLAGS: tuple[tuple[str, Flag, str], ...] = (
     ("composite_member", Flag.HAS_COMPOSITE_MEMBER, "HT-SEC-35"),
 )
 """Each optional section in wire order, the flag that gates it and the rule tying the two."""
+
+
+def _layout_from_json(tag: Any, fields: dict[str, Any]) -> Layout:
+    """The layout model a JSON object describes, chosen by the descriptor's layout_tag."""
+    row = LAYOUTS.get(tag) if isinstance(tag, int) else None
+    if row is not None:
+        return row.model.load(fields)
+    if "extension_layout_id" in fields:
+        return PrivateLayout.load(fields)
+    return OpaqueLayout.load(fields)
 
 
 class TensorDescriptor(Section):
@@ -43,9 +55,9 @@ class TensorDescriptor(Section):
     layout_tag: U8 | None = None
     shape: tuple[U64, ...] = ()
     byte_offset: U64 = 0
-    layout: Layout = RowMajor()
+    layout: SerializeAsAny[Layout] = RowMajor()
     buffers: tuple[BufferHandle, ...] = ()
-    quantization: QuantizationDescriptor | None = None
+    quantization: SerializeAsAny[QuantizationDescriptor] | None = None
     shard: Shard | None = None
     statistics: Statistics | None = None
     extension_type: ExtensionType | None = None
@@ -58,6 +70,10 @@ class TensorDescriptor(Section):
         if not isinstance(data, dict):
             return data
         data = dict(data)
+        if isinstance(data.get("layout"), dict):  # JSON: the layout_tag says which model
+            data["layout"] = _layout_from_json(data.get("layout_tag"), data["layout"])
+        if isinstance(data.get("quantization"), dict):  # JSON: dispatched on scheme_tag
+            data["quantization"] = load_quantization(data["quantization"])
         layout = data.get("layout", RowMajor())
         if data.get("layout_tag") is None and isinstance(layout, Layout) and not isinstance(
                 layout, (PrivateLayout, OpaqueLayout)):

@@ -10,6 +10,7 @@ import construct as cs
 from ..engine import SCHEMES, decode_quantization
 from ..errors import HurrayDeclError, RuleViolation, TruncatedError
 from ..schema import field_offsets
+from ..trace import Span, trace
 from .buffers import BUFFER_COUNT, HANDLE, BufferHandle
 from .context import check_descriptor, check_extension_flag
 from .header import HEADER, HEADER_LENGTH, PREAMBLE, PREAMBLE_LENGTH, Flag, core
@@ -33,11 +34,12 @@ _QLEN = cs.Struct(QUANTIZATION_LENGTH)
 class _Reader:
     """Parses sections in wire order from the descriptor's own bytes, recording positions."""
 
-    def __init__(self, view: bytes, permissive: bool) -> None:
+    def __init__(self, view: bytes, permissive: bool, spans: list[Span] | None = None) -> None:
         self.view = view
         self.stream = io.BytesIO(view)
         self.permissive = permissive
         self.positions: dict[str, int] = {}
+        self.spans = spans  # when a list: every field read is recorded there (for hex dumps)
 
     @property
     def pos(self) -> int:
@@ -48,6 +50,10 @@ class _Reader:
         self.positions.setdefault(where, start)
         for name, (offset, _) in field_offsets(struct).items():
             self.positions[f"{where} -> {name}"] = start + offset
+        if self.spans is not None:
+            found, _ = trace(struct, self.view[start:], base=start, prefix=dotted(where),
+                             params={"permissive": self.permissive})
+            self.spans.extend(found)
         try:
             return struct.parse_stream(self.stream, permissive=self.permissive)
         except HurrayDeclError as err:
@@ -68,6 +74,8 @@ class _Reader:
                 actual=f"{len(self.view) - start} bytes left", expected=f"{count} bytes",
             )
         self.positions[where] = start
+        if self.spans is not None and count:
+            self.spans.append(Span(start, count, dotted(where), self.view[start:start + count]))
         return self.stream.read(count)
 
     def locate(self, err: HurrayDeclError) -> HurrayDeclError:
@@ -80,6 +88,14 @@ class _Reader:
         return err
 
 
+def dotted(where: str) -> str:
+    """``descriptor -> buffers -> 0 -> byte_size`` as the hex dump names it: ``buffers[0].byte_size``."""
+    out = ""
+    for part in where.split(" -> ")[1:]:
+        out += f"[{part}]" if part.isdigit() else (f".{part}" if out else part)
+    return out
+
+
 def read_tensor_descriptor(data: bytes, *, permissive: bool = False) -> TensorDescriptor:
     """Decode and validate one tensor descriptor from the start of ``data``.
 
@@ -87,6 +103,22 @@ def read_tensor_descriptor(data: bytes, *, permissive: bool = False) -> TensorDe
     follows (HT-HDR-10). Every rule that needs no buffer contents is checked here, the
     quantization payload included (HD-16); :func:`validate_buffers` checks the rest.
     """
+    return _read_from(data, permissive, None)
+
+
+def trace_tensor_descriptor(data: bytes, *, permissive: bool = False) -> tuple[list[Span], HurrayDeclError | None]:
+    """The byte spans of every field the reader reads, and the error that stopped it, if any."""
+    spans: list[Span] = []
+    try:
+        _read_from(data, permissive, spans)
+    except HurrayDeclError as err:
+        if not spans:  # refused before the sections were read: label what the header holds
+            spans, _ = trace(HEADER, bytes(data[:HEADER_LENGTH]), params={"permissive": permissive})
+        return spans, err
+    return spans, None
+
+
+def _read_from(data: bytes, permissive: bool, spans: list[Span] | None) -> TensorDescriptor:
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise RuleViolation("HT-HDR-02", "a descriptor is read from bytes", path="descriptor",
                             actual=type(data).__name__, expected="bytes")
@@ -99,7 +131,7 @@ def read_tensor_descriptor(data: bytes, *, permissive: bool = False) -> TensorDe
     if len(data) < length:
         raise TruncatedError("HT-HDR-08", "the input is shorter than descriptor_length", path="descriptor",
                              offset=len(data), actual=f"{len(data)} bytes", expected=f"{length} bytes")
-    r = _Reader(bytes(data[:length]), permissive)
+    r = _Reader(bytes(data[:length]), permissive, spans)
     try:
         return _read(r)
     except HurrayDeclError as err:
@@ -196,4 +228,4 @@ def skip_descriptor(data: bytes) -> int:
     return _Reader(raw, False).parse(PREAMBLE, "descriptor", "HT-HDR-03").descriptor_length
 
 
-__all__ = ["read_tensor_descriptor", "skip_descriptor"]
+__all__ = ["read_tensor_descriptor", "skip_descriptor", "trace_tensor_descriptor"]

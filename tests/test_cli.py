@@ -1,0 +1,158 @@
+"""The hurray-decl command line, run as a user would (in-process through main())."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import hurray_decl as hd
+from hurray_decl import cli, codec, examples
+from hurray_decl.hexdump import UNDECODED, hexdump
+from hurray_decl.tensor.layouts import LAYOUTS
+from tests.hurray.test_hexdump import assert_rows_cover
+from tests.hurray.tensor_support import manifest, vector
+
+VECTORS = [entry["file"].split("/")[-1] for entry in manifest()]
+
+
+def run(capsys, *argv: str) -> tuple[int, str]:
+    code = cli.main(list(argv))
+    return code, capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", VECTORS)
+def test_json_rows_cover_every_conformance_vector(name, capsys):
+    data = vector(name)
+    code, out = run(capsys, "inspect", "--format", "json", data.hex())
+    dump = json.loads(out)
+    assert code == 0 and dump["error"] is None
+    assert_rows_cover(data, dump["rows"])
+    assert UNDECODED not in {r["field"] for r in dump["rows"]}
+
+
+@settings(max_examples=30)
+@given(scheme=st.sampled_from([row.name for row in hd.SCHEMES]), rows=st.integers(1, 4),
+       seed=st.integers(0, 2**31))
+def test_json_rows_cover_quantized_tensors(scheme, rows, seed):
+    x = np.random.default_rng(seed).standard_normal((rows, 64)).astype(np.float32)
+    descriptor, _ = codec.quantize(x, scheme)
+    data = hd.write_tensor_descriptor(descriptor)
+    dump = json.loads(hexdump(data, format="json"))
+    assert dump["error"] is None
+    assert_rows_cover(data, dump["rows"])
+    assert {r["field"].split(".")[0] for r in dump["rows"]} >= {"magic", "quantization", "buffers[0]"}
+
+
+# (mutation class, offset to patch relative to the quantization payload or absolute, bytes, code)
+MUTATIONS = [
+    ("reserved bit", 10, b"\x80", "HT-HDR-12"),
+    ("bad tag", 15, b"\xff", "HT-HDR-15"),
+    ("bad length", 6, b"\x05", "HT-HDR-07"),
+    ("out-of-range index", "scale_buffer_index", b"\x09", "HQ-BUF-01"),
+    ("bad scheme tag", "scheme_tag", b"\x00", "HQ-HDR-07"),
+    ("reserved byte", "reserved", b"\x01", "HQ-PB-09"),
+]
+
+
+@pytest.mark.parametrize("label, where, value, code", MUTATIONS, ids=[m[0] for m in MUTATIONS])
+def test_inspect_and_validate_name_the_broken_rule(label, where, value, code, capsys, tmp_path):
+    descriptor, _ = codec.quantize(np.ones((2, 32), np.float32), "per_block_affine", block_size=16)
+    data = bytearray(hd.write_tensor_descriptor(descriptor))
+    q = len(data) - 24
+    offsets = {"scheme_tag": q, "scale_buffer_index": q + 12, "reserved": q + 21}
+    offset = offsets.get(where, where)
+    data[offset:offset + len(value)] = value
+    exit_code, out = run(capsys, "inspect", "--format", "json", bytes(data).hex())
+    dump = json.loads(out)
+    assert exit_code == 1 and dump["error"]["code"] == code
+    failing = dump["error"]["offset"]
+    assert any(r["offset"] <= failing < r["offset"] + r["size"] or r["offset"] == failing for r in dump["rows"])
+    exit_code, text = run(capsys, "inspect", bytes(data).hex())
+    assert exit_code == 1 and f"<-- {code}" in text
+    path = tmp_path / "bad.bin"
+    path.write_bytes(bytes(data))
+    exit_code, out = run(capsys, "validate", str(path))
+    assert exit_code == 1 and code in out
+
+
+@pytest.mark.parametrize("name", VECTORS)
+def test_decode_then_encode_reproduces_the_input(name, capsys, tmp_path):
+    code, out = run(capsys, "decode", vector(name).hex())
+    assert code == 0
+    model = tmp_path / "model.json"
+    model.write_text(out)
+    target = tmp_path / "again.bin"
+    assert run(capsys, "encode", str(model), "-o", str(target))[0] == 0
+    assert target.read_bytes() == vector(name)
+
+
+def test_quantization_payloads_decode_and_encode(capsys, tmp_path):
+    payload = "0201000000000000010000000200000003000000"
+    code, out = run(capsys, "decode", "--quantization", payload)
+    model = tmp_path / "q.json"
+    model.write_text(out)
+    assert run(capsys, "encode", "--quantization", "--hex", str(model)) == (0, payload + "\n")
+
+
+def test_dequantize_writes_an_npy(capsys, tmp_path):
+    x = np.linspace(-2, 2, 96, dtype=np.float32).reshape(3, 32)
+    descriptor, buffers = codec.quantize(x, "nf4", block_size=32)
+    (tmp_path / "d.bin").write_bytes(hd.write_tensor_descriptor(descriptor))
+    names = []
+    for i, content in enumerate(buffers):
+        (tmp_path / f"b{i}.bin").write_bytes(content)
+        names.append(str(tmp_path / f"b{i}.bin"))
+    code, _ = run(capsys, "dequantize", str(tmp_path / "d.bin"), *names, "-o", str(tmp_path / "x.npy"))
+    assert code == 0
+    assert np.array_equal(np.load(tmp_path / "x.npy"), hd.dequantize(descriptor, buffers))
+
+
+def test_audit_of_the_bundled_corpus_agrees_with_its_manifest(capsys):
+    code, out = run(capsys, "audit", "--format", "json")
+    report = json.loads(out)
+    assert code == 0 and report["summary"]["disagreements"] == 0
+    assert report["summary"]["files"] == len(examples.examples())
+    assert {e["code"] for e in report["descriptors"] if e["verdict"] == "invalid"} >= {"HT-HDR-04", "HQ-PB-03"}
+
+
+def test_audit_reports_a_disagreement(capsys, tmp_path):
+    (tmp_path / "a.bin").write_bytes(vector("row_major_f32_3x4.bin"))
+    (tmp_path / "manifest.json").write_text(json.dumps({"descriptors": [{"file": "a.bin", "expect": "HT-HDR-04"}]}))
+    code, out = run(capsys, "audit", str(tmp_path))
+    assert code == 1 and "NO" in out
+
+
+def test_the_bundled_corpus_is_current():
+    folder = examples.bundled()
+    corpus = examples.examples()
+    assert sorted(p.name for p in folder.glob("*.bin")) == sorted(f"{e.name}.bin" for e in corpus)
+    for example in corpus:
+        assert (folder / f"{example.name}.bin").read_bytes() == example.data, f"regenerate: {example.name}"
+    shipped = json.loads((folder / examples.MANIFEST).read_text())
+    assert shipped == examples.manifest(corpus)
+    valid = [e.name.removeprefix("valid_") for e in corpus if e.expect is None]
+    for row in hd.SCHEMES:
+        assert any(name.startswith(row.name) for name in valid), f"no valid example of {row.name}"
+    for row in LAYOUTS:
+        assert row.name in valid, f"no valid example of the {row.name} layout"
+
+
+def test_usage_errors_exit_2(capsys):
+    with pytest.raises(SystemExit) as info:
+        cli.main(["validate", "not-hex-nor-file"])
+    assert info.value.code == 2
+
+
+@pytest.mark.parametrize("command", ["inspect", "decode", "encode", "validate", "dequantize", "audit", "bench",
+                                     "schemes", "rule"])
+def test_every_help_runs(command):
+    result = subprocess.run([sys.executable, "-m", "hurray_decl.cli", command, "--help"], capture_output=True,
+                            text=True, check=False)
+    assert result.returncode == 0 and "usage: hurray-decl" in result.stdout

@@ -68,8 +68,10 @@ def dequantize(descriptor: TensorDescriptor, buffers: Sequence[Any], *, out: np.
 
     Buffer contents are checked first (scales, zero points, scale bytes: every data rule but
     the padding one, which dequantization ignores, HQ-PB-19). ``out`` may be a caller-provided
-    or memory-mapped float32 array; the work runs in chunks, so extra memory stays at a few
-    chunk temporaries per thread (about 1 MiB each) plus one copy of the parameter arrays.
+    or memory-mapped float32 array. Row-major data is read in place, chunk by chunk, so extra
+    memory stays at a few chunk temporaries per thread (about 1 MiB each) plus a copy of the
+    parameter arrays; other dense layouts are first gathered into row-major order, which costs
+    one copy of the codes and their int64 offsets.
     ``progress(done, total)`` is called as block rows complete.
     """
     d = descriptor
@@ -93,7 +95,7 @@ def dequantize(descriptor: TensorDescriptor, buffers: Sequence[Any], *, out: np.
         return result
     if isinstance(d.layout, RowMajor):  # zero-copy: the stored bytes are what the kernels read
         data = np.frombuffer(contents[0], dtype=np.uint8)[d.byte_offset:]
-    else:  # other dense layouts: re-laid row-major, padded extent included (HD-12)
+    else:  # other dense layouts: re-laid row-major, padded extent included (HD-12); one copy of the codes
         codes = access.read_codes(params, padded=True)
         data = np.frombuffer(access.packed_row_major(codes, BY_TAG[d.type_tag].bits), dtype=np.uint8)
     return numerics.run(data, BY_TAG[d.type_tag].name, plan.geometry, plan.kernel, result,

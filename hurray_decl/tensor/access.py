@@ -1,0 +1,487 @@
+"""Element access: the raw codes of a tensor in logical order, for every dense layout, and the
+per-sequence lookup of block-paged storage (DIGEST § 4.4, § 5.4; HD-12, HD-17).
+
+Codes are the stored bit patterns as unsigned integers of the element width (uint8 up to 8 bits,
+then uint16, uint32, uint64; 16-byte types as ``V16`` raw bytes). Nothing is converted, so NaN
+payloads and subnormals come back exactly as stored (HE-10).
+
+Addressing works in *linear element offsets* relative to element ``[0, ..., 0]`` (which sits at
+``byte_offset``); the packing rule then turns an offset into a byte and a bit (HT-LAY-06, HE-20).
+Every dense layout but Hilbert is separable: the offset of ``[i_0, ..., i_(R-1)]`` is a sum of
+one term per axis, ``f_0(i_0) + ... + f_(R-1)(i_(R-1))``. Each term is a 1-D array, so the
+exact lowest and highest address are known before anything is read, and the full offset array
+is one broadcast sum followed by one gather. Hilbert (HT-LAY-83) runs Skilling's algorithm on
+all coordinates at once.
+
+A tensor quantized per block (0x03) or with NF4 (0x04) whose axis ends in a partial block is
+addressed with the padded extent ``ceil(S/K)·K`` along that axis (HD-12): :func:`logical_codes`
+returns the logical elements only, :func:`stored_codes_row_major` the padded grid, padding as
+stored, which is what the dequantization kernels consume.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from math import prod
+from typing import Any, NoReturn, Sequence
+
+import numpy as np
+
+from .. import storage
+from ..errors import RuleViolation, UnsupportedError
+from .common import DYNAMIC
+from .context import TensorContext
+from .layouts import (
+    BlockPaged,
+    ColumnMajor,
+    Hilbert,
+    Layout,
+    Morton,
+    PrivateLayout,
+    RowMajor,
+    Strided,
+    Tiled,
+    row_of,
+)
+from .model import TensorDescriptor
+from .validate import DataContext, validate_buffers
+
+__all__ = ["PagedCodes", "block_paged_codes", "code_dtype", "hilbert_index", "logical_codes", "packed_row_major",
+           "read_codes", "refuse_unaddressable", "stored_codes_row_major"]
+
+GRID_ORDERS = {0x01: "row-major", 0x02: "column-major", 0x03: "strided"}
+"""Orders a tiled level may give its tile grid or its tile interior (HT-LAY-07)."""
+
+
+def code_dtype(bits: int) -> np.dtype:
+    """The NumPy type of one code: uint8 up to 8 bits, then the unsigned type of the width."""
+    if bits <= 8:
+        return np.dtype(np.uint8)
+    if bits == 128:
+        return np.dtype("V16")
+    return np.dtype(f"u{bits // 8}")
+
+
+# ---------------------------------------------------------------- refusals
+
+
+_WHY = {
+    "sparse": "stores only its nnz values, with their coordinates in separate index buffers; "
+              "element access reads layouts where every element has a place in buffer 0",
+    "indirect": "is addressed per sequence through its block table; read one sequence with "
+                "block_paged_codes(descriptor, buffers, seq)",
+    "virtual": "owns no data: its values live in the member descriptors that follow it",
+    "private": "has addressing agreed out of band, which hurray_decl does not know",
+}
+
+
+def refuse_unaddressable(layout: Layout, purpose: str) -> None:
+    """Refuse, with the layout's defining rule, a layout whose elements have no dense address.
+
+    Unrecognised (opaque) and unregistered private layouts are left to :func:`validate_buffers`,
+    which refuses to dereference them (HT-HDR-17).
+    """
+    row = row_of(layout)
+    if row.category == "dense" or row.category == "opaque":
+        return
+    if isinstance(layout, PrivateLayout) and not layout.registered:
+        return
+    raise UnsupportedError(
+        type(layout).rule, f"{purpose} reads dense layouts; a {row.title} tensor {_WHY[row.category]}",
+        path="descriptor -> layout_tag", actual=row.title,
+        expected="row-major, column-major, strided, tiled, Morton or Hilbert")
+
+
+def _static(t: TensorContext, axes: Sequence[int]) -> None:
+    for k in axes:
+        if t.shape[k] == DYNAMIC:
+            raise UnsupportedError("HT-HDR-18", "a dynamic dimension has no size to address elements through",
+                                   path=f"descriptor -> shape -> {k}", actual="DYNAMIC", expected="a static size")
+
+
+def _checked(descriptor: Any, buffers: Sequence[Any], purpose: str) -> DataContext:
+    if not isinstance(descriptor, TensorDescriptor):
+        raise RuleViolation("HT-HDR-02", f"{purpose} takes a TensorDescriptor", path="descriptor",
+                            actual=type(descriptor).__name__, expected="TensorDescriptor")
+    refuse_unaddressable(descriptor.layout, purpose)
+    return validate_buffers(descriptor, buffers, padding=False)
+
+
+def _known_element(t: TensorContext) -> None:
+    if t.element is None:
+        raise UnsupportedError("HE-08", "the elements of a private type are sized, never interpreted",
+                               path="descriptor -> type_tag", actual=f"0x{t.d.type_tag:02X}",
+                               expected="an assigned type tag")
+
+
+# ---------------------------------------------------------------- buffer 0 as codes
+
+
+class _Source:
+    """Buffer 0 read as codes at linear element offsets from ``byte_offset``."""
+
+    def __init__(self, content: Any, byte_offset: int, bits: int) -> None:
+        self.raw = np.frombuffer(content, dtype=np.uint8)
+        self.start = byte_offset
+        self.bits = bits
+
+    def window(self) -> tuple[int, int]:
+        """The lowest and highest offset whose element lies wholly inside the buffer."""
+        n, s, bits = self.raw.size, self.start, self.bits
+        if bits == 6:  # whole 3-byte groups, four elements each (HE-20)
+            return -4 * (s // 3), 4 * ((n - s) // 3) - 1
+        if bits < 8:
+            per = 8 // bits
+            return -s * per, (n - s) * per - 1
+        width = bits // 8
+        return -(s // width), (n - s) // width - 1
+
+    def contiguous(self, count: int) -> np.ndarray:
+        """The first ``count`` codes stored one after the other from ``byte_offset``."""
+        bits = self.bits
+        raw = self.raw[self.start:]
+        if bits <= 8:
+            return storage.unpack_codes(raw, bits, count)
+        stored = np.dtype("V16") if bits == 128 else np.dtype(f"<u{bits // 8}")
+        return np.frombuffer(raw[: count * stored.itemsize], dtype=stored).astype(code_dtype(bits))
+
+    def gather(self, offsets: np.ndarray) -> np.ndarray:
+        """Codes at ``offsets`` (int64, any shape); the caller has checked them against the window."""
+        bits = self.bits
+        if bits == 6:
+            group = self.start + 3 * (offsets >> 2)
+            word = (self.raw[group].astype(np.uint32) | (self.raw[group + 1].astype(np.uint32) << 8)
+                    | (self.raw[group + 2].astype(np.uint32) << 16))
+            return ((word >> (6 * (offsets & 3)).astype(np.uint32)) & 0x3F).astype(np.uint8)
+        if bits < 8:
+            position = self.start * 8 + offsets * bits
+            shift = (position & 7).astype(np.uint8)
+            return (self.raw[position >> 3] >> shift) & np.uint8((1 << bits) - 1)
+        width = bits // 8
+        stored = np.dtype("V16") if bits == 128 else np.dtype(f"<u{width}")
+        skew = self.start % width
+        whole = np.frombuffer(self.raw[skew:], dtype=stored, count=(self.raw.size - skew) // width)
+        return whole[self.start // width + offsets].astype(code_dtype(bits), copy=False)
+
+
+# ---------------------------------------------------------------- per-axis address terms
+
+
+def _outside(code: str, what: str, low: int, high: int, window: tuple[int, int]) -> NoReturn:
+    raise RuleViolation(code, f"{what} reach outside buffer 0", path="descriptor -> layout",
+                        actual=f"element offsets {low}..{high} from byte_offset",
+                        expected=f"within {window[0]}..{window[1]}")
+
+
+class _Terms:
+    """Builds the per-axis offset terms of one tensor, refusing any term that alone already
+    addresses outside buffer 0 (so that int64 arithmetic never overflows)."""
+
+    def __init__(self, window: tuple[int, int], code: str, what: str) -> None:
+        self.window = window
+        self.reach = max(-window[0], window[1], 0)
+        self.code = code
+        self.what = what
+
+    def scaled(self, index: np.ndarray, step: int) -> np.ndarray:
+        """``index * step``: the index's top value times the step must stay within the buffer.
+
+        The element whose other indices are all 0 sits at exactly this term, so a term beyond
+        the buffer is an address beyond it.
+        """
+        top = int(index.max()) if index.size else 0
+        if top == 0:
+            return np.zeros_like(index)
+        if abs(step) * top > self.reach:
+            _outside(self.code, self.what, min(0, step * top), max(0, step * top), self.window)
+        return index * np.int64(step)
+
+
+def _row_major_steps(extents: Sequence[int]) -> list[int]:
+    steps, step = [], 1
+    for n in reversed(extents):
+        steps.append(step)
+        step *= n
+    return steps[::-1]
+
+
+def _column_major_steps(extents: Sequence[int]) -> list[int]:
+    steps, step = [], 1
+    for n in extents:
+        steps.append(step)
+        step *= n
+    return steps
+
+
+def _order_steps(order: int, extents: Sequence[int], strides: Sequence[int] | None) -> list[int]:
+    if order == 0x01:
+        return _row_major_steps(extents)
+    if order == 0x02:
+        return _column_major_steps(extents)
+    if order == 0x03 and strides is not None and len(strides) == len(extents):
+        return list(strides)
+    raise RuleViolation("HT-LAY-07", "a tiled level's order needs its strides, one per dimension",
+                        path="descriptor -> layout", actual=GRID_ORDERS.get(order, order), expected="strides")
+
+
+def _tiled_terms(level: Tiled, indices: list[np.ndarray], dims: Sequence[int], terms: _Terms) -> list[np.ndarray]:
+    """One tiled level (HT-LAY-07): tile number by the outer order times the tile's element count,
+    plus the offset inside the tile by the inner order; a nested level addresses the tile's own
+    index space (shape tile_shape) the same way. Strides are used as stored: outer strides count
+    tiles, inner strides elements, so any padding between tiles is honoured (HT-LAY-15)."""
+    tile = level.tile_shape
+    if len(tile) != len(dims):
+        raise RuleViolation("HT-LAY-07", "tile_shape has one entry per dimension",
+                            path="descriptor -> layout -> tile_shape", actual=len(tile), expected=len(dims))
+    grid = [-(-n // size) for n, size in zip(dims, tile)]
+    per_tile = prod(tile)
+    outer = _order_steps(level.outer_layout, grid, level.outer_strides)
+    inside = [index % size for index, size in zip(indices, tile)]
+    if level.inner_layout == 0x04 and level.nested is not None:
+        inner = _tiled_terms(level.nested, inside, tile, terms)
+    else:
+        steps = _order_steps(level.inner_layout, tile, level.inner_strides)
+        inner = [terms.scaled(e, step) for e, step in zip(inside, steps)]
+    return [terms.scaled(index // size, step * per_tile) + e
+            for index, size, step, e in zip(indices, tile, outer, inner)]
+
+
+def _spread(index: np.ndarray, bits: int, rank: int, axis: int, terms: _Terms) -> np.ndarray:
+    """Morton term of one axis: bit b of the index moves to bit b·R + axis (HT-LAY-16)."""
+    used = min(bits, int(index.max()).bit_length() if index.size else 0)
+    if used and 1 << ((used - 1) * rank + axis) > terms.reach:
+        top = int(index.max())
+        _outside(terms.code, terms.what, 0, sum(((top >> b) & 1) << (b * rank + axis) for b in range(used)),
+                 terms.window)
+    code = np.zeros(index.shape, dtype=np.int64)
+    for b in range(used):
+        code |= ((index >> b) & 1) << (b * rank + axis)
+    return code
+
+
+def _axis_terms(t: TensorContext, extents: Sequence[int], limits: Sequence[int], terms: _Terms) -> list[np.ndarray]:
+    """The offset term of every axis, evaluated at indices ``0 .. limits[k] - 1``; ``extents`` is
+    the (padded, HD-12) shape the layout's addressing is computed on."""
+    layout = t.layout
+    indices = [np.arange(n, dtype=np.int64) for n in limits]
+    if isinstance(layout, RowMajor):
+        steps = _row_major_steps(extents)
+    elif isinstance(layout, ColumnMajor):
+        steps = _column_major_steps(extents)
+    elif isinstance(layout, Strided):
+        steps = list(layout.strides)
+    elif isinstance(layout, Tiled):
+        return _tiled_terms(layout, indices, extents, terms)
+    elif isinstance(layout, Morton):
+        return [_spread(index, bits, t.rank, axis, terms)
+                for axis, (index, bits) in enumerate(zip(indices, layout.morton_bits))]
+    else:
+        raise UnsupportedError(type(layout).rule, f"{type(layout).__name__} has no per-axis address",
+                               path="descriptor -> layout_tag", actual=t.d.layout_tag)
+    return [terms.scaled(index, step) for index, step in zip(indices, steps)]
+
+
+def hilbert_index(coordinates: Sequence[np.ndarray], order: int) -> np.ndarray:
+    """Skilling's CoordsToHilbert (HT-LAY-83) on arrays of coordinates, one array per axis.
+
+    The inverse-undo and Gray-encode passes turn the coordinates into the transposed index,
+    then bit b of the transposed X[d] goes to bit b·r + (r − 1 − d) of the index. Every step
+    works on whole arrays, in place.
+    """
+    r = len(coordinates)
+    kind = np.uint32 if order <= 32 else np.uint64
+    x = [np.array(c, dtype=kind) for c in coordinates]
+    has = np.empty(x[0].shape, dtype=bool)
+    swap = np.empty_like(x[0])
+    q = 1 << (order - 1)
+    while q > 1:  # inverse undo, from the top bit down
+        low = kind(q - 1)
+        for i in range(r):
+            np.not_equal(x[i] & kind(q), 0, out=has)
+            if i:  # bit clear: exchange the low bits of X[0] and X[i]
+                np.bitwise_xor(x[0], x[i], out=swap)
+                swap &= low
+                swap[has] = 0
+                x[0] ^= swap
+                x[i] ^= swap
+            np.bitwise_xor(x[0], low, out=x[0], where=has)  # bit set: invert the low bits of X[0]
+        q >>= 1
+    for i in range(1, r):  # Gray encode
+        x[i] ^= x[i - 1]
+    flip = np.zeros_like(x[0])
+    q = 1 << (order - 1)
+    while q > 1:
+        np.bitwise_xor(flip, kind(q - 1), out=flip, where=(x[r - 1] & kind(q)) != 0)
+        q >>= 1
+    index = np.zeros(x[0].shape, dtype=np.uint64)
+    table = _spread_table(r)
+    for d in range(r):
+        x[d] ^= flip
+        for chunk in range(0, order, 8):  # eight coordinate bits per table lookup
+            part = table[(x[d] >> kind(chunk)) & kind(0xFF)]
+            part <<= np.uint64(chunk * r + (r - 1 - d))
+            index |= part
+    return index.view(np.int64)
+
+
+@lru_cache(maxsize=None)
+def _spread_table(r: int) -> np.ndarray:
+    """Every byte value with its bit b moved to bit b·r."""
+    value = np.arange(256, dtype=np.uint64)
+    spread = np.zeros(256, dtype=np.uint64)
+    for b in range(8):
+        spread |= ((value >> np.uint64(b)) & np.uint64(1)) << np.uint64(b * r)
+    return spread
+
+
+def _size_code(t: TensorContext) -> str:
+    """The rule whose buffer size an out-of-buffer address breaks."""
+    if t.padded:
+        return "HQ-PB-17"
+    return {Strided: "HT-LAY-05", Tiled: "HT-LAY-13", Morton: "HT-LAY-19", Hilbert: "HT-LAY-82"}.get(
+        type(t.layout), "HE-21")
+
+
+def _codes(t: TensorContext, contents: Sequence[Any], limits: Sequence[int]) -> np.ndarray:
+    """Codes of indices ``0 .. limits[k] - 1`` along every axis, in row-major order."""
+    extents = [t.padded.get(k, n) for k, n in enumerate(t.shape)]
+    source = _Source(contents[0], t.d.byte_offset, t.element.bits)
+    layout = t.layout
+    if isinstance(layout, (RowMajor, ColumnMajor)):  # stored contiguously: unpack, then reorder
+        stored = source.contiguous(prod(extents))
+        grid = stored.reshape(extents) if isinstance(layout, RowMajor) else stored.reshape(extents[::-1]).T
+        return np.array(grid[tuple(slice(0, n) for n in limits)], order="C")  # a copy; 0-d for a scalar
+    if 0 in limits:
+        return np.empty(tuple(limits), dtype=code_dtype(t.element.bits))
+    window = source.window()
+    code, what = _size_code(t), f"{row_of(layout).title} addresses"
+    if isinstance(layout, Hilbert):  # no padding here: every side is 2^order (HT-LAY-81)
+        offsets = hilbert_index(np.indices(tuple(limits), dtype=np.int64), layout.hilbert_order)
+        low, high = int(offsets.min()), int(offsets.max())
+    else:  # separable: the exact extremes are sums of the per-axis extremes
+        terms = _axis_terms(t, extents, limits, _Terms(window, code, what))
+        low, high = sum(int(term.min()) for term in terms), sum(int(term.max()) for term in terms)
+        offsets = sum(term.reshape((1,) * k + (-1,) + (1,) * (len(terms) - k - 1)) for k, term in enumerate(terms))
+    if low < window[0] or high > window[1]:
+        _outside(code, what, low, high, window)
+    return source.gather(np.asarray(offsets, dtype=np.int64))
+
+
+# ---------------------------------------------------------------- public API
+
+
+def read_codes(data: DataContext, *, padded: bool) -> np.ndarray:
+    """Codes of an already validated dense tensor in row-major order: the logical shape, or the
+    padded extent along a quantized axis with a partial block when ``padded`` (HD-12)."""
+    t = data.t
+    _known_element(t)
+    _static(t, range(t.rank))
+    limits = [t.padded.get(k, n) if padded else n for k, n in enumerate(t.shape)]
+    return _codes(t, data.buffers, limits)
+
+
+def logical_codes(descriptor: TensorDescriptor, buffers: Sequence[Any]) -> np.ndarray:
+    """The raw codes of a dense tensor in logical row-major order, shaped like the tensor.
+
+    Row-major, column-major, strided (negative and zero strides), tiled (nested, tile padding
+    never read, HT-LAY-14), Morton and Hilbert. The buffers are validated first (every data rule
+    but the zero padding of partial blocks, which is never read here either). Sparse, block-paged,
+    composite and private layouts are refused with their defining rule.
+    """
+    return read_codes(_checked(descriptor, buffers, "logical_codes"), padded=False)
+
+
+def stored_codes_row_major(descriptor: TensorDescriptor, buffers: Sequence[Any]) -> np.ndarray:
+    """Like :func:`logical_codes`, but with the padded extent ``ceil(S/K)·K`` along a per-block or
+    NF4 axis that ends in a partial block (HD-12), padding codes as stored: the row-major stored
+    form of the same tensor, which the dequantization kernels read."""
+    return read_codes(_checked(descriptor, buffers, "stored_codes_row_major"), padded=True)
+
+
+def packed_row_major(codes: np.ndarray, bits: int) -> bytes:
+    """Row-major storage bytes of codes (:func:`storage.pack_codes` below 8 bits, little-endian above)."""
+    if bits <= 8:
+        return storage.pack_codes(codes, bits)
+    flat = np.ascontiguousarray(codes).reshape(-1)
+    return flat.tobytes() if bits == 128 else flat.astype(flat.dtype.newbyteorder("<")).tobytes()
+
+
+@dataclass(frozen=True)
+class PagedCodes:
+    """One sequence of a block-paged tensor.
+
+    ``codes`` is ``(tokens, num_heads, head_dim)``; ``slots[t]`` is the page slot of token ``t``,
+    ``p × page_size + t mod page_size``: the index of its scale and zero point under per-block
+    affine (HT-LAY-67, HD-17).
+    """
+
+    codes: np.ndarray
+    slots: np.ndarray
+
+
+def block_paged_codes(descriptor: TensorDescriptor, buffers: Sequence[Any], seq: int, *,
+                      tokens: int | None = None) -> PagedCodes:
+    """The valid tokens of sequence ``seq`` by the block-paged lookup (HT-LAY-67).
+
+    A sequence's token count is not stored in the descriptor: pass ``tokens``, or leave it out
+    when the page counts and ``shape[0]`` (the total) pin it down, every sequence filling its
+    pages but the last one partly. Slots past the token count are never read (HT-LAY-66).
+    """
+    d = descriptor
+    if not isinstance(d, TensorDescriptor):
+        raise RuleViolation("HT-HDR-02", "block_paged_codes takes a TensorDescriptor", path="descriptor",
+                            actual=type(d).__name__, expected="TensorDescriptor")
+    layout = d.layout
+    if not isinstance(layout, BlockPaged):
+        raise UnsupportedError("HT-LAY-53", "block_paged_codes reads block-paged tensors; use logical_codes "
+                               "for dense layouts", path="descriptor -> layout_tag",
+                               actual=row_of(layout).title, expected="block-paged")
+    data = validate_buffers(d, buffers)
+    t = data.t
+    _known_element(t)
+    _static(t, (1, 2))
+    if not 0 <= seq < layout.num_seqs:
+        raise RuleViolation("HT-LAY-67", "no such sequence", path="seq", actual=seq,
+                            expected=f"0 <= seq < num_seqs {layout.num_seqs}")
+    index = "<u4" if layout.index_width == 4 else "<u8"
+    table = np.frombuffer(data.buffers[1], dtype=index)
+    starts = np.frombuffer(data.buffers[2], dtype=index).astype(np.int64)
+    pages = table[starts[seq]:starts[seq + 1]].astype(np.int64)
+    room = pages.size * layout.page_size
+    if tokens is None:
+        tokens = _sequence_tokens(t, layout, np.diff(starts), seq)
+    if not 0 <= tokens <= room:
+        raise RuleViolation("HT-LAY-66", "a sequence holds no more tokens than its pages have slots",
+                            path="tokens", actual=tokens, expected=f"0..{room} ({pages.size} pages)")
+    heads, dim = t.shape[1], t.shape[2]
+    token = np.arange(tokens, dtype=np.int64)
+    slots = pages[token // layout.page_size] * layout.page_size + token % layout.page_size
+    offsets = ((slots[:, None, None] * heads + np.arange(heads, dtype=np.int64)[None, :, None]) * dim
+               + np.arange(dim, dtype=np.int64)[None, None, :])
+    codes = _Source(data.buffers[0], 0, t.element.bits).gather(offsets)
+    return PagedCodes(codes, slots)
+
+
+def _sequence_tokens(t: TensorContext, layout: BlockPaged, pages: np.ndarray, seq: int) -> int:
+    """The token count of ``seq`` when shape[0] and the page counts leave one choice.
+
+    Sequence s holds between (pages_s − 1)·page_size + 1 and pages_s·page_size tokens (0 with no
+    page); the others' bounds narrow that range given the total.
+    """
+    total = t.shape[0]
+    high = pages * layout.page_size
+    low = np.where(pages > 0, high - layout.page_size + 1, 0)
+    if total != DYNAMIC:
+        all_low, all_high = int(low.sum()), int(high.sum())
+        least = max(int(low[seq]), total - (all_high - int(high[seq])))
+        most = min(int(high[seq]), total - (all_low - int(low[seq])))
+        if least == most:
+            return least
+        if least > most:
+            raise RuleViolation("HT-LAY-66", "shape[0] does not fit the sequences' pages",
+                                path="descriptor -> shape -> 0", actual=total,
+                                expected=f"{all_low}..{all_high} tokens for these page counts")
+    raise UnsupportedError("HT-LAY-66", f"the token count of sequence {seq} is not recorded in the descriptor; "
+                           "pass tokens=", path="tokens", actual=None,
+                           expected=f"{low[seq]}..{high[seq]}")

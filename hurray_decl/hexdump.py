@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from importlib import resources
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
@@ -25,9 +26,16 @@ from .tensor.reader import skip_descriptor, trace_tensor_descriptor
 from .trace import Span, trace
 
 FORMATS = ("text", "markdown", "json")
+JSON_SCHEMA = "hexdump.schema.json"
+"""The JSON Schema of the json format, shipped in the package: ``json_schema()`` loads it."""
 UNDECODED = "(undecoded)"
 BEYOND = "(after descriptor_length)"
 RAW_ROW = 16  # bytes per undecoded row
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema that every ``format="json"`` dump satisfies."""
+    return json.loads(resources.files("hurray_decl").joinpath(JSON_SCHEMA).read_text(encoding="utf-8"))
 
 
 @dataclass(frozen=True)

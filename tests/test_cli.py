@@ -156,3 +156,14 @@ def test_every_help_runs(command):
     result = subprocess.run([sys.executable, "-m", "hurray_decl.cli", command, "--help"], capture_output=True,
                             text=True, check=False)
     assert result.returncode == 0 and "usage: hurray-decl" in result.stdout
+
+
+def test_json_dumps_follow_the_shipped_schema(capsys):
+    import jsonschema
+
+    schema = hd.hexdump.json_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    for example in examples.examples():
+        validator.validate(json.loads(hexdump(example.data, format="json")))
+    validator.validate(json.loads(hexdump(bytes.fromhex("0201"), kind="quantization", format="json")))

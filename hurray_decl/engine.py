@@ -176,8 +176,7 @@ def register_private_scheme(
     row = SchemeRow(
         tag=tag, name=name, title=title or name, tier=None,
         struct=descriptor_struct(tag, mask, *fields), model=model,
-        storage_types=storage_types, flags_defined=defined,
-        layout_rule="HQ-EXT-03", private=True, kernel=kernel,
+        storage_types=storage_types, flags_defined=defined, private=True, kernel=kernel,
     )
     return SCHEMES.register(tag, row)
 

@@ -69,7 +69,6 @@ class SchemeRow:
     model: type
     storage_types: tuple[str, ...] = ()
     flags_defined: dict[int, str] = field(default_factory=dict)
-    layout_rule: str = ""
     version: int = 1
     private: bool = False
     kernel: Callable[..., Any] | None = None
@@ -83,6 +82,11 @@ class SchemeRow:
     check_data: Callable[..., None] | None = None
     """``check_data(descriptor, data)``: the scheme's rules that need buffer contents
     (``data`` is a :class:`hurray_decl.tensor.validate.DataContext`)."""
+
+    @property
+    def layout_rule(self) -> str:
+        """The rule that lays out the scheme's encoding (its model's ``rule``)."""
+        return self.model.rule
 
     @cached_property
     def length(self) -> int:

@@ -30,7 +30,7 @@ STRUCT = descriptor_struct(
 class MXFP(SchemeDescriptor):
     """x = 2^(e - 127) * value(q)."""
 
-    layout_rule: ClassVar[str] = "HQ-MX-01"
+    rule: ClassVar[str] = "HQ-MX-01"
 
     scheme_tag: Literal[0x05] = TAG
     axis: U32
@@ -105,7 +105,6 @@ ROW = SchemeRow(
     model=MXFP,
     storage_types=tuple(t.name for t in by_name(
         "float8_e4m3", "float8_e5m2", "float4_e2m1", "float6_e2m3", "float6_e3m2", "int8", "int4")),
-    layout_rule="HQ-MX-01",
     check_tensor=check_tensor,
     kernel=plan,
     quantize=quantize,

@@ -28,7 +28,7 @@ STRUCT = descriptor_struct(
 class NF4(SchemeDescriptor):
     """x = scale[b] * NF4[q]."""
 
-    layout_rule: ClassVar[str] = "HQ-NF4-01"
+    rule: ClassVar[str] = "HQ-NF4-01"
 
     scheme_tag: Literal[0x04] = TAG
     axis: U32
@@ -105,7 +105,6 @@ ROW = SchemeRow(
     struct=STRUCT,
     model=NF4,
     storage_types=("uint4",),
-    layout_rule="HQ-NF4-01",
     check_tensor=check_tensor,
     kernel=plan,
     quantize=quantize,

@@ -50,7 +50,7 @@ STRUCT = descriptor_struct(
 class PerBlockAffine(SymmetricZeroPoint):
     """x = scale[b] * (q - zero_point[b]) with b the element's block (HQ-PB-15)."""
 
-    layout_rule: ClassVar[str] = "HQ-PB-01"
+    rule: ClassVar[str] = "HQ-PB-01"
     symmetric_code: ClassVar[str] = "HQ-PB-10"
     asymmetric_code: ClassVar[str] = "HQ-PB-11"
 
@@ -152,7 +152,6 @@ ROW = SchemeRow(
     model=PerBlockAffine,
     storage_types=tuple(t.name for t in by_name("int8", "uint8", "int4", "uint4", "int2", "uint2")),
     flags_defined={0: "SYMMETRIC"},
-    layout_rule="HQ-PB-01",
     check_tensor=check_tensor,
     kernel=plan,
     quantize=quantize,

@@ -33,7 +33,7 @@ STRUCT = descriptor_struct(
 class PerChannelAffine(SymmetricZeroPoint):
     """x = scale[c] * (q - zero_point[c]) with c = i_axis."""
 
-    layout_rule: ClassVar[str] = "HQ-PC-01"
+    rule: ClassVar[str] = "HQ-PC-01"
     symmetric_code: ClassVar[str] = "HQ-PC-04"
     asymmetric_code: ClassVar[str] = "HQ-PC-05"
 
@@ -104,7 +104,6 @@ ROW = SchemeRow(
     model=PerChannelAffine,
     storage_types=PER_TENSOR.storage_types,
     flags_defined={0: "SYMMETRIC"},
-    layout_rule="HQ-PC-01",
     check_tensor=check_tensor,
     kernel=plan,
     quantize=quantize,

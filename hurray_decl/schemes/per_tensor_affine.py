@@ -31,7 +31,7 @@ STRUCT = descriptor_struct(
 class PerTensorAffine(SchemeDescriptor):
     """x = scale * (q - zero_point). ``symmetric=True`` asks for zero_point 0 (HQ-PT-06)."""
 
-    layout_rule: ClassVar[str] = "HQ-PT-01"
+    rule: ClassVar[str] = "HQ-PT-01"
 
     scheme_tag: Literal[0x01] = TAG
     scale: float
@@ -104,7 +104,6 @@ ROW = SchemeRow(
     struct=STRUCT,
     model=PerTensorAffine,
     storage_types=STORAGE_TYPES,
-    layout_rule="HQ-PT-01",
     check_tensor=check_tensor,
     kernel=plan,
     quantize=quantize,

@@ -12,9 +12,10 @@ import struct as _struct
 from typing import Annotated, Any, ClassVar
 
 import construct as cs
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_field, model_validator
+from pydantic import Field, computed_field, model_validator
 
-from ..errors import HurrayDeclError, RuleViolation
+from ..errors import RuleViolation
+from ..model import FrozenModel
 from ..schema import NONE32, Rule, equals, reserved_flags, show
 
 U8 = Annotated[int, Field(ge=0, le=0xFF)]
@@ -63,53 +64,14 @@ def index_field(code: str = "HQ-BUF-01") -> cs.Construct:
                 "0xFFFFFFFF names no buffer")
 
 
-class Descriptor(BaseModel):
+class Descriptor(FrozenModel):
     """Base of every quantization descriptor model: the 4-byte header fields."""
 
-    model_config = ConfigDict(
-        frozen=True, extra="forbid", ser_json_bytes="hex", val_json_bytes="hex",
-        ser_json_inf_nan="strings",
-    )
-
-    layout_rule: ClassVar[str] = "HQ-HDR-02"
+    rule: ClassVar[str] = "HQ-HDR-02"
 
     scheme_tag: U8
     scheme_version: U8 = 1
     flags: U16 = 0
-
-    def __init__(self, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            raise model_error(exc, type(self)) from exc
-
-    @classmethod
-    def load(cls, data: Any) -> "Descriptor":
-        """Validate a mapping or JSON text into this model, raising only HurrayDeclError."""
-        try:
-            if isinstance(data, (str, bytes)):
-                return cls.model_validate_json(data)
-            return cls.model_validate(data)
-        except ValidationError as exc:
-            raise model_error(exc, cls) from exc
-
-
-def model_error(exc: ValidationError, cls: type) -> HurrayDeclError:
-    """The HurrayDeclError inside a pydantic ValidationError, or one naming the field's rule."""
-    errors = exc.errors()
-    for err in errors:
-        inner = (err.get("ctx") or {}).get("error")
-        if isinstance(inner, HurrayDeclError):
-            return inner
-    first = errors[0]
-    field = ".".join(str(p) for p in first["loc"]) or "descriptor"
-    return RuleViolation(
-        getattr(cls, "layout_rule", "HQ-HDR-02"),
-        f"{field}: {first['msg']}",
-        path=f"descriptor -> {field}",
-        actual=show(first.get("input")),
-        expected=f"a value the {cls.__name__} encoding can hold",
-    )
 
 
 class SchemeDescriptor(Descriptor):
@@ -187,7 +149,7 @@ class SymmetricZeroPoint(SchemeDescriptor):
         flags = data.get("flags", 0)
         if "flags" in data and bool(flags & SYMMETRIC) != wanted:
             raise RuleViolation(
-                cls.layout_rule, "symmetric disagrees with flags bit 0 (SYMMETRIC)",
+                cls.rule, "symmetric disagrees with flags bit 0 (SYMMETRIC)",
                 path="descriptor -> flags", actual=flags, expected=f"bit 0 {'set' if wanted else 'clear'}",
             )
         data["flags"] = (flags | SYMMETRIC) if wanted else (flags & ~SYMMETRIC)

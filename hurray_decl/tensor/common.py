@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Annotated, Any, ClassVar
 
 import construct as cs
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field
 
-from ..errors import HurrayDeclError, RuleViolation
-from ..schema import Rule, show
+from ..model import FrozenModel
+from ..schema import Rule
 
 DYNAMIC = 0xFFFF_FFFF_FFFF_FFFF
 """A shape value meaning "size unknown": nothing may be computed through it (HT-HDR-18)."""
@@ -44,30 +44,11 @@ def pow2_at_most(bits: int, limit_bits: int) -> int:
     return 1 << min(bits, limit_bits)
 
 
-class Section(BaseModel):
-    """Base of the immutable models of descriptor parts; pydantic errors become rule errors."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", ser_json_bytes="hex", val_json_bytes="hex",
-                              ser_json_inf_nan="strings")
+class Section(FrozenModel):
+    """Base of the immutable models of descriptor parts."""
 
     rule: ClassVar[str] = "HT-HDR-02"
     wire_name: ClassVar[str] = "section"
-
-    def __init__(self, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            raise section_error(exc, type(self)) from exc
-
-    @classmethod
-    def load(cls, data: Any) -> "Section":
-        """Validate a mapping or JSON text into this model, raising only HurrayDeclError."""
-        try:
-            if isinstance(data, (str, bytes)):
-                return cls.model_validate_json(data)
-            return cls.model_validate(data)
-        except ValidationError as exc:
-            raise section_error(exc, cls) from exc
 
     @classmethod
     def from_wire(cls, wire: Any) -> "Section":
@@ -81,20 +62,3 @@ class Section(BaseModel):
     def to_wire(self) -> dict[str, Any]:
         """Field values as the Construct declaration builds them."""
         return {name: getattr(self, name) for name in type(self).model_fields}
-
-
-def section_error(exc: ValidationError, cls: type) -> HurrayDeclError:
-    errors = exc.errors()
-    for err in errors:
-        inner = (err.get("ctx") or {}).get("error")
-        if isinstance(inner, HurrayDeclError):
-            return inner
-    first = errors[0]
-    field = " -> ".join(str(p) for p in first["loc"]) or cls.wire_name
-    return RuleViolation(
-        getattr(cls, "rule", "HT-HDR-02"),
-        f"{field}: {first['msg']}",
-        path=f"descriptor -> {cls.wire_name} -> {field}",
-        actual=show(first.get("input")),
-        expected=f"a value the {cls.__name__} encoding can hold",
-    )

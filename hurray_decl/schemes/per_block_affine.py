@@ -62,8 +62,6 @@ class PerBlockAffine(SymmetricZeroPoint):
     scale_type_tag: U8 = 0x03
 
 
-SCALE_BYTES = {0x01: 2, 0x02: 2, 0x03: 4}
-SCALE_DTYPES = {0x01: "float16", 0x02: "bfloat16", 0x03: "float32"}
 
 
 def check_tensor(descriptor: PerBlockAffine, tensor: Any) -> None:
@@ -90,7 +88,7 @@ def check_tensor(descriptor: PerBlockAffine, tensor: Any) -> None:
         count = tensor.blocks(descriptor.axis, descriptor.block_size)
         tensor.pad_axis(descriptor.axis, descriptor.block_size)
         scale_code, zero_code = "HQ-BUF-09", "HQ-BUF-10"
-    width = SCALE_BYTES[descriptor.scale_type_tag]
+    width = storage.element(SCALE_TYPES[descriptor.scale_type_tag]).bits // 8
     tensor.parameter("scale_buffer_index", descriptor.scale_buffer_index,
                      None if count is None else count * width, scale_code)
     if not descriptor.symmetric:
@@ -101,7 +99,7 @@ def check_tensor(descriptor: PerBlockAffine, tensor: Any) -> None:
 def check_data(descriptor: PerBlockAffine, data: Any) -> None:
     """Scales finite (HQ-PB-12) and non-zero (HQ-PB-13); zero points in the storage range
     (HQ-PB-22: the subtracted z must be a storage value); padding codes zero (HQ-PB-18)."""
-    scales = data.array("scale_buffer_index", SCALE_DTYPES[descriptor.scale_type_tag])
+    scales = data.array("scale_buffer_index", SCALE_TYPES[descriptor.scale_type_tag])
     data.finite(scales, "HQ-PB-12", "scale_buffer_index")
     data.nonzero(scales, "HQ-PB-13", "scale_buffer_index")
     if not descriptor.symmetric:

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import Any, NoReturn, Sequence
 
-import ml_dtypes
 import numpy as np
 
 from ..element_types import BY_TAG
 from ..engine import scheme
 from ..errors import OpaqueDataAccess, RuleViolation
 from ..schemes.quantization import OpaqueQuantization
+from .. import storage
 from ..storage import unpack_codes
 from .common import DYNAMIC
 from .context import TensorContext, check_descriptor
@@ -26,7 +26,6 @@ FLOAT8_E8M0 = 0x42
 PADDING_BIT_RULES = {1: "HE-13", 2: "HE-17", 4: "HE-15", 6: "HE-19"}
 """The rule requiring zero unused bits in the last unit, by element width."""
 
-_DTYPES = {"float16": np.dtype("<f2"), "bfloat16": np.dtype(ml_dtypes.bfloat16), "float32": np.dtype("<f4")}
 
 
 class DataContext:
@@ -60,7 +59,9 @@ class DataContext:
 
     def array(self, field: str, dtype: str) -> np.ndarray:
         """One parameter array read as ``dtype`` (a scale type name or a NumPy type string)."""
-        return np.frombuffer(self.raw(field), dtype=_DTYPES[dtype] if dtype in _DTYPES else np.dtype(dtype))
+        """One parameter array, ``dtype`` an element type name (``bfloat16``) or a NumPy dtype (``<i4``)."""
+        known = dtype in storage.NARROW_FLOATS or dtype in storage.WHOLE_BYTE
+        return np.frombuffer(self.raw(field), dtype=storage.dtype(dtype) if known else np.dtype(dtype))
 
     def _where(self, field: str) -> int:
         return self._slices[field][0]

@@ -58,7 +58,6 @@ class DataContext:
         return memoryview(self.buffers[index])[start:start + size]
 
     def array(self, field: str, dtype: str) -> np.ndarray:
-        """One parameter array read as ``dtype`` (a scale type name or a NumPy type string)."""
         """One parameter array, ``dtype`` an element type name (``bfloat16``) or a NumPy dtype (``<i4``)."""
         known = dtype in storage.NARROW_FLOATS or dtype in storage.WHOLE_BYTE
         return np.frombuffer(self.raw(field), dtype=storage.dtype(dtype) if known else np.dtype(dtype))

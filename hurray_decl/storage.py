@@ -122,7 +122,11 @@ def encode(values: np.ndarray, name: str) -> bytes:
     kind = element(name)
     values = np.asarray(values).reshape(-1)
     if name in NARROW_FLOATS:
-        codes = values.astype(np.float32).astype(NARROW_FLOATS[name])
+        values = values.astype(np.float32)
+        if kind.bits < 8:  # no infinity or NaN to overflow into: clamp to the largest magnitude (HE-30)
+            largest = np.float32(value_table(name).max())
+            values = np.clip(values, -largest, largest)
+        codes = values.astype(NARROW_FLOATS[name])
         return codes.tobytes() if kind.bits >= 8 else pack_codes(codes.view(np.uint8), kind.bits)
     if name in WHOLE_BYTE:
         return values.astype(WHOLE_BYTE[name]).tobytes()

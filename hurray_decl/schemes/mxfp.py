@@ -84,7 +84,11 @@ def quantize(x: np.ndarray, options: Any) -> Quantized:
     blocks = grouped(x, options.axis, options.block_size)
     kind = storage.element(options.storage)
     bounds = kind.int_range
-    largest = float(bounds[1]) if bounds else float(np.nanmax(storage.value_table(options.storage)))
+    if bounds:
+        largest = float(bounds[1])
+    else:
+        table = storage.value_table(options.storage)
+        largest = float(table[np.isfinite(table)].max())
     absmax = np.nanmax(np.abs(blocks), axis=2, initial=0.0)
     with np.errstate(divide="ignore"):
         power = np.where(absmax > 0, np.ceil(np.log2(absmax / largest)), 0.0)

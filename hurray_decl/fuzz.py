@@ -1,0 +1,274 @@
+"""Fuzz an external Hurray reader against hurray_decl: ``hurray-decl fuzz``.
+
+Each case is one tensor descriptor written to a file: either valid (drawn by
+:func:`hurray_decl.strategies.tensor_descriptors`, expected verdict *accept*) or a mutant
+labelled with the one rule it breaks (:func:`hurray_decl.strategies.invalid_tensor_descriptors`,
+expected verdict *reject*). The reader command runs once per case with ``{file}`` replaced by
+the case's path; exit status 0 means it accepted the descriptor, anything else that it refused
+it, and a run longer than ``--timeout`` seconds is a disagreement of kind ``timeout``.
+
+Every disagreement is reported with the expected verdict, the rule, the case number, the seed
+and the file, which is kept in the output directory for replay; agreeing cases are deleted.
+The same ``--seed`` and ``--count`` (and ``--rule``) draw the same cases again. The summary
+counts cases and disagreements by rule. Exit status: 0 when the reader agreed on every case,
+1 otherwise, 2 for a usage error (such as a reader command that cannot be started).
+
+The cases need only descriptor bytes: rules that need buffer contents are not fuzzed here
+(see :data:`hurray_decl.strategies.DATA_MUTANTS` for those, with their buffers).
+
+Example::
+
+    hurray-decl fuzz --reader "hurray-decl validate {file}" --count 2000 --seed 7
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Sequence, TextIO
+
+ACCEPT, REJECT = "accept", "reject"
+VALID = "valid"
+"""The rule column of a valid case."""
+
+AGREE, USAGE = 0, 2
+
+
+@dataclass(frozen=True)
+class Case:
+    """One descriptor to hand to the reader."""
+
+    index: int
+    data: bytes
+    expected: str  # ACCEPT or REJECT
+    rule: str  # the rule a mutant breaks, or VALID
+
+
+@dataclass
+class Disagreement:
+    """A case on which the reader's verdict differs from the expected one."""
+
+    index: int
+    rule: str
+    expected: str
+    kind: str  # "accepted invalid", "rejected valid" or "timeout"
+    exit_status: int | None
+    file: str
+    seed: int
+    output: str
+
+
+VALID_SHARE = 4
+"""Without --rule, one case in VALID_SHARE is a valid descriptor; the rest are spread evenly over the rules."""
+
+
+def _draw(strategy, count: int, seed: int) -> list:
+    """``count`` examples of ``strategy``, reproducibly from ``seed`` (Hypothesis' generation phase)."""
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as fix_seed
+
+    drawn: list = []
+
+    @fix_seed(seed)
+    @settings(max_examples=count, database=None, deadline=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck))
+    @given(strategy)
+    def collect(example) -> None:
+        if len(drawn) < count:
+            drawn.append(example)
+
+    collect()
+    return drawn
+
+
+def draw_cases(count: int, seed: int, rules: Sequence[str] | None = None) -> list[Case]:
+    """``count`` cases drawn reproducibly from ``seed``: a quarter valid descriptors and the rest
+    mutants spread evenly over every rule, or only mutants of ``rules`` when given. Cases of one
+    rule come from one Hypothesis run, seeded by ``seed`` and the rule; the order is shuffled."""
+    import random
+    import zlib
+
+    from .strategies import MUTANTS, placements, tensor_descriptors
+    from .tensor import write_tensor_descriptor
+    from .tensor.buffers import DEVICES
+
+    if rules:
+        unknown = [r for r in rules if r not in MUTANTS]
+        if unknown:
+            raise ValueError(f"no mutant generator for {', '.join(unknown)} (see hurray_decl.strategies.MUTANTS)")
+    targets = sorted(set(rules)) if rules else sorted(MUTANTS)
+    quota: Counter = Counter()
+    if not rules:
+        quota[VALID] = max(1, count // VALID_SHARE)
+    rest = count - sum(quota.values())
+    for i, rule in enumerate(targets):
+        quota[rule] = rest // len(targets) + (1 if i < rest % len(targets) else 0)
+    drawn: list[tuple[bytes, str, str]] = []
+    for bucket, n in quota.items():
+        if not n:
+            continue
+        bucket_seed = seed ^ zlib.crc32(bucket.encode())
+        if bucket == VALID:
+            # Public devices only: a private device tag needs an agreement (HT-BUFT-16) another reader may lack.
+            valid = tensor_descriptors(placement=placements(sorted(DEVICES)))
+            drawn += [(write_tensor_descriptor(d), ACCEPT, VALID) for d in _draw(valid, n, bucket_seed)]
+        else:
+            drawn += [(data, REJECT, bucket) for data in _draw(MUTANTS[bucket](), n, bucket_seed)]
+    random.Random(seed).shuffle(drawn)
+    return [Case(i, data, expected, rule) for i, (data, expected, rule) in enumerate(drawn)]
+
+
+def reader_command(template: str, path: str) -> list[str]:
+    """The reader's argv: ``template`` split like a shell would, ``{file}`` replaced by ``path``
+    (appended when the template has no ``{file}``)."""
+    argv = shlex.split(template)
+    if not any("{file}" in token for token in argv):
+        return argv + [path]
+    return [token.replace("{file}", path) for token in argv]
+
+
+def run_case(case: Case, template: str, directory: Path, timeout: float) -> tuple[str, int | None, str, Path]:
+    """Write the case, run the reader; (verdict, exit status, output tail, file). The verdict is
+    ACCEPT, REJECT or "timeout"."""
+    path = directory / f"case-{case.index:05d}-{case.rule}.bin"
+    path.write_bytes(case.data)
+    try:
+        done = subprocess.run(reader_command(template, str(path)), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        return "timeout", None, "", path
+    tail = done.stdout.decode("utf-8", "replace").strip()[-300:]
+    return (ACCEPT if done.returncode == 0 else REJECT), done.returncode, tail, path
+
+
+def fuzz(template: str, count: int, seed: int, *, timeout: float = 10.0, rules: Sequence[str] | None = None,
+         out: Path, jobs: int = 1, progress: TextIO | None = sys.stderr) -> tuple[list[Disagreement], Counter, Counter]:
+    """Run every case; returns (disagreements, cases by rule, disagreements by rule)."""
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    cases = draw_cases(count, seed, rules)
+    if progress is not None:
+        progress.write(f"[fuzz] seed {seed}: {len(cases)} cases drawn in {time.monotonic() - started:.1f} s; "
+                       f"running the reader ({jobs} at a time)\n")
+    by_rule: Counter = Counter(case.rule for case in cases)
+    bad_by_rule: Counter = Counter()
+    disagreements: list[Disagreement] = []
+    last = time.monotonic()
+    work = Path(tempfile.mkdtemp(prefix="hurray-fuzz-"))
+
+    def one(case: Case) -> tuple[Case, tuple[str, int | None, str, Path]]:
+        return case, run_case(case, template, work, timeout)
+
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            for done, (case, (verdict, status, tail, path)) in enumerate(pool.map(one, cases), 1):
+                if verdict != case.expected:
+                    kept = out / path.name
+                    path.replace(kept)
+                    kind = "timeout" if verdict == "timeout" else (
+                        "accepted invalid" if case.expected == REJECT else "rejected valid")
+                    disagreements.append(Disagreement(case.index, case.rule, case.expected, kind, status, str(kept),
+                                                      seed, tail))
+                    bad_by_rule[case.rule] += 1
+                else:
+                    path.unlink(missing_ok=True)
+                now = time.monotonic()
+                if progress is not None and (now - last >= 2.0 or done == len(cases)):
+                    progress.write(f"[fuzz] {done}/{len(cases)} cases, {len(disagreements)} disagreements, "
+                                   f"{now - started:.0f} s\n")
+                    progress.flush()
+                    last = now
+    finally:
+        for leftover in work.glob("*"):
+            leftover.unlink(missing_ok=True)
+        work.rmdir()
+    return disagreements, by_rule, bad_by_rule
+
+
+def report(disagreements: list[Disagreement], by_rule: Counter, bad_by_rule: Counter, seed: int,
+           stream: TextIO) -> None:
+    """The human summary: each disagreement, then the counts by rule."""
+    total = sum(by_rule.values())
+    for d in disagreements:
+        stream.write(f"DISAGREE case {d.index} (seed {d.seed}): rule {d.rule}, expected {d.expected}, "
+                     f"got {d.kind}" + (f" (exit {d.exit_status})" if d.exit_status is not None else "")
+                     + f"; replay: {d.file}\n")
+    stream.write(f"\n{total} cases, seed {seed}: {len(disagreements)} disagreements\n")
+    stream.write(f"{'rule':<12} {'cases':>6} {'disagreements':>14}\n")
+    for rule in sorted(by_rule, key=lambda r: (r != VALID, r)):
+        stream.write(f"{rule:<12} {by_rule[rule]:>6} {bad_by_rule.get(rule, 0):>14}\n")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The ``fuzz`` options, for a parser of its own or a ``hurray-decl`` subcommand."""
+    parser.add_argument("--reader", required=True, metavar="CMD",
+                        help='the reader to test, e.g. "my-reader --check {file}"; {file} becomes each case\'s path; '
+                             "exit 0 = accept, non-zero = reject")
+    parser.add_argument("--count", type=int, default=1000, metavar="N", help="number of cases (default 1000)")
+    parser.add_argument("--seed", type=int, default=None, metavar="S",
+                        help="seed of the cases; the same seed and count draw the same cases (default: random, "
+                             "printed)")
+    parser.add_argument("--timeout", type=float, default=10.0, metavar="T",
+                        help="seconds per run of the reader before it counts as a timeout (default 10)")
+    parser.add_argument("--rule", action="append", metavar="ID",
+                        help="only mutants breaking this rule (repeatable); default: valid cases and every rule")
+    parser.add_argument("--out", type=Path, default=None, metavar="DIR",
+                        help="where the files of disagreeing cases are kept (default ./hurray-fuzz-SEED)")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="J",
+                        help="reader runs at a time (default: the number of CPUs)")
+    parser.add_argument("--json", type=Path, default=None, metavar="PATH",
+                        help="also write the report as JSON to PATH")
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``hurray-decl fuzz`` from parsed arguments; 0 if the reader agreed on every case, else 1."""
+    seed = args.seed if args.seed is not None else secrets.randbelow(2**32)
+    out = args.out if args.out is not None else Path(f"hurray-fuzz-{seed}")
+    if args.count < 1:
+        sys.stderr.write("hurray-decl fuzz: --count must be at least 1\n")
+        return USAGE
+    try:
+        disagreements, by_rule, bad_by_rule = fuzz(args.reader, args.count, seed, timeout=args.timeout,
+                                                   rules=args.rule, out=out, jobs=args.jobs)
+    except (ValueError, FileNotFoundError, PermissionError) as err:
+        sys.stderr.write(f"hurray-decl fuzz: {err}\n")
+        return USAGE
+    report(disagreements, by_rule, bad_by_rule, seed, sys.stdout)
+    if args.json is not None:
+        args.json.write_text(json.dumps({
+            "seed": seed, "cases": sum(by_rule.values()), "reader": args.reader,
+            "by_rule": {r: {"cases": n, "disagreements": bad_by_rule.get(r, 0)} for r, n in sorted(by_rule.items())},
+            "disagreements": [asdict(d) for d in disagreements],
+        }, indent=2))
+    if not disagreements and out.is_dir() and not any(out.iterdir()):
+        out.rmdir()
+    return 1 if disagreements else AGREE
+
+
+def build_fuzz_parser() -> argparse.ArgumentParser:
+    """The stand-alone parser of ``hurray-decl fuzz``."""
+    return add_arguments(argparse.ArgumentParser(
+        prog="hurray-decl fuzz",
+        description="Run an external reader on valid and rule-labelled invalid tensor descriptors and report "
+                    "every disagreement; exit 0 when there is none, 1 otherwise."))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``hurray-decl fuzz`` as a function: parse ``argv`` and run."""
+    return run(build_fuzz_parser().parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

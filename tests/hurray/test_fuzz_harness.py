@@ -1,0 +1,89 @@
+"""hurray-decl fuzz (the external-reader harness) and the atheris fuzz target's smoke run.
+
+The long atheris run is documented in hurray_decl/fuzz_target.py; this runs a few thousand
+executions only.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hurray_decl import fuzz
+from hurray_decl.fuzz import ACCEPT, REJECT, VALID, draw_cases, reader_command
+from hurray_decl.strategies import MUTANTS
+
+STRICT_READER = (f"{shlex.quote(sys.executable)} -c \"import sys, hurray_decl; "
+                 f"hurray_decl.read_tensor_descriptor(open(sys.argv[1], 'rb').read())\" {{file}}")
+
+
+def test_reader_command_substitutes_the_file():
+    assert reader_command("check --strict {file}", "/tmp/a b.bin") == ["check", "--strict", "/tmp/a b.bin"]
+    assert reader_command("check 'two words' x={file}", "f") == ["check", "two words", "x=f"]
+    assert reader_command("check", "f") == ["check", "f"]
+
+
+def test_cases_are_reproducible_and_spread_over_the_rules():
+    first = draw_cases(40, seed=5)
+    assert first == draw_cases(40, seed=5)
+    assert sum(c.rule == VALID for c in first) == 10
+    assert all((c.expected == ACCEPT) == (c.rule == VALID) for c in first)
+    assert len({c.rule for c in first}) == 31  # 10 valid, then 30 rules with one mutant each
+    only = draw_cases(5, seed=1, rules=["HT-HDR-04"])
+    assert {(c.rule, c.expected) for c in only} == {("HT-HDR-04", REJECT)}
+
+
+def test_accept_everything_reader_disagrees_on_every_mutant(tmp_path):
+    bad, by_rule, bad_by_rule = fuzz.fuzz("true {file}", 24, 3, out=tmp_path, jobs=2, progress=None)
+    mutants = sum(n for rule, n in by_rule.items() if rule != VALID)
+    assert len(bad) == mutants and bad_by_rule.get(VALID, 0) == 0
+    assert {d.kind for d in bad} == {"accepted invalid"}
+    for d in bad:
+        assert Path(d.file).is_file() and d.rule in MUTANTS and d.seed == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(Path(d.file).name for d in bad)
+
+
+def test_exit_status_and_report(tmp_path, capsys):
+    status = fuzz.main(["--reader", "true {file}", "--count", "8", "--seed", "1", "--out", str(tmp_path / "out"),
+                        "--jobs", "2", "--json", str(tmp_path / "r.json")])
+    out = capsys.readouterr().out
+    assert status == 1 and "disagreements" in out and "DISAGREE case" in out
+    assert (tmp_path / "r.json").is_file()
+    assert fuzz.main(["--reader", "false {file}", "--count", "4", "--seed", "1", "--rule", "HT-HDR-04",
+                      "--out", str(tmp_path / "none")]) == 0
+    assert not (tmp_path / "none").exists()  # nothing to keep
+    assert fuzz.main(["--reader", "true {file}", "--count", "2", "--rule", "HT-HDR-99"]) == 2
+
+
+def test_reject_everything_reader_disagrees_on_valid_cases(tmp_path):
+    bad, by_rule, _ = fuzz.fuzz("false {file}", 12, 4, out=tmp_path, jobs=2, progress=None)
+    assert len(bad) == by_rule[VALID] == 3 and {d.kind for d in bad} == {"rejected valid"}
+
+
+def test_slow_reader_is_a_timeout(tmp_path):
+    bad, _, _ = fuzz.fuzz("sh -c 'sleep 5' {file}", 2, 0, out=tmp_path, timeout=0.3, jobs=2, progress=None)
+    assert [d.kind for d in bad] == ["timeout", "timeout"]
+
+
+def test_our_reader_agrees(tmp_path):
+    bad, by_rule, _ = fuzz.fuzz(STRICT_READER, 8, 11, out=tmp_path, jobs=2, progress=None)
+    assert not bad, [(d.rule, d.output) for d in bad]
+    assert sum(by_rule.values()) == 8
+
+
+def test_atheris_smoke_run(tmp_path):
+    pytest.importorskip("atheris")
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    env = dict(os.environ, HURRAY_FUZZ_SEEDS="10")
+    done = subprocess.run([sys.executable, "-m", "hurray_decl.fuzz_target", "-runs=3000", "-max_len=512",
+                           "-timeout=1", "-rss_limit_mb=1024", f"-artifact_prefix={tmp_path}/", str(corpus)],
+                          capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Done 3000 runs" in done.stderr
+    assert not list(tmp_path.glob("crash-*")) and not list(tmp_path.glob("timeout-*"))

@@ -18,7 +18,7 @@ from . import numerics, storage
 from .convert import BlockParts, awq_parts, gguf_parts, gptq_parts
 from .element_types import BY_NAME, BY_TAG
 from .engine import kernel_for, scheme
-from .errors import HurrayDeclError, RuleViolation, UnsupportedError
+from .errors import RuleViolation, UnsupportedError
 from .schemes.per_block_affine import SCALE_TYPES, PerBlockAffine
 from .tensor import BufferHandle, RowMajor, TensorDescriptor, read_tensor_descriptor, validate_buffers, write_tensor_descriptor
 from .tensor import access

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import HurrayDeclError, RuleViolation
 from .schema import show
+
+
+U8 = Annotated[int, Field(ge=0, le=0xFF)]
+U16 = Annotated[int, Field(ge=0, le=0xFFFF)]
+U32 = Annotated[int, Field(ge=0, le=0xFFFF_FFFF)]
+U64 = Annotated[int, Field(ge=0, le=0xFFFF_FFFF_FFFF_FFFF)]
+I32 = Annotated[int, Field(ge=-(1 << 31), le=(1 << 31) - 1)]
+I64 = Annotated[int, Field(ge=-(1 << 63), le=(1 << 63) - 1)]
+"""Model field types with the ranges of their wire integers."""
 
 
 class FrozenModel(BaseModel):

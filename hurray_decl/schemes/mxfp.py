@@ -12,7 +12,8 @@ from .. import storage
 from ..numerics import Geometry, Plan, Quantized, block_order, by_block_row, grouped
 from ..registry import SchemeRow
 from ..schema import power_of_two
-from .quantization import U32, SchemeDescriptor, descriptor_struct, index_field
+from ..model import U32
+from .quantization import SchemeDescriptor, descriptor_struct, index_field
 
 TAG = 0x05
 LENGTH = 4 + 4 + 4 + 4  # header, axis, block_size, scale index

@@ -22,7 +22,8 @@ from ..numerics import (
 )
 from ..registry import SchemeRow
 from ..schema import Rule, power_of_two, zero_bytes
-from .quantization import SYMMETRIC, U8, U32, SymmetricZeroPoint, descriptor_struct, index_field
+from ..model import U8, U32
+from .quantization import SYMMETRIC, SymmetricZeroPoint, descriptor_struct, index_field
 
 TAG = 0x03
 LENGTH = 4 + 4 + 4 + 4 + 4 + 1 + 3  # header, axis, block_size, two indices, scale type, reserved

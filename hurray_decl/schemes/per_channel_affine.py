@@ -11,7 +11,8 @@ from ..numerics import Geometry, Plan, Quantized, affine, affine_calibration, af
 from ..registry import SchemeRow
 from ..schema import equals, zero_bytes
 from .per_tensor_affine import ROW as PER_TENSOR
-from .quantization import SYMMETRIC, U8, U32, SymmetricZeroPoint, descriptor_struct, index_field
+from ..model import U8, U32
+from .quantization import SYMMETRIC, SymmetricZeroPoint, descriptor_struct, index_field
 
 TAG = 0x02
 LENGTH = 4 + 4 + 4 + 4 + 1 + 3  # header, axis, scale index, zero-point index, scale type, reserved

@@ -14,7 +14,8 @@ from ..errors import RuleViolation
 from ..numerics import Geometry, Plan, Quantized, affine, affine_calibration, affine_codes
 from ..registry import SchemeRow
 from ..schema import zero_bytes
-from .quantization import I32, SchemeDescriptor, check_float32, descriptor_struct, f32_field
+from ..model import I32
+from .quantization import SchemeDescriptor, check_float32, descriptor_struct, f32_field
 
 TAG = 0x01
 LENGTH = 4 + 4 + 4 + 4  # header, scale, zero_point, reserved

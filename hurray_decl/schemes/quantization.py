@@ -9,19 +9,15 @@ from __future__ import annotations
 
 import math
 import struct as _struct
-from typing import Annotated, Any, ClassVar
+from typing import Any, ClassVar
 
 import construct as cs
-from pydantic import Field, computed_field, model_validator
+from pydantic import computed_field, model_validator
 
 from ..errors import RuleViolation
-from ..model import FrozenModel
-from ..schema import NONE32, Rule, equals, reserved_flags, show
+from ..model import U8, U16, FrozenModel
+from ..schema import NONE32, Rule, equals, reserved_flags
 
-U8 = Annotated[int, Field(ge=0, le=0xFF)]
-U16 = Annotated[int, Field(ge=0, le=0xFFFF)]
-U32 = Annotated[int, Field(ge=0, le=0xFFFF_FFFF)]
-I32 = Annotated[int, Field(ge=-(1 << 31), le=(1 << 31) - 1)]
 
 HEADER_LENGTH = 1 + 1 + 2  # scheme_tag, scheme_version, flags
 SYMMETRIC = 0x0001

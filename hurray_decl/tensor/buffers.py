@@ -10,7 +10,8 @@ import construct as cs
 
 from ..registry import Table
 from ..schema import Rule, zero_bytes
-from .common import U8, U32, U64, Section, permissive
+from ..model import U8, U32, U64
+from .common import Section, permissive
 
 HANDLE_LENGTH = 8 + 4 + 1 + 1 + 1 + 1  # byte_size, alignment, device, sync, class, reserved
 MIN_ALIGNMENT = 64

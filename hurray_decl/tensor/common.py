@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar
+from typing import Any, ClassVar
 
 import construct as cs
-from pydantic import Field
 
 from ..model import FrozenModel
 from ..schema import Rule
@@ -17,10 +16,6 @@ MAX_RANK = 64
 SUPPORTED_MAJOR = 1
 SUPPORTED_MINOR = 0
 
-U8 = Annotated[int, Field(ge=0, le=0xFF)]
-U32 = Annotated[int, Field(ge=0, le=0xFFFF_FFFF)]
-U64 = Annotated[int, Field(ge=0, le=0xFFFF_FFFF_FFFF_FFFF)]
-I64 = Annotated[int, Field(ge=-(1 << 63), le=(1 << 63) - 1)]
 
 
 def one_of(subcon: cs.Construct, allowed: Any, code: str, expected: str, message: str) -> Rule:

@@ -16,7 +16,8 @@ from construct import this
 
 from ..registry import Table
 from ..schema import Rule, zero_bytes
-from .common import DYNAMIC, I64, U8, U32, U64, Section, boolean, one_of, permissive, pow2_at_most
+from ..model import I64, U8, U32, U64
+from .common import DYNAMIC, Section, boolean, one_of, permissive, pow2_at_most
 
 if TYPE_CHECKING:
     from .context import TensorContext

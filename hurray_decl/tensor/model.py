@@ -10,7 +10,8 @@ from ..engine import load_quantization
 
 from ..schemes.quantization import Descriptor as QuantizationDescriptor
 from .buffers import BufferHandle
-from .common import U8, U32, U64, Section
+from ..model import U8, U32, U64
+from .common import Section
 from .header import Flag
 from .layouts import LAYOUTS, Layout, OpaqueLayout, PrivateLayout, RowMajor
 from .sections import CompositeMember, ExtensionType, Shard, Statistics

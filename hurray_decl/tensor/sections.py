@@ -10,7 +10,8 @@ from typing import Any, ClassVar
 import construct as cs
 
 from ..schema import Rule, zero_bytes
-from .common import U8, U32, U64, Section, boolean, one_of
+from ..model import U8, U32, U64
+from .common import Section, boolean, one_of
 
 QUANTIZATION_LENGTH = "quantization_length" / cs.Int32ul * (
     "bytes of the quantization descriptor that follow; not counting this prefix")

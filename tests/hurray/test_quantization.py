@@ -361,7 +361,8 @@ def test_json_dump_uses_spec_field_names():
 import construct as cs  # noqa: E402
 from typing import Literal  # noqa: E402
 
-from hurray_decl.schemes.quantization import U32, SchemeDescriptor  # noqa: E402
+from hurray_decl.model import U32  # noqa: E402
+from hurray_decl.schemes.quantization import SchemeDescriptor  # noqa: E402
 
 
 class GroupPermuted(SchemeDescriptor):

@@ -115,9 +115,10 @@ def _options(row_name: str, shape: tuple[int, ...], axis: int | None, block_size
         block_size = defaults.get("block_size", 1)
     if storage_name is None:
         storage_name = defaults.get("storage", "int8" if symmetric else "uint8")
-    if storage_name not in BY_NAME:
-        raise RuleViolation("HQ-PB-14", f"unknown element type {storage_name!r}", path="storage",
-                            actual=storage_name, expected=", ".join(scheme(row_name).storage_types))
+    row = scheme(row_name)
+    if storage_name not in row.storage_types:
+        raise RuleViolation(row.storage_rule, f"{row.title} does not store {storage_name!r}", path="storage",
+                            actual=storage_name, expected=", ".join(row.storage_types))
     if scale_type not in SCALE_TYPES.values():
         raise RuleViolation("HQ-PB-08", f"unknown scale type {scale_type!r}", path="scale_type",
                             actual=scale_type, expected=", ".join(SCALE_TYPES.values()))

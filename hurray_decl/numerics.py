@@ -13,16 +13,16 @@ by the tensor.
 from __future__ import annotations
 
 import os
-from math import gcd
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
-from math import prod
+from math import gcd, prod
 from typing import Any, Callable, Protocol
 
 import numpy as np
 
 from . import storage
+from .errors import RuleViolation
 
 CHUNK_ELEMENTS = 1 << 16
 """Elements per chunk: small enough that a chunk's temporaries stay in a core's cache."""
@@ -283,6 +283,11 @@ def affine_calibration(low: np.ndarray, high: np.ndarray, storage_name: str, sym
     scale; an all-zero group gets scale 1.
     """
     qmin, qmax = integer_range(storage_name)
+    if symmetric and qmin == 0 and np.nanmin(low, initial=0.0) < 0:
+        raise RuleViolation(
+            "HQ-ZP-02", "symmetric quantization subtracts no zero point, so unsigned codes cannot hold "
+            "negative values; use a signed storage type or symmetric=False",
+            path="symmetric", actual=f"{storage_name}, minimum {float(np.nanmin(low))!r}", expected="signed storage")
     low = np.minimum(np.nan_to_num(low, nan=0.0), 0.0)
     high = np.maximum(np.nan_to_num(high, nan=0.0), 0.0)
     if symmetric:

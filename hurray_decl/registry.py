@@ -68,6 +68,8 @@ class SchemeRow:
     struct: cs.Struct
     model: type
     storage_types: tuple[str, ...] = ()
+    storage_rule: str = "HQ-EXT-03"
+    """The rule refusing a storage type outside ``storage_types``."""
     flags_defined: dict[int, str] = field(default_factory=dict)
     version: int = 1
     private: bool = False

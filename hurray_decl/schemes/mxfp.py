@@ -45,7 +45,7 @@ INVALID_SCALE_BYTES = (0x00, 0xFF)
 
 def check_tensor(descriptor: MXFP, tensor: Any) -> None:
     """Storage type, axis, static axis, S a positive multiple of K, then one byte per block."""
-    tensor.storage_type(ROW.storage_types, "HQ-MX-09")
+    tensor.storage_type(ROW.storage_types, ROW.storage_rule)
     extent = tensor.axis_extent(descriptor.axis, "HQ-MX-02", "HQ-MX-06")
     if tensor.block_paged is not None:
         tensor.fail("HQ-BUF-13", "MXFP has no defined composition with block-paged storage (HD-17)",
@@ -108,6 +108,7 @@ ROW = SchemeRow(
     tier=2,
     struct=STRUCT,
     model=MXFP,
+    storage_rule="HQ-MX-09",
     storage_types=tuple(t.name for t in by_name(
         "float8_e4m3", "float8_e5m2", "float4_e2m1", "float6_e2m3", "float6_e3m2", "int8", "int4")),
     check_tensor=check_tensor,

@@ -39,7 +39,7 @@ class NF4(SchemeDescriptor):
 
 def check_tensor(descriptor: NF4, tensor: Any) -> None:
     """uint4 storage, axis, static axis, block_size against S, then one f32 absmax per block."""
-    tensor.storage_type(ROW.storage_types, "HQ-NF4-10")
+    tensor.storage_type(ROW.storage_types, ROW.storage_rule)
     extent = tensor.axis_extent(descriptor.axis, "HQ-NF4-02", "HQ-NF4-07")
     if tensor.block_paged is not None:
         tensor.fail("HQ-BUF-13", "NF4 has no defined composition with block-paged storage (HD-17)",
@@ -105,6 +105,7 @@ ROW = SchemeRow(
     tier=2,
     struct=STRUCT,
     model=NF4,
+    storage_rule="HQ-NF4-10",
     storage_types=("uint4",),
     check_tensor=check_tensor,
     kernel=plan,

@@ -68,7 +68,7 @@ class PerBlockAffine(SymmetricZeroPoint):
 def check_tensor(descriptor: PerBlockAffine, tensor: Any) -> None:
     """Storage type, axis, static axis, block_size against S (or the page, HD-17), then the
     per-block (or per-page-slot) parameter buffers."""
-    tensor.storage_type(ROW.storage_types, "HQ-PB-14")
+    tensor.storage_type(ROW.storage_types, ROW.storage_rule)
     extent = tensor.axis_extent(descriptor.axis, "HQ-PB-02", "HQ-PB-07")
     paged = tensor.block_paged
     if paged is not None:
@@ -149,6 +149,7 @@ ROW = SchemeRow(
     tier=1,
     struct=STRUCT,
     model=PerBlockAffine,
+    storage_rule="HQ-PB-14",
     storage_types=tuple(t.name for t in by_name("int8", "uint8", "int4", "uint4", "int2", "uint2")),
     flags_defined={0: "SYMMETRIC"},
     check_tensor=check_tensor,

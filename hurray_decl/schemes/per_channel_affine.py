@@ -47,7 +47,7 @@ class PerChannelAffine(SymmetricZeroPoint):
 
 def check_tensor(descriptor: PerChannelAffine, tensor: Any) -> None:
     """Storage type, axis, static axis, block-paged axis, then S-entry parameter buffers."""
-    tensor.storage_type(PER_TENSOR.storage_types, "HQ-PC-11")
+    tensor.storage_type(ROW.storage_types, ROW.storage_rule)
     extent = tensor.axis_extent(descriptor.axis, "HQ-PC-02", "HQ-PC-03")
     if tensor.block_paged is not None and descriptor.axis == 0:
         tensor.fail("HT-LAY-65", "per-channel affine never runs along the paged axis 0",
@@ -103,6 +103,7 @@ ROW = SchemeRow(
     tier=1,
     struct=STRUCT,
     model=PerChannelAffine,
+    storage_rule="HQ-PC-11",
     storage_types=PER_TENSOR.storage_types,
     flags_defined={0: "SYMMETRIC"},
     check_tensor=check_tensor,

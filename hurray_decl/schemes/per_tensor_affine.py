@@ -67,7 +67,7 @@ class PerTensorAffine(SchemeDescriptor):
 
 def check_tensor(descriptor: PerTensorAffine, tensor: Any) -> None:
     """Storage type (HQ-PT-07) and zero_point within its range (HQ-PT-04); no buffers (B = L)."""
-    tensor.storage_type(STORAGE_TYPES, "HQ-PT-07")
+    tensor.storage_type(ROW.storage_types, ROW.storage_rule)
     low, high = tensor.element.zero_point_range
     if not low <= descriptor.zero_point <= high:
         tensor.fail("HQ-PT-04", "zero_point is outside the storage type's range",
@@ -104,6 +104,7 @@ ROW = SchemeRow(
     tier=1,
     struct=STRUCT,
     model=PerTensorAffine,
+    storage_rule="HQ-PT-07",
     storage_types=STORAGE_TYPES,
     check_tensor=check_tensor,
     kernel=plan,

@@ -389,3 +389,18 @@ def test_large_dequantization_stays_within_its_memory_bound(tmp_path):
     assert peak < bound, f"peak {peak} bytes over the bound {bound}"
     assert seen[-1][0] == seen[-1][1] and len(seen) > 1
     assert np.array_equal(np.asarray(out), hd.dequantize(descriptor, buffers))
+
+
+@pytest.mark.parametrize("scheme_name", [row.name for row in hd.SCHEMES])
+def test_quantize_refuses_a_storage_type_the_scheme_does_not_list(scheme_name):
+    row = hd.scheme(scheme_name)
+    foreign = next(t.name for t in BY_NAME.values() if t.name not in row.storage_types)
+    with raises_rule(row.storage_rule, path="storage"):
+        codec.quantize(np.ones((2, 64), np.float32), scheme_name, storage=foreign)
+
+
+def test_symmetric_unsigned_storage_refuses_negative_values():
+    with raises_rule("HQ-ZP-02", path="symmetric"):
+        codec.quantize(-np.ones((2, 64), np.float32), "per_block_affine", storage="uint4", symmetric=True)
+    descriptor, buffers = codec.quantize(np.full((2, 64), 3.0, np.float32), "per_block_affine", storage="uint4")
+    assert np.array_equal(hd.dequantize(descriptor, buffers), np.full((2, 64), 3.0, np.float32))

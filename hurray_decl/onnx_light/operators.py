@@ -31,7 +31,7 @@ from .calibrate import quantize_with_type
 from .codec import dequantize_value
 from .model import check_model
 from .numerics import LOGICAL_DTYPES
-from .shared import SharedQuantizedValue, as_pb_model, compact_value, parameter_catalogue
+from .shared import EncodedValue, SharedQuantizedValue, as_pb_model, compact_value, parameter_catalogue
 from .wire import logical_shape, pb, resolve_struct_type, same_message
 
 __all__ = [
@@ -75,31 +75,14 @@ def struct_type_proto(struct_type):
     return OnnxTypeProto.FromString(holder.SerializeToString())
 
 
-class QuantizedValue:
+class QuantizedValue(EncodedValue):
     """A self-contained encoded value on a graph edge, with the model its type_ref resolves in."""
 
-    __slots__ = ("_encoded", "_model")
+    __slots__ = ("_model",)
 
     def __init__(self, encoded, model: pb.ModelProto | None = None) -> None:
-        self._encoded = pb.EncodedValueProto()
-        self._encoded.CopyFrom(encoded if isinstance(encoded, pb.EncodedValueProto)
-                               else pb.EncodedValueProto.FromString(encoded.SerializeToString()))
+        super().__init__(encoded)
         self._model = model
-
-    @property
-    def encoded(self) -> pb.EncodedValueProto:
-        """An independent copy of the message."""
-        copy = pb.EncodedValueProto()
-        copy.CopyFrom(self._encoded)
-        return copy
-
-    @property
-    def name(self) -> str:
-        return self._encoded.name
-
-    @property
-    def raw_data(self) -> bytes:
-        return self._encoded.raw_data
 
     @property
     def model(self) -> pb.ModelProto | None:
@@ -117,13 +100,6 @@ class QuantizedValue:
     def __repr__(self) -> str:
         return f"QuantizedValue(name={self.name!r}, {self._encoded.struct_type.name or 'type_ref'}, " \
                f"{len(self.raw_data)} bytes)"
-
-
-def _shared_todense(self: SharedQuantizedValue) -> np.ndarray:
-    return dequantize_value(self.materialize())
-
-
-SharedQuantizedValue.todense = _shared_todense   # the evaluator's test for a non-tensor value
 
 
 class _Bound:

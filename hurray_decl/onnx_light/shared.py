@@ -24,7 +24,7 @@ from google.protobuf.message import DecodeError
 
 from ..errors import HurrayDeclError, OnnxLightError
 from .calibrate import quantize_with_type
-from .codec import _as_encoded
+from .codec import _as_encoded, dequantize_value
 from .numerics import INT64, LOGICAL_DTYPES, UINT8
 from .ort import ORT_FORMATS
 from .profiles import WIRE_PREFIX, parse_quantization_format
@@ -365,37 +365,48 @@ def _uint8_tensor(data: bytes) -> pb.TensorProto:
 
 # --- compact values -------------------------------------------------------------------------------
 
-class SharedQuantizedValue:
+class EncodedValue:
+    """An encoded value kept as a private message: what the ai.rt operators put on graph edges."""
+
+    __slots__ = ("_encoded",)
+
+    def __init__(self, encoded) -> None:
+        self._encoded = pb.EncodedValueProto()
+        self._encoded.CopyFrom(encoded if isinstance(encoded, pb.EncodedValueProto)
+                               else pb.EncodedValueProto.FromString(encoded.SerializeToString()))
+
+    @property
+    def encoded(self) -> pb.EncodedValueProto:
+        """An independent copy of the message."""
+        copy = pb.EncodedValueProto()
+        copy.CopyFrom(self._encoded)
+        return copy
+
+    @property
+    def name(self) -> str:
+        return self._encoded.name
+
+    @property
+    def raw_data(self) -> bytes:
+        return self._encoded.raw_data
+
+
+class SharedQuantizedValue(EncodedValue):
     """A retained compact value together with the parameter set it was encoded with (OL-SHR-33).
 
     The set is an immutable snapshot: the value outlives, and ignores later edits to, the model
     that declared it. :attr:`encoded` returns an independent copy of the compact message.
     """
 
-    __slots__ = ("_encoded", "_set")
+    __slots__ = ("_set",)
 
     def __init__(self, encoded: pb.EncodedValueProto, parameters: ParameterSet) -> None:
-        self._encoded = pb.EncodedValueProto()
-        self._encoded.CopyFrom(encoded)
+        super().__init__(encoded)
         self._set = parameters
-
-    @property
-    def encoded(self) -> pb.EncodedValueProto:
-        copy = pb.EncodedValueProto()
-        copy.CopyFrom(self._encoded)
-        return copy
 
     @property
     def parameter_ref(self) -> str:
         return self._encoded.parameter_ref
-
-    @property
-    def raw_data(self) -> bytes:
-        return self._encoded.raw_data
-
-    @property
-    def name(self) -> str:
-        return self._encoded.name
 
     @property
     def parameters(self) -> ParameterSet:
@@ -410,6 +421,10 @@ class SharedQuantizedValue:
 
     def materialize(self) -> pb.EncodedValueProto:
         return materialize_quantized_value(self)
+
+    def todense(self) -> np.ndarray:
+        """The decoded values (the reference evaluator's test for a non-tensor value)."""
+        return dequantize_value(self.materialize())
 
     def __repr__(self) -> str:
         return (f"SharedQuantizedValue(name={self.name!r}, parameter_ref={self.parameter_ref!r}, "

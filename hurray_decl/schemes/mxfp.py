@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-import construct as cs
 import numpy as np
 
 from ..element_types import by_name
@@ -13,7 +12,7 @@ from ..numerics import Geometry, Plan, Quantized, block_order, by_block_row, gro
 from ..registry import SchemeRow
 from ..schema import power_of_two
 from ..model import U32
-from .quantization import SchemeDescriptor, descriptor_struct, index_field
+from .quantization import AXIS, SchemeDescriptor, descriptor_struct, index_field
 
 TAG = 0x05
 LENGTH = 4 + 4 + 4 + 4  # header, axis, block_size, scale index
@@ -21,7 +20,7 @@ LENGTH = 4 + 4 + 4 + 4  # header, axis, block_size, scale index
 STRUCT = descriptor_struct(
     TAG,
     0x0000,
-    "axis" / cs.Int32ul * "index of the quantized axis; < rank",
+    AXIS,
     "block_size" / power_of_two(16, 2048, ("HQ-MX-04", "HQ-MX-03", "HQ-MX-05"))
     * "elements per block along axis; a power of two in [16, 2048]",
     "scale_buffer_index" / index_field() * "buffer holding one float8_e8m0 exponent per block",

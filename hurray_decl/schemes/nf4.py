@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-import construct as cs
 import numpy as np
 
 from ..numerics import Geometry, Plan, Quantized, block_order, by_block_row, cast_up, grouped
 from ..registry import SchemeRow
 from ..schema import power_of_two
 from ..model import U32
-from .quantization import SchemeDescriptor, descriptor_struct, index_field
+from .quantization import AXIS, SchemeDescriptor, descriptor_struct, index_field
 
 TAG = 0x04
 LENGTH = 4 + 4 + 4 + 4  # header, axis, block_size, scale index
@@ -19,7 +18,7 @@ LENGTH = 4 + 4 + 4 + 4  # header, axis, block_size, scale index
 STRUCT = descriptor_struct(
     TAG,
     0x0000,
-    "axis" / cs.Int32ul * "index of the quantized axis; < rank",
+    AXIS,
     "block_size" / power_of_two(8, None, ("HQ-NF4-04", "HQ-NF4-03", None))
     * "elements per block along axis; a power of two >= 8",
     "scale_buffer_index" / index_field() * "buffer holding one float32 absmax per block",

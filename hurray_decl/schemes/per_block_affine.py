@@ -23,7 +23,7 @@ from ..numerics import (
 from ..registry import SchemeRow
 from ..schema import Rule, power_of_two, zero_bytes
 from ..model import U8, U32
-from .quantization import SYMMETRIC, SymmetricZeroPoint, descriptor_struct, index_field
+from .quantization import AXIS, SYMMETRIC, SymmetricZeroPoint, descriptor_struct, index_field
 
 TAG = 0x03
 LENGTH = 4 + 4 + 4 + 4 + 4 + 1 + 3  # header, axis, block_size, two indices, scale type, reserved
@@ -34,7 +34,7 @@ SCALE_TYPES = {0x01: "float16", 0x02: "bfloat16", 0x03: "float32"}
 STRUCT = descriptor_struct(
     TAG,
     SYMMETRIC,
-    "axis" / cs.Int32ul * "index of the quantized axis; < rank",
+    AXIS,
     "block_size" / power_of_two(2, None, ("HQ-PB-04", "HQ-PB-03", None))
     * "elements per block along axis; a power of two >= 2",
     "scale_buffer_index" / index_field() * "buffer holding one scale per block",

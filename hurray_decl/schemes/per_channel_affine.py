@@ -12,7 +12,7 @@ from ..registry import SchemeRow
 from ..schema import equals, zero_bytes
 from .per_tensor_affine import ROW as PER_TENSOR
 from ..model import U8, U32
-from .quantization import SYMMETRIC, SymmetricZeroPoint, descriptor_struct, index_field
+from .quantization import AXIS, SYMMETRIC, SymmetricZeroPoint, descriptor_struct, index_field
 
 TAG = 0x02
 LENGTH = 4 + 4 + 4 + 4 + 1 + 3  # header, axis, scale index, zero-point index, scale type, reserved
@@ -21,7 +21,7 @@ FLOAT32 = 0x03
 STRUCT = descriptor_struct(
     TAG,
     SYMMETRIC,
-    "axis" / cs.Int32ul * "index of the quantized axis; < rank",
+    AXIS,
     "scale_buffer_index" / index_field() * "buffer holding shape[axis] float32 scales",
     "zero_point_buffer_index" / cs.Int32ul
     * "buffer holding shape[axis] int32 zero points; 0xFFFFFFFF when SYMMETRIC",

@@ -23,6 +23,10 @@ HEADER_LENGTH = 1 + 1 + 2  # scheme_tag, scheme_version, flags
 SYMMETRIC = 0x0001
 
 
+AXIS = "axis" / cs.Int32ul * "index of the quantized axis; < rank"
+"""The axis field every scheme but per-tensor declares at offset 4."""
+
+
 def version_field(highest: int) -> cs.Construct:
     """scheme_version: 0 is never valid (HQ-HDR-12); above ``highest`` is unsupported (HQ-HDR-11)."""
     low = Rule(cs.Int8ul, lambda v, _: v >= 1, "HQ-HDR-12", ">= 0x01",

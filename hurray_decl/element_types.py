@@ -92,7 +92,6 @@ class TypeTagClass(str, Enum):
     """Where a type_tag byte sits in the type-tag space (DIGEST § 4.1)."""
 
     INVALID = "invalid"
-    ASSIGNED = "assigned"
     UNASSIGNED = "unassigned"
     RESERVED = "reserved"
     PRIVATE = "private"
@@ -103,24 +102,21 @@ class TypeTagRange:
     first: int
     last: int
     cls: TypeTagClass
-    code: str | None
     meaning: str
 
 
 TYPE_TAG_RANGES: tuple[TypeTagRange, ...] = (
-    TypeTagRange(0x00, 0x00, TypeTagClass.INVALID, "HE-02", "never a valid type tag"),
-    TypeTagRange(0x01, 0x7F, TypeTagClass.UNASSIGNED, "HE-03",
-                 "Tier 1 (0x01-0x3F) or Tier 2 (0x40-0x7F) range; not assigned in this version"),
-    TypeTagRange(0x80, 0xEF, TypeTagClass.RESERVED, "HE-05", "reserved for future versions"),
-    TypeTagRange(0xF0, 0xFE, TypeTagClass.PRIVATE, None,
-                 "private extension type, sized from the extension-type section"),
-    TypeTagRange(0xFF, 0xFF, TypeTagClass.INVALID, "HE-02", "never a valid type tag"),
+    TypeTagRange(0x00, 0x00, TypeTagClass.INVALID, "never a valid type tag"),
+    TypeTagRange(0x01, 0x7F, TypeTagClass.UNASSIGNED, "Tier 1 (0x01-0x3F) or Tier 2 (0x40-0x7F) range; not assigned in this version"),
+    TypeTagRange(0x80, 0xEF, TypeTagClass.RESERVED, "reserved for future versions"),
+    TypeTagRange(0xF0, 0xFE, TypeTagClass.PRIVATE, "private extension type, sized from the extension-type section"),
+    TypeTagRange(0xFF, 0xFF, TypeTagClass.INVALID, "never a valid type tag"),
 )
 """Every one of the 256 type_tag bytes falls in exactly one range; assigned tags are those of
 :data:`ELEMENT_TYPES`, and 0x47 is reserved on its own (:data:`RESERVED_TYPE_TAGS`)."""
 
-RESERVED_TYPE_TAGS: dict[int, str] = {0x47: "HE-06"}
-"""Single reserved tags inside an otherwise unassigned range, with the rule refusing each."""
+RESERVED_TYPE_TAGS = frozenset({0x47})
+"""Single reserved tags inside an otherwise unassigned range (refused under HE-06)."""
 
 
 def type_tag_range(tag: int) -> TypeTagRange:
@@ -128,22 +124,3 @@ def type_tag_range(tag: int) -> TypeTagRange:
         if entry.first <= tag <= entry.last:
             return entry
     raise ValueError(f"type tag {tag!r} is not a byte")
-
-
-def classify_type_tag(tag: int) -> TypeTagClass:
-    """The class of a type_tag byte: assigned, reserved (0x47 too), private, ... ."""
-    if tag in BY_TAG:
-        return TypeTagClass.ASSIGNED
-    if tag in RESERVED_TYPE_TAGS:
-        return TypeTagClass.RESERVED
-    return type_tag_range(tag).cls
-
-
-def type_tag_code(tag: int) -> str | None:
-    """The rule refusing ``tag`` in strict mode, or None when the tag is readable."""
-    if tag in BY_TAG:
-        return None
-    if tag in RESERVED_TYPE_TAGS:
-        return RESERVED_TYPE_TAGS[tag]
-    return type_tag_range(tag).code
-

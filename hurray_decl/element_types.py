@@ -107,9 +107,11 @@ class TypeTagRange:
 
 TYPE_TAG_RANGES: tuple[TypeTagRange, ...] = (
     TypeTagRange(0x00, 0x00, TypeTagClass.INVALID, "never a valid type tag"),
-    TypeTagRange(0x01, 0x7F, TypeTagClass.UNASSIGNED, "Tier 1 (0x01-0x3F) or Tier 2 (0x40-0x7F) range; not assigned in this version"),
+    TypeTagRange(0x01, 0x7F, TypeTagClass.UNASSIGNED,
+                 "Tier 1 (0x01-0x3F) or Tier 2 (0x40-0x7F) range; not assigned in this version"),
     TypeTagRange(0x80, 0xEF, TypeTagClass.RESERVED, "reserved for future versions"),
-    TypeTagRange(0xF0, 0xFE, TypeTagClass.PRIVATE, "private extension type, sized from the extension-type section"),
+    TypeTagRange(0xF0, 0xFE, TypeTagClass.PRIVATE,
+                 "private extension type, sized from the extension-type section"),
     TypeTagRange(0xFF, 0xFF, TypeTagClass.INVALID, "never a valid type tag"),
 )
 """Every one of the 256 type_tag bytes falls in exactly one range; assigned tags are those of

@@ -97,7 +97,7 @@ def dequantize(descriptor: TensorDescriptor, buffers: Sequence[Any], *, out: np.
         data = np.frombuffer(contents[0], dtype=np.uint8)[d.byte_offset:]
     else:  # other dense layouts: re-laid row-major, padded extent included (HD-12); one copy of the codes
         codes = access.read_codes(params, padded=True)
-        data = np.frombuffer(access.packed_row_major(codes, BY_TAG[d.type_tag].bits), dtype=np.uint8)
+        data = np.frombuffer(storage.pack_codes(codes, BY_TAG[d.type_tag].bits), dtype=np.uint8)
     return numerics.run(data, BY_TAG[d.type_tag].name, plan.geometry, plan.kernel, result,
                         value_map=plan.value_map, progress=progress, threads=threads)
 

@@ -77,7 +77,11 @@ def unpack_codes(raw: np.ndarray, bits: int, count: int) -> np.ndarray:
 
 
 def pack_codes(codes: np.ndarray, bits: int) -> bytes:
-    """Pack ``bits``-wide codes LSB-first; unused bits of the last unit are zero."""
+    """Pack ``bits``-wide codes LSB-first; unused bits of the last unit are zero. Codes wider than
+    a byte (unsigned integers, or 16-byte void values) are written little-endian as they are."""
+    if bits > 8:
+        flat = np.ascontiguousarray(codes).reshape(-1)
+        return flat.tobytes() if flat.dtype.kind == "V" else flat.astype(flat.dtype.newbyteorder("<")).tobytes()
     codes = np.asarray(codes, dtype=np.uint8).reshape(-1) & ((1 << bits) - 1)
     if bits == 8:
         return codes.tobytes()

@@ -47,7 +47,7 @@ from .layouts import (
 from .model import TensorDescriptor
 from .validate import DataContext, validate_buffers
 
-__all__ = ["PagedCodes", "block_paged_codes", "code_dtype", "hilbert_index", "logical_codes", "packed_row_major",
+__all__ = ["PagedCodes", "block_paged_codes", "code_dtype", "hilbert_index", "logical_codes",
            "read_codes", "refuse_unaddressable", "stored_codes_row_major"]
 
 GRID_ORDERS = {0x01: "row-major", 0x02: "column-major", 0x03: "strided"}
@@ -397,14 +397,6 @@ def stored_codes_row_major(descriptor: TensorDescriptor, buffers: Sequence[Any])
     NF4 axis that ends in a partial block (HD-12), padding codes as stored: the row-major stored
     form of the same tensor, which the dequantization kernels read."""
     return read_codes(_checked(descriptor, buffers, "stored_codes_row_major"), padded=True)
-
-
-def packed_row_major(codes: np.ndarray, bits: int) -> bytes:
-    """Row-major storage bytes of codes (:func:`storage.pack_codes` below 8 bits, little-endian above)."""
-    if bits <= 8:
-        return storage.pack_codes(codes, bits)
-    flat = np.ascontiguousarray(codes).reshape(-1)
-    return flat.tobytes() if bits == 128 else flat.astype(flat.dtype.newbyteorder("<")).tobytes()
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,8 @@ __all__ = [
     "OpaqueDataAccess",
     "OnnxLightError",
     "OnnxLightTypeError",
+    "ArgumentError",
+    "ARGUMENT",
 ]
 
 
@@ -66,8 +68,10 @@ class HurrayDeclError(Exception):
     def _render(self) -> str:
         where = self.path if self.offset is None else f"{self.path} at byte {self.offset}"
         text = f"[{self.code}] {where}: {self.detail}"
-        if self.actual is not None or self.expected is not None:
-            text += f" (actual {_show(self.actual)}; expected {_show(self.expected)})"
+        said = [f"{name} {_show(value)}" for name, value in (("actual", self.actual), ("expected", self.expected))
+                if value is not None]
+        if said:
+            text += f" ({'; '.join(said)})"
         return text
 
     def rebased(self, delta: int, prefix: str | None = None) -> "HurrayDeclError":
@@ -146,3 +150,18 @@ class OnnxLightError(FormatError):
 
 class OnnxLightTypeError(HurrayDeclError, TypeError):
     """An onnx-light field received a value of the wrong type (OL-PROF-04, OL-NUM-27)."""
+
+
+ARGUMENT = "ARGUMENT"
+"""The ``code`` of an :class:`ArgumentError`: no rule of either format is involved."""
+
+
+class ArgumentError(HurrayDeclError, ValueError):
+    """A caller's argument is unusable: a wrong type, an unknown option, a name that is not there.
+
+    It is not a property of the input bytes, so it names no RULES.md rule: ``code`` is
+    :data:`ARGUMENT` and ``path`` names the argument (``quantize(array=...)``, ``--name``).
+    """
+
+    def __init__(self, argument: str, message: str, *, actual: Any = None, expected: Any = None) -> None:
+        super().__init__(ARGUMENT, message, path=argument, actual=actual, expected=expected)

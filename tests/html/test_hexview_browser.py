@@ -1,0 +1,227 @@
+"""The hex view in headless Chromium, checked through the DOM against the Python dump."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hurray_decl import hexdump
+from hurray_decl.examples import bundled
+from hurray_decl.html_dump import render_html
+from hurray_decl.rules import rule
+
+from .test_html_dump import FILES, EXPECT, hostile_dump
+
+INVALID = [name for name in FILES if EXPECT[name] is not None]
+QUANTIZATION = ["0201000000000000010000000200000003000000", "03010000000000000600000001000000ffffffff03000000",
+                "62010000", "0101000000000000000000000000000001"]
+CLICKED = ["valid_csf.bin", "valid_per_block_affine_int4_f16.bin", "invalid_axis_out_of_range.bin"]
+
+HEX_BYTES = "() => [...document.querySelectorAll('#hex .b[data-o]')].map(e => [+e.dataset.o, e.textContent])"
+ASCII = "() => [...document.querySelectorAll('#hex .a[data-o]')].map(e => +e.dataset.o)"
+SELECTION = """() => ({
+  rows: [...document.querySelectorAll('#tree .sel')].map(e => e.dataset.row === undefined ? -1 : +e.dataset.row),
+  paths: [...document.querySelectorAll('#tree .sel')].map(e => e.dataset.path),
+  bytes: [...document.querySelectorAll('#hex .b.sel')].map(e => +e.dataset.o),
+  chars: [...document.querySelectorAll('#hex .a.sel')].map(e => +e.dataset.o),
+  shown: [...document.querySelectorAll('#hex .b[data-o]')].map(e => +e.dataset.o)})"""
+# Walk the tree with the keyboard, from the first item to the last, recording each step.
+WALK = """(selection) => {
+  const tree = document.getElementById('tree');
+  tree.focus();
+  const steps = [];
+  for (let guard = 0; guard < 100000; guard++) {
+    tree.dispatchEvent(new KeyboardEvent('keydown', {key: 'ArrowDown', bubbles: true, cancelable: true}));
+    const step = (0, eval)(selection)();
+    const last = steps[steps.length - 1];
+    if (last && last.paths[0] === step.paths[0] && last.rows[0] === step.rows[0]) break;
+    steps.push(step);
+  }
+  return steps; }"""
+
+
+def example(name: str) -> tuple[bytes, hexdump.Dump]:
+    data = (bundled() / name).read_bytes()
+    return data, hexdump.dump(data)
+
+
+def owning_row(dump: hexdump.Dump, offset: int) -> int:
+    return next(i for i, r in enumerate(dump.rows) if r.offset <= offset < r.offset + r.size)
+
+
+def failing_row(dump: hexdump.Dump) -> int:
+    """The row the page must mark: the one holding the error's offset, else the last one."""
+    offset = dump.error.offset
+    rows = [i for i, r in enumerate(dump.rows) if r.offset <= offset < r.offset + r.size]
+    return rows[0] if rows else len(dump.rows) - 1
+
+
+def span(dump: hexdump.Dump, index: int) -> list[int]:
+    return list(range(dump.rows[index].offset, dump.rows[index].offset + dump.rows[index].size))
+
+
+def cases() -> list[tuple[str, bytes, hexdump.Dump]]:
+    out = [(name, *example(name)) for name in FILES]
+    for text in QUANTIZATION:
+        data = bytes.fromhex(text)
+        out.append((f"quantization-{text[:8]}", data, hexdump.dump(data, kind="quantization")))
+    return out
+
+
+CASES = cases()
+
+
+@pytest.mark.parametrize("name, data, dump", CASES, ids=[c[0] for c in CASES])
+def test_every_byte_appears_exactly_once_and_every_field_selects_its_bytes(open_page, name, data, dump):
+    view = open_page(render_html(dump, title=name), name=f"{name}.html").page
+    shown = view.evaluate(HEX_BYTES)
+    assert sorted(o for o, _ in shown) == list(range(len(data))), "each offset once, none missing"
+    assert all(text == f"{data[o]:02X}" for o, text in shown)
+    assert sorted(view.evaluate(ASCII)) == list(range(len(data)))
+
+    steps = view.evaluate(WALK, SELECTION)
+    leaves = [s["rows"][0] for s in steps if s["rows"][0] >= 0]
+    assert leaves == list(range(len(dump.rows))), "the keyboard visits every field once, in byte order"
+    for step in steps:
+        assert len(step["rows"]) == 1
+        if step["rows"][0] >= 0:
+            row = dump.rows[step["rows"][0]]
+            assert step["paths"] == [row.field]
+            want = span(dump, step["rows"][0])
+        else:  # a folded section: the bytes of every field under it
+            prefix = step["paths"][0]
+            inside = [r for r in dump.rows if r.field.startswith(prefix + ".") or r.field.startswith(prefix + "[")]
+            assert inside, f"group {prefix} holds no field"
+            want = [o for r in inside for o in range(r.offset, r.offset + r.size)]
+            assert want == list(range(want[0], want[-1] + 1)), "a section's fields are contiguous"
+        assert sorted(step["bytes"]) == [o for o in want if o in set(step["shown"])]
+        assert sorted(step["chars"]) == sorted(step["bytes"])
+
+
+@pytest.mark.parametrize("name", CLICKED)
+def test_clicking_fields_and_bytes_links_both_ways(open_page, name):
+    data, dump = example(name)
+    view = open_page(render_html(dump, title=name), viewport={"width": 1400, "height": 2000}).page
+    for index in range(len(dump.rows)):
+        view.click(f'#tree [data-row="{index}"] .value')
+        state = view.evaluate(SELECTION)
+        assert state["rows"] == [index] and sorted(state["bytes"]) == span(dump, index)
+    for offset in range(0, len(data), 3):
+        view.click(f'#hex .b[data-o="{offset}"]')
+        state = view.evaluate(SELECTION)
+        assert state["rows"] == [owning_row(dump, offset)]
+        assert sorted(state["bytes"]) == span(dump, owning_row(dump, offset))
+    view.hover(f'#hex .a[data-o="{len(data) - 1}"]')
+    hovered = view.evaluate("() => [...document.querySelectorAll('#tree .row.hov')].map(e => +e.dataset.row)")
+    assert hovered == [owning_row(dump, len(data) - 1)]
+    view.hover('#tree [data-row="0"] .name')
+    assert view.evaluate("() => [...document.querySelectorAll('#hex .b.hov')].map(e => +e.dataset.o)") == span(dump, 0)
+
+
+@pytest.mark.parametrize("name", INVALID)
+def test_failing_field_is_marked_with_the_manifest_rule_and_in_sight(open_page, name):
+    _, dump = example(name)
+    code = EXPECT[name]
+    view = open_page(render_html(dump, title=name)).page
+    marked = view.evaluate("""() => [...document.querySelectorAll('#tree .row.fail')].map(e => ({
+        row: +e.dataset.row, code: e.dataset.code, rule: e.querySelector('.rule').textContent}))""")
+    assert marked == [{"row": failing_row(dump), "code": code, "rule": code}]
+    errs = view.evaluate("() => [...document.querySelectorAll('#hex .b.err')].map(e => +e.dataset.o)")
+    assert errs == span(dump, failing_row(dump))
+    problem = view.evaluate("""() => { const p = document.getElementById('problem');
+        return {hidden: p.hidden, code: p.querySelector('.code').textContent,
+                message: p.querySelector('.message').textContent, rule: p.querySelector('.rule-text').textContent}; }""")
+    assert problem == {"hidden": False, "code": code, "message": str(dump.error), "rule": rule(code).text}
+    assert view.text_content("#verdict") == f"invalid {code}"
+    assert in_sight(view, "#tree .row.fail", "#tree") and in_sight(view, "#hex .b.err", "#hex")
+
+
+def in_sight(view, element: str, box: str) -> bool:
+    return view.evaluate("""([element, box]) => {
+        const e = document.querySelector(element).getBoundingClientRect();
+        const b = document.querySelector(box).getBoundingClientRect();
+        return e.top >= b.top && e.bottom <= b.bottom; }""", [element, box])
+
+
+def test_valid_page_marks_nothing(open_page):
+    _, dump = example("valid_row_major.bin")
+    view = open_page(render_html(dump)).page
+    assert view.text_content("#verdict") == "valid"
+    assert view.evaluate("() => document.getElementById('problem').hidden")
+    assert view.evaluate("() => document.querySelectorAll('.fail, .err, .holds-fail').length") == 0
+
+
+def test_search_filters_by_path_and_by_value(open_page):
+    _, dump = example("valid_per_block_affine_int4_f16.bin")
+    view = open_page(render_html(dump)).page
+    listed = "() => [...document.querySelectorAll('#tree [data-item]')].map(e => +e.dataset.row)"
+    for query in ("BYTE_SIZE", "float16", "quantization."):
+        view.press("body", "/")
+        assert view.evaluate("() => document.activeElement.id") == "search"
+        view.fill("#search", query)
+        view.wait_for_function("q => document.getElementById('matches').textContent.endsWith(`\u201c${q}\u201d`)",
+                               arg=query)
+        want = [i for i, r in enumerate(dump.rows) if query.lower() in (r.field + "\n" + r.value).lower()]
+        assert want and view.evaluate(listed) == want
+        assert view.text_content("#matches") == f"{len(want)} of {len(dump.rows)} fields match \u201c{query}\u201d"
+    view.press("#search", "Escape")
+    assert len(view.evaluate(listed)) > len(dump.rows)  # the whole tree again, with its sections
+
+
+def test_sections_fold_by_path_prefix(open_page):
+    _, dump = example("valid_csf.bin")
+    view = open_page(render_html(dump), viewport={"width": 1400, "height": 2000}).page
+    paths = "() => [...document.querySelectorAll('#tree [data-item]')].map(e => e.dataset.path)"
+    everything = view.evaluate(paths)
+    assert "buffers" in everything and "buffers[3]" in everything and "layout" in everything
+    view.click('#tree [data-path="buffers[3]"] .tog')
+    folded = view.evaluate(paths)
+    assert not [p for p in folded if p.startswith("buffers[3].")] and "buffers[4].byte_size" in folded
+    view.keyboard.press("Enter")  # the folded section is selected: Enter unfolds it
+    assert view.evaluate(paths) == everything
+    view.click('#tree [data-path="buffers"] .name')
+    view.keyboard.press("ArrowLeft")
+    assert not [p for p in view.evaluate(paths) if p.startswith("buffers[")]
+    view.keyboard.press("ArrowRight")
+    view.click("#fold")
+    assert view.evaluate(paths) == [p for p in everything if "." not in p and "[" not in p]
+    view.click("#unfold")
+    assert view.evaluate(paths) == everything
+
+
+def test_keyboard_jumps_to_the_failing_field(open_page):
+    _, dump = example("invalid_block_size_not_power_of_two.bin")
+    view = open_page(render_html(dump)).page
+    view.click('#tree [data-row="0"] .value')
+    view.keyboard.press("End")
+    assert view.evaluate(SELECTION)["rows"] == [len(dump.rows) - 1]
+    view.keyboard.press("e")
+    assert view.evaluate(SELECTION)["rows"] == [failing_row(dump)]
+    view.keyboard.press("Home")
+    assert view.evaluate(SELECTION)["rows"] == [0]
+
+
+def test_markup_in_a_dump_is_shown_as_text_and_fetches_nothing(open_page):
+    opened = open_page(render_html(hostile_dump()))
+    view = opened.page
+    values = view.evaluate("() => [...document.querySelectorAll('#tree .value')].map(e => e.textContent)")
+    assert values == [r.value for r in hostile_dump().rows]
+    assert view.evaluate("() => document.querySelectorAll('img').length") == 0
+    assert view.evaluate("() => performance.getEntriesByType('resource').length") == 0
+    assert opened.requests == [opened.url]
+    embedded = view.evaluate("() => JSON.parse(document.getElementById('hexdump-json').textContent)")
+    assert embedded == json.loads(hexdump.render(hostile_dump(), "json"))
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_colours_follow_the_system_setting(open_page, scheme):
+    from hurray_decl.html_dump import COLOURS
+
+    view = open_page(render_html(example("valid_row_major.bin")[1]), color_scheme=scheme).page
+    background = view.evaluate("() => getComputedStyle(document.body).backgroundColor")
+    assert background == "rgb({}, {}, {})".format(*rgb(COLOURS[scheme]["bg"]))
+
+
+def rgb(colour: str) -> tuple[int, int, int]:
+    return tuple(int(colour[i:i + 2], 16) for i in (1, 3, 5))  # type: ignore[return-value]

@@ -317,7 +317,7 @@
     computeVisible();
     treeList.box.scrollTop = 0;
     treeList.setCount(visible.length);
-    $("matches").textContent = query ? visible.length + " of " + n + " fields" : "";
+    $("matches").textContent = query ? visible.length + " of " + n + " fields match \u201c" + text.trim() + "\u201d" : "";
     if (selected >= 0 && position[selected] >= 0) treeList.reveal(position[selected]);
   }
 

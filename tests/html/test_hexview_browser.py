@@ -225,3 +225,177 @@ def test_colours_follow_the_system_setting(open_page, scheme):
 
 def rgb(colour: str) -> tuple[int, int, int]:
     return tuple(int(colour[i:i + 2], 16) for i in (1, 3, 5))  # type: ignore[return-value]
+
+
+# --- screenshots: the colours a reader sees -----------------------------------------------------
+
+BOXES = """() => { const pane = document.getElementById('hex').getBoundingClientRect();
+  return [...document.querySelectorAll('#hex .b[data-o]')].map(e => { const r = e.getBoundingClientRect();
+    return [+e.dataset.o, r.left - pane.left, r.top - pane.top, r.width, r.height]; }); }"""
+
+
+def share(image, box, colour: tuple[int, int, int]) -> float:
+    """The share of a byte's box (1 px inset) painted exactly ``colour`` (within 3 per channel)."""
+    _, x, y, w, h = box
+    xs = range(int(x) + 1, min(image.width, int(x + w) - 1))
+    ys = range(int(y) + 1, min(image.height, int(y + h) - 1))
+    hits = sum(all(abs(a - b) <= 3 for a, b in zip(image.rgb(i, j), colour)) for j in ys for i in xs)
+    return hits / max(1, len(xs) * len(ys))
+
+
+def screenshot(view, tmp_path, name: str):
+    from .png import decode
+
+    path = tmp_path / f"{name}.png"
+    view.locator("#hex").screenshot(path=str(path))
+    return decode(path.read_bytes())
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_screenshot_paints_the_failing_bytes_in_the_error_colour(open_page, tmp_path, scheme):
+    from hurray_decl.html_dump import COLOURS
+
+    _, dump = example("invalid_block_size_not_power_of_two.bin")
+    view = open_page(render_html(dump), color_scheme=scheme).page
+    image = screenshot(view, tmp_path, f"invalid-{scheme}")
+    failing = set(span(dump, failing_row(dump)))
+    error = rgb(COLOURS[scheme]["error"])
+    boxes = view.evaluate(BOXES)
+    assert len(boxes) == len(dump.rows and range(dump.rows[-1].offset + dump.rows[-1].size))
+    for box in boxes:
+        if box[0] in failing:
+            assert share(image, box, error) > 0.5, f"byte {box[0]} is not in the error colour"
+        else:
+            assert share(image, box, error) < 0.02, f"byte {box[0]} is painted in the error colour"
+
+
+def test_screenshot_of_a_valid_dump_shows_no_error_and_the_selection(open_page, tmp_path):
+    from hurray_decl.html_dump import COLOURS
+
+    _, dump = example("valid_per_block_affine_int4_f16.bin")
+    view = open_page(render_html(dump)).page
+    error, selected = rgb(COLOURS["light"]["error"]), rgb(COLOURS["light"]["selected"])
+    image = screenshot(view, tmp_path, "valid")
+    boxes = view.evaluate(BOXES)
+    assert all(share(image, box, error) < 0.02 for box in boxes)
+    index = next(i for i, r in enumerate(dump.rows) if r.field == "quantization.block_size")
+    view.click(f'#tree [data-row="{index}"] .value')
+    view.mouse.move(0, 0)
+    image = screenshot(view, tmp_path, "valid-selected")
+    for box in boxes:
+        painted = share(image, box, selected) > 0.5
+        assert painted == (box[0] in span(dump, index)), f"byte {box[0]}"
+
+
+# --- a dump of 100,000 rows ---------------------------------------------------------------------
+
+LARGE_BLOCKS = 50_000  # two rows each
+SCROLL = """async (positions) => {
+  const frame = () => new Promise(resolve => requestAnimationFrame(() => resolve()));
+  const hex = document.getElementById('hex'), tree = document.getElementById('tree');
+  const out = [];
+  for (const f of positions) {
+    const start = performance.now();
+    hex.scrollTop = f * (hex.scrollHeight - hex.clientHeight);
+    tree.scrollTop = f * (tree.scrollHeight - tree.clientHeight);
+    await frame(); await frame();
+    out.push({ms: performance.now() - start, nodes: document.getElementsByTagName('*').length,
+              bytes: [...hex.querySelectorAll('.b[data-o]')].map(e => [+e.dataset.o, e.textContent]),
+              rows: [...tree.querySelectorAll('[data-row]')].map(e => +e.dataset.row)});
+  }
+  return out; }"""
+
+
+def large_dump() -> tuple[bytes, hexdump.Dump]:
+    import numpy as np
+
+    from hurray_decl.errors import HurrayDeclError
+
+    data = np.random.default_rng(15).integers(0, 256, size=10 * LARGE_BLOCKS, dtype=np.uint8).tobytes()
+    rows = []
+    for i in range(LARGE_BLOCKS):
+        o = 10 * i
+        rows.append(hexdump.Row(o, 2, data[o:o + 2].hex(" ").upper(), f"blocks[{i}].scale", f"{i / 7:.6g}"))
+        rows.append(hexdump.Row(o + 2, 8, data[o + 2:o + 10].hex(" ").upper(), f"blocks[{i}].codes",
+                                data[o + 2:o + 10].hex(" ").upper()))
+    failing = rows[2 * LARGE_BLOCKS - 9]
+    return data, hexdump.Dump(rows, HurrayDeclError("HQ-PB-03", "a synthetic failing field", offset=failing.offset + 3))
+
+
+def chromium_memory() -> dict[str, tuple[int, int]]:
+    """RSS and PSS in bytes of the Chromium processes this test run started, by process type
+    (``browser``, ``renderer``, ``gpu-process``, ...), the largest process of each type."""
+    import os
+    from pathlib import Path
+
+    parents = {}
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                parents[int(proc.name)] = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    mine, changed = {os.getpid()}, True
+    while changed:
+        changed = False
+        for pid, parent in parents.items():
+            if parent in mine and pid not in mine:
+                mine.add(pid)
+                changed = True
+    found: dict[str, tuple[int, int]] = {}
+    for pid in mine - {os.getpid()}:
+        try:
+            if "chrom" not in Path(f"/proc/{pid}/comm").read_text():
+                continue
+            args = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").split()  # Chromium retitles
+            kind = next((a[7:].decode() for a in args if a.startswith(b"--type=")), "browser")
+            sizes = {line.split(":")[0]: int(line.split()[1]) * 1024
+                     for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:]}
+        except OSError:
+            continue
+        if sizes["Pss"] > found.get(kind, (0, 0))[1]:
+            found[kind] = (sizes["Rss"], sizes["Pss"])
+    return found
+
+
+def test_a_dump_of_100000_rows_opens_fast_and_scrolls(open_page, chromium):
+    import random
+    import time
+
+    data, dump = large_dump()
+    assert len(dump.rows) == 100_000
+    page = render_html(dump, title="100,000 rows")
+    start = time.perf_counter()
+    opened = open_page(page, name="large.html")
+    seconds = time.perf_counter() - start
+    view = opened.page
+    ready_ms = float(view.evaluate("() => document.documentElement.dataset.ready"))
+    session = chromium.new_cdp_session(view)
+    session.send("Performance.enable")
+    metrics = {m["name"]: m["value"] for m in session.send("Performance.getMetrics")["metrics"]}
+    memory = chromium_memory()
+    rss, pss = memory["renderer"]
+    print(f"\n100,000-row page ({len(page) / 1e6:.1f} MB of HTML, {len(data)} bytes of input): open {seconds:.2f} s "
+          f"(goto to built view), built at {ready_ms:.0f} ms after navigation start; JS heap "
+          f"{metrics['JSHeapUsedSize'] / 2**20:.0f} MiB used of {metrics['JSHeapTotalSize'] / 2**20:.0f} MiB; "
+          f"DOM nodes {metrics['Nodes']:.0f}; the page's renderer process RSS {rss / 2**20:.0f} MiB, "
+          f"PSS {pss / 2**20:.0f} MiB; largest process of each kind (RSS, PSS MiB): "
+          + ", ".join(f"{k} {r / 2**20:.0f}/{p / 2**20:.0f}" for k, (r, p) in sorted(memory.items())))
+    assert seconds < 10, "a generous bound: the figure is reported above"
+    assert metrics["JSHeapUsedSize"] < 500 * 2**20 and pss < 500 * 2**20
+    assert in_sight(view, "#tree .row.fail", "#tree") and in_sight(view, "#hex .b.err", "#hex")
+    assert view.evaluate("() => +document.querySelector('#tree .row.fail').dataset.row") == failing_row(dump)
+
+    positions = [0.0, 1.0, 0.5] + [random.Random(15).random() for _ in range(12)]
+    frames = view.evaluate(SCROLL, positions)
+    for frame in frames:
+        offsets = [o for o, _ in frame["bytes"]]
+        assert offsets and offsets == list(range(offsets[0], offsets[0] + len(offsets))), "contiguous, each once"
+        assert all(text == f"{data[o]:02X}" for o, text in frame["bytes"])
+        assert frame["rows"] == list(range(frame["rows"][0], frame["rows"][0] + len(frame["rows"])))
+        assert frame["nodes"] < 5000, "only the rows in sight are in the DOM"
+    assert frames[0]["bytes"][0][0] == 0 and frames[1]["bytes"][-1][0] == len(data) - 1
+    assert frames[1]["rows"][-1] == len(dump.rows) - 1
+    slowest = max(f["ms"] for f in frames)
+    print(f"scrolling: slowest jump {slowest:.0f} ms over {len(frames)} jumps (two frames each)")
+    assert slowest < 1000

@@ -96,7 +96,7 @@ def _page(title: str, body: str) -> str:
 _VIEW = """<header>
 <h1>{title}</h1><span id="verdict" class="verdict"></span><span id="stats" class="stats"></span>
 <div class="tools"><span id="matches"></span>
-<input id="search" type="search" placeholder="filter fields by path or value  ( / )" aria-label="filter fields">
+<input id="search" type="search" placeholder="filter by path or value  (/)" aria-label="filter fields">
 <button id="fold" type="button">fold all</button><button id="unfold" type="button">unfold all</button></div>
 </header>
 <section id="problem" hidden><span class="code"></span> <span class="message"></span>

@@ -402,7 +402,7 @@
   head.className = "line";
   head.appendChild(cell("off", "offset".padEnd(8)));
   for (let k = 0; k < PER_LINE; k++) head.appendChild(cell("b" + (k === 7 ? " mid" : ""), hex2(k)));
-  head.appendChild(cell("asc", "ASCII"));
+  head.appendChild(cell("asc", "ASCII".padEnd(PER_LINE)));
   $("hexhead").replaceChildren(head);
   $("stats").textContent = total + " bytes, " + n + " rows";
   const verdict = $("verdict");

@@ -19,6 +19,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Mapping
 
+from .errors import ArgumentError
 from .rules import all_rules
 
 if TYPE_CHECKING:
@@ -121,6 +122,11 @@ _VIEW = """<header>
 
 def render_html(dump: Dump, title: str = DEFAULT_TITLE) -> str:
     """The dump as one self-contained HTML page (see the module's documentation)."""
+    if not callable(getattr(dump, "to_json", None)):
+        raise ArgumentError("render_html(dump=...)", "not a hex dump", actual=type(dump).__name__,
+                            expected="a hexdump.Dump")
+    if not isinstance(title, str):
+        raise ArgumentError("render_html(title=...)", "not a string", actual=type(title).__name__, expected="str")
     document = json_document(dump)
     codes = [dump.error.code] if dump.error is not None else []
     body = _VIEW.format(title=html.escape(title), document=_script_data(document),

@@ -15,6 +15,7 @@
   const PER_LINE = 16;
   const CAP = 8000000; // the tallest spacer we ask the browser for, in pixels
   const UNDECODED = /^\(.*\)$/; // (undecoded), (after descriptor_length): bytes no field covers
+  const LONG = 240; // a value cell shows this many characters (the search sees them all)
 
   // --- the bytes, and the row that owns each byte --------------------------------------------
   let total = 0;
@@ -108,7 +109,7 @@
       box.addEventListener("scroll", () => this.schedule());
       window.addEventListener("resize", () => this.schedule());
     }
-    setCount(count) { this.count = count; this.render(); }
+    setCount(count) { this.count = count; this.render(true); }
     schedule() {
       if (this.pending) return;
       this.pending = true;
@@ -122,12 +123,14 @@
       this.scale = height > shown && shown > view ? (height - view) / (shown - view) : 1;
       return view;
     }
-    render() {
+    // Draw the rows in sight; when they are the ones already drawn, only restyle them (unless forced).
+    render(force = false) {
       const view = this.geometry();
       const top = this.box.scrollTop * this.scale;
       const first = Math.max(0, Math.floor(top / this.rowHeight));
       const last = Math.min(this.count, Math.ceil((top + view) / this.rowHeight) + 1);
       this.layer.style.transform = "translateY(" + (this.box.scrollTop - (top - first * this.rowHeight)) + "px)";
+      if (!force && first === this.first && last === this.last) { this.restyle(this.layer); return; }
       this.first = first; this.last = last;
       this.layer.replaceChildren(this.draw(first, last));
     }
@@ -227,6 +230,7 @@
       div.dataset.offset = item.start[it];
       div.dataset.size = item.end[it] - item.start[it];
       div.title = item.path[it];
+      div.setAttribute("role", "option");
       div.appendChild(cell("num", String(item.start[it])));
       div.appendChild(cell("num", String(item.end[it] - item.start[it])));
       const name = cell("name", "");
@@ -237,8 +241,9 @@
       let rule = "";
       if (r >= 0) {
         div.dataset.row = r;
-        div.appendChild(cell("value", rows[r].value));
-        if (r === failRow) { rule = error.code; div.dataset.code = error.code; } else if (rows[r].rule) rule = rows[r].rule;
+        const value = rows[r].value;
+        div.appendChild(cell("value", value.length > LONG ? value.slice(0, LONG) + "\u2026" : value));
+        if (r === failRow) { rule = error.code; div.dataset.code = error.code; }
       } else {
         div.appendChild(cell("value", ""));
         if (failStart >= item.start[it] && failStart < item.end[it]) rule = error.code;

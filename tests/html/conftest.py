@@ -20,7 +20,7 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-ne
 VIEWPORT = {"width": 1400, "height": 1000}
 
 
-def _require_browser() -> None:
+def require_browser() -> None:
     if CHROMIUM.is_file():
         return
     reason = f"Debian's chromium is not installed ({CHROMIUM}): apt-get install -y chromium (.ci/run does)"
@@ -32,7 +32,7 @@ def _require_browser() -> None:
 @pytest.fixture(scope="session")
 def chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A browser context with a fresh profile, shared by the session."""
-    _require_browser()
+    require_browser()
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:

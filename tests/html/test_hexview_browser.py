@@ -16,7 +16,7 @@ from .test_html_dump import FILES, EXPECT, hostile_dump
 INVALID = [name for name in FILES if EXPECT[name] is not None]
 QUANTIZATION = ["0201000000000000010000000200000003000000", "03010000000000000600000001000000ffffffff03000000",
                 "62010000", "0101000000000000000000000000000001"]
-CLICKED = ["valid_csf.bin", "valid_per_block_affine_int4_f16.bin", "invalid_axis_out_of_range.bin"]
+CLICKED = ["valid_per_block_affine_int4_f16.bin", "invalid_axis_out_of_range.bin"]  # with the mouse, all fields
 
 HEX_BYTES = "() => [...document.querySelectorAll('#hex .b[data-o]')].map(e => [+e.dataset.o, e.textContent])"
 ASCII = "() => [...document.querySelectorAll('#hex .a[data-o]')].map(e => +e.dataset.o)"
@@ -35,7 +35,7 @@ WALK = """(selection) => {
     tree.dispatchEvent(new KeyboardEvent('keydown', {key: 'ArrowDown', bubbles: true, cancelable: true}));
     const step = (0, eval)(selection)();
     const last = steps[steps.length - 1];
-    if (last && last.paths[0] === step.paths[0] && last.rows[0] === step.rows[0]) break;
+    if (!step.rows.length || (last && last.paths[0] === step.paths[0] && last.rows[0] === step.rows[0])) break;
     steps.push(step);
   }
   return steps; }"""
@@ -62,10 +62,22 @@ def span(dump: hexdump.Dump, index: int) -> list[int]:
 
 
 def cases() -> list[tuple[str, bytes, hexdump.Dump]]:
+    """Every bundled example, a few quantization payloads, the empty input, and (seeded) examples
+    with random bytes changed, cut short or extended: whatever the reader makes of them."""
+    import random
+
     out = [(name, *example(name)) for name in FILES]
     for text in QUANTIZATION:
         data = bytes.fromhex(text)
         out.append((f"quantization-{text[:8]}", data, hexdump.dump(data, kind="quantization")))
+    out.append(("empty", b"", hexdump.dump(b"")))
+    chance = random.Random(15)
+    for i in range(12):
+        data = bytearray(example(chance.choice(FILES))[0])
+        for _ in range(chance.randint(1, 4)):
+            data[chance.randrange(len(data))] = chance.randrange(256)
+        data = bytes(data[:chance.randint(1, len(data))] if i % 3 == 1 else data + bytes(i % 3 * 7))
+        out.append((f"mutant-{i}", data, hexdump.dump(data, permissive=i % 2 == 0)))
     return out
 
 
@@ -107,7 +119,7 @@ def test_clicking_fields_and_bytes_links_both_ways(open_page, name):
         view.click(f'#tree [data-row="{index}"] .value')
         state = view.evaluate(SELECTION)
         assert state["rows"] == [index] and sorted(state["bytes"]) == span(dump, index)
-    for offset in range(0, len(data), 3):
+    for offset in range(0, len(data), 4):
         view.click(f'#hex .b[data-o="{offset}"]')
         state = view.evaluate(SELECTION)
         assert state["rows"] == [owning_row(dump, offset)]
@@ -200,6 +212,17 @@ def test_keyboard_jumps_to_the_failing_field(open_page):
     assert view.evaluate(SELECTION)["rows"] == [failing_row(dump)]
     view.keyboard.press("Home")
     assert view.evaluate(SELECTION)["rows"] == [0]
+
+
+def test_a_long_value_is_cut_in_its_cell_and_found_by_search(open_page):
+    payload = bytes(range(256)) * 4
+    dump = hexdump.Dump([hexdump.Row(0, len(payload), payload.hex(" ").upper(), "payload",
+                                     payload.hex(" ").upper())], None)
+    view = open_page(render_html(dump)).page
+    cell = view.text_content('#tree [data-row="0"] .value')
+    assert len(cell) < 300 and cell.endswith("\u2026") and payload.hex(" ").upper().startswith(cell[:-1])
+    view.fill("#search", "FD FE FF")  # bytes at the very end of the value
+    view.wait_for_function("() => document.getElementById('matches').textContent.startsWith('1 of 1')")
 
 
 def test_markup_in_a_dump_is_shown_as_text_and_fetches_nothing(open_page):

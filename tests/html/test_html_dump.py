@@ -7,10 +7,12 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from hurray_decl import hexdump
 from hurray_decl.cli import main
-from hurray_decl.errors import HurrayDeclError
+from hurray_decl.errors import ARGUMENT, ArgumentError, HurrayDeclError
 from hurray_decl.examples import bundled
 from hurray_decl.html_dump import CSP, render_html
 from hurray_decl.rules import rule
@@ -92,3 +94,29 @@ def test_audit_html_needs_a_folder(tmp_path, capsys):
     assert main(["audit", "--format", "html", "-o", str(blocker)]) == 3
     assert "not a folder" in capsys.readouterr().err
     assert blocker.read_text() == "x"
+
+
+@given(st.binary(max_size=300), st.sampled_from(["tensor", "quantization"]), st.booleans())
+def test_any_bytes_make_a_page_embedding_their_json_dump(data, kind, permissive):
+    dump = hexdump.dump(data, kind=kind, permissive=permissive)
+    assert embedded(render_html(dump)) == hexdump.render(dump, "json")
+
+
+def test_unusable_arguments_are_refused():
+    with pytest.raises(ArgumentError) as info:
+        render_html(b"\x00")
+    assert info.value.code == ARGUMENT and "render_html(dump=...)" in str(info.value)
+    with pytest.raises(ArgumentError):
+        render_html(hexdump.dump(b""), title=3)
+
+
+def test_browser_tests_skip_outside_ci_and_fail_in_ci(monkeypatch, tmp_path):
+    from . import conftest
+
+    monkeypatch.setattr(conftest, "CHROMIUM", tmp_path / "no-chromium")
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="chromium is not installed"):
+        conftest.require_browser()
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="chromium is not installed"):
+        conftest.require_browser()

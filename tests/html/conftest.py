@@ -47,6 +47,7 @@ def chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 class Opened:
     page: Any
     url: str
+    allowed: set[str] = field(default_factory=set)  # the page itself, and pages a test follows links to
     requests: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
@@ -57,7 +58,7 @@ def open_page(chromium: Any, tmp_path: Path) -> Iterator[Callable[..., Opened]]:
     opened: list[Opened] = []
 
     def aborted(route: Any) -> None:  # the request listener below records it; only the page itself loads
-        if any(route.request.url == page.url for page in opened):
+        if any(route.request.url in page.allowed for page in opened):
             route.continue_()
         else:
             route.abort()
@@ -65,11 +66,11 @@ def open_page(chromium: Any, tmp_path: Path) -> Iterator[Callable[..., Opened]]:
     chromium.route("**/*", aborted)
 
     def open_(text: str, name: str = "page.html", viewport: dict | None = None, color_scheme: str = "light",
-              wait: bool = True) -> Opened:
+              wait: bool = True, follows: tuple[str, ...] = ()) -> Opened:
         path = tmp_path / name
         path.write_text(text, encoding="utf-8")
         page = chromium.new_page()
-        result = Opened(page, path.as_uri())
+        result = Opened(page, path.as_uri(), {path.as_uri(), *follows})
         opened.append(result)
         page.on("request", lambda request: result.requests.append(request.url))
         page.on("pageerror", lambda err: result.problems.append(f"script error: {err}"))
@@ -85,7 +86,7 @@ def open_page(chromium: Any, tmp_path: Path) -> Iterator[Callable[..., Opened]]:
     yield open_
     chromium.unroute("**/*", aborted)
     for result in opened:
-        others = [url for url in result.requests if url != result.url]
+        others = [url for url in result.requests if url not in result.allowed]
         assert not others, f"{result.url} made requests: {others}"
         assert not result.problems, f"{result.url}: {result.problems}"
         result.page.close()

@@ -422,3 +422,20 @@ def test_a_dump_of_100000_rows_opens_fast_and_scrolls(open_page, chromium):
     slowest = max(f["ms"] for f in frames)
     print(f"scrolling: slowest jump {slowest:.0f} ms over {len(frames)} jumps (two frames each)")
     assert slowest < 1000
+
+
+def test_audit_index_links_each_page_with_its_verdict(open_page, tmp_path):
+    from hurray_decl.cli import main
+
+    assert main(["audit", "--format", "html", "-o", str(tmp_path)]) == 0
+    name = "invalid_scale_index_aliases_data.bin"
+    target = (tmp_path / f"{name}.html").as_uri()
+    view = open_page((tmp_path / "index.html").read_text(), name="index.html", follows=(target,),
+                     wait=False).page
+    listed = view.evaluate("""() => [...document.querySelectorAll('tbody tr')].map(r => [r.dataset.file,
+        r.children[1].textContent, r.children[2].textContent, r.querySelector('a').getAttribute('href')])""")
+    assert listed == [[f, "valid" if EXPECT[f] is None else "invalid", EXPECT[f] or "", f"{f}.html"] for f in FILES]
+    view.click(f'a[href="{name}.html"]')
+    view.wait_for_selector("html[data-ready]")
+    assert view.url == target
+    assert view.evaluate("() => document.querySelector('#tree .row.fail').dataset.code") == EXPECT[name]

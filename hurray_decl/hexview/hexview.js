@@ -13,7 +13,7 @@
   const HEX_ROW = parseInt(css.getPropertyValue("--hex-row"), 10);
   const TREE_ROW = parseInt(css.getPropertyValue("--tree-row"), 10);
   const PER_LINE = 16;
-  const CAP = 8000000; // the tallest spacer we ask the browser for, in pixels
+  const CAP = 2000000; // the tallest spacer we ask the browser for, in pixels (taller lists are scaled)
   const UNDECODED = /^\(.*\)$/; // (undecoded), (after descriptor_length): bytes no field covers
   const LONG = 240; // a value cell shows this many characters (the search sees them all)
 

@@ -409,6 +409,11 @@ def test_a_dump_of_100000_rows_opens_fast_and_scrolls(open_page, chromium):
     assert in_sight(view, "#tree .row.fail", "#tree") and in_sight(view, "#hex .b.err", "#hex")
     assert view.evaluate("() => +document.querySelector('#tree .row.fail').dataset.row") == failing_row(dump)
 
+    from hurray_decl.html_dump import ROW_HEIGHTS
+
+    spacer = view.evaluate("() => document.querySelector('#tree .spacer').offsetHeight")
+    items = len(dump.rows) + LARGE_BLOCKS + 1  # a group per block, and "blocks"
+    assert spacer < items * ROW_HEIGHTS["tree-row"], "the tree is taller than the spacer: its scroll is scaled"
     positions = [0.0, 1.0, 0.5] + [random.Random(15).random() for _ in range(12)]
     frames = view.evaluate(SCROLL, positions)
     for frame in frames:

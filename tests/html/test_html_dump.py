@@ -69,6 +69,7 @@ def test_inspect_prints_the_page(capsys):
     dump = hexdump.dump(bytes.fromhex(data), kind="quantization")
     assert embedded(page) == hexdump.render(dump, "json")
     assert f"<title>hurray-decl inspect {data}</title>" in page
+    assert hexdump.hexdump(bytes.fromhex(data), kind="quantization", format="html") == render_html(dump)
 
 
 def test_audit_writes_an_index_and_one_page_per_file(tmp_path, capsys):

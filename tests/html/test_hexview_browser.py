@@ -444,3 +444,16 @@ def test_audit_index_links_each_page_with_its_verdict(open_page, tmp_path):
     view.wait_for_selector("html[data-ready]")
     assert view.url == target
     assert view.evaluate("() => document.querySelector('#tree .row.fail').dataset.code") == EXPECT[name]
+
+
+def test_an_error_without_an_offset_is_shown_but_marks_no_field(open_page):
+    from hurray_decl.errors import HurrayDeclError
+
+    _, valid = example("valid_row_major.bin")
+    dump = hexdump.Dump(valid.rows, HurrayDeclError("HT-HDR-08", "no byte position"))
+    view = open_page(render_html(dump)).page
+    assert view.text_content("#verdict") == "invalid HT-HDR-08"
+    assert view.evaluate("() => document.querySelectorAll('.fail, .err, .holds-fail').length") == 0
+    assert view.evaluate("() => [document.getElementById('problem').hidden, "
+                         "document.querySelector('#problem button').hidden]") == [False, True]
+    assert view.text_content("#problem .rule-text") == rule("HT-HDR-08").text

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import html
 import json
-from functools import lru_cache
+from collections.abc import Mapping
+from functools import cache
 from importlib import resources
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from .errors import ArgumentError
 from .rules import all_rules
@@ -52,7 +53,7 @@ CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'
 """The page may load nothing: no script, style, font or image from anywhere but itself."""
 
 
-@lru_cache(maxsize=None)
+@cache
 def _asset(name: str) -> str:
     return resources.files("hurray_decl").joinpath(f"{ASSETS}/{name}").read_text(encoding="utf-8")
 
@@ -119,6 +120,7 @@ _VIEW = """<header>
 <script>
 {script}</script>
 """
+
 
 def render_html(dump: Dump, title: str = DEFAULT_TITLE) -> str:
     """The dump as one self-contained HTML page (see the module's documentation)."""

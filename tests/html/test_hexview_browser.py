@@ -11,7 +11,7 @@ from hurray_decl.examples import bundled
 from hurray_decl.html_dump import render_html
 from hurray_decl.rules import rule
 
-from .test_html_dump import FILES, EXPECT, hostile_dump
+from .test_html_dump import EXPECT, FILES, hostile_dump
 
 INVALID = [name for name in FILES if EXPECT[name] is not None]
 QUANTIZATION = ["0201000000000000010000000200000003000000", "03010000000000000600000001000000ffffffff03000000",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -23,7 +22,7 @@ EXPECT = {e["file"]: e["expect"] for e in json.loads((bundled() / "manifest.json
 
 def embedded(page: str, element: str = "hexdump-json") -> str:
     """The text of a JSON script element, with the page's one escape (``<`` as ``\\u003c``) undone."""
-    text = re.search(rf'<script type="application/json" id="{element}">(.*?)</script>', page, re.S)[1]
+    text = re.search(rf'<script type="application/json" id="{element}">(.*?)</script>', page, re.DOTALL)[1]
     assert "<" not in text
     return text.replace("\\u003c", "<")
 

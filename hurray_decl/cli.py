@@ -118,6 +118,9 @@ def cmd_rule(args: argparse.Namespace) -> int:
 
 def cmd_inspect(args: argparse.Namespace) -> int:
     result = hexdump.dump(read_input(args.input), kind=kind(args), permissive=args.permissive)
+    if args.format == "html":
+        from .cli_html import print_page
+        return print_page(result, args)
     text = hexdump.render(result, args.format)
     print(text if args.format == "json" else colour_verdicts(text, Style(sys.stdout)))
     return INVALID if result.error is not None else 0
@@ -255,6 +258,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
     if not folder.is_dir():
         raise UsageError(f"{str(folder)!r} is not a folder")
     result = audit(folder, args)
+    if args.format == "html":
+        from .cli_html import write_audit
+        return write_audit(result, folder, args)
     print(render_audit(result, args.format, Style(sys.stdout)))
     return INVALID if result["summary"]["disagreements"] else 0
 
@@ -328,8 +334,9 @@ def build_parser() -> argparse.ArgumentParser:
                                         "verdicts and rule codes, checked against the folder's manifest.json if any; "
                                         "exit 1 if a verdict disagrees with the manifest")
     audit_cmd.add_argument("folder", nargs="?", help="the folder (default: the bundled examples)")
-    audit_cmd.add_argument("--format", choices=("text", "markdown", "json"), default="text",
-                           help="report format (default: text)")
+    audit_cmd.add_argument("--format", choices=("text", "markdown", "json", "html"), default="text",
+                           help="report format (default: text); html writes an index and one page per file to -o DIR")
+    audit_cmd.add_argument("-o", "--output", metavar="DIR", help="the folder --format html writes its pages to")
     _kind_options(audit_cmd)
 
     bench_cmd = add("bench", cmd_bench, "time dequantization against a NumPy copy and gguf's Q4_0 dequantize")

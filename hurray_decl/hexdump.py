@@ -17,6 +17,7 @@ from typing import Any, Callable
 from . import engine
 from .element_types import BY_TAG
 from .errors import HurrayDeclError
+from .html_dump import render_html
 from .schema import NONE32
 from .tags import tag_range
 from .tensor.buffers import DEVICES, MEMORY_CLASSES
@@ -25,7 +26,7 @@ from .tensor.layouts import LAYOUTS
 from .tensor.reader import skip_descriptor, trace_tensor_descriptor
 from .trace import Span, trace
 
-FORMATS = ("text", "markdown", "json")
+FORMATS = ("text", "markdown", "json", "html")
 JSON_SCHEMA = "hexdump.schema.json"
 """The JSON Schema of the json format, shipped in the package: ``json_schema()`` loads it."""
 UNDECODED = "(undecoded)"
@@ -165,9 +166,11 @@ def _join(prefix: str, name: str) -> str:
 
 
 def render(dump: Dump, fmt: str = "text") -> str:
-    """The dump as aligned text, a Markdown table, or JSON."""
+    """The dump as aligned text, a Markdown table, JSON, or a self-contained HTML page."""
     if fmt == "json":
         return json.dumps(dump.to_json(), indent=2)
+    if fmt == "html":
+        return render_html(dump)
     failing = dump.error.offset if dump.error is not None else None
     marked = _failing_row(dump.rows, failing)
     header = ("Offset", "Value (hex)", "Field", "Value")
@@ -231,7 +234,7 @@ def dump(data: bytes, *, kind: str = "tensor", permissive: bool = False) -> Dump
 
 
 def hexdump(data: bytes, *, kind: str = "tensor", format: str = "text", permissive: bool = False) -> str:
-    """The annotated hex dump of a descriptor as text, Markdown or JSON."""
+    """The annotated hex dump of a descriptor as text, Markdown, JSON or HTML."""
     if format not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, not {format!r}")
     return render(dump(data, kind=kind, permissive=permissive), format)

@@ -97,4 +97,4 @@ def test_padding_is_labelled():
 
 def test_unknown_format_is_refused():
     with pytest.raises(ValueError):
-        hexdump(WORKED_EXAMPLE, kind="quantization", format="html")
+        hexdump(WORKED_EXAMPLE, kind="quantization", format="xml")

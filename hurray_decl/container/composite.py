@@ -34,8 +34,10 @@ class CompositeWalk:
     """Composite structure over tensors given in write order. ``locate(name)`` is the byte
     offset errors about that tensor carry (None when there is no file yet)."""
 
-    def __init__(self, locate: Callable[[str], int | None] = lambda name: None) -> None:
+    def __init__(self, locate: Callable[[str], int | None] = lambda name: None, *,
+                 max_depth: int = MAX_COMPOSITE_DEPTH) -> None:
         self.locate = locate
+        self.max_depth = max_depth
         self.stack: list[_Frame] = []
         self.started = False
 
@@ -58,9 +60,9 @@ class CompositeWalk:
                 top.members.append((name, descriptor))
         if isinstance(descriptor.layout, CompositeHead):
             depth = len(self.stack) + 1
-            if depth > MAX_COMPOSITE_DEPTH:
+            if depth > self.max_depth:
                 raise self._fail("HF-DATA-17", "composite nesting deeper than 8 heads", name, depth,
-                                 f"<= {MAX_COMPOSITE_DEPTH}")
+                                 f"<= {self.max_depth}")
             self.stack.append(_Frame(name, descriptor, descriptor.layout.member_count))
         while self.stack and self.stack[-1].remaining == 0:
             self._close(self.stack.pop())

@@ -284,11 +284,11 @@ class Container:
         previous = h.first_descriptor_offset
         for i in self.write_order():
             e = self.entries[i]
+            tensor = self._tensor(i)  # the tensor's own placement first (Appendix A, row 16)
             if e.descriptor_offset not in expect:
                 raise self._fail("HF-DATA-03", "a tensor does not start where the previous one ends", i,
                                  "descriptor_offset", e.descriptor_offset, " or ".join(map(str, sorted(expect))))
             self._zero(previous, e.descriptor_offset, "HF-DATA-11", "file -> padding")
-            tensor = self._tensor(i)
             p = tensor.placement
             gap_from = p.descriptor_end
             for s, end in p.buffers:

@@ -14,8 +14,8 @@ from typing import Any, ClassVar
 from pydantic import model_validator
 
 from ..errors import ArgumentError, RuleViolation
-from ..model import U8, U16, U32, U64, FrozenModel
-from .declarations import SCALAR_PAYLOADS, U16_MAX, U32_MAX, UNKNOWN_COUNT, FileFlag, KVTag, payload_size
+from ..model import U8, U32, U64, FrozenModel
+from .declarations import SCALAR_PAYLOADS, U32_MAX, UNKNOWN_COUNT, FileFlag, KVTag, payload_size
 
 
 class ContainerPart(FrozenModel):
@@ -261,4 +261,4 @@ def _wire(tag: int, value: Any) -> Any:
     return value
 
 
-__all__ = ["ContainerPart", "FileHeader", "IndexEntry", "KVValue", "Trailer", "U16", "U16_MAX"]
+__all__ = ["ContainerPart", "FileHeader", "IndexEntry", "KVValue", "Trailer"]

@@ -20,7 +20,7 @@ import mmap
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator
 
 import construct as cs
 import numpy as np
@@ -32,9 +32,8 @@ from ..tensor.layouts import CompositeHead
 from .composite import CompositeWalk
 from .crc import crc32c
 from .declarations import (
-    DESCRIPTOR_ALIGNMENT, FILE_HEADER, FILE_MAGIC, FILE_PREAMBLE, HEADER_LENGTH, INDEX_COUNT, INDEX_COUNT_LENGTH,
-    INDEX_ENTRY, KV_COUNT, KV_COUNT_LENGTH, KV_ENTRY, MIN_FILE_SIZE, TRAILER, TRAILER_LENGTH, TRAILER_MAGIC_STRUCT,
-    UNKNOWN_COUNT, FileFlag,
+    DESCRIPTOR_ALIGNMENT, FILE_HEADER, FILE_MAGIC, FILE_PREAMBLE, HEADER_LENGTH, INDEX_COUNT, INDEX_ENTRY, KV_COUNT,
+    KV_ENTRY, MIN_FILE_SIZE, TRAILER, TRAILER_LENGTH, TRAILER_MAGIC_STRUCT, UNKNOWN_COUNT, FileFlag,
 )
 from .model import FileHeader, IndexEntry, KVValue, Trailer
 
@@ -73,20 +72,11 @@ def parse_at(struct: cs.Construct, view: memoryview, start: int, end: int, where
     try:
         value = struct.parse_stream(stream, **params)
     except HurrayDeclError as err:
-        raise _placed(err, start, where) from None
+        raise err.rebased(start, where) from None
     except cs.StreamError as exc:
         raise TruncatedError(truncated, "the section ends inside this field", path=where,
                              offset=start + stream.tell(), actual=f"{end - start} bytes in the section") from exc
     return value, start + stream.tell()
-
-
-def _placed(err: HurrayDeclError, start: int, where: str) -> HurrayDeclError:
-    field = err.path.split(" -> ", 1)
-    err.path = where + (f" -> {field[1]}" if len(field) == 2 else "")
-    if err.offset is not None:
-        err.offset += start
-    err.args = (err._render(),)
-    return err
 
 
 @dataclass(frozen=True)
@@ -125,9 +115,9 @@ class Composite:
 class Container:
     """An opened container: header, trailer, index and KV checked (level O)."""
 
-    def __init__(self, data: Any, header: FileHeader, trailer: Trailer, entries: tuple[IndexEntry, ...],
+    def __init__(self, view: memoryview, header: FileHeader, trailer: Trailer, entries: tuple[IndexEntry, ...],
                  kv: dict[str, KVValue], positions: dict[str, int], permissive: bool) -> None:
-        self.view = memoryview(data).cast("B") if not isinstance(data, memoryview) else data.cast("B")
+        self.view = view
         self.header = header
         self.trailer = trailer
         self.entries = entries
@@ -334,13 +324,14 @@ class Container:
                                 actual=f"0x{int(raw[nonzero[0]]):02X}", expected="0x00")
 
     def _data(self, tensor: Tensor) -> None:
+        """The tensor's data rules (HQ-/HE-/HT- rules on buffer contents); an offset inside
+        buffer i becomes a file offset from that buffer's start, others from the descriptor's."""
         try:
             validate_buffers(tensor.descriptor, tensor.buffers, permissive=self.permissive)
         except HurrayDeclError as err:
-            match = re.search(r"buffers -> (\d+)", err.path)
-            base = tensor.placement.buffers[int(match.group(1))][0] if match and tensor.placement.buffers else 0
-            if match is None or err.offset is None:
-                base = tensor.placement.descriptor_start if err.offset is not None else 0
+            match = re.search(r"buffers -> (\d+) -> \[", err.path)
+            p = tensor.placement
+            base = p.buffers[int(match.group(1))][0] if match else p.descriptor_start
             raise err.rebased(base, f"file -> tensor {tensor.name!r} -> descriptor") from None
 
 
@@ -382,7 +373,7 @@ def open_container(data: Any, *, permissive: bool = False) -> Container:
     trailer = Trailer.from_wire(wire)
     entries = _index(view, trailer, header, positions)
     kv = _kv(view, trailer, minor) if trailer.has_kv else {}
-    return Container(data, header, trailer, entries, kv, positions, permissive)
+    return Container(view, header, trailer, entries, kv, positions, permissive)
 
 
 def _index(view: memoryview, trailer: Trailer, header: FileHeader, positions: dict[str, int]) -> tuple[IndexEntry, ...]:
@@ -413,10 +404,7 @@ def _index(view: memoryview, trailer: Trailer, header: FileHeader, positions: di
 
 
 def _kv(view: memoryview, trailer: Trailer, minor: int) -> dict[str, KVValue]:
-    start, end = trailer.kv_offset, trailer.kv_offset + trailer.kv_length
-    if end > len(view):
-        raise TruncatedError("HF-META-07", "the KV section reaches past the file", path="file -> trailer -> kv_length",
-                             offset=len(view) - TRAILER_LENGTH + 24, actual=trailer.kv_length)
+    start, end = trailer.kv_offset, trailer.kv_offset + trailer.kv_length  # inside the file: HF-META-06, HF-IDX-04
     count, p = parse_at(KV_COUNT, view, start, end, "file -> kv", "HF-META-07")
     kv: dict[str, KVValue] = {}
     for i in range(count.kv_count):

@@ -22,12 +22,13 @@ from hypothesis import strategies as st
 
 from ..codec import quantize
 from ..element_types import BY_NAME
+from ..schema import field_offsets
 from ..tensor import BufferHandle, CompositeHead, RowMajor, TensorDescriptor
 from .composite import GROUP, PARTITION, CompositeWalk
 from .crc import crc32c
 from .declarations import FILE_HEADER, TRAILER, TRAILER_LENGTH, FileFlag, KVTag
 from .model import KVValue
-from .reader import ENTRY_OFFSETS, Container, align, open_container
+from .reader import Container, align, open_container
 from .writer import ContainerWriter
 
 Tensors = list[tuple[str, TensorDescriptor, list[bytes]]]
@@ -142,10 +143,10 @@ class Patch:
         return len(self.data)
 
     def header(self, name: str) -> int:
-        return _offsets(FILE_HEADER)[name]
+        return field_offsets(FILE_HEADER)[name][0]
 
     def trailer(self, name: str) -> int:
-        return len(self.data) - TRAILER_LENGTH + _offsets(TRAILER)[name]
+        return len(self.data) - TRAILER_LENGTH + field_offsets(TRAILER)[name][0]
 
     def entry(self, index: int, name: str) -> int:
         return self.c.field_offset(index, name)
@@ -170,14 +171,6 @@ class Patch:
             length = self.u(self.trailer("index_length"), 8)
             self.put(self.trailer("index_crc32c"), crc32c(bytes(self.data[start:start + length])), 4)
         return bytes(self.data)
-
-
-def _offsets(struct: Any) -> dict[str, int]:
-    offsets, position = {}, 0
-    for sub in struct.subcons:
-        offsets[sub.name] = position
-        position += sub.sizeof()
-    return offsets
 
 
 def _kv_entry(p: Patch, tag: int) -> tuple[int, int]:

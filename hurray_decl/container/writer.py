@@ -34,10 +34,7 @@ def _build(struct: cs.Construct, values: Any, where: str, **params: Any) -> byte
     try:
         return struct.build(values, **params)
     except HurrayDeclError as err:
-        field = err.path.split(" -> ", 1)
-        err.path = where + (f" -> {field[1]}" if len(field) == 2 else "")
-        err.args = (err._render(),)
-        raise
+        raise err.rebased(0, where) from None
     except (cs.ConstructError, TypeError, KeyError, OverflowError) as exc:  # a value its field cannot hold
         raise RuleViolation("HF-HDR-02", f"the value does not fit its field: {exc}", path=where) from exc
 

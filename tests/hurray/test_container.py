@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-import math
 import mmap
 import struct
 import tracemalloc
@@ -18,13 +17,13 @@ from hypothesis import strategies as st
 
 from hurray_decl.container import (FileFlag, KVTag, KVValue, crc32c, is_container, open_container, read_container,
                                    validate_container)
-from hurray_decl.container.declarations import FILE_HEADER, INDEX_ENTRY, TRAILER, UNKNOWN_COUNT
+from hurray_decl.container.declarations import FILE_HEADER, INDEX_ENTRY, TRAILER
 from hurray_decl.container.sequential import read_sequential
 from hurray_decl.container.strategies import Patch, valid_containers
 from hurray_decl.container.writer import ContainerWriter, encode_kv, rewrite, write_container
 from hurray_decl.errors import ArgumentError, HurrayDeclError
 from hurray_decl.schema import field_offsets
-from hurray_decl.tensor import BufferHandle, CompositeHead, RowMajor, Shard, TensorDescriptor, read_tensor_descriptor
+from hurray_decl.tensor import BufferHandle, CompositeHead, Shard, TensorDescriptor
 from hurray_decl.tensor.sections import BASE, CORRECTION, CompositeMember
 
 FILES = Path(__file__).resolve().parents[2].parent / "shared" / "conformance" / "hurray" / "files"

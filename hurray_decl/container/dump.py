@@ -20,7 +20,7 @@ from .. import hexdump
 from ..errors import HurrayDeclError
 from ..hexdump import Dump, Row
 from ..trace import Span, trace
-from .declarations import (FILE_HEADER, HEADER_LENGTH, INDEX_COUNT, INDEX_ENTRY, KV_COUNT, KV_ENTRY, TRAILER,
+from .declarations import (ENTRY_FIXED, FILE_HEADER, HEADER_LENGTH, INDEX_COUNT, INDEX_ENTRY, KV_COUNT, KV_ENTRY, TRAILER,
                            TRAILER_LENGTH, FileFlag, KVTag)
 from .reader import Container, open_container
 
@@ -74,16 +74,18 @@ def _span_rows(data: memoryview, spans: list[Span]) -> list[Row]:
     return rows
 
 
-def raw_rows(data: memoryview, start: int, end: int, label: str) -> list[Row]:
-    """Rows for [start, end) that no field names: rows of 16, or one summary row."""
+def raw_rows(data: memoryview, start: int, end: int, label: str, *, scan: bool = True) -> list[Row]:
+    """Rows for [start, end) that no field names: rows of 16, or one summary row. ``scan``
+    says in a summary whether the bytes are all 0x00 (padding); buffer contents are not read."""
     if end <= start:
         return []
     if end - start <= SUMMARY_AFTER:
         return [Row(p, min(16, end - p), bytes(data[p:min(end, p + 16)]).hex(" ").upper(), label, "")
                 for p in range(start, end, 16)]
-    chunk = np.frombuffer(data[start:end], dtype=np.uint8)
-    zero = not np.any(chunk)
-    value = f"{end - start} bytes, {'all 0x00' if zero else 'not all 0x00'}; first {SHOWN} shown"
+    zeros = ""
+    if scan:
+        zeros = "all 0x00; " if not np.any(np.frombuffer(data[start:end], dtype=np.uint8)) else "not all 0x00; "
+    value = f"{end - start} bytes, {zeros}first {SHOWN} shown"
     return [Row(start, end - start, bytes(data[start:start + SHOWN]).hex(" ").upper(), label, value)]
 
 
@@ -105,7 +107,7 @@ def _tensor_rows(c: Container, data: memoryview, index: int) -> list[Row]:
     except HurrayDeclError:
         return rows
     for i, (s, t) in enumerate(placement.buffers):
-        rows += raw_rows(data, s, t, f"{label}.buffer[{i}]")
+        rows += raw_rows(data, s, t, f"{label}.buffer[{i}]", scan=False)
     return rows
 
 
@@ -129,18 +131,17 @@ def container_dump(data: Any) -> Dump:
     for i in c.write_order():
         rows += _tensor_rows(c, view, i)
     t = c.trailer
-    if t.has_kv:
-        kv_end = t.kv_offset + t.kv_length
-        part, p = _traced(KV_COUNT, view, t.kv_offset, kv_end, "kv")
+    if t.has_kv:  # each entry traced over exactly its own bytes (sizes from the parsed values)
+        part, p = _traced(KV_COUNT, view, t.kv_offset, t.kv_offset + 4, "kv")
         rows += part
-        for k in range(len(c.kv)):
-            part, p = _traced(KV_ENTRY, view, p, kv_end, f"kv[{k}]")
+        for k, (key, value) in enumerate(c.kv.items()):
+            end = p + 2 + len(key.encode("utf-8")) + 1 + value.size()
+            part, p = _traced(KV_ENTRY, view, p, end, f"kv[{k}]")
             rows += part
-    index_end = t.index_offset + t.index_length
-    part, p = _traced(INDEX_COUNT, view, t.index_offset, index_end, "index")
+    part, p = _traced(INDEX_COUNT, view, t.index_offset, t.index_offset + 8, "index")
     rows += part
-    for k in range(len(c.entries)):
-        part, p = _traced(INDEX_ENTRY, view, p, index_end, f"index[{k}]")
+    for k, e in enumerate(c.entries):
+        part, p = _traced(INDEX_ENTRY, view, p, p + ENTRY_FIXED + len(e.name.encode("utf-8")), f"index[{k}]")
         rows += part
     part, _ = _traced(TRAILER, view, size - TRAILER_LENGTH, size, "trailer", file_size=size,
                       file_flags=c.header.file_flags, minor=c.header.container_version_minor,

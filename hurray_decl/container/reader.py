@@ -61,22 +61,37 @@ def align(value: int, alignment: int) -> int:
     return -(-value // alignment) * alignment
 
 
+class Section:
+    """One section of the file, read front to back from a single copy of its bytes.
+
+    Errors carry absolute offsets and ``where`` as their path; a field cut by the section's
+    end is ``truncated`` (that section's truncation rule).
+    """
+
+    def __init__(self, view: memoryview, start: int, end: int, truncated: str) -> None:
+        self.stream = io.BytesIO(view[start:end])
+        self.start, self.end, self.truncated = start, end, truncated
+
+    @property
+    def position(self) -> int:
+        return self.start + self.stream.tell()
+
+    def parse(self, struct: cs.Construct, where: str, **params: Any) -> Any:
+        base = self.start
+        try:
+            return struct.parse_stream(self.stream, **params)
+        except HurrayDeclError as err:
+            raise err.rebased(base, where) from None
+        except cs.StreamError as exc:
+            raise TruncatedError(self.truncated, "the section ends inside this field", path=where,
+                                 offset=self.position, actual=f"{self.end - self.start} bytes in the section") from exc
+
+
 def parse_at(struct: cs.Construct, view: memoryview, start: int, end: int, where: str, truncated: str,
              **params: Any) -> tuple[Any, int]:
-    """Parse ``struct`` from ``view[start:end]``; returns the value and the end offset.
-
-    Errors carry absolute offsets and ``where`` as their path; a field cut by ``end`` is
-    ``truncated`` (that section's truncation rule).
-    """
-    stream = io.BytesIO(view[start:end])
-    try:
-        value = struct.parse_stream(stream, **params)
-    except HurrayDeclError as err:
-        raise err.rebased(start, where) from None
-    except cs.StreamError as exc:
-        raise TruncatedError(truncated, "the section ends inside this field", path=where,
-                             offset=start + stream.tell(), actual=f"{end - start} bytes in the section") from exc
-    return value, start + stream.tell()
+    """Parse ``struct`` from ``view[start:end]``; returns the value and the end offset."""
+    section = Section(view, start, end, truncated)
+    return section.parse(struct, where, **params), section.position
 
 
 @dataclass(frozen=True)
@@ -351,7 +366,7 @@ def open_container(data: Any, *, permissive: bool = False) -> Container:
     if size < len(FILE_MAGIC):
         raise TruncatedError("HF-HDR-03", "the input is shorter than the container magic", path="file -> header -> magic",
                              offset=0, actual=f"{size} bytes", expected=">= 8 bytes")
-    parse_at(FILE_PREAMBLE, view, 0, size, "file -> header", "HF-HDR-18")
+    parse_at(FILE_PREAMBLE, view, 0, min(size, HEADER_LENGTH), "file -> header", "HF-HDR-18")
     if size < MIN_FILE_SIZE:
         # The header fields the input holds are checked first, in wire order.
         parse_at(FILE_HEADER, view, 0, size, "file -> header", "HF-HDR-18")
@@ -377,14 +392,14 @@ def open_container(data: Any, *, permissive: bool = False) -> Container:
 
 
 def _index(view: memoryview, trailer: Trailer, header: FileHeader, positions: dict[str, int]) -> tuple[IndexEntry, ...]:
-    start, end = trailer.index_offset, trailer.index_offset + trailer.index_length
-    count, p = parse_at(INDEX_COUNT, view, start, end, "file -> index", "HF-IDX-09")
+    section = Section(view, trailer.index_offset, trailer.index_offset + trailer.index_length, "HF-IDX-09")
+    count = section.parse(INDEX_COUNT, "file -> index").index_entry_count
     entries: list[IndexEntry] = []
     seen: set[bytes] = set()
     last: bytes | None = None
-    for i in range(count.index_entry_count):
-        positions[f"index -> entries -> {i}"] = p
-        wire, after = parse_at(INDEX_ENTRY, view, p, end, f"file -> index -> entries -> {i}", "HF-IDX-09")
+    for i in range(count):
+        p = positions[f"index -> entries -> {i}"] = section.position
+        wire = section.parse(INDEX_ENTRY, f"file -> index -> entries -> {i}")
         name = bytes(wire.name)
         if name in seen:
             raise RuleViolation("HF-IDX-13", "two index entries have the same name",
@@ -396,28 +411,30 @@ def _index(view: memoryview, trailer: Trailer, header: FileHeader, positions: di
         seen.add(name)
         last = name
         entries.append(IndexEntry.from_wire(wire))
-        p = after
-    if p != end and header.container_version_minor == 0:
+    if section.position != section.end and header.container_version_minor == 0:
         raise RuleViolation("HF-IDX-10", "bytes are left inside index_length after the entries (minor 0)",
-                            path="file -> index", offset=p, actual=f"{end - p} bytes", expected="0 bytes")
+                            path="file -> index", offset=section.position,
+                            actual=f"{section.end - section.position} bytes", expected="0 bytes")
     return tuple(entries)
 
 
 def _kv(view: memoryview, trailer: Trailer, minor: int) -> dict[str, KVValue]:
-    start, end = trailer.kv_offset, trailer.kv_offset + trailer.kv_length  # inside the file: HF-META-06, HF-IDX-04
-    count, p = parse_at(KV_COUNT, view, start, end, "file -> kv", "HF-META-07")
+    # Inside the file: the KV section ends by index_offset (HF-META-06), the index by the trailer (HF-IDX-04).
+    section = Section(view, trailer.kv_offset, trailer.kv_offset + trailer.kv_length, "HF-META-07")
+    count = section.parse(KV_COUNT, "file -> kv").kv_count
     kv: dict[str, KVValue] = {}
-    for i in range(count.kv_count):
-        wire, after = parse_at(KV_ENTRY, view, p, end, f"file -> kv -> entries -> {i}", "HF-META-07")
+    for i in range(count):
+        p = section.position
+        wire = section.parse(KV_ENTRY, f"file -> kv -> entries -> {i}")
         key = bytes(wire.key).decode("utf-8")
         if key in kv:
             raise RuleViolation("HF-META-11", "two KV entries have the same key",
                                 path=f"file -> kv -> entries -> {i} -> key", offset=p + 2, actual=key)
         kv[key] = KVValue.from_wire(wire.value_tag, wire.value)
-        p = after
-    if p != end and minor == 0:
+    if section.position != section.end and minor == 0:
         raise RuleViolation("HF-META-08", "bytes are left inside kv_length after the entries (minor 0)",
-                            path="file -> kv", offset=p, actual=f"{end - p} bytes", expected="0 bytes")
+                            path="file -> kv", offset=section.position,
+                            actual=f"{section.end - section.position} bytes", expected="0 bytes")
     return kv
 
 

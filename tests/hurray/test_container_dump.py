@@ -99,7 +99,7 @@ def test_a_big_buffer_is_one_summary_row():
     assert_covers(data, rows)
     buffer_rows = [r for r in rows if r["field"] == "tensor[big].buffer[0]"]
     assert len(buffer_rows) == 1 and buffer_rows[0]["size"] == size
-    assert buffer_rows[0]["value"] == f"{size} bytes, not all 0x00; first 16 shown"
+    assert buffer_rows[0]["value"] == f"{size} bytes, first 16 shown"
     assert len(rows) < 60
 
 

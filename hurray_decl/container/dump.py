@@ -20,8 +20,9 @@ from .. import hexdump
 from ..errors import HurrayDeclError
 from ..hexdump import Dump, Row
 from ..trace import Span, trace
-from .declarations import (ENTRY_FIXED, FILE_HEADER, HEADER_LENGTH, INDEX_COUNT, INDEX_ENTRY, KV_COUNT, KV_ENTRY, TRAILER,
-                           TRAILER_LENGTH, FileFlag, KVTag)
+from .crc import crc32c
+from .declarations import (ENTRY_FIXED, FILE_HEADER, HEADER_LENGTH, INDEX_COUNT, INDEX_ENTRY, KV_COUNT, KV_ENTRY,
+                           MIN_FILE_SIZE, TRAILER, TRAILER_LENGTH, FileFlag, KVTag)
 from .reader import Container, open_container
 
 SHOWN = 16  # bytes of hex in a summary row
@@ -119,9 +120,13 @@ def container_dump(data: Any) -> Dump:
     rows: list[Row] = []
     try:
         c = open_container(view)
-    except HurrayDeclError as err:
+    except HurrayDeclError as err:  # what can still be named: the header, and the trailer if there is one
         error = err
         rows, _ = _traced(FILE_HEADER, view, 0, min(size, HEADER_LENGTH), "header")
+        if size >= MIN_FILE_SIZE:
+            rows += _traced(TRAILER, view, size - TRAILER_LENGTH, size, "trailer", file_size=size,
+                            file_flags=int.from_bytes(view[12:16], "little"), minor=view[9],
+                            index_crc=lambda o, n: crc32c(view[o:o + n]))[0]
         return Dump(_tile(view, rows), error)
     try:
         c.validate()

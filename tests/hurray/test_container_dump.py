@@ -10,6 +10,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hurray_decl import hexdump
 from hurray_decl.container.dump import container_dump
@@ -120,3 +121,19 @@ def test_mutants_dump_completely_and_name_their_rule(mutant):
     assert_covers(data, dump.to_json()["rows"])
     text = hexdump.render(dump, "markdown")
     assert f"invalid: [{code}]" in text
+
+
+@settings(max_examples=150)
+@given(data=st.binary(max_size=300).map(lambda b: b"HRRYFILE" + b) | st.binary(max_size=40))
+def test_arbitrary_bytes_dump_completely(data):
+    dump = container_dump(data)
+    assert dump.error is not None
+    assert_covers(data, dump.to_json()["rows"])
+
+
+def test_a_trailer_fault_still_names_the_header_and_trailer():
+    data = (FILES / "i07-crc-mismatch.hrry").read_bytes()
+    rows = container_dump(data).rows
+    fields = [r.field for r in rows]
+    assert fields[:2] == ["header.magic", "header.container_version_major"]
+    assert "trailer.index_offset" in fields and "trailer.kv_length" in fields

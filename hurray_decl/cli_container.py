@@ -1,7 +1,7 @@
 """Container (``.hrry``) commands of ``hurray-decl``.
 
 ``register(subparsers)`` adds ``extract``; ``route(args)`` sends ``inspect``, ``validate``,
-``audit`` and ``dequantize`` to the container handlers when their input is a container, which
+``decode``, ``audit`` and ``dequantize`` to the container handlers when their input is a container, which
 is decided by its first 8 bytes, "HRRYFILE" (HF-HDR-19): such input is never parsed as a
 tensor descriptor. Exit codes: 0 valid or done, 1 invalid input (the rule code is printed),
 2 usage error (a missing or unknown ``--name``), 3 file or environment error. Output files
@@ -108,6 +108,26 @@ def validate(args: argparse.Namespace, data: Any) -> int:
              f"{len(c.entries)} tensors ({composites} composite heads), {len(c.kv)} KV entries")
         return OK
     return _guarded(run)
+
+
+def decode(args: argparse.Namespace, data: Any) -> int:
+    """The whole container as JSON: header, trailer, KV values with their types, and each
+    tensor's index entry and decoded descriptor, in index order."""
+    from .container import validate_container
+
+    try:
+        c = validate_container(data, permissive=getattr(args, "permissive", False))
+    except HurrayDeclError as err:
+        print(json.dumps({"error": err.to_dict()}, indent=2))
+        return USAGE if err.code == ARGUMENT else INVALID
+    document = {
+        "header": c.header.model_dump(), "trailer": c.trailer.model_dump(),
+        "kv": {key: {"type": v.type_name(), "value": v.plain()} for key, v in c.kv.items()},
+        "tensors": [{"entry": e.model_dump(), "descriptor": json.loads(c.tensor(e.name).descriptor.model_dump_json())}
+                    for e in c.entries],
+    }
+    print(json.dumps(document, indent=2))
+    return OK
 
 
 # ------------------------------------------------------------------ outputs
@@ -305,10 +325,10 @@ def audit(args: argparse.Namespace) -> int:
 def route(args: argparse.Namespace) -> Callable[[argparse.Namespace], int] | None:
     """The container handler for ``args`` when its input is a container, else None."""
     command = getattr(args, "command", None)
-    if command in ("inspect", "validate"):
+    if command in ("inspect", "validate", "decode"):
         data = _load(args.input)
         if data is not None:
-            handler = inspect if command == "inspect" else validate
+            handler = {"inspect": inspect, "validate": validate, "decode": decode}[command]
             return lambda a: handler(a, data)
     elif command == "dequantize":
         data = _load(args.descriptor)
@@ -334,4 +354,4 @@ def register(subparsers: Any) -> None:
         deq.add_argument("--name", help="with a .hrry input: the tensor to dequantize")
 
 
-__all__ = ["audit", "dequantize", "extract", "inspect", "register", "route", "validate"]
+__all__ = ["audit", "decode", "dequantize", "extract", "inspect", "register", "route", "validate"]

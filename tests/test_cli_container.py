@@ -48,6 +48,18 @@ def test_validate_gives_verdict_and_rule(capsys):
     assert run(capsys, "validate", hexed)[0] == 0
 
 
+def test_decode_prints_the_container_as_json(capsys):
+    code, out, _ = run(capsys, "decode", str(FILES / "v01-dense-kv-all-types.hrry"))
+    document = json.loads(out)
+    assert code == 0 and [t["entry"]["name"] for t in document["tensors"]] == ["w.a", "w.b"]
+    assert document["tensors"][0]["descriptor"]["shape"] == [2, 2]
+    assert document["kv"]["blob"] == {"type": "bytes", "value": "0001fe"}
+    assert document["kv"]["sizes"] == {"type": "array<int64>", "value": [8, 16]}
+    assert document["header"]["data_buffer_alignment"] == 4096
+    code, out, _ = run(capsys, "decode", str(FILES / "i01-major-zero.hrry"))
+    assert code == 1 and json.loads(out)["error"]["code"] == "HF-HDR-05"
+
+
 def test_audit_of_the_shared_container_folder_agrees(capsys):
     code, out, _ = run(capsys, "audit", str(FILES), "--format", "json")
     result = json.loads(out)

@@ -27,8 +27,7 @@ import numpy as np
 
 from ..errors import ArgumentError, HurrayDeclError, RuleViolation, TruncatedError
 from ..schema import field_offsets
-from ..tensor import TensorDescriptor, read_tensor_descriptor, validate_buffers
-from ..tensor.layouts import CompositeHead
+from ..tensor import CompositeHead, TensorDescriptor, read_tensor_descriptor, validate_buffers
 from .composite import CompositeWalk
 from .crc import crc32c
 from .declarations import (
@@ -304,7 +303,6 @@ class Container:
             walk.item(e.name, tensor.descriptor)
             if data:
                 self._data(tensor)
-        walk.finish()
         region = self.region_end
         if region not in expect:
             code = "HF-META-20" if t.has_kv else "HF-IDX-07"
@@ -326,6 +324,7 @@ class Container:
                                 path="file -> trailer -> index_length",
                                 offset=self.positions["trailer -> index_length"],
                                 actual=t.index_offset + t.index_length, expected=self.size - TRAILER_LENGTH)
+        walk.finish()  # torn composites last (Appendix A, row 18)
         return self
 
     def _zero(self, start: int, end: int, code: str, where: str) -> None:

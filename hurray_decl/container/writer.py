@@ -17,7 +17,6 @@ import construct as cs
 
 from ..errors import ArgumentError, HurrayDeclError, RuleViolation
 from ..tensor import TensorDescriptor, validate_buffers, write_tensor_descriptor
-from ..tensor.layouts import CompositeHead
 from .composite import CompositeWalk
 from .crc import crc32c
 from .declarations import (
@@ -124,8 +123,7 @@ class ContainerWriter:
                                     path=f"{where} -> buffers -> {i}", actual=len(content), expected=handle.byte_size)
         try:
             encoded = write_tensor_descriptor(descriptor, permissive=permissive)
-            if contents or not isinstance(descriptor.layout, CompositeHead):
-                validate_buffers(descriptor, contents, permissive=permissive)
+            validate_buffers(descriptor, contents, permissive=permissive)
         except HurrayDeclError as err:
             raise err.rebased(0, f"{where} -> descriptor") from None
         self.walk.item(name, descriptor)  # nesting and the composite's own checks, before writing

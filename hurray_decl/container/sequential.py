@@ -22,13 +22,24 @@ from .model import FileHeader, Trailer
 from .reader import PREAMBLE_LENGTH, align, parse_at
 
 
+CHUNK = 1 << 20
+
+
 class _Stream:
     def __init__(self, stream: BinaryIO) -> None:
         self.stream = stream
         self.position = 0
 
     def read(self, count: int, where: str) -> bytes:
-        data = self.stream.read(count) if count else b""
+        """``count`` bytes, read in chunks: a size claimed by the file is never allocated at once."""
+        parts, left = [], count
+        while left:
+            part = self.stream.read(min(left, CHUNK))
+            if not part:
+                break
+            parts.append(part)
+            left -= len(part)
+        data = b"".join(parts)
         if len(data) != count:
             raise TruncatedError("HF-DATA-24", "the stream ends inside a tensor", path=where,
                                  offset=self.position + len(data), actual=f"{len(data)} bytes", expected=f"{count} bytes")

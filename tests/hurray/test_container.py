@@ -465,6 +465,10 @@ def test_arbitrary_bytes_give_a_verdict_with_a_known_code(data):
         validate_container(data)
     except HurrayDeclError as err:
         assert err.code in all_rules(), err
+    try:
+        list(read_sequential(io.BytesIO(data)))
+    except HurrayDeclError as err:
+        assert err.code in all_rules(), err
 
 
 def test_pyhurray_files_are_read(tmp_path):

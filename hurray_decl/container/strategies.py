@@ -477,6 +477,31 @@ MUTANTS: dict[str, Mutant] = {
 """One mutant generator per HF reader rule a file can break on its own: rule -> code refused."""
 
 
+NOT_MUTATED: dict[str, str] = {
+    "HF-HDR-01": "byte order: a layout fact every field's declaration states, not a value to break",
+    "HF-HDR-02": "the header layout itself (its fields' offsets are tested against the declaration)",
+    "HF-IDX-01": "the trailer layout itself",
+    "HF-IDX-08": "the index-entry layout itself",
+    "HF-META-01": "the KV section layout itself",
+    "HF-META-12": "the payload encodings themselves; each value rule (HF-META-13/14/15) has its mutant",
+    "HF-HDR-07": "an acceptance rule: a higher minor is read (tested with minor 1 files)",
+    "HF-META-04": "an acceptance rule: KV is read whatever HAS_KV_METADATA says",
+    "HF-META-21": "an acceptance rule: empty arrays with a scalar element tag",
+    "HF-DATA-22": "an acceptance rule: no CRC check while the flag is clear",
+    "HF-HDR-17": "reader behaviour: the count hint never locates anything (a wrong hint is HF-HDR-16)",
+    "HF-HDR-19": "dispatch between containers and descriptors, decided by 8 bytes",
+    "HF-IDX-16": "reader behaviour: write order from descriptor_offset",
+    "HF-DATA-01": "reported through HF-DATA-03, HF-META-06/20 and HF-IDX-06/07, which have mutants",
+    "HF-DATA-06": "buffers are located by arithmetic, so a misplaced buffer shows as HF-DATA-07 or padding",
+    "HF-DATA-14": "the binding rule itself; its violations are HF-DATA-15/16/17",
+    "HF-DATA-18": "the CRC algorithm; a wrong checksum is HF-DATA-20",
+    "HF-DATA-19": "what the CRC covers; a wrong checksum is HF-DATA-20",
+    "HF-DATA-24": "sequential mode only (read_sequential)",
+    "HF-DATA-25": "sequential mode only (read_sequential)",
+}
+"""HF reader rules without a mutant of their own, and why."""
+
+
 def _string_byte(draw: st.DrawFn, p: Patch) -> bytes:
     tag_at, payload_at = _kv_entry(p, KVTag.STRING)
     length = p.u(payload_at, 4)
@@ -516,4 +541,4 @@ def invalid_containers(rule: str | Iterable[str] | None = None) -> st.SearchStra
     return st.one_of([_mutant(r) for r in rules])
 
 
-__all__ = ["MUTANTS", "Mutant", "Needs", "Patch", "invalid_containers", "kv_values", "valid_containers"]
+__all__ = ["MUTANTS", "NOT_MUTATED", "Mutant", "Needs", "Patch", "invalid_containers", "kv_values", "valid_containers"]

@@ -6,8 +6,9 @@ import pytest
 from hypothesis import given, settings
 
 from hurray_decl.container import open_container, validate_container
-from hurray_decl.container.strategies import MUTANTS, invalid_containers
+from hurray_decl.container.strategies import MUTANTS, NOT_MUTATED, invalid_containers
 from hurray_decl.errors import HurrayDeclError
+from hurray_decl.rules import all_rules
 
 # Each HF reader rule with a mutant, and the code a reader refuses it with. Written out here so
 # that the list is checked against the strategy module's table, not derived from it.
@@ -40,6 +41,11 @@ O_LEVEL = {"HF-HDR-03", "HF-HDR-04", "HF-HDR-05", "HF-HDR-08", "HF-HDR-09", "HF-
 
 def test_the_table_is_the_strategy_modules():
     assert {rule: m.code for rule, m in MUTANTS.items()} == EXPECTED
+
+
+def test_every_hf_reader_rule_has_a_mutant_or_a_reason():
+    readers = {r.id for r in all_rules().values() if r.id.startswith("HF-") and r.role in ("reader", "both")}
+    assert readers == set(MUTANTS) | set(NOT_MUTATED) and not set(MUTANTS) & set(NOT_MUTATED)
 
 
 @pytest.mark.parametrize("rule", sorted(EXPECTED))

@@ -484,3 +484,21 @@ def test_pyhurray_files_are_read(tmp_path):
     ours.write_bytes(rewrite(c))
     back = hurray.load(str(ours))
     assert set(back) == {"a", "b"}
+
+
+@pytest.mark.rules("HF-HDR-11", "HF-HDR-12", "HF-HDR-14")
+def test_writer_header_options_follow_the_header_rules(tmp_path):
+    for options, code in (({"alignment": 100}, "HF-HDR-11"), ({"alignment": 2048}, "HF-HDR-12"),
+                          ({"first_descriptor_offset": 68}, "HF-HDR-14")):
+        with pytest.raises(HurrayDeclError, match=code):
+            ContainerWriter(io.BytesIO(), **options)
+    data = write_container([("w", *f32((2,)))], alignment=1 << 21, first_descriptor_offset=128)
+    c = validate_container(data)
+    assert c.entry("w").descriptor_offset == 128 and c.entry("w").data_offset == 1 << 21
+    empty = tmp_path / "empty.hrry"
+    empty.write_bytes(b"")
+    with pytest.raises(HurrayDeclError, match="HF-HDR-03"):
+        read_container(empty)
+    path = tmp_path / "w.hrry"
+    path.write_bytes(data)
+    assert bytes(read_container(path).validate().tensor("w").buffers[0]) == bytes(8)

@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import engine, hexdump
+from . import cli_container, engine, hexdump
 from .errors import HurrayDeclError
 from .rules import all_rules
 
@@ -326,7 +326,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     deq = add("dequantize", cmd_dequantize, "dequantize a quantized tensor into a float32 .npy file")
     deq.add_argument("descriptor", help="the tensor descriptor: a file, hex bytes, or - for standard input")
-    deq.add_argument("buffers", nargs="+", metavar="BUFFER", help="one file per buffer-table entry, in order")
+    deq.add_argument("buffers", nargs="*", metavar="BUFFER", help="one file per buffer-table entry, in order")
     deq.add_argument("-o", "--output", required=True, help="the .npy file to write (memory-mapped)")
     deq.add_argument("--permissive", action="store_true", help="read the descriptor in permissive mode")
 
@@ -347,6 +347,7 @@ def build_parser() -> argparse.ArgumentParser:
     # Listed for --help; main() hands everything after "fuzz" to the harness's own parser.
     sub.add_parser("fuzz", help="fuzz an external reader with valid and rule-labelled invalid descriptors "
                                 "(see hurray-decl fuzz --help)", add_help=False)
+    cli_container.register(sub)  # .hrry containers: extract, dequantize --name
     return parser
 
 
@@ -357,7 +358,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return args.run(args)
+        return (cli_container.route(args) or args.run)(args)  # a .hrry input goes to the container commands
     except UsageError as err:
         parser.error(str(err))  # exits with status 2
         return 2

@@ -51,7 +51,7 @@ RULES = SHARED / "spec" / "RULES.md"
 CONFORMANCE = SHARED / "conformance" / "hurray"
 
 NONE32 = 0xFFFF_FFFF
-RULE_ID = re.compile(r"\b(?:HQ|HT|OL)-[A-Z0-9]+-\d+\b|\bHE-\d+\b")
+RULE_ID = re.compile(r"\b(?:HQ|HT|OL|HF)-[A-Z0-9]+-\d+\b|\bHE-\d+\b")
 ASSIGNED = {row.tag: row for row in SCHEMES if not row.private}
 
 # Quantization payloads inside the conformance descriptors: (start, end) byte offsets. The

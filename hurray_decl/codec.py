@@ -16,9 +16,10 @@ import numpy as np
 
 from . import numerics, storage
 from .convert import BlockParts, awq_parts, gguf_parts, gptq_parts
+from .convert.gguf import read_gguf
 from .element_types import BY_NAME, BY_TAG
 from .engine import kernel_for, scheme
-from .errors import RuleViolation, UnsupportedError
+from .errors import ArgumentError, RuleViolation, UnsupportedError
 from .schemes.per_block_affine import SCALE_TYPES, PerBlockAffine
 from .tensor import BufferHandle, RowMajor, TensorDescriptor, read_tensor_descriptor, validate_buffers, write_tensor_descriptor
 from .tensor import access
@@ -168,7 +169,14 @@ def assemble(model: Any, shape: Sequence[int], storage_name: str, elements: np.n
 
 
 def from_block_parts(parts: BlockParts) -> tuple[TensorDescriptor, list[bytes]]:
-    """A per-block affine tensor from converter output (zero points kept exactly as given)."""
+    """A per-block affine tensor from converter output (zero points kept exactly as given).
+
+    ``parts`` is a checked :class:`~hurray_decl.convert.BlockParts`; the tensor is then checked
+    by the same rules as any input (non-zero, finite scales: HQ-PB-12, HQ-PB-13).
+    """
+    if not isinstance(parts, BlockParts):
+        raise ArgumentError("parts", "from_block_parts takes BlockParts", actual=type(parts).__name__,
+                            expected="BlockParts")
     scale_tag = {name: tag for tag, name in SCALE_TYPES.items()}[parts.scale_type]
     symmetric = parts.zero_points is None
     model = PerBlockAffine(axis=parts.axis, block_size=parts.block_size, scale_buffer_index=1,
@@ -176,9 +184,9 @@ def from_block_parts(parts: BlockParts) -> tuple[TensorDescriptor, list[bytes]]:
                            scale_type_tag=scale_tag)
     geometry = numerics.Geometry(parts.codes.shape, parts.axis, parts.block_size)
     codes = numerics.padded_codes(parts.codes, geometry)
-    params = [np.asarray(parts.scales).astype(storage.dtype(parts.scale_type))]
+    params = [parts.scales]
     if not symmetric:
-        params.append(np.asarray(parts.zero_points, dtype="<i4"))
+        params.append(parts.zero_points.astype("<i4"))
     return assemble(model, parts.codes.shape, parts.storage, codes, params)
 
 
@@ -197,8 +205,8 @@ def block_parts(descriptor: TensorDescriptor, buffers: Sequence[Any]) -> BlockPa
     codes = stored.reshape(g.before, g.padded, g.after)[:, : g.extent].reshape(descriptor.shape)
     scale_type = SCALE_TYPES[q.scale_type_tag]
     zeros = None if q.symmetric else params.array("zero_point_buffer_index", "<i4").astype(np.int64)
-    return BlockParts(codes, name, q.axis, q.block_size, params.array("scale_buffer_index", scale_type).copy(),
-                      scale_type, zeros)
+    return BlockParts.from_block_order(codes, name, q.axis, q.block_size,
+                                       params.array("scale_buffer_index", scale_type).copy(), scale_type, zeros)
 
 
 def from_gguf(raw: Any, ggml_type: Any, shape: Sequence[int]) -> tuple[TensorDescriptor, list[bytes]]:
@@ -207,16 +215,19 @@ def from_gguf(raw: Any, ggml_type: Any, shape: Sequence[int]) -> tuple[TensorDes
 
 
 def from_gguf_file(path: str | Path, tensor_name: str) -> tuple[TensorDescriptor, list[bytes]]:
-    """One tensor of a ``.gguf`` file (read with the ``gguf`` package) as per-block affine."""
-    from gguf import GGUFReader  # an optional dependency, needed only here
+    """One tensor of a ``.gguf`` file (read with the ``gguf`` package) as per-block affine.
 
-    reader = GGUFReader(str(path))
-    for tensor in reader.tensors:
+    A name the file does not hold is an :class:`~hurray_decl.errors.ArgumentError` listing the
+    names it does hold.
+    """
+    tensors = read_gguf(path)
+    for tensor in tensors:
         if tensor.name == tensor_name:
-            shape = tuple(int(n) for n in reversed(tensor.shape.tolist()))  # GGUF lists ne[0] first
-            return from_gguf(np.ascontiguousarray(tensor.data).view(np.uint8), tensor.tensor_type, shape)
-    raise UnsupportedError("HQ-PB-01", f"{path} has no tensor named {tensor_name!r}", path="tensor_name",
-                           actual=tensor_name)
+            return from_gguf(tensor.data, tensor.type_name, tensor.shape)
+    names = [t.name for t in tensors]
+    shown = ", ".join(names[:20]) + (f", ... ({len(names)} in all)" if len(names) > 20 else "")
+    raise ArgumentError("tensor_name", f"{path} has no tensor named {tensor_name!r}; it holds: {shown or 'none'}",
+                        actual=tensor_name)
 
 
 def from_gptq(qweight: Any, qzeros: Any, scales: Any, *, bits: int = 4, group_size: int = 128,

@@ -1,0 +1,109 @@
+"""GGUF block types: the unpacking table against gguf's own dequantize, and the exact Hurray and
+onnx-light forms, bit for bit (signed zeros included) on adversarial blocks."""
+
+from __future__ import annotations
+
+import gguf
+import numpy as np
+import pytest
+
+import hurray_decl as hd
+from hurray_decl.convert.gguf import GGUF_TYPES, sub_blocks
+from hurray_decl.convert.onnx_light import PROFILES, TINY, gguf_to_onnx_light
+from hurray_decl.onnx_light import EncodedValueProto, decode_plan, dequantize_value
+from tests.helpers import covers, raises_rule
+
+Q = gguf.GGMLQuantizationType
+HALF_SCALES = ("d", "dmin", "m")
+
+
+def bits(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=np.float32).reshape(-1).view(np.uint32)
+
+
+def adversarial(name: str, blocks: int, seed: int = 0) -> np.ndarray:
+    """Random block bytes whose f16 scales include +0, -0, negatives, the f16 maximum and tiny values."""
+    row = GGUF_TYPES[name]
+    rng = np.random.default_rng(seed)
+    raw = rng.integers(0, 256, (blocks, row.record.itemsize), dtype=np.uint8)
+    records = raw.view(row.record).reshape(blocks)
+    special = np.array([0.0, -0.0, -1.5, 65504.0, -6e-8, 2.0 ** -14], dtype=np.float16)
+    for field in HALF_SCALES:
+        if field in row.record.names:
+            values = rng.standard_normal(blocks).astype(np.float16)
+            values[: special.size] = np.roll(special, HALF_SCALES.index(field))
+            records[field] = values
+    return raw.reshape(-1)
+
+
+@pytest.mark.parametrize("name", list(GGUF_TYPES))
+def test_the_block_table_matches_gguf(name):
+    row = GGUF_TYPES[name]
+    assert gguf.GGML_QUANT_SIZES[Q[name]] == (row.elements, row.record.itemsize)
+    raw = adversarial(name, 48)
+    split = sub_blocks(raw, name, (3, 16 * row.elements))
+    assert split.codes.min() >= row.low and split.codes.max() <= row.high
+    assert np.array_equal(bits(split.reference()), bits(gguf.quants.dequantize(raw, Q[name])))
+
+
+@covers("OL-NUM-14")
+@pytest.mark.parametrize("name", list(GGUF_TYPES))
+def test_onnx_light_values_decode_to_gguf_bit_for_bit(name):
+    row = GGUF_TYPES[name]
+    raw = adversarial(name, 40, seed=len(name))
+    shape = (2, 5, 4 * row.elements)
+    value = EncodedValueProto.FromString(gguf_to_onnx_light(raw, Q[name], shape).SerializeToString())
+    assert value.struct_type.name == f"onnx_light.quantization.v1/{PROFILES[name].wire_name}"
+    decoded = dequantize_value(value)
+    assert decoded.dtype == np.float32 and decoded.shape == shape
+    assert np.array_equal(bits(decoded), bits(gguf.quants.dequantize(raw, Q[name])))
+    blocks = [b for run in decode_plan(value).runs for b in run.blocks]
+    assert len(blocks) == decoded.size // row.sub_block and all(b.scale > 0 for b in blocks)
+
+
+def test_negative_zero_and_zero_scale_blocks_are_pinned():
+    blocks = np.zeros(3, dtype=GGUF_TYPES["Q4_0"].record)
+    blocks["d"] = [-0.5, 0.0, -0.0]
+    blocks["qs"][0] = 0x88                            # q = 8: gguf gives -0.5 * 0 = -0.0
+    blocks["qs"][1] = 0x0F                            # d = +0: q - 8 < 0 gives -0, q - 8 >= 0 gives +0
+    raw = blocks.view(np.uint8)
+    expected = gguf.quants.dequantize(raw, Q.Q4_0).reshape(3, 32)
+    assert np.signbit(expected[0]).all() and not np.signbit(expected[1, :16]).any() and np.signbit(expected[1, 16:]).all()
+    value = gguf_to_onnx_light(raw, "Q4_0", (96,))
+    assert np.array_equal(bits(dequantize_value(value)), bits(expected))
+    first, second, third = decode_plan(value).runs[0].blocks
+    assert (first.scale, first.offset) == (0.5, -TINY)  # mirrored codes; the offset turns q = 8 into -0
+    assert second.scale == TINY and third.scale == TINY
+
+
+def test_non_finite_gguf_scales_are_refused():
+    blocks = np.zeros(1, dtype=GGUF_TYPES["Q8_0"].record)
+    blocks["d"] = np.inf
+    with raises_rule("OL-PLAN-10", path="S"):
+        gguf_to_onnx_light(blocks.view(np.uint8), "Q8_0", (32,))
+
+
+@pytest.mark.parametrize("name", ["Q4_0", "Q8_0"])
+def test_hurray_single_level_blocks_are_exact_with_zero_and_negative_scales(name):
+    row = GGUF_TYPES[name]
+    raw = adversarial(name, 64, seed=7)
+    records = raw.view(row.record)
+    zero = np.flatnonzero(records["d"].astype(np.float32) == 0)
+    records["qs"][zero] = 0x88 if name == "Q4_0" else 5     # one sign of zero per zero-d block
+    descriptor, buffers = hd.from_gguf(raw, name, (4, 16 * 32))
+    assert np.array_equal(bits(hd.dequantize(descriptor, buffers)), bits(gguf.quants.dequantize(raw, Q[name])))
+    records["qs"][zero[0]] = 0x0F if name == "Q4_0" else np.arange(-16, 16)
+    with raises_rule("HQ-PB-13"):                            # d = 0 and zeros of both signs
+        hd.from_gguf(raw, name, (4, 16 * 32))
+
+
+def test_hurray_q4_1_with_negative_and_zero_scales():
+    blocks = np.zeros(4, dtype=GGUF_TYPES["Q4_1"].record)
+    blocks["d"] = [-0.5, -0.25, 0.0, 0.0]
+    blocks["m"] = np.array([3 * 0.5, -0.0, 0.75, -0.0], dtype=np.float16)   # m = -z * d with z = 3, 0
+    blocks["qs"] = np.arange(16) * 0x11 % 256
+    raw = blocks.view(np.uint8)
+    descriptor, buffers = hd.from_gguf(raw, "Q4_1", (128,))
+    expected = gguf.quants.dequantize(raw, Q.Q4_1).reshape(4, 32)
+    assert np.signbit(expected[0, 19]) == 0 and np.signbit(expected[1, 0])  # q = z: +0 after -d * z + m; -0 + -0
+    assert np.array_equal(bits(hd.dequantize(descriptor, buffers)), bits(expected))

@@ -107,3 +107,51 @@ def test_hurray_q4_1_with_negative_and_zero_scales():
     expected = gguf.quants.dequantize(raw, Q.Q4_1).reshape(4, 32)
     assert np.signbit(expected[0, 19]) == 0 and np.signbit(expected[1, 0])  # q = z: +0 after -d * z + m; -0 + -0
     assert np.array_equal(bits(hd.dequantize(descriptor, buffers)), bits(expected))
+
+
+# --- fuzzing: arbitrary bytes, types and shapes give a result or a HurrayDeclError ------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from hurray_decl.convert import BlockParts  # noqa: E402
+from hurray_decl.errors import HurrayDeclError  # noqa: E402
+
+
+@settings(max_examples=80)
+@given(name=st.sampled_from(list(GGUF_TYPES) + ["Q5_0", "F32", 7, None]),
+       shape=st.lists(st.integers(0, 600), min_size=0, max_size=3),
+       data=st.binary(max_size=2000), whole=st.booleans())
+def test_gguf_converters_take_any_bytes(name, shape, data, whole):
+    row = GGUF_TYPES.get(name) if isinstance(name, str) else None
+    small = int(np.prod(shape)) <= 1 << 15
+    if whole and small and row is not None and shape and shape[-1] % row.elements == 0:  # the right size: decode
+        size = int(np.prod(shape)) // row.elements * row.record.itemsize
+        data = (data * (size // max(len(data), 1) + 1))[:size] if data else bytes(size)
+    for convert in (hd.from_gguf, gguf_to_onnx_light):
+        try:
+            result = convert(data, name, shape)
+        except HurrayDeclError as err:
+            assert err.code and str(err)
+        else:
+            assert result is not None
+
+
+@settings(max_examples=80)
+@given(shape=st.lists(st.integers(0, 9), min_size=0, max_size=3), axis=st.integers(-4, 4),
+       block=st.integers(-2, 20), storage=st.sampled_from(["int4", "uint8", "int2", "float32", ""]),
+       scale_type=st.sampled_from(["float16", "bfloat16", "float32", "int8"]),
+       grid=st.booleans(), zeros=st.booleans(), seed=st.integers(0, 2**32 - 1))
+def test_block_parts_take_any_arguments(shape, axis, block, storage, scale_type, grid, zeros, seed):
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(-3, 4, shape)
+    blocks = int(np.prod(shape)) if shape else 1
+    scales = rng.choice([0.5, 1.0, -2.0, 0.1, np.nan], blocks)
+    if grid and shape:
+        scales = scales.reshape(shape)
+    try:
+        parts = BlockParts(codes, storage, axis, block, scales, scale_type, codes.copy() if zeros else None)
+    except HurrayDeclError as err:
+        assert err.code
+    else:
+        assert parts.scales.ndim == 1 and parts.scales.size == int(np.prod(parts.grid_shape))

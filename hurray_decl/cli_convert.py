@@ -274,7 +274,10 @@ def _model_bytes(model: Any, check: bool) -> bytes:
         from .onnx_light import check_model_values
 
         check_model_values(model)
-    return model.SerializeToString()
+    try:
+        return model.SerializeToString()
+    except ValueError as err:  # protobuf refuses messages of 2 GiB and more
+        raise CommandError(FILE_ERROR, f"the ONNX model is too large for one protobuf message ({err})") from None
 
 
 def _onnx_light_model(values: Sequence[tuple[str, Any]]) -> Any:

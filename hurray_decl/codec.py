@@ -1,4 +1,4 @@
-"""Tensor-level numerics: dequantize, quantize and the converters, for every registered scheme.
+"""Tensor-level numerics: dequantize, quantize and per-block parts, for every registered scheme.
 
 Each scheme's row carries two functions: ``kernel(descriptor, shape, params)`` returns the
 :class:`~hurray_decl.numerics.Plan` that dequantizes its data, ``quantize(x, options)`` the
@@ -9,14 +9,12 @@ into whole tensors: buffer contents checked first, the output filled chunk by ch
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from . import numerics, storage
-from .convert import BlockParts, awq_parts, gguf_parts, gptq_parts
-from .convert.gguf import read_gguf
+from .convert.parts import BlockParts
 from .element_types import BY_NAME, BY_TAG
 from .engine import kernel_for, scheme
 from .errors import ArgumentError, RuleViolation, UnsupportedError
@@ -207,35 +205,3 @@ def block_parts(descriptor: TensorDescriptor, buffers: Sequence[Any]) -> BlockPa
     zeros = None if q.symmetric else params.array("zero_point_buffer_index", "<i4").astype(np.int64)
     return BlockParts.from_block_order(codes, name, q.axis, q.block_size,
                                        params.array("scale_buffer_index", scale_type).copy(), scale_type, zeros)
-
-
-def from_gguf(raw: Any, ggml_type: Any, shape: Sequence[int]) -> tuple[TensorDescriptor, list[bytes]]:
-    """GGUF Q4_0 / Q4_1 / Q8_0 blocks (blocks along the last axis of ``shape``) as per-block affine."""
-    return from_block_parts(gguf_parts(raw, ggml_type, shape))
-
-
-def from_gguf_file(path: str | Path, tensor_name: str) -> tuple[TensorDescriptor, list[bytes]]:
-    """One tensor of a ``.gguf`` file (read with the ``gguf`` package) as per-block affine.
-
-    A name the file does not hold is an :class:`~hurray_decl.errors.ArgumentError` listing the
-    names it does hold.
-    """
-    tensors = read_gguf(path)
-    for tensor in tensors:
-        if tensor.name == tensor_name:
-            return from_gguf(tensor.data, tensor.type_name, tensor.shape)
-    names = [t.name for t in tensors]
-    shown = ", ".join(names[:20]) + (f", ... ({len(names)} in all)" if len(names) > 20 else "")
-    raise ArgumentError("tensor_name", f"{path} has no tensor named {tensor_name!r}; it holds: {shown or 'none'}",
-                        actual=tensor_name)
-
-
-def from_gptq(qweight: Any, qzeros: Any, scales: Any, *, bits: int = 4, group_size: int = 128,
-              g_idx: Any = None) -> tuple[TensorDescriptor, list[bytes]]:
-    """A GPTQ linear weight (in_features, out_features) as per-block affine along axis 0."""
-    return from_block_parts(gptq_parts(qweight, qzeros, scales, bits=bits, group_size=group_size, g_idx=g_idx))
-
-
-def from_awq(qweight: Any, qzeros: Any, scales: Any, *, group_size: int = 128) -> tuple[TensorDescriptor, list[bytes]]:
-    """An AWQ (GEMM packing) linear weight (in_features, out_features) as per-block affine along axis 0."""
-    return from_block_parts(awq_parts(qweight, qzeros, scales, group_size=group_size))

@@ -24,6 +24,7 @@ from ..errors import ArgumentError, UnsupportedError
 from ..onnx_light import EncodedValueProto, QuantizationFormat, TensorProto, from_block_parts, to_block_parts
 from ..tensor import BufferHandle, RowMajor, TensorDescriptor, read_tensor_descriptor, validate_buffers, write_tensor_descriptor
 from .gguf import FLOAT_TYPES, GgufTensor
+from .hurray import from_gguf
 from .onnx_light import PROFILES, gguf_to_onnx_light
 from .ort import to_matmul_nbits
 
@@ -55,7 +56,7 @@ def gguf_to_hurray(tensor: GgufTensor) -> Tensor:
     """A GGUF tensor as a Hurray tensor, exactly, or the reason it has no exact form."""
     if tensor.type_name in FLOAT_TYPES:
         return float_tensor(tensor.data, FLOAT_TYPES[tensor.type_name], tensor.shape)
-    return codec.from_gguf(tensor.data, tensor.type_name, tensor.shape)
+    return from_gguf(tensor.data, tensor.type_name, tensor.shape)
 
 
 def gguf_to_onnx_light_tensor(tensor: GgufTensor) -> EncodedValueProto | Any:

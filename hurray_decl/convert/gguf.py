@@ -208,18 +208,17 @@ def sub_blocks(raw: Any, ggml_type: Any, shape: Sequence[int]) -> SubBlocks:
     """Split GGUF blocks of a tensor of ``shape`` (NumPy order: blocks along the last axis)."""
     row = gguf_type(ggml_type)
     shape = tuple(int(n) for n in shape)
-    if not shape or shape[-1] % row.elements:
-        raise RuleViolation("HQ-PB-05", f"{row.name} rows hold whole blocks of {row.elements}", path="shape",
-                            actual=list(shape), expected=f"a last dimension that is a multiple of {row.elements}")
+    if not shape or shape[-1] % row.elements:  # a GGUF property, not a Hurray rule
+        raise ArgumentError("shape", f"{row.name} rows hold whole blocks of {row.elements}", actual=list(shape),
+                            expected=f"a last dimension that is a multiple of {row.elements}")
     try:
         data = np.frombuffer(memoryview(raw).cast("B"), dtype=np.uint8)
     except TypeError as exc:
         raise ArgumentError("raw", "the block bytes are a bytes-like object", actual=type(raw).__name__) from exc
     blocks = int(np.prod(shape)) // row.elements
     if data.size != blocks * row.record.itemsize:
-        raise RuleViolation("HQ-BUF-09", f"{row.name} data of {blocks * row.elements} elements is {blocks} blocks of "
-                            f"{row.record.itemsize} bytes", path="raw", actual=data.size,
-                            expected=blocks * row.record.itemsize)
+        raise ArgumentError("raw", f"{row.name} data of {blocks * row.elements} elements is {blocks} blocks of "
+                            f"{row.record.itemsize} bytes", actual=data.size, expected=blocks * row.record.itemsize)
     codes, scales, offsets = row.unpack(data.view(row.record))
     per = row.sub_block
     return SubBlocks(row, shape, codes.reshape(-1, per), np.ascontiguousarray(scales, np.float32).reshape(-1),
@@ -240,6 +239,7 @@ def gguf_parts(raw: Any, ggml_type: Any, shape: Sequence[int]) -> BlockParts:
             "hold them (HD-05): convert it to onnx-light instead", path="ggml_type", actual=row.name,
             expected="Q4_0, Q4_1 or Q8_0")
     sb = sub_blocks(raw, row.name, shape)
+    reference = sb.reference()
     d = sb.scales
     codes = sb.codes.copy()
     scales = d.copy()
@@ -265,7 +265,7 @@ def gguf_parts(raw: Any, ggml_type: Any, shape: Sequence[int]) -> BlockParts:
         zeros = z
     constant = d == 0  # HQ-PB-13 refuses a zero scale: a block of one value c gets scale c (or +-1 for zeros)
     if constant.any():
-        values = sb.reference().reshape(codes.shape)[constant]
+        values = reference.reshape(codes.shape)[constant]
         uniform = np.all(_same_bits(values, values[:, :1]), axis=1)
         if not uniform.all():
             j = int(np.flatnonzero(constant)[np.flatnonzero(~uniform)[0]])
@@ -284,12 +284,12 @@ def gguf_parts(raw: Any, ggml_type: Any, shape: Sequence[int]) -> BlockParts:
     parts = BlockParts.from_block_order(codes.reshape(sb.shape), storage, len(sb.shape) - 1, row.sub_block,
                                         scales.astype(np.float16), "float16", zeros)
     got = scales[:, None] * (codes - (0 if zeros is None else zeros[:, None])).astype(np.float32)
-    same = _same_bits(got.reshape(-1), sb.reference())
+    same = _same_bits(got.reshape(-1), reference)
     if not same.all():
         j = int(np.flatnonzero(~same)[0])
         raise RuleViolation("HQ-PB-22", f"{row.name} element {j} has no exact per-block affine form "
                             "(x = scale * (q - z) gives another float32)", path=f"raw -> blocks[{j // row.elements}]",
-                            actual=float(got.reshape(-1)[j]), expected=float(sb.reference()[j]))
+                            actual=float(got.reshape(-1)[j]), expected=float(reference[j]))
     return parts
 
 

@@ -280,24 +280,6 @@ def _model_bytes(model: Any, check: bool) -> bytes:
         raise CommandError(FILE_ERROR, f"the ONNX model is too large for one protobuf message ({err})") from None
 
 
-def _onnx_light_model(values: Sequence[tuple[str, Any]]) -> Any:
-    """An ONNX model whose graph holds onnx-light encoded values and plain initializers."""
-    from .onnx_light import EncodedValueProto, ModelProto
-
-    model = ModelProto()
-    model.ir_version = 9
-    opset = model.opset_import.add()
-    opset.domain, opset.version = "", 17
-    model.producer_name = "hurray_decl"
-    model.graph.name = "onnx_light"
-    for name, value in values:
-        slot = model.graph.encoded_initializer.add() if isinstance(value, EncodedValueProto) else \
-            model.graph.initializer.add()
-        slot.ParseFromString(value.SerializeToString())
-        slot.name = name
-    return model
-
-
 # --- the commands ------------------------------------------------------------------------------------
 
 def _output(path: str) -> Path:
@@ -340,7 +322,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
         model = _read_model(source)
         items = list(model.graph.encoded_initializer) + list(model.graph.initializer)
         describe = _describe_initializer
-        step = lambda v: _initializer_to_hurray(v, model)  # noqa: E731
+        step = lambda v: convert.initializer_to_hurray(v, model)  # noqa: E731
     rows, results = _convert_each(items, describe, step)
     if not results:
         _report(rows, None, args)
@@ -356,7 +338,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
             stage.write(target, _model_bytes(matmul_nbits_model(results), check=False))
         else:
-            stage.write(target, _model_bytes(_onnx_light_model(results), check=True))
+            stage.write(target, _model_bytes(convert.onnx_light_model(results), check=True))
         written.append(str(target))
 
     _commit(write)
@@ -371,20 +353,6 @@ def _describe_initializer(value: Any) -> tuple[str, str, tuple[int, ...]]:
         dims = value.logical_type.tensor_type.shape.dim
         return value.name, value.struct_type.name.rsplit("/", 1)[-1] or "encoded", tuple(d.dim_value for d in dims)
     return value.name, f"TensorProto:{value.data_type}", tuple(value.dims)
-
-
-def _initializer_to_hurray(value: Any, model: Any) -> Any:
-    from .convert import tensors as convert
-    from .errors import ArgumentError
-    from .onnx_light import EncodedValueProto, TensorProto
-
-    if isinstance(value, EncodedValueProto):
-        return convert.onnx_light_to_hurray(value, model)
-    element = {TensorProto.FLOAT: "float32", TensorProto.FLOAT16: "float16", TensorProto.BFLOAT16: "bfloat16"}
-    if value.data_type not in element or not value.HasField("raw_data"):
-        raise ArgumentError("initializer", "only float32, float16 and bfloat16 initializers with raw_data convert",
-                            actual=value.data_type)
-    return convert.float_tensor(value.raw_data, element[value.data_type], tuple(value.dims))
 
 
 def cmd_quantize(args: argparse.Namespace) -> int:

@@ -29,8 +29,8 @@ from ..onnx_light import (
 )
 from .parts import BlockParts
 
-__all__ = ["to_matmul_nbits", "tensor_to_matmul_nbits", "matmul_nbits_model", "ORT_FORMATS", "MODEL_INPUT",
-           "MODEL_OUTPUT"]
+__all__ = ["to_matmul_nbits", "tensor_to_matmul_nbits", "matmul_nbits_model", "empty_model", "ORT_FORMATS",
+           "MODEL_INPUT", "MODEL_OUTPUT"]
 
 ORT_FORMATS = {2: QuantizationFormat.ORT_MATMULNBITS_INT2, 4: QuantizationFormat.ORT_MATMULNBITS_INT4,
                8: QuantizationFormat.ORT_MATMULNBITS_INT8}
@@ -40,8 +40,8 @@ MODEL_INPUT = "{name}.A"
 MODEL_OUTPUT = "{name}.Y"
 """Names of each node's activation input ``[M, K]`` and output ``[M, N]`` in :func:`matmul_nbits_model`."""
 
-_OPSET = (("", 17), ("com.microsoft", 1))
-_IR_VERSION = 9
+IR_VERSION = 9
+"""The ONNX IR version of the models written here (onnxruntime 1.17 and later read it)."""
 
 
 def to_matmul_nbits(parts: BlockParts, *, scale_type: str | None = None) -> EncodedValueProto:
@@ -74,6 +74,18 @@ def _int_attribute(node: Any, name: str, value: int) -> None:
     attribute.i = int(value)
 
 
+def empty_model(name: str, *, com_microsoft: bool = False) -> ModelProto:
+    """An ONNX model with an empty graph ``name``: IR 9, opset 17 (and com.microsoft 1)."""
+    model = ModelProto()
+    model.ir_version = IR_VERSION
+    for domain, version in (("", 17),) + ((("com.microsoft", 1),) if com_microsoft else ()):
+        opset = model.opset_import.add()
+        opset.domain, opset.version = domain, version
+    model.producer_name = "hurray_decl"
+    model.graph.name = name
+    return model
+
+
 def matmul_nbits_model(weights: Sequence[tuple[str, EncodedValueProto]]) -> ModelProto:
     """An ONNX model with one ``com.microsoft::MatMulNBits`` node per named ORT value.
 
@@ -81,14 +93,8 @@ def matmul_nbits_model(weights: Sequence[tuple[str, EncodedValueProto]]) -> Mode
     initializers are ``{name}.B``, ``{name}.scales`` and, when stored, ``{name}.zero_points``.
     The model holds only standard ONNX fields, so onnxruntime loads its bytes directly.
     """
-    model = ModelProto()
-    model.ir_version = _IR_VERSION
-    for domain, version in _OPSET:
-        opset = model.opset_import.add()
-        opset.domain, opset.version = domain, version
-    model.producer_name = "hurray_decl"
+    model = empty_model("matmul_nbits", com_microsoft=True)
     graph = model.graph
-    graph.name = "matmul_nbits"
     for name, value in weights:
         inputs = export_matmul_nbits_inputs(value)
         node = graph.node.add()

@@ -26,10 +26,10 @@ from ..tensor import BufferHandle, RowMajor, TensorDescriptor, read_tensor_descr
 from .gguf import FLOAT_TYPES, GgufTensor
 from .hurray import from_gguf
 from .onnx_light import PROFILES, gguf_to_onnx_light
-from .ort import to_matmul_nbits
+from .ort import empty_model, to_matmul_nbits
 
 __all__ = ["float_tensor", "gguf_to_hurray", "gguf_to_onnx_light_tensor", "gguf_to_ort", "hurray_to_ort",
-           "hurray_to_onnx_light", "onnx_light_to_hurray", "Tensor"]
+           "hurray_to_onnx_light", "onnx_light_to_hurray", "initializer_to_hurray", "onnx_light_model", "Tensor"]
 
 Tensor = tuple[TensorDescriptor, list[bytes]]
 """A Hurray tensor: its descriptor and its buffers' contents."""
@@ -102,3 +102,24 @@ def onnx_light_to_hurray(value: EncodedValueProto, model: Any = None) -> Tensor:
     """An onnx-light int4/int8 or ORT MatMulNBits value as a per-block affine tensor, codes copied."""
     return codec.from_block_parts(to_block_parts(value, model))
 
+
+def initializer_to_hurray(value: Any, model: Any = None) -> Tensor:
+    """An initializer of an ONNX model as a Hurray tensor: onnx-light values as per-block affine
+    (:func:`onnx_light_to_hurray`), float32/float16/bfloat16 ``raw_data`` tensors unquantized."""
+    if isinstance(value, EncodedValueProto):
+        return onnx_light_to_hurray(value, model)
+    elements = {code: name for name, code in _ONNX_FLOATS.items()}
+    if value.data_type not in elements or not value.HasField("raw_data"):
+        raise ArgumentError("initializer", "only float32, float16 and bfloat16 initializers with raw_data convert",
+                            actual=value.data_type)
+    return float_tensor(value.raw_data, elements[value.data_type], tuple(value.dims))
+
+
+def onnx_light_model(values: Sequence[tuple[str, Any]]) -> Any:
+    """An ONNX model whose graph holds the named onnx-light encoded values and plain initializers."""
+    model = empty_model("onnx_light")
+    for name, value in values:
+        slot = (model.graph.encoded_initializer if isinstance(value, EncodedValueProto) else model.graph.initializer).add()
+        slot.ParseFromString(value.SerializeToString())
+        slot.name = name
+    return model

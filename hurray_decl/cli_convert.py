@@ -22,6 +22,7 @@ import shutil
 import sys
 import tempfile
 from dataclasses import dataclass, field
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
@@ -140,13 +141,32 @@ def _descriptor_files(folder_or_bin: Path, tensor: NamedTensor, stem: str) -> li
     return files
 
 
-def write_container(path: Path, tensors: Sequence[NamedTensor]) -> None:
-    """Write ``tensors`` as a ``.hrry`` container at ``path`` (a temporary file, renamed afterwards).
+def _container_package() -> None:
+    """Refuse .hrry files in a build without ``hurray_decl.container``."""
+    if find_spec(f"{__package__}.container") is None:
+        raise CommandError(FILE_ERROR, "this build has no .hrry container support; use -o NAME.bin for one tensor "
+                           "or -o FOLDER for a folder of descriptors and buffers")
 
-    The container writer of ``hurray_decl.container`` plugs in here; this build has none.
-    """
-    raise CommandError(FILE_ERROR, "this build cannot write .hrry containers yet; use -o NAME.bin for one tensor "
-                       "or -o FOLDER for a folder of descriptors and buffers")
+
+def write_container(path: Path, tensors: Sequence[NamedTensor]) -> None:
+    """Write ``tensors`` as a ``.hrry`` container at ``path`` (a temporary file, renamed afterwards),
+    with the one-pass writer of ``hurray_decl.container``."""
+    _container_package()
+    from .container.writer import ContainerWriter
+
+    with path.open("wb") as stream:
+        writer = ContainerWriter(stream, tensor_count_hint=len(tensors))
+        for tensor in tensors:
+            writer.add(tensor.name, tensor.descriptor, tensor.buffers)
+        writer.finish()
+
+
+def read_container_tensors(path: Path) -> list[NamedTensor]:
+    """Every tensor of a ``.hrry`` container, read with ``hurray_decl.container`` (checked, memory-mapped)."""
+    _container_package()
+    from .container import read_container
+
+    return [NamedTensor(t.name, t.descriptor, list(t.buffers)) for t in read_container(path).validate().tensors()]
 
 
 def write_hurray(target: Path, tensors: Sequence[NamedTensor], stage: Staging) -> str:
@@ -293,10 +313,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
     kind = _source_kind(source)
     target = _output(args.output)
     pairs = {("gguf", "hurray"), ("gguf", "onnx-light"), ("gguf", "ort"), ("hurray", "ort"), ("hurray", "onnx-light"),
-             ("onnx", "hurray")}
+             ("container", "ort"), ("container", "onnx-light"), ("onnx", "hurray")}
     if (kind, args.to) not in pairs:
-        if kind == "container":
-            raise CommandError(FILE_ERROR, "this build cannot read .hrry containers yet")
         raise CommandError(USAGE, f"no conversion from {kind} to {args.to}; converted: "
                            + ", ".join(f"{a} -> {b}" for a, b in sorted(pairs)))
     from .convert import tensors as convert
@@ -313,8 +331,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
         describe = lambda t: (t.name, t.type_name, t.shape)  # noqa: E731
         step = {"hurray": convert.gguf_to_hurray, "onnx-light": convert.gguf_to_onnx_light_tensor,
                 "ort": lambda t: convert.gguf_to_ort(t, scale_type=scale_type)}[args.to]
-    elif kind == "hurray":
-        items = _read_hurray(args)
+    elif kind in ("hurray", "container"):
+        items = _read_hurray(args) if kind == "hurray" else read_container_tensors(source)
         describe = lambda t: (t.name, "hurray", tuple(t.descriptor.shape))  # noqa: E731
         step = {"onnx-light": lambda t: convert.hurray_to_onnx_light(t.descriptor, t.buffers),
                 "ort": lambda t: convert.hurray_to_ort(t.descriptor, t.buffers, scale_type=scale_type)}[args.to]

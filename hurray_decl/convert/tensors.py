@@ -26,7 +26,7 @@ from ..tensor import BufferHandle, RowMajor, TensorDescriptor, read_tensor_descr
 from .gguf import FLOAT_TYPES, GgufTensor
 from .hurray import from_gguf
 from .onnx_light import PROFILES, gguf_to_onnx_light
-from .ort import empty_model, to_matmul_nbits
+from .ort import empty_model, tensor_to_matmul_nbits
 
 __all__ = ["float_tensor", "gguf_to_hurray", "gguf_to_onnx_light_tensor", "gguf_to_ort", "hurray_to_ort",
            "hurray_to_onnx_light", "onnx_light_to_hurray", "initializer_to_hurray", "onnx_light_model", "Tensor"]
@@ -84,8 +84,8 @@ def gguf_to_ort(tensor: GgufTensor, *, scale_type: str | None = "float32") -> En
 
 
 def hurray_to_ort(descriptor: TensorDescriptor, buffers: Sequence[Any], *, scale_type: str | None = "float32"):
-    """A row-major per-block affine tensor as an ORT MatMulNBits value (see :func:`.ort.to_matmul_nbits`)."""
-    return to_matmul_nbits(codec.block_parts(descriptor, buffers), scale_type=scale_type)
+    """A row-major per-block affine tensor as an ORT MatMulNBits value, float32 by default (see :mod:`.ort`)."""
+    return tensor_to_matmul_nbits(descriptor, buffers, scale_type=scale_type)
 
 
 def hurray_to_onnx_light(descriptor: TensorDescriptor, buffers: Sequence[Any]) -> EncodedValueProto:

@@ -61,8 +61,11 @@ def _guarded(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse
             return INVALID
         except BrokenPipeError:
             raise  # the reader of our output went away: the top level stops quietly
-        except (OSError, MemoryError) as err:
+        except OSError as err:
             _say(f"file or environment error: {err}")
+            return FILE_ERROR
+        except MemoryError:
+            _say("environment error: the system refused the memory this conversion needs; nothing written")
             return FILE_ERROR
         except KeyboardInterrupt:
             _say("interrupted; nothing written")

@@ -296,3 +296,22 @@ def test_containers_in_and_out(model, tmp_path):
     assert to_ort.returncode == 0, to_ort.stderr
     rows = {r["name"]: r["converted"] for r in json.loads(to_ort.stdout)["tensors"]}
     assert rows == {"f32": False, "f16": False, "q4_0": True, "q8_0": True, "q4_1_exact": True}
+
+
+def test_a_failure_while_writing_leaves_nothing(model, tmp_path, monkeypatch, capsys):
+    from hurray_decl import cli, cli_convert
+
+    written = []
+    real = cli_convert._descriptor_files
+
+    def failing(folder, tensor, stem):  # the third tensor's files cannot be written
+        written.append(stem)
+        if len(written) == 3:
+            raise OSError(28, "No space left on device")
+        return real(folder, tensor, stem)
+
+    monkeypatch.setattr(cli_convert, "_descriptor_files", failing)
+    before = listing(tmp_path)
+    status = cli.main(["convert", str(model[0]), "-o", str(tmp_path / "out")])
+    assert status == 3 and "No space left on device" in capsys.readouterr().err
+    assert len(written) == 3 and listing(tmp_path) == before

@@ -52,7 +52,7 @@ def _in_range(values: np.ndarray, storage: str, argument: str, code: str | None)
         raise RuleViolation(code, message, path=f"{argument}[{j}]", actual=int(values.ravel()[j]), expected=expected)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # arrays have no single truth value: parts compare by identity
 class BlockParts:
     """Codes in logical order, one scale (and integer zero point) per block of ``block_size`` along ``axis``.
 

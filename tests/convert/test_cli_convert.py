@@ -154,7 +154,8 @@ def test_convert_to_ort_runs_matmul_nbits_to_float_rounding(model, tmp_path):
     for name in converted:
         a, w = feeds[f"{name}.A"].astype(np.float64), expected[name].astype(np.float64)
         exact = a @ w.T
-        bound = w.shape[1] * np.finfo(np.float32).eps * (np.abs(a) @ np.abs(w).T)  # gamma_K for a float32 dot
+        # float32 rounding of a dot product: at most K * eps * |a| |w| (gamma_K); seen: under 1.6 eps
+        bound = 16 * np.finfo(np.float32).eps * (np.abs(a) @ np.abs(w).T)
         assert np.all(np.abs(outputs[f"{name}.Y"] - exact) <= bound), name
 
 

@@ -255,17 +255,29 @@ def _report(rows: Sequence[Row], written: str | None, args: argparse.Namespace) 
 
 # --- sources --------------------------------------------------------------------------------------
 
+def _is_container(head: bytes) -> bool:
+    if find_spec(f"{__package__}.container") is None:  # until the container package is merged: its FILE_MAGIC
+        return head.startswith(b"HRRYFILE")
+    from .container import is_container
+
+    return is_container(head)
+
+
 def _source_kind(path: Path) -> str:
+    """``gguf``, ``container``, ``hurray`` (a tensor descriptor) or ``onnx``, from the first bytes."""
+    from .convert.gguf import GGUF_MAGIC
+    from .tensor.header import MAGIC
+
     try:
         with path.open("rb") as handle:
-            head = handle.read(8)
+            head = handle.read(16)
     except IsADirectoryError:
         raise CommandError(FILE_ERROR, f"{path} is a folder, not a file") from None
-    if head.startswith(b"GGUF"):
+    if head.startswith(GGUF_MAGIC):
         return "gguf"
-    if head.startswith(b"HRRYFILE"):
+    if _is_container(head):
         return "container"
-    if head.startswith(b"HRRY"):
+    if head.startswith(MAGIC):
         return "hurray"
     return "onnx"
 

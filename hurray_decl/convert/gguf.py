@@ -27,12 +27,15 @@ from ..errors import ArgumentError, RuleViolation, UnsupportedError
 from .parts import BlockParts
 
 __all__ = ["GGUF_BLOCK", "GGUF_TYPES", "GgufType", "SubBlocks", "gguf_type", "sub_blocks", "gguf_parts",
-           "FLOAT_TYPES", "GgufTensor", "read_gguf"]
+           "FLOAT_TYPES", "GGUF_MAGIC", "GgufTensor", "read_gguf"]
 
 GGUF_BLOCK = 32
 """Elements per block of Q4_0, Q4_1 and Q8_0."""
 QK_K = 256
 """Elements per super-block of the K-quants."""
+
+GGUF_MAGIC = b"GGUF"
+"""The first four bytes of a .gguf file (gguf.GGUF_MAGIC, little-endian)."""
 
 FLOAT_TYPES = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
 """Unquantized GGML types and their Hurray element types."""

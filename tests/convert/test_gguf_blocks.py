@@ -36,6 +36,12 @@ def adversarial(name: str, blocks: int, seed: int = 0) -> np.ndarray:
     return raw.reshape(-1)
 
 
+def test_the_magic_is_gguf_s():
+    from hurray_decl.convert.gguf import GGUF_MAGIC
+
+    assert int.from_bytes(GGUF_MAGIC, "little") == gguf.GGUF_MAGIC
+
+
 @pytest.mark.parametrize("name", list(GGUF_TYPES))
 def test_the_block_table_matches_gguf(name):
     row = GGUF_TYPES[name]

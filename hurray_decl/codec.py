@@ -199,7 +199,7 @@ def block_parts(descriptor: TensorDescriptor, buffers: Sequence[Any]) -> BlockPa
     name = BY_TAG[descriptor.type_tag].name
     g = numerics.Geometry(tuple(descriptor.shape), q.axis, q.block_size)
     data = np.frombuffer(contents[0], dtype=np.uint8)[descriptor.byte_offset:]
-    stored = storage.decode(data, name, g.stored_elements).astype(np.int64)
+    stored = storage.decode(data, name, g.stored_elements).astype(np.int16)  # signed, and 2 bytes a code
     codes = stored.reshape(g.before, g.padded, g.after)[:, : g.extent].reshape(descriptor.shape)
     scale_type = SCALE_TYPES[q.scale_type_tag]
     zeros = None if q.symmetric else params.array("zero_point_buffer_index", "<i4").astype(np.int64)

@@ -44,8 +44,8 @@ F16 = "<f2"
 
 
 def _bits(data: np.ndarray, index: np.ndarray, shift: np.ndarray, width: int) -> np.ndarray:
-    """``width``-bit fields: element e is ``(data[:, index[e]] >> shift[e]) & mask``, as int64."""
-    return ((data[:, index].astype(np.int64) >> shift) & ((1 << width) - 1))
+    """``width``-bit fields: element e is ``(data[:, index[e]] >> shift[e]) & mask``, as int16 (2 bytes a code)."""
+    return (data[:, index].astype(np.int16) >> shift.astype(np.int16)) & ((1 << width) - 1)
 
 
 _E32 = np.arange(GGUF_BLOCK)
@@ -104,7 +104,7 @@ def _q4_1(b: np.ndarray) -> Unpacked:
 
 
 def _q8_0(b: np.ndarray) -> Unpacked:
-    return b["qs"].astype(np.int64), _f32(b["d"])[:, None], None
+    return b["qs"].astype(np.int16), _f32(b["d"])[:, None], None
 
 
 def _q2_k(b: np.ndarray) -> Unpacked:
@@ -195,7 +195,7 @@ class SubBlocks:
 
     type: GgufType
     shape: tuple[int, ...]
-    codes: np.ndarray          # int64 (sub-blocks, sub_block)
+    codes: np.ndarray          # int16 (sub-blocks, sub_block)
     scales: np.ndarray         # float32 (sub-blocks,): S
     offsets: np.ndarray | None  # float32 (sub-blocks,): O, or None when the type adds nothing
 
@@ -286,7 +286,10 @@ def gguf_parts(raw: Any, ggml_type: Any, shape: Sequence[int]) -> BlockParts:
     storage = ("int" if row.low < 0 else "uint") + str(row.bits)
     parts = BlockParts.from_block_order(codes.reshape(sb.shape), storage, len(sb.shape) - 1, row.sub_block,
                                         scales.astype(np.float16), "float16", zeros)
-    got = scales[:, None] * (codes - (0 if zeros is None else zeros[:, None])).astype(np.float32)
+    steps = codes.astype(np.float32)  # q - z in float32, as the per-block kernel computes it (exact)
+    if zeros is not None:
+        steps -= zeros[:, None].astype(np.float32)
+    got = scales[:, None] * steps
     same = _same_bits(got.reshape(-1), reference)
     if not same.all():
         j = int(np.flatnonzero(~same)[0])

@@ -37,7 +37,9 @@ def _integers(values: Any, argument: str) -> np.ndarray:
         array = array.astype(np.int64)
     if array.dtype.kind not in "iu":
         raise ArgumentError(argument, f"{argument} are integers", actual=str(array.dtype), expected="an integer array")
-    return array.astype(np.int64)
+    shared = array.view()  # shared, not copied (int16 codes stay a quarter of int64's size), and read-only here
+    shared.flags.writeable = False
+    return shared
 
 
 def _in_range(values: np.ndarray, storage: str, argument: str, code: str | None) -> None:
@@ -56,7 +58,8 @@ def _in_range(values: np.ndarray, storage: str, argument: str, code: str | None)
 class BlockParts:
     """Codes in logical order, one scale (and integer zero point) per block of ``block_size`` along ``axis``.
 
-    Checked on creation: storage (HQ-PB-14), axis (HQ-PB-02), block size (HQ-PB-03/-04; a Hurray
+    The codes and zero points are kept as read-only views of the arrays given, in their integer
+    type (the converters here give int16 codes). Checked on creation: storage (HQ-PB-14), axis (HQ-PB-02), block size (HQ-PB-03/-04; a Hurray
     tensor also needs it no longer than its axis, HQ-PB-05, which ORT values need not),
     scale type (HQ-PB-08), scales exactly representable in it, zero points in the storage range
     (HQ-PB-22), codes in the storage range, and the grid shape of scales and zero points (HQ-PB-15).

@@ -7,9 +7,9 @@ plus ``O`` (one rounding). :data:`GGUF_TYPES` is the one table of the supported 
 record (sizes written as sums of their fields), sub-block size, code range and unpacking.
 
 Hurray per-block affine (``x = scale * (q - z)``, HQ-PB-22) holds the single-level types
-exactly: Q4_0 and Q8_0 always (a block whose ``d`` is 0 and whose values are all the same
-zero or constant gets scale +-1 or that constant), Q4_1 when ``m = -z * d`` for an integer
-``z`` in 0..15. The K-quants have two-level scales, for which Hurray reserves tags 0x60-0x7F
+exactly: Q4_0, Q5_0 and Q8_0 always (a block whose ``d`` is 0 and whose values are all the
+same zero or constant gets scale +-1 or that constant; 5-bit codes are stored in 8 bits),
+Q4_1 and Q5_1 when ``m = -z * d`` for an integer ``z`` in the code range. The K-quants have two-level scales, for which Hurray reserves tags 0x60-0x7F
 (HQ-HDR-09, DIGEST HD-05): they are refused here and converted to onnx-light instead
 (:mod:`hurray_decl.convert.onnx_light`). Every result is checked against the source formula,
 bit for bit (signed zeros included), before it is returned.
@@ -30,7 +30,7 @@ __all__ = ["GGUF_BLOCK", "GGUF_TYPES", "GgufType", "SubBlocks", "gguf_type", "su
            "FLOAT_TYPES", "GGUF_MAGIC", "GgufTensor", "read_gguf"]
 
 GGUF_BLOCK = 32
-"""Elements per block of Q4_0, Q4_1 and Q8_0."""
+"""Elements per block of the single-level types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0)."""
 QK_K = 256
 """Elements per super-block of the K-quants."""
 
@@ -54,7 +54,7 @@ _S16 = np.arange(QK_K // 16)
 
 
 def _nibbles32(qs: np.ndarray) -> np.ndarray:
-    """Q4_0 / Q4_1: element e < 16 is the low nibble of byte e, element e >= 16 the high nibble of e - 16."""
+    """Q4_0 .. Q5_1: element e < 16 is the low nibble of byte e, element e >= 16 the high nibble of e - 16."""
     return _bits(qs, _E32 % 16, 4 * (_E32 // 16), 4)
 
 
@@ -101,6 +101,19 @@ def _q4_0(b: np.ndarray) -> Unpacked:
 
 def _q4_1(b: np.ndarray) -> Unpacked:
     return _nibbles32(b["qs"]), _f32(b["d"])[:, None], _f32(b["m"])[:, None]
+
+
+def _high_bit32(qh: np.ndarray) -> np.ndarray:
+    """Q5_0 / Q5_1: element e's fifth bit is bit e of the little-endian 32-bit qh, bit e % 8 of byte e // 8."""
+    return _bits(qh, _E32 // 8, _E32 % 8, 1)
+
+
+def _q5_0(b: np.ndarray) -> Unpacked:
+    return (_nibbles32(b["qs"]) | (_high_bit32(b["qh"]) << 4)) - 16, _f32(b["d"])[:, None], None
+
+
+def _q5_1(b: np.ndarray) -> Unpacked:
+    return _nibbles32(b["qs"]) | (_high_bit32(b["qh"]) << 4), _f32(b["d"])[:, None], _f32(b["m"])[:, None]
 
 
 def _q8_0(b: np.ndarray) -> Unpacked:
@@ -157,6 +170,12 @@ class GgufType:
     def high(self) -> int:
         return self.low + (1 << self.bits) - 1
 
+    @property
+    def storage(self) -> str:
+        """The narrowest per-block affine storage holding the codes (5-bit codes in 8 bits)."""
+        width = next(w for w in (2, 4, 8) if w >= self.bits)
+        return ("int" if self.low < 0 else "uint") + str(width)
+
 
 def _record(*fields: tuple) -> np.dtype:
     return np.dtype(list(fields))
@@ -165,6 +184,9 @@ def _record(*fields: tuple) -> np.dtype:
 GGUF_TYPES: dict[str, GgufType] = {t.name: t for t in (
     GgufType("Q4_0", 32, _record(("d", F16), ("qs", "u1", (16,))), 32, 4, -8, _q4_0),  # 2 + 16 = 18
     GgufType("Q4_1", 32, _record(("d", F16), ("m", F16), ("qs", "u1", (16,))), 32, 4, 0, _q4_1),  # 2 + 2 + 16 = 20
+    GgufType("Q5_0", 32, _record(("d", F16), ("qh", "u1", (4,)), ("qs", "u1", (16,))), 32, 5, -16, _q5_0),  # 2+4+16 = 22
+    GgufType("Q5_1", 32, _record(("d", F16), ("m", F16), ("qh", "u1", (4,)), ("qs", "u1", (16,))), 32, 5, 0,
+             _q5_1),  # 2 + 2 + 4 + 16 = 24
     GgufType("Q8_0", 32, _record(("d", F16), ("qs", "i1", (32,))), 32, 8, -128, _q8_0),  # 2 + 32 = 34
     GgufType("Q2_K", QK_K, _record(("scales", "u1", (16,)), ("qs", "u1", (64,)), ("d", F16), ("dmin", F16)),
              16, 2, 0, _q2_k),  # 16 + 64 + 2 + 2 = 84
@@ -233,37 +255,39 @@ def _same_bits(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def gguf_parts(raw: Any, ggml_type: Any, shape: Sequence[int]) -> BlockParts:
-    """GGUF Q4_0 / Q4_1 / Q8_0 blocks as per-block affine parts whose values are gguf's, bit for bit."""
+    """GGUF Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0 blocks as per-block affine parts whose values are gguf's, bit for bit."""
     row = gguf_type(ggml_type)
     if row.two_level:
         raise UnsupportedError(
             "HQ-HDR-09", f"{row.name} has two-level scales (a super-block scale times a {row.sub_block}-element "
             "sub-block scale); Hurray reserves tags 0x60-0x7F for such schemes and per-block affine does not "
             "hold them (HD-05): convert it to onnx-light instead", path="ggml_type", actual=row.name,
-            expected="Q4_0, Q4_1 or Q8_0")
+            expected=", ".join(t.name for t in GGUF_TYPES.values() if not t.two_level))
     sb = sub_blocks(raw, row.name, shape)
     reference = sb.reference()
     d = sb.scales
     codes = sb.codes.copy()
     scales = d.copy()
     zeros = None
-    if sb.offsets is not None:  # Q4_1: d * q + m = d * (q - z) when m = -z * d
+    top = row.high
+    if sb.offsets is not None:  # Q4_1 / Q5_1: d * q + m = d * (q - z) when m = -z * d
         m = sb.offsets
         with np.errstate(divide="ignore", invalid="ignore"):
             z = np.where(d != 0, np.rint(-m / d), 0)
-        bad = (d != 0) & ~((z >= 0) & (z <= 15) & (-z.astype(np.float32) * d == m))
+        bad = (d != 0) & ~((z >= 0) & (z <= top) & (-z.astype(np.float32) * d == m))
         if bad.any():
             j = int(np.flatnonzero(bad)[0])
             raise RuleViolation(
-                "HQ-PB-22", f"Q4_1 block {j}: its offset m = {float(m[j])!r} is not -z * d for an integer z in 0..15 "
-                f"(d = {float(d[j])!r}); per-block affine has integer zero points, so this block has no exact form",
-                path=f"raw -> blocks[{j}] -> m", actual=float(m[j]), expected="-z * d, z an integer in 0..15")
+                "HQ-PB-22", f"{row.name} block {j}: its offset m = {float(m[j])!r} is not -z * d for an integer z in "
+                f"0..{top} (d = {float(d[j])!r}); per-block affine has integer zero points, so this block has no "
+                "exact form", path=f"raw -> blocks[{j}] -> m", actual=float(m[j]),
+                expected=f"-z * d, z an integer in 0..{top}")
         z = z.astype(np.int64)
         # With d < 0, q = z gives -0 in d * (q - z) but +0 in d * q + m, unless z = 0 and m = -0:
-        # mirror those blocks (codes 15 - q, zero point 15 - z, scale -d) to get +0.
+        # mirror those blocks (codes top - q, zero point top - z, scale -d) to get +0.
         flip = (d < 0) & ~((z == 0) & np.signbit(m))
-        codes[flip] = 15 - codes[flip]
-        z[flip] = 15 - z[flip]
+        codes[flip] = top - codes[flip]
+        z[flip] = top - z[flip]
         scales[flip] = -d[flip]
         zeros = z
     constant = d == 0  # HQ-PB-13 refuses a zero scale: a block of one value c gets scale c (or +-1 for zeros)
@@ -283,8 +307,7 @@ def gguf_parts(raw: Any, ggml_type: Any, shape: Sequence[int]) -> BlockParts:
         else:  # c = -c * (0 - 1)
             codes[constant] = 0
             zeros[constant] = nonzero
-    storage = ("int" if row.low < 0 else "uint") + str(row.bits)
-    parts = BlockParts.from_block_order(codes.reshape(sb.shape), storage, len(sb.shape) - 1, row.sub_block,
+    parts = BlockParts.from_block_order(codes.reshape(sb.shape), row.storage, len(sb.shape) - 1, row.sub_block,
                                         scales.astype(np.float16), "float16", zeros)
     steps = codes.astype(np.float32)  # q - z in float32, as the per-block kernel computes it (exact)
     if zeros is not None:

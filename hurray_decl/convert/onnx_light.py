@@ -2,8 +2,8 @@
 
 onnx-light's affine blocks decode ``(code - zero_point) * scale + offset`` in double, then round
 to the logical float32 (OL-NUM-14). Each GGUF sub-block ``S * q (+ O)`` becomes one block of the
-profile that holds its codes (:data:`PROFILES`: int4 for Q4_0 and Q4_1, int8 for Q8_0, q2_k ..
-q6_k for the K-quants, whose sub-block scale ``S = d * sc`` and offset ``O = -dmin * m`` are exact
+profile that holds its codes (:data:`PROFILES`: int4 for Q4_0 and Q4_1, int8 for Q5_0, Q5_1 and
+Q8_0, q2_k .. q6_k for the K-quants, whose sub-block scale ``S = d * sc`` and offset ``O = -dmin * m`` are exact
 float32 products), with
 
 * ``scale = |S|`` (onnx-light scales are > 0, OL-PLAN-11): a negative ``S`` mirrors the codes
@@ -26,6 +26,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import RuleViolation
+from ..onnx_light import PROFILES as PROFILE_DEFAULTS
 from ..onnx_light import (
     EncodedValueProto,
     QuantizationFormat,
@@ -39,9 +40,9 @@ from .gguf import SubBlocks, sub_blocks
 __all__ = ["PROFILES", "gguf_to_onnx_light", "sub_blocks_to_onnx_light"]
 
 F = QuantizationFormat
-PROFILES = {"Q4_0": F.INT4, "Q4_1": F.INT4, "Q8_0": F.INT8, "Q2_K": F.Q2_K, "Q3_K": F.Q3_K, "Q4_K": F.Q4_K,
-            "Q5_K": F.Q5_K, "Q6_K": F.Q6_K}
-"""The onnx-light profile (signed affine codes of the type's width) holding each GGML type."""
+PROFILES = {"Q4_0": F.INT4, "Q4_1": F.INT4, "Q5_0": F.INT8, "Q5_1": F.INT8, "Q8_0": F.INT8, "Q2_K": F.Q2_K,
+            "Q3_K": F.Q3_K, "Q4_K": F.Q4_K, "Q5_K": F.Q5_K, "Q6_K": F.Q6_K}
+"""The onnx-light profile (signed affine codes at least as wide as the type's) holding each GGML type."""
 
 TINY = np.float64(2.0 ** -1074)
 """The smallest positive double: times a small integer it rounds to a signed float32 zero."""
@@ -50,7 +51,7 @@ TINY = np.float64(2.0 ** -1074)
 def _parameters(sb: SubBlocks) -> tuple[np.ndarray, ...]:
     """Per-block (scale, zero point, offset) and per-element codes, all exact."""
     row = sb.type
-    lo = -(1 << (row.bits - 1))
+    lo = -(1 << (PROFILE_DEFAULTS[PROFILES[row.name]].bits - 1))  # the profile's smallest signed code
     S = sb.scales.astype(np.float64)
     O = np.zeros_like(S) if sb.offsets is None else sb.offsets.astype(np.float64)
     for name, values, code in (("S", S, "OL-PLAN-10"), ("O", O, "OL-PLAN-13")):
@@ -94,5 +95,5 @@ def sub_blocks_to_onnx_light(sb: SubBlocks) -> EncodedValueProto:
 
 
 def gguf_to_onnx_light(raw: Any, ggml_type: Any, shape: Sequence[int]) -> EncodedValueProto:
-    """GGUF blocks (Q4_0, Q4_1, Q8_0, Q2_K .. Q6_K; blocks along the last axis) as an onnx-light value."""
+    """GGUF blocks (:data:`PROFILES`' types; blocks along the last axis) as an onnx-light value."""
     return sub_blocks_to_onnx_light(sub_blocks(raw, ggml_type, shape))

@@ -1,7 +1,7 @@
 """The conversion commands through the console script (issue 14, acceptance 3 and the conversion rows of 1).
 
 A .gguf written by gguf's GGUFWriter with F32, F16, Q4_0, Q4_1 (gguf-quantized, and exact blocks),
-Q8_0, Q4_K and Q6_K tensors, odd sizes and one tensor of 10^5+ elements:
+Q5_0, Q8_0, Q4_K and Q6_K tensors, odd sizes and one tensor of 10^5+ elements:
 
 * ``convert`` to Hurray: every tensor with an exact form is bit-identical to gguf.quants.dequantize;
   the others are listed with their rule;
@@ -78,6 +78,7 @@ def model(tmp_path_factory):
         "f16": (rng.standard_normal(5).astype(np.float16), Q.F16),
         "q4_0": (gguf.quants.quantize(rng.standard_normal((391, 256)).astype(np.float32), Q.Q4_0), Q.Q4_0),
         "q8_0": (gguf.quants.quantize(rng.standard_normal((37, 96)).astype(np.float32), Q.Q8_0), Q.Q8_0),
+        "q5_0": (gguf.quants.quantize(rng.standard_normal((9, 160)).astype(np.float32), Q.Q5_0), Q.Q5_0),
         "q4_1": (gguf.quants.quantize(rng.standard_normal((6, 64)).astype(np.float32), Q.Q4_1), Q.Q4_1),
         "q4_1_exact": (exact_q4_1(rng, 5, 3), Q.Q4_1),
         "q4_k": (random_blocks(rng, "Q4_K", 3, 2), Q.Q4_K),
@@ -96,7 +97,7 @@ def model(tmp_path_factory):
     return path, expected
 
 
-EXACT_IN_HURRAY = {"f32", "f16", "q4_0", "q8_0", "q4_1_exact"}
+EXACT_IN_HURRAY = {"f32", "f16", "q4_0", "q8_0", "q5_0", "q4_1_exact"}
 SKIPPED = {"q4_1": "HQ-PB-22", "q4_k": "HQ-HDR-09", "q6_k": "HQ-HDR-09"}
 
 
@@ -120,7 +121,7 @@ def test_convert_to_hurray_is_bit_identical_and_lists_the_rest(model, tmp_path):
             got = hd.dequantize(descriptor, buffers)
         assert np.array_equal(bits(got), bits(want)), entry["name"]
     text = cli("convert", str(path), "-o", str(tmp_path / "again"), cwd=tmp_path).stdout.splitlines()
-    assert text[-1] == f"5 converted, 3 skipped; wrote the folder {tmp_path / 'again'} (5 tensors and manifest.json)"
+    assert text[-1] == f"6 converted, 3 skipped; wrote the folder {tmp_path / 'again'} (6 tensors and manifest.json)"
     assert any(line.startswith("skipped") and "q6_k" in line and "HQ-HDR-09" in line for line in text)
 
 
@@ -128,7 +129,7 @@ def test_convert_to_onnx_light_is_bit_identical_for_every_listed_type(model, tmp
     path, expected = model
     result = cli("convert", str(path), "--to", "onnx-light", "-o", str(tmp_path / "m.onnx"), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines()[-1].startswith("8 converted, 0 skipped")
+    assert result.stdout.splitlines()[-1].startswith("9 converted, 0 skipped")
     onnx_model = ModelProto.FromString((tmp_path / "m.onnx").read_bytes())
     values = {v.name: v for v in onnx_model.graph.encoded_initializer}
     assert set(values) == set(expected) - {"f32", "f16"}
@@ -146,7 +147,7 @@ def test_convert_to_ort_runs_matmul_nbits_to_float_rounding(model, tmp_path):
     assert result.returncode == 0, result.stderr
     report = {row["name"]: row for row in json.loads(result.stdout)["tensors"]}
     converted = {n for n, r in report.items() if r["converted"]}
-    assert converted == {"q4_0", "q8_0", "q4_1_exact"}
+    assert converted == {"q4_0", "q8_0", "q5_0", "q4_1_exact"}
     session = ort.InferenceSession(str(tmp_path / "w.onnx"), providers=["CPUExecutionProvider"])
     rng = np.random.default_rng(3)
     feeds = {f"{n}.A": rng.standard_normal((9, expected[n].shape[1])).astype(np.float32) for n in converted}
@@ -276,7 +277,7 @@ def test_a_progress_bar_on_a_terminal_only(model, tmp_path):
         reader.join(timeout=10)
         os.close(primary)
     assert result.returncode == 0
-    assert b"convert:   0%" in shown and b"0/8" in shown           # tqdm's bar, on the terminal
+    assert b"convert:   0%" in shown and b"0/9" in shown           # tqdm's bar, on the terminal
     piped = cli("convert", str(path), "-o", str(tmp_path / "piped"), cwd=tmp_path)
     assert piped.returncode == 0 and piped.stderr == ""             # silent when stderr is not a terminal
 
@@ -296,7 +297,7 @@ def test_containers_in_and_out(model, tmp_path):
                  cwd=tmp_path)
     assert to_ort.returncode == 0, to_ort.stderr
     rows = {r["name"]: r["converted"] for r in json.loads(to_ort.stdout)["tensors"]}
-    assert rows == {"f32": False, "f16": False, "q4_0": True, "q8_0": True, "q4_1_exact": True}
+    assert rows == {"f32": False, "f16": False, "q4_0": True, "q8_0": True, "q5_0": True, "q4_1_exact": True}
 
 
 def test_a_failure_while_writing_leaves_nothing(model, tmp_path, monkeypatch, capsys):

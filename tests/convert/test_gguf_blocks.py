@@ -89,28 +89,33 @@ def test_non_finite_gguf_scales_are_refused():
         gguf_to_onnx_light(blocks.view(np.uint8), "Q8_0", (32,))
 
 
-@pytest.mark.parametrize("name", ["Q4_0", "Q8_0"])
+@pytest.mark.parametrize("name", ["Q4_0", "Q5_0", "Q8_0"])
 def test_hurray_single_level_blocks_are_exact_with_zero_and_negative_scales(name):
     row = GGUF_TYPES[name]
     raw = adversarial(name, 64, seed=7)
     records = raw.view(row.record)
     zero = np.flatnonzero(records["d"].astype(np.float32) == 0)
-    records["qs"][zero] = 0x88 if name == "Q4_0" else 5     # one sign of zero per zero-d block
+    records["qs"][zero] = 5 if name == "Q8_0" else 0x88     # one sign of zero per zero-d block
+    if name == "Q5_0":
+        records["qh"][zero] = 0xFF                           # q = 0x18 - 16 = 8 > 0
     descriptor, buffers = hd.from_gguf(raw, name, (4, 16 * 32))
     assert np.array_equal(bits(hd.dequantize(descriptor, buffers)), bits(gguf.quants.dequantize(raw, Q[name])))
-    records["qs"][zero[0]] = 0x0F if name == "Q4_0" else np.arange(-16, 16)
+    records["qs"][zero[0]] = np.arange(-16, 16) if name == "Q8_0" else 0x0F
+    if name == "Q5_0":
+        records["qh"][zero[0]] = [0xFF, 0xFF, 0, 0]         # q = 15 for elements 0..15, -16 after
     with raises_rule("HQ-PB-13"):                            # d = 0 and zeros of both signs
         hd.from_gguf(raw, name, (4, 16 * 32))
 
 
-def test_hurray_q4_1_with_negative_and_zero_scales():
-    blocks = np.zeros(4, dtype=GGUF_TYPES["Q4_1"].record)
+@pytest.mark.parametrize("name", ["Q4_1", "Q5_1"])
+def test_hurray_q4_1_with_negative_and_zero_scales(name):
+    blocks = np.zeros(4, dtype=GGUF_TYPES[name].record)
     blocks["d"] = [-0.5, -0.25, 0.0, 0.0]
     blocks["m"] = np.array([3 * 0.5, -0.0, 0.75, -0.0], dtype=np.float16)   # m = -z * d with z = 3, 0
     blocks["qs"] = np.arange(16) * 0x11 % 256
     raw = blocks.view(np.uint8)
-    descriptor, buffers = hd.from_gguf(raw, "Q4_1", (128,))
-    expected = gguf.quants.dequantize(raw, Q.Q4_1).reshape(4, 32)
+    descriptor, buffers = hd.from_gguf(raw, name, (128,))
+    expected = gguf.quants.dequantize(raw, Q[name]).reshape(4, 32)
     assert np.signbit(expected[0, 19]) == 0 and np.signbit(expected[1, 0])  # q = z: +0 after -d * z + m; -0 + -0
     assert np.array_equal(bits(hd.dequantize(descriptor, buffers)), bits(expected))
 

@@ -18,7 +18,7 @@ def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
     return a.shape == b.shape and np.array_equal(a.astype(np.float32).view(np.uint32), b.astype(np.float32).view(np.uint32))
 
 
-@pytest.mark.parametrize("kind", [Q.Q4_0, Q.Q8_0, "Q4_0", "Q8_0"])
+@pytest.mark.parametrize("kind", [Q.Q4_0, Q.Q8_0, Q.Q5_0, "Q4_0", "Q8_0"])
 @settings(max_examples=15)
 @given(rows=st.integers(1, 6), blocks=st.integers(1, 4), seed=st.integers(0, 2**32 - 1))
 def test_gguf_blocks_dequantize_bit_identically(kind, rows, blocks, seed):
@@ -49,7 +49,7 @@ def test_q4_1_with_a_fractional_offset_is_refused():
         hd.from_gguf(gguf.quants.quantize(x, Q.Q4_1), Q.Q4_1, x.shape)
 
 
-@pytest.mark.parametrize("kind, code", [(Q.Q4_K, "HQ-HDR-09"), (Q.Q6_K, "HQ-HDR-09"), (Q.Q5_0, "ARGUMENT"),
+@pytest.mark.parametrize("kind, code", [(Q.Q4_K, "HQ-HDR-09"), (Q.Q6_K, "HQ-HDR-09"), (Q.IQ4_NL, "ARGUMENT"),
                                         ("F32", "ARGUMENT")])
 def test_other_gguf_types_are_refused(kind, code):
     with raises_rule(code):  # K-quants: two-level scales, Hurray's reserved 0x60-0x7F; others: no converter

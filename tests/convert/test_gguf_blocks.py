@@ -166,3 +166,26 @@ def test_block_parts_take_any_arguments(shape, axis, block, storage, scale_type,
         assert err.code
     else:
         assert parts.scales.ndim == 1 and parts.scales.size == int(np.prod(parts.grid_shape))
+
+
+def test_float_tensors_keep_their_bytes(tmp_path):
+    from hurray_decl.convert.gguf import read_gguf
+    from hurray_decl.convert.tensors import gguf_to_hurray, gguf_to_onnx_light_tensor, initializer_to_hurray
+
+    x = np.random.default_rng(9).standard_normal((3, 5)).astype(np.float32)
+    path = tmp_path / "floats.gguf"
+    writer = gguf.GGUFWriter(str(path), "test")
+    writer.add_tensor("bf16", gguf.quants.quantize(x, Q.BF16), raw_dtype=Q.BF16)
+    writer.add_tensor("f32", x)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    for tensor in read_gguf(path):
+        descriptor, buffers = gguf_to_hurray(tensor)
+        assert descriptor.quantization is None and tuple(descriptor.shape) == (3, 5)
+        assert buffers == [tensor.data.tobytes()]
+        plain = gguf_to_onnx_light_tensor(tensor)
+        assert plain.raw_data == tensor.data.tobytes() and list(plain.dims) == [3, 5]
+        again, again_buffers = initializer_to_hurray(plain)
+        assert again.type_tag == descriptor.type_tag and again_buffers == buffers

@@ -428,7 +428,8 @@ def register(subparsers: Any) -> None:
                     "NAME.buf0.bin, NAME.buf1.bin ...; -o FOLDER a folder with manifest.json; -o NAME.hrry a "
                     "container. Exit 0 done, 1 invalid input, 2 usage error, 3 file error.")
     quantize.add_argument("source", metavar="INPUT.npy", help="the array to quantize")
-    quantize.add_argument("--scheme", required=True, help="a registered scheme, e.g. per_block_affine (hurray-decl schemes lists them)")
+    quantize.add_argument("--scheme", required=True,
+                          help="a registered scheme, e.g. per_block_affine (hurray-decl schemes lists them)")
     quantize.add_argument("-o", "--output", required=True, help="NAME.bin, FOLDER or NAME.hrry")
     quantize.add_argument("--axis", type=int, help="the quantized axis (per-channel, per-block; default per scheme)")
     quantize.add_argument("--block-size", type=int, help="elements per block (block schemes)")

@@ -9,8 +9,9 @@ record (sizes written as sums of their fields), sub-block size, code range and u
 Hurray per-block affine (``x = scale * (q - z)``, HQ-PB-22) holds the single-level types
 exactly: Q4_0, Q5_0 and Q8_0 always (a block whose ``d`` is 0 and whose values are all the
 same zero or constant gets scale +-1 or that constant; 5-bit codes are stored in 8 bits),
-Q4_1 and Q5_1 when ``m = -z * d`` for an integer ``z`` in the code range. The K-quants have two-level scales, for which Hurray reserves tags 0x60-0x7F
-(HQ-HDR-09, DIGEST HD-05): they are refused here and converted to onnx-light instead
+Q4_1 and Q5_1 when ``m = -z * d`` for an integer ``z`` in the code range. The K-quants have
+two-level scales, for which Hurray reserves tags 0x60-0x7F (HQ-HDR-09, DIGEST HD-05): they are
+refused here and converted to onnx-light instead
 (:mod:`hurray_decl.convert.onnx_light`). Every result is checked against the source formula,
 bit for bit (signed zeros included), before it is returned.
 """

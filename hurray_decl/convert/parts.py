@@ -59,10 +59,11 @@ class BlockParts:
     """Codes in logical order, one scale (and integer zero point) per block of ``block_size`` along ``axis``.
 
     The codes and zero points are kept as read-only views of the arrays given, in their integer
-    type (the converters here give int16 codes). Checked on creation: storage (HQ-PB-14), axis (HQ-PB-02), block size (HQ-PB-03/-04; a Hurray
-    tensor also needs it no longer than its axis, HQ-PB-05, which ORT values need not),
-    scale type (HQ-PB-08), scales exactly representable in it, zero points in the storage range
-    (HQ-PB-22), codes in the storage range, and the grid shape of scales and zero points (HQ-PB-15).
+    type (the converters here give int16 codes). Checked on creation: storage (HQ-PB-14), axis
+    (HQ-PB-02), block size (HQ-PB-03/-04; a Hurray tensor also needs it no longer than its axis,
+    HQ-PB-05, which ORT values need not), scale type (HQ-PB-08), scales exactly representable in
+    it, zero points in the storage range (HQ-PB-22), codes in the storage range, and the grid
+    shape of scales and zero points (HQ-PB-15).
     """
 
     codes: np.ndarray

@@ -8,6 +8,7 @@ import pytest
 
 import hurray_decl as hd
 from hurray_decl import codec
+from hurray_decl import onnx_light as ol
 from hurray_decl.convert import BlockParts
 from hurray_decl.convert.ort import matmul_nbits_model, tensor_to_matmul_nbits, to_matmul_nbits
 from tests.helpers import raises_rule
@@ -96,5 +97,11 @@ def test_from_gguf_file_runs_in_onnxruntime_through_public_functions(tmp_path):
         (y,) = session.run(None, {"w.A": a})
         expected = a.astype(np.float64) @ hd.dequantize(descriptor, buffers).astype(np.float64).T
         np.testing.assert_allclose(y, expected, rtol=0, atol=1e-4 * np.abs(expected).max())
+        if kind == Q.Q4_0:  # the same through onnx-light's own export, the parts transposed explicitly
+            parts = codec.block_parts(descriptor, buffers)
+            with raises_rule("OL-ORT-07"):  # (N, K) along K is W, not MatMulNBits' B
+                ol.from_block_parts(parts, ol.QuantizationFormat.ORT_MATMULNBITS_INT4)
+            direct = ol.from_block_parts(parts.transposed(), ol.QuantizationFormat.ORT_MATMULNBITS_INT4)
+            assert np.array_equal(ol.dequantize_value(direct), hd.dequantize(descriptor, buffers).T)
     with raises_rule("ARGUMENT", path="parts"):
         to_matmul_nbits((descriptor, buffers))

@@ -13,7 +13,8 @@ from .engine import (
 )
 from .errors import HurrayDeclError
 from . import numerics
-from .codec import dequantize, from_awq, from_gguf, from_gguf_file, from_gptq, quantize
+from .codec import dequantize, quantize
+from .convert.hurray import from_awq, from_gguf, from_gguf_file, from_gptq
 from .tensor import (
     BufferHandle,
     TensorDescriptor,

@@ -344,6 +344,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench_cmd.add_argument("--repeat", type=int, default=5, help="runs per measurement, best kept (default: 5)")
     bench_cmd.add_argument("--threads", type=int, default=None, help="dequantization threads (default: the cores)")
 
+    from . import cli_convert
+
+    cli_convert.register(sub)
     # Listed for --help; main() hands everything after "fuzz" to the harness's own parser.
     sub.add_parser("fuzz", help="fuzz an external reader with valid and rule-labelled invalid descriptors "
                                 "(see hurray-decl fuzz --help)", add_help=False)

@@ -1,4 +1,4 @@
-"""Tensor-level numerics: dequantize, quantize and the converters, for every registered scheme.
+"""Tensor-level numerics: dequantize, quantize and per-block parts, for every registered scheme.
 
 Each scheme's row carries two functions: ``kernel(descriptor, shape, params)`` returns the
 :class:`~hurray_decl.numerics.Plan` that dequantizes its data, ``quantize(x, options)`` the
@@ -9,16 +9,15 @@ into whole tensors: buffer contents checked first, the output filled chunk by ch
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from . import numerics, storage
-from .convert import BlockParts, awq_parts, gguf_parts, gptq_parts
+from .convert.parts import BlockParts
 from .element_types import BY_NAME, BY_TAG
 from .engine import kernel_for, scheme
-from .errors import RuleViolation, UnsupportedError
+from .errors import ArgumentError, RuleViolation, UnsupportedError
 from .schemes.per_block_affine import SCALE_TYPES, PerBlockAffine
 from .tensor import BufferHandle, RowMajor, TensorDescriptor, read_tensor_descriptor, validate_buffers, write_tensor_descriptor
 from .tensor import access
@@ -168,7 +167,14 @@ def assemble(model: Any, shape: Sequence[int], storage_name: str, elements: np.n
 
 
 def from_block_parts(parts: BlockParts) -> tuple[TensorDescriptor, list[bytes]]:
-    """A per-block affine tensor from converter output (zero points kept exactly as given)."""
+    """A per-block affine tensor from converter output (zero points kept exactly as given).
+
+    ``parts`` is a checked :class:`~hurray_decl.convert.BlockParts`; the tensor is then checked
+    by the same rules as any input (non-zero, finite scales: HQ-PB-12, HQ-PB-13).
+    """
+    if not isinstance(parts, BlockParts):
+        raise ArgumentError("parts", "from_block_parts takes BlockParts", actual=type(parts).__name__,
+                            expected="BlockParts")
     scale_tag = {name: tag for tag, name in SCALE_TYPES.items()}[parts.scale_type]
     symmetric = parts.zero_points is None
     model = PerBlockAffine(axis=parts.axis, block_size=parts.block_size, scale_buffer_index=1,
@@ -176,9 +182,9 @@ def from_block_parts(parts: BlockParts) -> tuple[TensorDescriptor, list[bytes]]:
                            scale_type_tag=scale_tag)
     geometry = numerics.Geometry(parts.codes.shape, parts.axis, parts.block_size)
     codes = numerics.padded_codes(parts.codes, geometry)
-    params = [np.asarray(parts.scales).astype(storage.dtype(parts.scale_type))]
+    params = [parts.scales]
     if not symmetric:
-        params.append(np.asarray(parts.zero_points, dtype="<i4"))
+        params.append(parts.zero_points.astype("<i4"))
     return assemble(model, parts.codes.shape, parts.storage, codes, params)
 
 
@@ -193,38 +199,9 @@ def block_parts(descriptor: TensorDescriptor, buffers: Sequence[Any]) -> BlockPa
     name = BY_TAG[descriptor.type_tag].name
     g = numerics.Geometry(tuple(descriptor.shape), q.axis, q.block_size)
     data = np.frombuffer(contents[0], dtype=np.uint8)[descriptor.byte_offset:]
-    stored = storage.decode(data, name, g.stored_elements).astype(np.int64)
+    stored = storage.decode(data, name, g.stored_elements).astype(np.int16)  # signed, and 2 bytes a code
     codes = stored.reshape(g.before, g.padded, g.after)[:, : g.extent].reshape(descriptor.shape)
     scale_type = SCALE_TYPES[q.scale_type_tag]
     zeros = None if q.symmetric else params.array("zero_point_buffer_index", "<i4").astype(np.int64)
-    return BlockParts(codes, name, q.axis, q.block_size, params.array("scale_buffer_index", scale_type).copy(),
-                      scale_type, zeros)
-
-
-def from_gguf(raw: Any, ggml_type: Any, shape: Sequence[int]) -> tuple[TensorDescriptor, list[bytes]]:
-    """GGUF Q4_0 / Q4_1 / Q8_0 blocks (blocks along the last axis of ``shape``) as per-block affine."""
-    return from_block_parts(gguf_parts(raw, ggml_type, shape))
-
-
-def from_gguf_file(path: str | Path, tensor_name: str) -> tuple[TensorDescriptor, list[bytes]]:
-    """One tensor of a ``.gguf`` file (read with the ``gguf`` package) as per-block affine."""
-    from gguf import GGUFReader  # an optional dependency, needed only here
-
-    reader = GGUFReader(str(path))
-    for tensor in reader.tensors:
-        if tensor.name == tensor_name:
-            shape = tuple(int(n) for n in reversed(tensor.shape.tolist()))  # GGUF lists ne[0] first
-            return from_gguf(np.ascontiguousarray(tensor.data).view(np.uint8), tensor.tensor_type, shape)
-    raise UnsupportedError("HQ-PB-01", f"{path} has no tensor named {tensor_name!r}", path="tensor_name",
-                           actual=tensor_name)
-
-
-def from_gptq(qweight: Any, qzeros: Any, scales: Any, *, bits: int = 4, group_size: int = 128,
-              g_idx: Any = None) -> tuple[TensorDescriptor, list[bytes]]:
-    """A GPTQ linear weight (in_features, out_features) as per-block affine along axis 0."""
-    return from_block_parts(gptq_parts(qweight, qzeros, scales, bits=bits, group_size=group_size, g_idx=g_idx))
-
-
-def from_awq(qweight: Any, qzeros: Any, scales: Any, *, group_size: int = 128) -> tuple[TensorDescriptor, list[bytes]]:
-    """An AWQ (GEMM packing) linear weight (in_features, out_features) as per-block affine along axis 0."""
-    return from_block_parts(awq_parts(qweight, qzeros, scales, group_size=group_size))
+    return BlockParts.from_block_order(codes, name, q.axis, q.block_size,
+                                       params.array("scale_buffer_index", scale_type).copy(), scale_type, zeros)

@@ -88,7 +88,7 @@ def _finish(codes: np.ndarray, zps: np.ndarray, bits: int, signed_source: bool, 
         raise _refuse("HQ-PB-22", "a symmetric tensor needs every zero point to be 0", "zero_points",
                       int(zps[np.flatnonzero(zps)[0]]), 0)
     zero_points = None if (all_zero if symmetric is None else symmetric) else zps.astype(np.int64)
-    return _parts_class()(codes.astype(np.int64), target, axis, block, scales, scale_type, zero_points)
+    return _parts_class().from_block_order(codes.astype(np.int64), target, axis, block, scales, scale_type, zero_points)
 
 
 # --- ORT ---------------------------------------------------------------------------------------------

@@ -40,7 +40,8 @@ def hurray_parts(rng, shape, axis, block, storage, scale_type, symmetric=False) 
     blocks = int(np.prod(shape)) // shape[axis] * -(-shape[axis] // block)
     scales = (rng.uniform(0.01, 2, blocks) * rng.choice([1, -1], blocks)).astype(SCALE_DTYPES[scale_type])
     zps = None if symmetric else rng.integers(lo, hi + 1, blocks).astype(np.int64)
-    return BlockParts(rng.integers(lo, hi + 1, shape).astype(np.int64), storage, axis, block, scales, scale_type, zps)
+    return BlockParts.from_block_order(rng.integers(lo, hi + 1, shape).astype(np.int64), storage, axis, block, scales,
+                                       scale_type, zps)
 
 
 @pytest.mark.parametrize("bits", [2, 4, 8])
@@ -95,7 +96,8 @@ def test_ort_hurray_ort(bits, zero_points):
 def test_hurray_portable_hurray(fmt, bits, shape, axis, block):
     rng = np.random.default_rng(bits * 7 + axis)
     parts = hurray_parts(rng, shape, axis, block, f"int{bits}", "float32")
-    parts = BlockParts(parts.codes, parts.storage, axis, block, np.abs(parts.scales), "float32", parts.zero_points)
+    parts = BlockParts.from_block_order(parts.codes, parts.storage, axis, block, np.abs(parts.scales), "float32",
+                                        parts.zero_points)
     encoded = from_block_parts(parts, fmt)
     assert encoded.struct_type.name.endswith(f"/int{bits}")
     back = to_block_parts(encoded, symmetric=False)

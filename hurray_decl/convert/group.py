@@ -1,0 +1,78 @@
+"""GPTQ and AWQ group-quantized linear weights as per-block affine parts.
+
+Both store a linear weight as ``(in_features, out_features)`` codes packed into int32 words,
+with one scale and one zero point per (group of ``group_size`` inputs, output column): blocks
+along axis 0, the grid ``(groups, out_features)``. GPTQ stores ``zero - 1`` (normalized here,
+HQ-ZP-01); activation order (a permuting ``g_idx``) is refused.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import RuleViolation, UnsupportedError
+from .parts import BlockParts
+
+__all__ = ["gptq_parts", "awq_parts", "AWQ_ORDER"]
+
+
+def _unpack_int32(packed: np.ndarray, bits: int, axis: int, order: Sequence[int] | None = None) -> np.ndarray:
+    """Unpack ``32 / bits`` values per int32 along ``axis`` (value i in bits [i*bits, (i+1)*bits))."""
+    per = 32 // bits
+    words = np.asarray(packed).astype(np.uint32)
+    shifts = np.arange(per, dtype=np.uint32) * bits
+    values = (np.expand_dims(words, -1) >> shifts) & np.uint32((1 << bits) - 1)
+    if order is not None:  # position p of a word holds logical value order[p]
+        values = values[..., np.argsort(order)]
+    values = np.moveaxis(values, -1, axis + 1) if axis == 0 else values
+    new_shape = list(words.shape)
+    new_shape[axis] *= per
+    return values.reshape(new_shape).astype(np.int64)
+
+
+_STORAGE_BY_BITS = {2: "uint2", 4: "uint4", 8: "uint8"}
+AWQ_ORDER = (0, 2, 4, 6, 1, 3, 5, 7)
+"""AWQ packs eight 4-bit values per int32 in this interleaved order."""
+
+
+def _group_parts(q: np.ndarray, zeros: np.ndarray, scales: np.ndarray, bits: int, group_size: int) -> BlockParts:
+    """(in, out) codes with groups of ``group_size`` along the input axis 0."""
+    in_features, out_features = q.shape
+    if group_size <= 0 or group_size & (group_size - 1) or in_features % group_size:
+        raise RuleViolation("HQ-PB-03", "groups must be a power of two dividing in_features", path="group_size",
+                               actual=group_size, expected=f"a power of two dividing {in_features}")
+    storage = _STORAGE_BY_BITS[bits]
+    if zeros.max(initial=0) > (1 << bits) - 1:
+        storage = "uint8"  # a normalized zero point of 2^bits needs a wider zero-point range
+    return BlockParts(q, storage, 0, group_size, scales, "float16", zeros)  # both in the (groups, out) grid
+
+
+def gptq_parts(qweight: Any, qzeros: Any, scales: Any, *, bits: int = 4, group_size: int = 128,
+               g_idx: Any = None) -> BlockParts:
+    """GPTQ (v1 packing) to per-block affine, zero points normalized from ``zero - 1`` (HQ-ZP-01).
+
+    ``qweight`` int32 (in * bits / 32, out), ``qzeros`` int32 (groups, out * bits / 32), ``scales``
+    float16 (groups, out). An activation-order ``g_idx`` is refused.
+    """
+    if bits not in _STORAGE_BY_BITS:
+        raise UnsupportedError("HQ-PB-14", f"{bits}-bit GPTQ has no Hurray storage type", path="bits",
+                               actual=bits, expected="2, 4 or 8")
+    q = _unpack_int32(qweight, bits, 0)
+    stored_zeros = _unpack_int32(qzeros, bits, 1)
+    if g_idx is not None:
+        expected = np.arange(q.shape[0]) // group_size
+        if not np.array_equal(np.asarray(g_idx), expected):
+            raise UnsupportedError(
+                "HQ-PB-15", "g_idx permutes the input axis (activation order): per-block affine blocks are "
+                "contiguous, so such a tensor needs a private scheme (0xF0-0xFE)", path="g_idx",
+                actual="a permuted group index", expected="g_idx[i] = i // group_size")
+    return _group_parts(q, stored_zeros + 1, np.asarray(scales, dtype=np.float16), bits, group_size)
+
+
+def awq_parts(qweight: Any, qzeros: Any, scales: Any, *, group_size: int = 128) -> BlockParts:
+    """AWQ (GEMM packing, 4-bit) to per-block affine; AWQ stores the zero point as subtracted."""
+    q = _unpack_int32(qweight, 4, 1, AWQ_ORDER)
+    zeros = _unpack_int32(qzeros, 4, 1, AWQ_ORDER)
+    return _group_parts(q, zeros, np.asarray(scales, dtype=np.float16), 4, group_size)

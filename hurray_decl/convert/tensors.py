@@ -1,0 +1,125 @@
+"""Whole tensors between formats, one function per (source, target): what the commands run per tensor.
+
+Each function returns the converted tensor or raises the :class:`~hurray_decl.errors.HurrayDeclError`
+that says why this tensor has no exact form in the target; a caller converting a model lists
+those and goes on.
+
+* GGUF -> Hurray: F32/F16/BF16 as unquantized row-major tensors, Q4_0/Q8_0/Q4_1 as per-block
+  affine (:func:`~hurray_decl.convert.gguf.gguf_parts`).
+* GGUF -> onnx-light: the quantized types as encoded values
+  (:mod:`hurray_decl.convert.onnx_light`), the float types as plain ONNX initializers.
+* GGUF / Hurray -> ORT: per-block affine weights as MatMulNBits values (:mod:`.ort`).
+* onnx-light -> Hurray and Hurray -> onnx-light: int4/int8 values and per-block parts.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from .. import codec
+from ..element_types import BY_NAME
+from ..errors import ArgumentError, UnsupportedError
+from ..onnx_light import EncodedValueProto, QuantizationFormat, TensorProto, from_block_parts, to_block_parts
+from ..tensor import BufferHandle, RowMajor, TensorDescriptor, read_tensor_descriptor, validate_buffers, write_tensor_descriptor
+from .gguf import FLOAT_TYPES, GgufTensor
+from .hurray import from_gguf
+from .onnx_light import PROFILES, gguf_to_onnx_light
+from .ort import empty_model, tensor_to_matmul_nbits
+
+__all__ = ["float_tensor", "gguf_to_hurray", "gguf_to_onnx_light_tensor", "gguf_to_ort", "hurray_to_ort",
+           "hurray_to_onnx_light", "onnx_light_to_hurray", "initializer_to_hurray", "onnx_light_model", "Tensor"]
+
+Tensor = tuple[TensorDescriptor, list[bytes]]
+"""A Hurray tensor: its descriptor and its buffers' contents."""
+
+_ONNX_FLOATS = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16, "bfloat16": TensorProto.BFLOAT16}
+_PORTABLE = {4: QuantizationFormat.INT4, 8: QuantizationFormat.INT8}
+
+
+def _no_form(tensor: GgufTensor, target: str, reason: str) -> ArgumentError:
+    return ArgumentError("ggml_type", f"{tensor.type_name} has no {target} form here: {reason}", actual=tensor.type_name)
+
+
+def float_tensor(raw: Any, element_type: str, shape: Sequence[int]) -> Tensor:
+    """An unquantized row-major tensor of ``element_type`` (float32, float16, bfloat16) holding ``raw``, checked."""
+    data = bytes(memoryview(raw).cast("B"))
+    descriptor = TensorDescriptor(type_tag=BY_NAME[element_type].tag, shape=tuple(int(n) for n in shape),
+                                  layout=RowMajor(), buffers=(BufferHandle(byte_size=len(data)),), quantization=None)
+    descriptor = read_tensor_descriptor(write_tensor_descriptor(descriptor))
+    validate_buffers(descriptor, [data])
+    return descriptor, [data]
+
+
+def gguf_to_hurray(tensor: GgufTensor) -> Tensor:
+    """A GGUF tensor as a Hurray tensor, exactly, or the reason it has no exact form."""
+    if tensor.type_name in FLOAT_TYPES:
+        return float_tensor(tensor.data, FLOAT_TYPES[tensor.type_name], tensor.shape)
+    return from_gguf(tensor.data, tensor.type_name, tensor.shape)
+
+
+def gguf_to_onnx_light_tensor(tensor: GgufTensor) -> EncodedValueProto | Any:
+    """A GGUF tensor as an onnx-light encoded value (quantized types) or an ONNX ``TensorProto`` (float types)."""
+    if tensor.type_name in FLOAT_TYPES:
+        plain = TensorProto()
+        plain.data_type = _ONNX_FLOATS[FLOAT_TYPES[tensor.type_name]]
+        plain.dims.extend(tensor.shape)
+        plain.raw_data = bytes(memoryview(tensor.data).cast("B"))
+        return plain
+    if tensor.type_name not in PROFILES:
+        raise _no_form(tensor, "onnx-light", f"the converted types are {', '.join(PROFILES)} and "
+                       f"{', '.join(FLOAT_TYPES)}")
+    return gguf_to_onnx_light(tensor.data, tensor.type_name, tensor.shape)
+
+
+def gguf_to_ort(tensor: GgufTensor, *, scale_type: str | None = "float32") -> EncodedValueProto:
+    """A rank-2 GGUF weight ``(N, K)`` as the ORT MatMulNBits value of ``B = W^T`` (via its exact Hurray form)."""
+    if tensor.type_name in FLOAT_TYPES:
+        raise _no_form(tensor, "MatMulNBits", "the tensor is not quantized")
+    if len(tensor.shape) != 2:
+        raise UnsupportedError("OL-ORT-07", "a MatMulNBits weight is a matrix", path="shape", actual=list(tensor.shape),
+                               expected="rank 2")
+    return hurray_to_ort(*gguf_to_hurray(tensor), scale_type=scale_type)
+
+
+def hurray_to_ort(descriptor: TensorDescriptor, buffers: Sequence[Any], *, scale_type: str | None = "float32"):
+    """A row-major per-block affine tensor as an ORT MatMulNBits value, float32 by default (see :mod:`.ort`)."""
+    return tensor_to_matmul_nbits(descriptor, buffers, scale_type=scale_type)
+
+
+def hurray_to_onnx_light(descriptor: TensorDescriptor, buffers: Sequence[Any]) -> EncodedValueProto:
+    """A row-major per-block affine tensor of 4- or 8-bit codes as an onnx-light int4/int8 value (float32)."""
+    parts = codec.block_parts(descriptor, buffers)
+    bits = BY_NAME[parts.storage].bits
+    if bits not in _PORTABLE:
+        raise UnsupportedError("HQ-PB-14", "onnx-light int4/int8 values hold 4- and 8-bit codes", path="storage",
+                               actual=parts.storage, expected="int4, uint4, int8 or uint8")
+    return from_block_parts(parts, _PORTABLE[bits], dtype=np.float32)
+
+
+def onnx_light_to_hurray(value: EncodedValueProto, model: Any = None) -> Tensor:
+    """An onnx-light int4/int8 or ORT MatMulNBits value as a per-block affine tensor, codes copied."""
+    return codec.from_block_parts(to_block_parts(value, model))
+
+
+def initializer_to_hurray(value: Any, model: Any = None) -> Tensor:
+    """An initializer of an ONNX model as a Hurray tensor: onnx-light values as per-block affine
+    (:func:`onnx_light_to_hurray`), float32/float16/bfloat16 ``raw_data`` tensors unquantized."""
+    if isinstance(value, EncodedValueProto):
+        return onnx_light_to_hurray(value, model)
+    elements = {code: name for name, code in _ONNX_FLOATS.items()}
+    if value.data_type not in elements or not value.HasField("raw_data"):
+        raise ArgumentError("initializer", "only float32, float16 and bfloat16 initializers with raw_data convert",
+                            actual=value.data_type)
+    return float_tensor(value.raw_data, elements[value.data_type], tuple(value.dims))
+
+
+def onnx_light_model(values: Sequence[tuple[str, Any]]) -> Any:
+    """An ONNX model whose graph holds the named onnx-light encoded values and plain initializers."""
+    model = empty_model("onnx_light")
+    for name, value in values:
+        slot = (model.graph.encoded_initializer if isinstance(value, EncodedValueProto) else model.graph.initializer).add()
+        slot.ParseFromString(value.SerializeToString())
+        slot.name = name
+    return model

@@ -114,6 +114,11 @@ def check(message, kind: str) -> None:
         check_item(Item(message.name, "value", message, None))
     elif kind == MODEL:
         check_model(message)
+        for item in items(message, MODEL):  # model checking does not decode codes
+            try:
+                check_item(item)
+            except HurrayDeclError as err:
+                raise err.rebased(0, " -> ".join(["model", *item.path.split(".")]))
     else:
         values = tensor_to_array(message)
         if values.size and not np.isfinite(values.astype(np.float64)).all():

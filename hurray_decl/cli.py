@@ -179,6 +179,8 @@ def cmd_dequantize(args: argparse.Namespace) -> int:
     from .codec import dequantize
     from .tensor import read_tensor_descriptor
 
+    if not args.buffers:
+        raise UsageError("a Hurray tensor descriptor needs one buffer file per buffer-table entry")
     buffers = []
     for path in args.buffers:
         if not Path(path).is_file():
@@ -267,9 +269,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_fuzz(argv: Sequence[str]) -> int:
-    from . import fuzz
+    from .cli_onnx_light import fuzz_main  # --kind onnx-light, else the Hurray harness
 
-    return fuzz.main(list(argv))
+    return fuzz_main(list(argv))
 
 
 def _input(command: argparse.ArgumentParser,
@@ -320,7 +322,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     deq = add("dequantize", cmd_dequantize, "dequantize a quantized tensor into a float32 .npy file")
     deq.add_argument("descriptor", help="the tensor descriptor: a file, hex bytes, or - for standard input")
-    deq.add_argument("buffers", nargs="+", metavar="BUFFER", help="one file per buffer-table entry, in order")
+    deq.add_argument("buffers", nargs="*", metavar="BUFFER", help="one file per buffer-table entry, in order")
     deq.add_argument("-o", "--output", required=True, help="the .npy file to write (memory-mapped)")
     deq.add_argument("--permissive", action="store_true", help="read the descriptor in permissive mode")
 
@@ -340,6 +342,9 @@ def build_parser() -> argparse.ArgumentParser:
     # Listed for --help; main() hands everything after "fuzz" to the harness's own parser.
     sub.add_parser("fuzz", help="fuzz an external reader with valid and rule-labelled invalid descriptors "
                                 "(see hurray-decl fuzz --help)", add_help=False)
+    from . import cli_onnx_light  # onnx-light inputs for the commands above, and "profiles"
+
+    cli_onnx_light.register(sub)
     return parser
 
 

@@ -36,7 +36,7 @@ from .wire import make_logical_type, pb
 
 __all__ = [
     "Source", "RandomSource", "Case", "Mutant", "MUTANTS", "EXCLUDED",
-    "valid_value", "valid_case", "compact_model", "PORTABLE", "ORT",
+    "valid_value", "ort_value", "valid_case", "compact_model", "catalogue_model", "PORTABLE", "ORT",
 ]
 
 PORTABLE = tuple(f for f in QuantizationFormat if f.portable)
@@ -88,9 +88,9 @@ def _shape(count: int, src: Source) -> tuple[int, ...]:
     return (count,)
 
 
-def _portable_plan(fmt: QuantizationFormat, count: int, src: Source):
+def _portable_plan(fmt: QuantizationFormat, count: int, src: Source, block: int | None = None):
     defaults = PROFILES[fmt]
-    block = src.integer(1, max(1, count))
+    block = src.integer(1, max(1, count)) if block is None else block
     plan = make_quantization_plan(fmt, count, block_size=block)
     for i, run in enumerate(plan.runs):
         if defaults.method == QuantizationMethod.AFFINE and i == 1 and src.coin():
@@ -127,22 +127,24 @@ def _portable_plan(fmt: QuantizationFormat, count: int, src: Source):
 
 
 def valid_value(src: Source, fmt: QuantizationFormat | None = None, *, count: int | None = None,
-                name: str | None = None) -> pb.EncodedValueProto:
-    """An encoded value of ``fmt`` (drawn when None), portable or ORT."""
+                block_size: int | None = None, name: str | None = None) -> pb.EncodedValueProto:
+    """An encoded value of ``fmt`` (drawn when None), portable or ORT; ``count`` elements in
+    blocks of ``block_size`` (both drawn when None)."""
     fmt = src.choice(tuple(QuantizationFormat)) if fmt is None else fmt
     if fmt in ORT_FORMATS:
-        value = _ort_value(fmt, src)
+        value = ort_value(fmt, src)
     else:
         count = src.integer(0, 24) if count is None else count
         dtype = LOGICAL_DTYPES[src.choice((FLOAT, FLOAT16, BFLOAT16, 11))]
         data = src.floats(count, -6.0, 6.0).astype(dtype).reshape(_shape(count, src))
-        value = quantize_array(data, _portable_plan(fmt, count, src))
+        value = quantize_array(data, _portable_plan(fmt, count, src, block_size))
     if name is not None:
         value.name = name
     return value
 
 
-def _ort_value(fmt: QuantizationFormat, src: Source, storage: str | None = None) -> pb.EncodedValueProto:
+def ort_value(fmt: QuantizationFormat, src: Source, storage: str | None = None) -> pb.EncodedValueProto:
+    """An ORT value; ``storage`` picks implicit, packed or floating zero points (drawn when None)."""
     bits = ORT_FORMATS[fmt]
     k, n = src.integer(1, 40), src.integer(1, 3)
     block = src.choice((16, 32))
@@ -214,13 +216,13 @@ def valid_case(src: Source, kind: str | None = None) -> Case:
     if choice == 0:
         model = compact_model(src)
     elif choice == 1:
-        model = _catalogue_model(src)
+        model = catalogue_model(src)
     else:
         model = _model(valid_value(src, name="a"), valid_value(src, name="b"))
     return Case(model.SerializeToString(), MODEL, None, description="a model with encoded initializers")
 
 
-def _catalogue_model(src: Source, type_id: int = 7) -> pb.ModelProto:
+def catalogue_model(src: Source, type_id: int = 7) -> pb.ModelProto:
     """A model whose value refers to its descriptor through the model catalogue (type_ref)."""
     value = valid_value(src, src.choice(PORTABLE), name="w")
     model = _model()
@@ -327,14 +329,14 @@ def _(src):
 
 @mutant("OL-WIRE-06", "a model catalogue entry with type_id 0")
 def _(src):
-    model = _catalogue_model(src)
+    model = catalogue_model(src)
     model.struct_types[0].type_id = 0
     return _model_case(model, "OL-WIRE-06", "struct_types[0]", "catalogue type_id 0")
 
 
 @mutant("OL-WIRE-07", "two model catalogue entries with the same type_id")
 def _(src):
-    model = _catalogue_model(src)
+    model = catalogue_model(src)
     model.struct_types.add().CopyFrom(model.struct_types[0])
     return _model_case(model, "OL-WIRE-07", "struct_types[1]", "duplicate catalogue type_id")
 
@@ -582,7 +584,7 @@ def _(src):
 
 def _ort(src: Source, storage: str | None = None, ragged: bool = False) -> pb.EncodedValueProto:
     while True:
-        value = _ort_value(src.choice(ORT), src, storage)
+        value = ort_value(src.choice(ORT), src, storage)
         k = value.logical_type.tensor_type.shape.dim[0].dim_value
         block = _fields(value)[0].constant.int64_data[1]
         if not ragged or k % block:

@@ -303,8 +303,9 @@ def _is_value(node: Field) -> bool:
 
 
 def _locate(err: HurrayDeclError, start: Field, raw_rows: dict[int, dict[str, int]],
-            rows: list[Row]) -> tuple[int, Field | None]:
-    """(index of the row to mark, the field whose end the decoded rows run to)."""
+            rows: list[Row], walked: list[Row]) -> tuple[int, Field | None]:
+    """(offset of the row to mark, the field whose end the decoded rows run to). ``rows`` are the
+    final rows (``raw_rows`` indexes them); the fields' row numbers index the ``walked`` rows."""
     tokens = [t for t in err.path.split("->")]
     head = tokens.pop(0).strip() if tokens else ""
     node, value = start, start if _is_value(start) else None
@@ -313,7 +314,7 @@ def _locate(err: HurrayDeclError, start: Field, raw_rows: dict[int, dict[str, in
         part = next((p for k, p in _PLAN_PARTS.items() if name.startswith(k)), None)
         found = _raw_row(raw_rows, value, lambda path: part is not None and path.startswith(part))
         if found is not None:
-            return found, None
+            return rows[found].offset, None
         tokens = {"transform_size": ["struct_type", "forward"], "format": ["struct_type", "name"]}.get(
             name, ["logical_type"])
     text = " -> ".join(tokens)
@@ -324,7 +325,7 @@ def _locate(err: HurrayDeclError, start: Field, raw_rows: dict[int, dict[str, in
             prefix = f"raw_data.runs[{run}].blocks[{block}].{part}"
             found = _raw_row(raw_rows, value, lambda path: path.startswith(prefix))
             if found is not None:
-                return found, None
+                return rows[found].offset, None
     for token in tokens:
         nxt = _step(node, token)
         if nxt is None:
@@ -336,11 +337,10 @@ def _locate(err: HurrayDeclError, start: Field, raw_rows: dict[int, dict[str, in
         raw = value.child("raw_data", len([c for c in value.children if c.name == "raw_data"]) - 1)
         if raw is not None and raw.body is not None:
             begin, stop = raw.body
-            target = begin + min(err.offset, max(stop - begin - 1, 0))
-            for index, row in enumerate(rows):
-                if row.offset <= target < row.offset + row.size:
-                    return index, None
-    return (node.value_row if node.value is not None else node.first_row), node
+            return begin + min(err.offset, max(stop - begin - 1, 0)), None
+    if not walked:
+        return 0, node
+    return walked[node.value_row if node.value is not None else node.first_row].offset, node
 
 
 def _raw_row(raw_rows: dict[int, dict[str, int]], value: Field | None, wanted) -> int | None:
@@ -359,6 +359,20 @@ def _values(node: Field):
         yield node
     for child in node.children:
         yield from _values(child)
+
+
+def _label_headers(node: Field, rows: list[Row]) -> None:
+    """Name the nine values of each block header constant (``parameters``) by the layout's fields."""
+    for child in node.children:
+        if child.alias == "parameters":
+            constant = child.child("constant")
+            values = [] if constant is None else [c for c in constant.children if c.name == "int64_data"
+                                                  for c in (c.children or [c])]
+            if len(values) == len(HEADER_NAMES):
+                for name, leaf in zip(HEADER_NAMES, values):
+                    row = rows[leaf.value_row]
+                    rows[leaf.value_row] = Row(row.offset, row.size, row.hex, row.field, f"{row.value} ({name})")
+        _label_headers(child, rows)
 
 
 def _decode_payloads(data: bytes, root: Field, rows: list[Row], model) -> tuple[list[Row], dict[int, dict[str, int]]]:
@@ -408,6 +422,7 @@ def dump(data: bytes, *, kind: str | None = None, name: str | None = None) -> Du
         return Dump(_covering(walked.rows, 0, len(data), data, UNDECODED), error)
     message = MESSAGES[kind].FromString(data)
     model = message if kind == MODEL else None
+    _label_headers(walked.root, walked.rows)
     rows, raw_rows = _decode_payloads(data, walked.root, walked.rows, model)
     start, lo, hi = walked.root, 0, len(data)
     try:
@@ -422,8 +437,9 @@ def dump(data: bytes, *, kind: str | None = None, name: str | None = None) -> Du
     except ArgumentError:
         raise
     except HurrayDeclError as err:
-        index, failing = _locate(err, start, raw_rows, rows)
-        marked = rows[index] if rows else Row(lo, 0, "", kind, "")
+        target, failing = _locate(err, start, raw_rows, rows, walked.rows)
+        marked = next((r for r in rows if r.offset <= target < r.offset + r.size), rows[-1] if rows else
+                      Row(lo, 0, "", kind, ""))
         located = OnnxLightError(err.code, err.detail, path=err.path, offset=marked.offset,
                                  actual=err.actual, expected=err.expected)
         stop = marked.offset + marked.size if failing is None else max(failing.end, marked.offset + marked.size)

@@ -673,6 +673,8 @@ def _initializer(model: pb.ModelProto, role: str):
 
 
 ANNOTATION = "graph.quantization_annotation[0]"
+ROLES = f"{ANNOTATION}.quant_parameter_tensor_names"
+"""Where a parameter-set fault is reported: the role that names the faulty initializer."""
 
 
 @mutant("OL-SHR-02", "a parameter-set role outside the allowed ten")
@@ -737,7 +739,7 @@ def _(src):
     else:
         tensor.raw_data = b"\xff\xff\xff"
         tensor.dims[0] = 3
-    return _model_case(model, "OL-SHR-08", "graph.initializer", "descriptor initializer malformed")
+    return _model_case(model, "OL-SHR-08", ANNOTATION, "descriptor initializer malformed")
 
 
 @mutant("OL-SHR-09", "a numeric parameter left in external data")
@@ -747,7 +749,7 @@ def _(src):
     tensor.ClearField("raw_data")
     tensor.data_location = pb.TensorProto.EXTERNAL
     tensor.external_data.add(key="location", value="scales.bin")
-    return _model_case(model, "OL-SHR-09", "graph.initializer", "external scales")
+    return _model_case(model, "OL-SHR-09", ROLES, "external scales")
 
 
 @mutant("OL-SHR-10", "parameters that do not fit the storage descriptor")
@@ -757,7 +759,7 @@ def _(src):
     count = (tensor.dims[0] if len(tensor.dims) else 1) + src.integer(1, 3)
     tensor.CopyFrom(array_to_tensor(np.ones(count, np.float32), FLOAT))
     tensor.name = _initializer_name(model, "scales")
-    return _model_case(model, "OL-SHR-10", "graph.initializer", "scales of the wrong size")
+    return _model_case(model, "OL-SHR-10", ROLES, "scales of the wrong size")
 
 
 def _initializer_name(model: pb.ModelProto, role: str) -> str:

@@ -283,8 +283,9 @@ def _step(node: Field, token: str) -> Field | None:
         if key.isdigit():
             siblings = [n for n in found if n.name == name]
             found = [siblings[int(key)]] if int(key) < len(siblings) else []
-        else:
-            found = [n for n in found if n.alias == key]
+        else:  # a repeated message picked by its name (an unnamed one has an empty name)
+            named = [n for n in found if (n.alias or "") == key]
+            found = named or (found if len(found) == 1 else [])
         if not found:
             return None
     here = found[0]

@@ -185,7 +185,7 @@ def compact_model(src: Source, fmt: QuantizationFormat | None = None) -> pb.Mode
     if fmt in ORT_FORMATS:
         k, n = src.integer(1, 20), src.integer(1, 2)
         template = quantize_array(np.zeros((k, n), np.float32), make_matmul_nbits_plan(fmt, k, n, 16))
-        storage, shape, blocks = template.struct_type, (k, n), n
+        storage, shape, blocks = template.struct_type, (k, n), n * -(-k // 16)
     else:
         count = src.integer(1, 16)
         block = src.integer(1, count)

@@ -79,6 +79,9 @@ def _usage(message: str) -> int:
 
 
 def _invalid(err: HurrayDeclError, stream=None) -> int:
+    """Report a rule error (exit 1); an argument error goes on to :func:`guarded` (exit 2)."""
+    if err.code == ARGUMENT:
+        raise err
     cli = _cli()
     stream = sys.stdout if stream is None else stream
     print(cli.Style(stream).bad(f"invalid {err.code}: {err}"), file=stream)
@@ -127,8 +130,6 @@ def cmd_validate(args: argparse.Namespace, hurray) -> int:
         else:
             check(message, kind)
     except HurrayDeclError as err:
-        if err.code == ARGUMENT:
-            return _usage(f"{err.path}: {err.detail}")
         return _invalid(err)
     count = len(items(message, kind)) if kind != "tensor" else 0
     what = f"{kind} ({count} encoded value{'s' * (count != 1)})" if kind == "model" else kind
@@ -181,7 +182,7 @@ def cmd_decode(args: argparse.Namespace, hurray) -> int:
             out = {"kind": kind, "values": decoded}
     except HurrayDeclError as err:
         if err.code == ARGUMENT:
-            return _usage(f"{err.path}: {err.detail}")
+            raise
         print(json.dumps({"error": err.to_dict()}, indent=2))
         return INVALID
     print(json.dumps(out, indent=2))
@@ -224,8 +225,6 @@ def cmd_dequantize(args: argparse.Namespace, hurray) -> int:
                 raise cli.UsageError(f"the model holds {len(found)} encoded values ({names}): pick one with --name")
             array = array_of(found[0])
     except HurrayDeclError as err:
-        if err.code == ARGUMENT:
-            return _usage(f"{err.path}: {err.detail}")
         return _invalid(err, sys.stderr)
     note = ""
     if array.dtype == ml_dtypes.bfloat16:  # .npy has no bfloat16: widen exactly

@@ -32,10 +32,12 @@ import hashlib
 import os
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from ..errors import HurrayDeclError
+from ..fuzz_target import SlowInput, instrument
 from .codec import decode_plan, dequantize_value
 from .dump import dump
 from .inputs import KINDS, MODEL, VALUE, check, items, parse
@@ -44,27 +46,22 @@ SLOW_SECONDS = 2.0
 """The longest one call may take on one input."""
 
 
-class SlowInput(AssertionError):
-    """One call took longer than SLOW_SECONDS."""
-
-
 class DumpMismatch(AssertionError):
     """A dump that does not cover the input, or disagrees with the verdict."""
 
 
-def _timed(what: str, call, data: bytes):
-    start = time.perf_counter()
-    try:
-        return call()
-    finally:
-        elapsed = time.perf_counter() - start
-        if elapsed > SLOW_SECONDS:
-            raise SlowInput(f"{what} took {elapsed:.2f} s on {len(data)} bytes")
+@contextmanager
+def _within_time(what: str, data: bytes) -> Iterator[None]:
+    started = time.perf_counter()
+    yield
+    if time.perf_counter() - started > SLOW_SECONDS:
+        raise SlowInput(f"{what} took more than {SLOW_SECONDS} s on {len(data)} bytes")
 
 
 def check_dump(data: bytes, kind: str, refused: HurrayDeclError | None) -> None:
     """The dump of ``data`` covers it byte for byte and carries an error exactly when refused."""
-    result = _timed(f"dump({kind})", lambda: dump(data, kind=kind), data)
+    with _within_time(f"dump({kind})", data):
+        result = dump(data, kind=kind)
     at = 0
     for row in result.rows:
         if row.offset != at or row.size < 1 or bytes.fromhex(row.hex) != data[at:at + row.size] or not row.field:
@@ -83,12 +80,12 @@ def check_one(data: bytes) -> None:
     for kind in KINDS:
         refused: HurrayDeclError | None = None
         try:
-            message = _timed(f"parse({kind})", lambda: parse(data, kind), data)
-            _timed(f"check({kind})", lambda: check(message, kind), data)
-            if kind in (VALUE, MODEL):
-                for item in items(message, kind):
-                    _timed("dequantize_value", lambda: dequantize_value(item.value, item.model), data)
-                    _timed("decode_plan", lambda: decode_plan(item.value, item.model), data)
+            with _within_time(f"the {kind} decoders", data):
+                message = parse(data, kind)
+                check(message, kind)
+                for item in items(message, kind) if kind in (VALUE, MODEL) else ():
+                    dequantize_value(item.value, item.model)
+                    decode_plan(item.value, item.model)
         except HurrayDeclError as err:
             refused = err
         check_dump(data, kind, refused)
@@ -111,14 +108,6 @@ def seed_inputs(generated: int = 100) -> list[bytes]:
     return seeds
 
 
-def write_seeds(directory: Path, generated: int = 100) -> int:
-    directory.mkdir(parents=True, exist_ok=True)
-    seeds = seed_inputs(generated)
-    for data in seeds:
-        (directory / hashlib.sha1(data).hexdigest()).write_bytes(data)
-    return len(seeds)
-
-
 INSTRUMENTED = ("hurray_decl.onnx_light", "hurray_decl.trace", "construct", "google.protobuf")
 """Packages whose Python code atheris instruments for coverage feedback."""
 
@@ -127,15 +116,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run libFuzzer with ``argv`` (libFuzzer flags and corpus directories or input files)."""
     import atheris
 
-    from ..fuzz_target import instrument
-
     args = list(sys.argv if argv is None else argv)
     if len(args) < 1 or args[0].startswith("-"):
         args.insert(0, "hurray_decl.onnx_light.fuzz_target")
     dirs = [Path(a) for a in args[1:] if not a.startswith("-")]
     if dirs and dirs[0].is_dir() and not any(dirs[0].iterdir()):
         generated = int(os.environ.get("HURRAY_FUZZ_SEEDS", "100"))
-        sys.stderr.write(f"INFO: seeded {write_seeds(dirs[0], generated)} inputs into {dirs[0]}\n")
+        seeds = seed_inputs(generated)
+        for data in seeds:
+            (dirs[0] / hashlib.sha1(data).hexdigest()).write_bytes(data)
+        sys.stderr.write(f"INFO: seeded {len(seeds)} inputs into {dirs[0]}\n")
     count = instrument(INSTRUMENTED)
     sys.stderr.write(f"INFO: instrumented {count} functions of {', '.join(INSTRUMENTED)}\n")
     atheris.Setup(args, test_one_input)

@@ -49,7 +49,11 @@ def _cli():
 def _kind(args: argparse.Namespace, data: bytes) -> str:
     from .onnx_light.inputs import CONTAINER, detect_kind
 
-    kind = args.kind if args.kind != AUTO else detect_kind(data)
+    if args.kind != AUTO:
+        return args.kind
+    if getattr(args, "quantization", False) or getattr(args, "permissive", False):
+        return HURRAY  # options only the Hurray side reads
+    kind = detect_kind(data)
     return HURRAY if kind == CONTAINER else kind
 
 
@@ -74,8 +78,9 @@ def guarded(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.
 
 
 def _usage(message: str) -> int:
+    """A usage error as argparse reports one: a line on stderr, exit status 2."""
     print(f"hurray-decl: error: {message}", file=sys.stderr)
-    return USAGE
+    raise SystemExit(USAGE)
 
 
 def _invalid(err: HurrayDeclError, stream=None) -> int:

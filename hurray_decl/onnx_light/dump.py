@@ -413,7 +413,9 @@ def _decode_payloads(data: bytes, root: Field, rows: list[Row], model) -> tuple[
 def dump(data: bytes, *, kind: str | None = None, name: str | None = None) -> Dump:
     """Rows and verdict of an onnx-light input (kind detected from the bytes unless given)."""
     data = bytes(data)
-    kind = detect_kind(data) if kind is None else kind
+    if kind is None:
+        kind = detect_kind(data)
+        kind = kind if kind in MESSAGES else VALUE  # no message of any kind: show where a value stops
     if kind not in MESSAGES:
         raise ArgumentError("kind", "not an onnx-light input kind", actual=kind, expected=sorted(MESSAGES))
     walked = walk(data, MESSAGES[kind].DESCRIPTOR)

@@ -41,14 +41,17 @@ MAGICS = ((b"HRRYFILE", CONTAINER), (b"HRRY", HURRAY))
 
 
 def detect_kind(data: bytes) -> str:
-    """:data:`VALUE`, :data:`TENSOR`, :data:`MODEL`, or :data:`HURRAY` / :data:`CONTAINER`."""
+    """:data:`VALUE`, :data:`TENSOR` or :data:`MODEL`; :data:`HURRAY` / :data:`CONTAINER` for the
+    Hurray magics, and :data:`HURRAY` for bytes that are no serialized message of any kind."""
     for magic, kind in MAGICS:
         if data.startswith(magic):
             return kind
-    best, score = VALUE, None
+    best, score = HURRAY, None
     for kind in KINDS:
         result = walk(data, MESSAGES[kind].DESCRIPTOR)
-        fit = (result.error is None and result.unknown == 0, result.known)
+        if result.error is not None:
+            continue
+        fit = (result.unknown == 0, result.known)
         if score is None or fit > score:
             best, score = kind, fit
     return best

@@ -23,7 +23,10 @@ FOLDER = corpus.bundled()
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = cli.main(list(argv))
+    try:
+        code = cli.main(list(argv))
+    except SystemExit as exit_:  # usage errors exit 2, as argparse's do
+        code = exit_.code
     captured = capsys.readouterr()
     return code, captured.out, captured.err
 

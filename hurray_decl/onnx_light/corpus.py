@@ -28,7 +28,7 @@ from .mutants import (
     valid_case,
     valid_value,
 )
-from .ort import ORT_FORMATS
+from .ort import FLOATING, IMPLICIT, ORT_FORMATS, PACKED
 from .profiles import PROFILES, QuantizationFormat
 
 __all__ = ["Example", "examples", "manifest", "bundled", "write", "read_manifest"]
@@ -62,8 +62,8 @@ def _valid() -> list[Example]:
         value = valid_value(RandomSource(SEED + int(fmt)), fmt, count=12, block_size=block, name=fmt.wire_name)
         out.append(Example(f"valid_{fmt.wire_name}", "value", f"{fmt.wire_name}, 12 elements", value.SerializeToString(),
                            None))
-    for fmt, bits in ORT_FORMATS.items():
-        for storage in ("implicit", "packed", "float"):
+    for fmt in ORT_FORMATS:
+        for storage in (IMPLICIT, PACKED, FLOATING):
             value = ort_value(fmt, RandomSource(SEED + int(fmt)), storage)
             out.append(Example(f"valid_{fmt.wire_name}_{storage}", "value",
                                f"{fmt.wire_name}, {storage} zero points", value.SerializeToString(), None))

@@ -22,7 +22,6 @@ input the rows run up to the end of the failing field, whose row carries the err
 from __future__ import annotations
 
 import re
-from collections import deque
 from dataclasses import fields as dataclass_fields
 
 import numpy as np
@@ -42,7 +41,7 @@ from .inputs import (
     items,
 )
 from .numerics import LOGICAL_DTYPES
-from .ort import ORT_FORMATS, OrtGeometry, read_ort_type
+from .ort import FLOATING, ORT_FORMATS, PACKED, OrtGeometry, read_ort_type
 from .packing import sign_extend, unpack_base3, unpack_bits
 from .plan import QuantizationBlockLayout
 from .profiles import WIRE_PREFIX, QuantizationMethod, parse_quantization_format
@@ -183,10 +182,10 @@ def _ort_rows(value: pb.EncodedValueProto, resolved: pb.StructTypeProto, raw: by
     for c in range(g.n):
         for k in range(g.groups):
             add(g.width, f"{path}.scales[{c}][{k}]", number)
-    if g.zero_points == "packed":
+    if g.zero_points == PACKED:
         for c in range(g.n):
             add(g.zp_row, f"{path}.zero_points[{c}]", lambda part: _safe(codes(g.groups), part))
-    elif g.zero_points == "float":
+    elif g.zero_points == FLOATING:
         for c in range(g.n):
             for k in range(g.groups):
                 add(g.width, f"{path}.zero_points[{c}][{k}]", number)

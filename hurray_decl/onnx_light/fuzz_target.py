@@ -21,7 +21,8 @@ The long run (10 minutes)::
     mkdir -p ol-corpus && python -m hurray_decl.onnx_light.fuzz_target -max_total_time=600 -max_len=4096 \\
         -timeout=5 -rss_limit_mb=1536 -print_final_stats=1 ol-corpus
 
-An empty CORPUS_DIR is seeded with the bundled onnx-light corpus and ``HURRAY_FUZZ_SEEDS``
+With ``OL_FUZZ_FINDINGS=DIR`` the run records each distinct finding in DIR (``findings.txt`` and
+the first input of each) and continues. An empty CORPUS_DIR is seeded with the bundled onnx-light corpus and ``HURRAY_FUZZ_SEEDS``
 (default 100) generated valid inputs and as many mutants. Replay one input with
 ``python -m hurray_decl.onnx_light.fuzz_target crash-FILE``.
 """
@@ -91,9 +92,37 @@ def check_one(data: bytes) -> None:
         check_dump(data, kind, refused)
 
 
+FINDINGS = os.environ.get("OL_FUZZ_FINDINGS")
+"""With a folder here, a long run records each distinct finding (exception type and the line it
+was raised at) with its first input there and goes on, instead of stopping at the first."""
+_SEEN: set[tuple[str, str]] = set()
+
+
+def _record(data: bytes, exc: BaseException) -> None:
+    import traceback
+
+    where = traceback.extract_tb(exc.__traceback__)[-1]
+    signature = (type(exc).__name__, f"{Path(where.filename).name}:{where.lineno}")
+    if signature in _SEEN:
+        return
+    _SEEN.add(signature)
+    folder = Path(FINDINGS)
+    folder.mkdir(parents=True, exist_ok=True)
+    name = f"finding-{len(_SEEN):03d}-{signature[0]}-{signature[1].replace(':', '-')}"
+    (folder / name).write_bytes(data)
+    with open(folder / "findings.txt", "a", encoding="utf-8") as log:
+        log.write(f"{name}: {type(exc).__name__} at {signature[1]}: {str(exc)[:300]}\n")
+
+
 def test_one_input(data: bytes) -> None:
     """The libFuzzer callback."""
-    check_one(bytes(data))
+    if FINDINGS is None:
+        check_one(bytes(data))
+        return
+    try:
+        check_one(bytes(data))
+    except Exception as exc:  # noqa: BLE001 - collect mode records every finding and goes on
+        _record(bytes(data), exc)
 
 
 def seed_inputs(generated: int = 100) -> list[bytes]:

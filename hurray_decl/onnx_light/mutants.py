@@ -21,13 +21,12 @@ import random
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-import ml_dtypes
 import numpy as np
 
 from .codec import make_quantization_type, quantize_array
 from .inputs import MODEL, TENSOR, VALUE
 from .numerics import BFLOAT16, FLOAT, FLOAT16, LOGICAL_DTYPES
-from .ort import ORT_FORMATS, make_matmul_nbits_plan
+from .ort import FLOATING, IMPLICIT, ORT_FORMATS, PACKED, make_matmul_nbits_plan
 from .plan import make_quantization_plan
 from .profiles import PROFILES, WIRE_PREFIX, QuantizationFormat, QuantizationMethod
 from .shared import PARAMETERS_PREFIX, add_quantization_parameters, quantize_tensor_shared
@@ -149,16 +148,16 @@ def ort_value(fmt: QuantizationFormat, src: Source, storage: str | None = None) 
     k, n = src.integer(1, 40), src.integer(1, 3)
     block = src.choice((16, 32))
     plan = make_matmul_nbits_plan(fmt, k, n, block)
-    storage = src.choice(("implicit", "packed", "float")) if storage is None else storage
+    storage = src.choice((IMPLICIT, PACKED, FLOATING)) if storage is None else storage
     run = plan.run(0)
     blocks = run.blocks
     for b in blocks:
         b.scale = src.choice((0.25, 0.5, 1.0, -0.5))
-        if storage == "packed":
+        if storage == PACKED:
             b.zero_point = float(src.integer(0, (1 << bits) - 1))
-        elif storage == "float":
+        elif storage == FLOATING:
             b.zero_point = src.choice((0.5, 1.25, 2.5))
-    if storage == "packed" and all(b.zero_point == 1 << (bits - 1) for b in blocks):
+    if storage == PACKED and all(b.zero_point == 1 << (bits - 1) for b in blocks):
         blocks[0].zero_point = 0.0
     run.blocks = blocks
     plan.set_run(0, run)
@@ -610,7 +609,7 @@ def _(src):
 @mutant("OL-ORT-24", "non-zero unused bits in packed zero points")
 def _(src):
     while True:
-        value = _ort(src, "packed")
+        value = _ort(src, PACKED)
         bits = _fields(value)[0].constant.int64_data[0]
         groups = _fields(value)[2].type.tensor_type.shape.dim[1].dim_value
         if (groups * bits) % 8:
@@ -633,7 +632,7 @@ def _(src):
 
 @mutant("OL-ORT-26", "a fourth field not named zero_points")
 def _(src):
-    value = _ort(src, src.choice(("packed", "float")))
+    value = _ort(src, src.choice((PACKED, FLOATING)))
     _fields(value)[3].name = src.choice(("zero_point", "zp", "offsets", ""))
     return _value_case(value, "OL-ORT-26", "struct_type.structure.field[3]", "zero_points renamed")
 

@@ -23,11 +23,13 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from ..hexdump import Row
 
-__all__ = ["Field", "Walk", "WireError", "walk", "WIRE_TYPES", "MAX_DEPTH", "read_varint"]
+__all__ = ["Field", "Walk", "WireError", "walk", "WIRE_TYPES", "MAX_DEPTH", "MAX_FIELD_NUMBER", "read_varint"]
 
 WIRE_TYPES = {0: "varint", 1: "64-bit", 2: "length-delimited", 3: "start group", 4: "end group", 5: "32-bit"}
 MAX_DEPTH = 100
 """The protobuf runtime's default recursion limit for nested messages."""
+MAX_FIELD_NUMBER = (1 << 29) - 1
+"""The largest field number protobuf allows."""
 
 _T = FieldDescriptor
 _WIRE_OF_TYPE = {
@@ -143,8 +145,8 @@ class _Walker:
             number, wire = key >> 3, key & 7
             if wire in (6, 7):
                 raise WireError(pos, f"invalid wire type {wire}")
-            if number == 0:
-                raise WireError(pos, "field number 0")
+            if number == 0 or number > MAX_FIELD_NUMBER:
+                raise WireError(pos, f"field number {number} outside 1 .. {MAX_FIELD_NUMBER}")
             if wire == 4:
                 if group != number:
                     raise WireError(pos, f"end-group key for field {number} outside its group")

@@ -117,6 +117,21 @@ def test_bytes_that_are_not_a_message_stop_at_the_failure():
     assert result["rows"][-1]["field"] == hurray_hexdump.UNDECODED
 
 
+@pytest.mark.parametrize("blob", [
+    bytes.fromhex("3a0174" "e5f5f5f7f7fe12" "040a020809"),   # field number 10440794943324 (atheris)
+    bytes.fromhex("f8ffffff0f01"), bytes.fromhex("f8ffffff0701"),   # field numbers 2^29 and 2^29 - 1
+    bytes.fromhex("0b1c"), bytes.fromhex("0c"), bytes.fromhex("1e"),   # group, stray end group, wire type 6
+])
+def test_the_walker_accepts_exactly_what_protobuf_accepts_on_edges(blob):
+    for message in MESSAGES.values():
+        try:
+            message.FromString(blob)
+            parsed = True
+        except DecodeError:
+            parsed = False
+        assert (walk(blob, message.DESCRIPTOR).error is None) == parsed, blob.hex()
+
+
 @settings(max_examples=40)
 @given(st.data())
 def test_the_walker_accepts_exactly_what_protobuf_accepts(data):

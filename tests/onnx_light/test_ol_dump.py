@@ -254,6 +254,32 @@ def test_14_10_cast_codes_read_as_the_cast_dtype():
     assert row["value"] == "6 codes [0.0, 3.0, 1.0, 4.0, 2.0, 5.0]"
 
 
+def test_14_11_calibrated_scales_and_zero_points_are_named():
+    from hurray_decl.onnx_light import quantize_with_type
+
+    x = np.array([-8, -4, 0, 7, -16, 0, 8, 14], np.float32)
+    calibrated = quantize_with_type(x, make_quantization_type(make_quantization_plan(F.INT4, 8, block_size=4)))
+    fields = by_field(json_dump(calibrated.SerializeToString()))
+    assert [fields[f"raw_data.runs[0].blocks[{j}].scale"]["value"] for j in range(2)] == ["1.0", "2.0"]
+    plan = edit_blocks(make_quantization_plan(F.INT8, 7), scale=0.25, zero_point=-3.0)
+    value = quantize_array(np.array([-40, -1, -0.6, 0, 0.6, 1, 40]), plan)
+    fields = by_field(json_dump(value.SerializeToString()))
+    assert fields["raw_data.runs[0].blocks[0].zero_point"]["value"] == "-3.0"
+    assert fields["raw_data.runs[0].blocks[0].codes"]["value"] == "7 codes [-128, -7, -5, -3, -1, 1, 127]"
+
+
+def test_14_14_affine_reference_codes_are_listed():
+    x = np.linspace(-2, 8, 201)
+    plan = edit_blocks(make_quantization_plan(F.GPTQ, x.size, block_size=x.size), scale=0.125, zero_point=3.0,
+                       offset=3.141)
+    fields = by_field(json_dump(quantize_array(x, plan).SerializeToString()))
+    codes = np.clip(np.rint((x - 3.141) / 0.125 + 3), 0, 15).astype(int)
+    row = fields["raw_data.runs[0].blocks[0].codes"]
+    assert row["size"] == -(-201 * 4 // 8) and row["value"].startswith(
+        f"201 codes [{', '.join(str(c) for c in codes[:32])}, ...]")
+    assert fields["raw_data.runs[0].blocks[0].offset"]["value"] == "3.141"
+
+
 def _shared_model() -> ModelProto:
     model = ModelProto(ir_version=10)
     storage = make_quantization_type(make_quantization_plan(F.INT4, 4, block_size=4))

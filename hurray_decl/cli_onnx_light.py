@@ -390,8 +390,9 @@ def draw_cases(count: int, seed: int, rules: Sequence[str] | None = None):
     for i in range(valid):
         drawn.append((valid_case(RandomSource(seed * 1_000_003 + i)).data, ACCEPT, VALID))
     rest = count - valid
+    start = random.Random(seed).randrange(len(targets))  # small runs start at a seeded rule
     for i in range(rest):
-        rule = targets[i % len(targets)]
+        rule = targets[(start + i) % len(targets)]
         case = MUTANTS[rule].build(RandomSource((seed ^ zlib.crc32(rule.encode())) * 1_000_003 + i))
         drawn.append((case.data, REJECT, rule))
     random.Random(seed).shuffle(drawn)

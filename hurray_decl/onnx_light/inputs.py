@@ -48,7 +48,7 @@ def detect_kind(data: bytes) -> str:
             return kind
     best, score = HURRAY, None
     for kind in KINDS:
-        result = walk(data, MESSAGES[kind].DESCRIPTOR)
+        result = walk(data, MESSAGES[kind].DESCRIPTOR, rows=False)
         if result.error is not None:
             continue
         fit = (result.unknown == 0, result.known)

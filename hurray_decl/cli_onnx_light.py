@@ -71,7 +71,7 @@ def guarded(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.
                 return _usage(f"{err.path}: {err.detail}")
             raise
         except DECODER_FAILURES as exc:
-            print(f"hurray-decl: internal error in the onnx-light decoder ({type(exc).__name__}: {exc}); "
+            print(f"hurray-decl: internal error in the decoder ({type(exc).__name__}: {exc}); "
                   "please report this input", file=sys.stderr)
             return ENVIRONMENT
     return run

@@ -187,3 +187,17 @@ def test_model_verdict_reaches_values_in_nested_graphs(capsys, tmp_path):
     (tmp_path / "m.onnx").write_bytes(case.data)
     code, out, _ = run(capsys, "validate", str(tmp_path / "m.onnx"))
     assert code == 1 and out.startswith("invalid OL-WIRE-30")
+
+
+def test_a_decoder_failure_is_one_line_never_a_traceback(capsys, tmp_path):
+    """A model whose annotation name is not UTF-8 (found by atheris): refused (1) or reported as an
+    internal error (3), in one line either way."""
+    from hurray_decl.onnx_light.wire import pb
+
+    model = pb.ModelProto(ir_version=10)
+    model.graph.quantization_annotation.add(tensor_name="Z")
+    data = model.SerializeToString().replace(b"Z", b"\xff")
+    (tmp_path / "m.onnx").write_bytes(data)
+    code, out, err = run(capsys, "validate", "--kind", "model", str(tmp_path / "m.onnx"))
+    assert code in (1, 3) and "Traceback" not in err + out
+    assert len((out + err).strip().splitlines()) == 1

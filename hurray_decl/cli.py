@@ -182,6 +182,8 @@ def cmd_dequantize(args: argparse.Namespace) -> int:
     from .codec import dequantize
     from .tensor import read_tensor_descriptor
 
+    if not args.buffers:
+        raise UsageError("a Hurray tensor descriptor needs one buffer file per buffer-table entry")
     buffers = []
     for path in args.buffers:
         if not Path(path).is_file():
@@ -273,9 +275,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_fuzz(argv: Sequence[str]) -> int:
-    from . import fuzz
+    from .cli_onnx_light import fuzz_main  # --kind onnx-light, else the Hurray harness
 
-    return fuzz.main(list(argv))
+    return fuzz_main(list(argv))
 
 
 def _input(command: argparse.ArgumentParser,
@@ -351,6 +353,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("fuzz", help="fuzz an external reader with valid and rule-labelled invalid descriptors "
                                 "(see hurray-decl fuzz --help)", add_help=False)
     cli_container.register(sub)  # .hrry containers: extract, dequantize --name
+    from . import cli_onnx_light  # onnx-light inputs for the commands above, and "profiles"
+
+    cli_onnx_light.register(sub)
     return parser
 
 

@@ -153,11 +153,13 @@ def run_case(case: Case, template: str, directory: Path, timeout: float) -> tupl
 
 
 def fuzz(template: str, count: int, seed: int, *, timeout: float = 10.0, rules: Sequence[str] | None = None,
-         out: Path, jobs: int = 1, progress: TextIO | None = sys.stderr) -> tuple[list[Disagreement], Counter, Counter]:
-    """Run every case; returns (disagreements, cases by rule, disagreements by rule)."""
+         out: Path, jobs: int = 1, progress: TextIO | None = sys.stderr,
+         draw=None) -> tuple[list[Disagreement], Counter, Counter]:
+    """Run every case; returns (disagreements, cases by rule, disagreements by rule). ``draw``
+    (default :func:`draw_cases`) draws the cases from (count, seed, rules)."""
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    cases = draw_cases(count, seed, rules)
+    cases = (draw or draw_cases)(count, seed, rules)
     if progress is not None:
         progress.write(f"[fuzz] seed {seed}: {len(cases)} cases drawn in {time.monotonic() - started:.1f} s; "
                        f"running the reader ({jobs} at a time)\n")
@@ -241,7 +243,8 @@ def run(args: argparse.Namespace) -> int:
         return USAGE
     try:
         disagreements, by_rule, bad_by_rule = fuzz(args.reader, args.count, seed, timeout=args.timeout,
-                                                   rules=args.rule, out=out, jobs=args.jobs)
+                                                   rules=args.rule, out=out, jobs=args.jobs,
+                                                   draw=getattr(args, "draw", None))
     except (ValueError, FileNotFoundError, PermissionError) as err:
         sys.stderr.write(f"hurray-decl fuzz: {err}\n")
         return USAGE

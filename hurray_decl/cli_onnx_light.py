@@ -1,0 +1,416 @@
+"""onnx-light on the ``hurray-decl`` command line.
+
+:func:`register` adds ``hurray-decl profiles`` (the 43-profile table, from the catalogue) and
+teaches ``inspect``, ``validate``, ``decode``, ``dequantize`` and ``audit`` to read onnx-light
+inputs: an ``EncodedValueProto`` file, a ``TensorProto`` file or an ONNX model (every encoded
+initializer, nested graphs included, or the one ``--name`` picks). The input kind is detected
+from the bytes (``--kind`` forces one); Hurray inputs (``HRRY`` descriptors, ``HRRYFILE``
+containers) go on to the Hurray handlers unchanged. ``audit`` without a folder audits the
+bundled onnx-light corpus beside the Hurray one. :func:`fuzz_main` runs ``hurray-decl fuzz
+--kind onnx-light``.
+
+Exit codes: 0 valid or done, 1 invalid input (the rule code is printed), 2 usage error, 3 file
+or environment error (an output that cannot be written, a decoder failing with something other
+than a rule error).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import sys
+import tempfile
+from dataclasses import fields as dataclass_fields
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .errors import ARGUMENT, HurrayDeclError
+
+__all__ = ["register", "fuzz_main", "audit_folder", "profile_table", "KIND_CHOICES"]
+
+INVALID, USAGE, ENVIRONMENT = 1, 2, 3
+AUTO, HURRAY = "auto", "hurray"
+KIND_CHOICES = (AUTO, "value", "tensor", "model", HURRAY)
+"""``--kind``: detect from the bytes, an onnx-light kind, or the Hurray handlers."""
+DECODER_FAILURES = (TypeError, ValueError, UnicodeDecodeError, OverflowError, KeyError, IndexError)
+"""What a decoder bug surfaces as; reported as an internal error (exit 3), never a traceback."""
+
+
+def _cli():
+    from . import cli
+
+    return cli
+
+
+def _kind(args: argparse.Namespace, data: bytes) -> str:
+    from .onnx_light.inputs import CONTAINER, detect_kind
+
+    if args.kind != AUTO:
+        return args.kind
+    if getattr(args, "quantization", False) or getattr(args, "permissive", False):
+        return HURRAY  # options only the Hurray side reads
+    kind = detect_kind(data)
+    return HURRAY if kind == CONTAINER else kind
+
+
+def guarded(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """Report a decoder failure that is not a rule error as one line, exit 3."""
+
+    @functools.wraps(handler)
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return handler(args)
+        except _cli().UsageError as err:  # reported here: under python -m, cli.main's class is __main__'s
+            return _usage(str(err))
+        except HurrayDeclError as err:
+            if err.code == ARGUMENT:
+                return _usage(f"{err.path}: {err.detail}")
+            raise
+        except DECODER_FAILURES as exc:
+            print(f"hurray-decl: internal error in the decoder ({type(exc).__name__}: {exc}); "
+                  "please report this input", file=sys.stderr)
+            return ENVIRONMENT
+    return run
+
+
+def _usage(message: str) -> int:
+    """A usage error as argparse reports one: a line on stderr, exit status 2."""
+    print(f"hurray-decl: error: {message}", file=sys.stderr)
+    raise SystemExit(USAGE)
+
+
+def _invalid(err: HurrayDeclError, stream=None) -> int:
+    """Report a rule error (exit 1); an argument error goes on to :func:`guarded` (exit 2)."""
+    if err.code == ARGUMENT:
+        raise err
+    cli = _cli()
+    stream = sys.stdout if stream is None else stream
+    print(cli.Style(stream).bad(f"invalid {err.code}: {err}"), file=stream)
+    return INVALID
+
+
+# --- commands ------------------------------------------------------------------------------------
+
+def cmd_inspect(args: argparse.Namespace, hurray) -> int:
+    cli = _cli()
+    data = cli.read_input(args.input)
+    kind = _kind(args, data)
+    if kind == HURRAY:
+        return hurray(args)
+    from .hexdump import FORMATS, render
+    from .onnx_light.dump import dump
+
+    if args.format not in FORMATS:
+        raise cli.UsageError(f"--format {args.format} is not available for onnx-light inputs ({', '.join(FORMATS)})")
+    result = dump(data, kind=kind, name=args.name)
+    text = render(result, args.format)
+    print(text if args.format == "json" else cli.colour_verdicts(text, cli.Style(sys.stdout)))
+    return INVALID if result.error is not None else 0
+
+
+def _load(args: argparse.Namespace, source: str):
+    """(kind, parsed message) of an onnx-light input, or (HURRAY, None)."""
+    from .onnx_light.inputs import parse
+
+    data = _cli().read_input(source)
+    kind = _kind(args, data)
+    return (kind, None) if kind == HURRAY else (kind, parse(data, kind))
+
+
+def cmd_validate(args: argparse.Namespace, hurray) -> int:
+    from .onnx_light.inputs import check, check_item, items
+
+    cli = _cli()
+    try:
+        kind, message = _load(args, args.input)
+        if kind == HURRAY:
+            return hurray(args)
+        if args.name is not None:
+            for item in items(message, kind, args.name):
+                check_item(item)
+        else:
+            check(message, kind)
+    except HurrayDeclError as err:
+        return _invalid(err)
+    count = len(items(message, kind)) if kind != "tensor" else 0
+    what = f"{kind} ({count} encoded value{'s' * (count != 1)})" if kind == "model" else kind
+    print(cli.Style(sys.stdout).good(f"valid: onnx-light {what}"))
+    return 0
+
+
+def plan_json(plan) -> dict[str, Any]:
+    """A decoded plan as JSON-ready data: profile, runs (header and block parameters) and the extras."""
+    names = [f.name for f in dataclass_fields(type(plan.runs[0].layout))] if plan.runs else []
+    return {
+        "format": plan.format.wire_name,
+        "runs": [{"layout": dict(zip(names, run.layout.header())),
+                  "blocks": [{"scale": b.scale, "zero_point": b.zero_point, "offset": b.offset,
+                              "codebook": list(b.codebook)} for b in run.blocks]} for run in plan.runs],
+        "matrix_shape": list(plan.matrix_shape),
+        "permutation": list(plan.permutation),
+        "transform_size": plan.transform_size,
+        "forward": list(plan.forward),
+        "inverse": list(plan.inverse),
+        "outliers": list(plan.outliers),
+    }
+
+
+def cmd_decode(args: argparse.Namespace, hurray) -> int:
+    from .onnx_light import decode_plan
+    from .onnx_light.inputs import check, check_item, items
+    from .onnx_light.tensors import tensor_to_array
+    from .onnx_light.wire import logical_shape
+
+    try:
+        kind, message = _load(args, args.input)
+        if kind == HURRAY:
+            return hurray(args)
+        if kind == "tensor":
+            check(message, kind)
+            values = tensor_to_array(message)
+            out: dict[str, Any] = {"kind": kind, "name": message.name, "dtype": str(values.dtype),
+                                   "shape": list(values.shape), "values": values.astype(np.float64).ravel().tolist()}
+        else:
+            if args.name is None:
+                check(message, kind)
+            decoded = []
+            for item in items(message, kind, args.name):
+                check_item(item)
+                dtype, shape = logical_shape(item.value.logical_type, "value -> logical_type")
+                decoded.append({"name": item.name, "path": item.path, "logical_dtype": dtype, "shape": list(shape),
+                                "parameter_ref": item.value.parameter_ref or None,
+                                "plan": plan_json(decode_plan(item.value, item.model))})
+            out = {"kind": kind, "values": decoded}
+    except HurrayDeclError as err:
+        if err.code == ARGUMENT:
+            raise
+        print(json.dumps({"error": err.to_dict()}, indent=2))
+        return INVALID
+    print(json.dumps(out, indent=2))
+    return 0
+
+
+def write_npy(path: Path, array: np.ndarray) -> None:
+    """Write ``array`` to ``path`` through a temporary file in the same folder, then rename."""
+    folder = path.resolve().parent
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            np.save(stream, array, allow_pickle=False)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def cmd_dequantize(args: argparse.Namespace, hurray) -> int:
+    import ml_dtypes
+
+    from .onnx_light.inputs import array_of, check, items
+    from .onnx_light.tensors import tensor_to_array
+
+    cli = _cli()
+    try:
+        kind, message = _load(args, args.descriptor)
+        if kind == HURRAY:
+            return hurray(args)
+        if args.buffers:
+            raise cli.UsageError("an onnx-light input carries its payload: give no buffer files")
+        if kind == "tensor":
+            check(message, kind)
+            array = tensor_to_array(message)
+        else:
+            found = items(message, kind, args.name)
+            if len(found) != 1:
+                names = ", ".join(item.name or "(unnamed)" for item in found) or "none"
+                raise cli.UsageError(f"the model holds {len(found)} encoded values ({names}): pick one with --name")
+            array = array_of(found[0])
+    except HurrayDeclError as err:
+        return _invalid(err, sys.stderr)
+    note = ""
+    if array.dtype == ml_dtypes.bfloat16:  # .npy has no bfloat16: widen exactly
+        array, note = array.astype(np.float32), " (bfloat16 widened exactly to float32)"
+    try:
+        write_npy(Path(args.output), array)
+    except OSError as err:
+        print(f"hurray-decl: cannot write {args.output}: {err.strerror or err}", file=sys.stderr)
+        return ENVIRONMENT
+    print(f"wrote {array.dtype} {list(array.shape)} to {args.output}{note}")
+    return 0
+
+
+def audit_folder(folder: Path) -> dict[str, Any]:
+    """Verdicts for every onnx-light file of ``folder``, compared with its manifest when there is one."""
+    from .onnx_light.corpus import MANIFEST, read_manifest
+    from .onnx_light.inputs import check, detect_kind, parse
+
+    expected = read_manifest(folder)
+    report = []
+    for path in sorted(p for p in folder.iterdir() if p.is_file() and p.name != MANIFEST):
+        data = path.read_bytes()
+        entry: dict[str, Any] = {"file": path.name, "verdict": "valid", "code": None, "offset": None, "message": ""}
+        kind = expected.get(path.name, {}).get("kind") or detect_kind(data)
+        entry["kind"] = kind
+        try:
+            check(parse(data, kind), kind)
+        except HurrayDeclError as err:
+            entry.update(verdict="invalid", code=err.code, offset=err.offset, message=str(err))
+        except DECODER_FAILURES as exc:
+            entry.update(verdict="crash", code=type(exc).__name__, message=str(exc))
+        if path.name in expected:
+            entry["expected"] = expected[path.name].get("expect")
+            entry["agrees"] = entry["expected"] == entry["code"]
+        report.append(entry)
+    counts = {"files": len(report), "valid": sum(e["verdict"] == "valid" for e in report)}
+    counts["invalid"] = counts["files"] - counts["valid"]
+    counts["disagreements"] = sum(e.get("agrees") is False for e in report)
+    return {"folder": str(folder), "kind": "onnx-light", "summary": counts, "descriptors": report}
+
+
+def _is_onnx_light_folder(folder: Path) -> bool:
+    from .onnx_light.corpus import MANIFEST
+    from .onnx_light.inputs import CONTAINER, HURRAY as HURRAY_KIND, detect_kind
+
+    manifest = folder / MANIFEST
+    if manifest.is_file():
+        return "values" in json.loads(manifest.read_text(encoding="utf-8"))
+    files = [p for p in folder.iterdir() if p.is_file()]
+    return bool(files) and all(detect_kind(p.read_bytes()[:4096]) not in (HURRAY_KIND, CONTAINER) for p in files)
+
+
+def cmd_audit(args: argparse.Namespace, hurray) -> int:
+    cli = _cli()
+    if args.folder:
+        folder = Path(args.folder)
+        if not folder.is_dir():
+            raise cli.UsageError(f"{str(folder)!r} is not a folder")
+        if args.kind == HURRAY or (args.kind == AUTO and not _is_onnx_light_folder(folder)):
+            return hurray(args)
+        result = audit_folder(folder)
+        print(cli.render_audit(result, args.format, cli.Style(sys.stdout)))
+        return INVALID if result["summary"]["disagreements"] else 0
+    # The default run: the bundled Hurray corpus, then the bundled onnx-light corpus.
+    from .examples import bundled as hurray_corpus
+    from .onnx_light.corpus import bundled
+
+    style = cli.Style(sys.stdout)
+    results = [cli.audit(hurray_corpus(), args), audit_folder(bundled())]
+    if args.format == "json":
+        combined = dict(results[0], onnx_light=results[1])
+        print(json.dumps(combined, indent=2))
+    else:
+        print("\n\n".join(cli.render_audit(result, args.format, style) for result in results))
+    return INVALID if any(r["summary"]["disagreements"] for r in results) else 0
+
+
+def profile_table() -> list[dict[str, Any]]:
+    """One row per profile, in enum order, from the catalogue (DIGEST.md § 2.3)."""
+    from .onnx_light.profiles import PROFILES, QuantizationMethod
+
+    rows = []
+    for fmt, row in PROFILES.items():
+        rows.append({
+            "#": int(fmt), "profile": fmt.wire_name, "method": QuantizationMethod(row.method).name.lower(),
+            "bits": row.bits, "signed": row.signed, "books": row.books, "entries": row.entries, "vector": row.vector,
+            "base3": row.base3, "cast": row.cast_type, "zero_point": row.zero_point,
+            "table": row.table or ("learned" if row.learned else ""), "transform": "required" if row.needs_transform
+            else "", "layout": "portable" if fmt.portable else "ORT MatMulNBits",
+        })
+    return rows
+
+
+def cmd_profiles(args: argparse.Namespace) -> int:
+    rows = profile_table()
+    if args.format == "json":
+        print(json.dumps(rows, indent=2))
+        return 0
+    header = list(rows[0])
+    cells = [[str(v) for v in row.values()] for row in rows]
+    if args.format == "markdown":
+        lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+        lines += ["| " + " | ".join(c or " " for c in row) + " |" for row in cells]
+    else:
+        widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(header)]
+        lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip(), "  ".join("-" * w for w in widths)]
+        lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
+    print("\n".join(lines))
+    return 0
+
+
+WRAPPED: dict[str, Callable[..., int]] = {
+    "inspect": cmd_inspect, "validate": cmd_validate, "decode": cmd_decode,
+    "dequantize": cmd_dequantize, "audit": cmd_audit,
+}
+"""The Hurray commands that also read onnx-light inputs, and their onnx-light handlers."""
+
+
+def register(subparsers) -> None:
+    """Add ``profiles`` and the onnx-light options and handlers of the commands in :data:`WRAPPED`
+    (call it after the Hurray commands are added)."""
+    profiles = subparsers.add_parser("profiles", help="print the 43 onnx-light quantization profiles",
+                                     description="Print the onnx-light profile catalogue: one row per profile, "
+                                                 "in enum order, with its block layout and defaults.")
+    profiles.add_argument("--format", choices=("text", "markdown", "json"), default="text",
+                          help="output format (default: text)")
+    profiles.set_defaults(run=cmd_profiles)
+    for name, handler in WRAPPED.items():
+        parser = subparsers.choices.get(name)
+        if parser is None:
+            continue
+        parser.add_argument("--kind", choices=KIND_CHOICES, default=AUTO,
+                            help="the input kind: an onnx-light EncodedValueProto (value), TensorProto (tensor) or "
+                                 "ONNX model (model), or a Hurray input (hurray); default: detected from the bytes")
+        if name != "audit":
+            parser.add_argument("--name", default=None,
+                                help="an onnx-light model's encoded value to use, by name (default: all of them)")
+        parser.set_defaults(run=guarded(functools.partial(handler, hurray=parser.get_default("run"))))
+
+
+def draw_cases(count: int, seed: int, rules: Sequence[str] | None = None):
+    """``count`` onnx-light cases for the fuzz harness: a quarter valid inputs, the rest mutants
+    spread over the reader rules (or only ``rules``), reproducibly from ``seed``."""
+    import random
+    import zlib
+
+    from .fuzz import ACCEPT, REJECT, VALID, VALID_SHARE, Case
+    from .onnx_light.mutants import MUTANTS, RandomSource, valid_case
+
+    if rules:
+        unknown = [r for r in rules if r not in MUTANTS]
+        if unknown:
+            raise ValueError(f"no onnx-light mutant generator for {', '.join(unknown)} "
+                             "(see hurray_decl.onnx_light.mutants.MUTANTS)")
+    targets = sorted(set(rules)) if rules else sorted(MUTANTS)
+    drawn: list[tuple[bytes, str, str]] = []
+    valid = 0 if rules else max(1, count // VALID_SHARE)
+    for i in range(valid):
+        drawn.append((valid_case(RandomSource(seed * 1_000_003 + i)).data, ACCEPT, VALID))
+    rest = count - valid
+    start = random.Random(seed).randrange(len(targets))  # small runs start at a seeded rule
+    for i in range(rest):
+        rule = targets[(start + i) % len(targets)]
+        case = MUTANTS[rule].build(RandomSource((seed ^ zlib.crc32(rule.encode())) * 1_000_003 + i))
+        drawn.append((case.data, REJECT, rule))
+    random.Random(seed).shuffle(drawn)
+    return [Case(i, data, expected, rule) for i, (data, expected, rule) in enumerate(drawn)]
+
+
+def fuzz_main(argv: Sequence[str]) -> int:
+    """``hurray-decl fuzz``: ``--kind onnx-light`` fuzzes with onnx-light cases, else the Hurray harness."""
+    from . import fuzz
+
+    parser = fuzz.add_arguments(argparse.ArgumentParser(
+        prog="hurray-decl fuzz",
+        description="Run an external reader on valid and rule-labelled invalid inputs (Hurray tensor descriptors, "
+                    "or onnx-light values, tensors and models with --kind onnx-light) and report every "
+                    "disagreement; exit 0 when there is none, 1 otherwise."))
+    parser.add_argument("--kind", choices=("hurray", "onnx-light"), default="hurray",
+                        help="what to fuzz the reader with (default: hurray)")
+    args = parser.parse_args(list(argv))
+    if args.kind == "onnx-light":
+        args.draw = draw_cases
+    return fuzz.run(args)

@@ -1,0 +1,166 @@
+"""Coverage-guided fuzz target (atheris) over the onnx-light decoders.
+
+Every input is read as each of the three onnx-light kinds (``EncodedValueProto``, ``TensorProto``,
+``ModelProto``): parsed, checked with the full verdict (:func:`~hurray_decl.onnx_light.inputs.check`:
+descriptor, payload, every block and code, parameter sets, model checks), decoded when accepted
+(:func:`~hurray_decl.onnx_light.dequantize_value`, :func:`~hurray_decl.onnx_light.decode_plan`), and
+dumped (:func:`~hurray_decl.onnx_light.dump.dump`). The oracle:
+
+* only :class:`~hurray_decl.errors.HurrayDeclError` may escape (anything else is a finding);
+* the dump's rows cover every byte exactly once, in order, and the dump agrees with the verdict
+  (an error exactly when the verdict refuses);
+* no call takes longer than :data:`SLOW_SECONDS`; libFuzzer's ``-rss_limit_mb`` catches memory
+  that grows with a size claimed in the input.
+
+A short run (the CI smoke test)::
+
+    python -m hurray_decl.onnx_light.fuzz_target -runs=2000 -max_len=2048 -timeout=5 -rss_limit_mb=1536 CORPUS_DIR
+
+The long run (10 minutes)::
+
+    mkdir -p ol-corpus && python -m hurray_decl.onnx_light.fuzz_target -max_total_time=600 -max_len=4096 \\
+        -timeout=5 -rss_limit_mb=1536 -print_final_stats=1 ol-corpus
+
+With ``OL_FUZZ_FINDINGS=DIR`` the run records each distinct finding in DIR (``findings.txt`` and
+the first input of each) and continues. An empty CORPUS_DIR is seeded with the bundled onnx-light corpus and ``HURRAY_FUZZ_SEEDS``
+(default 100) generated valid inputs and as many mutants. Replay one input with
+``python -m hurray_decl.onnx_light.fuzz_target crash-FILE``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from ..errors import HurrayDeclError
+from ..fuzz_target import SlowInput, instrument
+from .codec import decode_plan, dequantize_value
+from .dump import dump
+from .inputs import KINDS, MODEL, VALUE, check, items, parse
+
+SLOW_SECONDS = 2.0
+"""The longest one call may take on one input."""
+
+
+class DumpMismatch(AssertionError):
+    """A dump that does not cover the input, or disagrees with the verdict."""
+
+
+@contextmanager
+def _within_time(what: str, data: bytes) -> Iterator[None]:
+    started = time.perf_counter()
+    yield
+    if time.perf_counter() - started > SLOW_SECONDS:
+        raise SlowInput(f"{what} took more than {SLOW_SECONDS} s on {len(data)} bytes")
+
+
+def check_dump(data: bytes, kind: str, refused: HurrayDeclError | None) -> None:
+    """The dump of ``data`` covers it byte for byte and carries an error exactly when refused."""
+    with _within_time(f"dump({kind})", data):
+        result = dump(data, kind=kind)
+    at = 0
+    for row in result.rows:
+        if row.offset != at or row.size < 1 or bytes.fromhex(row.hex) != data[at:at + row.size] or not row.field:
+            raise DumpMismatch(f"{kind} dump row {row} does not continue at byte {at}")
+        at += row.size
+    if at != len(data):
+        raise DumpMismatch(f"{kind} dump covers {at} of {len(data)} bytes")
+    if (result.error is None) != (refused is None):
+        raise DumpMismatch(f"{kind} dump verdict {result.error} but the decoder says {refused}")
+    if refused is not None and result.error.code != refused.code:
+        raise DumpMismatch(f"{kind} dump code {result.error.code}, decoder {refused.code}")
+
+
+def check_one(data: bytes) -> None:
+    """Run one input through every onnx-light kind; raise on anything but a proper verdict."""
+    for kind in KINDS:
+        refused: HurrayDeclError | None = None
+        try:
+            with _within_time(f"the {kind} decoders", data):
+                message = parse(data, kind)
+                check(message, kind)
+                for item in items(message, kind) if kind in (VALUE, MODEL) else ():
+                    dequantize_value(item.value, item.model)
+                    decode_plan(item.value, item.model)
+        except HurrayDeclError as err:
+            refused = err
+        check_dump(data, kind, refused)
+
+
+FINDINGS = os.environ.get("OL_FUZZ_FINDINGS")
+"""With a folder here, a long run records each distinct finding (exception type and the line it
+was raised at) with its first input there and goes on, instead of stopping at the first."""
+_SEEN: set[tuple[str, str]] = set()
+
+
+def _record(data: bytes, exc: BaseException) -> None:
+    import traceback
+
+    where = traceback.extract_tb(exc.__traceback__)[-1]
+    signature = (type(exc).__name__, f"{Path(where.filename).name}:{where.lineno}")
+    if signature in _SEEN:
+        return
+    _SEEN.add(signature)
+    folder = Path(FINDINGS)
+    folder.mkdir(parents=True, exist_ok=True)
+    name = f"finding-{len(_SEEN):03d}-{signature[0]}-{signature[1].replace(':', '-')}"
+    (folder / name).write_bytes(data)
+    with open(folder / "findings.txt", "a", encoding="utf-8") as log:
+        log.write(f"{name}: {type(exc).__name__} at {signature[1]}: {str(exc)[:300]}\n")
+
+
+def test_one_input(data: bytes) -> None:
+    """The libFuzzer callback."""
+    if FINDINGS is None:
+        check_one(bytes(data))
+        return
+    try:
+        check_one(bytes(data))
+    except Exception as exc:  # noqa: BLE001 - collect mode records every finding and goes on
+        _record(bytes(data), exc)
+
+
+def seed_inputs(generated: int = 100) -> list[bytes]:
+    """The bundled corpus, then ``generated`` valid inputs and ``generated`` mutants (seeded)."""
+    from .corpus import bundled
+    from .mutants import MUTANTS, RandomSource, valid_case
+
+    seeds = [p.read_bytes() for p in sorted(bundled().iterdir()) if p.suffix in (".pb", ".onnx")]
+    rules = sorted(MUTANTS)
+    seeds += [valid_case(RandomSource(i)).data for i in range(generated)]
+    seeds += [MUTANTS[rules[i % len(rules)]].build(RandomSource(i)).data for i in range(generated)]
+    return seeds
+
+
+INSTRUMENTED = ("hurray_decl.onnx_light", "hurray_decl.trace", "construct", "google.protobuf")
+"""Packages whose Python code atheris instruments for coverage feedback."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run libFuzzer with ``argv`` (libFuzzer flags and corpus directories or input files)."""
+    import atheris
+
+    args = list(sys.argv if argv is None else argv)
+    if len(args) < 1 or args[0].startswith("-"):
+        args.insert(0, "hurray_decl.onnx_light.fuzz_target")
+    dirs = [Path(a) for a in args[1:] if not a.startswith("-")]
+    if dirs and dirs[0].is_dir() and not any(dirs[0].iterdir()):
+        generated = int(os.environ.get("HURRAY_FUZZ_SEEDS", "100"))
+        seeds = seed_inputs(generated)
+        for data in seeds:
+            (dirs[0] / hashlib.sha1(data).hexdigest()).write_bytes(data)
+        sys.stderr.write(f"INFO: seeded {len(seeds)} inputs into {dirs[0]}\n")
+    count = instrument(INSTRUMENTED)
+    sys.stderr.write(f"INFO: instrumented {count} functions of {', '.join(INSTRUMENTED)}\n")
+    atheris.Setup(args, test_one_input)
+    atheris.Fuzz()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

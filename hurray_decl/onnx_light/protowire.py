@@ -1,0 +1,307 @@
+"""Protobuf wire format, walked byte by byte and named by the generated message descriptors.
+
+:func:`walk` reads serialized bytes as a message type and returns one :class:`Field` per field
+occurrence (a tree, in byte order) plus the dump rows that name every byte: each field's key
+(field number and wire type), its length prefix, and its value. Packed repeated scalars give one
+row per element. Names and numbers come from the ``onnx_light_pb2`` descriptors, never from a
+table here; a field the descriptor does not know (or one sent with another wire type, which
+protobuf keeps as an unknown field too) is named by its number.
+
+The walker accepts exactly what the protobuf runtime accepts: a :class:`WireError` (offset and
+reason) for a truncated varint or length, a wire type 6 or 7, an unmatched end-group key, a
+malformed packed run or nesting deeper than :data:`MAX_DEPTH`; groups of unknown fields are
+skipped as the runtime skips them.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from typing import Any
+
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+
+from ..hexdump import Row
+
+__all__ = ["Field", "Walk", "WireError", "walk", "WIRE_TYPES", "MAX_DEPTH", "MAX_FIELD_NUMBER", "read_varint"]
+
+WIRE_TYPES = {0: "varint", 1: "64-bit", 2: "length-delimited", 3: "start group", 4: "end group", 5: "32-bit"}
+MAX_DEPTH = 100
+"""The protobuf runtime's default recursion limit for nested messages."""
+MAX_FIELD_NUMBER = (1 << 29) - 1
+"""The largest field number protobuf allows."""
+
+_T = FieldDescriptor
+_WIRE_OF_TYPE = {
+    _T.TYPE_DOUBLE: 1, _T.TYPE_FIXED64: 1, _T.TYPE_SFIXED64: 1,
+    _T.TYPE_FLOAT: 5, _T.TYPE_FIXED32: 5, _T.TYPE_SFIXED32: 5,
+    _T.TYPE_STRING: 2, _T.TYPE_BYTES: 2, _T.TYPE_MESSAGE: 2,
+}
+_FIXED = {_T.TYPE_DOUBLE: "<d", _T.TYPE_FIXED64: "<Q", _T.TYPE_SFIXED64: "<q",
+          _T.TYPE_FLOAT: "<f", _T.TYPE_FIXED32: "<I", _T.TYPE_SFIXED32: "<i"}
+_SIGNED64 = {_T.TYPE_INT64, _T.TYPE_INT32, _T.TYPE_ENUM}
+_DATA_TYPE_FIELDS = {"elem_type", "data_type"}
+"""int32 fields that hold a TensorProto.DataType code (the .proto declares them int32, as ONNX does)."""
+
+
+class WireError(Exception):
+    """Bytes that are not a serialized message: ``offset`` is where reading failed."""
+
+    def __init__(self, offset: int, reason: str) -> None:
+        super().__init__(f"{reason} at byte {offset}")
+        self.offset = offset
+        self.reason = reason
+
+
+@dataclass
+class Field:
+    """One field occurrence: where it sits, its path, and its value or its sub-fields."""
+
+    name: str                     # the descriptor's field name, or "[N]" for an unknown field
+    path: str
+    start: int                    # offset of the key
+    end: int                      # one past the last byte of the value
+    number: int
+    wire_type: int
+    descriptor: FieldDescriptor | None
+    body: tuple[int, int] | None = None   # the payload of a length-delimited field
+    value: Any = None                     # scalar, string or bytes value (None for a message)
+    message: Descriptor | None = None     # set when the payload was read as a message
+    children: list["Field"] = field(default_factory=list)
+    first_row: int = 0                    # index of the field's key row
+    value_row: int = 0                    # index of the row that holds the value (or the key row)
+    last_row: int = 0                     # index of the field's last row
+
+    @property
+    def alias(self) -> str | None:
+        """The message's own ``name`` (or ``key``) string, which paths in error messages use."""
+        for child in self.children:
+            if child.name in ("name", "key") and isinstance(child.value, bytes):
+                return child.value.decode("utf-8", "replace")
+        return None
+
+    def child(self, name: str, index: int = 0) -> "Field | None":
+        """The ``index``-th occurrence of a sub-field (repeated elements of a packed run included)."""
+        found = [c for c in self.children if c.name == name]
+        return found[index] if index < len(found) else None
+
+
+@dataclass
+class Walk:
+    rows: list[Row]
+    root: Field
+    known: int = 0       # fields the descriptors name (how well the bytes fit the message type)
+    unknown: int = 0     # fields kept as unknown, and string fields that are not UTF-8
+    error: WireError | None = None   # where the bytes stopped being a message; the rows end there
+
+
+def read_varint(data: bytes, pos: int, end: int) -> tuple[int, int]:
+    """The varint at ``pos`` and the position after it."""
+    value = shift = 0
+    start = pos
+    while True:
+        if pos >= end:
+            raise WireError(start, "truncated varint")
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value & 0xFFFFFFFFFFFFFFFF, pos
+        shift += 7
+        if shift >= 70:
+            raise WireError(start, "varint longer than 10 bytes")
+
+
+def _hex(data: bytes, start: int, end: int) -> str:
+    return data[start:end].hex(" ").upper()
+
+
+def _signed(value: int) -> int:
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+class _Walker:
+    def __init__(self, data: bytes, base: int, record: bool = True) -> None:
+        self.data = data
+        self.base = base
+        self.record = record
+        self.rows: list[Row] = []
+        self.known = 0
+        self.unknown = 0
+
+    def row(self, start: int, end: int, path: str, value: str) -> int:
+        if self.record:
+            self.rows.append(Row(self.base + start, end - start, _hex(self.data, start, end), path, value))
+        return len(self.rows) - 1
+
+    def message(self, start: int, end: int, descriptor: Descriptor | None, path: str, parent: Field,
+                depth: int, group: int | None = None) -> int:
+        """Read fields from ``start`` to ``end`` (or up to the end-group key of ``group``)."""
+        if depth > MAX_DEPTH:
+            raise WireError(start, f"messages nest deeper than {MAX_DEPTH}")
+        data = self.data
+        pos = start
+        counts: dict[str, int] = {}
+        while pos < end:
+            key, after = read_varint(data, pos, end)
+            number, wire = key >> 3, key & 7
+            if wire in (6, 7):
+                raise WireError(pos, f"invalid wire type {wire}")
+            if number == 0 or number > MAX_FIELD_NUMBER:
+                raise WireError(pos, f"field number {number} outside 1 .. {MAX_FIELD_NUMBER}")
+            if wire == 4:
+                if group != number:
+                    raise WireError(pos, f"end-group key for field {number} outside its group")
+                self.row(pos, after, f"{path}:end_group" if path else "end_group", f"field {number}, wire type 4 (end group)")
+                return after
+            fd = descriptor.fields_by_number.get(number) if descriptor is not None else None
+            expected = None if fd is None else _WIRE_OF_TYPE.get(fd.type, 0)
+            packed = fd is not None and fd.is_repeated and wire == 2 and expected in (0, 1, 5)
+            if fd is not None and wire != expected and not packed:
+                fd = None  # the runtime keeps a field sent with another wire type as unknown
+            name = fd.name if fd is not None else f"[{number}]"
+            index = counts.get(name, 0)
+            here = f"{path}.{name}" if path else name
+            if fd is not None and fd.is_repeated and not packed:
+                here = f"{here}[{index}]"
+            node = Field(name, here, pos, after, number, wire, fd)
+            node.first_row = self.row(pos, after, f"{here}:key",
+                                      f"field {number} ({name}), wire type {wire} ({WIRE_TYPES[wire]})")
+            pos = self.value(node, after, end, depth, counts, path)
+            node.end = pos
+            node.last_row = len(self.rows) - 1
+            parent.children.append(node)
+            counts[name] = counts.get(name, 0) + 1 if not packed else counts.get(name, 0) + len(node.children)
+            if fd is None:
+                self.unknown += 1
+            else:
+                self.known += 1
+        if group is not None:
+            raise WireError(end, f"group of field {group} is not closed")
+        return pos
+
+    def value(self, node: Field, pos: int, end: int, depth: int, counts: dict[str, int], path: str) -> int:
+        data, fd, wire, here = self.data, node.descriptor, node.wire_type, node.path
+        if wire == 0:
+            value, after = read_varint(data, pos, end)
+            node.value = value
+            node.value_row = self.row(pos, after, here, self.scalar(fd, value))
+            return after
+        if wire in (1, 5):
+            size = 8 if wire == 1 else 4
+            if pos + size > end:
+                raise WireError(pos, f"truncated {size * 8}-bit value")
+            raw = data[pos:pos + size]
+            fmt = _FIXED.get(fd.type) if fd is not None else ("<Q" if size == 8 else "<I")
+            node.value = struct.unpack(fmt, raw)[0]
+            node.value_row = self.row(pos, pos + size, here, self.fixed(node.value))
+            return pos + size
+        if wire == 3:
+            node.value_row = node.first_row
+            return self.message(pos, end, None, here, node, depth + 1, group=node.number)
+        length, body = read_varint(data, pos, end)
+        if body + length > end:
+            raise WireError(pos, f"length {length} runs past the end of the enclosing message")
+        stop = body + length
+        node.body = (body, stop)
+        what = fd.message_type.name if fd is not None and fd.type == _T.TYPE_MESSAGE else "bytes"
+        node.value_row = self.row(pos, body, f"{here}:length", f"{length} bytes ({what})" if what != "bytes"
+                                  else f"{length} bytes")
+        if fd is None:
+            if length:
+                node.value = data[body:stop]
+                self.row(body, stop, here, "(unknown field, not interpreted)")
+            return stop
+        if fd.type == _T.TYPE_MESSAGE:
+            node.message = fd.message_type
+            self.message(body, stop, fd.message_type, here, node, depth + 1)
+            alias = node.alias
+            if alias is not None and self.record:  # name the message by its own name or key field
+                row = self.rows[node.value_row]
+                self.rows[node.value_row] = Row(row.offset, row.size, row.hex, row.field,
+                                                f"{row.value[:-1]} {alias!r})")
+            return stop
+        if fd.type in (_T.TYPE_STRING, _T.TYPE_BYTES):
+            node.value = data[body:stop]
+            if length:
+                node.value_row = self.row(body, stop, here, self.text(fd, node.value))
+            return stop
+        size = {1: 8, 5: 4}.get(_WIRE_OF_TYPE.get(fd.type, 0))
+        if not self.record and size is not None:  # fitting only: a fixed-width run needs a whole count
+            if length % size:
+                raise WireError(body + length - length % size, "a packed run ends inside an element")
+            return stop
+        # A packed run of scalars: one row per element, indexed across runs of the same field.
+        base_path = here
+        index = counts.get(fd.name, 0)
+        at = body
+        while at < stop:
+            size = {1: 8, 5: 4}.get(_WIRE_OF_TYPE.get(fd.type, 0))
+            element = Field(fd.name, f"{base_path}[{index}]", at, at, fd.number, 0, fd)
+            if size is None:
+                value, after = read_varint(data, at, stop)
+                text = self.scalar(fd, value)
+            else:
+                if at + size > stop:
+                    raise WireError(at, "a packed run ends inside an element")
+                after = at + size
+                value = struct.unpack(_FIXED[fd.type], data[at:after])[0]
+                text = self.fixed(value)
+            element.value, element.end = value, after
+            element.first_row = element.value_row = element.last_row = self.row(at, after, element.path, text)
+            node.children.append(element)
+            index += 1
+            at = after
+        return stop
+
+    def scalar(self, fd: FieldDescriptor | None, value: int) -> str:
+        if fd is None:
+            return str(value)
+        if fd.type == _T.TYPE_BOOL:
+            return "true" if value else "false"
+        if fd.type in _SIGNED64:
+            value = _signed(value)
+            if fd.type == _T.TYPE_INT32 and not -(1 << 31) <= value < 1 << 31:
+                return f"{value} (not an int32)"
+        if fd.type == _T.TYPE_ENUM:
+            known = fd.enum_type.values_by_number.get(value)
+            if known is None:
+                self.unknown += 1
+                return f"{value} (not a {fd.enum_type.name} value; kept as an unknown field)"
+            return f"{value} ({known.name})"
+        if fd.name in _DATA_TYPE_FIELDS and fd.containing_type is not None:
+            data_type = fd.file.message_types_by_name["TensorProto"].enum_types_by_name["DataType"]
+            known = data_type.values_by_number.get(value)
+            return f"{value} ({known.name})" if known is not None else str(value)
+        return str(value)
+
+    @staticmethod
+    def fixed(value: Any) -> str:
+        return repr(value) if isinstance(value, float) else str(value)
+
+    def text(self, fd: FieldDescriptor, value: bytes) -> str:
+        if fd.type == _T.TYPE_BYTES:
+            return f"{len(value)} bytes"
+        try:
+            return repr(value.decode("utf-8"))
+        except UnicodeDecodeError:
+            self.unknown += 1
+            return "(not UTF-8)"
+
+
+def walk(data: bytes, descriptor: Descriptor, *, base: int = 0, path: str = "", rows: bool = True) -> Walk:
+    """Rows and field tree of ``data`` read as ``descriptor``'s message (``rows=False``: only the
+    tree and the fit counts, faster, for telling message types apart).
+
+    On bytes that are not such a message, ``error`` says where reading stopped; the rows and
+    the tree hold every field completed before that point.
+    """
+    walker = _Walker(bytes(data), base, rows)
+    root = Field(descriptor.name, path, 0, len(data), 0, 2, None, (0, len(data)), message=descriptor)
+    error = None
+    try:
+        walker.message(0, len(data), descriptor, path, root, 0)
+    except WireError as err:
+        error = err
+    root.last_row = len(walker.rows) - 1
+    return Walk(walker.rows, root, walker.known, walker.unknown, error)

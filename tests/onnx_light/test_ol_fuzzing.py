@@ -1,0 +1,130 @@
+"""The onnx-light fuzzing kit: strategies, rule-labelled mutants, the external-reader harness and
+the atheris target's smoke run.
+
+``OL_MUTANTS_PER_RULE`` (default 20) sets how many seeded mutants per reader rule are checked;
+the long run uses 200.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given, settings
+
+from hurray_decl import cli
+from hurray_decl.cli_onnx_light import draw_cases
+from hurray_decl.fuzz import ACCEPT, REJECT, VALID, fuzz
+from hurray_decl.onnx_light import dequantize_value
+from hurray_decl.onnx_light.dump import dump
+from hurray_decl.onnx_light.inputs import MODEL, check, detect_kind, items, parse
+from hurray_decl.onnx_light.mutants import EXCLUDED, MUTANTS, RandomSource
+from hurray_decl.onnx_light.strategies import compact_models, encoded_values, mutants, ort_values, valid_inputs
+from hurray_decl.rules import all_rules
+from tests.helpers import raises_rule
+
+PER_RULE = int(os.environ.get("OL_MUTANTS_PER_RULE", "20"))
+READER_RULES = sorted(r.id for r in all_rules().values() if r.id.startswith("OL-") and r.role == "reader")
+OUR_READER = f"{shlex.quote(sys.executable)} -m hurray_decl.cli validate {{file}}"
+
+
+def test_every_reader_rule_has_a_mutant_or_an_exclusion():
+    assert set(MUTANTS) | set(EXCLUDED) == set(READER_RULES), (
+        "without a mutant or an exclusion: " + ", ".join(sorted(set(READER_RULES) - set(MUTANTS) - set(EXCLUDED))))
+    assert not set(MUTANTS) & set(EXCLUDED)
+    assert all(len(reason) > 30 for reason in EXCLUDED.values())
+    assert set(MUTANTS) <= set(all_rules())
+
+
+@pytest.mark.parametrize("rule", sorted(MUTANTS))
+def test_each_mutant_is_refused_with_exactly_its_code(rule):
+    for seed in range(PER_RULE):
+        case = MUTANTS[rule].build(RandomSource(seed))
+        assert case.rule == rule and detect_kind(case.data) == case.kind
+        with raises_rule(rule):
+            check(parse(case.data, case.kind), case.kind)
+
+
+@settings(max_examples=60)
+@given(mutants())
+def test_drawn_mutants_are_refused_and_their_field_is_marked(case):
+    with raises_rule(case.rule):
+        check(parse(case.data, case.kind), case.kind)
+    result = dump(case.data, kind=case.kind)
+    assert result.error is not None and result.error.code == case.rule
+    row = next(r for r in result.rows if r.offset <= result.error.offset < r.offset + r.size)
+    assert row.field.startswith(case.field), (row.field, case.field)
+
+
+@settings(max_examples=40)
+@given(encoded_values())
+def test_drawn_values_of_every_profile_decode(value):
+    decoded = dequantize_value(value)
+    assert decoded.shape == tuple(d.dim_value for d in value.logical_type.tensor_type.shape.dim)
+    assert dump(value.SerializeToString()).error is None
+
+
+@settings(max_examples=20)
+@given(ort_values())
+def test_drawn_ort_values_decode(value):
+    assert dump(value.SerializeToString()).error is None
+    assert dequantize_value(value).ndim == 2
+
+
+@settings(max_examples=15)
+@given(compact_models())
+def test_drawn_compact_models_are_valid(model):
+    check(model, MODEL)
+    (item,) = [i for i in items(model, MODEL) if i.value.HasField("parameter_ref")]
+    assert dequantize_value(item.value, model).size >= 1
+
+
+@settings(max_examples=30)
+@given(valid_inputs())
+def test_drawn_inputs_are_valid_and_detected(case):
+    assert detect_kind(case.data) == case.kind
+    check(parse(case.data, case.kind), case.kind)
+
+
+# --- the external-reader harness ------------------------------------------------------------------
+
+def test_cases_are_reproducible_and_spread_over_the_rules():
+    first = draw_cases(60, seed=5)
+    assert first == draw_cases(60, seed=5)
+    assert sum(c.rule == VALID for c in first) == 15
+    assert all((c.expected == ACCEPT) == (c.rule == VALID) for c in first)
+    assert len({c.rule for c in first if c.rule != VALID}) == min(45, len(MUTANTS))
+    only = draw_cases(4, seed=1, rules=["OL-WIRE-30"])
+    assert {(c.rule, c.expected) for c in only} == {("OL-WIRE-30", REJECT)}
+    with pytest.raises(ValueError):
+        draw_cases(2, 1, rules=["OL-WIRE-99"])
+
+
+def test_accept_everything_reader_disagrees_on_every_mutant(tmp_path):
+    bad, by_rule, _ = fuzz("true {file}", 16, 3, out=tmp_path, jobs=2, progress=None, draw=draw_cases)
+    assert len(bad) == sum(n for rule, n in by_rule.items() if rule != VALID) and bad
+    assert {d.kind for d in bad} == {"accepted invalid"}
+
+
+def test_our_reader_agrees_through_the_command_line(tmp_path, capsys):
+    status = cli.main(["fuzz", "--kind", "onnx-light", "--reader", OUR_READER, "--count", "6", "--seed", "4",
+                       "--jobs", "2", "--out", str(tmp_path / "out")])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert "6 cases, seed 4: 0 disagreements" in out
+
+
+def test_atheris_smoke_run(tmp_path):
+    pytest.importorskip("atheris")
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    env = dict(os.environ, HURRAY_FUZZ_SEEDS="2")
+    done = subprocess.run([sys.executable, "-m", "hurray_decl.onnx_light.fuzz_target", "-runs=300",
+                           "-max_len=2048", "-timeout=10", "-rss_limit_mb=2048", f"-artifact_prefix={tmp_path}/",
+                           str(corpus)], capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Done 300 runs" in done.stderr
+    assert not list(tmp_path.glob("crash-*")) and not list(tmp_path.glob("timeout-*"))

@@ -38,7 +38,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Sequence, TextIO
 
-from .cli.common import integer_at_least
 from .cli.outputs import write_text
 
 ACCEPT, REJECT = "accept", "reject"
@@ -46,9 +45,6 @@ VALID = "valid"
 """The rule column of a valid case."""
 
 AGREE, DISAGREE, USAGE, FILE = 0, 1, 2, 3
-
-DESCRIPTION = ("Run an external reader on valid and rule-labelled invalid tensor descriptors and report every "
-               "disagreement. Exit 0 when there is none, 1 otherwise, 2 for a usage error, 3 for a file error.")
 
 
 @dataclass(frozen=True)
@@ -220,39 +216,6 @@ def report(disagreements: list[Disagreement], by_rule: Counter, bad_by_rule: Cou
         stream.write(f"{rule:<12} {by_rule[rule]:>6} {bad_by_rule.get(rule, 0):>14}\n")
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """The ``fuzz`` options, for a parser of its own or a ``hurray-decl`` subcommand."""
-    parser.add_argument("--reader", required=True, metavar="CMD",
-                        help='the reader to test, e.g. "my-reader --check {file}"; {file} becomes each case\'s path; '
-                             "exit 0 = accept, non-zero = reject")
-    parser.add_argument("--count", type=integer_at_least(1), default=1000, metavar="N", help="number of cases (default 1000)")
-    parser.add_argument("--seed", type=int, default=None, metavar="S",
-                        help="seed of the cases; the same seed and count draw the same cases (default: random, "
-                             "printed)")
-    parser.add_argument("--timeout", type=_positive_seconds, default=10.0, metavar="T",
-                        help="seconds per run of the reader before it counts as a timeout (default 10)")
-    parser.add_argument("--rule", action="append", metavar="ID",
-                        help="only mutants breaking this rule (repeatable); default: valid cases and every rule")
-    parser.add_argument("--out", type=Path, default=None, metavar="DIR",
-                        help="the folder where the files of disagreeing cases are kept (default: a new temporary "
-                             "folder, named in the report)")
-    parser.add_argument("--jobs", type=integer_at_least(1), default=os.cpu_count() or 1, metavar="J",
-                        help="reader runs at a time (default: the number of CPUs)")
-    parser.add_argument("--json", type=Path, default=None, metavar="PATH",
-                        help="also write the report as JSON to PATH")
-    return parser
-
-
-def _positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{value} is not a positive number of seconds")
-    return value
-
-
 def _refuse_unwritable(args: argparse.Namespace) -> str | None:
     """Why --out or --json cannot be written, before any case is run (None when both can)."""
     if args.out is not None and args.out.exists() and not args.out.is_dir():
@@ -296,6 +259,8 @@ def run(args: argparse.Namespace) -> int:
 
 def build_fuzz_parser() -> argparse.ArgumentParser:
     """The stand-alone parser of ``hurray-decl fuzz``."""
+    from .cli.fuzz import DESCRIPTION, add_arguments
+
     return add_arguments(argparse.ArgumentParser(prog="hurray-decl fuzz", description=DESCRIPTION))
 
 

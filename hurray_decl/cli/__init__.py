@@ -28,7 +28,7 @@ import argparse
 import importlib
 import os
 import sys
-from typing import Sequence
+from typing import NoReturn, Sequence
 
 from .common import BROKEN_PIPE, FILE, INTERNAL, INTERRUPTED, INVALID, USAGE, CommandError, one_line
 
@@ -66,8 +66,16 @@ class VersionAction(argparse.Action):
         parser.exit()
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line usage errors: ``hurray-decl validate: error: ... (see --help)``, exit 2.
+    Sub-command parsers are of the same class (argparse's default for ``add_subparsers``)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(USAGE, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog=PROG, epilog=EPILOG,
         description="Decode, encode, inspect, validate, audit and dequantize Hurray tensor and quantization "
                     "descriptors.")

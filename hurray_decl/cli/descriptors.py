@@ -42,8 +42,8 @@ def read(args: argparse.Namespace) -> Input:
     """The descriptor's bytes, with a one-line note on standard error for the bytes after it."""
     got = read_descriptor(args.input, quantization=args.quantization, offset=args.offset, length=args.length)
     if got.unread:
-        note(f"{got.unread} bytes after the descriptor's {len(got.data)} were not read "
-             "(descriptor_length ends the descriptor; see --offset)")
+        note(f"note: the descriptor ends after {len(got.data)} bytes (its descriptor_length); "
+             f"the {got.unread} bytes after it were not read")
     return got
 
 
@@ -122,6 +122,8 @@ def load(text: str, args: argparse.Namespace) -> Any:
                             actual=type(document).__name__, expected="object")
     if not args.quantization and "shape" not in document:
         raise ArgumentError("INPUT -> shape", 'missing: a tensor descriptor names its shape ([] for a scalar)')
+    from pydantic import ValidationError
+
     try:
         if args.quantization:
             from ..engine import load_quantization
@@ -129,24 +131,27 @@ def load(text: str, args: argparse.Namespace) -> Any:
             return load_quantization(document)
         from ..tensor import TensorDescriptor
 
-        return TensorDescriptor.load(document)
-    except HurrayDeclError as err:
+        return TensorDescriptor.model_validate(document)  # not load(): it drops the cause of a nested error
+    except (HurrayDeclError, ValidationError) as err:
         raise schema_error(err) from None
 
 
 def schema_error(err: Any) -> Any:
-    """``err`` itself when a rule refused a value; an ArgumentError naming the JSON field when pydantic
-    refused the document's shape (a wrong type, a missing field), which no rule covers."""
+    """The error to report for ``err`` from loading a JSON document: ``err`` itself when a rule refused a
+    value; an ArgumentError naming the JSON field when pydantic refused the document's shape (a wrong
+    type, a missing field), which no rule covers."""
     from pydantic import ValidationError
 
     from ..errors import ArgumentError, HurrayDeclError
 
-    cause = err.__cause__
-    if not isinstance(cause, ValidationError):
+    problems = err.errors() if isinstance(err, ValidationError) else (
+        err.__cause__.errors() if isinstance(err.__cause__, ValidationError) else None)
+    if not problems:
         return err
-    problems = cause.errors()
-    if any(isinstance((p.get("ctx") or {}).get("error"), HurrayDeclError) for p in problems):
-        return err
+    for problem in problems:
+        inner = (problem.get("ctx") or {}).get("error")
+        if isinstance(inner, HurrayDeclError):  # a rule's own error, or a nested model's wrapped one
+            return inner if inner is err else schema_error(inner)
     first = problems[0]
     field = " -> ".join(str(part) for part in first["loc"])
     return ArgumentError(f"INPUT -> {field}" if field else "INPUT", first["msg"])

@@ -239,12 +239,21 @@ def run(args: argparse.Namespace) -> int:
         return FILE
     seed = args.seed if args.seed is not None else secrets.randbelow(2**32)
     out = args.out if args.out is not None else Path(tempfile.gettempdir()) / f"hurray-fuzz-{seed}-{os.getpid()}"
-    try:
-        disagreements, by_rule, bad_by_rule = fuzz(args.reader, args.count, seed, timeout=args.timeout,
-                                                   rules=args.rule, out=out, jobs=args.jobs)
-    except (ValueError, FileNotFoundError, PermissionError) as err:
-        sys.stderr.write(f"hurray-decl fuzz: {err}\n")
-        return USAGE
+    from hypothesis.configuration import set_hypothesis_home_dir
+
+    # Hypothesis keeps caches in ./.hypothesis unless told otherwise: a temporary one, to leave nothing behind.
+    with tempfile.TemporaryDirectory(prefix="hurray-fuzz-hypothesis-") as home:
+        if "HYPOTHESIS_STORAGE_DIRECTORY" not in os.environ:
+            set_hypothesis_home_dir(home)
+        try:
+            disagreements, by_rule, bad_by_rule = fuzz(args.reader, args.count, seed, timeout=args.timeout,
+                                                       rules=args.rule, out=out, jobs=args.jobs)
+        except (ValueError, FileNotFoundError, PermissionError) as err:
+            sys.stderr.write(f"hurray-decl fuzz: {err}\n")
+            return USAGE
+        finally:
+            if "HYPOTHESIS_STORAGE_DIRECTORY" not in os.environ:
+                set_hypothesis_home_dir(None)
     report(disagreements, by_rule, bad_by_rule, seed, sys.stdout)
     if disagreements:
         sys.stdout.write(f"kept the {len(disagreements)} disagreeing cases in {out}\n")

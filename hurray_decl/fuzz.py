@@ -101,6 +101,7 @@ def draw_cases(count: int, seed: int, rules: Sequence[str] | None = None) -> lis
     import random
     import zlib
 
+    from .errors import ArgumentError
     from .strategies import MUTANTS, placements, tensor_descriptors
     from .tensor import write_tensor_descriptor
     from .tensor.buffers import DEVICES
@@ -108,7 +109,7 @@ def draw_cases(count: int, seed: int, rules: Sequence[str] | None = None) -> lis
     if rules:
         unknown = [r for r in rules if r not in MUTANTS]
         if unknown:
-            raise ValueError(f"no mutant generator for {', '.join(unknown)} (see hurray_decl.strategies.MUTANTS)")
+            raise ArgumentError("rules", f"no mutant generator for {', '.join(unknown)} (see hurray_decl.strategies.MUTANTS)")
     targets = sorted(set(rules)) if rules else sorted(MUTANTS)
     quota: Counter = Counter()
     if not rules:
@@ -219,12 +220,24 @@ def report(disagreements: list[Disagreement], by_rule: Counter, bad_by_rule: Cou
 def _refuse_unwritable(args: argparse.Namespace) -> str | None:
     """Why --out or --json cannot be written, before any case is run (None when both can)."""
     if args.out is not None and args.out.exists() and not args.out.is_dir():
-        return f"--out {args.out} is a file, not a folder"
+        return f"argument --out: {args.out} is a file, not a folder"
     if args.json is not None:
         if args.json.is_dir():
-            return f"--json {args.json} is a folder; give the name of a file to write"
+            return f"argument --json: {args.json} is a folder; give the name of a file to write"
         if not args.json.parent.is_dir():
-            return f"--json: no such folder: {args.json.parent}"
+            return f"argument --json: no such folder: {args.json.parent}"
+    return None
+
+
+def _refuse_reader(template: str) -> str | None:
+    """Why the reader command cannot be started (None when its program is found)."""
+    import shutil
+
+    if not shlex.split(template):
+        return "argument --reader: the command is empty"
+    argv = reader_command(template, "case.bin")
+    if shutil.which(argv[0]) is None:
+        return f"argument --reader: no such program: {argv[0]}"
     return None
 
 
@@ -233,13 +246,15 @@ def run(args: argparse.Namespace) -> int:
     2 for a usage error, 3 for a file error (messages on standard error)."""
     import secrets
 
-    problem = _refuse_unwritable(args)
-    if problem is not None:
-        sys.stderr.write(f"hurray-decl fuzz: {problem}\n")
-        return FILE
+    for problem, status in ((_refuse_reader(args.reader), USAGE), (_refuse_unwritable(args), FILE)):
+        if problem is not None:
+            sys.stderr.write(f"hurray-decl fuzz: {problem}\n")
+            return status
     seed = args.seed if args.seed is not None else secrets.randbelow(2**32)
     out = args.out if args.out is not None else Path(tempfile.gettempdir()) / f"hurray-fuzz-{seed}-{os.getpid()}"
     from hypothesis.configuration import set_hypothesis_home_dir
+
+    from .errors import ArgumentError
 
     # Hypothesis keeps caches in ./.hypothesis unless told otherwise: a temporary one, to leave nothing behind.
     with tempfile.TemporaryDirectory(prefix="hurray-fuzz-hypothesis-") as home:
@@ -248,8 +263,11 @@ def run(args: argparse.Namespace) -> int:
         try:
             disagreements, by_rule, bad_by_rule = fuzz(args.reader, args.count, seed, timeout=args.timeout,
                                                        rules=args.rule, out=out, jobs=args.jobs)
-        except (ValueError, FileNotFoundError, PermissionError) as err:
-            sys.stderr.write(f"hurray-decl fuzz: {err}\n")
+        except ArgumentError as err:  # an unknown --rule
+            sys.stderr.write(f"hurray-decl fuzz: argument --rule: {err.detail}\n")
+            return USAGE
+        except (FileNotFoundError, PermissionError) as err:  # the reader cannot be started
+            sys.stderr.write(f"hurray-decl fuzz: argument --reader: {err.strerror}: {err.filename}\n")
             return USAGE
         finally:
             if "HYPOTHESIS_STORAGE_DIRECTORY" not in os.environ:

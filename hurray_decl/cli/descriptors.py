@@ -192,7 +192,7 @@ def register(sub: Any) -> None:
                                          "Exit 0 valid, 1 invalid.")
     input_argument(inspect)
     inspect.add_argument("--format", choices=DUMP_FORMATS, default="text", metavar="FORMAT",
-                         help="text, markdown or json (default: text)")
+                         help="one of %(choices)s (default: text)")
     inspect.set_defaults(run=cmd_inspect)
 
     decode_cmd = sub.add_parser("decode", help="decode a descriptor and print it as JSON",

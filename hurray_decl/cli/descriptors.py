@@ -42,8 +42,9 @@ def read(args: argparse.Namespace) -> Input:
     """The descriptor's bytes, with a one-line note on standard error for the bytes after it."""
     got = read_descriptor(args.input, quantization=args.quantization, offset=args.offset, length=args.length)
     if got.unread:
-        note(f"note: the descriptor ends after {len(got.data)} bytes (its descriptor_length); "
-             f"the {got.unread} bytes after it were not read")
+        end = ("the descriptor ends after {} bytes (its descriptor_length)" if got.declared
+               else "the header is refused, so only its {} bytes were read").format(len(got.data))
+        note(f"note: {end}; the {got.unread} bytes after it were not read")
     return got
 
 

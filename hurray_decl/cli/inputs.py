@@ -42,10 +42,12 @@ HEX_DIGITS = frozenset(string.hexdigits)
 
 @dataclass(frozen=True)
 class Input:
-    """The bytes read for one descriptor and how many bytes of the window after them were not read."""
+    """The bytes read for one descriptor and how many bytes of the window after them were not read;
+    ``declared`` is false when the header was refused, so that only the header's bytes were read."""
 
     data: bytes
     unread: int
+    declared: bool = True
 
 
 def input_argument(command: argparse.ArgumentParser, *, window: bool = True, optional: bool = False,
@@ -200,11 +202,11 @@ def read_descriptor(source: str, *, quantization: bool = False, offset: int = 0,
 
         data = window.read(PREAMBLE_LENGTH)
         try:
-            declared = skip_descriptor(data)
+            length, declared = skip_descriptor(data), True
         except HurrayDeclError:  # the reader refuses the header: its fields are all there is to show
-            declared = HEADER_LENGTH
-        data += window.read(max(0, declared - len(data)))
-        return Input(data, window.skip(None))
+            length, declared = HEADER_LENGTH, False
+        data += window.read(max(0, length - len(data)))
+        return Input(data, window.skip(None), declared)
     finally:
         if stream is not sys.stdin.buffer:
             stream.close()

@@ -30,7 +30,7 @@ import os
 import sys
 from typing import NoReturn, Sequence
 
-from .common import BROKEN_PIPE, FILE, INTERNAL, INTERRUPTED, INVALID, USAGE, CommandError, one_line
+from .common import BROKEN_PIPE, FILE, INTERNAL, INTERRUPTED, INVALID, USAGE, CommandError, one_line, verdict
 
 COMMAND_MODULES: list[str] = [
     "hurray_decl.cli.descriptors",  # inspect, decode, encode, validate
@@ -126,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(err, HurrayDeclError):
             if err.code == ARGUMENT:
                 return fail(USAGE, f"error: argument {err}".replace(f"[{ARGUMENT}] ", ""))
-            return fail(INVALID, f"invalid {err}")
+            return fail(INVALID, verdict(err))
         if isinstance(err, ModuleNotFoundError):
             return fail(FILE, f"error: this command needs the Python package {err.name!r}, which is not installed")
         if isinstance(err, MemoryError):

@@ -9,11 +9,10 @@ complete; a failure leaves nothing behind.
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from . import outputs
-from .common import INVALID, OK, Style, progress_printer, verdict
+from .common import OK, progress_printer
 from .descriptors import read
 from .inputs import map_file, window_options
 
@@ -33,30 +32,22 @@ def preflight(descriptor: Any, buffers: list[Any]) -> None:
 
 
 def cmd_dequantize(args: argparse.Namespace) -> int:
-    from ..errors import ARGUMENT, HurrayDeclError
+    """Refusals are HurrayDeclErrors: main() prints their rule (exit 1), no file having been created."""
+    import numpy as np
+
+    from ..codec import dequantize
+    from ..tensor import read_tensor_descriptor
 
     outputs.target(args.output)
     buffers = [map_file(path, what="BUFFER") for path in args.buffers]
     args.quantization = False
-    try:
-        from ..tensor import read_tensor_descriptor
-
-        descriptor = read_tensor_descriptor(read(args).data, permissive=args.permissive)
-        preflight(descriptor, buffers)
-        import numpy as np
-
-        from ..codec import dequantize
-
-        with outputs.atomic(args.output) as temporary:
-            out = np.lib.format.open_memmap(temporary, mode="w+", dtype=np.float32, shape=tuple(descriptor.shape))
-            dequantize(descriptor, buffers, out=out, progress=progress_printer("dequantize"))
-            out.flush()
-            del out
-    except HurrayDeclError as err:
-        if err.code == ARGUMENT:
-            raise
-        print(Style(sys.stderr).bad(verdict(err)), file=sys.stderr)
-        return INVALID
+    descriptor = read_tensor_descriptor(read(args).data, permissive=args.permissive)
+    preflight(descriptor, buffers)
+    with outputs.atomic(args.output) as temporary:
+        out = np.lib.format.open_memmap(temporary, mode="w+", dtype=np.float32, shape=tuple(descriptor.shape))
+        dequantize(descriptor, buffers, out=out, progress=progress_printer("dequantize"))
+        out.flush()
+        del out
     print(f"wrote float32 {list(descriptor.shape)} to {args.output}")
     return OK
 

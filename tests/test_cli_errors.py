@@ -22,6 +22,7 @@ import pytest
 import hurray_decl as hd
 from hurray_decl import cli, examples
 from hurray_decl.cli import common
+from tests.helpers import covers
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "conformance" / "hurray"
@@ -250,6 +251,7 @@ def test_an_internal_error_is_one_line_and_debug_shows_it(monkeypatch, capsys):
     assert "Traceback" in capsys.readouterr().err
 
 
+@covers("HT-HDR-10", "HT-HDR-08")
 def test_inspect_shows_only_the_declared_bytes(inputs, tmp_path):
     """A descriptor followed by 3 MB: the dump ends at descriptor_length, one note counts the rest."""
     row = (inputs / "row.bin").read_bytes()

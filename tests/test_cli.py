@@ -148,7 +148,7 @@ def test_usage_errors_exit_2(capsys):
     assert cli.main(["validate", "not-hex-nor-file"]) == 2
 
 
-@pytest.mark.parametrize("command", ["inspect", "decode", "encode", "validate", "dequantize", "audit", "bench",
+@pytest.mark.parametrize("command", ["inspect", "decode", "encode", "validate", "dequantize", "audit", "bench", "fuzz",
                                      "schemes", "rule"])
 def test_every_help_runs(command):
     result = subprocess.run([sys.executable, "-m", "hurray_decl.cli", command, "--help"], capture_output=True,

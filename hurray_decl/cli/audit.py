@@ -32,8 +32,6 @@ from .inputs import kind_options, read_descriptor
 
 MANIFEST = "manifest.json"
 LISTS = ("descriptors", "files", "vectors")
-FORMATS = ["text", "markdown", "json"]
-"""The report formats; another renderer adds its name here and to :data:`RENDERERS`."""
 
 
 def check_descriptor(path: Path, args: argparse.Namespace) -> dict[str, Any]:
@@ -202,6 +200,7 @@ def render_text(result: dict[str, Any], style: Style) -> str:
 
 RENDERERS: dict[str, Callable[[dict[str, Any], Style], str]] = {
     "text": render_text, "markdown": render_markdown, "json": render_json}
+"""Report format -> renderer: ``--format`` offers these keys, so a renderer added here is offered too."""
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
@@ -227,6 +226,7 @@ def register(sub: Any) -> None:
                     "format included). Exit 0 when everything agrees, 1 on a disagreement (a verdict, a property, "
                     "a listed file missing, a file not listed), 3 for a missing folder or a bad manifest.")
     command.add_argument("folder", nargs="?", metavar="FOLDER", help="the folder (default: the bundled examples)")
-    command.add_argument("--format", choices=FORMATS, default="text", help="report format (default: text)")
+    command.add_argument("--format", choices=RENDERERS, default="text", metavar="FORMAT",
+                         help="one of %(choices)s (default: text)")
     kind_options(command)
     command.set_defaults(run=cmd_audit)

@@ -50,13 +50,12 @@ class Input:
     declared: bool = True
 
 
-def input_argument(command: argparse.ArgumentParser, *, window: bool = True, optional: bool = False,
-                   what: str = "the descriptor: a file, - for standard input, or hex bytes") -> None:
-    """The descriptor argument, the kind options and (``window``) ``--offset`` / ``--length``."""
-    command.add_argument("input", metavar="INPUT", help=what, nargs="?" if optional else None)
+def input_argument(command: argparse.ArgumentParser, *, optional: bool = False) -> None:
+    """The descriptor argument, the kind options and ``--offset`` / ``--length``."""
+    command.add_argument("input", metavar="INPUT", nargs="?" if optional else None,
+                         help="the descriptor: a file, - for standard input, or hex bytes")
     kind_options(command)
-    if window:
-        window_options(command)
+    window_options(command)
 
 
 def window_options(command: argparse.ArgumentParser) -> None:

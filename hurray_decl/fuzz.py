@@ -109,7 +109,8 @@ def draw_cases(count: int, seed: int, rules: Sequence[str] | None = None) -> lis
     if rules:
         unknown = [r for r in rules if r not in MUTANTS]
         if unknown:
-            raise ArgumentError("rules", f"no mutant generator for {', '.join(unknown)} (see hurray_decl.strategies.MUTANTS)")
+            raise ArgumentError("rules", f"no mutant generator for {', '.join(unknown)} "
+                                         "(see hurray_decl.strategies.MUTANTS)")
     targets = sorted(set(rules)) if rules else sorted(MUTANTS)
     quota: Counter = Counter()
     if not rules:

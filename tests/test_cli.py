@@ -208,8 +208,8 @@ def test_audit_of_the_shared_conformance_folder(capsys):
     report = json.loads(out)
     entries = {e["file"]: e for e in report["descriptors"]}
     assert code == 0 and report["summary"]["disagreements"] == 0
-    assert sorted(entries) == sorted(e["file"] for e in json.loads((folder / "manifest.json").read_text())["descriptors"]
-                                     + json.loads((folder / "manifest.json").read_text())["files"])
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert sorted(entries) == sorted(e["file"] for e in manifest["descriptors"] + manifest["files"])
     assert all(entries[name]["verdict"] == "valid" and entries[name]["agrees"] for name in entries
                if name.startswith("descriptors/"))
     assert entries["files/basic.hrry"]["verdict"] in ("unchecked", "valid")

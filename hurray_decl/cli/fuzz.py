@@ -13,7 +13,7 @@ DESCRIPTION = ("Run an external reader on valid and rule-labelled invalid tensor
                "disagreement. Exit 0 when there is none, 1 otherwise, 2 for a usage error, 3 for a file error.")
 
 
-def _positive_seconds(text: str) -> float:
+def positive_seconds(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
@@ -28,11 +28,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--reader", required=True, metavar="CMD",
                         help='the reader to test, e.g. "my-reader --check {file}"; {file} becomes each case\'s path; '
                              "exit 0 = accept, non-zero = reject")
-    parser.add_argument("--count", type=integer_at_least(1), default=1000, metavar="N", help="number of cases (default 1000)")
+    parser.add_argument("--count", type=integer_at_least(1), default=1000, metavar="N",
+                        help="number of cases (default 1000)")
     parser.add_argument("--seed", type=int, default=None, metavar="S",
                         help="seed of the cases; the same seed and count draw the same cases (default: random, "
                              "printed)")
-    parser.add_argument("--timeout", type=_positive_seconds, default=10.0, metavar="T",
+    parser.add_argument("--timeout", type=positive_seconds, default=10.0, metavar="T",
                         help="seconds per run of the reader before it counts as a timeout (default 10)")
     parser.add_argument("--rule", action="append", metavar="ID",
                         help="only mutants breaking this rule (repeatable); default: valid cases and every rule")
@@ -44,8 +45,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--json", type=Path, default=None, metavar="PATH",
                         help="also write the report as JSON to PATH")
     return parser
-
-
 
 
 def cmd_fuzz(args: argparse.Namespace) -> int:

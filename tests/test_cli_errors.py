@@ -25,9 +25,6 @@ from hurray_decl.cli import common
 from tests.helpers import covers
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "conformance" / "hurray"
-if not SHARED.is_dir():
-    SHARED = Path("/work/shared/conformance/hurray")
 SCRIPT = Path(sys.executable).parent / "hurray-decl"
 COMMAND = [str(SCRIPT)] if SCRIPT.is_file() else [sys.executable, "-m", "hurray_decl"]
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),

@@ -127,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if err.code == ARGUMENT:
                 return fail(USAGE, f"error: argument {err}".replace(f"[{ARGUMENT}] ", ""))
             return fail(INVALID, verdict(err))
-        if isinstance(err, ModuleNotFoundError):
+        if isinstance(err, ModuleNotFoundError) and not (err.name or "").startswith("hurray_decl"):
             return fail(FILE, f"error: this command needs the Python package {err.name!r}, which is not installed")
         if isinstance(err, MemoryError):
             return fail(FILE, "error: out of memory")

@@ -274,3 +274,15 @@ def test_inspect_shows_only_the_declared_bytes(inputs, tmp_path):
     assert window.returncode == 0 and "the 5 bytes after it" in window.stderr.decode()
     cut = hurray("validate", str(big), "--offset", "100", "--length", str(len(row) - 1), cwd=tmp_path)
     assert cut.returncode == common.INVALID and b"HT-HDR-08" in cut.stdout
+
+
+def test_a_missing_package_is_an_environment_error_naming_it(monkeypatch, capsys):
+    from hurray_decl.cli import reference
+
+    def needs(args):
+        raise ModuleNotFoundError("No module named 'gguf'", name="gguf")
+
+    monkeypatch.setattr(reference, "cmd_schemes", needs)
+    assert cli.main(["schemes"]) == common.FILE
+    assert capsys.readouterr().err == ("hurray-decl: error: this command needs the Python package 'gguf', "
+                                       "which is not installed\n")

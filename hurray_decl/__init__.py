@@ -1,63 +1,82 @@
 """hurray_decl: a declarative reference codec for Hurray quantization descriptors and
-onnx-light portable quantized values."""
+onnx-light portable quantized values.
 
-from .engine import (
-    SCHEMES,
-    decode_quantization,
-    encode_quantization,
-    kernel_for,
-    load_quantization,
-    register_private_scheme,
-    scheme,
-    unregister_private_scheme,
-)
-from .errors import HurrayDeclError
-from . import numerics
-from .codec import dequantize, quantize
-from .convert.hurray import from_awq, from_gguf, from_gguf_file, from_gptq
-from .tensor import (
-    BufferHandle,
-    TensorDescriptor,
-    read_tensor_descriptor,
-    validate_buffers,
-    write_tensor_descriptor,
-)
-from .schemes.mxfp import MXFP
-from .schemes.nf4 import NF4
-from .schemes.per_block_affine import PerBlockAffine
-from .schemes.per_channel_affine import PerChannelAffine
-from .schemes.per_tensor_affine import PerTensorAffine
-from .schemes.quantization import Descriptor as QuantizationDescriptor
-from .schemes.quantization import OpaqueQuantization, SchemeDescriptor
+The public names are imported on first use, so that ``import hurray_decl`` and the command line
+load only what they use. They are declared once, as the imports of the ``if TYPE_CHECKING:``
+block at the end of this file (which type checkers read as usual); :func:`__getattr__` imports
+a name's module when the name is first asked for. To export a name, add its import there.
+"""
 
-__all__ = [
-    "BufferHandle",
-    "HurrayDeclError",
-    "TensorDescriptor",
-    "dequantize",
-    "from_awq",
-    "from_gguf",
-    "from_gguf_file",
-    "from_gptq",
-    "numerics",
-    "quantize",
-    "read_tensor_descriptor",
-    "validate_buffers",
-    "write_tensor_descriptor",
-    "MXFP",
-    "NF4",
-    "OpaqueQuantization",
-    "PerBlockAffine",
-    "PerChannelAffine",
-    "PerTensorAffine",
-    "QuantizationDescriptor",
-    "SCHEMES",
-    "SchemeDescriptor",
-    "decode_quantization",
-    "encode_quantization",
-    "kernel_for",
-    "load_quantization",
-    "register_private_scheme",
-    "scheme",
-    "unregister_private_scheme",
-]
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+
+def _lazy_names() -> dict[str, tuple[str, str | None]]:
+    """public name -> (module, attribute or None for a submodule), read from the TYPE_CHECKING imports below."""
+    import ast
+
+    with open(__file__, encoding="utf-8") as source:
+        tree = ast.parse(source.read())
+    block = next(node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING")
+    names: dict[str, tuple[str, str | None]] = {}
+    for statement in block.body:
+        if isinstance(statement, ast.ImportFrom):
+            base = "." * statement.level + (statement.module or "")
+            for alias in statement.names:
+                if statement.module is None:  # "from . import numerics": a submodule
+                    names[alias.asname or alias.name] = (base + alias.name, None)
+                else:
+                    names[alias.asname or alias.name] = (base, alias.name)
+    return names
+
+
+_LAZY = _lazy_names()
+__all__ = sorted([*_LAZY, "__version__"])
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("hurray_decl")
+    except PackageNotFoundError:  # a source tree that was never installed
+        return "0+unknown"
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        value: Any = _version()
+    elif name in _LAZY:
+        module, attribute = _LAZY[name]
+        value = importlib.import_module(module, __name__)
+        if attribute is not None:
+            value = getattr(value, attribute)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:  # the public names: imported lazily at run time (see the module's documentation)
+    __version__: str
+    from . import numerics
+    from .codec import dequantize, quantize
+    from .convert.hurray import from_awq, from_gguf, from_gguf_file, from_gptq
+    from .engine import SCHEMES, decode_quantization, encode_quantization, kernel_for, load_quantization
+    from .engine import register_private_scheme, scheme, unregister_private_scheme
+    from .errors import HurrayDeclError
+    from .schemes.mxfp import MXFP
+    from .schemes.nf4 import NF4
+    from .schemes.per_block_affine import PerBlockAffine
+    from .schemes.per_channel_affine import PerChannelAffine
+    from .schemes.per_tensor_affine import PerTensorAffine
+    from .schemes.quantization import Descriptor as QuantizationDescriptor
+    from .schemes.quantization import OpaqueQuantization, SchemeDescriptor
+    from .tensor import BufferHandle, TensorDescriptor, read_tensor_descriptor, validate_buffers
+    from .tensor import write_tensor_descriptor

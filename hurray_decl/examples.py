@@ -16,9 +16,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
-
-from .codec import quantize
 from .tensor import (
     COO,
     CSC,
@@ -78,8 +75,6 @@ LAYOUT_EXAMPLES: dict[str, tuple[str, Callable[[], bytes]]] = {
 }
 """One unquantized descriptor per layout."""
 
-_MATRIX = np.linspace(-4.0, 4.0, 4 * 64, dtype=np.float32).reshape(4, 64)
-
 SCHEME_EXAMPLES: dict[str, tuple[str, dict]] = {
     "per_tensor_affine_int8": ("per-tensor affine, int8, symmetric", {"scheme_name": "per_tensor_affine"}),
     "per_tensor_affine_uint4": ("per-tensor affine, uint4, asymmetric",
@@ -102,9 +97,14 @@ SCHEME_EXAMPLES: dict[str, tuple[str, dict]] = {
 
 
 def _quantized(options: dict) -> bytes:
+    import numpy as np
+
+    from .codec import quantize  # imported here: auditing the shipped corpus needs no numerics
+
     options = dict(options)
     rows = options.pop("rows", 4)
-    descriptor, _ = quantize(_MATRIX[:rows], **options)
+    matrix = np.linspace(-4.0, 4.0, 4 * 64, dtype=np.float32).reshape(4, 64)
+    descriptor, _ = quantize(matrix[:rows], **options)
     return write_tensor_descriptor(descriptor)
 
 

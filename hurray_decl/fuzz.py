@@ -8,10 +8,12 @@ the case's path; exit status 0 means it accepted the descriptor, anything else t
 it, and a run longer than ``--timeout`` seconds is a disagreement of kind ``timeout``.
 
 Every disagreement is reported with the expected verdict, the rule, the case number, the seed
-and the file, which is kept in the output directory for replay; agreeing cases are deleted.
+and the file, which is kept for replay in ``--out`` (default: a new temporary folder, named in
+the report, removed again when there is nothing to keep); agreeing cases are deleted.
 The same ``--seed`` and ``--count`` (and ``--rule``) draw the same cases again. The summary
 counts cases and disagreements by rule. Exit status: 0 when the reader agreed on every case,
-1 otherwise, 2 for a usage error (such as a reader command that cannot be started).
+1 otherwise, 2 for a usage error (such as a reader command that cannot be started or an unknown
+rule), 3 for a file error (``--out`` or ``--json`` naming something that cannot be written).
 
 The cases need only descriptor bytes: rules that need buffer contents are not fuzzed here
 (see :data:`hurray_decl.strategies.DATA_MUTANTS` for those, with their buffers).
@@ -26,23 +28,23 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import secrets
 import shlex
 import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Sequence, TextIO
+
+from .cli.outputs import write_text
 
 ACCEPT, REJECT = "accept", "reject"
 VALID = "valid"
 """The rule column of a valid case."""
 
-AGREE, USAGE = 0, 2
+AGREE, DISAGREE, USAGE, FILE = 0, 1, 2, 3
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,7 @@ def draw_cases(count: int, seed: int, rules: Sequence[str] | None = None) -> lis
     import random
     import zlib
 
+    from .errors import ArgumentError
     from .strategies import MUTANTS, placements, tensor_descriptors
     from .tensor import write_tensor_descriptor
     from .tensor.buffers import DEVICES
@@ -106,7 +109,8 @@ def draw_cases(count: int, seed: int, rules: Sequence[str] | None = None) -> lis
     if rules:
         unknown = [r for r in rules if r not in MUTANTS]
         if unknown:
-            raise ValueError(f"no mutant generator for {', '.join(unknown)} (see hurray_decl.strategies.MUTANTS)")
+            raise ArgumentError("rules", f"no mutant generator for {', '.join(unknown)} "
+                                         "(see hurray_decl.strategies.MUTANTS)")
     targets = sorted(set(rules)) if rules else sorted(MUTANTS)
     quota: Counter = Counter()
     if not rules:
@@ -155,9 +159,11 @@ def run_case(case: Case, template: str, directory: Path, timeout: float) -> tupl
 def fuzz(template: str, count: int, seed: int, *, timeout: float = 10.0, rules: Sequence[str] | None = None,
          out: Path, jobs: int = 1, progress: TextIO | None = sys.stderr,
          draw=None) -> tuple[list[Disagreement], Counter, Counter]:
-    """Run every case; returns (disagreements, cases by rule, disagreements by rule). ``draw``
-    (default :func:`draw_cases`) draws the cases from (count, seed, rules)."""
-    out.mkdir(parents=True, exist_ok=True)
+    """Run every case; returns (disagreements, cases by rule, disagreements by rule). ``out`` is created
+    when the first disagreeing case is kept there; ``draw`` (default :func:`draw_cases`) draws the cases
+    from (count, seed, rules)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     started = time.monotonic()
     cases = (draw or draw_cases)(count, seed, rules)
     if progress is not None:
@@ -172,26 +178,28 @@ def fuzz(template: str, count: int, seed: int, *, timeout: float = 10.0, rules: 
     def one(case: Case) -> tuple[Case, tuple[str, int | None, str, Path]]:
         return case, run_case(case, template, work, timeout)
 
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs))
     try:
-        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            for done, (case, (verdict, status, tail, path)) in enumerate(pool.map(one, cases), 1):
-                if verdict != case.expected:
-                    kept = out / path.name
-                    path.replace(kept)
-                    kind = "timeout" if verdict == "timeout" else (
-                        "accepted invalid" if case.expected == REJECT else "rejected valid")
-                    disagreements.append(Disagreement(case.index, case.rule, case.expected, kind, status, str(kept),
-                                                      seed, tail))
-                    bad_by_rule[case.rule] += 1
-                else:
-                    path.unlink(missing_ok=True)
-                now = time.monotonic()
-                if progress is not None and (now - last >= 2.0 or done == len(cases)):
-                    progress.write(f"[fuzz] {done}/{len(cases)} cases, {len(disagreements)} disagreements, "
-                                   f"{now - started:.0f} s\n")
-                    progress.flush()
-                    last = now
-    finally:
+        for done, (case, (verdict, status, tail, path)) in enumerate(pool.map(one, cases), 1):
+            if verdict != case.expected:
+                out.mkdir(parents=True, exist_ok=True)
+                kept = out / path.name
+                path.replace(kept)
+                kind = "timeout" if verdict == "timeout" else (
+                    "accepted invalid" if case.expected == REJECT else "rejected valid")
+                disagreements.append(Disagreement(case.index, case.rule, case.expected, kind, status, str(kept),
+                                                  seed, tail))
+                bad_by_rule[case.rule] += 1
+            else:
+                path.unlink(missing_ok=True)
+            now = time.monotonic()
+            if progress is not None and (now - last >= 2.0 or done == len(cases)):
+                progress.write(f"[fuzz] {done}/{len(cases)} cases, {len(disagreements)} disagreements, "
+                               f"{now - started:.0f} s\n")
+                progress.flush()
+                last = now
+    finally:  # on Ctrl-C too: cases not started are dropped, running ones finish (each within --timeout)
+        pool.shutdown(wait=True, cancel_futures=True)
         for leftover in work.glob("*"):
             leftover.unlink(missing_ok=True)
         work.rmdir()
@@ -212,60 +220,79 @@ def report(disagreements: list[Disagreement], by_rule: Counter, bad_by_rule: Cou
         stream.write(f"{rule:<12} {by_rule[rule]:>6} {bad_by_rule.get(rule, 0):>14}\n")
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """The ``fuzz`` options, for a parser of its own or a ``hurray-decl`` subcommand."""
-    parser.add_argument("--reader", required=True, metavar="CMD",
-                        help='the reader to test, e.g. "my-reader --check {file}"; {file} becomes each case\'s path; '
-                             "exit 0 = accept, non-zero = reject")
-    parser.add_argument("--count", type=int, default=1000, metavar="N", help="number of cases (default 1000)")
-    parser.add_argument("--seed", type=int, default=None, metavar="S",
-                        help="seed of the cases; the same seed and count draw the same cases (default: random, "
-                             "printed)")
-    parser.add_argument("--timeout", type=float, default=10.0, metavar="T",
-                        help="seconds per run of the reader before it counts as a timeout (default 10)")
-    parser.add_argument("--rule", action="append", metavar="ID",
-                        help="only mutants breaking this rule (repeatable); default: valid cases and every rule")
-    parser.add_argument("--out", type=Path, default=None, metavar="DIR",
-                        help="where the files of disagreeing cases are kept (default ./hurray-fuzz-SEED)")
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="J",
-                        help="reader runs at a time (default: the number of CPUs)")
-    parser.add_argument("--json", type=Path, default=None, metavar="PATH",
-                        help="also write the report as JSON to PATH")
-    return parser
+def _refuse_unwritable(args: argparse.Namespace) -> str | None:
+    """Why --out or --json cannot be written, before any case is run (None when both can)."""
+    if args.out is not None and args.out.exists() and not args.out.is_dir():
+        return f"argument --out: {args.out} is a file, not a folder"
+    if args.json is not None:
+        if args.json.is_dir():
+            return f"argument --json: {args.json} is a folder; give the name of a file to write"
+        if not args.json.parent.is_dir():
+            return f"argument --json: no such folder: {args.json.parent}"
+    return None
+
+
+def _refuse_reader(template: str) -> str | None:
+    """Why the reader command cannot be started (None when its program is found)."""
+    import shutil
+
+    if not shlex.split(template):
+        return "argument --reader: the command is empty"
+    argv = reader_command(template, "case.bin")
+    if shutil.which(argv[0]) is None:
+        return f"argument --reader: no such program: {argv[0]}"
+    return None
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``hurray-decl fuzz`` from parsed arguments; 0 if the reader agreed on every case, else 1."""
+    """Run ``hurray-decl fuzz`` from parsed arguments; 0 if the reader agreed on every case, 1 if not,
+    2 for a usage error, 3 for a file error (messages on standard error)."""
+    import secrets
+
+    for problem, status in ((_refuse_reader(args.reader), USAGE), (_refuse_unwritable(args), FILE)):
+        if problem is not None:
+            sys.stderr.write(f"hurray-decl fuzz: {problem}\n")
+            return status
     seed = args.seed if args.seed is not None else secrets.randbelow(2**32)
-    out = args.out if args.out is not None else Path(f"hurray-fuzz-{seed}")
-    if args.count < 1:
-        sys.stderr.write("hurray-decl fuzz: --count must be at least 1\n")
-        return USAGE
-    try:
-        disagreements, by_rule, bad_by_rule = fuzz(args.reader, args.count, seed, timeout=args.timeout,
-                                                   rules=args.rule, out=out, jobs=args.jobs,
-                                                   draw=getattr(args, "draw", None))
-    except (ValueError, FileNotFoundError, PermissionError) as err:
-        sys.stderr.write(f"hurray-decl fuzz: {err}\n")
-        return USAGE
+    out = args.out if args.out is not None else Path(tempfile.gettempdir()) / f"hurray-fuzz-{seed}-{os.getpid()}"
+    from hypothesis.configuration import set_hypothesis_home_dir
+
+    from .errors import ArgumentError
+
+    # Hypothesis keeps caches in ./.hypothesis unless told otherwise: a temporary one, to leave nothing behind.
+    with tempfile.TemporaryDirectory(prefix="hurray-fuzz-hypothesis-") as home:
+        if "HYPOTHESIS_STORAGE_DIRECTORY" not in os.environ:
+            set_hypothesis_home_dir(home)
+        try:
+            disagreements, by_rule, bad_by_rule = fuzz(args.reader, args.count, seed, timeout=args.timeout,
+                                                       rules=args.rule, out=out, jobs=args.jobs,
+                                                       draw=getattr(args, "draw", None))
+        except ArgumentError as err:  # an unknown --rule
+            sys.stderr.write(f"hurray-decl fuzz: argument --rule: {err.detail}\n")
+            return USAGE
+        except (FileNotFoundError, PermissionError) as err:  # the reader cannot be started
+            sys.stderr.write(f"hurray-decl fuzz: argument --reader: {err.strerror}: {err.filename}\n")
+            return USAGE
+        finally:
+            if "HYPOTHESIS_STORAGE_DIRECTORY" not in os.environ:
+                set_hypothesis_home_dir(None)
     report(disagreements, by_rule, bad_by_rule, seed, sys.stdout)
+    if disagreements:
+        sys.stdout.write(f"kept the {len(disagreements)} disagreeing cases in {out}\n")
     if args.json is not None:
-        args.json.write_text(json.dumps({
+        write_text(args.json, json.dumps({
             "seed": seed, "cases": sum(by_rule.values()), "reader": args.reader,
             "by_rule": {r: {"cases": n, "disagreements": bad_by_rule.get(r, 0)} for r, n in sorted(by_rule.items())},
             "disagreements": [asdict(d) for d in disagreements],
-        }, indent=2))
-    if not disagreements and out.is_dir() and not any(out.iterdir()):
-        out.rmdir()
-    return 1 if disagreements else AGREE
+        }, indent=2), what="--json")
+    return DISAGREE if disagreements else AGREE
 
 
 def build_fuzz_parser() -> argparse.ArgumentParser:
     """The stand-alone parser of ``hurray-decl fuzz``."""
-    return add_arguments(argparse.ArgumentParser(
-        prog="hurray-decl fuzz",
-        description="Run an external reader on valid and rule-labelled invalid tensor descriptors and report "
-                    "every disagreement; exit 0 when there is none, 1 otherwise."))
+    from .cli.fuzz import DESCRIPTION, add_arguments
+
+    return add_arguments(argparse.ArgumentParser(prog="hurray-decl fuzz", description=DESCRIPTION))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

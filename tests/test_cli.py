@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -144,12 +145,10 @@ def test_the_bundled_corpus_is_current():
 
 
 def test_usage_errors_exit_2(capsys):
-    with pytest.raises(SystemExit) as info:
-        cli.main(["validate", "not-hex-nor-file"])
-    assert info.value.code == 2
+    assert cli.main(["validate", "not-hex-nor-file"]) == 2
 
 
-@pytest.mark.parametrize("command", ["inspect", "decode", "encode", "validate", "dequantize", "audit", "bench",
+@pytest.mark.parametrize("command", ["inspect", "decode", "encode", "validate", "dequantize", "audit", "bench", "fuzz",
                                      "schemes", "rule"])
 def test_every_help_runs(command):
     result = subprocess.run([sys.executable, "-m", "hurray_decl.cli", command, "--help"], capture_output=True,
@@ -166,3 +165,74 @@ def test_json_dumps_follow_the_shipped_schema(capsys):
     for example in examples.examples():
         validator.validate(json.loads(hexdump(example.data, format="json")))
     validator.validate(json.loads(hexdump(bytes.fromhex("0201"), kind="quantization", format="json")))
+
+
+@pytest.mark.parametrize("spelling", ["{hex}", "0x{hex}", "{spaced}", "{0x_each}", "{colons}", "{upper}"])
+def test_hex_is_read_in_every_documented_spelling(spelling, capsys):
+    data = vector("row_major_f32_3x4.bin")
+    pairs = [f"{b:02x}" for b in data]
+    text = spelling.format(hex=data.hex(), spaced=" ".join(pairs), colons=":".join(pairs),
+                           upper="0X" + data.hex().upper(), **{"0x_each": " ".join("0x" + p for p in pairs)})
+    assert run(capsys, "validate", text) == (0, "valid: TensorDescriptor\n")
+
+
+def test_hex_names_that_are_files_are_files(capsys, tmp_path, monkeypatch):
+    """An existing path wins over hex; a missing path-looking name is no such file, never hex."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cafe").write_bytes(vector("row_major_int8_5.bin"))
+    assert run(capsys, "validate", "cafe")[0] == 0  # the file, not the two bytes CA FE
+    assert cli.main(["validate", "./beef"]) == 3
+    assert "no such file: ./beef" in capsys.readouterr().err
+    assert cli.main(["validate", "beef"]) == 1  # two bytes of hex: too short for a descriptor
+    assert "HT-HDR-08" in capsys.readouterr().out
+
+
+def test_streams_honour_offset_and_length(tmp_path):
+    data = vector("row_major_f32_3x4.bin")
+    stream = b"\xee" * 7 + data + b"\x00" * 5000
+    command = [sys.executable, "-m", "hurray_decl", "inspect", "-", "--offset", "7", "--format", "json"]
+    done = subprocess.run(command, input=stream, capture_output=True, check=False)
+    assert done.returncode == 0 and sum(r["size"] for r in json.loads(done.stdout)["rows"]) == len(data)
+    assert b"the 5000 bytes after it were not read" in done.stderr
+    short = subprocess.run(command + ["--length", "30"], input=stream, capture_output=True, check=False)
+    assert short.returncode == 1 and json.loads(short.stdout)["error"]["code"] == "HT-HDR-08"
+
+
+def test_audit_of_the_shared_conformance_folder(capsys):
+    """Its manifest lists descriptors in a subfolder with expected properties; README.md is no descriptor;
+    files/ has a manifest of its own and is not scanned, but the basic.hrry it lists is reported."""
+    folder = Path(__file__).resolve().parents[2] / "shared" / "conformance" / "hurray"
+    if not folder.is_dir():
+        pytest.skip("needs ../shared/conformance")
+    code, out = run(capsys, "audit", str(folder), "--format", "json")
+    report = json.loads(out)
+    entries = {e["file"]: e for e in report["descriptors"]}
+    assert code == 0 and report["summary"]["disagreements"] == 0
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert sorted(entries) == sorted(e["file"] for e in manifest["descriptors"] + manifest["files"])
+    assert all(entries[name]["verdict"] == "valid" and entries[name]["agrees"] for name in entries
+               if name.startswith("descriptors/"))
+    assert entries["files/basic.hrry"]["verdict"] in ("unchecked", "valid")
+
+
+def test_audit_compares_the_manifest_properties(capsys, tmp_path):
+    (tmp_path / "a.bin").write_bytes(vector("row_major_f32_3x4.bin"))
+    expect = {"shape": [4, 3], "element_type": "float32", "has_quantization": False}
+    (tmp_path / "manifest.json").write_text(json.dumps({"descriptors": [{"file": "a.bin", "expect": expect}]}))
+    code, out = run(capsys, "audit", str(tmp_path), "--format", "json")
+    entry = json.loads(out)["descriptors"][0]
+    assert code == 1 and entry["agrees"] is False and entry["message"] == "shape: manifest [4, 3], read [3, 4]"
+    expect["shape"] = [3, 4]
+    (tmp_path / "manifest.json").write_text(json.dumps({"descriptors": [{"file": "a.bin", "expect": expect}]}))
+    assert run(capsys, "audit", str(tmp_path))[0] == 0
+
+
+def test_audit_reads_the_container_manifest_format(capsys, tmp_path):
+    """The verdict-and-rule form of ../shared/conformance/hurray/files/manifest.json."""
+    (tmp_path / "good.bin").write_bytes(vector("row_major_f32_3x4.bin"))
+    (tmp_path / "bad.bin").write_bytes(b"HRRX" + vector("row_major_f32_3x4.bin")[4:])
+    (tmp_path / "manifest.json").write_text(json.dumps({"vectors": [
+        {"file": "good.bin", "expect": "valid", "rule": None},
+        {"file": "bad.bin", "expect": "invalid", "rule": "HT-HDR-04"}]}))
+    code, out = run(capsys, "audit", str(tmp_path), "--format", "json")
+    assert code == 0 and [e["agrees"] for e in json.loads(out)["descriptors"]] == [True, True]

@@ -301,7 +301,8 @@ def test_containers_in_and_out(model, tmp_path):
 
 
 def test_a_failure_while_writing_leaves_nothing(model, tmp_path, monkeypatch, capsys):
-    from hurray_decl import cli, cli_convert
+    from hurray_decl import cli
+    from hurray_decl.cli import convert as cli_convert
 
     written = []
     real = cli_convert._descriptor_files

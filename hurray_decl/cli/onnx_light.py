@@ -19,16 +19,15 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import os
 import sys
-import tempfile
 from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-import numpy as np
 
-from .errors import ARGUMENT, HurrayDeclError
+from ..errors import ARGUMENT, HurrayDeclError
+from .audit import RENDERERS, audit
+from .common import Style, UsageError, colour_verdicts
 
 __all__ = ["register", "fuzz_main", "audit_folder", "profile_table", "KIND_CHOICES"]
 
@@ -37,98 +36,79 @@ AUTO, HURRAY = "auto", "hurray"
 KIND_CHOICES = (AUTO, "value", "tensor", "model", HURRAY)
 """``--kind``: detect from the bytes, an onnx-light kind, or the Hurray handlers."""
 DECODER_FAILURES = (TypeError, ValueError, UnicodeDecodeError, OverflowError, KeyError, IndexError)
-"""What a decoder bug surfaces as; reported as an internal error (exit 3), never a traceback."""
+"""What a decoder bug surfaces as: an audit reports it as a crash verdict (elsewhere it is an
+internal error, reported in one line by :func:`hurray_decl.cli.main`)."""
 
 
-def _cli():
-    from . import cli
+def read_input(source: str) -> bytes:
+    """The bytes kinds are told apart by (see :func:`hurray_decl.cli.inputs.read_whole`)."""
+    from .inputs import read_whole
 
-    return cli
+    return read_whole(source)
 
 
 def _kind(args: argparse.Namespace, data: bytes) -> str:
-    from .onnx_light.inputs import CONTAINER, detect_kind
+    from ..tensor.header import MAGIC
 
     if args.kind != AUTO:
         return args.kind
+    if data.startswith(MAGIC):
+        return HURRAY  # a descriptor or a container: no onnx-light module is loaded for it
+    from ..onnx_light.inputs import CONTAINER, detect_kind
+
     if getattr(args, "quantization", False) or getattr(args, "permissive", False):
         return HURRAY  # options only the Hurray side reads
     kind = detect_kind(data)
     return HURRAY if kind == CONTAINER else kind
 
 
-def guarded(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-    """Report a decoder failure that is not a rule error as one line, exit 3."""
-
-    @functools.wraps(handler)
-    def run(args: argparse.Namespace) -> int:
-        try:
-            return handler(args)
-        except _cli().UsageError as err:  # reported here: under python -m, cli.main's class is __main__'s
-            return _usage(str(err))
-        except HurrayDeclError as err:
-            if err.code == ARGUMENT:
-                return _usage(f"{err.path}: {err.detail}")
-            raise
-        except DECODER_FAILURES as exc:
-            print(f"hurray-decl: internal error in the decoder ({type(exc).__name__}: {exc}); "
-                  "please report this input", file=sys.stderr)
-            return ENVIRONMENT
-    return run
-
-
-def _usage(message: str) -> int:
-    """A usage error as argparse reports one: a line on stderr, exit status 2."""
-    print(f"hurray-decl: error: {message}", file=sys.stderr)
-    raise SystemExit(USAGE)
-
-
 def _invalid(err: HurrayDeclError, stream=None) -> int:
-    """Report a rule error (exit 1); an argument error goes on to :func:`guarded` (exit 2)."""
+    """Report a rule error (exit 1); an argument error goes on to :func:`hurray_decl.cli.main` (exit 2)."""
     if err.code == ARGUMENT:
         raise err
-    cli = _cli()
     stream = sys.stdout if stream is None else stream
-    print(cli.Style(stream).bad(f"invalid {err.code}: {err}"), file=stream)
+    print(Style(stream).bad(f"invalid {err.code}: {err}"), file=stream)
     return INVALID
 
 
 # --- commands ------------------------------------------------------------------------------------
 
 def cmd_inspect(args: argparse.Namespace, hurray) -> int:
-    cli = _cli()
-    data = cli.read_input(args.input)
+    data = read_input(args.input)
     kind = _kind(args, data)
     if kind == HURRAY:
         return hurray(args)
-    from .hexdump import FORMATS, render
-    from .onnx_light.dump import dump
+    from ..hexdump import FORMATS, render
+    from ..onnx_light.dump import dump
 
     if args.format not in FORMATS:
-        raise cli.UsageError(f"--format {args.format} is not available for onnx-light inputs ({', '.join(FORMATS)})")
+        raise UsageError(f"--format {args.format} is not available for onnx-light inputs ({', '.join(FORMATS)})")
     result = dump(data, kind=kind, name=args.name)
     text = render(result, args.format)
-    print(text if args.format == "json" else cli.colour_verdicts(text, cli.Style(sys.stdout)))
+    print(text if args.format == "json" else colour_verdicts(text, Style(sys.stdout)))
     return INVALID if result.error is not None else 0
 
 
 def _load(args: argparse.Namespace, source: str):
     """(kind, parsed message) of an onnx-light input, or (HURRAY, None)."""
-    from .onnx_light.inputs import parse
-
-    data = _cli().read_input(source)
+    if source is None:  # "validate --buffers A B DESC": the Hurray commands take the last file
+        return HURRAY, None
+    data = read_input(source)
     kind = _kind(args, data)
-    return (kind, None) if kind == HURRAY else (kind, parse(data, kind))
+    if kind == HURRAY:
+        return kind, None
+    from ..onnx_light.inputs import parse
+
+    return kind, parse(data, kind)
 
 
 def cmd_validate(args: argparse.Namespace, hurray) -> int:
-    from .onnx_light.inputs import check, check_item, items
-
-    cli = _cli()
     try:
         kind, message = _load(args, args.input)
         if kind == HURRAY:
             return hurray(args)
+        from ..onnx_light.inputs import check, check_item, items
+
         if args.name is not None:
             for item in items(message, kind, args.name):
                 check_item(item)
@@ -138,7 +118,7 @@ def cmd_validate(args: argparse.Namespace, hurray) -> int:
         return _invalid(err)
     count = len(items(message, kind)) if kind != "tensor" else 0
     what = f"{kind} ({count} encoded value{'s' * (count != 1)})" if kind == "model" else kind
-    print(cli.Style(sys.stdout).good(f"valid: onnx-light {what}"))
+    print(Style(sys.stdout).good(f"valid: onnx-light {what}"))
     return 0
 
 
@@ -160,20 +140,20 @@ def plan_json(plan) -> dict[str, Any]:
 
 
 def cmd_decode(args: argparse.Namespace, hurray) -> int:
-    from .onnx_light import decode_plan
-    from .onnx_light.inputs import check, check_item, items
-    from .onnx_light.tensors import tensor_to_array
-    from .onnx_light.wire import logical_shape
-
     try:
         kind, message = _load(args, args.input)
         if kind == HURRAY:
             return hurray(args)
+        from ..onnx_light import decode_plan
+        from ..onnx_light.inputs import check, check_item, items
+        from ..onnx_light.tensors import tensor_to_array
+        from ..onnx_light.wire import logical_shape
+
         if kind == "tensor":
             check(message, kind)
             values = tensor_to_array(message)
             out: dict[str, Any] = {"kind": kind, "name": message.name, "dtype": str(values.dtype),
-                                   "shape": list(values.shape), "values": values.astype(np.float64).ravel().tolist()}
+                                   "shape": list(values.shape), "values": values.astype("float64").ravel().tolist()}
         else:
             if args.name is None:
                 check(message, kind)
@@ -194,32 +174,27 @@ def cmd_decode(args: argparse.Namespace, hurray) -> int:
     return 0
 
 
-def write_npy(path: Path, array: np.ndarray) -> None:
+def write_npy(path: Path, array: Any) -> None:
     """Write ``array`` to ``path`` through a temporary file in the same folder, then rename."""
-    folder = path.resolve().parent
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            np.save(stream, array, allow_pickle=False)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    import numpy as np
+
+    from .outputs import atomic
+
+    with atomic(path) as temporary, open(temporary, "wb") as stream:
+        np.save(stream, array, allow_pickle=False)
 
 
 def cmd_dequantize(args: argparse.Namespace, hurray) -> int:
-    import ml_dtypes
-
-    from .onnx_light.inputs import array_of, check, items
-    from .onnx_light.tensors import tensor_to_array
-
-    cli = _cli()
     try:
-        kind, message = _load(args, args.descriptor)
+        kind, message = _load(args, args.input)
         if kind == HURRAY:
             return hurray(args)
+        import ml_dtypes
+        from ..onnx_light.inputs import array_of, check, items
+        from ..onnx_light.tensors import tensor_to_array
+
         if args.buffers:
-            raise cli.UsageError("an onnx-light input carries its payload: give no buffer files")
+            raise UsageError("an onnx-light input carries its payload: give no buffer files")
         if kind == "tensor":
             check(message, kind)
             array = tensor_to_array(message)
@@ -227,13 +202,13 @@ def cmd_dequantize(args: argparse.Namespace, hurray) -> int:
             found = items(message, kind, args.name)
             if len(found) != 1:
                 names = ", ".join(item.name or "(unnamed)" for item in found) or "none"
-                raise cli.UsageError(f"the model holds {len(found)} encoded values ({names}): pick one with --name")
+                raise UsageError(f"the model holds {len(found)} encoded values ({names}): pick one with --name")
             array = array_of(found[0])
     except HurrayDeclError as err:
         return _invalid(err, sys.stderr)
     note = ""
     if array.dtype == ml_dtypes.bfloat16:  # .npy has no bfloat16: widen exactly
-        array, note = array.astype(np.float32), " (bfloat16 widened exactly to float32)"
+        array, note = array.astype("float32"), " (bfloat16 widened exactly to float32)"
     try:
         write_npy(Path(args.output), array)
     except OSError as err:
@@ -245,8 +220,8 @@ def cmd_dequantize(args: argparse.Namespace, hurray) -> int:
 
 def audit_folder(folder: Path) -> dict[str, Any]:
     """Verdicts for every onnx-light file of ``folder``, compared with its manifest when there is one."""
-    from .onnx_light.corpus import MANIFEST, read_manifest
-    from .onnx_light.inputs import check, detect_kind, parse
+    from ..onnx_light.corpus import MANIFEST, read_manifest
+    from ..onnx_light.inputs import check, detect_kind, parse
 
     expected = read_manifest(folder)
     report = []
@@ -267,49 +242,55 @@ def audit_folder(folder: Path) -> dict[str, Any]:
         report.append(entry)
     counts = {"files": len(report), "valid": sum(e["verdict"] == "valid" for e in report)}
     counts["invalid"] = counts["files"] - counts["valid"]
+    counts.update(missing=0, unchecked=0, unlisted=sum("expected" not in e for e in report) if expected else 0)
     counts["disagreements"] = sum(e.get("agrees") is False for e in report)
-    return {"folder": str(folder), "kind": "onnx-light", "summary": counts, "descriptors": report}
+    return {"folder": str(folder), "kind": "onnx-light", "manifest": bool(expected), "summary": counts,
+            "descriptors": report}
 
 
 def _is_onnx_light_folder(folder: Path) -> bool:
-    from .onnx_light.corpus import MANIFEST
-    from .onnx_light.inputs import CONTAINER, HURRAY as HURRAY_KIND, detect_kind
+    from ..onnx_light.corpus import MANIFEST
+    from ..onnx_light.inputs import CONTAINER, HURRAY as HURRAY_KIND, detect_kind
 
     manifest = folder / MANIFEST
     if manifest.is_file():
-        return "values" in json.loads(manifest.read_text(encoding="utf-8"))
+        try:
+            return "values" in json.loads(manifest.read_text(encoding="utf-8"))
+        except (ValueError, TypeError):  # not a manifest of ours: the Hurray audit reports it
+            return False
     files = [p for p in folder.iterdir() if p.is_file()]
     return bool(files) and all(detect_kind(p.read_bytes()[:4096]) not in (HURRAY_KIND, CONTAINER) for p in files)
 
 
 def cmd_audit(args: argparse.Namespace, hurray) -> int:
-    cli = _cli()
     if args.folder:
         folder = Path(args.folder)
-        if not folder.is_dir():
-            raise cli.UsageError(f"{str(folder)!r} is not a folder")
-        if args.kind == HURRAY or (args.kind == AUTO and not _is_onnx_light_folder(folder)):
+        if not folder.is_dir() or args.kind == HURRAY or (args.kind == AUTO and not _is_onnx_light_folder(folder)):
             return hurray(args)
+        if args.format not in RENDERERS:
+            raise UsageError(f"--format {args.format} is not available for onnx-light folders")
         result = audit_folder(folder)
-        print(cli.render_audit(result, args.format, cli.Style(sys.stdout)))
+        print(RENDERERS[args.format](result, Style(sys.stdout)))
         return INVALID if result["summary"]["disagreements"] else 0
     # The default run: the bundled Hurray corpus, then the bundled onnx-light corpus.
-    from .examples import bundled as hurray_corpus
-    from .onnx_light.corpus import bundled
+    from ..examples import bundled as hurray_corpus
+    from ..onnx_light.corpus import bundled
 
-    style = cli.Style(sys.stdout)
-    results = [cli.audit(hurray_corpus(), args), audit_folder(bundled())]
+    if args.format not in RENDERERS:
+        return hurray(args)  # the pages of the bundled Hurray corpus
+    style = Style(sys.stdout)
+    results = [audit(hurray_corpus(), args), audit_folder(bundled())]
     if args.format == "json":
         combined = dict(results[0], onnx_light=results[1])
         print(json.dumps(combined, indent=2))
     else:
-        print("\n\n".join(cli.render_audit(result, args.format, style) for result in results))
+        print("\n\n".join(RENDERERS[args.format](result, style) for result in results))
     return INVALID if any(r["summary"]["disagreements"] for r in results) else 0
 
 
 def profile_table() -> list[dict[str, Any]]:
     """One row per profile, in enum order, from the catalogue (DIGEST.md § 2.3)."""
-    from .onnx_light.profiles import PROFILES, QuantizationMethod
+    from ..onnx_light.profiles import PROFILES, QuantizationMethod
 
     rows = []
     for fmt, row in PROFILES.items():
@@ -366,8 +347,9 @@ def register(subparsers) -> None:
                                  "ONNX model (model), or a Hurray input (hurray); default: detected from the bytes")
         if name != "audit":
             parser.add_argument("--name", default=None,
-                                help="an onnx-light model's encoded value to use, by name (default: all of them)")
-        parser.set_defaults(run=guarded(functools.partial(handler, hurray=parser.get_default("run"))))
+                                help="an onnx-light model's encoded value to use, by name (default: all of them); "
+                                     "for dequantize, also the tensor of a .hrry container")
+        parser.set_defaults(run=functools.partial(handler, hurray=parser.get_default("run")))
 
 
 def draw_cases(count: int, seed: int, rules: Sequence[str] | None = None):
@@ -376,8 +358,8 @@ def draw_cases(count: int, seed: int, rules: Sequence[str] | None = None):
     import random
     import zlib
 
-    from .fuzz import ACCEPT, REJECT, VALID, VALID_SHARE, Case
-    from .onnx_light.mutants import MUTANTS, RandomSource, valid_case
+    from ..fuzz import ACCEPT, REJECT, VALID, VALID_SHARE, Case
+    from ..onnx_light.mutants import MUTANTS, RandomSource, valid_case
 
     if rules:
         unknown = [r for r in rules if r not in MUTANTS]
@@ -401,7 +383,7 @@ def draw_cases(count: int, seed: int, rules: Sequence[str] | None = None):
 
 def fuzz_main(argv: Sequence[str]) -> int:
     """``hurray-decl fuzz``: ``--kind onnx-light`` fuzzes with onnx-light cases, else the Hurray harness."""
-    from . import fuzz
+    from .. import fuzz
 
     parser = fuzz.add_arguments(argparse.ArgumentParser(
         prog="hurray-decl fuzz",

@@ -12,6 +12,7 @@ validated; nothing is left behind on failure.
 from __future__ import annotations
 
 import argparse
+import functools
 import io
 import json
 import mmap
@@ -22,7 +23,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-from .errors import ARGUMENT, HurrayDeclError
+from ..errors import ARGUMENT, HurrayDeclError
 
 OK, INVALID, USAGE, ENVIRONMENT = 0, 1, 2, 3
 MAGIC = b"HRRYFILE"
@@ -34,6 +35,8 @@ def _load(source: str) -> Any:
 
     Standard input that is not a container is put back, so the descriptor commands read it.
     """
+    if source is None:  # "validate --buffers A B DESC": the descriptor commands take the last file
+        return None
     if source == "-":
         data = sys.stdin.buffer.read()
         if data[:8] == MAGIC:
@@ -84,8 +87,8 @@ def _guarded(run: Callable[[], int]) -> int:
 
 
 def inspect(args: argparse.Namespace, data: Any) -> int:
-    from . import hexdump
-    from .container.dump import container_dump
+    from .. import hexdump
+    from ..container.dump import container_dump
 
     def run() -> int:
         dump = container_dump(data)
@@ -95,7 +98,7 @@ def inspect(args: argparse.Namespace, data: Any) -> int:
 
 
 def validate(args: argparse.Namespace, data: Any) -> int:
-    from .container import validate_container
+    from ..container import validate_container
 
     def run() -> int:
         if getattr(args, "buffers", None):
@@ -113,7 +116,7 @@ def validate(args: argparse.Namespace, data: Any) -> int:
 def decode(args: argparse.Namespace, data: Any) -> int:
     """The whole container as JSON: header, trailer, KV values with their types, and each
     tensor's index entry and decoded descriptor, in index order."""
-    from .container import validate_container
+    from ..container import validate_container
 
     try:
         c = validate_container(data, permissive=getattr(args, "permissive", False))
@@ -169,8 +172,8 @@ class _Outputs:
 
 
 def _tensor(data: Any, name: str | None, permissive: bool) -> Any:
-    from .container import validate_container
-    from .errors import ArgumentError
+    from ..container import validate_container
+    from ..errors import ArgumentError
 
     c = validate_container(data, permissive=permissive)  # the whole file, before any output
     if name is None:
@@ -182,7 +185,7 @@ def _tensor(data: Any, name: str | None, permissive: bool) -> Any:
 
 
 def extract(args: argparse.Namespace) -> int:
-    from .tensor import write_tensor_descriptor
+    from ..tensor import write_tensor_descriptor
 
     def run() -> int:
         data = _load(args.input)
@@ -211,7 +214,7 @@ def extract(args: argparse.Namespace) -> int:
 def dequantize(args: argparse.Namespace, data: Any) -> int:
     import numpy as np
 
-    from .codec import dequantize as run_dequantize
+    from ..codec import dequantize as run_dequantize
 
     def run() -> int:
         if args.buffers:
@@ -268,8 +271,8 @@ def has_containers(folder: Path) -> bool:
 
 
 def audit(args: argparse.Namespace) -> int:
-    from .container import validate_container
-    from .tensor import read_tensor_descriptor
+    from ..container import validate_container
+    from ..tensor import read_tensor_descriptor
 
     folder = Path(args.folder)
     expected = _expectations(folder)
@@ -331,7 +334,7 @@ def route(args: argparse.Namespace) -> Callable[[argparse.Namespace], int] | Non
             handler = {"inspect": inspect, "validate": validate, "decode": decode}[command]
             return lambda a: handler(a, data)
     elif command == "dequantize":
-        data = _load(args.descriptor)
+        data = _load(args.input)
         if data is not None:
             return lambda a: dequantize(a, data)
     elif command == "audit" and getattr(args, "folder", None) and has_containers(Path(args.folder)):
@@ -340,7 +343,7 @@ def route(args: argparse.Namespace) -> Callable[[argparse.Namespace], int] | Non
 
 
 def register(subparsers: Any) -> None:
-    """Add ``extract`` and the ``--name`` option of ``dequantize`` (for a .hrry input)."""
+    """Add ``extract``, and route the container inputs of the commands in :data:`ROUTED` here."""
     text = ("write one tensor of a .hrry container as a descriptor file and one file per buffer, "
             "after validating the whole container; exit 1 if it is invalid")
     extract_cmd = subparsers.add_parser("extract", help=text, description=text)
@@ -349,9 +352,17 @@ def register(subparsers: Any) -> None:
     extract_cmd.add_argument("-o", "--output", required=True, help="the existing folder to write into")
     extract_cmd.add_argument("--permissive", action="store_true", help="read descriptors in permissive mode")
     extract_cmd.set_defaults(run=extract)
-    deq = subparsers.choices.get("dequantize")
-    if deq is not None:
-        deq.add_argument("--name", help="with a .hrry input: the tensor to dequantize")
+    for name in ROUTED:
+        command = subparsers.choices.get(name)
+        if command is not None:
+            command.set_defaults(run=functools.partial(routed, descriptor_commands=command.get_default("run")))
 
+
+ROUTED = ("inspect", "validate", "decode", "dequantize", "audit")
+"""The commands that also read containers: a .hrry input goes to this module's handler."""
+
+
+def routed(args: argparse.Namespace, descriptor_commands: Callable[[argparse.Namespace], int]) -> int:
+    return (route(args) or descriptor_commands)(args)
 
 __all__ = ["audit", "decode", "dequantize", "extract", "inspect", "register", "route", "validate"]

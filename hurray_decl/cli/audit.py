@@ -1,0 +1,239 @@
+"""``audit``: verdicts and rule codes for every descriptor of a folder, checked against its manifest.
+
+Which files are audited: every file a ``manifest.json`` lists (paths relative to the folder,
+subfolders included), and the files with a suffix in :data:`READERS` (``*.bin``) in the folder
+and in the subfolders the manifest names, except in a subfolder holding its own manifest. Other
+files (``README.md``, the manifest itself) are not audited.
+
+Manifests: an object whose ``descriptors``, ``files`` or ``vectors`` lists hold entries with a
+``file``. An entry's ``expect`` is ``null``, ``"valid"`` or absent for a valid file, a rule code
+(or ``"invalid"`` with the code in ``rule``) for an invalid one, or an object of expected
+properties (the shared conformance manifest), which are compared with what was read.
+
+A listed file that is missing, a file the manifest does not list and a verdict or property that
+differs are disagreements (exit 1). A listed file whose suffix has no reader is reported as
+unchecked. A manifest that is not such JSON is a file error (exit 3).
+
+:data:`READERS` is the plug-in point for other kinds of file: a command module adds
+``READERS[".hrry"] = check`` in its ``register``, where ``check(path, args)`` returns the
+properties read (a dict, possibly empty) or raises a HurrayDeclError.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from .common import INVALID, OK, FileProblem, Style, progress_printer
+from .inputs import kind_options, read_descriptor
+
+MANIFEST = "manifest.json"
+LISTS = ("descriptors", "files", "vectors")
+
+
+def check_descriptor(path: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """Read one descriptor file; its properties, in the shared conformance manifest's terms."""
+    from .descriptors import decode
+
+    descriptor = decode(read_descriptor(str(path), quantization=args.quantization).data, args)
+    if args.quantization:
+        return {}
+    from ..element_types import BY_TAG
+
+    element = BY_TAG.get(descriptor.type_tag)
+    return {
+        "version_major": descriptor.version_major,
+        "version_minor": descriptor.version_minor,
+        "element_type_tag": descriptor.type_tag,
+        "element_type": element.name if element is not None else None,
+        "shape": list(descriptor.shape),
+        "byte_offset": descriptor.byte_offset,
+        "layout_tag": descriptor.layout_tag,
+        "buffer_byte_sizes": [b.byte_size for b in descriptor.buffers],
+        "has_quantization": descriptor.quantization is not None,
+        "has_shard": descriptor.shard is not None,
+    }
+
+
+READERS: dict[str, Callable[[Path, argparse.Namespace], dict[str, Any]]] = {".bin": check_descriptor}
+"""File suffix -> the function that checks such a file (see the module's documentation)."""
+
+
+def load_manifest(path: Path) -> dict[str, dict[str, Any]]:
+    """The manifest's entries by file (relative path), each {"rule": code or None, "properties": dict}."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise FileProblem(f"{path}: not a JSON manifest ({err})") from None
+    except OSError as err:
+        raise FileProblem(f"{path}: {err.strerror}") from None
+    if not isinstance(document, dict) or not any(isinstance(document.get(key), list) for key in LISTS):
+        raise FileProblem(f"{path}: a manifest is an object with a list of entries under "
+                          f"{', '.join(repr(k) for k in LISTS)}")
+    entries: dict[str, dict[str, Any]] = {}
+    for key in LISTS:
+        for number, entry in enumerate(document.get(key) or []):
+            if not isinstance(entry, dict) or not isinstance(entry.get("file"), str):
+                raise FileProblem(f"{path}: {key}[{number}] has no \"file\"")
+            expect = entry.get("expect")
+            rule, properties = None, {}
+            if isinstance(expect, dict):
+                properties = expect
+            elif expect == "invalid":
+                rule = entry.get("rule") or "invalid"
+            elif isinstance(expect, str) and expect != "valid":
+                rule = expect
+            elif expect not in (None, "valid"):
+                raise FileProblem(f"{path}: {key}[{number}] has an \"expect\" that is no verdict: {expect!r}")
+            entries[entry["file"]] = {"rule": rule, "properties": properties}
+    return entries
+
+
+def files_to_audit(folder: Path, listed: dict[str, Any]) -> list[str]:
+    """The relative paths audited: the listed files and the unlisted ones with a reader's suffix."""
+    folders = {folder} | {(folder / name).parent for name in listed}
+    found = set(listed)
+    for place in folders:
+        if place != folder and (place / MANIFEST).is_file():
+            continue  # a subfolder with a manifest of its own is audited on its own
+        if place.is_dir():
+            found |= {p.relative_to(folder).as_posix() for p in place.iterdir()
+                      if p.is_file() and p.suffix in READERS}
+    return sorted(found)
+
+
+def audit(folder: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """Verdicts for every file of ``folder`` (see the module's documentation)."""
+    from ..errors import HurrayDeclError
+
+    manifest = folder / MANIFEST
+    listed = load_manifest(manifest) if manifest.is_file() else {}
+    names = files_to_audit(folder, listed)
+    report = []
+    show = progress_printer("audit")
+    for index, name in enumerate(names, start=1):
+        path = folder / name
+        entry: dict[str, Any] = {"file": name, "verdict": "valid", "code": None, "offset": None, "message": ""}
+        check = READERS.get(path.suffix)
+        properties: dict[str, Any] = {}
+        if not path.is_file():
+            entry.update(verdict="missing", message="listed in the manifest, not in the folder")
+        elif check is None:
+            entry.update(verdict="unchecked", message=f"no reader for {path.suffix or 'files without a suffix'}")
+        else:
+            try:
+                properties = check(path, args)
+            except HurrayDeclError as err:
+                entry.update(verdict="invalid", code=err.code, offset=err.offset, message=str(err))
+        if listed:
+            expected = listed.get(name)
+            if expected is None:
+                entry.update(expected="(not listed)", agrees=False)
+            elif entry["verdict"] == "unchecked":
+                entry["expected"] = expected["rule"]
+            else:
+                entry["expected"] = expected["rule"]
+                differences = [f"{key}: manifest {value!r}, read {properties[key]!r}"
+                               for key, value in expected["properties"].items()
+                               if key in properties and properties[key] != value]
+                if differences:
+                    entry["message"] = "; ".join(differences)
+                entry["agrees"] = (entry["verdict"] != "missing" and expected["rule"] == entry["code"]
+                                   and not differences)
+        report.append(entry)
+        if show:
+            show(index, len(names))
+    counts = {"files": len(report)}
+    for verdict in ("valid", "invalid", "missing", "unchecked"):
+        counts[verdict] = sum(e["verdict"] == verdict for e in report)
+    counts["unlisted"] = sum(e.get("expected") == "(not listed)" for e in report)
+    counts["disagreements"] = sum(e.get("agrees") is False for e in report)
+    return {"folder": str(folder), "kind": "quantization" if args.quantization else "tensor",
+            "manifest": manifest.is_file(), "summary": counts, "descriptors": report}
+
+
+def summary_line(result: dict[str, Any]) -> str:
+    s = result["summary"]
+    parts = [f"{s['valid']} valid", f"{s['invalid']} invalid"]
+    parts += [f"{s[key]} {key}" for key in ("missing", "unchecked") if s[key]]
+    if s["unlisted"]:
+        parts.append(f"{s['unlisted']} not in the manifest")
+    against = (f"{s['disagreements']} disagreeing with the manifest" if result["manifest"]
+               else "no manifest to check against")
+    return f"{s['files']} files in {result['folder']}: {', '.join(parts)}; {against}"
+
+
+def rows(result: dict[str, Any]) -> list[tuple[str, ...]]:
+    out = []
+    for e in result["descriptors"]:
+        agrees = {True: "yes", False: "NO"}.get(e.get("agrees"), "-")
+        expected = e.get("expected") or ("valid" if "expected" in e else "")
+        out.append((e["file"], e["verdict"], e["code"] or "", "" if e["offset"] is None else str(e["offset"]),
+                    expected, agrees))
+    return out
+
+
+HEADER = ("File", "Verdict", "Rule", "Offset", "Expected", "Agrees")
+
+
+def render_json(result: dict[str, Any], style: Style) -> str:
+    return json.dumps(result, indent=2)
+
+
+def render_markdown(result: dict[str, Any], style: Style) -> str:
+    lines = [summary_line(result), "", "| " + " | ".join(HEADER) + " |", "|---|---|---|---:|---|---|"]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows(result)])
+
+
+def render_text(result: dict[str, Any], style: Style) -> str:
+    table = rows(result)
+    widths = [max(len(h), *(len(r[i]) for r in table)) if table else len(h) for i, h in enumerate(HEADER)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(HEADER, widths)).rstrip(), "  ".join("-" * w for w in widths)]
+    for r in table:
+        line = "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
+        lines.append(style.bad(line) if r[5] == "NO" else line)
+    return "\n".join(lines + ["", summary_line(result)])
+
+
+RENDERERS: dict[str, Callable[[dict[str, Any], Style], str]] = {
+    "text": render_text, "markdown": render_markdown, "json": render_json}
+"""Report format -> renderer: ``--format`` offers these keys, so a renderer added here is offered too."""
+PAGES = "html"
+"""The ``--format`` that writes pages to a folder (``-o DIR``) instead of a report."""
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    if args.folder:
+        folder = Path(args.folder)
+    else:
+        from ..examples import bundled
+
+        folder = bundled()
+    if not folder.is_dir():
+        raise FileProblem(f"argument FOLDER: {folder} is not a folder" if folder.exists()
+                          else f"argument FOLDER: no such folder: {folder}")
+    result = audit(folder, args)
+    if args.format == PAGES:
+        from .html import write_audit
+
+        return write_audit(result, folder, args)
+    print(RENDERERS[args.format](result, Style(sys.stdout)))
+    return INVALID if result["summary"]["disagreements"] else OK
+
+
+def register(sub: Any) -> None:
+    command = sub.add_parser(
+        "audit", help="audit every descriptor in a folder against its manifest.json",
+        description="Audit every descriptor in a folder (default: the bundled example corpus): verdicts and rule "
+                    "codes, checked against the folder's manifest.json if any (the shared conformance manifest "
+                    "format included). Exit 0 when everything agrees, 1 on a disagreement (a verdict, a property, "
+                    "a listed file missing, a file not listed), 3 for a missing folder or a bad manifest.")
+    command.add_argument("folder", nargs="?", metavar="FOLDER", help="the folder (default: the bundled examples)")
+    command.add_argument("--format", choices=(*RENDERERS, PAGES), default="text", metavar="FORMAT",
+                         help="one of %(choices)s (default: text); html writes an index and one page per file to -o DIR")
+    command.add_argument("-o", "--output", metavar="DIR", help="the folder --format html writes its pages to")
+    kind_options(command)
+    command.set_defaults(run=cmd_audit)

@@ -1,0 +1,117 @@
+"""What every command shares: exit codes, the errors that choose them, one-line messages,
+colour and progress.
+
+Exit codes (documented in ``hurray-decl --help`` and the README):
+
+====  ==========================================================================
+0     valid, or done
+1     invalid input: the rule code is printed (a disagreement, for audit and fuzz)
+2     usage error: a bad option or argument (argparse's own code), named in the message
+3     file or environment error: a missing or unreadable file, a folder given for a file,
+      an output that cannot be written, a missing optional package, memory exhausted
+4     an unexpected internal error (a bug): one line; ``--debug`` shows the traceback
+130   interrupted (Ctrl-C)
+141   standard output closed by its reader (``... | head -1``), as for SIGPIPE
+====  ==========================================================================
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any, Callable
+
+OK, INVALID, USAGE, FILE, INTERNAL = 0, 1, 2, 3, 4
+INTERRUPTED, BROKEN_PIPE = 130, 141
+
+MESSAGE_LIMIT = 300
+"""Characters of one message line; longer text (an echoed value) is cut with an ellipsis."""
+
+
+class CommandError(Exception):
+    """A failure the command line reports in one line, with the exit status ``status``."""
+
+    status = USAGE
+
+
+class UsageError(CommandError):
+    """A command-line mistake: an option or argument that cannot be used (exit 2)."""
+
+    status = USAGE
+
+
+class FileProblem(CommandError):
+    """A file, folder or environment problem (exit 3)."""
+
+    status = FILE
+
+
+def one_line(text: str, limit: int = MESSAGE_LIMIT) -> str:
+    """``text`` on one line, whitespace runs collapsed, cut to ``limit`` characters."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[:limit - 1] + "\u2026"
+
+
+def verdict(err: Any) -> str:
+    """The one line naming a HurrayDeclError's rule, field and offset: ``invalid [CODE] path at byte N: ...``."""
+    return one_line(f"invalid {err}")
+
+
+class Style:
+    """ANSI colour on a terminal, plain text when piped or when NO_COLOR is set."""
+
+    def __init__(self, stream: Any) -> None:
+        self.on = hasattr(stream, "isatty") and stream.isatty() and "NO_COLOR" not in os.environ
+
+    def paint(self, text: str, code: str) -> str:
+        return f"\033[{code}m{text}\033[0m" if self.on else text
+
+    def good(self, text: str) -> str:
+        return self.paint(text, "32")
+
+    def bad(self, text: str) -> str:
+        return self.paint(text, "31;1")
+
+
+def colour_verdicts(text: str, style: Style) -> str:
+    lines = []
+    for line in text.splitlines():
+        if line.startswith("invalid") or "<-- " in line:
+            line = style.bad(line)
+        elif line == "valid":
+            line = style.good(line)
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def note(text: str) -> None:
+    """One line of information on standard error (not part of a command's result)."""
+    print(f"hurray-decl: {one_line(text)}", file=sys.stderr)
+
+
+def progress_printer(label: str) -> Callable[[int, int], None] | None:
+    """A progress callback that rewrites one stderr line, on a terminal only."""
+    if not sys.stderr.isatty():
+        return None
+
+    def report(done: int, total: int) -> None:
+        end = "\n" if done >= total else ""
+        print(f"\r{label}: {100 * done // max(total, 1):3d}%", end=end, file=sys.stderr, flush=True)
+
+    return report
+
+
+def integer_at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse ``type``: an integer of at least ``minimum`` (argparse names the option in its message)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{value} is less than {minimum}")
+        return value
+
+    return parse

@@ -1,0 +1,75 @@
+"""The command line imports only what a command needs; the package's names load on first use."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import hurray_decl as hd
+from hurray_decl import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+HEAVY = ("numpy", "pydantic", "construct", "onnx", "onnxruntime", "google.protobuf", "hypothesis", "ml_dtypes",
+         "gguf")
+VECTOR = ROOT.parent / "shared" / "conformance" / "hurray" / "descriptors" / "row_major_f32_3x4.bin"
+
+
+def modules_after(code: str) -> set[str]:
+    """The modules a fresh interpreter holds after running ``code``."""
+    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", probe], env=ENV, capture_output=True, text=True, check=True)
+    return set(json.loads(done.stdout.splitlines()[-1]))
+
+
+def test_import_and_parser_load_nothing_heavy():
+    """Every registered command module, plug-ins included, keeps its heavy imports inside its handlers."""
+    loaded = modules_after("import hurray_decl.cli as c\nc.build_parser()")
+    assert set(cli.COMMAND_MODULES) <= loaded
+    assert not {m for m in loaded for h in HEAVY if m == h or m.startswith(h + ".")}
+    assert not {m for m in loaded if m.startswith("hurray_decl.") and not m.startswith("hurray_decl.cli")} - {
+        "hurray_decl.errors"}
+
+
+@pytest.mark.skipif(not VECTOR.is_file(), reason="needs ../shared/conformance")
+def test_validate_loads_no_numerics_onnx_protobuf_or_hypothesis():
+    loaded = modules_after(f"from hurray_decl import cli\nassert cli.main(['validate', {str(VECTOR)!r}]) == 0")
+    assert "hurray_decl.tensor.reader" in loaded  # it did read
+    unneeded = {"onnx", "google.protobuf", "hypothesis", "gguf", "hurray_decl.codec", "hurray_decl.hexdump",
+                "hurray_decl.onnx_light", "hurray_decl.convert", "hurray_decl.tensor.access", "hurray_decl.fuzz"}
+    assert not {m for m in loaded for u in unneeded if m == u or m.startswith(u + ".")}
+
+
+def test_every_public_name_loads_lazily_and_is_the_module_attribute():
+    assert modules_after("import hurray_decl") & {"numpy", "pydantic", "hurray_decl.engine"} == set()
+    assert set(hd.__all__) <= set(dir(hd))
+    for name in hd.__all__:
+        value = getattr(hd, name)
+        if name == "__version__":
+            assert isinstance(value, str) and value
+            continue
+        module, attribute = hd._LAZY[name]  # the table read from the TYPE_CHECKING imports
+        source = importlib.import_module(module, "hurray_decl")
+        assert value is (source if attribute is None else getattr(source, attribute)), name
+    with pytest.raises(AttributeError):
+        hd.no_such_name  # noqa: B018
+
+
+def test_version_is_the_installed_metadata(capsys):
+    from importlib.metadata import version
+
+    assert hd.__version__ == version("hurray_decl")
+    assert cli.main(["--version"]) == 0
+    assert capsys.readouterr().out == f"hurray-decl {hd.__version__}\n"
+
+
+@pytest.mark.parametrize("argv", [["-m", "hurray_decl", "--version"], ["-m", "hurray_decl.cli", "--version"]])
+def test_python_dash_m_runs_the_command_line(argv):
+    done = subprocess.run([sys.executable, *argv], env=ENV, capture_output=True, text=True, check=False)
+    assert done.returncode == 0 and done.stdout.startswith("hurray-decl ")

@@ -21,7 +21,8 @@ import numpy as np
 
 from ..errors import HurrayDeclError, OnnxLightError
 from .methods import method_row
-from .numerics import dtype_code, matmul_rows, to_logical
+from .extended import row_products
+from .numerics import dtype_code, to_logical
 from .plan import QuantizationPlan, RunArrays
 from .profiles import WIRE_PREFIX, QuantizationFormat, parse_quantization_format
 from .validate import validate_geometry, validate_layout, validate_run
@@ -130,7 +131,7 @@ def forward_values(flat: np.ndarray, prepared: Prepared) -> tuple[np.ndarray, np
         work = work[prepared.permutation]
     n = prepared.transform
     if n:
-        work = matmul_rows(work.reshape(-1, n), prepared.forward.reshape(n, n)).ravel()
+        work = row_products(work.reshape(-1, n), prepared.forward.reshape(n, n)).ravel()
         if not np.isfinite(work).all():
             j = int(np.flatnonzero(~np.isfinite(work))[0])
             raise OnnxLightError("OL-NUM-10", "the forward transform result is not finite",
@@ -150,7 +151,7 @@ def _reconstruct(values: np.ndarray, prepared: Prepared, saved: np.ndarray) -> n
     """Steps 5-7 of § 8.4: inverse transform, scatter, restore outliers."""
     n = prepared.transform
     if n:
-        values = matmul_rows(values.reshape(-1, n), prepared.inverse.reshape(n, n)).ravel()
+        values = row_products(values.reshape(-1, n), prepared.inverse.reshape(n, n)).ravel()
     if prepared.permutation.size:
         out = np.empty_like(values)
         out[prepared.permutation] = values

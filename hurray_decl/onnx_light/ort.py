@@ -316,11 +316,10 @@ def encode_ort(source: np.ndarray, dtype: int, fmt: QuantizationFormat, block_si
             j = int(np.flatnonzero(busy)[0])
             raise _fail("OL-ORT-12", "a zero scale needs a group whose source values are all 0",
                         f"{path} -> blocks[{j}] -> scale", 0.0, "a non-zero scale")
-    # x / s == (-x) / (-s): encode negative-scale blocks with a positive scale (OL-ORT-13), and
-    # zero-scale blocks (all zeros) with scale 1, so that every code there is the zero point.
-    sign = np.where(scale < 0, -1.0, 1.0)
-    work_scale = np.where(zero, 1.0, np.abs(scale))
-    codes = affine_codes(rows * sign[:, None], work_scale, zp, np.zeros_like(zp), 0, (1 << bits) - 1)
+    # Zero-scale blocks (all zeros) encode with scale 1, so that every code there is the zero
+    # point, as the original's v = zero point; negative scales divide as they are (OL-ORT-13).
+    work_scale = np.where(zero, 1.0, scale)
+    codes = affine_codes(rows, work_scale, zp, np.zeros_like(zp), 0, (1 << bits) - 1)
     codes[~real] = 0
     with np.errstate(over="ignore", invalid="ignore"):
         rebuilt = (codes - zp[:, None]) * scale[:, None]

@@ -1,23 +1,19 @@
 """Affine blocks: ``code = round_half_even(clip((x - offset) / scale + zero_point))``.
 
-Decoding is ``(code - zero_point) * scale + offset`` in double (DIGEST.md § 8.2). The code is
-computed in float64; where float64 lands within a few ulps of a half-way point, the code is
-re-evaluated exactly with rational arithmetic (OD-02), so rounding never depends on the FPU
-rounding mode or on float64 error near a tie.
+The value is computed as the original's x86-64 build does (OD-02): each step in 80-bit
+extended precision, clamped, rounded to double; the round half to even of DIGEST.md § 8.2 then
+runs on that double (``floor``, fraction, parity), independently of any FPU mode. Decoding is
+``(code - zero_point) * scale + offset`` in double.
 """
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 import numpy as np
 
-from ..numerics import two_product, two_sum
+from ..extended import affine_values
 from ..packing import pack_bits, sign_extend, unpack_bits
 
-__all__ = ["encode", "decode", "calibrate", "affine_codes", "code_range"]
-
-_NEAR = 2.0**-40  # relative width of the band re-evaluated exactly around a half-way point
+__all__ = ["encode", "decode", "calibrate", "affine_codes", "code_range", "nearest_even"]
 
 
 def code_range(layout) -> tuple[int, int]:
@@ -28,44 +24,19 @@ def code_range(layout) -> tuple[int, int]:
     return 0, (1 << bits) - 1
 
 
-def _exact_code(x: float, offset: float, scale: float, zero_point: float, lo: int, hi: int) -> int:
-    v = (Fraction(x) - Fraction(offset)) / Fraction(scale) + Fraction(zero_point)
-    v = min(max(v, Fraction(lo)), Fraction(hi))
-    f = v.numerator // v.denominator
+def nearest_even(v: np.ndarray) -> np.ndarray:
+    """The original's NearestEven on doubles: keep ``floor(v)`` when the fraction is below one
+    half, or exactly one half with an even floor; otherwise ``floor(v) + 1`` (OL-NUM-13)."""
+    f = np.floor(v)
     fr = v - f
-    if fr < Fraction(1, 2) or (fr == Fraction(1, 2) and f % 2 == 0):
-        return f
-    return f + 1
-
-
-def _exact_steps(values, scale, zero_point, offset) -> np.ndarray:
-    """Where float64 computed (x - offset) / scale + zero_point without any rounding (1-D)."""
-    centred, e1 = two_sum(values, -offset)
-    q = centred / scale
-    p, e2 = two_product(q, scale)
-    _, e3 = two_sum(q, zero_point)
-    return (e1 == 0) & (p == centred) & (e2 == 0) & (e3 == 0)
+    up = (fr > 0.5) | ((fr == 0.5) & (np.remainder(f, 2) == 1))
+    return (f + up).astype(np.int64)
 
 
 def affine_codes(values: np.ndarray, scale: np.ndarray, zero_point: np.ndarray,
                  offset: np.ndarray, lo: int, hi: int) -> np.ndarray:
     """Signed integer codes [blocks, count] for the values (OL-NUM-12, OL-NUM-13)."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        centred = values - offset[:, None]
-        v = centred / scale[:, None] + zero_point[:, None]
-        v = np.clip(v, lo, hi)
-        f = np.floor(v)
-        fr = v - f
-        odd = np.remainder(f, 2) == 1
-        codes = f + ((fr > 0.5) | ((fr == 0.5) & odd))
-        magnitude = np.abs(centred) / scale[:, None] + np.abs(zero_point)[:, None] + 1.0
-        near = (np.abs(fr - 0.5) <= magnitude * _NEAR) & (v > lo) & (v < hi)
-        js, ks = np.nonzero(near)
-        exact = _exact_steps(values[js, ks], scale[js], zero_point[js], offset[js])
-    for j, k in zip(js[~exact], ks[~exact]):
-        codes[j, k] = _exact_code(float(values[j, k]), float(offset[j]), float(scale[j]),
-                                  float(zero_point[j]), lo, hi)
-    return codes.astype(np.int64)
+    return nearest_even(affine_values(values, offset, scale, zero_point, lo, hi))
 
 
 def encode(values: np.ndarray, run, path: str) -> np.ndarray:

@@ -12,7 +12,7 @@ from ..errors import OnnxLightError
 
 __all__ = [
     "FLOAT", "UINT8", "INT64", "FLOAT16", "DOUBLE", "BFLOAT16",
-    "LOGICAL_DTYPES", "dtype_code", "to_logical",
+    "LOGICAL_DTYPES", "dtype_code", "float16_bits", "narrow", "to_logical",
 ]
 
 FLOAT, UINT8, INT8, INT64, STRING, FLOAT16, DOUBLE, BFLOAT16 = 1, 2, 3, 7, 8, 10, 11, 16
@@ -33,6 +33,48 @@ def dtype_code(dtype: np.dtype) -> int | None:
     return None
 
 
+def float16_bits(values) -> np.ndarray:
+    """The original's float32 -> binary16 converter, as uint16 bit patterns (OD-12).
+
+    Normal results round half to even on the 13 dropped bits. Below the normal range (biased
+    half exponent ``e <= 0``, ``e >= -10``) the 24-bit significand is first shifted right by
+    ``1 - e``: the round bit is bit 12 of what is left and the sticky bits are its bits 0..11,
+    so bits shifted out earlier do not count. ``e < -10`` gives a signed zero, ``e >= 31`` a
+    signed infinity, NaN ``sign | 0x7C00 | 0x0200``.
+    """
+    u = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32)
+    sign = (u >> 16) & 0x8000
+    e32 = ((u >> 23) & 0xFF).astype(np.int32)
+    m32 = u & 0x007FFFFF
+    e = e32 - 127 + 15
+    rest = m32 & 0x1FFF
+    normal = (np.clip(e, 0, 31).astype(np.uint32) << 10) | (m32 >> 13)
+    normal = normal + ((rest > 0x1000) | ((rest == 0x1000) & ((m32 >> 13) & 1 == 1)))
+    shifted = (m32 | 0x00800000) >> np.clip(1 - e, 0, 31).astype(np.uint32)
+    round_bit = (shifted >> 12) & 1
+    sticky = shifted & 0x0FFF
+    small = shifted >> 13
+    small = small + ((round_bit == 1) & ((sticky != 0) | ((small & 1) == 1)))
+    out = np.where(e >= 31, 0x7C00, np.where(e <= 0, np.where(e < -10, 0, small), normal))
+    out = np.where(e32 == 0xFF, 0x7C00 | np.where(m32 != 0, 0x0200, 0), out)
+    return (sign | out).astype(np.uint16)
+
+
+def narrow(values, code: int) -> np.ndarray:
+    """Doubles in a floating dtype as the original converts them: FLOAT16 and BFLOAT16 through
+    float32, FLOAT16 with its own converter (:func:`float16_bits`)."""
+    values = np.asarray(values)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if code == DOUBLE:
+            return values.astype(np.float64, copy=True)
+        single = values.astype(np.float32)
+    if code == FLOAT:
+        return single
+    if code == FLOAT16:
+        return float16_bits(single).view(np.float16).reshape(single.shape)
+    return single.astype(LOGICAL_DTYPES[code])
+
+
 def to_logical(values: np.ndarray, code: int, code_name: str, path: str) -> np.ndarray:
     """Convert decoded doubles to the logical dtype; 16-bit types go through float32.
 
@@ -40,13 +82,7 @@ def to_logical(values: np.ndarray, code: int, code_name: str, path: str) -> np.n
     reconstruction check, OL-NUM-25 on decoding).
     """
     target = LOGICAL_DTYPES[code]
-    with np.errstate(over="ignore", invalid="ignore"):
-        if code == DOUBLE:
-            out = values.astype(np.float64, copy=True)
-        elif code == FLOAT:
-            out = values.astype(np.float32)
-        else:
-            out = values.astype(np.float32).astype(target)
+    out = narrow(values, code)
     finite = np.isfinite(out.astype(np.float32) if code in (FLOAT16, BFLOAT16) else out)
     if not finite.all():
         j = int(np.flatnonzero(~finite.ravel())[0])

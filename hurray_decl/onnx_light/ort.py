@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import OnnxLightError
 from .methods.affine import affine_codes, ratio_scales
-from .numerics import BFLOAT16, FLOAT, FLOAT16, INT64, LOGICAL_DTYPES, UINT8, to_logical
+from .numerics import BFLOAT16, FLOAT, FLOAT16, INT64, LOGICAL_DTYPES, UINT8, narrow, to_logical
 from .packing import pack_bits, unpack_bits
 from .plan import (
     U32_MAX,
@@ -250,10 +250,7 @@ def round_parameters(scales: np.ndarray, zero_points: np.ndarray, dtype: int,
             j = int(np.flatnonzero(~np.isfinite(values))[0])
             raise _fail("OL-ORT-14", f"a {name} is not finite", f"{path} -> blocks[{j}] -> {name}",
                         repr(float(values[j])), "finite")
-        with np.errstate(over="ignore"):
-            wide = values.astype(np.float32)
-            rounded = wide if dtype == FLOAT else wide.astype(target)
-        as_double = rounded.astype(np.float64)
+        as_double = narrow(values, dtype).astype(np.float64)
         if not np.isfinite(as_double).all():
             j = int(np.flatnonzero(~np.isfinite(as_double))[0])
             raise _fail("OL-ORT-10", f"a {name} overflows {target.name}", f"{path} -> blocks[{j}] -> {name}",
@@ -334,12 +331,12 @@ def encode_ort(source: np.ndarray, dtype: int, fmt: QuantizationFormat, block_si
 def _payload(geometry: OrtGeometry, codes: np.ndarray, scale: np.ndarray, zp: np.ndarray) -> bytes:
     target = LOGICAL_DTYPES[geometry.dtype]
     parts = [pack_bits(codes.astype(np.uint32), geometry.bits).tobytes(),
-             scale.astype(np.float32).astype(target).tobytes()]
+             narrow(scale, geometry.dtype).astype(target.newbyteorder("<")).tobytes()]
     if geometry.zero_points == PACKED:
         table = zp.astype(np.uint32).reshape(geometry.n, geometry.groups)
         parts.append(pack_bits(table, geometry.bits).tobytes())
     elif geometry.zero_points == FLOATING:
-        parts.append(zp.astype(np.float32).astype(target).tobytes())
+        parts.append(narrow(zp, geometry.dtype).astype(target.newbyteorder("<")).tobytes())
     return b"".join(parts)
 
 

@@ -111,8 +111,10 @@ def quantize_with_type(array, struct_type, *, scales=None, zero_points=None, off
 
         refused = dict(offsets=offsets, codebooks=codebooks, permutation=permutation, forward=forward,
                        inverse=inverse, outliers=outliers)
-        return quantize_ort_with_type(source, requested, resolved, fmt, _per_block, scales=scales,
-                                      zero_points=zero_points, refused=refused)
+        encoded = quantize_ort_with_type(source, requested, resolved, fmt, _per_block, scales=scales,
+                                         zero_points=zero_points, refused=refused)
+        encoded.name = ""   # an array has no name: present and empty, as the original writes (OD-13)
+        return encoded
     geometry = read_geometry(resolved, "type")
     for i, run in enumerate(geometry.runs):
         validate_layout(run.layout, f"type -> blocks -> runs[{i}] -> parameters")
@@ -178,6 +180,7 @@ def quantize_with_type(array, struct_type, *, scales=None, zero_points=None, off
         _calibrate(source, prepared)
     encoded = encode_prepared(source, code, prepared)
     encoded.struct_type.CopyFrom(requested)   # the caller's own type: a type_ref stays one (OL-CAL-19)
+    encoded.name = ""   # an array has no name: present and empty, as the original writes (OD-13)
     return encoded
 
 

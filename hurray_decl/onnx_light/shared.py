@@ -439,8 +439,7 @@ def compact_value(parameters: ParameterSet, array: np.ndarray, name: str | None)
         raise _fail("OL-SHR-14", "the input's dtype or shape differs from the set's logical type", "source",
                     (str(source.dtype), list(source.shape)), (expected.name, list(parameters.shape)))
     encoded = pb.EncodedValueProto()
-    if name is not None:
-        encoded.name = name
+    encoded.name = name or ""   # an unnamed source gets a present, empty name (OD-13)
     encoded.struct_type.CopyFrom(parameters.compact_type)
     encoded.logical_type.CopyFrom(parameters.logical)
     encoded.raw_data = parameters.encode(source)

@@ -30,6 +30,7 @@ from .wire import (
     Geometry,
     RunGeometry,
     canonical_type,
+    check_strings,
     logical_shape,
     make_logical_type,
     merge_runs,
@@ -275,12 +276,16 @@ def make_quantization_type(plan: QuantizationPlan) -> pb.StructTypeProto:
 # --- decoding --------------------------------------------------------------------------------
 
 def _as_encoded(encoded) -> pb.EncodedValueProto:
+    """This package's EncodedValueProto for what a caller passes, its strings checked (OL-WIRE-03)."""
     if isinstance(encoded, pb.EncodedValueProto):
-        return encoded
-    if hasattr(encoded, "SerializeToString"):
-        return pb.EncodedValueProto.FromString(encoded.SerializeToString())
-    raise OnnxLightError("OL-WIRE-03", "expected an EncodedValueProto", path="value",
-                         actual=type(encoded).__name__)
+        value = encoded
+    elif hasattr(encoded, "SerializeToString"):
+        value = pb.EncodedValueProto.FromString(encoded.SerializeToString())
+    else:
+        raise OnnxLightError("OL-WIRE-03", "expected an EncodedValueProto", path="value",
+                             actual=type(encoded).__name__)
+    check_strings(value, "value", "OL-WIRE-03")
+    return value
 
 
 @dataclass
@@ -366,7 +371,7 @@ def _read(encoded, model, opened: Opened | None = None) -> Decoded:
         runs.append(RunArrays(run.layout, records["scale"].copy(), records["zero_point"].copy(),
                               records["offset"].copy(), records["codebook"].reshape(run.blocks, -1).copy()))
         codes.append(records["codes"].reshape(run.blocks, -1))
-    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    count = _element_count(shape)
     for i, run in enumerate(runs):
         validate_run(run, f"{path} -> blocks -> run[{i}]")
     prepared = Prepared(geometry.format, runs, parsed.permutation.astype(np.int64),
@@ -375,6 +380,14 @@ def _read(encoded, model, opened: Opened | None = None) -> Decoded:
     validate_geometry(prepared.format, runs, count, prepared.permutation, prepared.outliers,
                       prepared.transform, prepared.forward, prepared.inverse, ())
     return Decoded(prepared, codes, parsed.outlier_values.astype(np.float64), dtype, shape)
+
+
+def _element_count(shape: Sequence[int]) -> int:
+    """The product of a checked logical shape, in Python integers (logical_shape bounds it)."""
+    count = 1
+    for d in shape:
+        count *= int(d)
+    return count
 
 
 def _requested_code(dtype, default: int) -> int:
@@ -431,7 +444,7 @@ def dequantize_value(encoded, model=None, dtype=None) -> np.ndarray:
         values = decode_ort(_ort_value(opened))
         return to_logical(values, _requested_code(dtype, opened.dtype), "OL-NUM-25", "value")
     decoded = _read(opened.value, model, opened)
-    count = int(np.prod(decoded.shape, dtype=np.int64)) if decoded.shape else 1
+    count = _element_count(decoded.shape)
     values = _decode_runs(decoded.prepared, decoded.codes, count, "value -> blocks")
     values = _reconstruct(values, decoded.prepared, decoded.saved)
     code = _requested_code(dtype, decoded.dtype_code)

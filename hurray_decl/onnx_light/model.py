@@ -33,9 +33,9 @@ def _graphs(graph: pb.GraphProto, path: str):
 
 def check_model_values(model) -> int:
     """Validate the encoded initializers of a model; return how many were checked."""
-    if not isinstance(model, pb.ModelProto):
-        model = pb.ModelProto.FromString(model.SerializeToString())
-    from .shared import check_shared_value, parameter_catalogue
+    from .shared import as_pb_model, check_shared_value, parameter_catalogue
+
+    model = as_pb_model(model)
 
     model_catalogue(model)
     sets = None

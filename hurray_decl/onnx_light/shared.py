@@ -16,6 +16,7 @@ set's common bytes again.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+import math
 from types import MappingProxyType
 from typing import Any, Mapping
 
@@ -29,7 +30,16 @@ from .numerics import INT64, LOGICAL_DTYPES, UINT8
 from .ort import ORT_FORMATS
 from .profiles import WIRE_PREFIX, parse_quantization_format
 from .tensors import array_to_tensor, tensor_to_array
-from .wire import _add_tensor, logical_shape, model_catalogue, pb, read_geometry, resolve_struct_type, same_message
+from .wire import (
+    _add_tensor,
+    check_strings,
+    logical_shape,
+    model_catalogue,
+    pb,
+    read_geometry,
+    resolve_struct_type,
+    same_message,
+)
 
 __all__ = [
     "PARAMETERS_PREFIX",
@@ -65,10 +75,13 @@ def _fail(code: str, message: str, path: str, actual: Any = None, expected: Any 
 def as_pb_model(model) -> pb.ModelProto:
     """This package's ModelProto with the same bytes (an ``onnx.ModelProto`` is converted)."""
     if isinstance(model, pb.ModelProto):
-        return model
-    if not hasattr(model, "SerializeToString"):
+        converted = model
+    elif not hasattr(model, "SerializeToString"):
         raise _fail("OL-SHR-29", "expected a ModelProto", "model", type(model).__name__, "ModelProto")
-    return pb.ModelProto.FromString(model.SerializeToString())
+    else:
+        converted = pb.ModelProto.FromString(model.SerializeToString())
+    check_strings(converted, "model", "OL-WIRE-01")
+    return converted
 
 
 def _convert(message, cls):
@@ -144,7 +157,7 @@ def _local_ranges(storage: pb.StructTypeProto, full: bytes) -> tuple[tuple[int, 
     if fmt in ORT_FORMATS:
         fields = storage.structure.field
         dims = [d.dim_value for d in fields[1].type.tensor_type.shape.dim]
-        return ((0, int(np.prod(dims))),)
+        return ((0, math.prod(dims)),)
     geometry = read_geometry(storage, "storage_type")
     p, n, o = geometry.permutation, geometry.transform, geometry.outliers
     ranges = []
@@ -183,7 +196,7 @@ def _numeric(tensor: pb.TensorProto, role: str, path: str) -> np.ndarray:
     if tensor.data_type in LOGICAL_DTYPES:
         values = tensor_to_array(tensor)
     elif tensor.data_type == INT64:
-        count = int(np.prod(list(tensor.dims), dtype=np.int64)) if len(tensor.dims) else 1
+        count = math.prod(tensor.dims)   # Python integers: a claimed size never wraps
         values = (np.frombuffer(tensor.raw_data, "<i8").astype(np.int64) if tensor.HasField("raw_data")
                   else np.array(tensor.int64_data, dtype=np.int64))
         if values.size != count:
@@ -212,6 +225,8 @@ def build_set(name: str, tensors: Mapping[str, pb.TensorProto], catalogue_model,
         logical.ParseFromString(_descriptor_bytes(tensors["logical_type"], "logical_type", f"{path} -> logical_type"))
     except DecodeError as exc:
         raise _fail("OL-SHR-08", f"a descriptor does not parse: {exc}", path) from exc
+    check_strings(storage, f"{path} -> storage_type", "OL-SHR-08")
+    check_strings(logical, f"{path} -> logical_type", "OL-SHR-08")
     resolved = pb.StructTypeProto()
     resolved.CopyFrom(resolve_struct_type(storage, catalogue_model, f"{path} -> storage_type"))
     if logical.WhichOneof("value") != "tensor_type":

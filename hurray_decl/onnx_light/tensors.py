@@ -8,6 +8,8 @@ keep their presence independently (OL-WIRE-41).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..errors import OnnxLightError
@@ -37,7 +39,7 @@ def tensor_to_array(tensor) -> np.ndarray:
     if any(d < 0 for d in dims):
         raise OnnxLightError("OL-NUM-02", "the source shape is not concrete", path="source -> dims",
                              actual=dims, expected="dims >= 0")
-    count = int(np.prod(dims, dtype=np.int64)) if dims else 1
+    count = math.prod(dims)   # Python integers: a claimed size never wraps
     dtype = LOGICAL_DTYPES[t.data_type]
     if t.HasField("raw_data"):
         raw = t.raw_data

@@ -36,11 +36,14 @@ __all__ = [
     "struct_bits",
     "resolve_struct_type",
     "same_message",
+    "check_strings",
     "pb",
 ]
 
 PARAMETER_REF_FIELD = pb.EncodedValueProto.DESCRIPTOR.fields_by_name["parameter_ref"].number
 """OD-01: the unconfirmed field number of EncodedValueProto.parameter_ref, named once here."""
+
+INT64_MAX = 2**63 - 1
 
 ROOT_FIELDS = ("reserved", "permutation", "forward", "inverse", "outlier_indices", "outlier_values", "blocks")
 BLOCK_FIELDS = ("parameters", "scale", "zero_point", "offset", "codebook", "codes")
@@ -245,6 +248,45 @@ def read_geometry(root: pb.StructTypeProto, path: str = "value -> struct_type") 
 
 # --- generic sizing (OL-WIRE-11) ---------------------------------------------------------------
 
+_STRING_RULES = {
+    pb.EncodedValueProto.DESCRIPTOR.full_name: "OL-WIRE-03",
+    pb.StructTypeProto.DESCRIPTOR.full_name: "OL-WIRE-02",
+    pb.TensorAnnotation.DESCRIPTOR.full_name: "OL-SHR-01",
+    pb.ModelProto.DESCRIPTOR.full_name: "OL-WIRE-01",
+}
+"""The rule of each message kind whose string fields must be UTF-8; nested messages inherit the
+rule of the nearest listed message holding them (a StructTypeProto's Field is OL-WIRE-02)."""
+
+
+def _string_rule(descriptor, inherited: str) -> str:
+    while descriptor is not None:
+        if descriptor.full_name in _STRING_RULES:
+            return _STRING_RULES[descriptor.full_name]
+        descriptor = descriptor.containing_type
+    return inherited
+
+
+def check_strings(message, path: str, code: str) -> None:
+    """Refuse a string field that is not UTF-8 (protobuf's Python runtime hands such a proto2
+    string back as ``bytes``), with the rule of the message holding it; ``code`` is the rule
+    for messages not listed in ``_STRING_RULES``."""
+    code = _string_rule(message.DESCRIPTOR, code)
+    for field, value in message.ListFields():
+        where = f"{path} -> {field.name}"
+        repeated = field.is_repeated
+        items = value if repeated else (value,)
+        if field.type == field.TYPE_STRING:
+            for i, item in enumerate(items):
+                if isinstance(item, bytes):
+                    raise _fail(code, "a string field is not valid UTF-8", f"{where}[{i}]" if repeated else where,
+                                item[:32].hex(" "), "UTF-8 text")
+        elif field.type == field.TYPE_MESSAGE:
+            if field.message_type.GetOptions().map_entry:
+                continue
+            for i, item in enumerate(items):
+                check_strings(item, f"{where}[{i}]" if repeated else where, code)
+
+
 def _checked(value: int, path: str) -> int:
     if value > U64_MAX:
         raise _fail("OL-WIRE-11", "the type's size overflows 64 bits", path, value, "<= 2^64 - 1")
@@ -311,6 +353,7 @@ def model_catalogue(model) -> dict[int, pb.StructTypeProto]:
                         type(model).__name__, "ModelProto")
         model = pb.ModelProto.FromString(model.SerializeToString())
     for i, entry in enumerate(model.struct_types):
+        check_strings(entry, f"model -> struct_types[{i}]", "OL-WIRE-02")
         where = f"model -> struct_types[{i}] -> type_id"
         if not entry.HasField("type_id") or entry.type_id == 0:
             raise _fail("OL-WIRE-06", "a catalogue entry needs a non-zero type_id", where,
@@ -412,11 +455,16 @@ def logical_shape(logical: pb.TypeProto, path: str) -> tuple[int, tuple[int, ...
     if not tensor.HasField("shape"):
         raise _fail("OL-WIRE-16", "the logical type has no shape", f"{path} -> shape")
     dims = []
+    count = 1
     for i, d in enumerate(tensor.shape.dim):
         if d.WhichOneof("value") != "dim_value" or d.dim_value < 0:
             raise _fail("OL-WIRE-16", "a logical dimension is not concrete and >= 0",
                         f"{path} -> shape -> dim[{i}]", str(d).strip() or "unset", ">= 0")
         dims.append(int(d.dim_value))
+        count *= dims[-1]
+    if count > INT64_MAX:   # the element count, in checked arithmetic (it never wraps)
+        raise _fail("OL-WIRE-16", "the logical element count overflows 63 bits", f"{path} -> shape",
+                    dims, f"a product <= {INT64_MAX}")
     return tensor.elem_type, tuple(dims)
 
 

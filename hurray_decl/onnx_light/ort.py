@@ -165,10 +165,12 @@ def make_matmul_nbits_plan(format: QuantizationFormat, k: int, n: int, block_siz
     size = check_block_size(block_size)
     k, n = int(k), int(n)
     groups = -(-k // size)
-    run = QuantizationRun(QuantizationBlockLayout.from_header(ort_header(size, bits)))
-    block = QuantizationBlockParameters(1.0, float(1 << (bits - 1)), 0.0, [])
-    run._blocks = [block.copy() for _ in range(n * groups)]
-    return QuantizationPlan(fmt, [run], matrix_shape=[k, n])
+    layout = QuantizationBlockLayout.from_header(ort_header(size, bits))
+    run = QuantizationRun.uniform(layout, QuantizationBlockParameters(1.0, float(1 << (bits - 1)), 0.0, []),
+                                  n * groups)
+    plan = QuantizationPlan(fmt, matrix_shape=[k, n])
+    plan._runs = [run]   # a fresh run: no defensive copy needed
+    return plan
 
 
 # --- descriptor ------------------------------------------------------------------------------
@@ -361,24 +363,21 @@ def _check_plan(plan: QuantizationPlan, shape: Sequence[int], path: str = "plan"
         raise _fail("OL-ORT-05", "the ORT run header must be [block_size, 0, bits, 0, 1, 0, 1, 0, 10]",
                     f"{path} -> runs[0] -> layout", list(layout.header()), list(ort_header(block_size, bits)))
     k, n = shape
-    blocks = runs[0]._blocks
-    if len(blocks) != n * -(-k // block_size):
+    run = runs[0]
+    if len(run) != n * -(-k // block_size):
         raise _fail("OL-ORT-06", "an ORT plan has N x ceil(K / block_size) blocks", f"{path} -> runs[0] -> blocks",
-                    len(blocks), n * -(-k // block_size))
+                    len(run), n * -(-k // block_size))
     for name in ("permutation", "forward", "inverse", "outliers"):
         if len(getattr(plan, name)):
             raise _fail("OL-ORT-09", f"ORT layouts have no {name}", f"{path} -> {name}",
                         len(getattr(plan, name)), 0)
     if int(plan.transform_size):
         raise _fail("OL-ORT-09", "ORT layouts have no transform", f"{path} -> transform_size", plan.transform_size, 0)
-    try:
-        params = np.array([(b.scale, b.zero_point, b.offset) for b in blocks], dtype=np.float64).reshape(-1, 3)
-    except (TypeError, ValueError) as exc:
-        raise _fail("OL-ORT-14", f"a block parameter is not a number: {exc}", f"{path} -> runs[0] -> blocks") from exc
-    for j, b in enumerate(blocks):
-        if len(b.codebook):
-            raise _fail("OL-ORT-09", "ORT layouts have no codebook", f"{path} -> blocks[{j}] -> codebook",
-                        len(b.codebook), 0)
+    tables = [len(t) for t in run._ragged] if run._codebook is None else [run._codebook.shape[1]] * len(run)
+    if any(tables):
+        j = next(i for i, t in enumerate(tables) if t)
+        raise _fail("OL-ORT-09", "ORT layouts have no codebook", f"{path} -> blocks[{j}] -> codebook", tables[j], 0)
+    params = np.stack([run._scale, run._zero_point, run._offset], axis=1)
     bad = params[:, 2] != 0
     if bad.any():
         j = int(np.flatnonzero(bad)[0])
@@ -535,9 +534,8 @@ def ort_plan(value: OrtValue) -> QuantizationPlan:
     g = value.geometry
     plan = make_matmul_nbits_plan(g.format, g.k, g.n, g.block_size)
     run = plan._runs[0]
-    run._blocks = [QuantizationBlockParameters(float(s), float(z), 0.0, [])
-                   for s, z in zip(value.scales.astype(np.float64).ravel().tolist(),
-                                   value.zero_points.ravel().tolist())]
+    run._scale = value.scales.astype(np.float64).ravel()
+    run._zero_point = value.zero_points.astype(np.float64).ravel()
     return plan
 
 

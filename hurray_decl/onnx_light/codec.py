@@ -22,7 +22,7 @@ import numpy as np
 from ..errors import HurrayDeclError, OnnxLightError
 from .methods import method_row
 from .extended import row_products
-from .numerics import dtype_code, to_logical
+from .numerics import DOUBLE, FLOAT, LARGEST, LOGICAL_DTYPES, dtype_code, to_logical
 from .plan import QuantizationPlan, RunArrays
 from .profiles import WIRE_PREFIX, QuantizationFormat, parse_quantization_format
 from .validate import validate_geometry, validate_layout, validate_run
@@ -187,25 +187,47 @@ def _source_array(array) -> tuple[np.ndarray, int]:
 
 
 def encode_prepared(array: np.ndarray, code: int, prepared: Prepared) -> pb.EncodedValueProto:
-    flat = array.astype(np.float64).ravel()   # widening is exact (OL-NUM-06); the source is untouched
+    # float32 and float64 sources are read in place (the kernels widen them exactly, OL-NUM-06);
+    # the 16-bit ones are widened first. The source is never written.
+    flat = array.reshape(-1)
+    if code not in (FLOAT, DOUBLE):
+        flat = flat.astype(np.float64)
     if not np.isfinite(flat).all():
         j = int(np.flatnonzero(~np.isfinite(flat))[0])
         raise OnnxLightError("OL-NUM-03", "the source holds a non-finite value", path=f"source[{j}]",
                              actual=repr(float(flat[j])), expected="finite")
-    work, saved = forward_values(flat, prepared)
+    if prepared.outliers.size or prepared.permutation.size or prepared.transform:
+        work, saved = forward_values(flat, prepared)
+    else:
+        work, saved = flat, np.zeros(0)
     codes = []
     for i, (run, start, stop) in enumerate(_run_slices(prepared.runs)):
         row = method_row(run.layout.method, f"plan -> runs[{i}]")
         codes.append(row.encode(work[start:stop].reshape(run.blocks, -1), run, f"plan -> runs[{i}]"))
-    # Reconstruction check (OL-NUM-22): decode what was written and convert to the source dtype.
-    decoded = _reconstruct(_decode_runs(prepared, codes, flat.size, "plan -> runs"), prepared, saved)
-    to_logical(decoded, code, "OL-NUM-22", "reconstruction")
+    # Reconstruction check (OL-NUM-22): decode what was written and convert to the source dtype,
+    # unless every block's decoded magnitude is bounded below the dtype's largest finite value.
+    if not _reconstruction_bounded(prepared, code):
+        decoded = _reconstruct(_decode_runs(prepared, codes, flat.size, "plan -> runs"), prepared, saved)
+        to_logical(decoded, code, "OL-NUM-22", "reconstruction")
     geometry = prepared.geometry()
     encoded = pb.EncodedValueProto()
     encoded.struct_type.CopyFrom(canonical_type(geometry))
     encoded.logical_type.CopyFrom(make_logical_type(code, array.shape))
     encoded.raw_data = _build_payload(geometry, prepared, saved, codes)
     return encoded
+
+
+def _reconstruction_bounded(prepared: Prepared, code: int) -> bool:
+    """Whether no decoded value can overflow the source dtype (no transform; every method bounds
+    its blocks' magnitudes)."""
+    if prepared.transform:
+        return False
+    limit = LARGEST[code]
+    for run in prepared.runs:
+        bound = method_row(run.layout.method, "plan").magnitude
+        if bound is None or not bool((bound(run) < limit).all()):
+            return False
+    return True
 
 
 def _build_payload(geometry: Geometry, prepared: Prepared, saved: np.ndarray, codes) -> bytes:
@@ -445,10 +467,33 @@ def dequantize_value(encoded, model=None, dtype=None) -> np.ndarray:
         return to_logical(values, _requested_code(dtype, opened.dtype), "OL-NUM-25", "value")
     decoded = _read(opened.value, model, opened)
     count = _element_count(decoded.shape)
-    values = _decode_runs(decoded.prepared, decoded.codes, count, "value -> blocks")
-    values = _reconstruct(values, decoded.prepared, decoded.saved)
     code = _requested_code(dtype, decoded.dtype_code)
-    return to_logical(values, code, "OL-NUM-25", "value").reshape(decoded.shape)
+    prepared = decoded.prepared
+    if prepared.transform or prepared.permutation.size or prepared.outliers.size:
+        # The restored outliers replace decoded values before the dtype check, as in the original.
+        values = _decode_runs(prepared, decoded.codes, count, "value -> blocks")
+        values = _reconstruct(values, prepared, decoded.saved)
+        return to_logical(values, code, "OL-NUM-25", "value").reshape(decoded.shape)
+    return _decode_chunked(prepared, decoded.codes, count, code).reshape(decoded.shape)
+
+
+_DECODE_CHUNK = 1 << 16   # elements decoded at once: the doubles of a chunk stay in cache
+
+
+def _decode_chunked(prepared: Prepared, codes: Sequence[np.ndarray], count: int, code: int) -> np.ndarray:
+    """Decode run by run, a few blocks at a time, straight into the logical dtype (no transform,
+    permutation or outliers: every block's values land in place, as they are)."""
+    out = np.empty(count, dtype=LOGICAL_DTYPES[code])
+    for i, ((run, start, _), data) in enumerate(zip(_run_slices(prepared.runs), codes)):
+        row = method_row(run.layout.method, "value -> blocks")
+        size = int(run.layout.count)
+        step = max(1, _DECODE_CHUNK // max(1, size))
+        for j in range(0, run.blocks, step):
+            part = run.part(j, j + step)
+            values = row.decode(data[j:j + step], part, f"value -> blocks[{i}]")
+            at = start + j * size
+            out[at:at + values.size] = to_logical(values, code, "OL-NUM-25", "value", at).ravel()
+    return out
 
 
 def decode_plan(encoded, model=None) -> QuantizationPlan:

@@ -217,36 +217,62 @@ def _divide(h, l, s):
 # --- affine values ------------------------------------------------------------------------------
 
 def affine_values(values: np.ndarray, offset: np.ndarray, scale: np.ndarray, zero_point: np.ndarray,
-                  lo: float, hi: float, *, emulate: bool | None = None) -> np.ndarray:
+                  lo: float, hi: float, *, emulate: bool | None = None, shortcut: bool = True) -> np.ndarray:
     """``clamp(((x - offset) / scale) + zero_point)`` in 80-bit steps, rounded to double.
 
     ``values`` is ``[blocks, count]``; ``offset``, ``scale``, ``zero_point`` are ``[blocks]``.
     The result is float64 ``[blocks, count]`` in ``[lo, hi]`` (clamping commutes with the
     monotonic rounding to double, since ``lo`` and ``hi`` are integers).
+
+    Only the rounding of the result to an integer code matters to the codec, so the plain
+    float64 evaluation is kept wherever it lies farther from a half-integer than its error
+    bound: the 80-bit value rounds to a double on the same side, and both give the same code.
+    Everything else (near a half-integer, or an intermediate out of the double range) is
+    evaluated exactly as the original does; ``shortcut=False`` evaluates every element so.
+    ``values`` may be float32 (widened exactly); callers chunk large inputs.
     """
-    values = np.asarray(values, dtype=np.float64)
+    values = np.asarray(values)
+    blocks, count = values.shape
     out = np.empty(values.shape, dtype=np.float64)
     if values.size == 0:
         return out
     native = _use_native(emulate)
-    blocks, count = values.shape
-    step = max(1, _CHUNK // max(1, count))
-    for start in range(0, blocks, step):
-        sl = slice(start, start + step)
-        x = values[sl]
-        o = np.broadcast_to(np.asarray(offset, dtype=np.float64)[sl, None], x.shape)
-        s = np.broadcast_to(np.asarray(scale, dtype=np.float64)[sl, None], x.shape)
-        z = np.broadcast_to(np.asarray(zero_point, dtype=np.float64)[sl, None], x.shape)
+    offset = np.asarray(offset, dtype=np.float64)
+    scale = np.asarray(scale, dtype=np.float64)
+    zero_point = np.asarray(zero_point, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        if offset.any():
+            np.subtract(values, offset[:, None], out=out)
+        else:
+            out[...] = values      # x - 0 is exact
+        out /= scale[:, None]
+        out += zero_point[:, None]
+        # With |lo|, |hi|, |zero_point| <= 2^16, the code depends on the value only while
+        # |d| <= 2^17 + 1, and there |d - V| < 2^-31 (|q| <= 2^18): only values within 2^-31 of a
+        # half-integer, or not finite, need the exact steps.
+        near = np.rint(out)
+        np.subtract(out, near, out=near)
+        np.abs(near, out=near)
+        unsure = ~(near < 0.5 - 2.0**-31)
+        if not shortcut or max(abs(lo), abs(hi)) > 2**16:
+            unsure[...] = True
+        else:
+            unsure[np.abs(zero_point) > 2**16] = True
+    js, ks = np.nonzero(unsure)
+    if js.size:
+        xs = values[js, ks].astype(np.float64)
+        os_, ss, zs = offset[js], scale[js], zero_point[js]
         if native:
             with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-                t = x.astype(np.longdouble)
-                t -= o
-                t /= s
-                t += z
-                d = t.astype(np.float64)
+                w = xs.astype(np.longdouble)
+                w -= os_
+                w /= ss
+                w += zs
+                out[js, ks] = w.astype(np.float64)
         else:
-            d = _affine_emulated(x, o, s, z)
-        np.clip(d, lo, hi, out=out[sl])
+            out[js, ks] = _affine_emulated(xs[None], os_[None], ss[None], zs[None])[0]
+    np.maximum(out, lo, out=out)
+    np.minimum(out, hi, out=out)
     return out
 
 

@@ -12,7 +12,7 @@ from ..errors import OnnxLightError
 
 __all__ = [
     "FLOAT", "UINT8", "INT64", "FLOAT16", "DOUBLE", "BFLOAT16",
-    "LOGICAL_DTYPES", "dtype_code", "float16_bits", "narrow", "to_logical",
+    "LOGICAL_DTYPES", "LARGEST", "dtype_code", "float16_bits", "narrow", "to_logical",
 ]
 
 FLOAT, UINT8, INT8, INT64, STRING, FLOAT16, DOUBLE, BFLOAT16 = 1, 2, 3, 7, 8, 10, 11, 16
@@ -24,6 +24,9 @@ LOGICAL_DTYPES: dict[int, np.dtype] = {
     BFLOAT16: np.dtype(ml_dtypes.bfloat16),
 }
 """The floating dtypes a source or a logical output may have (OL-NUM-01, OL-WIRE-15)."""
+
+LARGEST: dict[int, float] = {code: float(ml_dtypes.finfo(dtype).max) for code, dtype in LOGICAL_DTYPES.items()}
+"""The largest finite value of each floating dtype."""
 
 def dtype_code(dtype: np.dtype) -> int | None:
     """The ONNX code of a NumPy dtype, or None when it is not one of the four floating types."""
@@ -75,18 +78,19 @@ def narrow(values, code: int) -> np.ndarray:
     return single.astype(LOGICAL_DTYPES[code])
 
 
-def to_logical(values: np.ndarray, code: int, code_name: str, path: str) -> np.ndarray:
+def to_logical(values: np.ndarray, code: int, code_name: str, path: str, first: int = 0) -> np.ndarray:
     """Convert decoded doubles to the logical dtype; 16-bit types go through float32.
 
     A non-finite or overflowing result is refused with ``code_name`` (OL-NUM-22 on the encoder's
-    reconstruction check, OL-NUM-25 on decoding).
+    reconstruction check, OL-NUM-25 on decoding); ``first`` is the flat index of ``values[0]``
+    in the whole value, for the message.
     """
     target = LOGICAL_DTYPES[code]
     out = narrow(values, code)
-    finite = np.isfinite(out.astype(np.float32) if code in (FLOAT16, BFLOAT16) else out)
+    finite = np.isfinite(out)
     if not finite.all():
         j = int(np.flatnonzero(~finite.ravel())[0])
         raise OnnxLightError(code_name, f"the reconstruction is non-finite or overflows {target.name}",
-                             path=f"{path}[{j}]", actual=repr(float(values.ravel()[j])),
+                             path=f"{path}[{first + j}]", actual=repr(float(values.ravel()[j])),
                              expected=f"finite in {target.name}")
     return out

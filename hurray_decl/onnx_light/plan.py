@@ -312,6 +312,11 @@ class RunArrays:
         return cls(copy.copy(run.layout), run._scale.copy(), run._zero_point.copy(), run._offset.copy(),
                    run._codebook.copy())
 
+    def part(self, start: int, stop: int) -> "RunArrays":
+        """Blocks ``start .. stop - 1`` as views (for chunked decoding)."""
+        return RunArrays(self.layout, self.scale[start:stop], self.zero_point[start:stop],
+                         self.offset[start:stop], self.codebook[start:stop])
+
     def to_run(self) -> QuantizationRun:
         return QuantizationRun.from_arrays(copy.copy(self.layout), self.scale, self.zero_point, self.offset,
                                            self.codebook.reshape(self.blocks, -1))

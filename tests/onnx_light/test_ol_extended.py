@@ -262,9 +262,17 @@ def test_emulation_equals_native_on_hostile_data():
     offset = np.concatenate([[0, 0.3, -1e308, 1e-310], raw[4:8], [2.0**-64, 0, 0, 1]])
     zp = np.concatenate([[0, 3, -7, 8] * 3]).astype(np.float64)
     for lo, hi in ((-128, 127), (-2.0**80, 2.0**80)):
-        native = extended.affine_values(x, offset, scale, zp, lo, hi, emulate=False)
-        emulated = extended.affine_values(x, offset, scale, zp, lo, hi, emulate=True)
+        native = extended.affine_values(x, offset, scale, zp, lo, hi, emulate=False, shortcut=False)
+        emulated = extended.affine_values(x, offset, scale, zp, lo, hi, emulate=True, shortcut=False)
         np.testing.assert_array_equal(native, emulated)
+        # the float64 shortcut keeps only values whose code cannot differ
+        shortcut = extended.affine_values(x, offset, scale, zp, lo, hi)
+        np.testing.assert_array_equal(np.rint(shortcut), np.rint(native))
+    many = np.round(rng.standard_normal((8, 50000)) * 1000) / 1000
+    args = (np.array([0, 0.3, 0, 0.1, 0, 0, 0.7, 0]), np.array([0.1, 0.3, 1 / 3, 0.7, 0.05, 1e-3, 0.01, 2.0]),
+            np.array([0, 8, 0, 3, 128, 0, 0, 0.0]), -32768, 32767)
+    np.testing.assert_array_equal(np.rint(extended.affine_values(many, *args)),
+                                  np.rint(extended.affine_values(many, *args, emulate=False, shortcut=False)))
     rows = np.concatenate([near_cancelling_rows(rng, 200), raw[:800].reshape(-1, 4) % 1e150,
                            rng.standard_normal((200, 4)) * 1e300])
     matrix = np.concatenate([rng.standard_normal((2, 4)), raw[800:808].reshape(2, 4) % 1e10])

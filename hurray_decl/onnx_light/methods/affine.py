@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..extended import affine_values
-from ..packing import pack_bits, sign_extend, unpack_bits
+from ..packing import check_padding, decode_bytes, pack_bits, sign_extend, unpack_bits
 
-__all__ = ["encode", "decode", "calibrate", "affine_codes", "code_range", "nearest_even"]
+__all__ = ["encode", "decode", "calibrate", "magnitude", "affine_codes", "code_range", "nearest_even"]
 
 
 def code_range(layout) -> tuple[int, int]:
@@ -25,12 +25,13 @@ def code_range(layout) -> tuple[int, int]:
 
 
 def nearest_even(v: np.ndarray) -> np.ndarray:
-    """The original's NearestEven on doubles: keep ``floor(v)`` when the fraction is below one
-    half, or exactly one half with an even floor; otherwise ``floor(v) + 1`` (OL-NUM-13)."""
-    f = np.floor(v)
-    fr = v - f
-    up = (fr > 0.5) | ((fr == 0.5) & (np.remainder(f, 2) == 1))
-    return (f + up).astype(np.int64)
+    """The original's NearestEven on doubles (OL-NUM-13): keep ``floor(v)`` when the fraction is
+    below one half, or exactly one half with an even floor; otherwise ``floor(v) + 1``.
+
+    ``v - floor(v)`` is exact for every double, so this is round half to even on the double,
+    which ``numpy.rint`` computes (in the default rounding mode, which NumPy never changes).
+    """
+    return np.rint(v).astype(np.int32)
 
 
 def affine_codes(values: np.ndarray, scale: np.ndarray, zero_point: np.ndarray,
@@ -39,24 +40,50 @@ def affine_codes(values: np.ndarray, scale: np.ndarray, zero_point: np.ndarray,
     return nearest_even(affine_values(values, offset, scale, zero_point, lo, hi))
 
 
+_CHUNK = 1 << 16   # values encoded at once: a chunk's temporaries stay in cache
+
+
 def encode(values: np.ndarray, run, path: str) -> np.ndarray:
-    lo, hi = code_range(run.layout)
-    codes = affine_codes(values, run.scale, run.zero_point, run.offset, lo, hi)
-    bits = int(run.layout.bits)
-    return pack_bits((codes & ((1 << bits) - 1)).astype(np.uint32), bits)
+    layout = run.layout
+    lo, hi = code_range(layout)
+    bits = int(layout.bits)
+    blocks, count = values.shape
+    out = np.empty((blocks, layout.code_bytes), dtype=np.uint8)
+    step = max(1, _CHUNK // max(1, count))
+    for j in range(0, blocks, step):
+        sl = slice(j, j + step)
+        codes = affine_codes(values[sl], run.scale[sl], run.zero_point[sl], run.offset[sl], lo, hi)
+        codes &= (1 << bits) - 1
+        out[sl] = pack_bits(codes, bits)
+    return out
 
 
 def decode(data: np.ndarray, run, path: str) -> np.ndarray:
     layout = run.layout
     bits = int(layout.bits)
-    codes = unpack_bits(data, int(layout.count), bits, path)
-    if int(layout.signed_codes):
-        codes = sign_extend(codes, bits)
-    values = codes.astype(np.float64)
+    count = int(layout.count)
+    signed = bool(int(layout.signed_codes))
+    if 8 % bits == 0:
+        # Whole bytes hold whole codes: one table lookup per byte gives its codes as doubles.
+        check_padding(data, count, bits, path)
+        values = decode_bytes(data, count, bits, signed)
+    else:
+        codes = unpack_bits(data, count, bits, path)
+        if signed:
+            codes = sign_extend(codes, bits)
+        values = codes.astype(np.float64)
     values -= run.zero_point[:, None]
     values *= run.scale[:, None]
     values += run.offset[:, None]
     return values
+
+
+def magnitude(run) -> np.ndarray:
+    """An upper bound of |(code - zero_point) * scale + offset| over every code, per block."""
+    lo, hi = code_range(run.layout)
+    with np.errstate(over="ignore", invalid="ignore"):
+        span = np.maximum(np.abs(lo - run.zero_point), np.abs(hi - run.zero_point))
+        return (span * np.abs(run.scale) + np.abs(run.offset)) * (1 + 2.0**-40)
 
 
 def calibrate(values: np.ndarray, run, path: str) -> np.ndarray:

@@ -18,7 +18,7 @@ from ..extended import nearest_entries
 from ..packing import pack_base3, pack_bits, unpack_base3, unpack_bits
 from .affine import ratio_scales
 
-__all__ = ["encode", "decode", "calibrate"]
+__all__ = ["encode", "decode", "calibrate", "magnitude"]
 
 _CHUNK = 1 << 21  # distance-matrix elements per chunk
 
@@ -99,6 +99,14 @@ def decode(data: np.ndarray, run, path: str) -> np.ndarray:
         total = total + np.take_along_axis(tables[:, book], indices[:, :, book, None], axis=1)
     values = total.reshape(run.blocks, -1)[:, : int(layout.count)]
     return values * run.scale[:, None]
+
+
+def magnitude(run) -> np.ndarray:
+    """An upper bound of |scale * sum over books of an entry component|, per block."""
+    tables = np.abs(_tables(run))
+    with np.errstate(over="ignore", invalid="ignore"):
+        worst = tables.max(axis=(2, 3), initial=0.0).sum(axis=1) if tables.size else np.zeros(run.blocks)
+        return worst * np.abs(run.scale) * (1 + 2.0**-40)
 
 
 def calibrate(values: np.ndarray, run, path: str) -> np.ndarray:

@@ -22,7 +22,7 @@ import numpy as np
 from ..errors import HurrayDeclError, OnnxLightError
 from .methods import method_row
 from .extended import row_products
-from .numerics import DOUBLE, FLOAT, LARGEST, LOGICAL_DTYPES, dtype_code, to_logical
+from .numerics import DOUBLE, FLOAT, LARGEST, LOGICAL_DTYPES, dtype_code, narrow, to_logical
 from .plan import QuantizationPlan, RunArrays
 from .profiles import WIRE_PREFIX, QuantizationFormat, parse_quantization_format
 from .validate import validate_geometry, validate_layout, validate_run
@@ -382,7 +382,7 @@ def _read(encoded, model, opened: Opened | None = None) -> Decoded:
         raise OnnxLightError("OL-WIRE-26", "the descriptor is not the canonical schema of its own runs",
                              path=f"{path} -> struct_type")
     try:
-        parsed = payload_schema(geometry).parse(raw)
+        parsed = payload_schema(geometry).parse(raw, buffer=raw)   # arrays view raw, uncopied
     except HurrayDeclError as err:
         raise err.rebased(0, path)
     except cs.ConstructError as exc:  # the length was checked above; this is a guard
@@ -486,13 +486,21 @@ def _decode_chunked(prepared: Prepared, codes: Sequence[np.ndarray], count: int,
     out = np.empty(count, dtype=LOGICAL_DTYPES[code])
     for i, ((run, start, _), data) in enumerate(zip(_run_slices(prepared.runs), codes)):
         row = method_row(run.layout.method, "value -> blocks")
+        # Where every block's magnitude is bounded below the dtype's largest value, no value
+        # can overflow, and the finite check is skipped.
+        bounded = row.magnitude is not None and bool((row.magnitude(run) < LARGEST[code]).all())
         size = int(run.layout.count)
         step = max(1, _DECODE_CHUNK // max(1, size))
         for j in range(0, run.blocks, step):
-            part = run.part(j, j + step)
-            values = row.decode(data[j:j + step], part, f"value -> blocks[{i}]")
+            values = row.decode(data[j:j + step], run.part(j, j + step), f"value -> blocks[{i}]")
             at = start + j * size
-            out[at:at + values.size] = to_logical(values, code, "OL-NUM-25", "value", at).ravel()
+            target = out[at:at + values.size].reshape(values.shape)
+            if code in (FLOAT, DOUBLE):
+                target[...] = values            # the assignment rounds to nearest, as astype does
+            else:
+                target[...] = narrow(values, code)
+            if not bounded and not np.isfinite(target).all():
+                to_logical(values, code, "OL-NUM-25", "value", at)   # raises, naming the value
     return out
 
 

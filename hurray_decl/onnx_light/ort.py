@@ -25,7 +25,7 @@ import numpy as np
 from ..errors import OnnxLightError
 from .methods.affine import affine_codes, ratio_scales
 from .numerics import BFLOAT16, FLOAT, FLOAT16, INT64, LOGICAL_DTYPES, UINT8, narrow, to_logical
-from .packing import pack_bits, unpack_bits
+from .packing import decode_bytes, pack_bits, unpack_bits
 from .plan import (
     U32_MAX,
     QuantizationBlockLayout,
@@ -459,7 +459,12 @@ class OrtValue:
     scales: np.ndarray         # source dtype [N, G]
     zero_points: np.ndarray    # float64 [N, G], the effective zero points
     zp_stored: np.ndarray | None  # the stored zero_points tensor, or None when implicit
-    codes: np.ndarray          # uint8/uint32 [N * G, block]
+
+    @property
+    def codes(self) -> np.ndarray:
+        """The codes, uint8 ``[N * G, block]`` (unpacked on request)."""
+        g = self.geometry
+        return unpack_bits(self.weights.reshape(g.n * g.groups, g.blob), g.block_size, g.bits, "value -> B")
 
 
 def read_ort(resolved: pb.StructTypeProto, fmt: QuantizationFormat, dtype: int, shape: tuple[int, ...],
@@ -510,21 +515,27 @@ def read_ort(resolved: pb.StructTypeProto, fmt: QuantizationFormat, dtype: int, 
             j = int(np.flatnonzero(~np.isfinite(zp.ravel()))[0])
             raise _fail("OL-ORT-14", "a stored zero point is not finite", f"{path} -> zero_points[{j}]",
                         repr(float(zp.ravel()[j])), "finite").located(at + j * geometry.width)
-    codes = unpack_bits(weights.reshape(n * g, geometry.blob), geometry.block_size, bits, f"{path} -> B")
-    bad = (codes != 0) & ~_real_rows(geometry)
-    if bad.any():
-        block, w = (int(i) for i in np.argwhere(bad)[0])
-        raise _fail("OL-ORT-23", "nonzero weight padding after the K real rows of a column's last group",
-                    f"{path} -> B[{block // g}][{g - 1}] -> row {(g - 1) * geometry.block_size + w}",
-                    int(codes[block, w]), 0).located(block * geometry.blob + w * bits // 8)
-    return OrtValue(geometry, weights, scales, zp, stored, codes)
+    tail = geometry.k - (g - 1) * geometry.block_size   # real rows in each column's last group
+    if tail < geometry.block_size:
+        last = unpack_bits(np.ascontiguousarray(weights[:, -1]), geometry.block_size, bits, f"{path} -> B")
+        bad = last[:, tail:] != 0
+        if bad.any():
+            column, w = (int(i) for i in np.argwhere(bad)[0])
+            block = column * g + g - 1
+            raise _fail("OL-ORT-23", "nonzero weight padding after the K real rows of a column's last group",
+                        f"{path} -> B[{column}][{g - 1}] -> row {(g - 1) * geometry.block_size + tail + w}",
+                        int(last[column, tail + w]), 0).located(block * geometry.blob + (tail + w) * bits // 8)
+    return OrtValue(geometry, weights, scales, zp, stored)
 
 
 def decode_ort(value: OrtValue) -> np.ndarray:
     """value[row, col] = (code - zero_point) x scale, as float64 [K, N] (OL-ORT-29)."""
     geometry = value.geometry
-    values = (value.codes.astype(np.float64) - value.zero_points.reshape(-1, 1)) \
-        * value.scales.astype(np.float64).reshape(-1, 1)
+    g = geometry
+    data = value.weights.reshape(g.n * g.groups, g.blob)
+    values = decode_bytes(data, g.block_size, g.bits, False)
+    values -= value.zero_points.reshape(-1, 1)
+    values *= value.scales.astype(np.float64).reshape(-1, 1)
     columns = values.reshape(geometry.n, geometry.groups * geometry.block_size)[:, :geometry.k]
     return np.ascontiguousarray(columns.T)
 

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -271,20 +272,25 @@ def check_strings(message, path: str, code: str) -> None:
     string back as ``bytes``), with the rule of the message holding it; ``code`` is the rule
     for messages not listed in ``_STRING_RULES``."""
     code = _string_rule(message.DESCRIPTOR, code)
-    for field, value in message.ListFields():
-        where = f"{path} -> {field.name}"
+    for field in message.DESCRIPTOR.fields:   # not ListFields: it would copy every bytes field
+        if field.type not in (field.TYPE_STRING, field.TYPE_MESSAGE):
+            continue
         repeated = field.is_repeated
-        items = value if repeated else (value,)
-        if field.type == field.TYPE_STRING:
-            for i, item in enumerate(items):
-                if isinstance(item, bytes):
-                    raise _fail(code, "a string field is not valid UTF-8", f"{where}[{i}]" if repeated else where,
-                                item[:32].hex(" "), "UTF-8 text")
-        elif field.type == field.TYPE_MESSAGE:
-            if field.message_type.GetOptions().map_entry:
+        if repeated:
+            items = getattr(message, field.name)
+            if not len(items):
                 continue
-            for i, item in enumerate(items):
-                check_strings(item, f"{where}[{i}]" if repeated else where, code)
+        elif not message.HasField(field.name):
+            continue
+        else:
+            items = (getattr(message, field.name),)
+        where = f"{path} -> {field.name}"
+        for i, item in enumerate(items):
+            at = f"{where}[{i}]" if repeated else where
+            if field.type == field.TYPE_MESSAGE:
+                check_strings(item, at, code)
+            elif isinstance(item, bytes):
+                raise _fail(code, "a string field is not valid UTF-8", at, item[:32].hex(" "), "UTF-8 text")
 
 
 def _checked(value: int, path: str) -> int:
@@ -401,6 +407,13 @@ class NumpyArray(cs.Construct):
 
     def _parse(self, stream, context, path):
         size = self.count * self.dtype.itemsize
+        buffer = context._params.get("buffer")
+        if buffer is not None and isinstance(stream, io.BytesIO):
+            # parse(data, buffer=data) on the top-level stream: a read-only view, no copy
+            at = stream.tell()
+            if len(buffer) - at >= size:
+                stream.seek(at + size)
+                return np.frombuffer(buffer, dtype=self.dtype, count=self.count, offset=at)
         data = stream_read(stream, size, path)
         return np.frombuffer(data, dtype=self.dtype, count=self.count)
 

@@ -72,9 +72,11 @@ def decode(data: np.ndarray, run, path: str) -> np.ndarray:
         if signed:
             codes = sign_extend(codes, bits)
         values = codes.astype(np.float64)
-    values -= run.zero_point[:, None]
+    if run.zero_point.any():
+        values -= run.zero_point[:, None]
     values *= run.scale[:, None]
-    values += run.offset[:, None]
+    if run.offset.any():   # + 0.0 changes nothing here: the scale is positive, so no -0.0 arises
+        values += run.offset[:, None]
     return values
 
 

@@ -22,8 +22,8 @@ from typing import Callable, TextIO
 
 import numpy as np
 
-from .codec import dequantize_value, quantize_array
-from .ort import export_matmul_nbits_inputs, make_matmul_nbits_plan
+from .codec import dequantize_value, export_matmul_nbits_inputs, quantize_array
+from .ort import make_matmul_nbits_plan
 from .plan import make_quantization_plan
 from .profiles import QuantizationFormat
 

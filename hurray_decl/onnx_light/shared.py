@@ -25,13 +25,14 @@ from google.protobuf.message import DecodeError
 
 from ..errors import HurrayDeclError, OnnxLightError
 from .calibrate import quantize_with_type
-from .codec import _as_encoded, dequantize_value
+from .portable import as_encoded
 from .numerics import INT64, LOGICAL_DTYPES, UINT8
 from .ort import ORT_FORMATS
 from .profiles import WIRE_PREFIX, parse_quantization_format
 from .tensors import array_to_tensor, tensor_to_array
+from .values import dequantize_full
 from .wire import (
-    _add_tensor,
+    add_tensor,
     check_strings,
     logical_shape,
     model_catalogue,
@@ -147,7 +148,7 @@ def compact_type(local_size: int) -> pb.StructTypeProto:
     root = pb.StructTypeProto()
     root.name = COMPACT_NAME
     root.structure.SetInParent()
-    _add_tensor(root.structure, "local", UINT8, [1 + local_size])
+    add_tensor(root.structure, "local", UINT8, [1 + local_size])
     return root
 
 
@@ -439,7 +440,7 @@ class SharedQuantizedValue(EncodedValue):
 
     def todense(self) -> np.ndarray:
         """The decoded values (the reference evaluator's test for a non-tensor value)."""
-        return dequantize_value(self.materialize())
+        return dequantize_full(self.materialize())
 
     def __repr__(self) -> str:
         return (f"SharedQuantizedValue(name={self.name!r}, parameter_ref={self.parameter_ref!r}, "
@@ -504,7 +505,7 @@ def materialize_quantized_value(value, model=None) -> pb.EncodedValueProto:
     if isinstance(value, SharedQuantizedValue):
         source, parameters = value._encoded, value._set
     else:
-        source = _as_encoded(value)
+        source = as_encoded(value)
         if not source.HasField("parameter_ref"):
             result = pb.EncodedValueProto()
             result.CopyFrom(source)

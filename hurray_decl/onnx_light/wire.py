@@ -96,13 +96,13 @@ def _tensor_type(elem_type: int, dims: Sequence[int]) -> pb.TypeProto:
     return t
 
 
-def _add_tensor(structure, name: str, elem_type: int, dims: Sequence[int]) -> None:
+def add_tensor(structure, name: str, elem_type: int, dims: Sequence[int]) -> None:
     f = structure.field.add()
     f.name = name
     f.type.CopyFrom(_tensor_type(elem_type, dims))
 
 
-def _int64_constant(values: Sequence[int], dims: Sequence[int]) -> pb.TensorProto:
+def int64_constant(values: Sequence[int], dims: Sequence[int]) -> pb.TensorProto:
     c = pb.TensorProto()
     c.dims.extend(dims)
     c.data_type = INT64
@@ -116,11 +116,11 @@ def _block_element(layout: QuantizationBlockLayout) -> pb.TypeProto:
     s.SetInParent()
     p = s.field.add()
     p.name = BLOCK_FIELDS[0]
-    p.constant.CopyFrom(_int64_constant(layout.header(), [9]))
+    p.constant.CopyFrom(int64_constant(layout.header(), [9]))
     tensors = ((DOUBLE, []), (DOUBLE, []), (DOUBLE, []), (DOUBLE, [layout.table_size]),
                (UINT8, [layout.code_bytes]))
     for name, (elem_type, dims) in zip(BLOCK_FIELDS[1:], tensors):
-        _add_tensor(s, name, elem_type, dims)
+        add_tensor(s, name, elem_type, dims)
     return element
 
 
@@ -134,14 +134,14 @@ def canonical_type(geometry: Geometry) -> pb.StructTypeProto:
     tensors = ((UINT8, [1]), (INT64, [geometry.permutation]), (DOUBLE, [n, n]), (DOUBLE, [n, n]),
                (INT64, [o]), (DOUBLE, [o]))
     for name, (elem_type, dims) in zip(ROOT_FIELDS, tensors):
-        _add_tensor(s, name, elem_type, dims)
+        add_tensor(s, name, elem_type, dims)
     blocks = s.field.add()
     blocks.name = ROOT_FIELDS[6]
     bs = blocks.type.struct_type.structure
     bs.SetInParent()
     count = bs.field.add()
     count.name = "count"
-    count.constant.CopyFrom(_int64_constant([geometry.total_blocks], []))
+    count.constant.CopyFrom(int64_constant([geometry.total_blocks], []))
     first = 0
     for run in merge_runs(geometry.runs):
         f = bs.field.add()

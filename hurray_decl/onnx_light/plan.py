@@ -19,6 +19,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from ..errors import OnnxLightError
+from .methods.cast import CAST_WIDTHS  # the cast method owns its dtype widths
 from .profiles import PROFILES, QuantizationFormat, QuantizationMethod, require_format
 
 __all__ = [
@@ -75,8 +76,6 @@ class QuantizationBlockLayout:
     @property
     def code_bytes(self) -> int:
         """C: packed code bytes of one block (OL-WIRE-32)."""
-        from .methods.cast import CAST_WIDTHS  # the cast method owns its dtype widths
-
         if int(self.method) == QuantizationMethod.CAST:
             return int(self.count) * CAST_WIDTHS[int(self.cast_type)]
         if int(self.base3):

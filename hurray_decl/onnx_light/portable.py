@@ -39,6 +39,7 @@ from .validate import validate_geometry, validate_layout, validate_run
 from .wire import (
     Geometry,
     RunGeometry,
+    block_dtype,
     canonical_type,
     check_strings,
     logical_shape,
@@ -231,8 +232,6 @@ def reconstruction_bounded(prepared: Prepared, code: int) -> bool:
 
 
 def build_payload(geometry: Geometry, prepared: Prepared, saved: np.ndarray, codes) -> bytes:
-    from .wire import block_dtype
-
     records: dict[str, np.ndarray] = {}
     first = 0
     pending: list[np.ndarray] = []

@@ -298,3 +298,22 @@ def test_emulation_handles_ranges_the_double_double_cannot_hold():
     matrix = np.array([[1e10], [-1e10]])
     assert extended.row_products(rows, matrix, emulate=True)[0, 0] == 0.0
     assert extended.row_products(np.array([[1e300, 0.0]]), matrix, emulate=True)[0, 0] == np.inf
+
+
+def test_quantize_operator_follows_the_model(path):
+    onnx = pytest.importorskip("onnx")
+    from onnx import helper
+
+    from hurray_decl.onnx_light import TypeProto, quantization_operators
+
+    x = np.array([0.75, -0.25, 1.25, 2.75, 0.05], np.float64)
+    type_ = make_quantization_type(make_quantization_plan(F.INT8, x.size, x.size))
+    attr = onnx.TypeProto.FromString(TypeProto(struct_type=type_).SerializeToString())
+    node = helper.make_node("Quantize", ["X", "S"], ["Q"], domain="ai.rt", type=attr)
+    ops = {cls.__name__: cls for cls in quantization_operators(None)}
+    params = {"opsets": {"": 21, "ai.rt": 1}, "new_ops": {}, "log": lambda *a: None, "verbose": 0}
+    (value,) = ops["Quantize"](node, params).run(x, np.array([0.1]))
+    got = dequantize_value(value)
+    want = np.array([X87.affine_code(v, 0, 0.1, 0, -128, 127) for v in x], dtype=np.float64) * 0.1
+    np.testing.assert_array_equal(got, want)
+    assert X87.affine_code(0.75, 0, 0.1, 0, -128, 127) == 8

@@ -226,7 +226,7 @@ def reconstruction_bounded(prepared: Prepared, code: int) -> bool:
     limit = LARGEST[code]
     for run in prepared.runs:
         bound = method_row(run.layout.method, "plan").magnitude
-        if bound is None or not bool((bound(run) < limit).all()):
+        if bound is None or not bound(run) < limit:
             return False
     return True
 
@@ -427,7 +427,7 @@ def decode_chunked(prepared: Prepared, codes: Sequence[np.ndarray], count: int, 
         row = method_row(run.layout.method, "value -> blocks")
         # Where every block's magnitude is bounded below the dtype's largest value, no value
         # can overflow, and the finite check is skipped.
-        bounded = row.magnitude is not None and bool((row.magnitude(run) < LARGEST[code]).all())
+        bounded = row.magnitude is not None and row.magnitude(run) < LARGEST[code]
         size = int(run.layout.count)
         step = max(1, _DECODE_CHUNK // max(1, size))
         for j in range(0, run.blocks, step):

@@ -28,7 +28,7 @@ class MethodRow:
     encode: Callable[..., np.ndarray]     # (values [B, count], run, path) -> code bytes [B, C]
     decode: Callable[..., np.ndarray]     # (code bytes [B, C], run, path) -> values [B, count]
     calibrate: Callable[..., np.ndarray]  # (values [B, count], run, path) -> scales [B]
-    magnitude: Callable[..., np.ndarray] | None = None  # run -> bound of |decoded| per block, or None
+    magnitude: Callable[..., float] | None = None  # run -> a bound of |decoded| over the run, or None
 
 
 METHODS: Table[int, MethodRow] = Table("onnx-light block method", "OL-PLAN-07")

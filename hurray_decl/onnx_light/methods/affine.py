@@ -80,12 +80,14 @@ def decode(data: np.ndarray, run, path: str) -> np.ndarray:
     return values
 
 
-def magnitude(run) -> np.ndarray:
-    """An upper bound of |(code - zero_point) * scale + offset| over every code, per block."""
+def magnitude(run) -> float:
+    """An upper bound of |(code - zero_point) * scale + offset| over every code of the run."""
     lo, hi = code_range(run.layout)
+    if not run.blocks:
+        return 0.0
     with np.errstate(over="ignore", invalid="ignore"):
-        span = np.maximum(np.abs(lo - run.zero_point), np.abs(hi - run.zero_point))
-        return (span * np.abs(run.scale) + np.abs(run.offset)) * (1 + 2.0**-40)
+        span = max(hi - float(run.zero_point.min()), float(run.zero_point.max()) - lo)
+        return (span * float(np.abs(run.scale).max()) + float(np.abs(run.offset).max())) * (1 + 2.0**-40)
 
 
 def calibrate(values: np.ndarray, run, path: str) -> np.ndarray:

@@ -101,12 +101,14 @@ def decode(data: np.ndarray, run, path: str) -> np.ndarray:
     return values * run.scale[:, None]
 
 
-def magnitude(run) -> np.ndarray:
-    """An upper bound of |scale * sum over books of an entry component|, per block."""
-    tables = np.abs(_tables(run))
+def magnitude(run) -> float:
+    """An upper bound of |scale * sum over books of an entry component| over the run."""
+    tables = _tables(run)
+    if not tables.size:
+        return 0.0
     with np.errstate(over="ignore", invalid="ignore"):
-        worst = tables.max(axis=(2, 3), initial=0.0).sum(axis=1) if tables.size else np.zeros(run.blocks)
-        return worst * np.abs(run.scale) * (1 + 2.0**-40)
+        worst = float(np.abs(tables).max(axis=(0, 2, 3)).sum())
+        return worst * float(np.abs(run.scale).max()) * (1 + 2.0**-40)
 
 
 def calibrate(values: np.ndarray, run, path: str) -> np.ndarray:

@@ -258,8 +258,8 @@ def affine_values(values: np.ndarray, offset: np.ndarray, scale: np.ndarray, zer
             unsure[...] = True
         else:
             unsure[np.abs(zero_point) > 2**16] = True
-    js, ks = np.nonzero(unsure)
-    if js.size:
+    js, ks = np.nonzero(unsure) if unsure.any() else ((), ())
+    if len(js):
         xs = values[js, ks].astype(np.float64)
         os_, ss, zs = offset[js], scale[js], zero_point[js]
         if native:

@@ -18,7 +18,7 @@ from typing import Any, Sequence
 
 import construct as cs
 import numpy as np
-from construct.core import stream_read, stream_write
+from construct.core import stream_read
 
 from ..errors import OnnxLightError
 from ..schema import Rule
@@ -419,7 +419,7 @@ class NumpyArray(cs.Construct):
 
     def _build(self, obj, stream, context, path):
         array = np.ascontiguousarray(np.asarray(obj, dtype=self.dtype)).reshape(self.count)
-        stream_write(stream, array.tobytes(), array.nbytes, path)
+        stream.write(memoryview(array).cast("B"))   # the array's own bytes, without a copy
         return obj
 
     def _sizeof(self, context, path):

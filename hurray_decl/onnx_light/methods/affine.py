@@ -40,7 +40,7 @@ def affine_codes(values: np.ndarray, scale: np.ndarray, zero_point: np.ndarray,
     return nearest_even(affine_values(values, offset, scale, zero_point, lo, hi))
 
 
-_CHUNK = 1 << 16   # values encoded at once: a chunk's temporaries stay in cache
+_CHUNK = 1 << 17   # values encoded at once: a chunk's temporaries stay in cache
 
 
 def encode(values: np.ndarray, run, path: str) -> np.ndarray:

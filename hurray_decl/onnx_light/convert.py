@@ -200,7 +200,8 @@ def _portable_parts(opened, model, storage, symmetric, scale_type):
     if name not in SCALE_TYPES:
         raise _refuse("HQ-PB-08", "per-block affine scales are float16, bfloat16 or float32", "scale_type", name,
                       sorted(SCALE_TYPES))
-    narrow = scales.astype(np.float32).astype(LOGICAL_DTYPES[SCALE_TYPES[name]])
+    with np.errstate(over="ignore"):   # an overflow is not exact: refused just below
+        narrow = scales.astype(np.float32).astype(LOGICAL_DTYPES[SCALE_TYPES[name]])
     if (narrow.astype(np.float64) != scales).any():
         j = int(np.flatnonzero(narrow.astype(np.float64) != scales)[0])
         raise _refuse("HQ-PB-08", f"a scale is not exactly representable as {name}", f"scales[{j}]",

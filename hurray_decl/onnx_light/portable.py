@@ -434,10 +434,11 @@ def decode_chunked(prepared: Prepared, codes: Sequence[np.ndarray], count: int, 
             values = row.decode(data[j:j + step], run.part(j, j + step), f"value -> blocks[{i}]")
             at = start + j * size
             target = out[at:at + values.size].reshape(values.shape)
-            if code in (FLOAT, DOUBLE):
-                target[...] = values            # the assignment rounds to nearest, as astype does
-            else:
-                target[...] = narrow(values, code)
+            with np.errstate(over="ignore", invalid="ignore"):   # an overflow is refused just below
+                if code in (FLOAT, DOUBLE):
+                    target[...] = values        # the assignment rounds to nearest, as astype does
+                else:
+                    target[...] = narrow(values, code)
             if not bounded and not np.isfinite(target).all():
                 to_logical(values, code, "OL-NUM-25", "value", at)   # raises, naming the value
     return out

@@ -14,66 +14,11 @@ zero-point storage, codes and payload), :mod:`.decode` (validation and values) a
 
 from __future__ import annotations
 
-from .decode import OrtValue, decode_ort, ort_plan, read_ort
-from .descriptor import OrtTypeInfo, ort_type, read_ort_type
-from .encode import (
-    encode_ort,
-    ort_payload,
-    quantize_ort,
-    quantize_ort_with_type,
-    round_parameters,
-    source_code,
-    zero_point_storage,
-)
-from .export import MatMulNBitsInputs, export_inputs
-from .geometry import (
-    FIELDS,
-    FLOATING,
-    IMPLICIT,
-    ORT_FORMATS,
-    PACKED,
-    SOURCE_DTYPES,
-    OrtGeometry,
-    check_block_size,
-    group_rows,
-    is_int,
-    make_matmul_nbits_plan,
-    ort_bits,
-    ort_error,
-    ort_header,
-    real_rows,
-)
+from . import geometry, descriptor, encode, decode, export
+from .geometry import *  # noqa: F403 (each module's __all__)
+from .descriptor import *  # noqa: F403 (each module's __all__)
+from .encode import *  # noqa: F403 (each module's __all__)
+from .decode import *  # noqa: F403 (each module's __all__)
+from .export import *  # noqa: F403 (each module's __all__)
 
-__all__ = [
-    "ORT_FORMATS",
-    "SOURCE_DTYPES",
-    "FIELDS",
-    "IMPLICIT",
-    "PACKED",
-    "FLOATING",
-    "ort_error",
-    "is_int",
-    "check_block_size",
-    "ort_bits",
-    "ort_header",
-    "OrtGeometry",
-    "make_matmul_nbits_plan",
-    "group_rows",
-    "real_rows",
-    "ort_type",
-    "OrtTypeInfo",
-    "read_ort_type",
-    "round_parameters",
-    "zero_point_storage",
-    "encode_ort",
-    "ort_payload",
-    "source_code",
-    "quantize_ort",
-    "quantize_ort_with_type",
-    "OrtValue",
-    "read_ort",
-    "decode_ort",
-    "ort_plan",
-    "MatMulNBitsInputs",
-    "export_inputs",
-]
+__all__ = [*geometry.__all__, *descriptor.__all__, *encode.__all__, *decode.__all__, *export.__all__]

@@ -15,50 +15,8 @@ set's common bytes again (:mod:`.compact`).
 
 from __future__ import annotations
 
-from .compact import (
-    EncodedValue,
-    SharedQuantizedValue,
-    check_shared_value,
-    compact_value,
-    materialize_quantized_value,
-    quantize_tensor_shared,
-)
-from .parameters import (
-    COMPACT_NAME,
-    NUMERIC_ROLES,
-    PARAMETERS_PREFIX,
-    ROLES,
-    ParameterSet,
-    add_quantization_parameters,
-    as_pb_model,
-    build_set,
-    compact_type,
-    convert_message,
-    make_shared_quantization_type,
-    parameter_catalogue,
-    parameter_set,
-    shared_error,
-)
+from . import parameters, compact
+from .parameters import *  # noqa: F403 (each module's __all__)
+from .compact import *  # noqa: F403 (each module's __all__)
 
-__all__ = [
-    "PARAMETERS_PREFIX",
-    "ROLES",
-    "NUMERIC_ROLES",
-    "COMPACT_NAME",
-    "shared_error",
-    "as_pb_model",
-    "convert_message",
-    "ParameterSet",
-    "compact_type",
-    "build_set",
-    "parameter_catalogue",
-    "parameter_set",
-    "make_shared_quantization_type",
-    "add_quantization_parameters",
-    "EncodedValue",
-    "SharedQuantizedValue",
-    "compact_value",
-    "quantize_tensor_shared",
-    "check_shared_value",
-    "materialize_quantized_value",
-]
+__all__ = [*parameters.__all__, *compact.__all__]

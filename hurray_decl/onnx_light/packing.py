@@ -12,7 +12,8 @@ import numpy as np
 
 from ..errors import OnnxLightError
 
-__all__ = ["pack_bits", "unpack_bits", "pack_base3", "unpack_base3", "sign_extend", "check_padding", "code_table", "decode_bytes"]
+__all__ = ["pack_bits", "unpack_bits", "pack_base3", "unpack_base3", "sign_extend", "check_padding", "code_table",
+           "decode_bytes"]
 
 _POW3 = np.array([1, 3, 9, 27, 81], dtype=np.uint16)
 

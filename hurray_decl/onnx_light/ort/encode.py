@@ -157,7 +157,8 @@ def _check_plan(plan: QuantizationPlan, shape: Sequence[int], path: str = "plan"
             raise ort_error("OL-ORT-09", f"ORT layouts have no {name}", f"{path} -> {name}",
                         len(getattr(plan, name)), 0)
     if int(plan.transform_size):
-        raise ort_error("OL-ORT-09", "ORT layouts have no transform", f"{path} -> transform_size", plan.transform_size, 0)
+        raise ort_error("OL-ORT-09", "ORT layouts have no transform",
+                        f"{path} -> transform_size", plan.transform_size, 0)
     tables = [len(t) for t in run._ragged] if run._codebook is None else [run._codebook.shape[1]] * len(run)
     if any(tables):
         j = next(i for i, t in enumerate(tables) if t)
@@ -201,7 +202,8 @@ def quantize_ort_with_type(source: np.ndarray, requested: pb.StructTypeProto, re
     code = source_code(source)
     info = read_ort_type(resolved, fmt, "type")
     if source.ndim != 2:
-        raise ort_error("OL-ORT-07", "an ORT source is a [K, N] matrix", "source -> shape", list(source.shape), "[K, N]")
+        raise ort_error("OL-ORT-07", "an ORT source is a [K, N] matrix",
+                        "source -> shape", list(source.shape), "[K, N]")
     k, n = source.shape
     expected = OrtGeometry(fmt, int(k), int(n), info.block_size, code, info.zero_points)
     if k == 0 or (info.n, info.groups, info.dtype) != (n, expected.groups, code):

@@ -232,7 +232,8 @@ def build_set(name: str, tensors: Mapping[str, pb.TensorProto], catalogue_model,
     parameters = {role: _numeric(tensors[role], role, f"{path} -> {role}")
                   for role in NUMERIC_ROLES if role in tensors}
     if not (isinstance(resolved.name, str) and resolved.name.startswith(WIRE_PREFIX)):
-        raise shared_error("OL-SHR-08", "storage_type is not a quantization descriptor", f"{path} -> storage_type -> name",
+        raise shared_error("OL-SHR-08", "storage_type is not a quantization descriptor",
+                           f"{path} -> storage_type -> name",
                     resolved.name, WIRE_PREFIX + "<profile>")
     try:
         zeros = np.zeros(shape, dtype=LOGICAL_DTYPES[dtype])
@@ -263,7 +264,8 @@ def _declarations(model: pb.ModelProto):
         roles: dict[str, str] = {}
         for entry in annotation.quant_parameter_tensor_names:
             if entry.key not in ROLES:
-                raise shared_error("OL-SHR-02", "unknown parameter-set role", f"{path} -> {entry.key}", entry.key, list(ROLES))
+                raise shared_error("OL-SHR-02", "unknown parameter-set role",
+                                   f"{path} -> {entry.key}", entry.key, list(ROLES))
             if entry.key in roles:
                 raise shared_error("OL-SHR-03", "a role is named twice", f"{path} -> {entry.key}", entry.key, "once")
             roles[entry.key] = entry.value
@@ -330,7 +332,8 @@ def add_quantization_parameters(model, name: str, storage_type, logical_type, *,
     The numerical arguments take Quantize's input dtypes and shapes; ``scales`` is required.
     """
     if not isinstance(name, str) or not name:
-        raise shared_error("OL-SHR-06", "a parameter set needs a non-empty name", "name", repr(name), "a non-empty string")
+        raise shared_error("OL-SHR-06", "a parameter set needs a non-empty name",
+                           "name", repr(name), "a non-empty string")
     if scales is None:
         raise shared_error("OL-SHR-04", "scales is required: shared mode never calibrates", "scales", None, "a tensor")
     if not hasattr(model, "graph"):
@@ -348,7 +351,8 @@ def add_quantization_parameters(model, name: str, storage_type, logical_type, *,
     for role, tensor in tensors:
         tensor.name = f"{PARAMETERS_PREFIX}{name}/{role}"
         if tensor.name in existing:
-            raise shared_error("OL-SHR-05", "the model already holds this set's initializers", f"initializer {tensor.name}",
+            raise shared_error("OL-SHR-05", "the model already holds this set's initializers",
+                               f"initializer {tensor.name}",
                         tensor.name, "a new set name")
         trial.graph.initializer.add().CopyFrom(tensor)
         entry = annotation.quant_parameter_tensor_names.add()

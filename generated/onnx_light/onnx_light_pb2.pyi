@@ -348,12 +348,12 @@ class AffineLayoutProto(_message.Message):
     ZERO_POINT_FIELD_NUMBER: _ClassVar[int]
     AXIS_FIELD_NUMBER: _ClassVar[int]
     BLOCK_SIZE_FIELD_NUMBER: _ClassVar[int]
-    storage_type: TypeProto
+    storage_type: TensorProto.DataType
     scale: TensorProto
     zero_point: TensorProto
     axis: int
     block_size: int
-    def __init__(self, storage_type: _Optional[_Union[TypeProto, _Mapping]] = ..., scale: _Optional[_Union[TensorProto, _Mapping]] = ..., zero_point: _Optional[_Union[TensorProto, _Mapping]] = ..., axis: _Optional[int] = ..., block_size: _Optional[int] = ...) -> None: ...
+    def __init__(self, storage_type: _Optional[_Union[TensorProto.DataType, str]] = ..., scale: _Optional[_Union[TensorProto, _Mapping]] = ..., zero_point: _Optional[_Union[TensorProto, _Mapping]] = ..., axis: _Optional[int] = ..., block_size: _Optional[int] = ...) -> None: ...
 
 class EncodedValueProto(_message.Message):
     __slots__ = ("affine", "struct_type", "logical_type", "raw_data", "external_data", "data_location", "name", "doc_string", "parameter_ref")

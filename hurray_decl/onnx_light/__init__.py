@@ -19,7 +19,15 @@ from ._generated.onnx_light_pb2 import (
     TypeProto,
 )
 from .calibrate import quantize_with_type
-from .codec import decode_plan, dequantize_value, make_quantization_type, quantize_array
+from .codec import (
+    decode_plan,
+    dequantize_tensor_proto,
+    dequantize_value,
+    export_matmul_nbits_inputs,
+    make_quantization_type,
+    quantize_array,
+    quantize_tensor_proto,
+)
 from ..errors import OnnxLightTypeError
 from .methods import METHODS, MethodRow
 from .model import check_model, check_model_values, model_to_textproto, serialize_for_ort
@@ -39,7 +47,7 @@ from .profiles import (
     quantization_formats,
 )
 from .convert import from_block_parts, ort_to_portable, portable_to_ort, to_block_parts
-from .ort import MatMulNBitsInputs, export_matmul_nbits_inputs, make_matmul_nbits_plan
+from .ort import MatMulNBitsInputs, make_matmul_nbits_plan
 from .shared import (
     ParameterSet,
     SharedQuantizedValue,
@@ -49,7 +57,6 @@ from .shared import (
     parameter_catalogue,
     quantize_tensor_shared,
 )
-from .tensors import dequantize_tensor_proto, quantize_tensor_proto
 from .wire import PARAMETER_REF_FIELD
 
 __all__ = [

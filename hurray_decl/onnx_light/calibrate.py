@@ -12,9 +12,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import OnnxLightError
-from .codec import Prepared, _source_array, encode_prepared, forward_values, prepare_plan
+from .portable import Prepared, encode_prepared, forward_values, prepare_plan, source_array
 from .methods import method_row
 from .numerics import LOGICAL_DTYPES
+from .ort import quantize_ort_with_type
 from .plan import QuantizationPlan, RunArrays
 from .profiles import PROFILES, WIRE_PREFIX, QuantizationMethod, parse_quantization_format
 from .validate import validate_layout
@@ -96,7 +97,7 @@ def quantize_with_type(array, struct_type, *, scales=None, zero_points=None, off
     A portable type is rebuilt run by run (OL-CAL); an ORT type is an existing ORT value's
     struct_type and is calibrated per (column, K-group) (OL-CAL-20, OL-OP-13).
     """
-    source, code = _source_array(array)
+    source, code = source_array(array)
     if isinstance(struct_type, pb.StructTypeProto):
         requested = struct_type
     elif hasattr(struct_type, "SerializeToString"):
@@ -107,12 +108,12 @@ def quantize_with_type(array, struct_type, *, scales=None, zero_points=None, off
     resolved = resolve_struct_type(requested, model, "type")
     fmt = _ort_format(resolved)
     if fmt is not None:
-        from .ort import quantize_ort_with_type
-
         refused = dict(offsets=offsets, codebooks=codebooks, permutation=permutation, forward=forward,
                        inverse=inverse, outliers=outliers)
-        return quantize_ort_with_type(source, requested, resolved, fmt, _per_block, scales=scales,
-                                      zero_points=zero_points, refused=refused)
+        encoded = quantize_ort_with_type(source, requested, resolved, fmt, _per_block, scales=scales,
+                                         zero_points=zero_points, refused=refused)
+        encoded.name = ""   # an array has no name: present and empty, as the original writes (OD-13)
+        return encoded
     geometry = read_geometry(resolved, "type")
     for i, run in enumerate(geometry.runs):
         validate_layout(run.layout, f"type -> blocks -> runs[{i}] -> parameters")
@@ -178,6 +179,7 @@ def quantize_with_type(array, struct_type, *, scales=None, zero_points=None, off
         _calibrate(source, prepared)
     encoded = encode_prepared(source, code, prepared)
     encoded.struct_type.CopyFrom(requested)   # the caller's own type: a type_ref stays one (OL-CAL-19)
+    encoded.name = ""   # an array has no name: present and empty, as the original writes (OD-13)
     return encoded
 
 

@@ -1,399 +1,43 @@
-"""Encoding and decoding portable onnx-light values (DIGEST.md § 8).
+"""The public encode and decode entry points for every onnx-light value (DIGEST.md § 8, 10, 11).
 
-Encoding: validate the plan, read the source as float64, save and zero the outliers, gather
-through the permutation, apply the forward transform, encode every run with its registered
-method, then decode the result again and refuse a reconstruction that is not finite in the
-source dtype.
-
-Decoding: check the message, resolve the type, size it, interpret and re-canonicalize the
-descriptor, parse raw_data with the Construct schema built from it, validate every block, decode
-each run in one NumPy pass, undo the transform, scatter through the permutation and restore the
-outliers.
+Explicit-plan encoding goes to the portable pipeline (:mod:`.portable`) or the ORT layouts
+(:mod:`.ort`). Decoding accepts a self-contained value (portable or ORT, :mod:`.values`), a
+compact value with its model, a :class:`~hurray_decl.onnx_light.shared.SharedQuantizedValue`, or
+an operator's ``QuantizedValue``: compact ones are materialized through their parameter set first.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Sequence
-
-import construct as cs
 import numpy as np
 
-from ..errors import HurrayDeclError, OnnxLightError
-from .methods import method_row
-from .numerics import dtype_code, matmul_rows, to_logical
-from .plan import QuantizationPlan, RunArrays
-from .profiles import WIRE_PREFIX, QuantizationFormat, parse_quantization_format
-from .validate import validate_geometry, validate_layout, validate_run
-from .wire import (
-    Geometry,
-    RunGeometry,
-    canonical_type,
-    logical_shape,
-    make_logical_type,
-    merge_runs,
-    model_catalogue,
-    payload_schema,
-    pb,
-    read_geometry,
-    resolve_struct_type,
-    same_message,
-    struct_bits,
-)
+from .ort import MatMulNBitsInputs, quantize_ort
+from .plan import QuantizationPlan
+from .portable import as_encoded, make_quantization_type, quantize_portable
+from .profiles import QuantizationFormat
+from .shared import materialize_quantized_value
+from .tensors import array_to_tensor, as_tensor, tensor_to_array
+from .values import decode_plan_full, dequantize_full, export_full, validate_full
+from .wire import pb
 
 __all__ = [
     "quantize_array",
     "dequantize_value",
     "decode_plan",
     "make_quantization_type",
-    "encode_prepared",
-    "Prepared",
-    "Opened",
-    "open_value",
     "validate_value",
     "unwrap_value",
-    "prepare_plan",
-    "forward_values",
+    "export_matmul_nbits_inputs",
+    "quantize_tensor_proto",
+    "dequantize_tensor_proto",
 ]
-
-
-# --- shared pipeline pieces --------------------------------------------------------------------
-
-@dataclass
-class Prepared:
-    """A validated plan in array form, ready to encode ``count`` elements."""
-
-    format: QuantizationFormat
-    runs: list[RunArrays]
-    permutation: np.ndarray   # int64 [P]
-    outliers: np.ndarray      # int64 [O]
-    transform: int
-    forward: np.ndarray       # float64 [n*n]
-    inverse: np.ndarray       # float64 [n*n]
-
-    def geometry(self) -> Geometry:
-        return Geometry(self.format, int(self.permutation.size), self.transform, int(self.outliers.size),
-                        tuple(RunGeometry(r.layout, r.blocks) for r in self.runs))
-
-
-def _int_array(values, name: str, code: str) -> np.ndarray:
-    try:
-        array = np.asarray(values)
-        if array.size == 0:
-            return np.zeros(0, dtype=np.int64)
-        if array.dtype.kind not in "iu" and not (array.dtype.kind == "f" and np.all(array == np.floor(array))):
-            raise TypeError(array.dtype)
-        return array.astype(np.int64).ravel()
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise OnnxLightError(code, f"{name} must hold integer indices", path=f"plan -> {name}") from exc
-
-
-def _float_array(values, name: str) -> np.ndarray:
-    try:
-        return np.asarray(values, dtype=np.float64).ravel()
-    except (TypeError, ValueError) as exc:
-        raise OnnxLightError("OL-PLAN-33", f"{name} must hold numbers", path=f"plan -> {name}") from exc
-
-
-def prepare_plan(plan: QuantizationPlan, count: int, runs: list[RunArrays] | None = None) -> Prepared:
-    """Validate a plan for ``count`` elements and convert it to arrays (OL-PLAN, OL-PROF-03)."""
-    if not isinstance(plan, QuantizationPlan):
-        raise OnnxLightError("OL-PLAN-27", "expected a QuantizationPlan", path="plan",
-                             actual=type(plan).__name__)
-    fmt = plan._format
-    if runs is None:
-        runs = []
-        for i, run in enumerate(plan._runs):
-            validate_layout(run.layout, f"plan -> runs[{i}] -> layout")
-            runs.append(RunArrays.from_run(run, f"plan -> runs[{i}]"))
-    for i, run in enumerate(runs):
-        validate_run(run, f"plan -> runs[{i}]")
-    prepared = Prepared(
-        fmt, runs,
-        _int_array(plan.permutation, "permutation", "OL-PLAN-28"),
-        _int_array(plan.outliers, "outliers", "OL-PLAN-29"),
-        int(plan.transform_size),
-        _float_array(plan.forward, "forward"),
-        _float_array(plan.inverse, "inverse"),
-    )
-    validate_geometry(fmt, runs, count, prepared.permutation, prepared.outliers, prepared.transform,
-                      prepared.forward, prepared.inverse, plan.matrix_shape)
-    return prepared
-
-
-def forward_values(flat: np.ndarray, prepared: Prepared) -> tuple[np.ndarray, np.ndarray]:
-    """Steps 3-5 of § 8.1 on a copy: save and zero outliers, gather, forward transform."""
-    work = flat.astype(np.float64, copy=True)
-    saved = work[prepared.outliers].copy()
-    work[prepared.outliers] = 0.0
-    if prepared.permutation.size:
-        work = work[prepared.permutation]
-    n = prepared.transform
-    if n:
-        work = matmul_rows(work.reshape(-1, n), prepared.forward.reshape(n, n)).ravel()
-        if not np.isfinite(work).all():
-            j = int(np.flatnonzero(~np.isfinite(work))[0])
-            raise OnnxLightError("OL-NUM-10", "the forward transform result is not finite",
-                                 path=f"value -> transformed[{j}]", actual=repr(float(work[j])), expected="finite")
-    return work, saved
-
-
-def _run_slices(runs: Sequence[RunArrays]):
-    start = 0
-    for run in runs:
-        size = int(run.layout.count) * run.blocks
-        yield run, start, start + size
-        start += size
-
-
-def _reconstruct(values: np.ndarray, prepared: Prepared, saved: np.ndarray) -> np.ndarray:
-    """Steps 5-7 of § 8.4: inverse transform, scatter, restore outliers."""
-    n = prepared.transform
-    if n:
-        values = matmul_rows(values.reshape(-1, n), prepared.inverse.reshape(n, n)).ravel()
-    if prepared.permutation.size:
-        out = np.empty_like(values)
-        out[prepared.permutation] = values
-        values = out
-    if prepared.outliers.size:
-        values[prepared.outliers] = saved
-    return values
-
-
-def _decode_runs(prepared: Prepared, codes: Sequence[np.ndarray], count: int, path: str) -> np.ndarray:
-    if len(codes) == 1:
-        run = prepared.runs[0]
-        return method_row(run.layout.method, path).decode(codes[0], run, f"{path}[0]").reshape(count)
-    out = np.empty(count, dtype=np.float64)
-    for (run, start, stop), data, i in zip(_run_slices(prepared.runs), codes, range(len(codes))):
-        row = method_row(run.layout.method, path)
-        out[start:stop] = row.decode(data, run, f"{path}[{i}]").ravel()
-    return out
-
-
-# --- encoding --------------------------------------------------------------------------------
-
-def _source_array(array) -> tuple[np.ndarray, int]:
-    if not isinstance(array, np.ndarray):
-        array = np.asarray(array)
-    code = dtype_code(array.dtype)
-    if code is None:
-        raise OnnxLightError("OL-NUM-01", "the source dtype is not FLOAT, DOUBLE, FLOAT16 or BFLOAT16",
-                             path="source -> dtype", actual=str(array.dtype),
-                             expected="float32, float64, float16 or bfloat16")
-    return array, code
-
-
-def encode_prepared(array: np.ndarray, code: int, prepared: Prepared) -> pb.EncodedValueProto:
-    flat = array.astype(np.float64).ravel()   # widening is exact (OL-NUM-06); the source is untouched
-    if not np.isfinite(flat).all():
-        j = int(np.flatnonzero(~np.isfinite(flat))[0])
-        raise OnnxLightError("OL-NUM-03", "the source holds a non-finite value", path=f"source[{j}]",
-                             actual=repr(float(flat[j])), expected="finite")
-    work, saved = forward_values(flat, prepared)
-    codes = []
-    for i, (run, start, stop) in enumerate(_run_slices(prepared.runs)):
-        row = method_row(run.layout.method, f"plan -> runs[{i}]")
-        codes.append(row.encode(work[start:stop].reshape(run.blocks, -1), run, f"plan -> runs[{i}]"))
-    # Reconstruction check (OL-NUM-22): decode what was written and convert to the source dtype.
-    decoded = _reconstruct(_decode_runs(prepared, codes, flat.size, "plan -> runs"), prepared, saved)
-    to_logical(decoded, code, "OL-NUM-22", "reconstruction")
-    geometry = prepared.geometry()
-    encoded = pb.EncodedValueProto()
-    encoded.struct_type.CopyFrom(canonical_type(geometry))
-    encoded.logical_type.CopyFrom(make_logical_type(code, array.shape))
-    encoded.raw_data = _build_payload(geometry, prepared, saved, codes)
-    return encoded
-
-
-def _build_payload(geometry: Geometry, prepared: Prepared, saved: np.ndarray, codes) -> bytes:
-    from .wire import block_dtype
-
-    records: dict[str, np.ndarray] = {}
-    first = 0
-    pending: list[np.ndarray] = []
-    pending_header = None
-    pending_first = 0
-    for run, data in zip(prepared.runs, codes):
-        record = np.zeros(run.blocks, dtype=block_dtype(run.layout))
-        record["scale"] = run.scale
-        record["zero_point"] = run.zero_point
-        record["offset"] = run.offset
-        record["codebook"] = run.codebook.reshape(run.blocks, -1)
-        record["codes"] = data
-        if pending and pending_header == run.layout.header():
-            pending.append(record)
-        else:
-            if pending:
-                records[f"run_{pending_first}"] = np.concatenate(pending)
-            pending, pending_header, pending_first = [record], run.layout.header(), first
-        first += run.blocks
-    if pending:
-        records[f"run_{pending_first}"] = np.concatenate(pending)
-    return payload_schema(geometry).build(dict(
-        reserved=0,
-        permutation=prepared.permutation,
-        forward=prepared.forward,
-        inverse=prepared.inverse,
-        outlier_indices=prepared.outliers,
-        outlier_values=saved,
-        blocks=records,
-    ))
 
 
 def quantize_array(array, plan: QuantizationPlan) -> pb.EncodedValueProto:
     """Encode a NumPy array with an explicit plan; parameters are used as supplied (OL-NUM-26)."""
     if isinstance(plan, QuantizationPlan) and isinstance(plan._format, QuantizationFormat) \
             and not plan._format.portable and int(plan._format) < len(QuantizationFormat):
-        from .ort import quantize_ort
-
         return quantize_ort(array, plan)
-    source, code = _source_array(array)
-    prepared = prepare_plan(plan, int(source.size))
-    return encode_prepared(source, code, prepared)
-
-
-def make_quantization_type(plan: QuantizationPlan) -> pb.StructTypeProto:
-    """The canonical descriptor of a portable plan; tables need not be filled in (OL-OP-12).
-
-    An ORT plan has no descriptor of its own: its type depends on the source dtype and the
-    zero-point storage, so the destination of an ORT encode is an existing ORT value's type
-    (OL-OP-13).
-    """
-    if not plan._format.portable:
-        raise OnnxLightError("OL-OP-13", "an ORT destination type is the struct_type of an existing ORT value",
-                             path="plan -> format", actual=plan._format.wire_name, expected="a portable profile")
-    runs = []
-    for i, run in enumerate(plan._runs):
-        validate_layout(run.layout, f"plan -> runs[{i}] -> layout")
-        runs.append(RunGeometry(run.layout, len(run)))
-    return canonical_type(Geometry(plan._format, len(plan.permutation), int(plan.transform_size),
-                                   len(plan.outliers), tuple(runs)))
-
-
-# --- decoding --------------------------------------------------------------------------------
-
-def _as_encoded(encoded) -> pb.EncodedValueProto:
-    if isinstance(encoded, pb.EncodedValueProto):
-        return encoded
-    if hasattr(encoded, "SerializeToString"):
-        return pb.EncodedValueProto.FromString(encoded.SerializeToString())
-    raise OnnxLightError("OL-WIRE-03", "expected an EncodedValueProto", path="value",
-                         actual=type(encoded).__name__)
-
-
-@dataclass
-class Decoded:
-    prepared: Prepared
-    codes: list[np.ndarray]
-    saved: np.ndarray
-    dtype_code: int
-    shape: tuple[int, ...]
-
-
-@dataclass
-class Opened:
-    """A value whose message-level checks passed, with its type resolved."""
-
-    value: pb.EncodedValueProto
-    resolved: pb.StructTypeProto
-    dtype: int
-    shape: tuple[int, ...]
-    format: QuantizationFormat | None   # the profile named by the root, when it parses
-
-
-def open_value(encoded, model) -> Opened:
-    """The checks every decoder shares: layout, payload location, type_ref, logical type.
-
-    A value with ``parameter_ref`` is refused: it decodes only through its model (OL-SHR-29).
-    """
-    value = _as_encoded(encoded)
-    path = "value"
-    if value.HasField("parameter_ref"):
-        raise OnnxLightError("OL-SHR-29", "a compact value needs its model's parameter set; the plain "
-                             "decoder refuses parameter_ref", path=f"{path} -> parameter_ref",
-                             actual=value.parameter_ref)
-    if value.WhichOneof("layout") != "struct_type":
-        raise OnnxLightError("OL-WIRE-03", "the value has no struct_type layout", path=f"{path} -> layout",
-                             actual=value.WhichOneof("layout"), expected="struct_type")
-    if value.HasField("raw_data") and len(value.external_data):
-        raise OnnxLightError("OL-WIRE-09", "raw_data and external_data are mutually exclusive",
-                             path=f"{path} -> external_data")
-    if not value.HasField("raw_data") and (len(value.external_data) or value.data_location == 1):
-        raise OnnxLightError("OL-WIRE-10", "the payload is external and not loaded", path=f"{path} -> raw_data")
-    resolved = resolve_struct_type(value.struct_type, model, f"{path} -> struct_type")
-    dtype, shape = logical_shape(value.logical_type, f"{path} -> logical_type")
-    fmt = None
-    if isinstance(resolved.name, str) and resolved.name.startswith(WIRE_PREFIX):
-        fmt = parse_quantization_format(resolved.name[len(WIRE_PREFIX):], path=f"{path} -> struct_type -> name")
-    return Opened(value, resolved, dtype, shape, fmt)
-
-
-def _read(encoded, model, opened: Opened | None = None) -> Decoded:
-    opened = opened if opened is not None else open_value(encoded, model)
-    value, resolved, dtype, shape = opened.value, opened.resolved, opened.dtype, opened.shape
-    path = "value"
-    raw = value.raw_data
-    catalogue = model_catalogue(model) if model is not None else {}
-    bits = struct_bits(resolved, catalogue, f"{path} -> struct_type")
-    if bits == 0 or bits % 8:
-        raise OnnxLightError("OL-WIRE-12", "the root size is 0 or not a whole number of bytes",
-                             path=f"{path} -> struct_type", actual=bits, expected="a positive multiple of 8")
-    root = bits // 8
-    if len(raw) < root:
-        raise OnnxLightError("OL-WIRE-28", "raw_data is truncated", path=f"{path} -> raw_data",
-                             offset=len(raw), actual=len(raw), expected=root)
-    if len(raw) > root:
-        code = "OL-WIRE-13" if len(raw) % root == 0 else "OL-WIRE-29"
-        message = "raw_data holds more than one record" if code == "OL-WIRE-13" else "trailing bytes after the payload"
-        raise OnnxLightError(code, message, path=f"{path} -> raw_data", offset=root, actual=len(raw), expected=root)
-    geometry = read_geometry(resolved, f"{path} -> struct_type")
-    for i, run in enumerate(geometry.runs):
-        validate_layout(run.layout, f"{path} -> blocks -> runs[{i}] -> parameters")
-    if not same_message(canonical_type(geometry), resolved):
-        raise OnnxLightError("OL-WIRE-26", "the descriptor is not the canonical schema of its own runs",
-                             path=f"{path} -> struct_type")
-    try:
-        parsed = payload_schema(geometry).parse(raw)
-    except HurrayDeclError as err:
-        raise err.rebased(0, path)
-    except cs.ConstructError as exc:  # the length was checked above; this is a guard
-        raise OnnxLightError("OL-WIRE-28", f"raw_data does not parse: {exc}", path=f"{path} -> raw_data") from exc
-    runs, codes = [], []
-    for run, (name, records) in zip(merge_runs(geometry.runs),
-                                    ((k, v) for k, v in parsed.blocks.items() if k.startswith("run_"))):
-        runs.append(RunArrays(run.layout, records["scale"].copy(), records["zero_point"].copy(),
-                              records["offset"].copy(), records["codebook"].reshape(run.blocks, -1).copy()))
-        codes.append(records["codes"].reshape(run.blocks, -1))
-    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
-    for i, run in enumerate(runs):
-        validate_run(run, f"{path} -> blocks -> run[{i}]")
-    prepared = Prepared(geometry.format, runs, parsed.permutation.astype(np.int64),
-                        parsed.outlier_indices.astype(np.int64), geometry.transform,
-                        parsed.forward.astype(np.float64), parsed.inverse.astype(np.float64))
-    validate_geometry(prepared.format, runs, count, prepared.permutation, prepared.outliers,
-                      prepared.transform, prepared.forward, prepared.inverse, ())
-    return Decoded(prepared, codes, parsed.outlier_values.astype(np.float64), dtype, shape)
-
-
-def _requested_code(dtype, default: int) -> int:
-    if dtype is None:
-        return default
-    code = dtype_code(np.dtype(dtype))
-    if code is None:
-        raise OnnxLightError("OL-NUM-25", "the requested dtype is not one of the four floating types",
-                             path="dtype", actual=str(dtype))
-    return code
-
-
-def _ort_value(opened: Opened):
-    from .ort import read_ort
-
-    return read_ort(opened.resolved, opened.format, opened.dtype, opened.shape, opened.value.raw_data)
-
-
-def _is_ort(opened: Opened) -> bool:
-    return opened.format is not None and not opened.format.portable
+    return quantize_portable(array, plan)
 
 
 def unwrap_value(encoded, model):
@@ -407,10 +51,8 @@ def unwrap_value(encoded, model):
         return encoded.materialize(), model
     if hasattr(encoded, "encoded") and hasattr(encoded, "model"):
         return encoded.encoded, encoded.model if model is None else model
-    value = _as_encoded(encoded)
+    value = as_encoded(encoded)
     if value.HasField("parameter_ref") and model is not None:
-        from .shared import materialize_quantized_value
-
         value = materialize_quantized_value(value, model)
     return value, model
 
@@ -422,41 +64,46 @@ def dequantize_value(encoded, model=None, dtype=None) -> np.ndarray:
     value (``parameter_ref``) is decoded through the parameter set its ``model`` declares, or a
     SharedQuantizedValue through its retained set (OL-SHR-29): it is materialized first.
     """
-    value, model = unwrap_value(encoded, model)
-    opened = open_value(value, model)
-    if _is_ort(opened):
-        from .ort import decode_ort
-
-        values = decode_ort(_ort_value(opened))
-        return to_logical(values, _requested_code(dtype, opened.dtype), "OL-NUM-25", "value")
-    decoded = _read(opened.value, model, opened)
-    count = int(np.prod(decoded.shape, dtype=np.int64)) if decoded.shape else 1
-    values = _decode_runs(decoded.prepared, decoded.codes, count, "value -> blocks")
-    values = _reconstruct(values, decoded.prepared, decoded.saved)
-    code = _requested_code(dtype, decoded.dtype_code)
-    return to_logical(values, code, "OL-NUM-25", "value").reshape(decoded.shape)
+    return dequantize_full(*unwrap_value(encoded, model), dtype)
 
 
 def decode_plan(encoded, model=None) -> QuantizationPlan:
     """The plan a value was encoded with, rebuilt from its descriptor and payload."""
-    value, model = unwrap_value(encoded, model)
-    opened = open_value(value, model)
-    if _is_ort(opened):
-        from .ort import ort_plan
-
-        return ort_plan(_ort_value(opened))
-    decoded = _read(opened.value, model, opened)
-    p = decoded.prepared
-    return QuantizationPlan(p.format, [r.to_run() for r in p.runs],
-                            permutation=p.permutation.tolist(), transform_size=p.transform,
-                            forward=p.forward.tolist(), inverse=p.inverse.tolist(),
-                            outliers=p.outliers.tolist())
+    return decode_plan_full(*unwrap_value(encoded, model))
 
 
 def validate_value(encoded, model=None) -> None:
     """Run every decoder check on a self-contained portable or ORT value, without decoding."""
-    opened = open_value(encoded, model)
-    if _is_ort(opened):
-        _ort_value(opened)
-    else:
-        _read(opened.value, model, opened)
+    validate_full(encoded, model)
+
+
+def export_matmul_nbits_inputs(encoded, model=None) -> MatMulNBitsInputs:
+    """Validate an ORT value and copy its bytes into MatMulNBits inputs, without dequantizing.
+
+    Returns ``onnx.TensorProto`` messages when the ``onnx`` package is installed. A portable
+    value, the portable ``matmulnbits`` profile included, is refused (OL-ORT-31).
+    """
+    return export_full(*unwrap_value(encoded, model))
+
+
+def quantize_tensor_proto(tensor_proto, plan: QuantizationPlan) -> pb.EncodedValueProto:
+    """Encode a TensorProto with an explicit plan; keeps name/doc_string presence."""
+    t = as_tensor(tensor_proto)
+    encoded = quantize_array(tensor_to_array(t), plan)
+    if t.HasField("name"):
+        encoded.name = t.name
+    if t.HasField("doc_string"):
+        encoded.doc_string = t.doc_string
+    return encoded
+
+
+def dequantize_tensor_proto(encoded, model=None) -> pb.TensorProto:
+    """Decode to a TensorProto with the logical shape and dtype; keeps name/doc_string presence."""
+    value, model = unwrap_value(encoded, model)
+    array = dequantize_value(value, model)
+    tensor = array_to_tensor(array, value.logical_type.tensor_type.elem_type)
+    if value.HasField("name"):
+        tensor.name = value.name
+    if value.HasField("doc_string"):
+        tensor.doc_string = value.doc_string
+    return tensor

@@ -23,13 +23,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import UnsupportedError
-from .codec import Prepared, _build_payload, _decode_runs, _read, _reconstruct, open_value, unwrap_value
+from .codec import unwrap_value
+from .portable import Prepared, build_payload, decode_runs, open_value, read_portable, reconstruct
 from .numerics import BFLOAT16, DOUBLE, FLOAT, FLOAT16, LOGICAL_DTYPES, to_logical
 from .ort import (
     FLOATING,
     ORT_FORMATS,
     OrtGeometry,
-    _payload,
+    ort_payload,
     check_block_size,
     ort_type,
     read_ort,
@@ -136,7 +137,7 @@ def _ort_from_parts(parts, fmt: QuantizationFormat) -> pb.EncodedValueProto:
     encoded = pb.EncodedValueProto()
     encoded.struct_type.CopyFrom(ort_type(geometry))
     encoded.logical_type.CopyFrom(make_logical_type(dtype, (k, n)))
-    encoded.raw_data = _payload(geometry, rows, wide, zps.astype(np.float64))
+    encoded.raw_data = ort_payload(geometry, rows, wide, zps.astype(np.float64))
     return encoded
 
 
@@ -157,7 +158,7 @@ def _block_counts(shape: tuple[int, ...], axis: int, block: int) -> np.ndarray:
 def _portable_parts(opened, model, storage, symmetric, scale_type):
     fmt = opened.format
     bits = PORTABLE_FORMATS[fmt]
-    decoded = _read(opened.value, model, opened)
+    decoded = read_portable(opened.value, model, opened)
     p = decoded.prepared
     shape = decoded.shape
     if p.transform or p.outliers.size:
@@ -199,7 +200,8 @@ def _portable_parts(opened, model, storage, symmetric, scale_type):
     if name not in SCALE_TYPES:
         raise _refuse("HQ-PB-08", "per-block affine scales are float16, bfloat16 or float32", "scale_type", name,
                       sorted(SCALE_TYPES))
-    narrow = scales.astype(np.float32).astype(LOGICAL_DTYPES[SCALE_TYPES[name]])
+    with np.errstate(over="ignore"):   # an overflow is not exact: refused just below
+        narrow = scales.astype(np.float32).astype(LOGICAL_DTYPES[SCALE_TYPES[name]])
     if (narrow.astype(np.float64) != scales).any():
         j = int(np.flatnonzero(narrow.astype(np.float64) != scales)[0])
         raise _refuse("HQ-PB-08", f"a scale is not exactly representable as {name}", f"scales[{j}]",
@@ -240,13 +242,13 @@ def _portable_from_parts(parts, fmt: QuantizationFormat, dtype: int) -> pb.Encod
         start += count * blocks
         first = stop
     prepared = Prepared(fmt, runs, permutation, np.zeros(0, np.int64), 0, np.zeros(0), np.zeros(0))
-    decoded = _reconstruct(_decode_runs(prepared, packed, codes.size, "parts"), prepared, np.zeros(0))
+    decoded = reconstruct(decode_runs(prepared, packed, codes.size, "parts"), prepared, np.zeros(0))
     to_logical(decoded, dtype, "OL-NUM-22", "reconstruction")
     geometry = prepared.geometry()
     encoded = pb.EncodedValueProto()
     encoded.struct_type.CopyFrom(canonical_type(geometry))
     encoded.logical_type.CopyFrom(make_logical_type(dtype, shape))
-    encoded.raw_data = _build_payload(geometry, prepared, np.zeros(0), packed)
+    encoded.raw_data = build_payload(geometry, prepared, np.zeros(0), packed)
     return encoded
 
 

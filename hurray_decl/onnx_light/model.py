@@ -18,6 +18,7 @@ from typing import Any
 
 from ..errors import HurrayDeclError, OnnxLightError
 from .codec import validate_value
+from .shared import PARAMETERS_PREFIX, as_pb_model, check_shared_value, parameter_catalogue
 from .wire import model_catalogue, pb
 
 __all__ = ["check_model_values", "check_model", "validation_error_class", "serialize_for_ort", "model_to_textproto"]
@@ -33,10 +34,7 @@ def _graphs(graph: pb.GraphProto, path: str):
 
 def check_model_values(model) -> int:
     """Validate the encoded initializers of a model; return how many were checked."""
-    if not isinstance(model, pb.ModelProto):
-        model = pb.ModelProto.FromString(model.SerializeToString())
-    from .shared import check_shared_value, parameter_catalogue
-
+    model = as_pb_model(model)
     model_catalogue(model)
     sets = None
     checked = 0
@@ -137,8 +135,6 @@ def check_model(model) -> int:
     Returns the number of encoded initializers checked. Errors keep their rule code and are also
     ``onnx.checker.ValidationError`` instances when onnx is installed (OL-SHR-11).
     """
-    from .shared import as_pb_model, parameter_catalogue
-
     try:
         bare = as_pb_model(model)
         sets = parameter_catalogue(bare)
@@ -164,8 +160,6 @@ def check_model(model) -> int:
 
 def _extensions(model: pb.ModelProto) -> list[str]:
     """Where a model holds what plain ONNX cannot: catalogue, encoded initializers, parameter sets."""
-    from .shared import PARAMETERS_PREFIX
-
     found = []
     if len(model.struct_types):
         found.append("model -> struct_types")
@@ -183,8 +177,6 @@ def serialize_for_ort(model) -> bytes:
     Parameter-set annotations, encoded initializers and the struct-type catalogue are refused
     rather than dropped.
     """
-    from .shared import as_pb_model
-
     found = _extensions(as_pb_model(model))
     if found:
         raise OnnxLightError("OL-SHR-35", "native ORT serialization cannot hold quantization parameter sets, "
@@ -207,8 +199,6 @@ def model_to_textproto(model) -> str:
         cls = None
     else:
         cls = onnx.ModelProto
-    from .shared import as_pb_model
-
     bare = as_pb_model(model)
     found = _extensions(bare)
     if cls is not None:

@@ -1,9 +1,6 @@
-"""Numeric helpers: accurate row-vector x matrix products, dtype tables and output conversion.
+"""Numeric helpers: dtype tables and output conversion.
 
-OD-02: the original sums in C++ ``long double``. hurray_decl computes in float64 and, for the
-sums DIGEST.md asks to be evaluated in extended precision (transforms and the inverse check),
-uses error-free transformations (TwoProduct by Dekker splitting, TwoSum) so the result is as
-accurate as a sum in twice the working precision, then rounded once to double.
+The original's extended-precision steps (OD-02) live in :mod:`.extended`.
 """
 
 from __future__ import annotations
@@ -15,7 +12,7 @@ from ..errors import OnnxLightError
 
 __all__ = [
     "FLOAT", "UINT8", "INT64", "FLOAT16", "DOUBLE", "BFLOAT16",
-    "LOGICAL_DTYPES", "dtype_code", "matmul_rows", "to_logical", "two_sum", "two_product",
+    "LOGICAL_DTYPES", "LARGEST", "dtype_code", "float16_bits", "narrow", "to_logical",
 ]
 
 FLOAT, UINT8, INT8, INT64, STRING, FLOAT16, DOUBLE, BFLOAT16 = 1, 2, 3, 7, 8, 10, 11, 16
@@ -28,8 +25,8 @@ LOGICAL_DTYPES: dict[int, np.dtype] = {
 }
 """The floating dtypes a source or a logical output may have (OL-NUM-01, OL-WIRE-15)."""
 
-_SPLIT = 134217729.0  # 2^27 + 1, Dekker's splitting constant for binary64
-
+LARGEST: dict[int, float] = {code: float(ml_dtypes.finfo(dtype).max) for code, dtype in LOGICAL_DTYPES.items()}
+"""The largest finite value of each floating dtype."""
 
 def dtype_code(dtype: np.dtype) -> int | None:
     """The ONNX code of a NumPy dtype, or None when it is not one of the four floating types."""
@@ -39,68 +36,61 @@ def dtype_code(dtype: np.dtype) -> int | None:
     return None
 
 
-def two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """s = fl(a + b) and the exact error a + b - s (Knuth's TwoSum)."""
-    s = a + b
-    bb = s - a
-    return s, (a - (s - bb)) + (b - bb)
+def float16_bits(values) -> np.ndarray:
+    """The original's float32 -> binary16 converter, as uint16 bit patterns (OD-12).
+
+    Normal results round half to even on the 13 dropped bits. Below the normal range (biased
+    half exponent ``e <= 0``, ``e >= -10``) the 24-bit significand is first shifted right by
+    ``1 - e``: the round bit is bit 12 of what is left and the sticky bits are its bits 0..11,
+    so bits shifted out earlier do not count. ``e < -10`` gives a signed zero, ``e >= 31`` a
+    signed infinity, NaN ``sign | 0x7C00 | 0x0200``.
+    """
+    u = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32)
+    sign = (u >> 16) & 0x8000
+    e32 = ((u >> 23) & 0xFF).astype(np.int32)
+    m32 = u & 0x007FFFFF
+    e = e32 - 127 + 15
+    rest = m32 & 0x1FFF
+    normal = (np.clip(e, 0, 31).astype(np.uint32) << 10) | (m32 >> 13)
+    normal = normal + ((rest > 0x1000) | ((rest == 0x1000) & ((m32 >> 13) & 1 == 1)))
+    shifted = (m32 | 0x00800000) >> np.clip(1 - e, 0, 31).astype(np.uint32)
+    round_bit = (shifted >> 12) & 1
+    sticky = shifted & 0x0FFF
+    small = shifted >> 13
+    small = small + ((round_bit == 1) & ((sticky != 0) | ((small & 1) == 1)))
+    out = np.where(e >= 31, 0x7C00, np.where(e <= 0, np.where(e < -10, 0, small), normal))
+    out = np.where(e32 == 0xFF, 0x7C00 | np.where(m32 != 0, 0x0200, 0), out)
+    return (sign | out).astype(np.uint16)
 
 
-def _split(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    c = _SPLIT * a
-    hi = c - (c - a)
-    return hi, a - hi
-
-
-def two_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """p = fl(a * b) and the exact error a * b - p (Dekker), barring overflow in the split."""
-    p = a * b
-    ah, al = _split(a)
-    bh, bl = _split(b)
-    return p, al * bl - (((p - ah * bh) - al * bh) - ah * bl)
-
-
-def matmul_rows(rows: np.ndarray, matrix: np.ndarray, chunk: int = 1 << 16) -> np.ndarray:
-    """``rows @ matrix`` with compensated (Dot2) accumulation over k, in row chunks."""
-    rows = np.asarray(rows, dtype=np.float64)
-    matrix = np.asarray(matrix, dtype=np.float64)
-    m, n = rows.shape
-    out = np.empty((m, matrix.shape[1]), dtype=np.float64)
-    step = max(1, chunk // max(1, matrix.shape[1]))
+def narrow(values, code: int) -> np.ndarray:
+    """Doubles in a floating dtype as the original converts them: FLOAT16 and BFLOAT16 through
+    float32, FLOAT16 with its own converter (:func:`float16_bits`)."""
+    values = np.asarray(values)
     with np.errstate(over="ignore", invalid="ignore"):
-        for start in range(0, m, step):
-            part = rows[start:start + step]
-            s = np.zeros((part.shape[0], matrix.shape[1]))
-            c = np.zeros_like(s)
-            for k in range(n):
-                p, e = two_product(part[:, k:k + 1], matrix[k:k + 1, :])
-                s, q = two_sum(s, p)
-                c += q + e
-            total = s + c
-            # When a product overflowed, the compensation terms are NaN; fall back to the plain sum.
-            plain = part @ matrix
-            out[start:start + step] = np.where(np.isfinite(total), total, plain)
-    return out
+        if code == DOUBLE:
+            return values.astype(np.float64, copy=True)
+        single = values.astype(np.float32)
+    if code == FLOAT:
+        return single
+    if code == FLOAT16:
+        return float16_bits(single).view(np.float16).reshape(single.shape)
+    return single.astype(LOGICAL_DTYPES[code])
 
 
-def to_logical(values: np.ndarray, code: int, code_name: str, path: str) -> np.ndarray:
+def to_logical(values: np.ndarray, code: int, code_name: str, path: str, first: int = 0) -> np.ndarray:
     """Convert decoded doubles to the logical dtype; 16-bit types go through float32.
 
     A non-finite or overflowing result is refused with ``code_name`` (OL-NUM-22 on the encoder's
-    reconstruction check, OL-NUM-25 on decoding).
+    reconstruction check, OL-NUM-25 on decoding); ``first`` is the flat index of ``values[0]``
+    in the whole value, for the message.
     """
     target = LOGICAL_DTYPES[code]
-    with np.errstate(over="ignore", invalid="ignore"):
-        if code == DOUBLE:
-            out = values.astype(np.float64, copy=True)
-        elif code == FLOAT:
-            out = values.astype(np.float32)
-        else:
-            out = values.astype(np.float32).astype(target)
-    finite = np.isfinite(out.astype(np.float32) if code in (FLOAT16, BFLOAT16) else out)
+    out = narrow(values, code)
+    finite = np.isfinite(out)
     if not finite.all():
         j = int(np.flatnonzero(~finite.ravel())[0])
         raise OnnxLightError(code_name, f"the reconstruction is non-finite or overflows {target.name}",
-                             path=f"{path}[{j}]", actual=repr(float(values.ravel()[j])),
+                             path=f"{path}[{first + j}]", actual=repr(float(values.ravel()[j])),
                              expected=f"finite in {target.name}")
     return out

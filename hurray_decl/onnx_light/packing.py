@@ -6,11 +6,14 @@ and a ``[blocks, codes]`` integer array, and works without a Python loop over bl
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..errors import OnnxLightError
 
-__all__ = ["pack_bits", "unpack_bits", "pack_base3", "unpack_base3", "sign_extend"]
+__all__ = ["pack_bits", "unpack_bits", "pack_base3", "unpack_base3", "sign_extend", "check_padding", "code_table",
+           "decode_bytes"]
 
 _POW3 = np.array([1, 3, 9, 27, 81], dtype=np.uint16)
 
@@ -23,10 +26,16 @@ def pack_bits(codes: np.ndarray, bits: int) -> np.ndarray:
         return codes.astype(np.uint8)
     if bits in (1, 2, 4):
         per = 8 // bits
-        padded = np.zeros((blocks, size * per), dtype=np.uint8)
-        padded[:, :count] = codes
-        lanes = padded.reshape(blocks, size, per) << (np.arange(per, dtype=np.uint8) * bits)
-        return np.bitwise_or.reduce(lanes, axis=2).astype(np.uint8)
+        if count % per:
+            padded = np.zeros((blocks, size * per), dtype=np.uint8)
+            padded[:, :count] = codes
+        else:
+            padded = codes.astype(np.uint8)
+        lanes = padded.reshape(blocks, size, per)
+        out = lanes[:, :, 0].copy()
+        for i in range(1, per):
+            out |= lanes[:, :, i] << (i * bits)
+        return out
     if bits == 16:
         return codes.astype("<u2").view(np.uint8).reshape(blocks, size)
     stream = ((codes.astype(np.uint32)[:, :, None] >> np.arange(bits, dtype=np.uint32)) & 1).astype(np.uint8)
@@ -42,14 +51,7 @@ def unpack_bits(data: np.ndarray, count: int, bits: int, path: str) -> np.ndarra
     Widths of 8 bits or fewer come back as uint8, wider ones as uint32.
     """
     blocks, size = data.shape
-    used = count * bits
-    if used % 8:
-        spare = data[:, -1] >> (used % 8)
-        if spare.any():
-            j = int(np.flatnonzero(spare)[0])
-            raise OnnxLightError("OL-WIRE-34", "non-zero unused high bits in the last code byte",
-                                 path=f"{path}[{j}] -> codes", actual=f"0x{int(data[j, -1]):02X}",
-                                 expected=f"bits {used % 8}..7 clear")
+    check_padding(data, count, bits, path)
     if bits == 8:
         return data
     if bits in (1, 2, 4):
@@ -65,6 +67,53 @@ def unpack_bits(data: np.ndarray, count: int, bits: int, path: str) -> np.ndarra
     shift = (position & 7).astype(np.uint32)
     word = padded[:, first] | (padded[:, first + 1] << 8) | (padded[:, first + 2] << 16)
     return (word >> shift) & np.uint32((1 << bits) - 1)
+
+
+def check_padding(data: np.ndarray, count: int, bits: int, path: str) -> None:
+    """Refuse non-zero unused high bits in each row's last code byte (OL-WIRE-34)."""
+    used = count * bits
+    if used % 8 and data.shape[1]:
+        spare = data[:, -1] >> (used % 8)
+        if spare.any():
+            j = int(np.flatnonzero(spare)[0])
+            raise OnnxLightError("OL-WIRE-34", "non-zero unused high bits in the last code byte",
+                                 path=f"{path}[{j}] -> codes", actual=f"0x{int(data[j, -1]):02X}",
+                                 expected=f"bits {used % 8}..7 clear")
+
+
+@functools.lru_cache(maxsize=None)
+def code_table(bits: int, signed: bool) -> np.ndarray:
+    """float64 ``[256, 8 // bits]``: the codes a byte holds, LSB first, sign-extended when
+    ``signed`` (for widths that divide 8). Read-only."""
+    per = 8 // bits
+    byte = np.arange(256, dtype=np.int64)[:, None]
+    codes = (byte >> (np.arange(per) * bits)) & ((1 << bits) - 1)
+    if signed:
+        codes = codes - ((codes >> (bits - 1)) & 1) * (1 << bits)
+    table = codes.astype(np.float64)
+    table.flags.writeable = False
+    return table
+
+
+_LANES = {1: np.dtype(np.float64), 2: np.dtype(np.complex128)}
+
+
+@functools.lru_cache(maxsize=None)
+def _byte_table(bits: int, signed: bool) -> np.ndarray:
+    """:func:`code_table` with each row as one element (a float64, complex128 or void of the
+    row's bytes), so that ``numpy.take`` gathers a byte's codes in one copy."""
+    table = code_table(bits, signed)
+    lane = _LANES.get(table.shape[1], np.dtype((np.void, table.itemsize * table.shape[1])))
+    view = np.ascontiguousarray(table).view(lane).ravel()
+    view.flags.writeable = False
+    return view
+
+
+def decode_bytes(data: np.ndarray, count: int, bits: int, signed: bool) -> np.ndarray:
+    """float64 ``[blocks, count]``: the codes of ``[blocks, C]`` bytes for a width dividing 8
+    (padding is checked separately, :func:`check_padding`)."""
+    gathered = np.take(_byte_table(bits, signed), data)
+    return gathered.view(np.float64).reshape(data.shape[0], -1)[:, :count]
 
 
 def sign_extend(codes: np.ndarray, bits: int) -> np.ndarray:

@@ -4,9 +4,10 @@ The classes mirror the original's Python surface (DIGEST.md § 13): ``plan.runs`
 ``run.blocks`` hand out *copies*, and changes are assigned back with ``set_run`` /
 ``set_block`` or by assigning the list. ``run.layout`` is the run's own layout object.
 
-For bulk work the codec converts a plan to :class:`RunArrays` (one NumPy array per block
-parameter), and the decoder builds those arrays straight from the payload without creating a
-Python object per block.
+Each run holds its block parameters as NumPy arrays (one row per block); per-block objects
+are built only when ``blocks`` or ``block(j)`` asks for them, so planning, encoding and
+decoding scale like the data. The codec computes with :class:`RunArrays`, the same arrays
+next to a layout, which the decoder builds straight from the payload.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from ..errors import OnnxLightError
+from .methods.cast import CAST_WIDTHS  # the cast method owns its dtype widths
 from .profiles import PROFILES, QuantizationFormat, QuantizationMethod, require_format
 
 __all__ = [
@@ -74,8 +76,6 @@ class QuantizationBlockLayout:
     @property
     def code_bytes(self) -> int:
         """C: packed code bytes of one block (OL-WIRE-32)."""
-        from .methods.cast import CAST_WIDTHS  # the cast method owns its dtype widths
-
         if int(self.method) == QuantizationMethod.CAST:
             return int(self.count) * CAST_WIDTHS[int(self.cast_type)]
         if int(self.base3):
@@ -101,40 +101,143 @@ class QuantizationBlockParameters:
         return QuantizationBlockParameters(self.scale, self.zero_point, self.offset, list(self.codebook))
 
 
-def _copy_blocks(blocks: Iterable[QuantizationBlockParameters]) -> list[QuantizationBlockParameters]:
-    return [b.copy() for b in blocks]
+def _number(value, name: str, path: str) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError) as exc:
+        raise OnnxLightError("OL-PLAN-10", f"a block {name} is not a number", path=path,
+                             actual=repr(value), expected="a number") from exc
 
 
 class QuantizationRun:
-    """Blocks sharing one layout. ``blocks`` returns copies; assign the list back to change it."""
+    """Blocks sharing one layout, their parameters held as NumPy arrays (one row per block).
+
+    ``blocks`` builds per-block :class:`QuantizationBlockParameters` copies on request; assign the
+    list back to change it, or use :meth:`block` / :meth:`set_block`. The array properties
+    ``scales``, ``zero_points``, ``offsets`` and ``codebooks`` read and write every block at once.
+    """
 
     def __init__(self, layout: QuantizationBlockLayout,
                  blocks: Iterable[QuantizationBlockParameters] = ()) -> None:
         self.layout = layout
-        self._blocks = _copy_blocks(blocks)
+        self.blocks = blocks
+
+    @classmethod
+    def uniform(cls, layout: QuantizationBlockLayout, block: QuantizationBlockParameters,
+                count: int) -> "QuantizationRun":
+        """``count`` copies of ``block``, built as arrays (no object per block)."""
+        run = cls(layout)
+        run._scale = np.full(count, _number(block.scale, "scale", "block -> scale"))
+        run._zero_point = np.full(count, _number(block.zero_point, "zero_point", "block -> zero_point"))
+        run._offset = np.full(count, _number(block.offset, "offset", "block -> offset"))
+        table = np.asarray([_number(v, "codebook entry", "block -> codebook") for v in block.codebook])
+        run._codebook = np.tile(table, (count, 1)).reshape(count, table.size)
+        return run
+
+    @classmethod
+    def from_arrays(cls, layout: QuantizationBlockLayout, scale, zero_point, offset,
+                    codebook) -> "QuantizationRun":
+        """A run from per-block arrays (``codebook`` is ``[blocks, T]``); the arrays are copied."""
+        run = cls(layout)
+        run._scale = np.array(scale, dtype=np.float64).reshape(-1)
+        count = run._scale.size
+        run._zero_point = np.array(zero_point, dtype=np.float64).reshape(count)
+        run._offset = np.array(offset, dtype=np.float64).reshape(count)
+        run._codebook = np.array(codebook, dtype=np.float64).reshape(count, -1) if count else np.zeros((0, 0))
+        return run
 
     @property
     def blocks(self) -> list[QuantizationBlockParameters]:
-        return _copy_blocks(self._blocks)
+        if self._codebook is None:
+            tables = [list(t) for t in self._ragged]
+        else:
+            tables = self._codebook.tolist()
+        return [QuantizationBlockParameters(s, z, o, t) for s, z, o, t in
+                zip(self._scale.tolist(), self._zero_point.tolist(), self._offset.tolist(), tables)]
 
     @blocks.setter
     def blocks(self, blocks: Iterable[QuantizationBlockParameters]) -> None:
-        self._blocks = _copy_blocks(blocks)
+        blocks = list(blocks)
+        params = [(_number(b.scale, "scale", f"blocks[{j}] -> scale"),
+                   _number(b.zero_point, "zero_point", f"blocks[{j}] -> zero_point"),
+                   _number(b.offset, "offset", f"blocks[{j}] -> offset")) for j, b in enumerate(blocks)]
+        table = np.array(params, dtype=np.float64).reshape(len(blocks), 3)
+        self._scale, self._zero_point, self._offset = (table[:, i].copy() for i in range(3))
+        self._set_tables([[_number(v, "codebook entry", f"blocks[{j}] -> codebook") for v in b.codebook]
+                          for j, b in enumerate(blocks)])
+
+    def _set_tables(self, tables: list[list[float]]) -> None:
+        widths = {len(t) for t in tables}
+        if len(widths) > 1:   # kept as given: validation names the block whose table is off (OL-PLAN-19)
+            self._codebook, self._ragged = None, [list(t) for t in tables]
+        else:
+            width = widths.pop() if widths else 0
+            self._codebook, self._ragged = np.array(tables, dtype=np.float64).reshape(len(tables), width), None
 
     def block(self, j: int) -> QuantizationBlockParameters:
-        return self._blocks[j].copy()
+        table = self._ragged[j] if self._codebook is None else self._codebook[j].tolist()
+        return QuantizationBlockParameters(float(self._scale[j]), float(self._zero_point[j]),
+                                           float(self._offset[j]), list(table))
 
     def set_block(self, j: int, block: QuantizationBlockParameters) -> None:
-        self._blocks[j] = block.copy()
+        j = range(len(self))[j]   # IndexError for a block that does not exist, as a list would
+        self._scale[j] = _number(block.scale, "scale", f"blocks[{j}] -> scale")
+        self._zero_point[j] = _number(block.zero_point, "zero_point", f"blocks[{j}] -> zero_point")
+        self._offset[j] = _number(block.offset, "offset", f"blocks[{j}] -> offset")
+        table = [_number(v, "codebook entry", f"blocks[{j}] -> codebook") for v in block.codebook]
+        if self._codebook is not None and len(table) == self._codebook.shape[1]:
+            self._codebook[j] = table
+        else:
+            tables = [list(t) for t in self._ragged] if self._codebook is None else self._codebook.tolist()
+            tables[j] = table
+            self._set_tables(tables)
+
+    def _array(self, name: str) -> np.ndarray:
+        return getattr(self, name).copy()
+
+    def _assign(self, name: str, values) -> None:
+        array = np.array(values, dtype=np.float64).reshape(-1)
+        if array.size == 1:
+            array = np.full(len(self), array[0])
+        if array.size != len(self):
+            raise OnnxLightError("OL-PLAN-10", "one value per block is needed", path=name.lstrip("_"),
+                                 actual=array.size, expected=len(self))
+        setattr(self, name, array)
+
+    scales = property(lambda self: self._array("_scale"), lambda self, v: self._assign("_scale", v),
+                      doc="Every block's scale (float64 [blocks]); a copy.")
+    zero_points = property(lambda self: self._array("_zero_point"), lambda self, v: self._assign("_zero_point", v),
+                           doc="Every block's zero point (float64 [blocks]); a copy.")
+    offsets = property(lambda self: self._array("_offset"), lambda self, v: self._assign("_offset", v),
+                       doc="Every block's offset (float64 [blocks]); a copy.")
+
+    @property
+    def codebooks(self) -> np.ndarray:
+        """Every block's table (float64 [blocks, T]); a copy. Tables of unequal lengths refuse."""
+        if self._codebook is None:
+            raise OnnxLightError("OL-PLAN-19", "the blocks' codebooks have different lengths",
+                                 path="codebooks", actual=sorted({len(t) for t in self._ragged}))
+        return self._codebook.copy()
+
+    @codebooks.setter
+    def codebooks(self, values) -> None:
+        array = np.array(values, dtype=np.float64)
+        if array.ndim < 2:   # one table for every block
+            array = np.broadcast_to(array.reshape(1, -1), (len(self), array.size))
+        self._codebook, self._ragged = array.reshape(len(self), -1).copy(), None
 
     def copy(self) -> "QuantizationRun":
-        return QuantizationRun(copy.copy(self.layout), self._blocks)
+        run = QuantizationRun(copy.copy(self.layout))
+        run._scale, run._zero_point, run._offset = self._scale.copy(), self._zero_point.copy(), self._offset.copy()
+        run._codebook = None if self._codebook is None else self._codebook.copy()
+        run._ragged = None if self._ragged is None else [list(t) for t in self._ragged]
+        return run
 
     def __len__(self) -> int:
-        return len(self._blocks)
+        return int(self._scale.shape[0])
 
     def __repr__(self) -> str:
-        return f"QuantizationRun(layout={self.layout!r}, blocks={len(self._blocks)})"
+        return f"QuantizationRun(layout={self.layout!r}, blocks={len(self)})"
 
 
 class QuantizationPlan:
@@ -196,38 +299,26 @@ class RunArrays:
 
     @classmethod
     def from_run(cls, run: QuantizationRun, path: str) -> "RunArrays":
-        blocks = run._blocks
-        lengths = {len(b.codebook) for b in blocks}
-        if len(lengths) > 1:
+        if run._codebook is None:
             # Tables of different lengths in one run cannot all match the layout's T.
             expected = run.layout.table_size
-            j = next(i for i, b in enumerate(blocks) if len(b.codebook) != expected)
+            j = next(i for i, t in enumerate(run._ragged) if len(t) != expected)
             raise OnnxLightError(
                 "OL-PLAN-19", "the codebook length differs from books x entries x vector",
-                path=f"{path} -> blocks[{j}] -> codebook", actual=len(blocks[j].codebook),
+                path=f"{path} -> blocks[{j}] -> codebook", actual=len(run._ragged[j]),
                 expected=expected,
             )
-        width = lengths.pop() if lengths else 0
-        try:
-            table = np.array([b.codebook for b in blocks], dtype=np.float64).reshape(len(blocks), width)
-            params = np.array([(b.scale, b.zero_point, b.offset) for b in blocks],
-                              dtype=np.float64).reshape(len(blocks), 3)
-        except (TypeError, ValueError) as exc:
-            raise OnnxLightError("OL-PLAN-10", f"a block parameter is not a number: {exc}",
-                                 path=path) from exc
-        return cls(copy.copy(run.layout), params[:, 0].copy(), params[:, 1].copy(),
-                   params[:, 2].copy(), table)
+        return cls(copy.copy(run.layout), run._scale.copy(), run._zero_point.copy(), run._offset.copy(),
+                   run._codebook.copy())
+
+    def part(self, start: int, stop: int) -> "RunArrays":
+        """Blocks ``start .. stop - 1`` as views (for chunked decoding)."""
+        return RunArrays(self.layout, self.scale[start:stop], self.zero_point[start:stop],
+                         self.offset[start:stop], self.codebook[start:stop])
 
     def to_run(self) -> QuantizationRun:
-        tables = self.codebook.tolist()
-        blocks = [
-            QuantizationBlockParameters(float(s), float(z), float(o), t)
-            for s, z, o, t in zip(self.scale.tolist(), self.zero_point.tolist(),
-                                  self.offset.tolist(), tables)
-        ]
-        run = QuantizationRun(copy.copy(self.layout))
-        run._blocks = blocks
-        return run
+        return QuantizationRun.from_arrays(copy.copy(self.layout), self.scale, self.zero_point, self.offset,
+                                           self.codebook.reshape(self.blocks, -1))
 
 
 def default_layout(fmt: QuantizationFormat, count: int) -> QuantizationBlockLayout:
@@ -261,14 +352,14 @@ def make_quantization_plan(format: QuantizationFormat, count: int,
                              path="count", actual=count, expected=">= 0")
     count, block_size = int(count), int(block_size)
     runs: list[QuantizationRun] = []
+    block = default_block(fmt)
     if 0 < count < block_size:
-        runs.append(QuantizationRun(default_layout(fmt, count), [default_block(fmt)]))
+        runs.append(QuantizationRun.uniform(default_layout(fmt, count), block, 1))
     elif count:
         full, rest = divmod(count, block_size)
-        block = default_block(fmt)
-        run = QuantizationRun(default_layout(fmt, block_size))
-        run._blocks = [block.copy() for _ in range(full)]
-        runs.append(run)
+        runs.append(QuantizationRun.uniform(default_layout(fmt, block_size), block, full))
         if rest:
-            runs.append(QuantizationRun(default_layout(fmt, rest), [block]))
-    return QuantizationPlan(fmt, runs)
+            runs.append(QuantizationRun.uniform(default_layout(fmt, rest), block, 1))
+    plan = QuantizationPlan(fmt)
+    plan._runs = runs   # fresh runs: no defensive copy needed
+    return plan

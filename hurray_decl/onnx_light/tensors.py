@@ -1,4 +1,4 @@
-"""TensorProto conversions: quantize_tensor_proto and dequantize_tensor_proto.
+"""TensorProto <-> NumPy conversions (the encoders and decoders of TensorProtos are in :mod:`.codec`).
 
 A source TensorProto may be this package's message or the ``onnx`` package's (the bytes are
 the same). External data must be loaded first; loaded raw_data is accepted even when EXTERNAL
@@ -8,18 +8,18 @@ keep their presence independently (OL-WIRE-41).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..errors import OnnxLightError
-from .codec import dequantize_value, quantize_array, unwrap_value
 from .numerics import DOUBLE, FLOAT, LOGICAL_DTYPES
-from .plan import QuantizationPlan
 from .wire import pb
 
-__all__ = ["tensor_to_array", "array_to_tensor", "quantize_tensor_proto", "dequantize_tensor_proto"]
+__all__ = ["as_tensor", "tensor_to_array", "array_to_tensor"]
 
 
-def _as_tensor(tensor) -> pb.TensorProto:
+def as_tensor(tensor) -> pb.TensorProto:
     if isinstance(tensor, pb.TensorProto):
         return tensor
     if hasattr(tensor, "SerializeToString"):
@@ -29,7 +29,7 @@ def _as_tensor(tensor) -> pb.TensorProto:
 
 def tensor_to_array(tensor) -> np.ndarray:
     """The values of a floating TensorProto as a new NumPy array (OL-NUM-01 .. -04)."""
-    t = _as_tensor(tensor)
+    t = as_tensor(tensor)
     if t.data_type not in LOGICAL_DTYPES:
         raise OnnxLightError("OL-NUM-01", "the source dtype is not FLOAT, DOUBLE, FLOAT16 or BFLOAT16",
                              path="source -> data_type", actual=t.data_type, expected="1, 11, 10 or 16")
@@ -37,7 +37,7 @@ def tensor_to_array(tensor) -> np.ndarray:
     if any(d < 0 for d in dims):
         raise OnnxLightError("OL-NUM-02", "the source shape is not concrete", path="source -> dims",
                              actual=dims, expected="dims >= 0")
-    count = int(np.prod(dims, dtype=np.int64)) if dims else 1
+    count = math.prod(dims)   # Python integers: a claimed size never wraps
     dtype = LOGICAL_DTYPES[t.data_type]
     if t.HasField("raw_data"):
         raw = t.raw_data
@@ -66,27 +66,3 @@ def array_to_tensor(array: np.ndarray, code: int) -> pb.TensorProto:
     t.data_type = code
     t.raw_data = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<")).tobytes()
     return t
-
-
-def quantize_tensor_proto(tensor_proto, plan: QuantizationPlan) -> pb.EncodedValueProto:
-    """Encode a TensorProto with an explicit plan; keeps name/doc_string presence."""
-    t = _as_tensor(tensor_proto)
-    encoded = quantize_array(tensor_to_array(t), plan)
-    if t.HasField("name"):
-        encoded.name = t.name
-    if t.HasField("doc_string"):
-        encoded.doc_string = t.doc_string
-    return encoded
-
-
-def dequantize_tensor_proto(encoded, model=None) -> pb.TensorProto:
-    """Decode to a TensorProto with the logical shape and dtype; keeps name/doc_string presence."""
-    value, model = unwrap_value(encoded, model)
-    array = dequantize_value(value, model)
-    tensor = array_to_tensor(array, value.logical_type.tensor_type.elem_type)
-    if value.HasField("name"):
-        tensor.name = value.name
-    if value.HasField("doc_string"):
-        tensor.doc_string = value.doc_string
-    return tensor
-

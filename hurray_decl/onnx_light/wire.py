@@ -12,12 +12,13 @@
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 import construct as cs
 import numpy as np
-from construct.core import stream_read, stream_write
+from construct.core import stream_read
 
 from ..errors import OnnxLightError
 from ..schema import Rule
@@ -36,11 +37,14 @@ __all__ = [
     "struct_bits",
     "resolve_struct_type",
     "same_message",
+    "check_strings",
     "pb",
 ]
 
 PARAMETER_REF_FIELD = pb.EncodedValueProto.DESCRIPTOR.fields_by_name["parameter_ref"].number
 """OD-01: the unconfirmed field number of EncodedValueProto.parameter_ref, named once here."""
+
+INT64_MAX = 2**63 - 1
 
 ROOT_FIELDS = ("reserved", "permutation", "forward", "inverse", "outlier_indices", "outlier_values", "blocks")
 BLOCK_FIELDS = ("parameters", "scale", "zero_point", "offset", "codebook", "codes")
@@ -92,13 +96,13 @@ def _tensor_type(elem_type: int, dims: Sequence[int]) -> pb.TypeProto:
     return t
 
 
-def _add_tensor(structure, name: str, elem_type: int, dims: Sequence[int]) -> None:
+def add_tensor(structure, name: str, elem_type: int, dims: Sequence[int]) -> None:
     f = structure.field.add()
     f.name = name
     f.type.CopyFrom(_tensor_type(elem_type, dims))
 
 
-def _int64_constant(values: Sequence[int], dims: Sequence[int]) -> pb.TensorProto:
+def int64_constant(values: Sequence[int], dims: Sequence[int]) -> pb.TensorProto:
     c = pb.TensorProto()
     c.dims.extend(dims)
     c.data_type = INT64
@@ -112,11 +116,11 @@ def _block_element(layout: QuantizationBlockLayout) -> pb.TypeProto:
     s.SetInParent()
     p = s.field.add()
     p.name = BLOCK_FIELDS[0]
-    p.constant.CopyFrom(_int64_constant(layout.header(), [9]))
+    p.constant.CopyFrom(int64_constant(layout.header(), [9]))
     tensors = ((DOUBLE, []), (DOUBLE, []), (DOUBLE, []), (DOUBLE, [layout.table_size]),
                (UINT8, [layout.code_bytes]))
     for name, (elem_type, dims) in zip(BLOCK_FIELDS[1:], tensors):
-        _add_tensor(s, name, elem_type, dims)
+        add_tensor(s, name, elem_type, dims)
     return element
 
 
@@ -130,14 +134,14 @@ def canonical_type(geometry: Geometry) -> pb.StructTypeProto:
     tensors = ((UINT8, [1]), (INT64, [geometry.permutation]), (DOUBLE, [n, n]), (DOUBLE, [n, n]),
                (INT64, [o]), (DOUBLE, [o]))
     for name, (elem_type, dims) in zip(ROOT_FIELDS, tensors):
-        _add_tensor(s, name, elem_type, dims)
+        add_tensor(s, name, elem_type, dims)
     blocks = s.field.add()
     blocks.name = ROOT_FIELDS[6]
     bs = blocks.type.struct_type.structure
     bs.SetInParent()
     count = bs.field.add()
     count.name = "count"
-    count.constant.CopyFrom(_int64_constant([geometry.total_blocks], []))
+    count.constant.CopyFrom(int64_constant([geometry.total_blocks], []))
     first = 0
     for run in merge_runs(geometry.runs):
         f = bs.field.add()
@@ -245,6 +249,50 @@ def read_geometry(root: pb.StructTypeProto, path: str = "value -> struct_type") 
 
 # --- generic sizing (OL-WIRE-11) ---------------------------------------------------------------
 
+_STRING_RULES = {
+    pb.EncodedValueProto.DESCRIPTOR.full_name: "OL-WIRE-03",
+    pb.StructTypeProto.DESCRIPTOR.full_name: "OL-WIRE-02",
+    pb.TensorAnnotation.DESCRIPTOR.full_name: "OL-SHR-01",
+    pb.ModelProto.DESCRIPTOR.full_name: "OL-WIRE-01",
+}
+"""The rule of each message kind whose string fields must be UTF-8; nested messages inherit the
+rule of the nearest listed message holding them (a StructTypeProto's Field is OL-WIRE-02)."""
+
+
+def _string_rule(descriptor, inherited: str) -> str:
+    while descriptor is not None:
+        if descriptor.full_name in _STRING_RULES:
+            return _STRING_RULES[descriptor.full_name]
+        descriptor = descriptor.containing_type
+    return inherited
+
+
+def check_strings(message, path: str, code: str) -> None:
+    """Refuse a string field that is not UTF-8 (protobuf's Python runtime hands such a proto2
+    string back as ``bytes``), with the rule of the message holding it; ``code`` is the rule
+    for messages not listed in ``_STRING_RULES``."""
+    code = _string_rule(message.DESCRIPTOR, code)
+    for field in message.DESCRIPTOR.fields:   # not ListFields: it would copy every bytes field
+        if field.type not in (field.TYPE_STRING, field.TYPE_MESSAGE):
+            continue
+        repeated = field.is_repeated
+        if repeated:
+            items = getattr(message, field.name)
+            if not len(items):
+                continue
+        elif not message.HasField(field.name):
+            continue
+        else:
+            items = (getattr(message, field.name),)
+        where = f"{path} -> {field.name}"
+        for i, item in enumerate(items):
+            at = f"{where}[{i}]" if repeated else where
+            if field.type == field.TYPE_MESSAGE:
+                check_strings(item, at, code)
+            elif isinstance(item, bytes):
+                raise _fail(code, "a string field is not valid UTF-8", at, item[:32].hex(" "), "UTF-8 text")
+
+
 def _checked(value: int, path: str) -> int:
     if value > U64_MAX:
         raise _fail("OL-WIRE-11", "the type's size overflows 64 bits", path, value, "<= 2^64 - 1")
@@ -311,6 +359,7 @@ def model_catalogue(model) -> dict[int, pb.StructTypeProto]:
                         type(model).__name__, "ModelProto")
         model = pb.ModelProto.FromString(model.SerializeToString())
     for i, entry in enumerate(model.struct_types):
+        check_strings(entry, f"model -> struct_types[{i}]", "OL-WIRE-02")
         where = f"model -> struct_types[{i}] -> type_id"
         if not entry.HasField("type_id") or entry.type_id == 0:
             raise _fail("OL-WIRE-06", "a catalogue entry needs a non-zero type_id", where,
@@ -358,12 +407,19 @@ class NumpyArray(cs.Construct):
 
     def _parse(self, stream, context, path):
         size = self.count * self.dtype.itemsize
+        buffer = context._params.get("buffer")
+        if buffer is not None and isinstance(stream, io.BytesIO):
+            # parse(data, buffer=data) on the top-level stream: a read-only view, no copy
+            at = stream.tell()
+            if len(buffer) - at >= size:
+                stream.seek(at + size)
+                return np.frombuffer(buffer, dtype=self.dtype, count=self.count, offset=at)
         data = stream_read(stream, size, path)
         return np.frombuffer(data, dtype=self.dtype, count=self.count)
 
     def _build(self, obj, stream, context, path):
         array = np.ascontiguousarray(np.asarray(obj, dtype=self.dtype)).reshape(self.count)
-        stream_write(stream, array.tobytes(), array.nbytes, path)
+        stream.write(memoryview(array).cast("B"))   # the array's own bytes, without a copy
         return obj
 
     def _sizeof(self, context, path):
@@ -412,11 +468,16 @@ def logical_shape(logical: pb.TypeProto, path: str) -> tuple[int, tuple[int, ...
     if not tensor.HasField("shape"):
         raise _fail("OL-WIRE-16", "the logical type has no shape", f"{path} -> shape")
     dims = []
+    count = 1
     for i, d in enumerate(tensor.shape.dim):
         if d.WhichOneof("value") != "dim_value" or d.dim_value < 0:
             raise _fail("OL-WIRE-16", "a logical dimension is not concrete and >= 0",
                         f"{path} -> shape -> dim[{i}]", str(d).strip() or "unset", ">= 0")
         dims.append(int(d.dim_value))
+        count *= dims[-1]
+    if count > INT64_MAX:   # the element count, in checked arithmetic (it never wraps)
+        raise _fail("OL-WIRE-16", "the logical element count overflows 63 bits", f"{path} -> shape",
+                    dims, f"a product <= {INT64_MAX}")
     return tensor.elem_type, tuple(dims)
 
 

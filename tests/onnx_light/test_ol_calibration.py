@@ -210,3 +210,18 @@ def test_explicit_parameters_and_caller_type():
     inline = quantize_with_type(X8, t)
     assert inline.struct_type == t
     assert inline.raw_data == quantize_array(X8, edit_blocks(make_quantization_plan(F.INT4, 8, 4), scale=[1, 2])).raw_data
+
+
+def test_unnamed_type_driven_encodes_carry_an_empty_name():
+    """OD-13: the type-driven encode writes name present and empty; the plan-driven one none."""
+    from hurray_decl.onnx_light import make_matmul_nbits_plan
+
+    x = np.array([1.0, -2.0, 3.0, 0.5])
+    plan = make_quantization_plan(F.INT4, 4)
+    value = quantize_with_type(x, make_quantization_type(plan))
+    assert value.HasField("name") and value.name == ""
+    assert b"\x3a\x00" in value.SerializeToString()         # field 7, length 0
+    assert not quantize_array(x, plan).HasField("name")
+    ort = quantize_array(np.ones((16, 2), np.float32), make_matmul_nbits_plan(F.ORT_MATMULNBITS_INT4, 16, 2, 16))
+    again = quantize_with_type(np.ones((16, 2), np.float32), ort.struct_type)
+    assert again.HasField("name") and again.name == ""

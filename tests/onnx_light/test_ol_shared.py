@@ -245,7 +245,7 @@ def test_quantize_tensor_shared():
 def test_compact_value_fields_and_bytes():
     model, compact = common_model()
     value = quantize_tensor_shared(X0, model, "common").encoded
-    assert not value.HasField("name")
+    assert value.HasField("name") and value.name == ""   # OD-13: present and empty, as the original
     assert value.parameter_ref == "common"
     assert value.logical_type == TypeProto.FromString(helper.make_tensor_type_proto(T.FLOAT, [4]).SerializeToString())
     assert value.struct_type == compact

@@ -109,6 +109,18 @@ def test_encoded_value_fields_and_onnx_interop():
         dequantize_value(affine)
 
 
+def test_affine_layout_storage_type_is_an_enum():
+    """OD-14: AffineLayoutProto.storage_type is TensorProto.DataType, a varint (wire type 0)."""
+    field = pb.AffineLayoutProto.DESCRIPTOR.fields_by_name["storage_type"]
+    assert field.number == 1 and field.enum_type is not None
+    assert field.enum_type.full_name == pb.TensorProto.DataType.DESCRIPTOR.full_name
+    value = EncodedValueProto.FromString(bytes.fromhex("0a02" "0803"))   # affine { storage_type: INT8 }
+    assert value.affine.storage_type == 3
+    assert onnx.TensorProto.INT8 == 3
+    with raises_rule("OL-WIRE-03"):   # parsed with the right wire type, still refused by this decoder
+        dequantize_value(value)
+
+
 # --- helpers for editing a valid value -------------------------------------------------------
 
 def int4_value(n: int = 7, **plan_fields) -> EncodedValueProto:

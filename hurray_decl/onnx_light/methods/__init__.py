@@ -28,11 +28,13 @@ class MethodRow:
     encode: Callable[..., np.ndarray]     # (values [B, count], run, path) -> code bytes [B, C]
     decode: Callable[..., np.ndarray]     # (code bytes [B, C], run, path) -> values [B, count]
     calibrate: Callable[..., np.ndarray]  # (values [B, count], run, path) -> scales [B]
+    magnitude: Callable[..., float] | None = None  # run -> a bound of |decoded| over the run, or None
 
 
 METHODS: Table[int, MethodRow] = Table("onnx-light block method", "OL-PLAN-07")
-METHODS.register(0, MethodRow(0, "affine", affine.encode, affine.decode, affine.calibrate))
-METHODS.register(1, MethodRow(1, "codebook", codebook.encode, codebook.decode, codebook.calibrate))
+METHODS.register(0, MethodRow(0, "affine", affine.encode, affine.decode, affine.calibrate, affine.magnitude))
+METHODS.register(1, MethodRow(1, "codebook", codebook.encode, codebook.decode, codebook.calibrate,
+                              codebook.magnitude))
 METHODS.register(2, MethodRow(2, "cast", cast.encode, cast.decode, cast.calibrate))
 
 

@@ -1,23 +1,19 @@
 """Affine blocks: ``code = round_half_even(clip((x - offset) / scale + zero_point))``.
 
-Decoding is ``(code - zero_point) * scale + offset`` in double (DIGEST.md § 8.2). The code is
-computed in float64; where float64 lands within a few ulps of a half-way point, the code is
-re-evaluated exactly with rational arithmetic (OD-02), so rounding never depends on the FPU
-rounding mode or on float64 error near a tie.
+The value is computed as the original's x86-64 build does (OD-02): each step in 80-bit
+extended precision, clamped, rounded to double; the round half to even of DIGEST.md § 8.2 then
+runs on that double (``floor``, fraction, parity), independently of any FPU mode. Decoding is
+``(code - zero_point) * scale + offset`` in double.
 """
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 import numpy as np
 
-from ..numerics import two_product, two_sum
-from ..packing import pack_bits, sign_extend, unpack_bits
+from ..extended import affine_values
+from ..packing import check_padding, decode_bytes, pack_bits, sign_extend, unpack_bits
 
-__all__ = ["encode", "decode", "calibrate", "affine_codes", "code_range"]
-
-_NEAR = 2.0**-40  # relative width of the band re-evaluated exactly around a half-way point
+__all__ = ["encode", "decode", "calibrate", "magnitude", "affine_codes", "code_range", "nearest_even"]
 
 
 def code_range(layout) -> tuple[int, int]:
@@ -28,64 +24,70 @@ def code_range(layout) -> tuple[int, int]:
     return 0, (1 << bits) - 1
 
 
-def _exact_code(x: float, offset: float, scale: float, zero_point: float, lo: int, hi: int) -> int:
-    v = (Fraction(x) - Fraction(offset)) / Fraction(scale) + Fraction(zero_point)
-    v = min(max(v, Fraction(lo)), Fraction(hi))
-    f = v.numerator // v.denominator
-    fr = v - f
-    if fr < Fraction(1, 2) or (fr == Fraction(1, 2) and f % 2 == 0):
-        return f
-    return f + 1
+def nearest_even(v: np.ndarray) -> np.ndarray:
+    """The original's NearestEven on doubles (OL-NUM-13): keep ``floor(v)`` when the fraction is
+    below one half, or exactly one half with an even floor; otherwise ``floor(v) + 1``.
 
-
-def _exact_steps(values, scale, zero_point, offset) -> np.ndarray:
-    """Where float64 computed (x - offset) / scale + zero_point without any rounding (1-D)."""
-    centred, e1 = two_sum(values, -offset)
-    q = centred / scale
-    p, e2 = two_product(q, scale)
-    _, e3 = two_sum(q, zero_point)
-    return (e1 == 0) & (p == centred) & (e2 == 0) & (e3 == 0)
+    ``v - floor(v)`` is exact for every double, so this is round half to even on the double,
+    which ``numpy.rint`` computes (in the default rounding mode, which NumPy never changes).
+    """
+    return np.rint(v).astype(np.int32)
 
 
 def affine_codes(values: np.ndarray, scale: np.ndarray, zero_point: np.ndarray,
                  offset: np.ndarray, lo: int, hi: int) -> np.ndarray:
     """Signed integer codes [blocks, count] for the values (OL-NUM-12, OL-NUM-13)."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        centred = values - offset[:, None]
-        v = centred / scale[:, None] + zero_point[:, None]
-        v = np.clip(v, lo, hi)
-        f = np.floor(v)
-        fr = v - f
-        odd = np.remainder(f, 2) == 1
-        codes = f + ((fr > 0.5) | ((fr == 0.5) & odd))
-        magnitude = np.abs(centred) / scale[:, None] + np.abs(zero_point)[:, None] + 1.0
-        near = (np.abs(fr - 0.5) <= magnitude * _NEAR) & (v > lo) & (v < hi)
-        js, ks = np.nonzero(near)
-        exact = _exact_steps(values[js, ks], scale[js], zero_point[js], offset[js])
-    for j, k in zip(js[~exact], ks[~exact]):
-        codes[j, k] = _exact_code(float(values[j, k]), float(offset[j]), float(scale[j]),
-                                  float(zero_point[j]), lo, hi)
-    return codes.astype(np.int64)
+    return nearest_even(affine_values(values, offset, scale, zero_point, lo, hi))
+
+
+_CHUNK = 1 << 17   # values encoded at once: a chunk's temporaries stay in cache
 
 
 def encode(values: np.ndarray, run, path: str) -> np.ndarray:
-    lo, hi = code_range(run.layout)
-    codes = affine_codes(values, run.scale, run.zero_point, run.offset, lo, hi)
-    bits = int(run.layout.bits)
-    return pack_bits((codes & ((1 << bits) - 1)).astype(np.uint32), bits)
+    layout = run.layout
+    lo, hi = code_range(layout)
+    bits = int(layout.bits)
+    blocks, count = values.shape
+    out = np.empty((blocks, layout.code_bytes), dtype=np.uint8)
+    step = max(1, _CHUNK // max(1, count))
+    for j in range(0, blocks, step):
+        sl = slice(j, j + step)
+        codes = affine_codes(values[sl], run.scale[sl], run.zero_point[sl], run.offset[sl], lo, hi)
+        codes &= (1 << bits) - 1
+        out[sl] = pack_bits(codes, bits)
+    return out
 
 
 def decode(data: np.ndarray, run, path: str) -> np.ndarray:
     layout = run.layout
     bits = int(layout.bits)
-    codes = unpack_bits(data, int(layout.count), bits, path)
-    if int(layout.signed_codes):
-        codes = sign_extend(codes, bits)
-    values = codes.astype(np.float64)
-    values -= run.zero_point[:, None]
+    count = int(layout.count)
+    signed = bool(int(layout.signed_codes))
+    if 8 % bits == 0:
+        # Whole bytes hold whole codes: one table lookup per byte gives its codes as doubles.
+        check_padding(data, count, bits, path)
+        values = decode_bytes(data, count, bits, signed)
+    else:
+        codes = unpack_bits(data, count, bits, path)
+        if signed:
+            codes = sign_extend(codes, bits)
+        values = codes.astype(np.float64)
+    if run.zero_point.any():
+        values -= run.zero_point[:, None]
     values *= run.scale[:, None]
-    values += run.offset[:, None]
+    if run.offset.any():   # + 0.0 changes nothing here: the scale is positive, so no -0.0 arises
+        values += run.offset[:, None]
     return values
+
+
+def magnitude(run) -> float:
+    """An upper bound of |(code - zero_point) * scale + offset| over every code of the run."""
+    lo, hi = code_range(run.layout)
+    if not run.blocks:
+        return 0.0
+    with np.errstate(over="ignore", invalid="ignore"):
+        span = max(hi - float(run.zero_point.min()), float(run.zero_point.max()) - lo)
+        return (span * float(np.abs(run.scale).max()) + float(np.abs(run.offset).max())) * (1 + 2.0**-40)
 
 
 def calibrate(values: np.ndarray, run, path: str) -> np.ndarray:

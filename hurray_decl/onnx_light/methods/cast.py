@@ -1,8 +1,8 @@
 """Cast blocks: each code is the value / scale in a floating dtype (DIGEST.md § 8.2).
 
-DOUBLE stores the double itself. The other dtypes round to float32 first, then FLOAT16 rounds
-to binary16 and BFLOAT16 to the upper 16 bits, both half to even (ml_dtypes does the narrow
-conversions). Overflow to infinity is refused (OL-NUM-20).
+DOUBLE stores the double itself. The other dtypes round to float32 first, then FLOAT16 goes
+through the original's binary16 converter (OD-12) and BFLOAT16 rounds to the upper 16 bits
+half to even. Overflow to infinity is refused (OL-NUM-20).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import ml_dtypes
 import numpy as np
 
 from ...errors import OnnxLightError
+from ..numerics import narrow
 
 __all__ = ["CAST_WIDTHS", "CAST_DTYPES", "encode", "decode", "calibrate"]
 
@@ -38,8 +39,7 @@ def encode(values: np.ndarray, run, path: str) -> np.ndarray:
         if cast_type == 11:
             stored = v
         else:
-            single = v.astype(np.float32)
-            stored = single if cast_type == 1 else single.astype(CAST_DTYPES[cast_type])
+            stored = narrow(v, cast_type)
             wide = stored.astype(np.float64)
             if not np.isfinite(wide).all():
                 _refuse("OL-NUM-20", f"the cast to {CAST_DTYPES[cast_type].name} overflows",

@@ -3,26 +3,23 @@
 Encoding (DIGEST.md § 8.2): per logical vector (the last may be partial), the residual is
 ``x / scale``; for each book in turn the entry with the smallest squared distance over the
 logical components is chosen, ties keeping the first entry, and subtracted from the residual.
-Distances are computed in float64; positions where a runner-up lies within a few ulps of the
-best are re-decided exactly with rational arithmetic (OD-02).
+Distances accumulate in 80-bit extended precision as in the original's x86-64 build (OD-02),
+and a candidate wins only when strictly smaller.
 
 Decoding: ``scale * sum over books of table[book][index][j]``; an index >= entries is refused.
 """
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 import numpy as np
 
 from ...errors import OnnxLightError
-from ..numerics import two_product, two_sum
+from ..extended import nearest_entries
 from ..packing import pack_base3, pack_bits, unpack_base3, unpack_bits
 from .affine import ratio_scales
 
-__all__ = ["encode", "decode", "calibrate"]
+__all__ = ["encode", "decode", "calibrate", "magnitude"]
 
-_NEAR = 2.0**-36
 _CHUNK = 1 << 21  # distance-matrix elements per chunk
 
 
@@ -42,37 +39,6 @@ def _vectors(values: np.ndarray, vector: int) -> tuple[np.ndarray, np.ndarray]:
     return padded.reshape(blocks, nvec, vector), mask.reshape(nvec, vector)
 
 
-def _exact_choice(residual: np.ndarray, table: np.ndarray, mask: np.ndarray, candidates: np.ndarray) -> int:
-    """The first candidate entry with the exactly smallest masked squared distance."""
-    r = [Fraction(float(x)) for x, m in zip(residual, mask) if m]
-    best, best_index = None, -1
-    for e in candidates:
-        t = [Fraction(float(x)) for x, m in zip(table[e], mask) if m]
-        d = sum(((a - b) ** 2 for a, b in zip(r, t)), Fraction(0))
-        if best is None or d < best:
-            best, best_index = d, int(e)
-    return best_index
-
-
-def _exact_distances(residual: np.ndarray, table: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """Where float64 computed the masked squared distance without rounding: [m, E].
-
-    When every candidate of a near tie is exact, the float comparison (first index on ties)
-    already is the exact decision.
-    """
-    with np.errstate(over="ignore", invalid="ignore"):
-        total = np.zeros(table.shape[:2])
-        exact = np.ones(table.shape[:2], dtype=bool)
-        for j in range(table.shape[2]):
-            use = mask[:, j][:, None]
-            diff, e1 = two_sum(residual[:, j][:, None], -table[:, :, j])
-            square, e2 = two_product(diff, diff)
-            summed, e3 = two_sum(total, square)
-            exact &= ~use | ((e1 == 0) & (e2 == 0) & (e3 == 0))
-            total = np.where(use, summed, total)
-    return exact
-
-
 def search(residual: np.ndarray, tables: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """Greedy residual search; returns indices [B, nvec, books]. ``residual`` is updated in place."""
     blocks, nvec, vector = residual.shape
@@ -84,23 +50,11 @@ def search(residual: np.ndarray, tables: np.ndarray, mask: np.ndarray) -> np.nda
         for start in range(0, blocks, step):
             r = residual[start:start + step]                     # [b, nvec, v]
             t = tables[start:start + step, book]                 # [b, E, v]
-            with np.errstate(over="ignore", invalid="ignore"):
-                diff = r[:, :, None, :] - t[:, None, :, :]       # [b, nvec, E, v]
-                dist = np.einsum("bnev,nv->bne", diff * diff, weight)
-            choice = np.argmin(dist, axis=2)
-            best = np.take_along_axis(dist, choice[:, :, None], axis=2)
-            band = dist <= best * (1 + _NEAR) + 1e-300
-            near = band.sum(axis=2) > 1
-            if near.any():
-                js, ks = np.nonzero(near)
-                exact = _exact_distances(r[js, ks], t[js], mask[ks])       # [m, E]
-                settled = (exact | ~band[js, ks]).all(axis=1)
-                for j, k in zip(js[~settled], ks[~settled]):
-                    candidates = np.flatnonzero(band[j, k])
-                    choice[j, k] = _exact_choice(r[j, k], t[j], mask[k], candidates)
+            choice = nearest_entries(r, t, mask)
             indices[start:start + step, :, book] = choice
             chosen = np.take_along_axis(t, choice.reshape(choice.shape[0], -1)[:, :, None], axis=1)
-            r -= chosen * weight
+            with np.errstate(over="ignore", invalid="ignore"):
+                r -= chosen * weight
     return indices
 
 
@@ -115,6 +69,10 @@ def encode(values: np.ndarray, run, path: str) -> np.ndarray:
                              actual=repr(float(values[j, k])), expected="finite")
     residual, mask = _vectors(scaled, int(layout.vector_size))
     indices = search(residual, _tables(run), mask).reshape(run.blocks, -1)
+    if not np.isfinite(residual).all():   # a chosen entry subtracted past the double range
+        j = int(np.argwhere(~np.isfinite(residual))[0][0])
+        raise OnnxLightError("OL-NUM-16", "the codebook residual overflows after subtracting an entry",
+                             path=f"{path} -> blocks[{j}]", actual="non-finite", expected="finite")
     if int(layout.base3):
         return pack_base3(indices)
     return pack_bits(indices.astype(np.uint32), int(layout.bits))
@@ -141,6 +99,16 @@ def decode(data: np.ndarray, run, path: str) -> np.ndarray:
         total = total + np.take_along_axis(tables[:, book], indices[:, :, book, None], axis=1)
     values = total.reshape(run.blocks, -1)[:, : int(layout.count)]
     return values * run.scale[:, None]
+
+
+def magnitude(run) -> float:
+    """An upper bound of |scale * sum over books of an entry component| over the run."""
+    tables = _tables(run)
+    if not tables.size:
+        return 0.0
+    with np.errstate(over="ignore", invalid="ignore"):
+        worst = float(np.abs(tables).max(axis=(0, 2, 3)).sum())
+        return worst * float(np.abs(run.scale).max()) * (1 + 2.0**-40)
 
 
 def calibrate(values: np.ndarray, run, path: str) -> np.ndarray:

@@ -1,20 +1,10 @@
-"""Model-level shared parameter sets and the compact layout (DIGEST.md § 11, RULES.md OL-SHR).
-
-A parameter set is a root-graph ``quantization_annotation`` named
-``onnx_light.quantization.parameters:<name>`` whose ``quant_parameter_tensor_names`` map roles
-to root initializers: the serialized storage and logical types (rank-1 UINT8) and the numerical
-parameters Quantize would take as inputs. :func:`parameter_catalogue` validates every set of a
-model and returns owned, immutable :class:`ParameterSet` snapshots.
-
-A set fixes the full encoding of an all-zero tensor of its logical type; the bytes of that
-payload that depend on the data are the *local* ranges (portable: the outlier values and each
-block's codes; ORT: ``B``), everything else is *common*. A compact value stores a reserved
-``0x00`` byte and the local ranges; :func:`materialize_quantized_value` interleaves them with the
-set's common bytes again.
+"""Parameter sets: their declaration in a model, validation, the fixed common bytes, and
+:func:`add_quantization_parameters` (OL-SHR-01 .. -10, -33).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping
@@ -22,60 +12,75 @@ from typing import Any, Mapping
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from ..errors import HurrayDeclError, OnnxLightError
-from .calibrate import quantize_with_type
-from .codec import _as_encoded, dequantize_value
-from .numerics import INT64, LOGICAL_DTYPES, UINT8
-from .ort import ORT_FORMATS
-from .profiles import WIRE_PREFIX, parse_quantization_format
-from .tensors import array_to_tensor, tensor_to_array
-from .wire import _add_tensor, logical_shape, model_catalogue, pb, read_geometry, resolve_struct_type, same_message
+from ...errors import HurrayDeclError, OnnxLightError
+from ..calibrate import quantize_with_type
+from ..numerics import INT64, LOGICAL_DTYPES, UINT8
+from ..ort import ORT_FORMATS
+from ..profiles import WIRE_PREFIX, parse_quantization_format
+from ..tensors import array_to_tensor, tensor_to_array
+from ..wire import (
+    add_tensor,
+    check_strings,
+    logical_shape,
+    model_catalogue,
+    pb,
+    read_geometry,
+    resolve_struct_type,
+)
 
 __all__ = [
     "PARAMETERS_PREFIX",
     "ROLES",
+    "NUMERIC_ROLES",
     "COMPACT_NAME",
-    "ParameterSet",
-    "SharedQuantizedValue",
-    "parameter_catalogue",
-    "add_quantization_parameters",
-    "make_shared_quantization_type",
-    "quantize_tensor_shared",
-    "materialize_quantized_value",
-    "check_shared_value",
+    "shared_error",
     "as_pb_model",
+    "convert_message",
+    "ParameterSet",
+    "compact_type",
+    "build_set",
+    "parameter_catalogue",
+    "parameter_set",
+    "make_shared_quantization_type",
+    "add_quantization_parameters",
 ]
+
 
 PARAMETERS_PREFIX = "onnx_light.quantization.parameters:"
 """The annotation-name prefix of a parameter set (OL-SHR-01)."""
+
 
 ROLES = ("storage_type", "logical_type", "scales", "zero_points", "offsets", "codebooks", "permutation",
          "forward", "inverse", "outliers")
 """The roles a set may map (OL-SHR-02); the last eight are Quantize's optional inputs."""
 
+
 NUMERIC_ROLES = ROLES[2:]
+
+
 COMPACT_NAME = "onnx_light.quantization.shared.v1"
 """The root name of a compact storage type (OL-SHR-17)."""
 
 
-def _fail(code: str, message: str, path: str, actual: Any = None, expected: Any = None) -> OnnxLightError:
+def shared_error(code: str, message: str, path: str, actual: Any = None, expected: Any = None) -> OnnxLightError:
     return OnnxLightError(code, message, path=path, actual=actual, expected=expected)
 
 
 def as_pb_model(model) -> pb.ModelProto:
     """This package's ModelProto with the same bytes (an ``onnx.ModelProto`` is converted)."""
     if isinstance(model, pb.ModelProto):
-        return model
-    if not hasattr(model, "SerializeToString"):
-        raise _fail("OL-SHR-29", "expected a ModelProto", "model", type(model).__name__, "ModelProto")
-    return pb.ModelProto.FromString(model.SerializeToString())
+        converted = model
+    elif not hasattr(model, "SerializeToString"):
+        raise shared_error("OL-SHR-29", "expected a ModelProto", "model", type(model).__name__, "ModelProto")
+    else:
+        converted = pb.ModelProto.FromString(model.SerializeToString())
+    check_strings(converted, "model", "OL-WIRE-01")
+    return converted
 
 
-def _convert(message, cls):
+def convert_message(message, cls):
     return message if isinstance(message, cls) else cls.FromString(message.SerializeToString())
 
-
-# --- the parameter set ---------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class ParameterSet:
@@ -125,7 +130,7 @@ class ParameterSet:
         """The compact payload of ``array`` with the set's fixed parameters (OL-SHR-12)."""
         full = quantize_with_type(array, self.storage, **self.parameters).raw_data
         if self.common(full) != self.common(self.full):
-            raise _fail("OL-SHR-12", "encoding changed the set's common bytes", f"parameters:{self.name}")
+            raise shared_error("OL-SHR-12", "encoding changed the set's common bytes", f"parameters:{self.name}")
         return self.split(full)
 
 
@@ -134,7 +139,7 @@ def compact_type(local_size: int) -> pb.StructTypeProto:
     root = pb.StructTypeProto()
     root.name = COMPACT_NAME
     root.structure.SetInParent()
-    _add_tensor(root.structure, "local", UINT8, [1 + local_size])
+    add_tensor(root.structure, "local", UINT8, [1 + local_size])
     return root
 
 
@@ -144,7 +149,7 @@ def _local_ranges(storage: pb.StructTypeProto, full: bytes) -> tuple[tuple[int, 
     if fmt in ORT_FORMATS:
         fields = storage.structure.field
         dims = [d.dim_value for d in fields[1].type.tensor_type.shape.dim]
-        return ((0, int(np.prod(dims))),)
+        return ((0, math.prod(dims)),)
     geometry = read_geometry(storage, "storage_type")
     p, n, o = geometry.permutation, geometry.transform, geometry.outliers
     ranges = []
@@ -171,7 +176,7 @@ def _descriptor_bytes(tensor: pb.TensorProto, role: str, path: str) -> bytes:
     if (tensor.data_type != UINT8 or len(tensor.dims) != 1 or not tensor.HasField("raw_data")
             or len(tensor.raw_data) != tensor.dims[0] or len(tensor.external_data)
             or tensor.data_location == pb.TensorProto.EXTERNAL):
-        raise _fail("OL-SHR-08", f"{role} must be an inline rank-1 UINT8 initializer holding its bytes", path,
+        raise shared_error("OL-SHR-08", f"{role} must be an inline rank-1 UINT8 initializer holding its bytes", path,
                     (tensor.data_type, list(tensor.dims)), "UINT8 [byte count], raw_data")
     return tensor.raw_data
 
@@ -179,18 +184,18 @@ def _descriptor_bytes(tensor: pb.TensorProto, role: str, path: str) -> bytes:
 def _numeric(tensor: pb.TensorProto, role: str, path: str) -> np.ndarray:
     if not tensor.HasField("raw_data") and (len(tensor.external_data)
                                             or tensor.data_location == pb.TensorProto.EXTERNAL):
-        raise _fail("OL-SHR-09", f"{role} is in external data: load it before validation", path)
+        raise shared_error("OL-SHR-09", f"{role} is in external data: load it before validation", path)
     if tensor.data_type in LOGICAL_DTYPES:
         values = tensor_to_array(tensor)
     elif tensor.data_type == INT64:
-        count = int(np.prod(list(tensor.dims), dtype=np.int64)) if len(tensor.dims) else 1
+        count = math.prod(tensor.dims)   # Python integers: a claimed size never wraps
         values = (np.frombuffer(tensor.raw_data, "<i8").astype(np.int64) if tensor.HasField("raw_data")
                   else np.array(tensor.int64_data, dtype=np.int64))
         if values.size != count:
-            raise _fail("OL-SHR-10", f"{role} holds {values.size} values for dims {list(tensor.dims)}", path)
+            raise shared_error("OL-SHR-10", f"{role} holds {values.size} values for dims {list(tensor.dims)}", path)
         values = values.reshape(list(tensor.dims))
     else:
-        raise _fail("OL-SHR-10", f"{role} has an element type Quantize does not take", path, tensor.data_type,
+        raise shared_error("OL-SHR-10", f"{role} has an element type Quantize does not take", path, tensor.data_type,
                     "FLOAT, DOUBLE, FLOAT16, BFLOAT16 or INT64")
     values = np.array(values, copy=True)
     values.flags.writeable = False
@@ -201,9 +206,9 @@ def build_set(name: str, tensors: Mapping[str, pb.TensorProto], catalogue_model,
     """Validate one declaration and derive its fixed bytes (OL-SHR-04, -08 .. -10)."""
     for role in ("storage_type", "logical_type"):
         if role not in tensors:
-            raise _fail("OL-SHR-08", f"a parameter set needs a {role}", f"{path} -> {role}", None, role)
+            raise shared_error("OL-SHR-08", f"a parameter set needs a {role}", f"{path} -> {role}", None, role)
     if "scales" not in tensors:
-        raise _fail("OL-SHR-04", "a parameter set needs scales: shared mode never calibrates",
+        raise shared_error("OL-SHR-04", "a parameter set needs scales: shared mode never calibrates",
                     f"{path} -> scales", None, "scales")
     storage = pb.StructTypeProto()
     logical = pb.TypeProto()
@@ -211,28 +216,31 @@ def build_set(name: str, tensors: Mapping[str, pb.TensorProto], catalogue_model,
         storage.ParseFromString(_descriptor_bytes(tensors["storage_type"], "storage_type", f"{path} -> storage_type"))
         logical.ParseFromString(_descriptor_bytes(tensors["logical_type"], "logical_type", f"{path} -> logical_type"))
     except DecodeError as exc:
-        raise _fail("OL-SHR-08", f"a descriptor does not parse: {exc}", path) from exc
+        raise shared_error("OL-SHR-08", f"a descriptor does not parse: {exc}", path) from exc
+    check_strings(storage, f"{path} -> storage_type", "OL-SHR-08")
+    check_strings(logical, f"{path} -> logical_type", "OL-SHR-08")
     resolved = pb.StructTypeProto()
     resolved.CopyFrom(resolve_struct_type(storage, catalogue_model, f"{path} -> storage_type"))
     if logical.WhichOneof("value") != "tensor_type":
-        raise _fail("OL-SHR-08", "logical_type must be a tensor type", f"{path} -> logical_type",
+        raise shared_error("OL-SHR-08", "logical_type must be a tensor type", f"{path} -> logical_type",
                     logical.WhichOneof("value"), "tensor_type")
     try:
         dtype, shape = logical_shape(logical, f"{path} -> logical_type")
     except OnnxLightError as err:
-        raise _fail("OL-SHR-08", f"logical_type is not a concrete floating tensor type: {err.detail}",
+        raise shared_error("OL-SHR-08", f"logical_type is not a concrete floating tensor type: {err.detail}",
                     err.path, err.actual, err.expected) from err
     parameters = {role: _numeric(tensors[role], role, f"{path} -> {role}")
                   for role in NUMERIC_ROLES if role in tensors}
     if not (isinstance(resolved.name, str) and resolved.name.startswith(WIRE_PREFIX)):
-        raise _fail("OL-SHR-08", "storage_type is not a quantization descriptor", f"{path} -> storage_type -> name",
+        raise shared_error("OL-SHR-08", "storage_type is not a quantization descriptor",
+                           f"{path} -> storage_type -> name",
                     resolved.name, WIRE_PREFIX + "<profile>")
     try:
         zeros = np.zeros(shape, dtype=LOGICAL_DTYPES[dtype])
         full = quantize_with_type(zeros, resolved, **parameters).raw_data
         local = _local_ranges(resolved, full)
     except HurrayDeclError as err:
-        raise _fail("OL-SHR-10", f"the parameters do not fit the storage descriptor: [{err.code}] {err.detail}",
+        raise shared_error("OL-SHR-10", f"the parameters do not fit the storage descriptor: [{err.code}] {err.detail}",
                     f"{path} -> {err.path}", err.actual, err.expected) from err
     local_size = sum(length for _, length in local)
     return ParameterSet(name, resolved, logical, dtype, tuple(shape), MappingProxyType(dict(parameters)), full,
@@ -248,17 +256,18 @@ def _declarations(model: pb.ModelProto):
         name = annotation.tensor_name[len(PARAMETERS_PREFIX):]
         path = f"model -> graph -> quantization_annotation[{i}]"
         if not name:
-            raise _fail("OL-SHR-06", "a parameter set needs a name", f"{path} -> tensor_name",
+            raise shared_error("OL-SHR-06", "a parameter set needs a name", f"{path} -> tensor_name",
                         annotation.tensor_name, PARAMETERS_PREFIX + "<name>")
         if name in seen:
-            raise _fail("OL-SHR-05", "two parameter sets share a name", f"{path} -> tensor_name", name, "unique")
+            raise shared_error("OL-SHR-05", "two parameter sets share a name", f"{path} -> tensor_name", name, "unique")
         seen.add(name)
         roles: dict[str, str] = {}
         for entry in annotation.quant_parameter_tensor_names:
             if entry.key not in ROLES:
-                raise _fail("OL-SHR-02", "unknown parameter-set role", f"{path} -> {entry.key}", entry.key, list(ROLES))
+                raise shared_error("OL-SHR-02", "unknown parameter-set role",
+                                   f"{path} -> {entry.key}", entry.key, list(ROLES))
             if entry.key in roles:
-                raise _fail("OL-SHR-03", "a role is named twice", f"{path} -> {entry.key}", entry.key, "once")
+                raise shared_error("OL-SHR-03", "a role is named twice", f"{path} -> {entry.key}", entry.key, "once")
             roles[entry.key] = entry.value
         yield name, roles, path
 
@@ -275,30 +284,30 @@ def parameter_catalogue(model) -> dict[str, ParameterSet]:
         tensors = {}
         for role, tensor_name in roles.items():
             if tensor_name not in initializers:
-                raise _fail("OL-SHR-07", "a role names a missing root initializer", f"{path} -> {role}",
+                raise shared_error("OL-SHR-07", "a role names a missing root initializer", f"{path} -> {role}",
                             tensor_name, "a root initializer")
             tensors[role] = initializers[tensor_name]
         sets[name] = build_set(name, tensors, model, path)
     return sets
 
 
-def _parameter_set(model, name: str, path: str = "parameter_ref") -> ParameterSet:
+def parameter_set(model, name: str, path: str = "parameter_ref") -> ParameterSet:
     sets = parameter_catalogue(model)
     if name not in sets:
-        raise _fail("OL-SHR-29", "the model declares no parameter set of this name", path, name, sorted(sets))
+        raise shared_error("OL-SHR-29", "the model declares no parameter set of this name", path, name, sorted(sets))
     return sets[name]
 
 
 def make_shared_quantization_type(model, name: str) -> pb.StructTypeProto:
     """The compact storage type of a declared set."""
     result = pb.StructTypeProto()
-    result.CopyFrom(_parameter_set(model, name).compact_type)
+    result.CopyFrom(parameter_set(model, name).compact_type)
     return result
 
 
 def _parameter_tensor(value, role: str) -> pb.TensorProto:
     if hasattr(value, "SerializeToString"):
-        return _convert(value, pb.TensorProto)
+        return convert_message(value, pb.TensorProto)
     array = np.asarray(value)
     if array.dtype == np.int64:
         tensor = pb.TensorProto()
@@ -309,7 +318,7 @@ def _parameter_tensor(value, role: str) -> pb.TensorProto:
     for code, dtype in LOGICAL_DTYPES.items():
         if array.dtype == dtype:
             return array_to_tensor(array, code)
-    raise _fail("OL-SHR-10", f"{role} must be FLOAT, DOUBLE, FLOAT16, BFLOAT16 or (for indices) INT64", role,
+    raise shared_error("OL-SHR-10", f"{role} must be FLOAT, DOUBLE, FLOAT16, BFLOAT16 or (for indices) INT64", role,
                 str(array.dtype), "a floating or int64 array")
 
 
@@ -323,15 +332,16 @@ def add_quantization_parameters(model, name: str, storage_type, logical_type, *,
     The numerical arguments take Quantize's input dtypes and shapes; ``scales`` is required.
     """
     if not isinstance(name, str) or not name:
-        raise _fail("OL-SHR-06", "a parameter set needs a non-empty name", "name", repr(name), "a non-empty string")
+        raise shared_error("OL-SHR-06", "a parameter set needs a non-empty name",
+                           "name", repr(name), "a non-empty string")
     if scales is None:
-        raise _fail("OL-SHR-04", "scales is required: shared mode never calibrates", "scales", None, "a tensor")
+        raise shared_error("OL-SHR-04", "scales is required: shared mode never calibrates", "scales", None, "a tensor")
     if not hasattr(model, "graph"):
-        raise _fail("OL-SHR-29", "expected a ModelProto", "model", type(model).__name__, "ModelProto")
+        raise shared_error("OL-SHR-29", "expected a ModelProto", "model", type(model).__name__, "ModelProto")
     given = dict(scales=scales, zero_points=zero_points, offsets=offsets, codebooks=codebooks,
                  permutation=permutation, forward=forward, inverse=inverse, outliers=outliers)
-    tensors = [("storage_type", _uint8_tensor(_convert(storage_type, pb.StructTypeProto).SerializeToString())),
-               ("logical_type", _uint8_tensor(_convert(logical_type, pb.TypeProto).SerializeToString()))]
+    tensors = [("storage_type", _uint8_tensor(convert_message(storage_type, pb.StructTypeProto).SerializeToString())),
+               ("logical_type", _uint8_tensor(convert_message(logical_type, pb.TypeProto).SerializeToString()))]
     tensors += [(role, _parameter_tensor(value, role)) for role, value in given.items() if value is not None]
     trial = as_pb_model(model)
     trial = pb.ModelProto.FromString(trial.SerializeToString())   # validate on a copy first
@@ -341,7 +351,8 @@ def add_quantization_parameters(model, name: str, storage_type, logical_type, *,
     for role, tensor in tensors:
         tensor.name = f"{PARAMETERS_PREFIX}{name}/{role}"
         if tensor.name in existing:
-            raise _fail("OL-SHR-05", "the model already holds this set's initializers", f"initializer {tensor.name}",
+            raise shared_error("OL-SHR-05", "the model already holds this set's initializers",
+                               f"initializer {tensor.name}",
                         tensor.name, "a new set name")
         trial.graph.initializer.add().CopyFrom(tensor)
         entry = annotation.quant_parameter_tensor_names.add()
@@ -361,154 +372,3 @@ def _uint8_tensor(data: bytes) -> pb.TensorProto:
     tensor.data_type = UINT8
     tensor.raw_data = data
     return tensor
-
-
-# --- compact values -------------------------------------------------------------------------------
-
-class EncodedValue:
-    """An encoded value kept as a private message: what the ai.rt operators put on graph edges."""
-
-    __slots__ = ("_encoded",)
-
-    def __init__(self, encoded) -> None:
-        self._encoded = pb.EncodedValueProto()
-        self._encoded.CopyFrom(encoded if isinstance(encoded, pb.EncodedValueProto)
-                               else pb.EncodedValueProto.FromString(encoded.SerializeToString()))
-
-    @property
-    def encoded(self) -> pb.EncodedValueProto:
-        """An independent copy of the message."""
-        copy = pb.EncodedValueProto()
-        copy.CopyFrom(self._encoded)
-        return copy
-
-    @property
-    def name(self) -> str:
-        return self._encoded.name
-
-    @property
-    def raw_data(self) -> bytes:
-        return self._encoded.raw_data
-
-
-class SharedQuantizedValue(EncodedValue):
-    """A retained compact value together with the parameter set it was encoded with (OL-SHR-33).
-
-    The set is an immutable snapshot: the value outlives, and ignores later edits to, the model
-    that declared it. :attr:`encoded` returns an independent copy of the compact message.
-    """
-
-    __slots__ = ("_set",)
-
-    def __init__(self, encoded: pb.EncodedValueProto, parameters: ParameterSet) -> None:
-        super().__init__(encoded)
-        self._set = parameters
-
-    @property
-    def parameter_ref(self) -> str:
-        return self._encoded.parameter_ref
-
-    @property
-    def parameters(self) -> ParameterSet:
-        return self._set
-
-    def has_parameter_ref(self) -> bool:
-        return True
-
-    def copy(self) -> "SharedQuantizedValue":
-        """The same value and owner (what Identity passes on, OL-SHR-30)."""
-        return SharedQuantizedValue(self._encoded, self._set)
-
-    def materialize(self) -> pb.EncodedValueProto:
-        return materialize_quantized_value(self)
-
-    def todense(self) -> np.ndarray:
-        """The decoded values (the reference evaluator's test for a non-tensor value)."""
-        return dequantize_value(self.materialize())
-
-    def __repr__(self) -> str:
-        return (f"SharedQuantizedValue(name={self.name!r}, parameter_ref={self.parameter_ref!r}, "
-                f"{len(self.raw_data)} bytes)")
-
-
-def compact_value(parameters: ParameterSet, array: np.ndarray, name: str | None) -> SharedQuantizedValue:
-    """Encode ``array`` with the set and wrap the compact message (OL-SHR-14, -17, -18)."""
-    source = np.asarray(array)
-    expected = LOGICAL_DTYPES[parameters.dtype]
-    if source.dtype != expected or tuple(source.shape) != parameters.shape:
-        raise _fail("OL-SHR-14", "the input's dtype or shape differs from the set's logical type", "source",
-                    (str(source.dtype), list(source.shape)), (expected.name, list(parameters.shape)))
-    encoded = pb.EncodedValueProto()
-    if name is not None:
-        encoded.name = name
-    encoded.struct_type.CopyFrom(parameters.compact_type)
-    encoded.logical_type.CopyFrom(parameters.logical)
-    encoded.raw_data = parameters.encode(source)
-    encoded.parameter_ref = parameters.name
-    return SharedQuantizedValue(encoded, parameters)
-
-
-def quantize_tensor_shared(tensor, model, name: str) -> SharedQuantizedValue:
-    """Encode a tensor (array or TensorProto) with the fixed parameters of set ``name`` (OL-SHR-34)."""
-    parameters = _parameter_set(model, name, "name")
-    value_name = None
-    if hasattr(tensor, "SerializeToString"):
-        proto = _convert(tensor, pb.TensorProto)
-        value_name = proto.name if proto.HasField("name") else None
-        tensor = tensor_to_array(proto)
-    return compact_value(parameters, tensor, value_name)
-
-
-def check_shared_value(value: pb.EncodedValueProto, parameters: ParameterSet, model, path: str,
-                       codes: tuple[str, str, str] = ("OL-SHR-25", "OL-SHR-24", "OL-SHR-26")) -> None:
-    """Logical type, compact type and payload extent against the set, without rebuilding the full
-    payload. ``codes`` name the rules reported (materialization: OL-SHR-25/-24/-26; encoded
-    initializers: OL-SHR-21/-22/-23)."""
-    logical_code, type_code, length_code = codes
-    if not same_message(value.logical_type, parameters.logical):
-        raise _fail(logical_code, "the logical type differs from the parameter set's", f"{path} -> logical_type")
-    if value.WhichOneof("layout") != "struct_type":
-        raise _fail(type_code, "a compact value's layout is the compact struct type", f"{path} -> layout",
-                    value.WhichOneof("layout"), "struct_type")
-    local_type = resolve_struct_type(value.struct_type, model, f"{path} -> struct_type")
-    if not same_message(local_type, parameters.compact_type):
-        raise _fail(type_code, "the compact storage type differs from the parameter set's",
-                    f"{path} -> struct_type", None, f"{COMPACT_NAME} local [{1 + parameters.local_size}]")
-    expected = 1 + parameters.local_size
-    if len(value.raw_data) != expected:
-        raise _fail(length_code, "the compact payload length is not 1 + the local byte count",
-                    f"{path} -> raw_data", len(value.raw_data), expected)
-
-
-def materialize_quantized_value(value, model=None) -> pb.EncodedValueProto:
-    """A self-contained value: the full inline storage type, no parameter_ref (OL-SHR-24 .. -29).
-
-    ``value`` is a :class:`SharedQuantizedValue` (it carries its set) or an EncodedValueProto; a
-    proto with ``parameter_ref`` needs the ``model`` that declares its set. A value without
-    ``parameter_ref`` is returned as a copy. The source is never changed.
-    """
-    if isinstance(value, SharedQuantizedValue):
-        source, parameters = value._encoded, value._set
-    else:
-        source = _as_encoded(value)
-        if not source.HasField("parameter_ref"):
-            result = pb.EncodedValueProto()
-            result.CopyFrom(source)
-            return result
-        if model is None:
-            raise _fail("OL-SHR-29", "a compact value is materialized only with the model that declares its set",
-                        "value -> parameter_ref", source.parameter_ref, "a model")
-        parameters = _parameter_set(model, source.parameter_ref, "value -> parameter_ref")
-    check_shared_value(source, parameters, model, "value")
-    if source.raw_data[:1] != b"\x00":
-        raise _fail("OL-SHR-27", "the compact payload's reserved first byte is not 0", "value -> raw_data",
-                    f"0x{source.raw_data[0]:02X}", "0x00").located(0)
-    result = pb.EncodedValueProto()
-    if source.HasField("name"):
-        result.name = source.name
-    if source.HasField("doc_string"):
-        result.doc_string = source.doc_string
-    result.struct_type.CopyFrom(parameters.storage)
-    result.logical_type.CopyFrom(parameters.logical)
-    result.raw_data = parameters.join(source.raw_data)
-    return result

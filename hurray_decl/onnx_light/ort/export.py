@@ -1,0 +1,63 @@
+"""MatMulNBits initializers from a validated ORT value: the bytes copied, never dequantized
+(OL-ORT-30).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from ..numerics import LOGICAL_DTYPES, UINT8
+from ..wire import pb
+from .decode import OrtValue
+from .geometry import FLOATING, PACKED
+
+__all__ = [
+    "MatMulNBitsInputs",
+    "export_inputs",
+]
+
+
+@dataclass(frozen=True)
+class MatMulNBitsInputs:
+    """The MatMulNBits initializers of an ORT value and the node's attributes (OL-ORT-30)."""
+
+    weights: Any
+    scales: Any
+    zero_points: Any
+    k: int
+    n: int
+    bits: int
+    block_size: int
+
+
+def _tensor_class():
+    try:
+        import onnx
+    except ImportError:  # onnx is optional at run time: fall back to this package's message
+        return pb.TensorProto
+    return onnx.TensorProto
+
+
+def _tensor(cls, name: str, data_type: int, dims: Sequence[int], raw: bytes):
+    tensor = cls()
+    tensor.name = name
+    tensor.data_type = data_type
+    tensor.dims.extend(int(d) for d in dims)
+    tensor.raw_data = raw
+    return tensor
+
+
+def export_inputs(value: OrtValue) -> MatMulNBitsInputs:
+    g = value.geometry
+    cls = _tensor_class()
+    target = LOGICAL_DTYPES[g.dtype]
+    weights = _tensor(cls, "B", UINT8, [g.n, g.groups, g.blob], value.weights.tobytes())
+    scales = _tensor(cls, "scales", g.dtype, [g.n, g.groups], value.scales.astype(target.newbyteorder("<")).tobytes())
+    zero_points = None
+    if g.zero_points == PACKED:
+        zero_points = _tensor(cls, "zero_points", UINT8, g.zp_dims, value.zp_stored.tobytes())
+    elif g.zero_points == FLOATING:
+        zero_points = _tensor(cls, "zero_points", g.dtype, g.zp_dims,
+                              value.zp_stored.astype(target.newbyteorder("<")).tobytes())
+    return MatMulNBitsInputs(weights, scales, zero_points, g.k, g.n, g.bits, g.block_size)

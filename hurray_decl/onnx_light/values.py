@@ -1,0 +1,74 @@
+"""Self-contained values, portable or ORT: open once, then decode, rebuild the plan, validate or
+export with the layout's own code. Compact values are materialized above, in :mod:`.codec`."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import OnnxLightError
+from .numerics import to_logical
+from .ort import (
+    ORT_FORMATS,
+    MatMulNBitsInputs,
+    decode_ort,
+    export_inputs,
+    ort_plan,
+    read_ort,
+)
+from .plan import QuantizationPlan
+from .portable import (
+    Opened,
+    dequantize_portable,
+    open_value,
+    portable_plan,
+    read_portable,
+    requested_code,
+)
+
+__all__ = ["dequantize_full", "decode_plan_full", "validate_full", "export_full"]
+
+
+def _ort_value(opened: Opened):
+    return read_ort(opened.resolved, opened.format, opened.dtype, opened.shape, opened.value.raw_data)
+
+
+def _is_ort(opened: Opened) -> bool:
+    return opened.format is not None and not opened.format.portable
+
+
+def dequantize_full(value, model=None, dtype=None) -> np.ndarray:
+    """Decode a self-contained portable or ORT value (OL-NUM-24)."""
+    opened = open_value(value, model)
+    if _is_ort(opened):
+        values = decode_ort(_ort_value(opened))
+        return to_logical(values, requested_code(dtype, opened.dtype), "OL-NUM-25", "value")
+    return dequantize_portable(opened, model, dtype)
+
+
+def decode_plan_full(value, model=None) -> QuantizationPlan:
+    """The plan a self-contained value was encoded with."""
+    opened = open_value(value, model)
+    if _is_ort(opened):
+        return ort_plan(_ort_value(opened))
+    return portable_plan(opened, model)
+
+
+def validate_full(value, model=None) -> None:
+    """Every decoder check on a self-contained portable or ORT value, without decoding."""
+    opened = open_value(value, model)
+    if _is_ort(opened):
+        _ort_value(opened)
+    else:
+        read_portable(opened.value, model, opened)
+
+
+def export_full(value, model=None) -> MatMulNBitsInputs:
+    """Validate a self-contained ORT value and copy its bytes into MatMulNBits inputs (OL-ORT-30);
+    a portable value, the portable ``matmulnbits`` profile included, is refused (OL-ORT-31)."""
+    opened = open_value(value, model)
+    if opened.format not in ORT_FORMATS:
+        name = opened.format.wire_name if opened.format is not None else "this value"
+        raise OnnxLightError("OL-ORT-31", "only ORT MatMulNBits values export as MatMulNBits inputs; "
+                             f"{name} is a portable layout", path="value -> struct_type -> name",
+                             actual=opened.resolved.name, expected="onnx_light.quantization.v1/ort_matmulnbits_*")
+    return export_inputs(_ort_value(opened))

@@ -44,9 +44,10 @@ class Parameter:
 class TensorContext:
     """The tensor around the layout and quantization fields, with the checks they share."""
 
-    def __init__(self, descriptor: TensorDescriptor, permissive: bool = False) -> None:
+    def __init__(self, descriptor: TensorDescriptor, permissive: bool = False, writer_rules: bool = False) -> None:
         self.d = descriptor
         self.permissive = permissive
+        self.writer_rules = writer_rules
         self.shape = descriptor.shape
         self.rank = len(descriptor.shape)
         self.layout: Layout = descriptor.layout
@@ -130,13 +131,17 @@ class TensorContext:
                       "descriptor -> layout -> strides", actual=f"bytes {start // 8}..{end}",
                       expected=f"inside 0..{have}")
 
-    def exact_size(self, index: int, size: int | None, code: str, what: str) -> None:
-        """A layout-owned buffer whose length the descriptor fixes (HD-26)."""
+    def component_size(self, index: int, size: int | None, code: str, what: str, writer_code: str = "HT-LAY-92") -> None:
+        """A sparse or paged component array whose length the descriptor fixes: a lower bound
+        for readers (``code``, HD-26 revised), exact for writers (``writer_code``, HT-LAY-92)."""
         if size is None or index >= len(self.buffers):
             return
         have = self.buffers[index].byte_size
-        if have != size:
-            self.fail(code, f"buffer {index} has the wrong size ({what})",
+        if have < size:
+            self.fail(code, f"buffer {index} is too small ({what})",
+                      f"descriptor -> buffers -> {index} -> byte_size", actual=have, expected=f">= {size}")
+        if self.writer_rules and have != size:
+            self.fail(writer_code, f"writers size buffer {index} exactly ({what})",
                       f"descriptor -> buffers -> {index} -> byte_size", actual=have, expected=size)
 
     # ------------------------------------------------------------ what schemes call
@@ -262,9 +267,11 @@ class TensorContext:
                   "descriptor -> buffer_count", actual=count, expected=want)
 
 
-def check_descriptor(d: TensorDescriptor, *, permissive: bool = False) -> TensorContext:
-    """Every rule that needs more than one field, in the order of DIGEST Appendix A."""
-    t = TensorContext(d, permissive)
+def check_descriptor(d: TensorDescriptor, *, permissive: bool = False, writer_rules: bool = False) -> TensorContext:
+    """Every rule that needs more than one field, in the order of DIGEST Appendix A.
+
+    ``writer_rules`` adds the rules RULES.md gives writers alone (exact component sizes)."""
+    t = TensorContext(d, permissive, writer_rules)
     flags = d.flags or 0
     layout = d.layout
     opaque = isinstance(layout, OpaqueLayout)

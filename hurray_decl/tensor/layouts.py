@@ -217,8 +217,8 @@ class COO(Layout):
         )
 
     def check_tensor(self, t: "TensorContext") -> None:
-        t.exact_size(0, t.packed(self.nnz), "HT-LAY-20", "values: nnz elements")
-        t.exact_size(1, 8 * self.nnz * t.rank, "HT-LAY-20", "indices: nnz x rank u64")
+        t.component_size(0, t.packed(self.nnz), "HT-LAY-87", "values: nnz elements")
+        t.component_size(1, 8 * self.nnz * t.rank, "HT-LAY-87", "indices: nnz x rank u64")
 
 
 class CSR(Layout):
@@ -227,6 +227,7 @@ class CSR(Layout):
     tag: ClassVar[int] = 0x07
     rule: ClassVar[str] = "HT-LAY-26"
     reserved_code: ClassVar[str] = "HT-LAY-27"
+    size_code: ClassVar[str] = "HT-LAY-88"
     pointer_axis: ClassVar[int] = 0
 
     nnz: U64 = 0
@@ -239,11 +240,11 @@ class CSR(Layout):
         )
 
     def check_tensor(self, t: "TensorContext") -> None:
-        t.exact_size(0, t.packed(self.nnz), self.rule, "values: nnz elements")
-        t.exact_size(1, 8 * self.nnz, self.rule, "indices: nnz u64")
+        t.component_size(0, t.packed(self.nnz), self.size_code, "values: nnz elements")
+        t.component_size(1, 8 * self.nnz, self.size_code, "indices: nnz u64")
         extent = t.shape[self.pointer_axis]
         if extent != DYNAMIC:
-            t.exact_size(2, 8 * (extent + 1), self.rule, f"pointers: shape[{self.pointer_axis}] + 1 u64")
+            t.component_size(2, 8 * (extent + 1), self.size_code, f"pointers: shape[{self.pointer_axis}] + 1 u64")
 
 
 class CSC(CSR):
@@ -252,6 +253,7 @@ class CSC(CSR):
     tag: ClassVar[int] = 0x08
     rule: ClassVar[str] = "HT-LAY-34"
     reserved_code: ClassVar[str] = "HT-LAY-35"
+    size_code: ClassVar[str] = "HT-LAY-89"
     pointer_axis: ClassVar[int] = 1
 
 
@@ -279,9 +281,9 @@ class CSF(Layout):
         )
 
     def check_tensor(self, t: "TensorContext") -> None:
-        t.exact_size(0, t.packed(self.nnz), "HT-LAY-42", "values: nnz elements")
-        t.exact_size(1, 16, "HT-LAY-42", "pos_0: two u64")
-        t.exact_size(2 * t.rank, 8 * self.nnz, "HT-LAY-42", "leaf coordinates: nnz u64")
+        t.component_size(0, t.packed(self.nnz), "HT-LAY-90", "values: nnz elements")
+        t.component_size(1, 16, "HT-LAY-90", "pos_0: two u64")
+        t.component_size(2 * t.rank, 8 * self.nnz, "HT-LAY-90", "leaf coordinates: nnz u64")
 
 
 # ---------------------------------------------------------------- block-paged 0x0A
@@ -327,8 +329,12 @@ class BlockPaged(Layout):
         heads, dim = t.shape[1], t.shape[2]
         if DYNAMIC not in (heads, dim):
             count = self.num_pages * self.page_size * heads * dim
-            t.exact_size(0, t.packed(count), "HT-LAY-61", "page_pool: num_pages x page_size x heads x dim")
-        t.exact_size(2, (self.num_seqs + 1) * self.index_width, "HT-LAY-53", "seq_ptr: num_seqs + 1 entries")
+            t.component_size(0, t.packed(count), "HT-LAY-91", "page_pool: num_pages x page_size x heads x dim",
+                             "HT-LAY-61")
+        t.component_size(2, (self.num_seqs + 1) * self.index_width, "HT-LAY-91", "seq_ptr: num_seqs + 1 entries")
+        if t.writer_rules and self.block_table_index_type == 0 and self.num_pages > 1 << 32:
+            t.fail("HT-LAY-62", "page ids above 0xFFFFFFFF need the u64 block table",
+                   "descriptor -> layout -> block_table_index_type", actual="0x00", expected="0x01")
 
 
 # ---------------------------------------------------------------- composite head 0x0B

@@ -135,8 +135,8 @@ CLAIMS = {
                                            + bytes(30)),
 }
 EXPECTED = {"rank 64 of 2^63": "HE-21", "morton bits 2^32-1": "HT-LAY-19", "hilbert order 2^32-1": "HT-LAY-81",
-            "tiled huge tiles": "HT-LAY-13", "strided huge strides": "HT-LAY-05", "coo 2^64-1 entries": "HT-LAY-20",
-            "per-block 2^63 axis": "HQ-BUF-09", "paged 2^64-1 pages": "HT-LAY-61", "claimed length 4 GiB": "HT-HDR-08",
+            "tiled huge tiles": "HT-LAY-13", "strided huge strides": "HT-LAY-05", "coo 2^64-1 entries": "HT-LAY-87",
+            "per-block 2^63 axis": "HQ-BUF-09", "paged 2^64-1 pages": "HT-LAY-91", "claimed length 4 GiB": "HT-HDR-08",
             "quantization_length 2^32-1": "HT-HDR-08", "extension_data_length 2^32-1": "HT-HDR-08"}
 
 

@@ -28,7 +28,8 @@ def construct_path(path: str, root: str = "descriptor") -> str:
     if parts and parts[0] in ("(parsing)", "(building)", "(sizeof)", ""):
         parts[0] = root
     # A field renamed twice (name, then docs) appears twice in Construct's path.
-    kept = [p for i, p in enumerate(parts) if i == 0 or p != parts[i - 1]]
+    # A docs-only rename (``field * "docs"`` inside a rename) shows up as ``None``.
+    kept = [p for i, p in enumerate(parts) if i == 0 or (p != parts[i - 1] and p != "None")]
     return " -> ".join(kept)
 
 

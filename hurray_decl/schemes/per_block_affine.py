@@ -56,6 +56,7 @@ class PerBlockAffine(SymmetricZeroPoint):
     asymmetric_code: ClassVar[str] = "HQ-PB-11"
 
     scheme_tag: Literal[0x03] = TAG
+    declaration: ClassVar[cs.Construct] = STRUCT
     axis: U32
     block_size: U32
     scale_buffer_index: U32

@@ -86,6 +86,14 @@ class SchemeDescriptor(Descriptor):
 
     # Wire fields that hold NONE32 on the wire and None in the model.
     optional_indices: ClassVar[tuple[str, ...]] = ()
+    declaration: ClassVar[cs.Construct | None] = None
+    """The scheme's whole fixed encoding (set by each scheme module, or on registration)."""
+
+    def wire_declaration(self) -> cs.Construct | None:
+        return type(self).declaration
+
+    def wire_values(self) -> dict[str, Any]:
+        return self.to_wire()
 
     def to_wire(self) -> dict[str, Any]:
         """The field values as the Construct declaration builds them."""
@@ -107,9 +115,10 @@ class SchemeDescriptor(Descriptor):
 
 def check_float32(value: float, code: str, field: str) -> float:
     """Refuse a float that a float32 field cannot hold exactly (nothing is rounded silently)."""
-    if math.isnan(value):
+    if not math.isfinite(value):  # representable; the field's own rule decides (HQ-PT-03)
         return value
-    nearest = _struct.unpack("<f", _struct.pack("<f", value))[0] if abs(value) < 3.5e38 else math.inf
+    nearest = _struct.unpack("<f", _struct.pack("<f", value))[0] if abs(value) < 3.5e38 else math.copysign(
+        math.inf, value)
     if nearest != value:
         raise RuleViolation(
             code, f"{field} is a float32 field and {value!r} is not a float32 value",

@@ -111,3 +111,6 @@ class BufferHandle(Section):
     device_tag: U8 = CPU
     sync_mode: U8 = 0
     memory_class: U8 = STANDARD
+
+    def wire_declaration(self) -> cs.Construct:
+        return HANDLE

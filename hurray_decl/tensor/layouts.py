@@ -35,6 +35,13 @@ class Layout(Section):
     def check_tensor(self, t: "TensorContext") -> None:
         """Rules that need the tensor around the layout fields (rank, shape, buffers)."""
 
+    def wire_rank(self) -> int:
+        """The rank the fields imply (0 when they do not depend on it)."""
+        return 0
+
+    def wire_declaration(self) -> cs.Construct | None:
+        return row_of(self).struct(self.wire_rank())
+
 
 # ---------------------------------------------------------------- dense: 0x01, 0x02, 0x03
 
@@ -65,6 +72,9 @@ class Strided(Layout):
     rule: ClassVar[str] = "HT-LAY-03"
 
     strides: tuple[I64, ...]
+
+    def wire_rank(self) -> int:
+        return len(self.strides)
 
     @staticmethod
     def fields(rank: int) -> tuple[cs.Construct, ...]:
@@ -123,19 +133,22 @@ class Tiled(Layout):
     inner_strides: tuple[I64, ...] | None = None
     nested: "Tiled | None" = None
 
+    def wire_rank(self) -> int:
+        return len(self.tile_shape)
+
     @staticmethod
     def fields(rank: int) -> tuple[cs.Construct, ...]:
         return _tiled_fields(rank, 1)
 
     @classmethod
     def from_wire(cls, wire: Any) -> "Tiled":
-        return cls(
+        return cls.parsed(dict(
             tile_shape=tuple(wire.tile_shape), outer_layout=wire.outer_layout,
             inner_layout=wire.inner_layout,
             outer_strides=None if wire.outer_strides is None else tuple(wire.outer_strides),
             inner_strides=None if wire.inner_strides is None else tuple(wire.inner_strides),
             nested=None if wire.nested is None else cls.from_wire(wire.nested),
-        )
+        ))
 
     def to_wire(self) -> dict[str, Any]:
         values = super().to_wire()
@@ -180,6 +193,9 @@ class Morton(Layout):
     rule: ClassVar[str] = "HT-LAY-16"
 
     morton_bits: tuple[U32, ...]
+
+    def wire_rank(self) -> int:
+        return len(self.morton_bits)
 
     @staticmethod
     def fields(rank: int) -> tuple[cs.Construct, ...]:
@@ -269,6 +285,9 @@ class CSF(Layout):
 
     nnz: U64 = 0
     mode_order: tuple[U32, ...]
+
+    def wire_rank(self) -> int:
+        return len(self.mode_order)
 
     @staticmethod
     def fields(rank: int) -> tuple[cs.Construct, ...]:
@@ -471,6 +490,9 @@ class OpaqueLayout(Layout):
     rule: ClassVar[str] = "HT-HDR-17"
 
     payload: bytes = b""
+
+    def wire_declaration(self) -> None:
+        return None
 
 
 # ---------------------------------------------------------------- the table

@@ -156,7 +156,7 @@ def _read(r: _Reader) -> TensorDescriptor:
         row = None
     if row is None:  # permissive only: where the layout fields end is unknowable (HT-HDR-17)
         payload = r.take(len(r.view) - r.pos, "descriptor -> layout")
-        descriptor = TensorDescriptor(**values, layout=OpaqueLayout(payload=payload))
+        descriptor = TensorDescriptor.parsed({**values, "layout": OpaqueLayout.parsed({"payload": payload})})
         check_descriptor(descriptor, permissive=True)
         return descriptor
     if rank == 0 and tag != 0x01:
@@ -214,7 +214,7 @@ def _read(r: _Reader) -> TensorDescriptor:
                 expected=r.pos,
             )
         values["trailing"] = r.take(rest, "descriptor -> trailing")  # newer minor: skipped (HT-HDR-11)
-    descriptor = TensorDescriptor(**values)
+    descriptor = TensorDescriptor.parsed(values)
     check_descriptor(descriptor, permissive=r.permissive)
     return descriptor
 

@@ -143,10 +143,10 @@ def validate_buffers(descriptor: TensorDescriptor, buffers: Sequence[Any], *, pe
     leaves out the zero-padding check of partial blocks (HQ-PB-18), which dequantization must
     not apply (HQ-PB-19). Returns the checked contents, from which parameter arrays are read.
     """
-    d = descriptor
-    if not isinstance(d, TensorDescriptor):
+    if not isinstance(descriptor, TensorDescriptor):
         raise RuleViolation("HT-HDR-02", "validate_buffers takes a TensorDescriptor", path="descriptor",
-                            actual=type(d).__name__, expected="TensorDescriptor")
+                            actual=type(descriptor).__name__, expected="TensorDescriptor")
+    d = descriptor.checked()  # a model_construct / model_copy(update=...) result is validated again
     if isinstance(d.layout, OpaqueLayout) or (isinstance(d.layout, PrivateLayout) and not d.layout.registered):
         raise OpaqueDataAccess("HT-HDR-17", "the layout was not recognised; its data is never dereferenced",
                                path="descriptor -> layout_tag", actual=d.layout_tag)

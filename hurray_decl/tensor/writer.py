@@ -44,7 +44,7 @@ def write_tensor_descriptor(descriptor: TensorDescriptor, *, permissive: bool = 
     if not isinstance(descriptor, TensorDescriptor):
         raise RuleViolation("HT-HDR-02", "write_tensor_descriptor takes a TensorDescriptor", path="descriptor",
                             actual=type(descriptor).__name__, expected="TensorDescriptor")
-    d = descriptor
+    d = descriptor.checked()  # a model_construct / model_copy(update=...) result is validated again
     if len(d.buffers) > MAX_BUFFERS:
         raise RuleViolation("HT-BUFT-11", "more than 255 buffers: split the data across descriptors",
                             path="descriptor -> buffer_count", actual=len(d.buffers), expected=f"<= {MAX_BUFFERS}")

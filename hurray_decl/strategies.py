@@ -718,11 +718,9 @@ def _raw(d: TensorDescriptor) -> bytes:
 
 def _positions(data: bytes) -> dict[str, int]:
     """Byte offset of every field the reader parsed in the valid descriptor ``data``."""
-    from .tensor.reader import _Reader, _read
+    from .tensor.reader import field_positions
 
-    r = _Reader(data, False)
-    _read(r)
-    return r.positions
+    return field_positions(data)
 
 
 def _patch(data: bytes, offset: int, raw: bytes) -> bytes:
@@ -1224,9 +1222,9 @@ def _overlay_empty() -> st.SearchStrategy[bytes]:
 @_mutant("HT-LAY-76")
 @st.composite
 def _head_quantized(draw: st.DrawFn) -> bytes:
-    d = draw(tensor_descriptors(layout=_HEADS))
-    data = write_tensor_descriptor(d)
-    return _patch(data, 10, _u32(d.flags | 1))
+    d = draw(tensor_descriptors(layout=_HEADS))  # a whole section: it is sliced before the rule
+    scale = draw(st.sampled_from([1.0, 0.5, -2.0]))
+    return _raw(d.model_copy(update={"quantization": PerTensorAffine(scale=scale)}))
 
 
 @_mutant("HT-LAY-78")

@@ -156,7 +156,7 @@ class TensorDescriptor(KaitaiStruct):
         self.descriptor_length = self._io.read_u4le()
         if not self.descriptor_length >= 20:
             raise kaitaistruct.ValidationLessThanError(20, self.descriptor_length, self._io, u"/seq/4")
-        self._raw_body = self._io.read_bytes(self.descriptor_length - 10)
+        self._raw_body = self._io.read_bytes((self.descriptor_length - 10 if self.descriptor_length - 10 <= self._io.size() - self._io.pos() else self._io.size() - self._io.pos()))
         _io__raw_body = KaitaiStream(BytesIO(self._raw_body))
         self.body = TensorDescriptor.Body(_io__raw_body, self, self._root)
 
@@ -273,37 +273,91 @@ class TensorDescriptor(KaitaiStruct):
             else:
                 pass
                 self.layout = TensorDescriptor.PrivateLayout(self._io, self, self._root)
+            self.rank_fits_layout = self._io.read_bytes(0)
+            _ = self.rank_fits_layout
+            if not (self.rank == 2 if self.layout_tag == TensorDescriptor.Layout.csr else (self.rank == 2 if self.layout_tag == TensorDescriptor.Layout.csc else (self.rank >= 3 if self.layout_tag == TensorDescriptor.Layout.csf else (self.rank == 3 if self.layout_tag == TensorDescriptor.Layout.block_paged else True)))):
+                raise kaitaistruct.ValidationExprError(self.rank_fits_layout, self._io, u"/types/body/seq/8")
             self.extension_flag_matches_type = self._io.read_bytes(0)
             _ = self.extension_flag_matches_type
             if not (self.flags & 4 != 0) ==  ((int(self.type_tag) >= 240) and (int(self.type_tag) <= 254)) :
-                raise kaitaistruct.ValidationExprError(self.extension_flag_matches_type, self._io, u"/types/body/seq/8")
+                raise kaitaistruct.ValidationExprError(self.extension_flag_matches_type, self._io, u"/types/body/seq/9")
             self.buffer_count = self._io.read_u1()
+            self.head_owns_no_buffers = self._io.read_bytes(0)
+            _ = self.head_owns_no_buffers
+            if not  ((self.layout_tag != TensorDescriptor.Layout.composite_head) or (self.buffer_count == 0)) :
+                raise kaitaistruct.ValidationExprError(self.head_owns_no_buffers, self._io, u"/types/body/seq/11")
+            self.buffers_present = self._io.read_bytes(0)
+            _ = self.buffers_present
+            if not  ((self.layout_tag == TensorDescriptor.Layout.composite_head) or (self.buffer_count > 0)) :
+                raise kaitaistruct.ValidationExprError(self.buffers_present, self._io, u"/types/body/seq/12")
+            self.head_byte_offset = self._io.read_bytes(0)
+            _ = self.head_byte_offset
+            if not  ((self.layout_tag != TensorDescriptor.Layout.composite_head) or (self.byte_offset == 0)) :
+                raise kaitaistruct.ValidationExprError(self.head_byte_offset, self._io, u"/types/body/seq/13")
+            self.sparse_byte_offset = self._io.read_bytes(0)
+            _ = self.sparse_byte_offset
+            if not  ((self.byte_offset == 0) or ( ((self.layout_tag != TensorDescriptor.Layout.coo) and (self.layout_tag != TensorDescriptor.Layout.csr) and (self.layout_tag != TensorDescriptor.Layout.csc) and (self.layout_tag != TensorDescriptor.Layout.csf) and (self.layout_tag != TensorDescriptor.Layout.block_paged)) )) :
+                raise kaitaistruct.ValidationExprError(self.sparse_byte_offset, self._io, u"/types/body/seq/14")
             self.buffers = []
             for i in range(self.buffer_count):
                 self.buffers.append(TensorDescriptor.BufferHandle(self._io, self, self._root))
 
-            self.head_not_quantized = self._io.read_bytes(0)
-            _ = self.head_not_quantized
-            if not  ((self.layout_tag != TensorDescriptor.Layout.composite_head) or (self.flags & 1 == 0)) :
-                raise kaitaistruct.ValidationExprError(self.head_not_quantized, self._io, u"/types/body/seq/11")
             if self.flags & 1 != 0:
                 pass
                 self.quantization_length = self._io.read_u4le()
 
             if self.flags & 1 != 0:
                 pass
+                self.quantization_fits = self._io.read_bytes(0)
+                _ = self.quantization_fits
+                if not self.quantization_length <= self._io.size() - self._io.pos():
+                    raise kaitaistruct.ValidationExprError(self.quantization_fits, self._io, u"/types/body/seq/17")
+
+            self.head_not_quantized = self._io.read_bytes(0)
+            _ = self.head_not_quantized
+            if not  ((self.layout_tag != TensorDescriptor.Layout.composite_head) or (self.flags & 1 == 0)) :
+                raise kaitaistruct.ValidationExprError(self.head_not_quantized, self._io, u"/types/body/seq/18")
+            if self.flags & 1 != 0:
+                pass
                 self._raw_quantization = self._io.read_bytes(self.quantization_length)
                 _io__raw_quantization = KaitaiStream(BytesIO(self._raw_quantization))
                 self.quantization = quantization.Quantization(_io__raw_quantization)
 
+            self.colocation = []
+            for i in range(self.buffer_count):
+                self.colocation.append(TensorDescriptor.Colocated(i, self._io, self, self._root))
+
+            self.buffer_count_exact = self._io.read_bytes(0)
+            _ = self.buffer_count_exact
+            if not self.buffer_count == self.layout_buffers + self.parameter_buffers:
+                raise kaitaistruct.ValidationExprError(self.buffer_count_exact, self._io, u"/types/body/seq/21")
             if self.flags & 2 != 0:
                 pass
                 self.shard = TensorDescriptor.Shard(self.rank, self._io, self, self._root)
+
+            self.shard_allowed = self._io.read_bytes(0)
+            _ = self.shard_allowed
+            if not  ((self.flags & 2 == 0) or ( ((self.layout_tag != TensorDescriptor.Layout.block_paged) and (self.layout_tag != TensorDescriptor.Layout.csf)) )) :
+                raise kaitaistruct.ValidationExprError(self.shard_allowed, self._io, u"/types/body/seq/23")
+            self.shard_static = self._io.read_bytes(0)
+            _ = self.shard_static
+            if not  ((self.flags & 2 == 0) or (self.rank == 0) or ( ((max(self.shape) != 18446744073709551615) and (max(self.shard.parent_shape) != 18446744073709551615) and (max(self.shard.shard_offset) != 18446744073709551615)) )) :
+                raise kaitaistruct.ValidationExprError(self.shard_static, self._io, u"/types/body/seq/24")
+            if self.flags & 2 != 0:
+                pass
+                self.shard_bounds = []
+                for i in range(self.rank):
+                    self.shard_bounds.append(TensorDescriptor.ShardBound(i, self._io, self, self._root))
+
 
             if self.flags & 8 != 0:
                 pass
                 self.statistics = TensorDescriptor.Statistics(self._io, self, self._root)
 
+            self.statistics_nnz = self._io.read_bytes(0)
+            _ = self.statistics_nnz
+            if not  ((self.flags & 8 == 0) or (self.statistics.computed_mask & 1 == 0) or ((self.statistics.nnz == self.layout.nnz if self.layout_tag == TensorDescriptor.Layout.coo else (self.statistics.nnz == self.layout.nnz if  ((self.layout_tag == TensorDescriptor.Layout.csr) or (self.layout_tag == TensorDescriptor.Layout.csc))  else (self.statistics.nnz == self.layout.nnz if self.layout_tag == TensorDescriptor.Layout.csf else True))))) :
+                raise kaitaistruct.ValidationExprError(self.statistics_nnz, self._io, u"/types/body/seq/27")
             if self.flags & 4 != 0:
                 pass
                 self.extension_type = TensorDescriptor.ExtensionType(self._io, self, self._root)
@@ -312,66 +366,23 @@ class TensorDescriptor(KaitaiStruct):
                 pass
                 self.composite_member = TensorDescriptor.CompositeMember(self._io, self, self._root)
 
+            self.head_not_member = self._io.read_bytes(0)
+            _ = self.head_not_member
+            if not  ((self.layout_tag != TensorDescriptor.Layout.composite_head) or (self.flags & 16 == 0)) :
+                raise kaitaistruct.ValidationExprError(self.head_not_member, self._io, u"/types/body/seq/30")
+            self.input_holds_descriptor = self._io.read_bytes(0)
+            _ = self.input_holds_descriptor
+            if not self._root._io.size() >= self._root.descriptor_length:
+                raise kaitaistruct.ValidationExprError(self.input_holds_descriptor, self._io, u"/types/body/seq/31")
             self.trailing = self._io.read_bytes_full()
             self.length_matches = self._io.read_bytes(0)
             _ = self.length_matches
             if not  ((self._root.version_minor > 0) or (len(self.trailing) == 0)) :
-                raise kaitaistruct.ValidationExprError(self.length_matches, self._io, u"/types/body/seq/19")
-            self.rank_fits_layout = self._io.read_bytes(0)
-            _ = self.rank_fits_layout
-            if not (self.rank == 2 if self.layout_tag == TensorDescriptor.Layout.csr else (self.rank == 2 if self.layout_tag == TensorDescriptor.Layout.csc else (self.rank >= 3 if self.layout_tag == TensorDescriptor.Layout.csf else (self.rank == 3 if self.layout_tag == TensorDescriptor.Layout.block_paged else True)))):
-                raise kaitaistruct.ValidationExprError(self.rank_fits_layout, self._io, u"/types/body/seq/20")
-            self.head_owns_no_buffers = self._io.read_bytes(0)
-            _ = self.head_owns_no_buffers
-            if not  ((self.layout_tag != TensorDescriptor.Layout.composite_head) or (self.buffer_count == 0)) :
-                raise kaitaistruct.ValidationExprError(self.head_owns_no_buffers, self._io, u"/types/body/seq/21")
-            self.head_byte_offset = self._io.read_bytes(0)
-            _ = self.head_byte_offset
-            if not  ((self.layout_tag != TensorDescriptor.Layout.composite_head) or (self.byte_offset == 0)) :
-                raise kaitaistruct.ValidationExprError(self.head_byte_offset, self._io, u"/types/body/seq/22")
-            self.head_not_member = self._io.read_bytes(0)
-            _ = self.head_not_member
-            if not  ((self.layout_tag != TensorDescriptor.Layout.composite_head) or (self.flags & 16 == 0)) :
-                raise kaitaistruct.ValidationExprError(self.head_not_member, self._io, u"/types/body/seq/23")
-            self.buffers_present = self._io.read_bytes(0)
-            _ = self.buffers_present
-            if not  ((self.layout_tag == TensorDescriptor.Layout.composite_head) or (self.buffer_count > 0)) :
-                raise kaitaistruct.ValidationExprError(self.buffers_present, self._io, u"/types/body/seq/24")
-            self.sparse_byte_offset = self._io.read_bytes(0)
-            _ = self.sparse_byte_offset
-            if not  ((self.byte_offset == 0) or ( ((self.layout_tag != TensorDescriptor.Layout.coo) and (self.layout_tag != TensorDescriptor.Layout.csr) and (self.layout_tag != TensorDescriptor.Layout.csc) and (self.layout_tag != TensorDescriptor.Layout.csf) and (self.layout_tag != TensorDescriptor.Layout.block_paged)) )) :
-                raise kaitaistruct.ValidationExprError(self.sparse_byte_offset, self._io, u"/types/body/seq/25")
-            self.shard_allowed = self._io.read_bytes(0)
-            _ = self.shard_allowed
-            if not  ((self.flags & 2 == 0) or ( ((self.layout_tag != TensorDescriptor.Layout.block_paged) and (self.layout_tag != TensorDescriptor.Layout.csf)) )) :
-                raise kaitaistruct.ValidationExprError(self.shard_allowed, self._io, u"/types/body/seq/26")
-            self.shard_static = self._io.read_bytes(0)
-            _ = self.shard_static
-            if not  ((self.flags & 2 == 0) or (self.rank == 0) or ( ((max(self.shape) != 18446744073709551615) and (max(self.shard.parent_shape) != 18446744073709551615) and (max(self.shard.shard_offset) != 18446744073709551615)) )) :
-                raise kaitaistruct.ValidationExprError(self.shard_static, self._io, u"/types/body/seq/27")
-            if self.flags & 2 != 0:
-                pass
-                self.shard_bounds = []
-                for i in range(self.rank):
-                    self.shard_bounds.append(TensorDescriptor.ShardBound(i, self._io, self, self._root))
-
-
-            self.statistics_nnz = self._io.read_bytes(0)
-            _ = self.statistics_nnz
-            if not  ((self.flags & 8 == 0) or (self.statistics.computed_mask & 1 == 0) or ((self.statistics.nnz == self.layout.nnz if self.layout_tag == TensorDescriptor.Layout.coo else (self.statistics.nnz == self.layout.nnz if  ((self.layout_tag == TensorDescriptor.Layout.csr) or (self.layout_tag == TensorDescriptor.Layout.csc))  else (self.statistics.nnz == self.layout.nnz if self.layout_tag == TensorDescriptor.Layout.csf else True))))) :
-                raise kaitaistruct.ValidationExprError(self.statistics_nnz, self._io, u"/types/body/seq/29")
-            self.colocation = []
-            for i in range(self.buffer_count):
-                self.colocation.append(TensorDescriptor.Colocated(i, self._io, self, self._root))
-
-            self.buffer_count_exact = self._io.read_bytes(0)
-            _ = self.buffer_count_exact
-            if not self.buffer_count == self.layout_buffers + self.parameter_buffers:
-                raise kaitaistruct.ValidationExprError(self.buffer_count_exact, self._io, u"/types/body/seq/31")
+                raise kaitaistruct.ValidationExprError(self.length_matches, self._io, u"/types/body/seq/33")
             self.byte_offset_in_buffer = self._io.read_bytes(0)
             _ = self.byte_offset_in_buffer
             if not  ((self.buffer_count == 0) or (self.byte_offset <= self.buffers[0].byte_size)) :
-                raise kaitaistruct.ValidationExprError(self.byte_offset_in_buffer, self._io, u"/types/body/seq/32")
+                raise kaitaistruct.ValidationExprError(self.byte_offset_in_buffer, self._io, u"/types/body/seq/34")
             if self.layout_tag == TensorDescriptor.Layout.morton:
                 pass
                 self.morton_fits_shape = []
@@ -382,11 +393,11 @@ class TensorDescriptor(KaitaiStruct):
             self.hilbert_rank_is_rank = self._io.read_bytes(0)
             _ = self.hilbert_rank_is_rank
             if not  ((self.layout_tag != TensorDescriptor.Layout.hilbert) or (self.layout.hilbert_rank == self.rank)) :
-                raise kaitaistruct.ValidationExprError(self.hilbert_rank_is_rank, self._io, u"/types/body/seq/34")
+                raise kaitaistruct.ValidationExprError(self.hilbert_rank_is_rank, self._io, u"/types/body/seq/36")
             self.hilbert_shape = self._io.read_bytes(0)
             _ = self.hilbert_shape
             if not  ((self.layout_tag != TensorDescriptor.Layout.hilbert) or ( ((self.layout.hilbert_order < 64) and (min(self.shape) == max(self.shape)) and (min(self.shape) == 1 << self.layout.hilbert_order)) )) :
-                raise kaitaistruct.ValidationExprError(self.hilbert_shape, self._io, u"/types/body/seq/35")
+                raise kaitaistruct.ValidationExprError(self.hilbert_shape, self._io, u"/types/body/seq/37")
 
 
         def _fetch_instances(self):
@@ -443,11 +454,25 @@ class TensorDescriptor(KaitaiStruct):
 
             if self.flags & 1 != 0:
                 pass
+
+            if self.flags & 1 != 0:
+                pass
                 self.quantization._fetch_instances()
+
+            for i in range(len(self.colocation)):
+                pass
+                self.colocation[i]._fetch_instances()
 
             if self.flags & 2 != 0:
                 pass
                 self.shard._fetch_instances()
+
+            if self.flags & 2 != 0:
+                pass
+                for i in range(len(self.shard_bounds)):
+                    pass
+                    self.shard_bounds[i]._fetch_instances()
+
 
             if self.flags & 8 != 0:
                 pass
@@ -460,17 +485,6 @@ class TensorDescriptor(KaitaiStruct):
             if self.flags & 16 != 0:
                 pass
                 self.composite_member._fetch_instances()
-
-            if self.flags & 2 != 0:
-                pass
-                for i in range(len(self.shard_bounds)):
-                    pass
-                    self.shard_bounds[i]._fetch_instances()
-
-
-            for i in range(len(self.colocation)):
-                pass
-                self.colocation[i]._fetch_instances()
 
             if self.layout_tag == TensorDescriptor.Layout.morton:
                 pass

@@ -67,12 +67,12 @@ seq:
       Total bytes of the descriptor, offset 6, the fixed header included (HT-HDR-09); below the
       20-byte fixed header is refused (HT-HDR-07).
   - id: body
-    size: descriptor_length - 10
+    size: 'descriptor_length - 10 <= _io.size - _io.pos ? descriptor_length - 10 : _io.size - _io.pos'
     type: body
     doc: |
-      Everything after descriptor_length, read from exactly descriptor_length - 10 bytes: an
-      input shorter than descriptor_length is truncated (HT-HDR-08), and nothing after it is
-      read (HT-HDR-10).
+      Everything after descriptor_length, read from at most descriptor_length - 10 bytes, so
+      nothing after the descriptor is read (HT-HDR-10). Each field is checked in Appendix A
+      order before a short input is refused as truncated (HT-HDR-08, input_holds_descriptor).
 types:
   body:
     doc: |
@@ -152,72 +152,6 @@ types:
           The layout-specific fields (HT-LAY-01, HT-LAY-02, HT-LAY-03, HT-LAY-07, HT-LAY-16,
           HT-LAY-20, HT-LAY-26, HT-LAY-34, HT-LAY-42, HT-LAY-53, HT-LAY-68, HT-LAY-77,
           HT-LAY-84); every private tag 0xF0-0xFE shares private_layout.
-      - id: extension_flag_matches_type
-        size: 0
-        -checks: flags
-        valid:
-          expr: ((flags & 0x04) != 0) == (type_tag.to_i >= 0xf0 and type_tag.to_i <= 0xfe)
-        doc: |
-          HAS_EXTENSION_TYPE is set exactly for a private type tag: a private tag without it
-          (HT-SEC-19) and the flag with a public tag (HT-SEC-20) are refused.
-      - id: buffer_count
-        type: u1
-        doc: Number of 16-byte buffer handles that follow, at most 255 (HT-BUFT-01).
-      - id: buffers
-        type: buffer_handle
-        repeat: expr
-        repeat-expr: buffer_count
-        doc: The buffer table (HT-BUFT-01).
-      - id: head_not_quantized
-        size: 0
-        -checks: flags
-        valid:
-          expr: layout_tag != layout::composite_head or (flags & 0x01) == 0
-        doc: |
-          A composite head carries no quantization section (HT-LAY-76), checked before its
-          length is read.
-      - id: quantization_length
-        type: u4
-        if: (flags & 0x01) != 0
-        doc: Bytes of the quantization descriptor that follow, not counting this prefix (HT-SEC-01).
-      - id: quantization
-        type: quantization
-        size: quantization_length
-        if: (flags & 0x01) != 0
-        doc: |
-          The quantization descriptor, decoded from exactly quantization_length bytes
-          (HT-SEC-01); a length past descriptor_length is truncated (HT-HDR-08).
-      - id: shard
-        type: shard(rank)
-        if: (flags & 0x02) != 0
-        doc: Where this tensor sits inside its parent (HT-SEC-03).
-      - id: statistics
-        type: statistics
-        if: (flags & 0x08) != 0
-        doc: Advisory statistics; on the wire before the extension type (HT-SEC-08).
-      - id: extension_type
-        type: extension_type
-        if: (flags & 0x04) != 0
-        doc: How to size a private element type (HT-SEC-21).
-      - id: composite_member
-        type: composite_member
-        if: (flags & 0x10) != 0
-        doc: This descriptor's role inside an overlay composite (HT-SEC-35).
-      - id: trailing
-        size-eos: true
-        doc: |
-          Bytes after the known sections, up to descriptor_length: skipped, never interpreted,
-          when version_minor > 0 (HT-HDR-11).
-      - id: length_matches
-        size: 0
-        -checks: descriptor_length
-        valid:
-          expr: _root.version_minor > 0 or trailing.size == 0
-        doc: |
-          At minor version 0, descriptor_length is exactly the size of the sections parsed
-          (HT-HDR-09).
-      # Rules tying fields of different sections together, in the order hurray_decl checks
-      # them once every section has been read.
       - id: rank_fits_layout
         size: 0
         -checks: rank
@@ -230,30 +164,35 @@ types:
         doc: |
           CSR needs rank 2 (HT-LAY-25), CSC rank 2 (HT-LAY-33), CSF rank 3 or more (HT-LAY-41)
           and block-paged rank 3 (HT-LAY-52).
+      - id: extension_flag_matches_type
+        size: 0
+        -checks: flags
+        valid:
+          expr: ((flags & 0x04) != 0) == (type_tag.to_i >= 0xf0 and type_tag.to_i <= 0xfe)
+        doc: |
+          HAS_EXTENSION_TYPE is set exactly for a private type tag: a private tag without it
+          (HT-SEC-19) and the flag with a public tag (HT-SEC-20) are refused.
+      - id: buffer_count
+        type: u1
+        doc: Number of 16-byte buffer handles that follow, at most 255 (HT-BUFT-01).
       - id: head_owns_no_buffers
         size: 0
         -checks: buffer_count
         valid:
           expr: layout_tag != layout::composite_head or buffer_count == 0
         doc: A composite head has buffer_count 0 (HT-BUFT-03).
-      - id: head_byte_offset
-        size: 0
-        -checks: byte_offset
-        valid:
-          expr: layout_tag != layout::composite_head or byte_offset == 0
-        doc: A composite head has byte_offset 0 (HT-HDR-20).
-      - id: head_not_member
-        size: 0
-        -checks: flags
-        valid:
-          expr: layout_tag != layout::composite_head or (flags & 0x10) == 0
-        doc: A composite head carries no composite-member section (HT-SEC-38).
       - id: buffers_present
         size: 0
         -checks: buffer_count
         valid:
           expr: layout_tag == layout::composite_head or buffer_count > 0
         doc: Every layout but the composite head has at least one buffer (HT-BUFT-02).
+      - id: head_byte_offset
+        size: 0
+        -checks: byte_offset
+        valid:
+          expr: layout_tag != layout::composite_head or byte_offset == 0
+        doc: A composite head has byte_offset 0 (HT-HDR-20).
       - id: sparse_byte_offset
         size: 0
         -checks: byte_offset
@@ -263,6 +202,61 @@ types:
             and layout_tag != layout::csc and layout_tag != layout::csf
             and layout_tag != layout::block_paged)
         doc: COO, CSR, CSC, CSF and block-paged tensors have byte_offset 0 (HT-HDR-20).
+      - id: buffers
+        type: buffer_handle
+        repeat: expr
+        repeat-expr: buffer_count
+        doc: The buffer table (HT-BUFT-01).
+      - id: quantization_length
+        type: u4
+        if: (flags & 0x01) != 0
+        doc: Bytes of the quantization descriptor that follow, not counting this prefix (HT-SEC-01).
+      - id: quantization_fits
+        size: 0
+        if: (flags & 0x01) != 0
+        -checks: quantization_length
+        valid:
+          expr: quantization_length <= _io.size - _io.pos
+        doc: |
+          The quantization section is sliced first: a quantization_length past the end of the
+          descriptor is truncated (HT-HDR-08), before the composite-head check.
+      - id: head_not_quantized
+        size: 0
+        -checks: flags
+        valid:
+          expr: layout_tag != layout::composite_head or (flags & 0x01) == 0
+        doc: |
+          A composite head carries no quantization section (HT-LAY-76), checked once the section
+          is sliced and before its payload is decoded.
+      - id: quantization
+        type: quantization
+        size: quantization_length
+        if: (flags & 0x01) != 0
+        doc: |
+          The quantization descriptor, decoded from exactly quantization_length bytes
+          (HT-SEC-01); a length past descriptor_length is truncated (HT-HDR-08).
+      - id: colocation
+        type: colocated(_index)
+        repeat: expr
+        repeat-expr: buffer_count
+        -checks: buffers
+        doc: |
+          Every buffer shares buffer 0's device_tag (HT-BUFT-24; HQ-BUF-06 for a parameter
+          buffer) and memory_class (HT-BUFT-25).
+      - id: buffer_count_exact
+        size: 0
+        -checks: buffer_count
+        valid:
+          expr: buffer_count == layout_buffers + parameter_buffers
+        doc: |
+          buffer_count is the layout's own buffers plus the distinct parameter buffers the
+          quantization descriptor references: dense 1 (HT-BUFT-04, quantized HT-BUFT-05), COO 2
+          (HT-BUFT-06), CSR 3 (HT-BUFT-07), CSC 3 (HT-BUFT-08), CSF 2 x rank + 1 (HT-BUFT-09),
+          block-paged 3 (HT-BUFT-10), all plus the parameters.
+      - id: shard
+        type: shard(rank)
+        if: (flags & 0x02) != 0
+        doc: Where this tensor sits inside its parent (HT-SEC-03).
       - id: shard_allowed
         size: 0
         -checks: flags
@@ -292,6 +286,10 @@ types:
         doc: |
           Per axis k, shard_offset[k] + shape[k] <= parent_shape[k], computed without overflow
           (HT-SEC-04).
+      - id: statistics
+        type: statistics
+        if: (flags & 0x08) != 0
+        doc: Advisory statistics; on the wire before the extension type (HT-SEC-08).
       - id: statistics_nnz
         size: 0
         -checks: statistics
@@ -304,24 +302,42 @@ types:
         doc: |
           For COO, CSR, CSC and CSF, a statistics nnz marked known equals the layout's nnz
           (HT-SEC-16).
-      - id: colocation
-        type: colocated(_index)
-        repeat: expr
-        repeat-expr: buffer_count
-        -checks: buffers
-        doc: |
-          Every buffer shares buffer 0's device_tag (HT-BUFT-24; HQ-BUF-06 for a parameter
-          buffer) and memory_class (HT-BUFT-25).
-      - id: buffer_count_exact
+      - id: extension_type
+        type: extension_type
+        if: (flags & 0x04) != 0
+        doc: How to size a private element type (HT-SEC-21).
+      - id: composite_member
+        type: composite_member
+        if: (flags & 0x10) != 0
+        doc: This descriptor's role inside an overlay composite (HT-SEC-35).
+      - id: head_not_member
         size: 0
-        -checks: buffer_count
+        -checks: flags
         valid:
-          expr: buffer_count == layout_buffers + parameter_buffers
+          expr: layout_tag != layout::composite_head or (flags & 0x10) == 0
+        doc: A composite head carries no composite-member section (HT-SEC-38).
+      - id: input_holds_descriptor
+        size: 0
+        -checks: descriptor_length
+        valid:
+          expr: _root._io.size >= _root.descriptor_length
         doc: |
-          buffer_count is the layout's own buffers plus the distinct parameter buffers the
-          quantization descriptor references: dense 1 (HT-BUFT-04, quantized HT-BUFT-05), COO 2
-          (HT-BUFT-06), CSR 3 (HT-BUFT-07), CSC 3 (HT-BUFT-08), CSF 2 x rank + 1 (HT-BUFT-09),
-          block-paged 3 (HT-BUFT-10), all plus the parameters.
+          After the last section: an input shorter than descriptor_length is truncated
+          (HT-HDR-08); a field that runs past its end is refused as truncated where it is read.
+      - id: trailing
+        size-eos: true
+        doc: |
+          Bytes after the known sections, up to descriptor_length: skipped, never interpreted,
+          when version_minor > 0 (HT-HDR-11).
+      - id: length_matches
+        size: 0
+        -checks: descriptor_length
+        valid:
+          expr: _root.version_minor > 0 or trailing.size == 0
+        doc: |
+          At minor version 0, descriptor_length is exactly the size of the sections parsed
+          (HT-HDR-09).
+      # Rules that need every section, in the order hurray_decl checks them last.
       - id: byte_offset_in_buffer
         size: 0
         -checks: byte_offset

@@ -388,10 +388,17 @@ def test_overlay_rules():
 
 
 def test_head_is_never_quantized():
-    with raises_rule("HT-LAY-76", offset=10):
+    from hurray_decl.engine import encode_quantization
+    from tests.hurray.tensor_support import with_length
+
+    with raises_rule("HT-HDR-08"):  # the section is sliced first (Appendix A step 13), then the head rule
         read_tensor_descriptor(patch(HEAD, 10, u32(1)))
-    head = read_tensor_descriptor(HEAD)
     from hurray_decl import PerTensorAffine
+
+    payload = encode_quantization(PerTensorAffine(scale=1.0))
+    with raises_rule("HT-LAY-76", offset=10):
+        read_tensor_descriptor(with_length(patch(HEAD, 10, u32(1)) + u32(len(payload)) + payload))
+    head = read_tensor_descriptor(HEAD)
     with raises_rule("HT-LAY-76"):
         write_tensor_descriptor(head.replace(quantization=PerTensorAffine(scale=1.0)))
 

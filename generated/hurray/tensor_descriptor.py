@@ -518,7 +518,9 @@ class TensorDescriptor(KaitaiStruct):
 
     class BufferHandle(KaitaiStruct):
         """One buffer handle, 8 + 4 + 1 + 1 + 1 + 1 = 16 bytes, bytes 13-15 read the
-        buffer-protocol way (HT-BUFT-01, HD-09).
+        buffer-protocol way (HT-BUFT-01, HD-09). The fields are read first, then checked in
+        DIGEST Appendix A order: reserved byte, device, sync_mode, memory class, alignment, CPU
+        sync, then the per-device pair.
         """
         def __init__(self, _io, _parent=None, _root=None):
             super(TensorDescriptor.BufferHandle, self).__init__(_io)
@@ -529,27 +531,42 @@ class TensorDescriptor(KaitaiStruct):
         def _read(self):
             self.byte_size = self._io.read_u8le()
             self.alignment = self._io.read_u4le()
-            _ = self.alignment
-            if not  ((_ != 0) and (_ & _ - 1 == 0) and ( ((self.byte_size == 0) or (_ >= 64)) )) :
-                raise kaitaistruct.ValidationExprError(self.alignment, self._io, u"/types/buffer_handle/seq/1")
             self.device_tag = KaitaiStream.resolve_enum(TensorDescriptor.Device, self._io.read_u1())
-            _ = self.device_tag
-            if not  ((int(_) <= 8) or ( ((int(_) >= 240) and (int(_) <= 254)) )) :
-                raise kaitaistruct.ValidationExprError(self.device_tag, self._io, u"/types/buffer_handle/seq/2")
             self.sync_mode = KaitaiStream.resolve_enum(TensorDescriptor.SyncMode, self._io.read_u1())
-            if not isinstance(self.sync_mode, TensorDescriptor.SyncMode):
-                raise kaitaistruct.ValidationNotInEnumError(self.sync_mode, self._io, u"/types/buffer_handle/seq/3")
+            self.memory_class = KaitaiStream.resolve_enum(TensorDescriptor.MemoryClass, self._io.read_u1())
+            self.reserved = self._io.read_bytes(1)
+            self.reserved_zero = self._io.read_bytes(0)
+            _ = self.reserved_zero
+            if not self.reserved == b"\x00":
+                raise kaitaistruct.ValidationExprError(self.reserved_zero, self._io, u"/types/buffer_handle/seq/6")
+            self.device_known = self._io.read_bytes(0)
+            _ = self.device_known
+            if not  ((int(self.device_tag) <= 8) or ( ((int(self.device_tag) >= 240) and (int(self.device_tag) <= 254)) )) :
+                raise kaitaistruct.ValidationExprError(self.device_known, self._io, u"/types/buffer_handle/seq/7")
+            self.sync_known = self._io.read_bytes(0)
+            _ = self.sync_known
+            if not int(self.sync_mode) <= 2:
+                raise kaitaistruct.ValidationExprError(self.sync_known, self._io, u"/types/buffer_handle/seq/8")
+            self.class_known = self._io.read_bytes(0)
+            _ = self.class_known
+            if not int(self.memory_class) <= 3:
+                raise kaitaistruct.ValidationExprError(self.class_known, self._io, u"/types/buffer_handle/seq/9")
+            self.alignment_power_of_two = self._io.read_bytes(0)
+            _ = self.alignment_power_of_two
+            if not  ((self.alignment != 0) and (self.alignment & self.alignment - 1 == 0)) :
+                raise kaitaistruct.ValidationExprError(self.alignment_power_of_two, self._io, u"/types/buffer_handle/seq/10")
+            self.alignment_minimum = self._io.read_bytes(0)
+            _ = self.alignment_minimum
+            if not  ((self.byte_size == 0) or (self.alignment >= 64)) :
+                raise kaitaistruct.ValidationExprError(self.alignment_minimum, self._io, u"/types/buffer_handle/seq/11")
             self.cpu_producer_synced = self._io.read_bytes(0)
             _ = self.cpu_producer_synced
             if not  ((self.device_tag != TensorDescriptor.Device.cpu) or (self.sync_mode == TensorDescriptor.SyncMode.producer_synced)) :
-                raise kaitaistruct.ValidationExprError(self.cpu_producer_synced, self._io, u"/types/buffer_handle/seq/4")
-            self.memory_class = KaitaiStream.resolve_enum(TensorDescriptor.MemoryClass, self._io.read_u1())
-            _ = self.memory_class
-            if not  ((_ == TensorDescriptor.MemoryClass.standard) or ( ((int(self.device_tag) <= 8) and (self.device_tag != TensorDescriptor.Device.webgpu) and ( ((_ == TensorDescriptor.MemoryClass.host_pinned) or (_ == TensorDescriptor.MemoryClass.unified)) )) ) or ( ((_ == TensorDescriptor.MemoryClass.peer) and ( ((self.device_tag == TensorDescriptor.Device.cuda) or (self.device_tag == TensorDescriptor.Device.rocm) or (self.device_tag == TensorDescriptor.Device.vulkan) or (self.device_tag == TensorDescriptor.Device.level_zero)) )) )) :
-                raise kaitaistruct.ValidationExprError(self.memory_class, self._io, u"/types/buffer_handle/seq/5")
-            self.reserved = self._io.read_bytes(1)
-            if not self.reserved == b"\x00":
-                raise kaitaistruct.ValidationNotEqualError(b"\x00", self.reserved, self._io, u"/types/buffer_handle/seq/6")
+                raise kaitaistruct.ValidationExprError(self.cpu_producer_synced, self._io, u"/types/buffer_handle/seq/12")
+            self.device_offers_class = self._io.read_bytes(0)
+            _ = self.device_offers_class
+            if not  ((self.memory_class == TensorDescriptor.MemoryClass.standard) or ( ((int(self.device_tag) <= 8) and (self.device_tag != TensorDescriptor.Device.webgpu) and ( ((self.memory_class == TensorDescriptor.MemoryClass.host_pinned) or (self.memory_class == TensorDescriptor.MemoryClass.unified)) )) ) or ( ((self.memory_class == TensorDescriptor.MemoryClass.peer) and ( ((self.device_tag == TensorDescriptor.Device.cuda) or (self.device_tag == TensorDescriptor.Device.rocm) or (self.device_tag == TensorDescriptor.Device.vulkan) or (self.device_tag == TensorDescriptor.Device.level_zero)) )) )) :
+                raise kaitaistruct.ValidationExprError(self.device_offers_class, self._io, u"/types/buffer_handle/seq/13")
 
 
         def _fetch_instances(self):

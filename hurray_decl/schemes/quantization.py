@@ -16,7 +16,7 @@ from pydantic import computed_field, model_validator
 
 from ..errors import RuleViolation
 from ..model import U8, U16, FrozenModel
-from ..schema import NONE32, Rule, equals, reserved_flags
+from ..schema import NONE32, OrderedStruct, Rule, equals, reserved_flags
 
 
 HEADER_LENGTH = 1 + 1 + 2  # scheme_tag, scheme_version, flags
@@ -35,9 +35,11 @@ def version_field(highest: int) -> cs.Construct:
                 "scheme_version is newer than this reader supports")
 
 
-def descriptor_struct(tag: int, flags_defined: int, *fields: Any, highest_version: int = 1) -> cs.Struct:
-    """The whole fixed encoding of a scheme: the shared header, then ``fields``."""
-    return cs.Struct(
+def descriptor_struct(tag: int, flags_defined: int, *fields: Any, highest_version: int = 1,
+                      order: tuple[str, ...] = ()) -> cs.Struct:
+    """The whole fixed encoding of a scheme: the shared header, then ``fields``. ``order``: the
+    rule codes checked last, in that order (DIGEST Appendix A), when wire order is not it."""
+    return OrderedStruct(
         "scheme_tag" / equals(tag, "HQ-HDR-06", "the payload does not belong to this scheme", cs.Int8ul)
         * "selects the scheme; read first, everything else is dispatched on it",
         "scheme_version" / version_field(highest_version)
@@ -45,6 +47,7 @@ def descriptor_struct(tag: int, flags_defined: int, *fields: Any, highest_versio
         "flags" / reserved_flags(flags_defined, "HQ-HDR-13")
         * "scheme-defined flag bits; undefined bits must be zero",
         *fields,
+        order=order,
     )
 
 

@@ -670,57 +670,88 @@ types:
   buffer_handle:
     doc: |
       One buffer handle, 8 + 4 + 1 + 1 + 1 + 1 = 16 bytes, bytes 13-15 read the
-      buffer-protocol way (HT-BUFT-01, HD-09).
+      buffer-protocol way (HT-BUFT-01, HD-09). The fields are read first, then checked in
+      DIGEST Appendix A order: reserved byte, device, sync_mode, memory class, alignment, CPU
+      sync, then the per-device pair.
     seq:
       - id: byte_size
         type: u8
         doc: Bytes in the buffer; 0 is an empty buffer.
       - id: alignment
         type: u4
-        valid:
-          expr: _ != 0 and (_ & (_ - 1)) == 0 and (byte_size == 0 or _ >= 64)
-        doc: |
-          A power of two, 0 refused (HT-BUFT-12); at least 64 for a non-empty buffer
-          (HT-BUFT-13).
+        doc: A power of two; at least 64 for a non-empty buffer.
       - id: device_tag
         type: u1
         enum: device
-        valid:
-          expr: _.to_i <= 0x08 or (_.to_i >= 0xf0 and _.to_i <= 0xfe)
-        doc: |
-          A device, or a private device 0xF0-0xFE (HD-23); 0xFF is refused (HT-BUFT-14) and so
-          are the reserved 0x09-0xEF (HT-BUFT-15).
+        doc: A device, or a private device 0xF0-0xFE (HD-23).
       - id: sync_mode
         type: u1
         enum: sync_mode
+        doc: 0x00 producer-synced, 0x01 event, 0x02 consumer-stream.
+      - id: memory_class
+        type: u1
+        enum: memory_class
+        doc: 0x00 STANDARD, 0x01 HOST_PINNED, 0x02 UNIFIED, 0x03 PEER.
+      - id: reserved
+        -orig-id: _reserved
+        size: 1
+        doc: One zero byte at offset 15.
+      - id: reserved_zero
+        size: 0
+        -checks: reserved
         valid:
-          in-enum: true
-        doc: 0x00, 0x01 or 0x02; anything else is refused (HT-BUFT-17).
+          expr: reserved == [0x00]
+        doc: A non-zero reserved byte is refused (HT-BUFT-23).
+      - id: device_known
+        size: 0
+        -checks: device_tag
+        valid:
+          expr: device_tag.to_i <= 0x08 or (device_tag.to_i >= 0xf0 and device_tag.to_i <= 0xfe)
+        doc: 0xFF is refused (HT-BUFT-14) and so are the reserved 0x09-0xEF (HT-BUFT-15).
+      - id: sync_known
+        size: 0
+        -checks: sync_mode
+        valid:
+          expr: sync_mode.to_i <= 0x02
+        doc: A sync_mode other than 0x00, 0x01 or 0x02 is refused (HT-BUFT-17).
+      - id: class_known
+        size: 0
+        -checks: memory_class
+        valid:
+          expr: memory_class.to_i <= 0x03
+        doc: |
+          0x04-0xEF and 0xFF are refused (HT-BUFT-19), a private class on a public device
+          (HT-BUFT-20) and a private class not agreed out of band (HT-BUFT-21) too: this schema
+          registers none.
+      - id: alignment_power_of_two
+        size: 0
+        -checks: alignment
+        valid:
+          expr: alignment != 0 and (alignment & (alignment - 1)) == 0
+        doc: A power of two, 0 refused (HT-BUFT-12).
+      - id: alignment_minimum
+        size: 0
+        -checks: alignment
+        valid:
+          expr: byte_size == 0 or alignment >= 64
+        doc: At least 64 for a non-empty buffer (HT-BUFT-13).
       - id: cpu_producer_synced
         size: 0
         -checks: sync_mode
         valid:
           expr: device_tag != device::cpu or sync_mode == sync_mode::producer_synced
         doc: A CPU buffer is producer-synced (HT-BUFT-18).
-      - id: memory_class
-        type: u1
-        enum: memory_class
+      - id: device_offers_class
+        size: 0
+        -checks: memory_class
         valid:
           expr: >-
-            _ == memory_class::standard
+            memory_class == memory_class::standard
             or (device_tag.to_i <= 0x08 and device_tag != device::webgpu
-            and (_ == memory_class::host_pinned or _ == memory_class::unified))
-            or (_ == memory_class::peer and (device_tag == device::cuda or device_tag == device::rocm
-            or device_tag == device::vulkan or device_tag == device::level_zero))
-        doc: |
-          A pair from the per-device table (HT-BUFT-22). 0x04-0xEF and 0xFF are refused
-          (HT-BUFT-19), a private class on a public device (HT-BUFT-20) and a private class not
-          agreed out of band (HT-BUFT-21) too: this schema registers none.
-      - id: reserved
-        -orig-id: _reserved
-        size: 1
-        valid: '[0x00]'
-        doc: One zero byte at offset 15; a non-zero byte is refused (HT-BUFT-23).
+            and (memory_class == memory_class::host_pinned or memory_class == memory_class::unified))
+            or (memory_class == memory_class::peer and (device_tag == device::cuda
+            or device_tag == device::rocm or device_tag == device::vulkan or device_tag == device::level_zero))
+        doc: A pair from the per-device table (HT-BUFT-22).
   colocated:
     doc: The colocation check of one buffer; reads nothing.
     params:

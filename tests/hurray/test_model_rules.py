@@ -146,8 +146,10 @@ ODD_VALUES = st.one_of(
 
 def _parts(d: TensorDescriptor) -> list[str]:
     names = ["", "layout", "quantization", "shard", "statistics", "extension_type", "composite_member"]
+    buffers = getattr(d, "buffers", ())
     return [n for n in names if n == "" or isinstance(getattr(d, n, None), FrozenModel)] + [
-        f"buffers[{i}]" for i in range(len(d.buffers))]
+        f"buffers[{i}]" for i, b in enumerate(buffers if isinstance(buffers, tuple) else ())
+        if isinstance(b, FrozenModel)]
 
 
 def _mutate(d: TensorDescriptor, part: str, field: str | None, value: Any, constructed: bool) -> TensorDescriptor:
@@ -156,6 +158,8 @@ def _mutate(d: TensorDescriptor, part: str, field: str | None, value: Any, const
         target = d.buffers[i]
     else:
         target = getattr(d, part) if part else d
+    if not isinstance(target, FrozenModel):
+        return d
     names = list(type(target).model_fields)
     if not names:
         return d

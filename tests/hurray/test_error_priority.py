@@ -29,21 +29,10 @@ from hurray_decl.tensor import (
     write_tensor_descriptor,
 )
 from hurray_decl.tensor.reader import field_positions
+from tests.hurray.tensor_support import u8, u32, u64
 
 Fault = Callable[[bytes, dict], bytes]
 """A fault applied to descriptor bytes, given the field positions of the valid base."""
-
-
-def u8(v: int) -> bytes:
-    return bytes([v])
-
-
-def u32(v: int) -> bytes:
-    return struct.pack("<I", v)
-
-
-def u64(v: int) -> bytes:
-    return struct.pack("<Q", v)
 
 
 def at(path: str, raw: bytes) -> Fault:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import math
 import re
 import struct
@@ -15,15 +16,16 @@ from pydantic import (
     Field,
     PlainSerializer,
     ValidationError,
-    ValidationInfo,
     model_validator,
 )
 
 from .errors import HurrayDeclError, RuleViolation
 from .schema import show
 
-PARSED = {"parsed": True}
-"""Validation context of a model made from a parse: the declaration has just checked its bytes."""
+_PARSED: contextvars.ContextVar[bool] = contextvars.ContextVar("hurray_decl_parsed", default=False)
+"""Set while a model is made from values a declaration has just parsed (and so checked). A
+context variable, not a validation context: pydantic calls a custom ``__init__`` for nested
+validation, which would drop the latter."""
 
 
 U8 = Annotated[int, Field(ge=0, le=0xFF)]
@@ -83,11 +85,11 @@ class FrozenModel(BaseModel):
         return {name: getattr(self, name) for name in type(self).model_fields}
 
     @model_validator(mode="after")
-    def _bytes_rules(self, info: ValidationInfo) -> "FrozenModel":
+    def _bytes_rules(self) -> "FrozenModel":
         """Building a model runs its declaration's field rules, with the reader's codes, so no
         model holds what the reader would refuse in its bytes (permissive-relaxed rules aside:
         the strict writer applies them)."""
-        if info.context is not PARSED:
+        if not _PARSED.get():
             declaration = self.wire_declaration()
             if declaration is not None:
                 build_checked(declaration, self.wire_values(), self.wire_name, self.rule)
@@ -96,10 +98,11 @@ class FrozenModel(BaseModel):
     @classmethod
     def parsed(cls, values: dict[str, Any]) -> "FrozenModel":
         """The model from values a declaration has just parsed (its field rules are not run again)."""
+        token = _PARSED.set(True)
         try:
-            return cls.model_validate(values, context=PARSED)
-        except ValidationError as exc:
-            raise model_error(exc, cls) from exc
+            return cls(**values)
+        finally:
+            _PARSED.reset(token)
 
     def checked(self) -> "FrozenModel":
         """This model validated again, nested models included: one made by ``model_construct``

@@ -636,9 +636,8 @@ def buffers_for(draw: st.DrawFn, descriptor: TensorDescriptor) -> tuple[bytes, .
                 extra = total - parents
                 per = [1] * parents
                 for i in range(parents):  # each node has one child, then spread the rest
-                    give = min(extra, dim - 1, draw(st.integers(0, max(0, min(extra, dim - 1)))))
-                    if i == parents - 1:
-                        give = extra
+                    later = (parents - i - 1) * (dim - 1)  # what the nodes after this one can take
+                    give = draw(st.integers(max(0, extra - later), min(extra, dim - 1)))
                     per[i] += give
                     extra -= give
                 ptr, crd = [0], []

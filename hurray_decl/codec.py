@@ -77,6 +77,7 @@ def dequantize(descriptor: TensorDescriptor, buffers: Sequence[Any], *, out: np.
     if not isinstance(d, TensorDescriptor):
         raise RuleViolation("HT-HDR-02", "dequantize takes a TensorDescriptor", path="descriptor",
                             actual=type(d).__name__, expected="TensorDescriptor")
+    d = d.checked()  # a model built bypassing validation is checked like any other
     q = d.quantization
     if q is None:
         raise UnsupportedError("HT-SEC-01", "the tensor is not quantized (HAS_QUANTIZATION is clear)",

@@ -96,8 +96,9 @@ def decode_quantization(payload: bytes, *, permissive: bool = False) -> Descript
 
 def _model_from_wire(row: SchemeRow, wire: Any, padding: bytes) -> SchemeDescriptor:
     values = row.model.wire_fields(dict(wire))
+    values["padding"] = padding
     try:
-        return row.model(**values, padding=padding)
+        return row.model.parsed(values)
     except HurrayDeclError as err:
         field = err.path.rsplit(" -> ", 1)[-1]
         if field in row.offsets:
@@ -111,6 +112,10 @@ def encode_quantization(descriptor: Descriptor, *, permissive: bool = False) -> 
     An :class:`OpaqueQuantization` is written back byte for byte only with ``permissive=True``;
     otherwise its tag is refused as a writer would refuse it.
     """
+    if not isinstance(descriptor, Descriptor):
+        raise RuleViolation("HQ-HDR-02", "encode_quantization takes a quantization descriptor model",
+                            path="descriptor", actual=type(descriptor).__name__, expected="a Descriptor")
+    descriptor = descriptor.checked()  # a model_construct / model_copy(update=...) result too
     if isinstance(descriptor, OpaqueQuantization):
         if not permissive or not skippable(descriptor.scheme_tag):
             raise tag_error(descriptor.scheme_tag, writing=True)
@@ -178,7 +183,10 @@ def register_private_scheme(
         struct=descriptor_struct(tag, mask, *fields), model=model,
         storage_types=storage_types, flags_defined=defined, private=True, kernel=kernel,
     )
-    return SCHEMES.register(tag, row)
+    registered = SCHEMES.register(tag, row)
+    if model.declaration is None:
+        model.declaration = row.struct
+    return registered
 
 
 def unregister_private_scheme(tag: int) -> None:

@@ -2,12 +2,30 @@
 
 from __future__ import annotations
 
+import contextvars
+import math
+import re
+import struct
 from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+import construct as cs
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    ValidationError,
+    model_validator,
+)
 
 from .errors import HurrayDeclError, RuleViolation
 from .schema import show
+
+_PARSED: contextvars.ContextVar[bool] = contextvars.ContextVar("hurray_decl_parsed", default=False)
+"""Set while a model is made from values a declaration has just parsed (and so checked). A
+context variable, not a validation context: pydantic calls a custom ``__init__`` for nested
+validation, which would drop the latter."""
 
 
 U8 = Annotated[int, Field(ge=0, le=0xFF)]
@@ -17,6 +35,31 @@ U64 = Annotated[int, Field(ge=0, le=0xFFFF_FFFF_FFFF_FFFF)]
 I32 = Annotated[int, Field(ge=-(1 << 31), le=(1 << 31) - 1)]
 I64 = Annotated[int, Field(ge=-(1 << 63), le=(1 << 63) - 1)]
 """Model field types with the ranges of their wire integers."""
+
+_NAN_BITS = re.compile(r"NaN\((0x[0-9A-Fa-f]{16})\)")
+
+
+def _f64_to_json(value: float) -> Any:
+    """A float64 as JSON: a number when finite (-0.0 included), else a string that keeps the bits."""
+    if math.isfinite(value):
+        return value
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    bits = struct.unpack("<Q", struct.pack("<d", value))[0]
+    return f"NaN(0x{bits:016X})"
+
+
+def _f64_from_json(value: Any) -> Any:
+    if isinstance(value, str):
+        found = _NAN_BITS.fullmatch(value)
+        if found:
+            return struct.unpack("<d", struct.pack("<Q", int(found.group(1), 16)))[0]
+    return value
+
+
+F64 = Annotated[float, BeforeValidator(_f64_from_json), PlainSerializer(_f64_to_json, when_used="json")]
+"""A float64 wire field whose JSON form re-encodes to the same 8 bytes: NaN payloads and sign as
+``"NaN(0x7FF8000000000001)"``, infinities as ``"Infinity"`` / ``"-Infinity"``, -0.0 as ``-0.0``."""
 
 
 class FrozenModel(BaseModel):
@@ -32,6 +75,43 @@ class FrozenModel(BaseModel):
 
     rule: ClassVar[str] = "HT-HDR-02"
     wire_name: ClassVar[str] = ""
+
+    def wire_declaration(self) -> cs.Construct | None:
+        """The Construct declaration this model's fields are written with (None: no bytes of its own)."""
+        return None
+
+    def wire_values(self) -> dict[str, Any]:
+        """The values :meth:`wire_declaration` builds."""
+        return {name: getattr(self, name) for name in type(self).model_fields}
+
+    @model_validator(mode="after")
+    def _bytes_rules(self) -> "FrozenModel":
+        """Building a model runs its declaration's field rules, with the reader's codes, so no
+        model holds what the reader would refuse in its bytes (permissive-relaxed rules aside:
+        the strict writer applies them)."""
+        if not _PARSED.get():
+            declaration = self.wire_declaration()
+            if declaration is not None:
+                build_checked(declaration, self.wire_values(), self.wire_name, self.rule)
+        return self
+
+    @classmethod
+    def parsed(cls, values: dict[str, Any]) -> "FrozenModel":
+        """The model from values a declaration has just parsed (its field rules are not run again)."""
+        token = _PARSED.set(True)
+        try:
+            return cls(**values)
+        finally:
+            _PARSED.reset(token)
+
+    def checked(self) -> "FrozenModel":
+        """This model validated again, nested models included: one made by ``model_construct``
+        or ``model_copy(update=...)`` bypassed validation, and only a HurrayDeclError comes out."""
+        values = {}
+        for name in type(self).model_fields:
+            if name in self.__dict__:
+                values[name] = _checked(self.__dict__[name])
+        return type(self)(**values)
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -62,3 +142,24 @@ def model_error(exc: ValidationError, cls: type[FrozenModel]) -> HurrayDeclError
     path = " -> ".join(part for part in ("descriptor", cls.wire_name, field) if part)
     return RuleViolation(cls.rule, f"{field or cls.__name__}: {first['msg']}", path=path,
                          actual=show(first.get("input")), expected=f"a value the {cls.__name__} encoding can hold")
+
+
+def _checked(value: Any) -> Any:
+    if isinstance(value, FrozenModel):
+        return value.checked()
+    if isinstance(value, (tuple, list)):
+        return tuple(_checked(v) for v in value)
+    return value
+
+
+def build_checked(declaration: cs.Construct, values: Any, where: str, rule: str) -> bytes:
+    """Build ``values`` with ``declaration`` (permissive), as a model's own check: a rule error
+    keeps its code, with the path under ``where`` and no byte offset (a model has none)."""
+    try:
+        return declaration.build(values, permissive=True)
+    except HurrayDeclError as err:
+        err.offset = None
+        raise err.rebased(0, " -> ".join(p for p in ("descriptor", where) if p)) from None
+    except (cs.ConstructError, TypeError, KeyError, ValueError, OverflowError) as exc:
+        raise RuleViolation(rule, f"the values do not fit the encoding: {exc}",
+                            path=" -> ".join(p for p in ("descriptor", where) if p)) from exc

@@ -28,7 +28,8 @@ def construct_path(path: str, root: str = "descriptor") -> str:
     if parts and parts[0] in ("(parsing)", "(building)", "(sizeof)", ""):
         parts[0] = root
     # A field renamed twice (name, then docs) appears twice in Construct's path.
-    kept = [p for i, p in enumerate(parts) if i == 0 or p != parts[i - 1]]
+    # A docs-only rename (``field * "docs"`` inside a rename) shows up as ``None``.
+    kept = [p for i, p in enumerate(parts) if i == 0 or (p != parts[i - 1] and p != "None")]
     return " -> ".join(kept)
 
 
@@ -63,22 +64,43 @@ class Rule(cs.Subconstruct):
                 self.message,
                 path=construct_path(path),
                 offset=offset,
-                actual=show(value),
+                actual=self._shown(value),
                 expected=self.expected,
             )
+
+    def _shown(self, value: Any) -> Any:
+        """The value in the number base the expectation uses (``0x47``, never ``71`` beside hex)."""
+        if isinstance(value, int) and not isinstance(value, bool) and "0x" in str(self.expected):
+            field: cs.Construct = self
+            while isinstance(field, Rule):
+                field = field.subcon
+            try:
+                width = field.sizeof()
+            except (cs.SizeofError, KeyError, AttributeError):
+                width = 1
+            return f"0x{value:0{2 * width}X}" if value >= 0 else value
+        return show(value)
 
     def _parse(self, stream, context, path):
         offset = stream_tell(stream, path)
         value = self.subcon._parsereport(stream, context, path)
-        self._enforce(value, context, path, offset)
+        pending = _pending(context)
+        if pending is None:
+            self._enforce(value, context, path, offset)
+        else:
+            pending.append((self, value, context, path, offset))
         return value
 
     def _build(self, obj, stream, context, path):
         # The same order as parsing: the innermost rule first, then the field is built.
         offset = stream_tell(stream, path)
         field: cs.Construct = self
+        pending = _pending(context)
         for rule in self.rules():
-            rule._enforce(obj, context, path, offset)
+            if pending is None:
+                rule._enforce(obj, context, path, offset)
+            else:
+                pending.append((rule, obj, context, path, offset))
         while isinstance(field, Rule):
             field = field.subcon
         return field._build(obj, stream, context, path)
@@ -87,6 +109,46 @@ class Rule(cs.Subconstruct):
         """This rule and those nested inside it, innermost first."""
         inner = self.subcon.rules() if isinstance(self.subcon, Rule) else []
         return inner + [self]
+
+
+_DEFERRED = "_deferred_rules"
+
+
+def _pending(context: Any) -> list | None:
+    """The list an enclosing :class:`OrderedStruct` collects rule checks in, if any."""
+    params = getattr(context, "_params", None)
+    stack = params.get(_DEFERRED) if isinstance(params, dict) else None
+    return stack[-1] if stack else None
+
+
+class OrderedStruct(cs.Struct):
+    """A Struct whose field rules run once all its fields are read (or built), the codes in
+    ``order`` last and in that order, the others first in field order: the check order of
+    DIGEST Appendix A where it differs from wire order (buffer handles, some schemes)."""
+
+    def __init__(self, *subcons: Any, order: tuple[str, ...] = ()) -> None:
+        super().__init__(*subcons)
+        self.order = order
+
+    def _parse(self, stream, context, path):
+        return self._checked(super()._parse, stream, context, path)
+
+    def _build(self, obj, stream, context, path):
+        return self._checked(lambda s, c, p: super(OrderedStruct, self)._build(obj, s, c, p), stream, context, path)
+
+    def _checked(self, run, stream, context, path):
+        params = context._params
+        stack = params.setdefault(_DEFERRED, [])
+        pending: list = []
+        stack.append(pending)
+        try:
+            result = run(stream, context, path)
+        finally:
+            stack.pop()
+        rank = {code: i for i, code in enumerate(self.order)}
+        for rule, value, ctx, where, offset in sorted(pending, key=lambda p: rank.get(p[0].code, -1)):
+            rule._enforce(value, ctx, where, offset)
+        return result
 
 
 def show(value: Any) -> Any:

@@ -636,9 +636,8 @@ def buffers_for(draw: st.DrawFn, descriptor: TensorDescriptor) -> tuple[bytes, .
                 extra = total - parents
                 per = [1] * parents
                 for i in range(parents):  # each node has one child, then spread the rest
-                    give = min(extra, dim - 1, draw(st.integers(0, max(0, min(extra, dim - 1)))))
-                    if i == parents - 1:
-                        give = extra
+                    later = (parents - i - 1) * (dim - 1)  # what the nodes after this one can take
+                    give = draw(st.integers(max(0, extra - later), min(extra, dim - 1)))
                     per[i] += give
                     extra -= give
                 ptr, crd = [0], []
@@ -718,11 +717,9 @@ def _raw(d: TensorDescriptor) -> bytes:
 
 def _positions(data: bytes) -> dict[str, int]:
     """Byte offset of every field the reader parsed in the valid descriptor ``data``."""
-    from .tensor.reader import _Reader, _read
+    from .tensor.reader import field_positions
 
-    r = _Reader(data, False)
-    _read(r)
-    return r.positions
+    return field_positions(data)
 
 
 def _patch(data: bytes, offset: int, raw: bytes) -> bytes:
@@ -1069,23 +1066,40 @@ def _paged_rank() -> st.SearchStrategy[bytes]:
     return _wrong_rank("block_paged", _other_than(st.integers(1, 5), 3))
 
 
-def _pointer_size(kind: str) -> st.SearchStrategy[bytes]:
+def _undersized(kind: str, indices: Callable[[TensorDescriptor], list[int]], **kw: Any) -> st.SearchStrategy[bytes]:
+    """A valid descriptor with one component array of fixed size made smaller (HD-26: lower bounds)."""
     @st.composite
     def build(draw: st.DrawFn) -> bytes:
-        d = draw(tensor_descriptors(layout=kind))
-        want = d.buffers[2].byte_size
-        return _raw(_set_buffer(d, 2, 8 * draw(_other_than(st.integers(0, 12), want // 8))))
+        d = draw(tensor_descriptors(layout=kind, **kw).filter(
+            lambda d: any(d.buffers[i].byte_size for i in indices(d))))
+        index = draw(st.sampled_from([i for i in indices(d) if d.buffers[i].byte_size]))
+        return _raw(_set_buffer(d, index, draw(st.integers(0, d.buffers[index].byte_size - 1))))
     return build()
 
 
-@_mutant("HT-LAY-26")
+@_mutant("HT-LAY-87")
+def _coo_sizes() -> st.SearchStrategy[bytes]:
+    return _undersized("coo", lambda d: [0, 1])
+
+
+@_mutant("HT-LAY-88")
 def _csr_sizes() -> st.SearchStrategy[bytes]:
-    return _pointer_size("csr")
+    return _undersized("csr", lambda d: [0, 1, 2])
 
 
-@_mutant("HT-LAY-34")
+@_mutant("HT-LAY-89")
 def _csc_sizes() -> st.SearchStrategy[bytes]:
-    return _pointer_size("csc")
+    return _undersized("csc", lambda d: [0, 1, 2])
+
+
+@_mutant("HT-LAY-90")
+def _csf_sizes() -> st.SearchStrategy[bytes]:
+    return _undersized("csf", lambda d: [0, 1, 2 * d.rank])
+
+
+@_mutant("HT-LAY-91")
+def _paged_sizes() -> st.SearchStrategy[bytes]:
+    return _undersized("block_paged", lambda d: [0, 2])
 
 
 @_mutant("HT-LAY-27")
@@ -1096,13 +1110,6 @@ def _csr_reserved() -> st.SearchStrategy[bytes]:
 @_mutant("HT-LAY-35")
 def _csc_reserved() -> st.SearchStrategy[bytes]:
     return _reserved("csc", "reserved", 8)
-
-
-@_mutant("HT-LAY-42")
-@st.composite
-def _csf_pos0(draw: st.DrawFn) -> bytes:
-    d = draw(tensor_descriptors(layout="csf"))
-    return _raw(_set_buffer(d, 1, 8 * draw(_other_than(st.integers(0, 6), 2))))
 
 
 @_mutant("HT-LAY-43")
@@ -1214,9 +1221,9 @@ def _overlay_empty() -> st.SearchStrategy[bytes]:
 @_mutant("HT-LAY-76")
 @st.composite
 def _head_quantized(draw: st.DrawFn) -> bytes:
-    d = draw(tensor_descriptors(layout=_HEADS))
-    data = write_tensor_descriptor(d)
-    return _patch(data, 10, _u32(d.flags | 1))
+    d = draw(tensor_descriptors(layout=_HEADS))  # a whole section: it is sliced before the rule
+    scale = draw(st.sampled_from([1.0, 0.5, -2.0]))
+    return _raw(d.model_copy(update={"quantization": PerTensorAffine(scale=scale)}))
 
 
 @_mutant("HT-LAY-78")
@@ -2154,7 +2161,7 @@ NOT_REFUSABLE: dict[str, str] = {
              "HQ-HDR-04 / HT-HDR-08 / HT-HDR-09"
        for rule in ("HQ-HDR-01", "HQ-HDR-02", "HQ-PT-01", "HQ-PC-01", "HQ-PB-01", "HQ-NF4-01", "HQ-MX-01",
                     "HT-HDR-01", "HT-HDR-02", "HT-HDR-03", "HT-LAY-01", "HT-LAY-02", "HT-LAY-03", "HT-LAY-07",
-                    "HT-LAY-16", "HT-LAY-68", "HT-LAY-77", "HT-LAY-84", "HT-BUFT-01", "HT-SEC-01", "HT-SEC-03",
+                    "HT-LAY-16", "HT-LAY-26", "HT-LAY-34", "HT-LAY-42", "HT-LAY-68", "HT-LAY-77", "HT-LAY-84", "HT-BUFT-01", "HT-SEC-01", "HT-SEC-03",
                     "HT-SEC-35")},
     "HQ-HDR-06": "dispatch on byte 0: a reader reads the scheme the tag names, so the tag and the fields "
                  "never disagree in bytes (HQ-HDR-06 is raised only by parsing one scheme's bytes as another's)",

@@ -52,9 +52,6 @@ class PerBlockAffine(KaitaiStruct):
         if not  ((_ >= 2) and (_ & _ - 1 == 0)) :
             raise kaitaistruct.ValidationExprError(self.block_size, self._io, u"/seq/3")
         self.scale_buffer_index = self._io.read_u4le()
-        _ = self.scale_buffer_index
-        if not _ != 4294967295:
-            raise kaitaistruct.ValidationExprError(self.scale_buffer_index, self._io, u"/seq/4")
         self.zero_point_buffer_index = self._io.read_u4le()
         self.scale_type_tag = KaitaiStream.resolve_enum(PerBlockAffine.ScaleType, self._io.read_u1())
         if not isinstance(self.scale_type_tag, PerBlockAffine.ScaleType):
@@ -62,10 +59,14 @@ class PerBlockAffine(KaitaiStruct):
         self.reserved = self._io.read_bytes(3)
         if not self.reserved == b"\x00\x00\x00":
             raise kaitaistruct.ValidationNotEqualError(b"\x00\x00\x00", self.reserved, self._io, u"/seq/7")
+        self.scale_index_not_none = self._io.read_bytes(0)
+        _ = self.scale_index_not_none
+        if not self.scale_buffer_index != 4294967295:
+            raise kaitaistruct.ValidationExprError(self.scale_index_not_none, self._io, u"/seq/8")
         self.symmetric_zero_point = self._io.read_bytes(0)
         _ = self.symmetric_zero_point
         if not self.symmetric == (self.zero_point_buffer_index == 4294967295):
-            raise kaitaistruct.ValidationExprError(self.symmetric_zero_point, self._io, u"/seq/8")
+            raise kaitaistruct.ValidationExprError(self.symmetric_zero_point, self._io, u"/seq/9")
 
 
     def _fetch_instances(self):

@@ -37,13 +37,14 @@ class PerTensorAffine(KaitaiStruct):
         if not self.flags == 0:
             raise kaitaistruct.ValidationExprError(self.reserved_flags, self._io, u"/seq/1")
         self.scale = self._io.read_f4le()
-        _ = self.scale
-        if not  ((_ == _) and (_ != 0) and (_ >= -3.4028234663852886E+38) and (_ <= 3.4028234663852886E+38)) :
-            raise kaitaistruct.ValidationExprError(self.scale, self._io, u"/seq/2")
         self.zero_point = self._io.read_s4le()
         self.reserved = self._io.read_bytes(4)
         if not self.reserved == b"\x00\x00\x00\x00":
             raise kaitaistruct.ValidationNotEqualError(b"\x00\x00\x00\x00", self.reserved, self._io, u"/seq/4")
+        self.scale_finite_nonzero = self._io.read_bytes(0)
+        _ = self.scale_finite_nonzero
+        if not  ((self.scale == self.scale) and (self.scale != 0) and (self.scale >= -3.4028234663852886E+38) and (self.scale <= 3.4028234663852886E+38)) :
+            raise kaitaistruct.ValidationExprError(self.scale_finite_nonzero, self._io, u"/seq/5")
 
 
     def _fetch_instances(self):

@@ -4,10 +4,10 @@
 import kaitaistruct
 from kaitaistruct import KaitaiStruct, KaitaiStream, BytesIO
 from generated.hurray import mxfp
-from generated.hurray import per_tensor_affine
 from generated.hurray import nf4
-from generated.hurray import per_block_affine
 from generated.hurray import per_channel_affine
+from generated.hurray import per_tensor_affine
+from generated.hurray import per_block_affine
 from enum import IntEnum
 
 

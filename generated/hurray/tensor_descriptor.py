@@ -156,7 +156,7 @@ class TensorDescriptor(KaitaiStruct):
         self.descriptor_length = self._io.read_u4le()
         if not self.descriptor_length >= 20:
             raise kaitaistruct.ValidationLessThanError(20, self.descriptor_length, self._io, u"/seq/4")
-        self._raw_body = self._io.read_bytes(self.descriptor_length - 10)
+        self._raw_body = self._io.read_bytes((self.descriptor_length - 10 if self.descriptor_length - 10 <= self._io.size() - self._io.pos() else self._io.size() - self._io.pos()))
         _io__raw_body = KaitaiStream(BytesIO(self._raw_body))
         self.body = TensorDescriptor.Body(_io__raw_body, self, self._root)
 
@@ -273,37 +273,91 @@ class TensorDescriptor(KaitaiStruct):
             else:
                 pass
                 self.layout = TensorDescriptor.PrivateLayout(self._io, self, self._root)
+            self.rank_fits_layout = self._io.read_bytes(0)
+            _ = self.rank_fits_layout
+            if not (self.rank == 2 if self.layout_tag == TensorDescriptor.Layout.csr else (self.rank == 2 if self.layout_tag == TensorDescriptor.Layout.csc else (self.rank >= 3 if self.layout_tag == TensorDescriptor.Layout.csf else (self.rank == 3 if self.layout_tag == TensorDescriptor.Layout.block_paged else True)))):
+                raise kaitaistruct.ValidationExprError(self.rank_fits_layout, self._io, u"/types/body/seq/8")
             self.extension_flag_matches_type = self._io.read_bytes(0)
             _ = self.extension_flag_matches_type
             if not (self.flags & 4 != 0) ==  ((int(self.type_tag) >= 240) and (int(self.type_tag) <= 254)) :
-                raise kaitaistruct.ValidationExprError(self.extension_flag_matches_type, self._io, u"/types/body/seq/8")
+                raise kaitaistruct.ValidationExprError(self.extension_flag_matches_type, self._io, u"/types/body/seq/9")
             self.buffer_count = self._io.read_u1()
+            self.head_owns_no_buffers = self._io.read_bytes(0)
+            _ = self.head_owns_no_buffers
+            if not  ((self.layout_tag != TensorDescriptor.Layout.composite_head) or (self.buffer_count == 0)) :
+                raise kaitaistruct.ValidationExprError(self.head_owns_no_buffers, self._io, u"/types/body/seq/11")
+            self.buffers_present = self._io.read_bytes(0)
+            _ = self.buffers_present
+            if not  ((self.layout_tag == TensorDescriptor.Layout.composite_head) or (self.buffer_count > 0)) :
+                raise kaitaistruct.ValidationExprError(self.buffers_present, self._io, u"/types/body/seq/12")
+            self.head_byte_offset = self._io.read_bytes(0)
+            _ = self.head_byte_offset
+            if not  ((self.layout_tag != TensorDescriptor.Layout.composite_head) or (self.byte_offset == 0)) :
+                raise kaitaistruct.ValidationExprError(self.head_byte_offset, self._io, u"/types/body/seq/13")
+            self.sparse_byte_offset = self._io.read_bytes(0)
+            _ = self.sparse_byte_offset
+            if not  ((self.byte_offset == 0) or ( ((self.layout_tag != TensorDescriptor.Layout.coo) and (self.layout_tag != TensorDescriptor.Layout.csr) and (self.layout_tag != TensorDescriptor.Layout.csc) and (self.layout_tag != TensorDescriptor.Layout.csf) and (self.layout_tag != TensorDescriptor.Layout.block_paged)) )) :
+                raise kaitaistruct.ValidationExprError(self.sparse_byte_offset, self._io, u"/types/body/seq/14")
             self.buffers = []
             for i in range(self.buffer_count):
                 self.buffers.append(TensorDescriptor.BufferHandle(self._io, self, self._root))
 
-            self.head_not_quantized = self._io.read_bytes(0)
-            _ = self.head_not_quantized
-            if not  ((self.layout_tag != TensorDescriptor.Layout.composite_head) or (self.flags & 1 == 0)) :
-                raise kaitaistruct.ValidationExprError(self.head_not_quantized, self._io, u"/types/body/seq/11")
             if self.flags & 1 != 0:
                 pass
                 self.quantization_length = self._io.read_u4le()
 
             if self.flags & 1 != 0:
                 pass
+                self.quantization_fits = self._io.read_bytes(0)
+                _ = self.quantization_fits
+                if not self.quantization_length <= self._io.size() - self._io.pos():
+                    raise kaitaistruct.ValidationExprError(self.quantization_fits, self._io, u"/types/body/seq/17")
+
+            self.head_not_quantized = self._io.read_bytes(0)
+            _ = self.head_not_quantized
+            if not  ((self.layout_tag != TensorDescriptor.Layout.composite_head) or (self.flags & 1 == 0)) :
+                raise kaitaistruct.ValidationExprError(self.head_not_quantized, self._io, u"/types/body/seq/18")
+            if self.flags & 1 != 0:
+                pass
                 self._raw_quantization = self._io.read_bytes(self.quantization_length)
                 _io__raw_quantization = KaitaiStream(BytesIO(self._raw_quantization))
                 self.quantization = quantization.Quantization(_io__raw_quantization)
 
+            self.colocation = []
+            for i in range(self.buffer_count):
+                self.colocation.append(TensorDescriptor.Colocated(i, self._io, self, self._root))
+
+            self.buffer_count_exact = self._io.read_bytes(0)
+            _ = self.buffer_count_exact
+            if not self.buffer_count == self.layout_buffers + self.parameter_buffers:
+                raise kaitaistruct.ValidationExprError(self.buffer_count_exact, self._io, u"/types/body/seq/21")
             if self.flags & 2 != 0:
                 pass
                 self.shard = TensorDescriptor.Shard(self.rank, self._io, self, self._root)
+
+            self.shard_allowed = self._io.read_bytes(0)
+            _ = self.shard_allowed
+            if not  ((self.flags & 2 == 0) or ( ((self.layout_tag != TensorDescriptor.Layout.block_paged) and (self.layout_tag != TensorDescriptor.Layout.csf)) )) :
+                raise kaitaistruct.ValidationExprError(self.shard_allowed, self._io, u"/types/body/seq/23")
+            self.shard_static = self._io.read_bytes(0)
+            _ = self.shard_static
+            if not  ((self.flags & 2 == 0) or (self.rank == 0) or ( ((max(self.shape) != 18446744073709551615) and (max(self.shard.parent_shape) != 18446744073709551615) and (max(self.shard.shard_offset) != 18446744073709551615)) )) :
+                raise kaitaistruct.ValidationExprError(self.shard_static, self._io, u"/types/body/seq/24")
+            if self.flags & 2 != 0:
+                pass
+                self.shard_bounds = []
+                for i in range(self.rank):
+                    self.shard_bounds.append(TensorDescriptor.ShardBound(i, self._io, self, self._root))
+
 
             if self.flags & 8 != 0:
                 pass
                 self.statistics = TensorDescriptor.Statistics(self._io, self, self._root)
 
+            self.statistics_nnz = self._io.read_bytes(0)
+            _ = self.statistics_nnz
+            if not  ((self.flags & 8 == 0) or (self.statistics.computed_mask & 1 == 0) or ((self.statistics.nnz == self.layout.nnz if self.layout_tag == TensorDescriptor.Layout.coo else (self.statistics.nnz == self.layout.nnz if  ((self.layout_tag == TensorDescriptor.Layout.csr) or (self.layout_tag == TensorDescriptor.Layout.csc))  else (self.statistics.nnz == self.layout.nnz if self.layout_tag == TensorDescriptor.Layout.csf else True))))) :
+                raise kaitaistruct.ValidationExprError(self.statistics_nnz, self._io, u"/types/body/seq/27")
             if self.flags & 4 != 0:
                 pass
                 self.extension_type = TensorDescriptor.ExtensionType(self._io, self, self._root)
@@ -312,66 +366,23 @@ class TensorDescriptor(KaitaiStruct):
                 pass
                 self.composite_member = TensorDescriptor.CompositeMember(self._io, self, self._root)
 
+            self.head_not_member = self._io.read_bytes(0)
+            _ = self.head_not_member
+            if not  ((self.layout_tag != TensorDescriptor.Layout.composite_head) or (self.flags & 16 == 0)) :
+                raise kaitaistruct.ValidationExprError(self.head_not_member, self._io, u"/types/body/seq/30")
+            self.input_holds_descriptor = self._io.read_bytes(0)
+            _ = self.input_holds_descriptor
+            if not self._root._io.size() >= self._root.descriptor_length:
+                raise kaitaistruct.ValidationExprError(self.input_holds_descriptor, self._io, u"/types/body/seq/31")
             self.trailing = self._io.read_bytes_full()
             self.length_matches = self._io.read_bytes(0)
             _ = self.length_matches
             if not  ((self._root.version_minor > 0) or (len(self.trailing) == 0)) :
-                raise kaitaistruct.ValidationExprError(self.length_matches, self._io, u"/types/body/seq/19")
-            self.rank_fits_layout = self._io.read_bytes(0)
-            _ = self.rank_fits_layout
-            if not (self.rank == 2 if self.layout_tag == TensorDescriptor.Layout.csr else (self.rank == 2 if self.layout_tag == TensorDescriptor.Layout.csc else (self.rank >= 3 if self.layout_tag == TensorDescriptor.Layout.csf else (self.rank == 3 if self.layout_tag == TensorDescriptor.Layout.block_paged else True)))):
-                raise kaitaistruct.ValidationExprError(self.rank_fits_layout, self._io, u"/types/body/seq/20")
-            self.head_owns_no_buffers = self._io.read_bytes(0)
-            _ = self.head_owns_no_buffers
-            if not  ((self.layout_tag != TensorDescriptor.Layout.composite_head) or (self.buffer_count == 0)) :
-                raise kaitaistruct.ValidationExprError(self.head_owns_no_buffers, self._io, u"/types/body/seq/21")
-            self.head_byte_offset = self._io.read_bytes(0)
-            _ = self.head_byte_offset
-            if not  ((self.layout_tag != TensorDescriptor.Layout.composite_head) or (self.byte_offset == 0)) :
-                raise kaitaistruct.ValidationExprError(self.head_byte_offset, self._io, u"/types/body/seq/22")
-            self.head_not_member = self._io.read_bytes(0)
-            _ = self.head_not_member
-            if not  ((self.layout_tag != TensorDescriptor.Layout.composite_head) or (self.flags & 16 == 0)) :
-                raise kaitaistruct.ValidationExprError(self.head_not_member, self._io, u"/types/body/seq/23")
-            self.buffers_present = self._io.read_bytes(0)
-            _ = self.buffers_present
-            if not  ((self.layout_tag == TensorDescriptor.Layout.composite_head) or (self.buffer_count > 0)) :
-                raise kaitaistruct.ValidationExprError(self.buffers_present, self._io, u"/types/body/seq/24")
-            self.sparse_byte_offset = self._io.read_bytes(0)
-            _ = self.sparse_byte_offset
-            if not  ((self.byte_offset == 0) or ( ((self.layout_tag != TensorDescriptor.Layout.coo) and (self.layout_tag != TensorDescriptor.Layout.csr) and (self.layout_tag != TensorDescriptor.Layout.csc) and (self.layout_tag != TensorDescriptor.Layout.csf) and (self.layout_tag != TensorDescriptor.Layout.block_paged)) )) :
-                raise kaitaistruct.ValidationExprError(self.sparse_byte_offset, self._io, u"/types/body/seq/25")
-            self.shard_allowed = self._io.read_bytes(0)
-            _ = self.shard_allowed
-            if not  ((self.flags & 2 == 0) or ( ((self.layout_tag != TensorDescriptor.Layout.block_paged) and (self.layout_tag != TensorDescriptor.Layout.csf)) )) :
-                raise kaitaistruct.ValidationExprError(self.shard_allowed, self._io, u"/types/body/seq/26")
-            self.shard_static = self._io.read_bytes(0)
-            _ = self.shard_static
-            if not  ((self.flags & 2 == 0) or (self.rank == 0) or ( ((max(self.shape) != 18446744073709551615) and (max(self.shard.parent_shape) != 18446744073709551615) and (max(self.shard.shard_offset) != 18446744073709551615)) )) :
-                raise kaitaistruct.ValidationExprError(self.shard_static, self._io, u"/types/body/seq/27")
-            if self.flags & 2 != 0:
-                pass
-                self.shard_bounds = []
-                for i in range(self.rank):
-                    self.shard_bounds.append(TensorDescriptor.ShardBound(i, self._io, self, self._root))
-
-
-            self.statistics_nnz = self._io.read_bytes(0)
-            _ = self.statistics_nnz
-            if not  ((self.flags & 8 == 0) or (self.statistics.computed_mask & 1 == 0) or ((self.statistics.nnz == self.layout.nnz if self.layout_tag == TensorDescriptor.Layout.coo else (self.statistics.nnz == self.layout.nnz if  ((self.layout_tag == TensorDescriptor.Layout.csr) or (self.layout_tag == TensorDescriptor.Layout.csc))  else (self.statistics.nnz == self.layout.nnz if self.layout_tag == TensorDescriptor.Layout.csf else True))))) :
-                raise kaitaistruct.ValidationExprError(self.statistics_nnz, self._io, u"/types/body/seq/29")
-            self.colocation = []
-            for i in range(self.buffer_count):
-                self.colocation.append(TensorDescriptor.Colocated(i, self._io, self, self._root))
-
-            self.buffer_count_exact = self._io.read_bytes(0)
-            _ = self.buffer_count_exact
-            if not self.buffer_count == self.layout_buffers + self.parameter_buffers:
-                raise kaitaistruct.ValidationExprError(self.buffer_count_exact, self._io, u"/types/body/seq/31")
+                raise kaitaistruct.ValidationExprError(self.length_matches, self._io, u"/types/body/seq/33")
             self.byte_offset_in_buffer = self._io.read_bytes(0)
             _ = self.byte_offset_in_buffer
             if not  ((self.buffer_count == 0) or (self.byte_offset <= self.buffers[0].byte_size)) :
-                raise kaitaistruct.ValidationExprError(self.byte_offset_in_buffer, self._io, u"/types/body/seq/32")
+                raise kaitaistruct.ValidationExprError(self.byte_offset_in_buffer, self._io, u"/types/body/seq/34")
             if self.layout_tag == TensorDescriptor.Layout.morton:
                 pass
                 self.morton_fits_shape = []
@@ -382,11 +393,11 @@ class TensorDescriptor(KaitaiStruct):
             self.hilbert_rank_is_rank = self._io.read_bytes(0)
             _ = self.hilbert_rank_is_rank
             if not  ((self.layout_tag != TensorDescriptor.Layout.hilbert) or (self.layout.hilbert_rank == self.rank)) :
-                raise kaitaistruct.ValidationExprError(self.hilbert_rank_is_rank, self._io, u"/types/body/seq/34")
+                raise kaitaistruct.ValidationExprError(self.hilbert_rank_is_rank, self._io, u"/types/body/seq/36")
             self.hilbert_shape = self._io.read_bytes(0)
             _ = self.hilbert_shape
             if not  ((self.layout_tag != TensorDescriptor.Layout.hilbert) or ( ((self.layout.hilbert_order < 64) and (min(self.shape) == max(self.shape)) and (min(self.shape) == 1 << self.layout.hilbert_order)) )) :
-                raise kaitaistruct.ValidationExprError(self.hilbert_shape, self._io, u"/types/body/seq/35")
+                raise kaitaistruct.ValidationExprError(self.hilbert_shape, self._io, u"/types/body/seq/37")
 
 
         def _fetch_instances(self):
@@ -443,11 +454,25 @@ class TensorDescriptor(KaitaiStruct):
 
             if self.flags & 1 != 0:
                 pass
+
+            if self.flags & 1 != 0:
+                pass
                 self.quantization._fetch_instances()
+
+            for i in range(len(self.colocation)):
+                pass
+                self.colocation[i]._fetch_instances()
 
             if self.flags & 2 != 0:
                 pass
                 self.shard._fetch_instances()
+
+            if self.flags & 2 != 0:
+                pass
+                for i in range(len(self.shard_bounds)):
+                    pass
+                    self.shard_bounds[i]._fetch_instances()
+
 
             if self.flags & 8 != 0:
                 pass
@@ -460,17 +485,6 @@ class TensorDescriptor(KaitaiStruct):
             if self.flags & 16 != 0:
                 pass
                 self.composite_member._fetch_instances()
-
-            if self.flags & 2 != 0:
-                pass
-                for i in range(len(self.shard_bounds)):
-                    pass
-                    self.shard_bounds[i]._fetch_instances()
-
-
-            for i in range(len(self.colocation)):
-                pass
-                self.colocation[i]._fetch_instances()
 
             if self.layout_tag == TensorDescriptor.Layout.morton:
                 pass
@@ -504,7 +518,9 @@ class TensorDescriptor(KaitaiStruct):
 
     class BufferHandle(KaitaiStruct):
         """One buffer handle, 8 + 4 + 1 + 1 + 1 + 1 = 16 bytes, bytes 13-15 read the
-        buffer-protocol way (HT-BUFT-01, HD-09).
+        buffer-protocol way (HT-BUFT-01, HD-09). The fields are read first, then checked in
+        DIGEST Appendix A order: reserved byte, device, sync_mode, memory class, alignment, CPU
+        sync, then the per-device pair.
         """
         def __init__(self, _io, _parent=None, _root=None):
             super(TensorDescriptor.BufferHandle, self).__init__(_io)
@@ -515,27 +531,42 @@ class TensorDescriptor(KaitaiStruct):
         def _read(self):
             self.byte_size = self._io.read_u8le()
             self.alignment = self._io.read_u4le()
-            _ = self.alignment
-            if not  ((_ != 0) and (_ & _ - 1 == 0) and ( ((self.byte_size == 0) or (_ >= 64)) )) :
-                raise kaitaistruct.ValidationExprError(self.alignment, self._io, u"/types/buffer_handle/seq/1")
             self.device_tag = KaitaiStream.resolve_enum(TensorDescriptor.Device, self._io.read_u1())
-            _ = self.device_tag
-            if not  ((int(_) <= 8) or ( ((int(_) >= 240) and (int(_) <= 254)) )) :
-                raise kaitaistruct.ValidationExprError(self.device_tag, self._io, u"/types/buffer_handle/seq/2")
             self.sync_mode = KaitaiStream.resolve_enum(TensorDescriptor.SyncMode, self._io.read_u1())
-            if not isinstance(self.sync_mode, TensorDescriptor.SyncMode):
-                raise kaitaistruct.ValidationNotInEnumError(self.sync_mode, self._io, u"/types/buffer_handle/seq/3")
+            self.memory_class = KaitaiStream.resolve_enum(TensorDescriptor.MemoryClass, self._io.read_u1())
+            self.reserved = self._io.read_bytes(1)
+            self.reserved_zero = self._io.read_bytes(0)
+            _ = self.reserved_zero
+            if not self.reserved == b"\x00":
+                raise kaitaistruct.ValidationExprError(self.reserved_zero, self._io, u"/types/buffer_handle/seq/6")
+            self.device_known = self._io.read_bytes(0)
+            _ = self.device_known
+            if not  ((int(self.device_tag) <= 8) or ( ((int(self.device_tag) >= 240) and (int(self.device_tag) <= 254)) )) :
+                raise kaitaistruct.ValidationExprError(self.device_known, self._io, u"/types/buffer_handle/seq/7")
+            self.sync_known = self._io.read_bytes(0)
+            _ = self.sync_known
+            if not int(self.sync_mode) <= 2:
+                raise kaitaistruct.ValidationExprError(self.sync_known, self._io, u"/types/buffer_handle/seq/8")
+            self.class_known = self._io.read_bytes(0)
+            _ = self.class_known
+            if not int(self.memory_class) <= 3:
+                raise kaitaistruct.ValidationExprError(self.class_known, self._io, u"/types/buffer_handle/seq/9")
+            self.alignment_power_of_two = self._io.read_bytes(0)
+            _ = self.alignment_power_of_two
+            if not  ((self.alignment != 0) and (self.alignment & self.alignment - 1 == 0)) :
+                raise kaitaistruct.ValidationExprError(self.alignment_power_of_two, self._io, u"/types/buffer_handle/seq/10")
+            self.alignment_minimum = self._io.read_bytes(0)
+            _ = self.alignment_minimum
+            if not  ((self.byte_size == 0) or (self.alignment >= 64)) :
+                raise kaitaistruct.ValidationExprError(self.alignment_minimum, self._io, u"/types/buffer_handle/seq/11")
             self.cpu_producer_synced = self._io.read_bytes(0)
             _ = self.cpu_producer_synced
             if not  ((self.device_tag != TensorDescriptor.Device.cpu) or (self.sync_mode == TensorDescriptor.SyncMode.producer_synced)) :
-                raise kaitaistruct.ValidationExprError(self.cpu_producer_synced, self._io, u"/types/buffer_handle/seq/4")
-            self.memory_class = KaitaiStream.resolve_enum(TensorDescriptor.MemoryClass, self._io.read_u1())
-            _ = self.memory_class
-            if not  ((_ == TensorDescriptor.MemoryClass.standard) or ( ((int(self.device_tag) <= 8) and (self.device_tag != TensorDescriptor.Device.webgpu) and ( ((_ == TensorDescriptor.MemoryClass.host_pinned) or (_ == TensorDescriptor.MemoryClass.unified)) )) ) or ( ((_ == TensorDescriptor.MemoryClass.peer) and ( ((self.device_tag == TensorDescriptor.Device.cuda) or (self.device_tag == TensorDescriptor.Device.rocm) or (self.device_tag == TensorDescriptor.Device.vulkan) or (self.device_tag == TensorDescriptor.Device.level_zero)) )) )) :
-                raise kaitaistruct.ValidationExprError(self.memory_class, self._io, u"/types/buffer_handle/seq/5")
-            self.reserved = self._io.read_bytes(1)
-            if not self.reserved == b"\x00":
-                raise kaitaistruct.ValidationNotEqualError(b"\x00", self.reserved, self._io, u"/types/buffer_handle/seq/6")
+                raise kaitaistruct.ValidationExprError(self.cpu_producer_synced, self._io, u"/types/buffer_handle/seq/12")
+            self.device_offers_class = self._io.read_bytes(0)
+            _ = self.device_offers_class
+            if not  ((self.memory_class == TensorDescriptor.MemoryClass.standard) or ( ((int(self.device_tag) <= 8) and (self.device_tag != TensorDescriptor.Device.webgpu) and ( ((self.memory_class == TensorDescriptor.MemoryClass.host_pinned) or (self.memory_class == TensorDescriptor.MemoryClass.unified)) )) ) or ( ((self.memory_class == TensorDescriptor.MemoryClass.peer) and ( ((self.device_tag == TensorDescriptor.Device.cuda) or (self.device_tag == TensorDescriptor.Device.rocm) or (self.device_tag == TensorDescriptor.Device.vulkan) or (self.device_tag == TensorDescriptor.Device.level_zero)) )) )) :
+                raise kaitaistruct.ValidationExprError(self.device_offers_class, self._io, u"/types/buffer_handle/seq/13")
 
 
         def _fetch_instances(self):

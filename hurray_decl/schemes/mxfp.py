@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
+import construct as cs
 import numpy as np
 
 from ..element_types import by_name
@@ -33,6 +34,7 @@ class MXFP(SchemeDescriptor):
     rule: ClassVar[str] = "HQ-MX-01"
 
     scheme_tag: Literal[0x05] = TAG
+    declaration: ClassVar[cs.Construct] = STRUCT
     axis: U32
     block_size: U32
     scale_buffer_index: U32

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
+import construct as cs
 import numpy as np
 
 from ..numerics import Geometry, Plan, Quantized, block_order, by_block_row, cast_up, grouped
@@ -31,6 +32,7 @@ class NF4(SchemeDescriptor):
     rule: ClassVar[str] = "HQ-NF4-01"
 
     scheme_tag: Literal[0x04] = TAG
+    declaration: ClassVar[cs.Construct] = STRUCT
     axis: U32
     block_size: U32
     scale_buffer_index: U32

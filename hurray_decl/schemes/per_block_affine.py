@@ -45,6 +45,7 @@ STRUCT = descriptor_struct(
                             "unknown scale type")
     * "scale element type: 0x01 float16, 0x02 bfloat16, 0x03 float32",
     "reserved" / zero_bytes(3, "HQ-PB-09") * "_reserved: three zero bytes",
+    order=("HQ-PB-04", "HQ-PB-03", "HQ-PB-08", "HQ-PB-09", "HQ-BUF-01"),  # Appendix A: index NONE32 last
 )
 
 
@@ -56,6 +57,7 @@ class PerBlockAffine(SymmetricZeroPoint):
     asymmetric_code: ClassVar[str] = "HQ-PB-11"
 
     scheme_tag: Literal[0x03] = TAG
+    declaration: ClassVar[cs.Construct] = STRUCT
     axis: U32
     block_size: U32
     scale_buffer_index: U32

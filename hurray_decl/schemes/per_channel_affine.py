@@ -39,6 +39,7 @@ class PerChannelAffine(SymmetricZeroPoint):
     asymmetric_code: ClassVar[str] = "HQ-PC-05"
 
     scheme_tag: Literal[0x02] = TAG
+    declaration: ClassVar[cs.Construct] = STRUCT
     axis: U32
     scale_buffer_index: U32
     zero_point_buffer_index: U32 | None = None

@@ -26,6 +26,7 @@ STRUCT = descriptor_struct(
     "scale" / f32_field("HQ-PT-03", "HQ-PT-02") * "float32 scale; finite and non-zero",
     "zero_point" / cs.Int32sl * "int32 zero point, subtracted as stored; 0 when symmetric",
     "reserved" / zero_bytes(4, "HQ-PT-05") * "_reserved: four zero bytes",
+    order=("HQ-PT-05", "HQ-PT-03", "HQ-PT-02"),  # reserved bytes, then the scale (Appendix A)
 )
 
 
@@ -35,6 +36,7 @@ class PerTensorAffine(SchemeDescriptor):
     rule: ClassVar[str] = "HQ-PT-01"
 
     scheme_tag: Literal[0x01] = TAG
+    declaration: ClassVar[cs.Construct] = STRUCT
     scale: float
     zero_point: I32 = 0
 

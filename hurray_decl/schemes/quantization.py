@@ -16,7 +16,7 @@ from pydantic import computed_field, model_validator
 
 from ..errors import RuleViolation
 from ..model import U8, U16, FrozenModel
-from ..schema import NONE32, Rule, equals, reserved_flags
+from ..schema import NONE32, OrderedStruct, Rule, equals, reserved_flags
 
 
 HEADER_LENGTH = 1 + 1 + 2  # scheme_tag, scheme_version, flags
@@ -35,9 +35,11 @@ def version_field(highest: int) -> cs.Construct:
                 "scheme_version is newer than this reader supports")
 
 
-def descriptor_struct(tag: int, flags_defined: int, *fields: Any, highest_version: int = 1) -> cs.Struct:
-    """The whole fixed encoding of a scheme: the shared header, then ``fields``."""
-    return cs.Struct(
+def descriptor_struct(tag: int, flags_defined: int, *fields: Any, highest_version: int = 1,
+                      order: tuple[str, ...] = ()) -> cs.Struct:
+    """The whole fixed encoding of a scheme: the shared header, then ``fields``. ``order``: the
+    rule codes checked last, in that order (DIGEST Appendix A), when wire order is not it."""
+    return OrderedStruct(
         "scheme_tag" / equals(tag, "HQ-HDR-06", "the payload does not belong to this scheme", cs.Int8ul)
         * "selects the scheme; read first, everything else is dispatched on it",
         "scheme_version" / version_field(highest_version)
@@ -45,6 +47,7 @@ def descriptor_struct(tag: int, flags_defined: int, *fields: Any, highest_versio
         "flags" / reserved_flags(flags_defined, "HQ-HDR-13")
         * "scheme-defined flag bits; undefined bits must be zero",
         *fields,
+        order=order,
     )
 
 
@@ -86,6 +89,14 @@ class SchemeDescriptor(Descriptor):
 
     # Wire fields that hold NONE32 on the wire and None in the model.
     optional_indices: ClassVar[tuple[str, ...]] = ()
+    declaration: ClassVar[cs.Construct | None] = None
+    """The scheme's whole fixed encoding (set by each scheme module, or on registration)."""
+
+    def wire_declaration(self) -> cs.Construct | None:
+        return type(self).declaration
+
+    def wire_values(self) -> dict[str, Any]:
+        return self.to_wire()
 
     def to_wire(self) -> dict[str, Any]:
         """The field values as the Construct declaration builds them."""
@@ -107,9 +118,10 @@ class SchemeDescriptor(Descriptor):
 
 def check_float32(value: float, code: str, field: str) -> float:
     """Refuse a float that a float32 field cannot hold exactly (nothing is rounded silently)."""
-    if math.isnan(value):
+    if not math.isfinite(value):  # representable; the field's own rule decides (HQ-PT-03)
         return value
-    nearest = _struct.unpack("<f", _struct.pack("<f", value))[0] if abs(value) < 3.5e38 else math.inf
+    nearest = _struct.unpack("<f", _struct.pack("<f", value))[0] if abs(value) < 3.5e38 else math.copysign(
+        math.inf, value)
     if nearest != value:
         raise RuleViolation(
             code, f"{field} is a float32 field and {value!r} is not a float32 value",

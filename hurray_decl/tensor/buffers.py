@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import construct as cs
 
 from ..registry import Table
-from ..schema import Rule, zero_bytes
+from ..schema import OrderedStruct, Rule, zero_bytes
 from ..model import U8, U32, U64
 from .common import Section, permissive
 
@@ -64,7 +64,12 @@ def valid_pair(device: int, memory_class: int) -> bool:
     return allowed is not None and memory_class in allowed
 
 
-HANDLE = cs.Struct(
+HANDLE_ORDER = ("HT-BUFT-23", "HT-BUFT-14", "HT-BUFT-15", "HT-BUFT-17", "HT-BUFT-19", "HT-BUFT-20", "HT-BUFT-21",
+                "HT-BUFT-12", "HT-BUFT-13", "HT-BUFT-18", "HT-BUFT-22")
+"""DIGEST Appendix A step 12: reserved byte, device, sync_mode, memory class, alignment, CPU sync,
+then the per-device pair."""
+
+HANDLE = OrderedStruct(
     "byte_size" / cs.Int64ul * "bytes in the buffer; 0 means an empty buffer",
     "alignment" / Rule(
         Rule(cs.Int32ul, lambda v, _: v > 0 and v & (v - 1) == 0, "HT-BUFT-12", "a power of two",
@@ -94,6 +99,7 @@ HANDLE = cs.Struct(
         "this device does not offer this memory class")
     * "0x00 STANDARD, 0x01 HOST_PINNED, 0x02 UNIFIED, 0x03 PEER, 0xF0-0xFE private",
     "reserved" / zero_bytes(1, "HT-BUFT-23") * "_reserved: one zero byte",
+    order=HANDLE_ORDER,
 )
 """One 16-byte buffer handle (HT-BUFT-01)."""
 
@@ -111,3 +117,6 @@ class BufferHandle(Section):
     device_tag: U8 = CPU
     sync_mode: U8 = 0
     memory_class: U8 = STANDARD
+
+    def wire_declaration(self) -> cs.Construct:
+        return HANDLE

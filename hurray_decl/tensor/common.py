@@ -52,8 +52,11 @@ class Section(FrozenModel):
         for name in cls.model_fields:
             value = wire[name]
             values[name] = tuple(value) if isinstance(value, list) else value
-        return cls(**values)
+        return cls.parsed(values)
 
     def to_wire(self) -> dict[str, Any]:
         """Field values as the Construct declaration builds them."""
         return {name: getattr(self, name) for name in type(self).model_fields}
+
+    def wire_values(self) -> dict[str, Any]:
+        return self.to_wire()

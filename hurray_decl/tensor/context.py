@@ -26,6 +26,7 @@ from .layouts import (
     row_of,
 )
 from .model import SECTION_FLAGS, TensorDescriptor
+from .sections import Shard, Statistics
 
 ASTRONOMICAL_BITS = 80
 """A power of two with this exponent exceeds every u64 byte_size; sizes beyond it are never built."""
@@ -44,9 +45,10 @@ class Parameter:
 class TensorContext:
     """The tensor around the layout and quantization fields, with the checks they share."""
 
-    def __init__(self, descriptor: TensorDescriptor, permissive: bool = False) -> None:
+    def __init__(self, descriptor: TensorDescriptor, permissive: bool = False, writer_rules: bool = False) -> None:
         self.d = descriptor
         self.permissive = permissive
+        self.writer_rules = writer_rules
         self.shape = descriptor.shape
         self.rank = len(descriptor.shape)
         self.layout: Layout = descriptor.layout
@@ -130,13 +132,17 @@ class TensorContext:
                       "descriptor -> layout -> strides", actual=f"bytes {start // 8}..{end}",
                       expected=f"inside 0..{have}")
 
-    def exact_size(self, index: int, size: int | None, code: str, what: str) -> None:
-        """A layout-owned buffer whose length the descriptor fixes (HD-26)."""
+    def component_size(self, index: int, size: int | None, code: str, what: str, writer_code: str = "HT-LAY-92") -> None:
+        """A sparse or paged component array whose length the descriptor fixes: a lower bound
+        for readers (``code``, HD-26 revised), exact for writers (``writer_code``, HT-LAY-92)."""
         if size is None or index >= len(self.buffers):
             return
         have = self.buffers[index].byte_size
-        if have != size:
-            self.fail(code, f"buffer {index} has the wrong size ({what})",
+        if have < size:
+            self.fail(code, f"buffer {index} is too small ({what})",
+                      f"descriptor -> buffers -> {index} -> byte_size", actual=have, expected=f">= {size}")
+        if self.writer_rules and have != size:
+            self.fail(writer_code, f"writers size buffer {index} exactly ({what})",
                       f"descriptor -> buffers -> {index} -> byte_size", actual=have, expected=size)
 
     # ------------------------------------------------------------ what schemes call
@@ -262,53 +268,79 @@ class TensorContext:
                   "descriptor -> buffer_count", actual=count, expected=want)
 
 
-def check_descriptor(d: TensorDescriptor, *, permissive: bool = False) -> TensorContext:
-    """Every rule that needs more than one field, in the order of DIGEST Appendix A."""
-    t = TensorContext(d, permissive)
-    flags = d.flags or 0
-    layout = d.layout
-    opaque = isinstance(layout, OpaqueLayout)
+def check_descriptor(d: TensorDescriptor, *, permissive: bool = False, writer_rules: bool = False) -> TensorContext:
+    """Every rule that needs more than one field, stage by stage in the order of DIGEST
+    Appendix A (the reader runs the same stages between the sections it reads).
 
+    ``writer_rules`` adds the rules RULES.md gives writers alone (exact component sizes)."""
+    t = TensorContext(d, permissive, writer_rules)
+    flags = d.flags or 0
     _check_layout_tag(t)
-    if t.rank == 0 and d.layout_tag != 0x01:
-        t.fail("HT-HDR-21", "a scalar uses the row-major layout", "descriptor -> layout_tag",
-               actual=f"0x{d.layout_tag:02X}", expected="0x01")
-    if t.row.rank_ok is not None and not t.row.rank_ok(t.rank):
-        t.fail(t.row.rank_code, f"wrong rank for the {t.row.title} layout", "descriptor -> rank",
-               actual=t.rank, expected=t.row.rank_expected)
+    check_scalar(t.rank, d.layout_tag)
+    check_layout_rank(t.row, t.rank)
     check_extension_flag(d.type_tag, flags)
-    if opaque:
+    if isinstance(d.layout, OpaqueLayout):
         return t
     for name, flag, code in SECTION_FLAGS:
         if bool(flags & flag) != (getattr(d, name) is not None):
             t.fail(code, f"the {name} section is present exactly when {flag.name} is set",
                    "descriptor -> flags", actual=f"0x{flags:08X}",
                    expected=f"{flag.name} {'set' if getattr(d, name) is not None else 'clear'}")
+    check_buffer_table(d.layout, len(d.buffers), d.byte_offset)
+    check_quantization(t)
+    check_shard(t, d.shard)
+    check_statistics(t, d.statistics)
+    check_composite_member(d.layout, d.composite_member, flags)
+    check_extents(t)
+    return t
 
+
+def check_composite_member(layout: Layout, member: Any, flags: int) -> None:
+    """Appendix A step 17: a composite head carries no member section (HT-SEC-38)."""
+    if member is not None and isinstance(layout, CompositeHead):
+        raise RuleViolation("HT-SEC-38", "a composite head is not itself a member section carrier",
+                            path="descriptor -> flags", actual=f"0x{flags:08X}", expected="HAS_COMPOSITE_MEMBER clear")
+
+
+def check_scalar(rank: int, layout_tag: int | None) -> None:
+    """Appendix A step 10, before the layout fields: a scalar is row-major (HT-HDR-21)."""
+    if rank == 0 and layout_tag != 0x01:
+        raise RuleViolation("HT-HDR-21", "a scalar uses the row-major layout", path="descriptor -> layout_tag",
+                            actual=f"0x{layout_tag:02X}" if isinstance(layout_tag, int) else layout_tag,
+                            expected="0x01")
+
+
+def check_layout_rank(row: LayoutRow, rank: int) -> None:
+    """Appendix A step 10, after the layout fields: sparse and paged layouts fix the rank."""
+    if row.rank_ok is not None and not row.rank_ok(rank):
+        raise RuleViolation(row.rank_code, f"wrong rank for the {row.title} layout", path="descriptor -> rank",
+                            actual=rank, expected=row.rank_expected)
+
+
+def check_buffer_table(layout: Layout, count: int, byte_offset: int) -> None:
+    """Appendix A step 12, before the handles: who owns buffers, and byte_offset 0 where required."""
+    row = row_of(layout)
     if isinstance(layout, CompositeHead):
-        if d.buffers:
-            t.fail("HT-BUFT-03", "a composite head owns no buffers", "descriptor -> buffer_count",
-                   actual=len(d.buffers), expected=0)
-        if d.byte_offset:
-            t.fail("HT-HDR-20", "a composite head has byte_offset 0", "descriptor -> byte_offset",
-                   actual=d.byte_offset, expected=0)
-        if d.quantization is not None:
-            t.fail("HT-LAY-76", "a composite head is never quantized", "descriptor -> flags",
-                   actual=f"0x{flags:08X}", expected="HAS_QUANTIZATION clear")
-        if d.composite_member is not None:
-            t.fail("HT-SEC-38", "a composite head is not itself a member section carrier",
-                   "descriptor -> flags", actual=f"0x{flags:08X}", expected="HAS_COMPOSITE_MEMBER clear")
-    elif not d.buffers:
-        t.fail("HT-BUFT-02", "only a composite head has an empty buffer table", "descriptor -> buffer_count",
-               actual=0, expected=">= 1")
-    if t.row.zero_byte_offset and d.byte_offset:
-        t.fail("HT-HDR-20", f"a {t.row.title} tensor has byte_offset 0", "descriptor -> byte_offset",
-               actual=d.byte_offset, expected=0)
+        if count:
+            raise RuleViolation("HT-BUFT-03", "a composite head owns no buffers", path="descriptor -> buffer_count",
+                                actual=count, expected=0)
+    elif not count:
+        raise RuleViolation("HT-BUFT-02", "only a composite head has an empty buffer table",
+                            path="descriptor -> buffer_count", actual=0, expected=">= 1")
+    if row.zero_byte_offset and byte_offset:
+        raise RuleViolation("HT-HDR-20", f"a {row.title} tensor has byte_offset 0", path="descriptor -> byte_offset",
+                            actual=byte_offset, expected=0)
 
-    _check_shard(t)
-    _check_statistics(t)
 
+def check_quantization(t: TensorContext) -> None:
+    """Appendix A step 13: the quantization payload against its tensor, then placement,
+    colocation and the buffer count."""
+    d = t.d
     q = d.quantization
+    if isinstance(d.layout, CompositeHead):
+        if q is not None:
+            t.fail("HT-LAY-76", "a composite head is never quantized", "descriptor -> flags",
+                   actual=f"0x{d.flags or 0:08X}", expected="HAS_QUANTIZATION clear")
     if q is None:
         t.check_colocation(set())
         t.check_count(0)
@@ -325,11 +357,14 @@ def check_descriptor(d: TensorDescriptor, *, permissive: bool = False) -> Tensor
                 t.storage_type(row.storage_types, "HQ-EXT-03")
             t.check_colocation(set())
 
+
+def check_extents(t: TensorContext) -> None:
+    """After every section: byte_offset and the buffer sizes the layout addresses."""
+    d = t.d
     if d.buffers and d.byte_offset > d.buffers[0].byte_size:
         t.fail("HT-HDR-19", "byte_offset lies past the end of buffer 0", "descriptor -> byte_offset",
                actual=d.byte_offset, expected=f"<= {d.buffers[0].byte_size}")
-    layout.check_tensor(t)
-    return t
+    d.layout.check_tensor(t)
 
 
 def check_extension_flag(type_tag: int, flags: int) -> None:
@@ -358,13 +393,13 @@ def _check_layout_tag(t: TensorContext) -> None:
                actual=tag, expected=type(layout).__name__)
 
 
-def _check_shard(t: TensorContext) -> None:
-    shard = t.d.shard
+def check_shard(t: TensorContext, shard: Shard | None) -> None:
+    """Appendix A step 14."""
     if shard is None:
         return
     if t.row.shard_code is not None:
         t.fail(t.row.shard_code, f"a {t.row.title} tensor cannot be sharded", "descriptor -> flags",
-               actual=f"0x{t.d.flags:08X}", expected="HAS_SHARD clear")
+               actual=f"0x{t.d.flags or 0:08X}", expected="HAS_SHARD clear")
     if len(shard.parent_shape) != t.rank or len(shard.shard_offset) != t.rank:
         t.fail("HT-SEC-03", "the shard section has rank entries in each array", "descriptor -> shard",
                actual=(len(shard.parent_shape), len(shard.shard_offset)), expected=t.rank)
@@ -380,8 +415,8 @@ def _check_shard(t: TensorContext) -> None:
                    actual=f"{offset} + {size}", expected=f"<= {parent}")
 
 
-def _check_statistics(t: TensorContext) -> None:
-    stats = t.d.statistics
+def check_statistics(t: TensorContext, stats: Statistics | None) -> None:
+    """Appendix A step 15 (the field rules are in the declaration)."""
     nnz = getattr(t.layout, "nnz", None)
     if stats is None or nnz is None:
         return

@@ -35,6 +35,13 @@ class Layout(Section):
     def check_tensor(self, t: "TensorContext") -> None:
         """Rules that need the tensor around the layout fields (rank, shape, buffers)."""
 
+    def wire_rank(self) -> int:
+        """The rank the fields imply (0 when they do not depend on it)."""
+        return 0
+
+    def wire_declaration(self) -> cs.Construct | None:
+        return row_of(self).struct(self.wire_rank())
+
 
 # ---------------------------------------------------------------- dense: 0x01, 0x02, 0x03
 
@@ -65,6 +72,9 @@ class Strided(Layout):
     rule: ClassVar[str] = "HT-LAY-03"
 
     strides: tuple[I64, ...]
+
+    def wire_rank(self) -> int:
+        return len(self.strides)
 
     @staticmethod
     def fields(rank: int) -> tuple[cs.Construct, ...]:
@@ -123,19 +133,22 @@ class Tiled(Layout):
     inner_strides: tuple[I64, ...] | None = None
     nested: "Tiled | None" = None
 
+    def wire_rank(self) -> int:
+        return len(self.tile_shape)
+
     @staticmethod
     def fields(rank: int) -> tuple[cs.Construct, ...]:
         return _tiled_fields(rank, 1)
 
     @classmethod
     def from_wire(cls, wire: Any) -> "Tiled":
-        return cls(
+        return cls.parsed(dict(
             tile_shape=tuple(wire.tile_shape), outer_layout=wire.outer_layout,
             inner_layout=wire.inner_layout,
             outer_strides=None if wire.outer_strides is None else tuple(wire.outer_strides),
             inner_strides=None if wire.inner_strides is None else tuple(wire.inner_strides),
             nested=None if wire.nested is None else cls.from_wire(wire.nested),
-        )
+        ))
 
     def to_wire(self) -> dict[str, Any]:
         values = super().to_wire()
@@ -181,6 +194,9 @@ class Morton(Layout):
 
     morton_bits: tuple[U32, ...]
 
+    def wire_rank(self) -> int:
+        return len(self.morton_bits)
+
     @staticmethod
     def fields(rank: int) -> tuple[cs.Construct, ...]:
         return ("morton_bits" / cs.Array(rank, Rule(cs.Int32ul, lambda v, _: v > 0, "HT-LAY-17", "> 0",
@@ -217,8 +233,8 @@ class COO(Layout):
         )
 
     def check_tensor(self, t: "TensorContext") -> None:
-        t.exact_size(0, t.packed(self.nnz), "HT-LAY-20", "values: nnz elements")
-        t.exact_size(1, 8 * self.nnz * t.rank, "HT-LAY-20", "indices: nnz x rank u64")
+        t.component_size(0, t.packed(self.nnz), "HT-LAY-87", "values: nnz elements")
+        t.component_size(1, 8 * self.nnz * t.rank, "HT-LAY-87", "indices: nnz x rank u64")
 
 
 class CSR(Layout):
@@ -227,6 +243,7 @@ class CSR(Layout):
     tag: ClassVar[int] = 0x07
     rule: ClassVar[str] = "HT-LAY-26"
     reserved_code: ClassVar[str] = "HT-LAY-27"
+    size_code: ClassVar[str] = "HT-LAY-88"
     pointer_axis: ClassVar[int] = 0
 
     nnz: U64 = 0
@@ -239,11 +256,11 @@ class CSR(Layout):
         )
 
     def check_tensor(self, t: "TensorContext") -> None:
-        t.exact_size(0, t.packed(self.nnz), self.rule, "values: nnz elements")
-        t.exact_size(1, 8 * self.nnz, self.rule, "indices: nnz u64")
+        t.component_size(0, t.packed(self.nnz), self.size_code, "values: nnz elements")
+        t.component_size(1, 8 * self.nnz, self.size_code, "indices: nnz u64")
         extent = t.shape[self.pointer_axis]
         if extent != DYNAMIC:
-            t.exact_size(2, 8 * (extent + 1), self.rule, f"pointers: shape[{self.pointer_axis}] + 1 u64")
+            t.component_size(2, 8 * (extent + 1), self.size_code, f"pointers: shape[{self.pointer_axis}] + 1 u64")
 
 
 class CSC(CSR):
@@ -252,6 +269,7 @@ class CSC(CSR):
     tag: ClassVar[int] = 0x08
     rule: ClassVar[str] = "HT-LAY-34"
     reserved_code: ClassVar[str] = "HT-LAY-35"
+    size_code: ClassVar[str] = "HT-LAY-89"
     pointer_axis: ClassVar[int] = 1
 
 
@@ -268,6 +286,9 @@ class CSF(Layout):
     nnz: U64 = 0
     mode_order: tuple[U32, ...]
 
+    def wire_rank(self) -> int:
+        return len(self.mode_order)
+
     @staticmethod
     def fields(rank: int) -> tuple[cs.Construct, ...]:
         return (
@@ -279,9 +300,9 @@ class CSF(Layout):
         )
 
     def check_tensor(self, t: "TensorContext") -> None:
-        t.exact_size(0, t.packed(self.nnz), "HT-LAY-42", "values: nnz elements")
-        t.exact_size(1, 16, "HT-LAY-42", "pos_0: two u64")
-        t.exact_size(2 * t.rank, 8 * self.nnz, "HT-LAY-42", "leaf coordinates: nnz u64")
+        t.component_size(0, t.packed(self.nnz), "HT-LAY-90", "values: nnz elements")
+        t.component_size(1, 16, "HT-LAY-90", "pos_0: two u64")
+        t.component_size(2 * t.rank, 8 * self.nnz, "HT-LAY-90", "leaf coordinates: nnz u64")
 
 
 # ---------------------------------------------------------------- block-paged 0x0A
@@ -327,8 +348,12 @@ class BlockPaged(Layout):
         heads, dim = t.shape[1], t.shape[2]
         if DYNAMIC not in (heads, dim):
             count = self.num_pages * self.page_size * heads * dim
-            t.exact_size(0, t.packed(count), "HT-LAY-61", "page_pool: num_pages x page_size x heads x dim")
-        t.exact_size(2, (self.num_seqs + 1) * self.index_width, "HT-LAY-53", "seq_ptr: num_seqs + 1 entries")
+            t.component_size(0, t.packed(count), "HT-LAY-91", "page_pool: num_pages x page_size x heads x dim",
+                             "HT-LAY-61")
+        t.component_size(2, (self.num_seqs + 1) * self.index_width, "HT-LAY-91", "seq_ptr: num_seqs + 1 entries")
+        if t.writer_rules and self.block_table_index_type == 0 and self.num_pages > 1 << 32:
+            t.fail("HT-LAY-62", "page ids above 0xFFFFFFFF need the u64 block table",
+                   "descriptor -> layout -> block_table_index_type", actual="0x00", expected="0x01")
 
 
 # ---------------------------------------------------------------- composite head 0x0B
@@ -465,6 +490,9 @@ class OpaqueLayout(Layout):
     rule: ClassVar[str] = "HT-HDR-17"
 
     payload: bytes = b""
+
+    def wire_declaration(self) -> None:
+        return None
 
 
 # ---------------------------------------------------------------- the table

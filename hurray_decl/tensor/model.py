@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, ClassVar
+
+import construct as cs
 
 from pydantic import SerializeAsAny, model_validator
 
@@ -12,7 +15,8 @@ from ..schemes.quantization import Descriptor as QuantizationDescriptor
 from .buffers import BufferHandle
 from ..model import U8, U32, U64
 from .common import Section
-from .header import Flag
+from .common import MAX_RANK
+from .header import HEADER, HEADER_LENGTH, MAGIC, Flag, core
 from .layouts import LAYOUTS, Layout, OpaqueLayout, PrivateLayout, RowMajor
 from .sections import CompositeMember, ExtensionType, Shard, Statistics
 
@@ -83,6 +87,19 @@ class TensorDescriptor(Section):
             data["flags"] = sum(int(flag) for name, flag, _ in SECTION_FLAGS if data.get(name) is not None)
         return data
 
+    def wire_declaration(self) -> cs.Construct:
+        """The fixed header, then shape and byte_offset (the sections check themselves)."""
+        return _framing(len(self.shape)) if len(self.shape) <= MAX_RANK else HEADER
+
+    def wire_values(self) -> dict[str, Any]:
+        return {
+            "magic": MAGIC, "version_major": self.version_major, "version_minor": self.version_minor,
+            "descriptor_length": HEADER_LENGTH if self.descriptor_length is None else self.descriptor_length,
+            "flags": self.flags, "type_tag": self.type_tag,
+            "layout_tag": self.layout.tag if self.layout_tag is None else self.layout_tag,
+            "rank": len(self.shape), "shape": list(self.shape), "byte_offset": self.byte_offset,
+        }
+
     def replace(self, **changes: Any) -> "TensorDescriptor":
         """A validated copy with ``changes``. flags and descriptor_length are derived again unless
         given, and layout_tag too when the layout changes."""
@@ -104,3 +121,8 @@ class TensorDescriptor(Section):
     @property
     def has_shard(self) -> bool:
         return self.shard is not None
+
+
+@lru_cache(maxsize=None)
+def _framing(rank: int) -> cs.Struct:
+    return cs.Struct(*HEADER.subcons, *core(rank).subcons)

@@ -12,7 +12,19 @@ from ..errors import HurrayDeclError, RuleViolation, TruncatedError
 from ..schema import field_offsets
 from ..trace import Span, trace
 from .buffers import BUFFER_COUNT, HANDLE, BufferHandle
-from .context import check_descriptor, check_extension_flag
+from .context import (
+    TensorContext,
+    check_buffer_table,
+    check_composite_member,
+    check_descriptor,
+    check_extension_flag,
+    check_extents,
+    check_layout_rank,
+    check_quantization,
+    check_scalar,
+    check_shard,
+    check_statistics,
+)
 from .header import HEADER, HEADER_LENGTH, PREAMBLE, PREAMBLE_LENGTH, Flag, core
 from .layouts import CompositeHead, OpaqueLayout, layout_row
 from .model import TensorDescriptor
@@ -126,23 +138,21 @@ def _read_from(data: bytes, permissive: bool, spans: list[Span] | None) -> Tenso
     if len(raw) < PREAMBLE_LENGTH:
         raise TruncatedError("HT-HDR-08", "the input ends inside the fixed header", path="descriptor",
                              offset=len(raw), actual=f"{len(raw)} bytes", expected=f">= {PREAMBLE_LENGTH} bytes")
-    preamble = _Reader(raw, permissive).parse(PREAMBLE, "descriptor", "HT-HDR-03")
-    length = preamble.descriptor_length
-    if len(data) < length:
-        raise TruncatedError("HT-HDR-08", "the input is shorter than descriptor_length", path="descriptor",
-                             offset=len(data), actual=f"{len(data)} bytes", expected=f"{length} bytes")
+    length = _Reader(raw, permissive).parse(PREAMBLE, "descriptor", "HT-HDR-03").descriptor_length
+    # Fields are read from the first descriptor_length bytes; an input that ends sooner is
+    # refused where a field runs out, or after the last section (Appendix A).
     r = _Reader(bytes(data[:length]), permissive, spans)
     try:
-        return _read(r)
+        return _read(r, length)
     except HurrayDeclError as err:
         raise r.locate(err) from None
 
 
-def _read(r: _Reader) -> TensorDescriptor:
-    header = r.parse(HEADER, "descriptor", "HT-HDR-03")
+def _read(r: _Reader, length: int) -> TensorDescriptor:
+    header = r.parse(HEADER, "descriptor", "HT-HDR-03")  # Appendix A steps 1-8
     rank = header.rank
     tag = header.layout_tag
-    shape_part = r.parse(core(rank), "descriptor", "HT-HDR-03")
+    shape_part = r.parse(core(rank), "descriptor", "HT-HDR-03")  # step 9
     for k in range(rank):
         r.positions[f"descriptor -> shape -> {k}"] = HEADER_LENGTH + 8 * k
     values: dict[str, Any] = dict(
@@ -155,32 +165,32 @@ def _read(r: _Reader) -> TensorDescriptor:
     except KeyError:
         row = None
     if row is None:  # permissive only: where the layout fields end is unknowable (HT-HDR-17)
-        payload = r.take(len(r.view) - r.pos, "descriptor -> layout")
-        descriptor = TensorDescriptor(**values, layout=OpaqueLayout(payload=payload))
+        payload = r.take(length - r.pos, "descriptor -> layout")
+        descriptor = TensorDescriptor.parsed({**values, "layout": OpaqueLayout.parsed({"payload": payload})})
         check_descriptor(descriptor, permissive=True)
         return descriptor
-    if rank == 0 and tag != 0x01:
-        raise RuleViolation("HT-HDR-21", "a scalar uses the row-major layout", path="descriptor -> layout_tag",
-                            offset=15, actual=f"0x{tag:02X}", expected="0x01")
+    check_scalar(rank, tag)  # step 10: a scalar's layout, the layout fields, the rank they need
     wire = r.parse(row.struct(rank), "descriptor -> layout", row.model.rule)
     layout = row.model.from_wire(wire)
+    check_layout_rank(row, rank)
     flags = header.flags
-    check_extension_flag(header.type_tag, flags)
+    check_extension_flag(header.type_tag, flags)  # step 11
 
-    count = r.parse(cs.Struct(BUFFER_COUNT), "descriptor", "HT-BUFT-01").buffer_count
+    count = r.parse(cs.Struct(BUFFER_COUNT), "descriptor", "HT-BUFT-01").buffer_count  # step 12
+    check_buffer_table(layout, count, shape_part.byte_offset)
     handles = []
     for i in range(count):
         handle = r.parse(HANDLE, f"descriptor -> buffers -> {i}", "HT-BUFT-01")
         handles.append(BufferHandle.from_wire(handle))
     values.update(layout=layout, buffers=tuple(handles))
 
-    if flags & Flag.HAS_QUANTIZATION:
-        if isinstance(layout, CompositeHead):
-            raise RuleViolation("HT-LAY-76", "a composite head is never quantized", path="descriptor -> flags",
-                                offset=10, actual=f"0x{flags:08X}", expected="HAS_QUANTIZATION clear")
+    if flags & Flag.HAS_QUANTIZATION:  # step 13
         qlen = r.parse(_QLEN, "descriptor", "HT-SEC-01").quantization_length
         start = r.pos
         payload = r.take(qlen, "descriptor -> quantization")
+        if isinstance(layout, CompositeHead):
+            raise RuleViolation("HT-LAY-76", "a composite head is never quantized", path="descriptor -> flags",
+                                offset=10, actual=f"0x{flags:08X}", expected="HAS_QUANTIZATION clear")
         try:
             values["quantization"] = decode_quantization(payload, permissive=r.permissive)
         except HurrayDeclError as err:
@@ -189,23 +199,31 @@ def _read(r: _Reader) -> TensorDescriptor:
         if qrow is not None:
             for name, (offset, _) in qrow.offsets.items():
                 r.positions[f"descriptor -> quantization -> {name}"] = start + offset
-    if flags & Flag.HAS_SHARD:
+    t = TensorContext(TensorDescriptor.model_construct(**values), r.permissive)
+    check_quantization(t)
+    if flags & Flag.HAS_SHARD:  # step 14
         shard = r.parse(cs.Struct(*shard_fields(rank)), "descriptor -> shard", "HT-SEC-03")
         values["shard"] = Shard.from_wire(shard)
         for k in range(rank):
             base = r.positions["descriptor -> shard"]
             r.positions[f"descriptor -> shard -> parent_shape -> {k}"] = base + 8 * k
             r.positions[f"descriptor -> shard -> shard_offset -> {k}"] = base + 8 * (rank + k)
-    if flags & Flag.HAS_STATISTICS:
+        check_shard(t, values["shard"])
+    if flags & Flag.HAS_STATISTICS:  # step 15
         values["statistics"] = Statistics.from_wire(r.parse(STATISTICS, "descriptor -> statistics", "HT-SEC-08"))
-    if flags & Flag.HAS_EXTENSION_TYPE:
+        check_statistics(t, values["statistics"])
+    if flags & Flag.HAS_EXTENSION_TYPE:  # step 16
         values["extension_type"] = ExtensionType.from_wire(
             r.parse(EXTENSION_TYPE, "descriptor -> extension_type", "HT-SEC-21"))
-    if flags & Flag.HAS_COMPOSITE_MEMBER:
+    if flags & Flag.HAS_COMPOSITE_MEMBER:  # step 17
         values["composite_member"] = CompositeMember.from_wire(
             r.parse(COMPOSITE_MEMBER, "descriptor -> composite_member", "HT-SEC-35"))
+        check_composite_member(layout, values["composite_member"], flags)
 
-    rest = len(r.view) - r.pos
+    rest = len(r.view) - r.pos  # step 18
+    if len(r.view) < length:
+        raise TruncatedError("HT-HDR-08", "the input is shorter than descriptor_length", path="descriptor",
+                             offset=len(r.view), actual=f"{len(r.view)} bytes", expected=f"{length} bytes")
     if rest:
         if header.version_minor == 0:
             raise RuleViolation(
@@ -214,9 +232,19 @@ def _read(r: _Reader) -> TensorDescriptor:
                 expected=r.pos,
             )
         values["trailing"] = r.take(rest, "descriptor -> trailing")  # newer minor: skipped (HT-HDR-11)
-    descriptor = TensorDescriptor(**values)
-    check_descriptor(descriptor, permissive=r.permissive)
+    descriptor = TensorDescriptor.parsed(values)
+    t.d = descriptor
+    check_extents(t)
     return descriptor
+
+
+def field_positions(data: bytes, *, permissive: bool = False) -> dict[str, int]:
+    """The byte offset of every field the reader parses in the descriptor ``data`` (which it must
+    accept), keyed by error path: ``descriptor -> buffers -> 0 -> byte_size``."""
+    length = skip_descriptor(data)
+    r = _Reader(bytes(data[:length]), permissive)
+    _read(r, length)
+    return r.positions
 
 
 def skip_descriptor(data: bytes) -> int:
@@ -228,4 +256,4 @@ def skip_descriptor(data: bytes) -> int:
     return _Reader(raw, False).parse(PREAMBLE, "descriptor", "HT-HDR-03").descriptor_length
 
 
-__all__ = ["read_tensor_descriptor", "skip_descriptor", "trace_tensor_descriptor"]
+__all__ = ["field_positions", "read_tensor_descriptor", "skip_descriptor", "trace_tensor_descriptor"]

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 import construct as cs
 
 from ..schema import Rule, zero_bytes
-from ..model import U8, U32, U64
+from ..model import F64, U8, U32, U64
 from .common import Section, boolean, one_of
 
 QUANTIZATION_LENGTH = "quantization_length" / cs.Int32ul * (
@@ -35,6 +35,9 @@ class Shard(Section):
 
     parent_shape: tuple[U64, ...]
     shard_offset: tuple[U64, ...]
+
+    def wire_declaration(self) -> cs.Construct:
+        return cs.Struct(*shard_fields(len(self.parent_shape)))
 
 
 # ---------------------------------------------------------------- statistics (flags bit 3)
@@ -95,16 +98,19 @@ class Statistics(Section):
 
     computed_mask: U32 = 0
     nnz: U64 = 0
-    sparsity_ratio: float = 0.0
-    value_min: float = 0.0
-    value_max: float = 0.0
-    value_abs_max: float = 0.0
-    value_mean: float = 0.0
-    value_stddev: float = 0.0
+    sparsity_ratio: F64 = 0.0
+    value_min: F64 = 0.0
+    value_max: F64 = 0.0
+    value_abs_max: F64 = 0.0
+    value_mean: F64 = 0.0
+    value_stddev: F64 = 0.0
     nm_n: U8 = 0
     nm_m: U8 = 0
     has_nan: U8 = 0
     has_inf: U8 = 0
+
+    def wire_declaration(self) -> cs.Construct:
+        return STATISTICS
 
     def known(self, name: str) -> Any:
         """The statistic ``name``, or None when its computed_mask bit is clear."""
@@ -176,6 +182,9 @@ class ExtensionType(Section):
     has_nan: U8 = 0
     has_inf: U8 = 0
 
+    def wire_declaration(self) -> cs.Construct:
+        return EXTENSION_TYPE
+
     def packed_size(self, count: int) -> int:
         """Bytes of ``count`` elements of this type (HT-SEC-34)."""
         if self.bit_width < 8:
@@ -202,3 +211,6 @@ class CompositeMember(Section):
     wire_name: ClassVar[str] = "composite_member"
 
     member_role: U8 = CORRECTION
+
+    def wire_declaration(self) -> cs.Construct:
+        return COMPOSITE_MEMBER

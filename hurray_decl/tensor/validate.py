@@ -143,10 +143,10 @@ def validate_buffers(descriptor: TensorDescriptor, buffers: Sequence[Any], *, pe
     leaves out the zero-padding check of partial blocks (HQ-PB-18), which dequantization must
     not apply (HQ-PB-19). Returns the checked contents, from which parameter arrays are read.
     """
-    d = descriptor
-    if not isinstance(d, TensorDescriptor):
+    if not isinstance(descriptor, TensorDescriptor):
         raise RuleViolation("HT-HDR-02", "validate_buffers takes a TensorDescriptor", path="descriptor",
-                            actual=type(d).__name__, expected="TensorDescriptor")
+                            actual=type(descriptor).__name__, expected="TensorDescriptor")
+    d = descriptor.checked()  # a model_construct / model_copy(update=...) result is validated again
     if isinstance(d.layout, OpaqueLayout) or (isinstance(d.layout, PrivateLayout) and not d.layout.registered):
         raise OpaqueDataAccess("HT-HDR-17", "the layout was not recognised; its data is never dereferenced",
                                path="descriptor -> layout_tag", actual=d.layout_tag)
@@ -280,7 +280,7 @@ def _layout_invariants(t: TensorContext, contents: Sequence[memoryview]) -> None
     layout = t.layout
     shape = t.shape
     if isinstance(layout, COO) and len(contents) > 1 and layout.nnz and t.rank:
-        coords = _u64(contents[1], "HT-LAY-20", 1).reshape(layout.nnz, t.rank)
+        coords = _u64(contents[1][:8 * layout.nnz * t.rank], "HT-LAY-20", 1).reshape(layout.nnz, t.rank)
         for k in range(t.rank):
             column = coords[:, k]
             if shape[k] != DYNAMIC:
@@ -307,8 +307,9 @@ def _layout_invariants(t: TensorContext, contents: Sequence[memoryview]) -> None
         is_csr = not isinstance(layout, CSC)
         codes = ("HT-LAY-28", "HT-LAY-30", "HT-LAY-29", "HT-LAY-32", "HT-LAY-31") if is_csr else (
             "HT-LAY-36", "HT-LAY-38", "HT-LAY-37", "HT-LAY-40", "HT-LAY-39")
-        ptr = _u64(contents[2], layout.rule, 2)
-        idx = _u64(contents[1], layout.rule, 1)
+        extent = shape[layout.pointer_axis]  # arrays past their stated sizes are never read (HD-26)
+        ptr = _u64(contents[2] if extent == DYNAMIC else contents[2][:8 * (extent + 1)], layout.rule, 2)
+        idx = _u64(contents[1][:8 * layout.nnz], layout.rule, 1)
         _pointers(ptr, layout.nnz, codes[:3], 2)
         _bounded(idx, shape[1 if is_csr else 0], codes[3], 1)
         _increasing_within(idx, ptr, codes[4], 1)
@@ -321,7 +322,7 @@ def _layout_invariants(t: TensorContext, contents: Sequence[memoryview]) -> None
             raise RuleViolation("HT-LAY-53", "the block table holds whole entries", path="descriptor -> buffers -> 1",
                                 actual=len(contents[1]), expected=f"a multiple of {width} bytes")
         table = np.frombuffer(contents[1], dtype=dtype)
-        seq = np.frombuffer(contents[2], dtype=dtype)
+        seq = np.frombuffer(contents[2][:(layout.num_seqs + 1) * width], dtype=dtype)
         _pointers(seq, table.size, ("HT-LAY-57", "HT-LAY-59", "HT-LAY-58"), 2)
         bad = np.flatnonzero(table >= np.uint64(layout.num_pages))
         if bad.size:
@@ -334,8 +335,13 @@ def _csf_invariants(t: TensorContext, layout: CSF, contents: Sequence[memoryview
     parents = 1
     for level in range(t.rank):
         pos_index, crd_index = 2 * level + 1, 2 * level + 2
-        pos = _u64(contents[pos_index], "HT-LAY-42", pos_index)
-        crd = _u64(contents[crd_index], "HT-LAY-42", crd_index)
+        pos_raw, crd_raw = contents[pos_index], contents[crd_index]
+        if level == 0:  # the sizes the descriptor fixes are lower bounds: read only those (HD-26)
+            pos_raw = pos_raw[:16]
+        if level == t.rank - 1:
+            crd_raw = crd_raw[:8 * layout.nnz]
+        pos = _u64(pos_raw, "HT-LAY-42", pos_index)
+        crd = _u64(crd_raw, "HT-LAY-42", crd_index)
         if layout.nnz == 0 and (crd.size or (level > 0 and pos.size != 1)):
             raise RuleViolation("HT-LAY-51", "an empty CSF tensor has pos_0 = [0, 0], pos_l = [0] and no coordinates",
                                 path=f"descriptor -> buffers -> {crd_index if crd.size else pos_index}",

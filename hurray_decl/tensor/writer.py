@@ -12,7 +12,7 @@ from ..errors import HurrayDeclError, RuleViolation
 from .buffers import HANDLE, MAX_BUFFERS
 from .context import check_descriptor
 from .header import HEADER, HEADER_LENGTH, MAGIC, core
-from .layouts import BlockPaged, OpaqueLayout, PrivateLayout, row_of
+from .layouts import OpaqueLayout, PrivateLayout, row_of
 from .model import TensorDescriptor
 from .sections import COMPOSITE_MEMBER, EXTENSION_TYPE, QUANTIZATION_LENGTH, STATISTICS, shard_fields
 
@@ -28,23 +28,30 @@ def _build(struct: cs.Construct, values: Any, where: str, rule: str, permissive:
         raise RuleViolation(rule, f"the values do not fit the encoding: {exc}", path=where) from exc
 
 
-def write_tensor_descriptor(descriptor: TensorDescriptor, *, permissive: bool = False) -> bytes:
+def write_tensor_descriptor(descriptor: TensorDescriptor, *, permissive: bool = False,
+                            writer_rules: bool = False) -> bytes:
     """Encode ``descriptor`` byte-exactly, refusing anything :func:`read_tensor_descriptor` refuses.
 
+    Whatever the reader accepts in a mode, the writer writes back byte for byte in that mode:
+    a newer minor version with its trailing bytes, writer padding, over-sized sparse arrays.
     ``permissive=True`` is needed to write back a descriptor read in permissive mode (an
     unrecognised layout, scheme or private id); its opaque parts are written as they were read.
+
+    ``writer_rules=True`` also applies the rules RULES.md gives writers alone, for a descriptor
+    you made rather than read: version 1.0 (HT-HDR-03), component arrays sized exactly
+    (HT-LAY-61, HT-LAY-92) and the u64 block table for more than 2^32 pages (HT-LAY-62).
     """
     if not isinstance(descriptor, TensorDescriptor):
         raise RuleViolation("HT-HDR-02", "write_tensor_descriptor takes a TensorDescriptor", path="descriptor",
                             actual=type(descriptor).__name__, expected="TensorDescriptor")
-    d = descriptor
+    d = descriptor.checked()  # a model_construct / model_copy(update=...) result is validated again
     if len(d.buffers) > MAX_BUFFERS:
         raise RuleViolation("HT-BUFT-11", "more than 255 buffers: split the data across descriptors",
                             path="descriptor -> buffer_count", actual=len(d.buffers), expected=f"<= {MAX_BUFFERS}")
     if d.version_minor == 0 and d.trailing:
         raise RuleViolation("HT-HDR-09", "a version 1.0 descriptor has no bytes after its sections",
                             path="descriptor -> trailing", actual=len(d.trailing), expected=0)
-    if d.version_minor != 0 and not permissive:
+    if d.version_minor != 0 and writer_rules:
         raise RuleViolation("HT-HDR-03", "writers emit version 1.0", path="descriptor -> version_minor",
                             actual=d.version_minor, expected=0)
     if isinstance(d.layout, PrivateLayout) and not d.layout.registered and not permissive:
@@ -57,11 +64,7 @@ def write_tensor_descriptor(descriptor: TensorDescriptor, *, permissive: bool = 
         "rank": d.rank,
     }
     _build(HEADER, header, "descriptor", "HT-HDR-03", permissive)  # header rules first, as the reader
-    layout = d.layout
-    if isinstance(layout, BlockPaged) and layout.block_table_index_type == 0 and layout.num_pages > 1 << 32:
-        raise RuleViolation("HT-LAY-62", "page ids above 0xFFFFFFFF need the u64 block table",
-                            path="descriptor -> layout -> block_table_index_type", actual=0, expected=1)
-    check_descriptor(d, permissive=permissive)
+    check_descriptor(d, permissive=permissive, writer_rules=writer_rules)
     rank = d.rank
     parts: list[bytes] = []
     body = core(rank)

@@ -46,11 +46,7 @@ seq:
       (HQ-PB-04); 2^31 is the largest. The upper bound shape[axis] is a tensor-level check.
   - id: scale_buffer_index
     type: u4
-    valid:
-      expr: _ != 0xffffffff
-    doc: |
-      Buffer-table index of the scale array, offset 12. NONE32 (0xFFFFFFFF) is never a buffer
-      index and is refused at decode as out of range (HQ-BUF-01, DIGEST HD-04).
+    doc: Buffer-table index of the scale array, offset 12 (checked in scale_index_not_none).
   - id: zero_point_buffer_index
     type: u4
     doc: |
@@ -67,6 +63,14 @@ seq:
     size: 3
     valid: '[0x00, 0x00, 0x00]'
     doc: Offsets 21-23, all 0x00; a non-zero byte is refused (HQ-PB-09).
+  - id: scale_index_not_none
+    size: 0
+    -checks: scale_buffer_index
+    valid:
+      expr: scale_buffer_index != 0xffffffff
+    doc: |
+      After the reserved bytes (DIGEST Appendix A): NONE32 (0xFFFFFFFF) is never a buffer
+      index and is refused at decode as out of range (HQ-BUF-01, DIGEST HD-04).
   - id: symmetric_zero_point
     size: 0
     -checks: zero_point_buffer_index

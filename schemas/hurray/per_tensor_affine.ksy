@@ -35,11 +35,7 @@ seq:
     doc: No flags are defined for 0x01; every set bit of flags is refused (HQ-HDR-13).
   - id: scale
     type: f4
-    valid:
-      expr: _ == _ and _ != 0 and _ >= -3.4028234663852886e38 and _ <= 3.4028234663852886e38
-    doc: |
-      f32 scale, offset 4. Must be finite and non-zero: +0 and -0 are refused (HQ-PT-02), NaN
-      and +/-infinity are refused (HQ-PT-03). Negative and subnormal values are allowed.
+    doc: f32 scale, offset 4; checked after the reserved bytes (scale_finite_nonzero).
   - id: zero_point
     type: s4
     doc: i32 zero point, offset 8; 0 for symmetric quantization (HQ-PT-06).
@@ -47,4 +43,13 @@ seq:
     -orig-id: _reserved
     size: 4
     valid: '[0x00, 0x00, 0x00, 0x00]'
-    doc: Offsets 12-15, all 0x00; a non-zero byte is refused (HQ-PT-05).
+    doc: Offsets 12-15, all 0x00; a non-zero byte is refused (HQ-PT-05), before the scale.
+  - id: scale_finite_nonzero
+    size: 0
+    -checks: scale
+    valid:
+      expr: scale == scale and scale != 0 and scale >= -3.4028234663852886e38 and scale <= 3.4028234663852886e38
+    doc: |
+      The scale, after the reserved bytes (DIGEST Appendix A): finite and non-zero. +0 and -0
+      are refused (HQ-PT-02), NaN and +/-infinity are refused (HQ-PT-03). Negative and
+      subnormal values are allowed.

@@ -67,12 +67,12 @@ seq:
       Total bytes of the descriptor, offset 6, the fixed header included (HT-HDR-09); below the
       20-byte fixed header is refused (HT-HDR-07).
   - id: body
-    size: descriptor_length - 10
+    size: 'descriptor_length - 10 <= _io.size - _io.pos ? descriptor_length - 10 : _io.size - _io.pos'
     type: body
     doc: |
-      Everything after descriptor_length, read from exactly descriptor_length - 10 bytes: an
-      input shorter than descriptor_length is truncated (HT-HDR-08), and nothing after it is
-      read (HT-HDR-10).
+      Everything after descriptor_length, read from at most descriptor_length - 10 bytes, so
+      nothing after the descriptor is read (HT-HDR-10). Each field is checked in Appendix A
+      order before a short input is refused as truncated (HT-HDR-08, input_holds_descriptor).
 types:
   body:
     doc: |
@@ -152,72 +152,6 @@ types:
           The layout-specific fields (HT-LAY-01, HT-LAY-02, HT-LAY-03, HT-LAY-07, HT-LAY-16,
           HT-LAY-20, HT-LAY-26, HT-LAY-34, HT-LAY-42, HT-LAY-53, HT-LAY-68, HT-LAY-77,
           HT-LAY-84); every private tag 0xF0-0xFE shares private_layout.
-      - id: extension_flag_matches_type
-        size: 0
-        -checks: flags
-        valid:
-          expr: ((flags & 0x04) != 0) == (type_tag.to_i >= 0xf0 and type_tag.to_i <= 0xfe)
-        doc: |
-          HAS_EXTENSION_TYPE is set exactly for a private type tag: a private tag without it
-          (HT-SEC-19) and the flag with a public tag (HT-SEC-20) are refused.
-      - id: buffer_count
-        type: u1
-        doc: Number of 16-byte buffer handles that follow, at most 255 (HT-BUFT-01).
-      - id: buffers
-        type: buffer_handle
-        repeat: expr
-        repeat-expr: buffer_count
-        doc: The buffer table (HT-BUFT-01).
-      - id: head_not_quantized
-        size: 0
-        -checks: flags
-        valid:
-          expr: layout_tag != layout::composite_head or (flags & 0x01) == 0
-        doc: |
-          A composite head carries no quantization section (HT-LAY-76), checked before its
-          length is read.
-      - id: quantization_length
-        type: u4
-        if: (flags & 0x01) != 0
-        doc: Bytes of the quantization descriptor that follow, not counting this prefix (HT-SEC-01).
-      - id: quantization
-        type: quantization
-        size: quantization_length
-        if: (flags & 0x01) != 0
-        doc: |
-          The quantization descriptor, decoded from exactly quantization_length bytes
-          (HT-SEC-01); a length past descriptor_length is truncated (HT-HDR-08).
-      - id: shard
-        type: shard(rank)
-        if: (flags & 0x02) != 0
-        doc: Where this tensor sits inside its parent (HT-SEC-03).
-      - id: statistics
-        type: statistics
-        if: (flags & 0x08) != 0
-        doc: Advisory statistics; on the wire before the extension type (HT-SEC-08).
-      - id: extension_type
-        type: extension_type
-        if: (flags & 0x04) != 0
-        doc: How to size a private element type (HT-SEC-21).
-      - id: composite_member
-        type: composite_member
-        if: (flags & 0x10) != 0
-        doc: This descriptor's role inside an overlay composite (HT-SEC-35).
-      - id: trailing
-        size-eos: true
-        doc: |
-          Bytes after the known sections, up to descriptor_length: skipped, never interpreted,
-          when version_minor > 0 (HT-HDR-11).
-      - id: length_matches
-        size: 0
-        -checks: descriptor_length
-        valid:
-          expr: _root.version_minor > 0 or trailing.size == 0
-        doc: |
-          At minor version 0, descriptor_length is exactly the size of the sections parsed
-          (HT-HDR-09).
-      # Rules tying fields of different sections together, in the order hurray_decl checks
-      # them once every section has been read.
       - id: rank_fits_layout
         size: 0
         -checks: rank
@@ -230,30 +164,35 @@ types:
         doc: |
           CSR needs rank 2 (HT-LAY-25), CSC rank 2 (HT-LAY-33), CSF rank 3 or more (HT-LAY-41)
           and block-paged rank 3 (HT-LAY-52).
+      - id: extension_flag_matches_type
+        size: 0
+        -checks: flags
+        valid:
+          expr: ((flags & 0x04) != 0) == (type_tag.to_i >= 0xf0 and type_tag.to_i <= 0xfe)
+        doc: |
+          HAS_EXTENSION_TYPE is set exactly for a private type tag: a private tag without it
+          (HT-SEC-19) and the flag with a public tag (HT-SEC-20) are refused.
+      - id: buffer_count
+        type: u1
+        doc: Number of 16-byte buffer handles that follow, at most 255 (HT-BUFT-01).
       - id: head_owns_no_buffers
         size: 0
         -checks: buffer_count
         valid:
           expr: layout_tag != layout::composite_head or buffer_count == 0
         doc: A composite head has buffer_count 0 (HT-BUFT-03).
-      - id: head_byte_offset
-        size: 0
-        -checks: byte_offset
-        valid:
-          expr: layout_tag != layout::composite_head or byte_offset == 0
-        doc: A composite head has byte_offset 0 (HT-HDR-20).
-      - id: head_not_member
-        size: 0
-        -checks: flags
-        valid:
-          expr: layout_tag != layout::composite_head or (flags & 0x10) == 0
-        doc: A composite head carries no composite-member section (HT-SEC-38).
       - id: buffers_present
         size: 0
         -checks: buffer_count
         valid:
           expr: layout_tag == layout::composite_head or buffer_count > 0
         doc: Every layout but the composite head has at least one buffer (HT-BUFT-02).
+      - id: head_byte_offset
+        size: 0
+        -checks: byte_offset
+        valid:
+          expr: layout_tag != layout::composite_head or byte_offset == 0
+        doc: A composite head has byte_offset 0 (HT-HDR-20).
       - id: sparse_byte_offset
         size: 0
         -checks: byte_offset
@@ -263,6 +202,61 @@ types:
             and layout_tag != layout::csc and layout_tag != layout::csf
             and layout_tag != layout::block_paged)
         doc: COO, CSR, CSC, CSF and block-paged tensors have byte_offset 0 (HT-HDR-20).
+      - id: buffers
+        type: buffer_handle
+        repeat: expr
+        repeat-expr: buffer_count
+        doc: The buffer table (HT-BUFT-01).
+      - id: quantization_length
+        type: u4
+        if: (flags & 0x01) != 0
+        doc: Bytes of the quantization descriptor that follow, not counting this prefix (HT-SEC-01).
+      - id: quantization_fits
+        size: 0
+        if: (flags & 0x01) != 0
+        -checks: quantization_length
+        valid:
+          expr: quantization_length <= _io.size - _io.pos
+        doc: |
+          The quantization section is sliced first: a quantization_length past the end of the
+          descriptor is truncated (HT-HDR-08), before the composite-head check.
+      - id: head_not_quantized
+        size: 0
+        -checks: flags
+        valid:
+          expr: layout_tag != layout::composite_head or (flags & 0x01) == 0
+        doc: |
+          A composite head carries no quantization section (HT-LAY-76), checked once the section
+          is sliced and before its payload is decoded.
+      - id: quantization
+        type: quantization
+        size: quantization_length
+        if: (flags & 0x01) != 0
+        doc: |
+          The quantization descriptor, decoded from exactly quantization_length bytes
+          (HT-SEC-01); a length past descriptor_length is truncated (HT-HDR-08).
+      - id: colocation
+        type: colocated(_index)
+        repeat: expr
+        repeat-expr: buffer_count
+        -checks: buffers
+        doc: |
+          Every buffer shares buffer 0's device_tag (HT-BUFT-24; HQ-BUF-06 for a parameter
+          buffer) and memory_class (HT-BUFT-25).
+      - id: buffer_count_exact
+        size: 0
+        -checks: buffer_count
+        valid:
+          expr: buffer_count == layout_buffers + parameter_buffers
+        doc: |
+          buffer_count is the layout's own buffers plus the distinct parameter buffers the
+          quantization descriptor references: dense 1 (HT-BUFT-04, quantized HT-BUFT-05), COO 2
+          (HT-BUFT-06), CSR 3 (HT-BUFT-07), CSC 3 (HT-BUFT-08), CSF 2 x rank + 1 (HT-BUFT-09),
+          block-paged 3 (HT-BUFT-10), all plus the parameters.
+      - id: shard
+        type: shard(rank)
+        if: (flags & 0x02) != 0
+        doc: Where this tensor sits inside its parent (HT-SEC-03).
       - id: shard_allowed
         size: 0
         -checks: flags
@@ -292,6 +286,10 @@ types:
         doc: |
           Per axis k, shard_offset[k] + shape[k] <= parent_shape[k], computed without overflow
           (HT-SEC-04).
+      - id: statistics
+        type: statistics
+        if: (flags & 0x08) != 0
+        doc: Advisory statistics; on the wire before the extension type (HT-SEC-08).
       - id: statistics_nnz
         size: 0
         -checks: statistics
@@ -304,24 +302,42 @@ types:
         doc: |
           For COO, CSR, CSC and CSF, a statistics nnz marked known equals the layout's nnz
           (HT-SEC-16).
-      - id: colocation
-        type: colocated(_index)
-        repeat: expr
-        repeat-expr: buffer_count
-        -checks: buffers
-        doc: |
-          Every buffer shares buffer 0's device_tag (HT-BUFT-24; HQ-BUF-06 for a parameter
-          buffer) and memory_class (HT-BUFT-25).
-      - id: buffer_count_exact
+      - id: extension_type
+        type: extension_type
+        if: (flags & 0x04) != 0
+        doc: How to size a private element type (HT-SEC-21).
+      - id: composite_member
+        type: composite_member
+        if: (flags & 0x10) != 0
+        doc: This descriptor's role inside an overlay composite (HT-SEC-35).
+      - id: head_not_member
         size: 0
-        -checks: buffer_count
+        -checks: flags
         valid:
-          expr: buffer_count == layout_buffers + parameter_buffers
+          expr: layout_tag != layout::composite_head or (flags & 0x10) == 0
+        doc: A composite head carries no composite-member section (HT-SEC-38).
+      - id: input_holds_descriptor
+        size: 0
+        -checks: descriptor_length
+        valid:
+          expr: _root._io.size >= _root.descriptor_length
         doc: |
-          buffer_count is the layout's own buffers plus the distinct parameter buffers the
-          quantization descriptor references: dense 1 (HT-BUFT-04, quantized HT-BUFT-05), COO 2
-          (HT-BUFT-06), CSR 3 (HT-BUFT-07), CSC 3 (HT-BUFT-08), CSF 2 x rank + 1 (HT-BUFT-09),
-          block-paged 3 (HT-BUFT-10), all plus the parameters.
+          After the last section: an input shorter than descriptor_length is truncated
+          (HT-HDR-08); a field that runs past its end is refused as truncated where it is read.
+      - id: trailing
+        size-eos: true
+        doc: |
+          Bytes after the known sections, up to descriptor_length: skipped, never interpreted,
+          when version_minor > 0 (HT-HDR-11).
+      - id: length_matches
+        size: 0
+        -checks: descriptor_length
+        valid:
+          expr: _root.version_minor > 0 or trailing.size == 0
+        doc: |
+          At minor version 0, descriptor_length is exactly the size of the sections parsed
+          (HT-HDR-09).
+      # Rules that need every section, in the order hurray_decl checks them last.
       - id: byte_offset_in_buffer
         size: 0
         -checks: byte_offset
@@ -654,57 +670,88 @@ types:
   buffer_handle:
     doc: |
       One buffer handle, 8 + 4 + 1 + 1 + 1 + 1 = 16 bytes, bytes 13-15 read the
-      buffer-protocol way (HT-BUFT-01, HD-09).
+      buffer-protocol way (HT-BUFT-01, HD-09). The fields are read first, then checked in
+      DIGEST Appendix A order: reserved byte, device, sync_mode, memory class, alignment, CPU
+      sync, then the per-device pair.
     seq:
       - id: byte_size
         type: u8
         doc: Bytes in the buffer; 0 is an empty buffer.
       - id: alignment
         type: u4
-        valid:
-          expr: _ != 0 and (_ & (_ - 1)) == 0 and (byte_size == 0 or _ >= 64)
-        doc: |
-          A power of two, 0 refused (HT-BUFT-12); at least 64 for a non-empty buffer
-          (HT-BUFT-13).
+        doc: A power of two; at least 64 for a non-empty buffer.
       - id: device_tag
         type: u1
         enum: device
-        valid:
-          expr: _.to_i <= 0x08 or (_.to_i >= 0xf0 and _.to_i <= 0xfe)
-        doc: |
-          A device, or a private device 0xF0-0xFE (HD-23); 0xFF is refused (HT-BUFT-14) and so
-          are the reserved 0x09-0xEF (HT-BUFT-15).
+        doc: A device, or a private device 0xF0-0xFE (HD-23).
       - id: sync_mode
         type: u1
         enum: sync_mode
+        doc: 0x00 producer-synced, 0x01 event, 0x02 consumer-stream.
+      - id: memory_class
+        type: u1
+        enum: memory_class
+        doc: 0x00 STANDARD, 0x01 HOST_PINNED, 0x02 UNIFIED, 0x03 PEER.
+      - id: reserved
+        -orig-id: _reserved
+        size: 1
+        doc: One zero byte at offset 15.
+      - id: reserved_zero
+        size: 0
+        -checks: reserved
         valid:
-          in-enum: true
-        doc: 0x00, 0x01 or 0x02; anything else is refused (HT-BUFT-17).
+          expr: reserved == [0x00]
+        doc: A non-zero reserved byte is refused (HT-BUFT-23).
+      - id: device_known
+        size: 0
+        -checks: device_tag
+        valid:
+          expr: device_tag.to_i <= 0x08 or (device_tag.to_i >= 0xf0 and device_tag.to_i <= 0xfe)
+        doc: 0xFF is refused (HT-BUFT-14) and so are the reserved 0x09-0xEF (HT-BUFT-15).
+      - id: sync_known
+        size: 0
+        -checks: sync_mode
+        valid:
+          expr: sync_mode.to_i <= 0x02
+        doc: A sync_mode other than 0x00, 0x01 or 0x02 is refused (HT-BUFT-17).
+      - id: class_known
+        size: 0
+        -checks: memory_class
+        valid:
+          expr: memory_class.to_i <= 0x03
+        doc: |
+          0x04-0xEF and 0xFF are refused (HT-BUFT-19), a private class on a public device
+          (HT-BUFT-20) and a private class not agreed out of band (HT-BUFT-21) too: this schema
+          registers none.
+      - id: alignment_power_of_two
+        size: 0
+        -checks: alignment
+        valid:
+          expr: alignment != 0 and (alignment & (alignment - 1)) == 0
+        doc: A power of two, 0 refused (HT-BUFT-12).
+      - id: alignment_minimum
+        size: 0
+        -checks: alignment
+        valid:
+          expr: byte_size == 0 or alignment >= 64
+        doc: At least 64 for a non-empty buffer (HT-BUFT-13).
       - id: cpu_producer_synced
         size: 0
         -checks: sync_mode
         valid:
           expr: device_tag != device::cpu or sync_mode == sync_mode::producer_synced
         doc: A CPU buffer is producer-synced (HT-BUFT-18).
-      - id: memory_class
-        type: u1
-        enum: memory_class
+      - id: device_offers_class
+        size: 0
+        -checks: memory_class
         valid:
           expr: >-
-            _ == memory_class::standard
+            memory_class == memory_class::standard
             or (device_tag.to_i <= 0x08 and device_tag != device::webgpu
-            and (_ == memory_class::host_pinned or _ == memory_class::unified))
-            or (_ == memory_class::peer and (device_tag == device::cuda or device_tag == device::rocm
-            or device_tag == device::vulkan or device_tag == device::level_zero))
-        doc: |
-          A pair from the per-device table (HT-BUFT-22). 0x04-0xEF and 0xFF are refused
-          (HT-BUFT-19), a private class on a public device (HT-BUFT-20) and a private class not
-          agreed out of band (HT-BUFT-21) too: this schema registers none.
-      - id: reserved
-        -orig-id: _reserved
-        size: 1
-        valid: '[0x00]'
-        doc: One zero byte at offset 15; a non-zero byte is refused (HT-BUFT-23).
+            and (memory_class == memory_class::host_pinned or memory_class == memory_class::unified))
+            or (memory_class == memory_class::peer and (device_tag == device::cuda
+            or device_tag == device::rocm or device_tag == device::vulkan or device_tag == device::level_zero))
+        doc: A pair from the per-device table (HT-BUFT-22).
   colocated:
     doc: The colocation check of one buffer; reads nothing.
     params:

@@ -67,6 +67,17 @@ def u64(v: int) -> bytes:
     return struct.pack("<Q", v)
 
 
+def field_offset(data: bytes, path: str) -> int:
+    """Where the field ``path`` (the hex dump's name: ``buffers[0].byte_size``) sits in ``data``,
+    as the reader's own declaration traces it."""
+    from hurray_decl.tensor.reader import trace_tensor_descriptor
+
+    spans, _ = trace_tensor_descriptor(data, permissive=True)
+    found = [span.offset for span in spans if span.path == path]
+    assert found, f"no field {path!r} in {[span.path for span in spans]}"
+    return found[0]
+
+
 def layout_start(rank: int) -> int:
     """Offset of the layout fields: fixed header, shape, byte_offset."""
     return 20 + 8 * rank + 8

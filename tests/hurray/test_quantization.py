@@ -298,17 +298,27 @@ def test_writer_never_emits_unusable_tags(tag, code):
         hd.encode_quantization(opaque)
 
 
-@pytest.mark.parametrize("model, code, field", [
-    (hd.PerBlockAffine(axis=0, block_size=3, scale_buffer_index=1, symmetric=True), "HQ-PB-03", "block_size"),
-    (hd.NF4(scheme_version=0, axis=0, block_size=64, scale_buffer_index=1), "HQ-HDR-12", "scheme_version"),
-    (hd.MXFP(flags=1, axis=0, block_size=32, scale_buffer_index=1), "HQ-HDR-13", "flags"),
-    (hd.PerTensorAffine(scale=float("nan")), "HQ-PT-03", "scale"),
-    (hd.PerChannelAffine(axis=0, scale_buffer_index=1, symmetric=True, scale_type_tag=2), "HQ-PC-06",
+@pytest.mark.parametrize("cls, fields, code, field", [
+    (hd.PerBlockAffine, dict(axis=0, block_size=3, scale_buffer_index=1, flags=1), "HQ-PB-03", "block_size"),
+    (hd.PerBlockAffine, dict(axis=0, block_size=0, scale_buffer_index=1, flags=1), "HQ-PB-04", "block_size"),
+    (hd.NF4, dict(axis=0, block_size=0, scale_buffer_index=1), "HQ-NF4-04", "block_size"),
+    (hd.MXFP, dict(axis=0, block_size=0, scale_buffer_index=1), "HQ-MX-04", "block_size"),
+    (hd.NF4, dict(scheme_version=0, axis=0, block_size=64, scale_buffer_index=1), "HQ-HDR-12", "scheme_version"),
+    (hd.MXFP, dict(flags=1, axis=0, block_size=32, scale_buffer_index=1), "HQ-HDR-13", "flags"),
+    (hd.PerTensorAffine, dict(scale=float("nan")), "HQ-PT-03", "scale"),
+    (hd.PerTensorAffine, dict(scale=float("-inf")), "HQ-PT-03", "scale"),
+    (hd.PerTensorAffine, dict(scale=0.0), "HQ-PT-02", "scale"),
+    (hd.PerTensorAffine, dict(scale=-0.0), "HQ-PT-02", "scale"),
+    (hd.PerChannelAffine, dict(axis=0, scale_buffer_index=1, flags=1, scale_type_tag=2), "HQ-PC-06",
      "scale_type_tag"),
 ])
-def test_writer_refuses_what_the_reader_refuses(model, code, field):
+def test_models_and_writer_refuse_what_the_reader_refuses(cls, fields, code, field):
+    """A model is refused when built with a value its bytes could not hold, with the reader's
+    code; one that bypassed validation (model_construct) is refused by the writer alike."""
     with raises_rule(code, path=field):
-        hd.encode_quantization(model)
+        cls(**fields)
+    with raises_rule(code, path=field):
+        hd.encode_quantization(cls.model_construct(**fields))
 
 
 @pytest.mark.parametrize("kwargs, code", [
@@ -425,5 +435,7 @@ def test_reader_and_writer_report_the_same_rule_when_several_fail():
     payload = b"\x05\x01\x00\x00" + struct.pack("<III", 0, 3, 1)
     with raises_rule("HQ-MX-04", offset=8):
         hd.decode_quantization(payload)
-    with raises_rule("HQ-MX-04", offset=8):
-        hd.encode_quantization(hd.MXFP(axis=0, block_size=3, scale_buffer_index=1))
+    with raises_rule("HQ-MX-04", path="block_size"):  # a model has no byte offsets
+        hd.MXFP(axis=0, block_size=3, scale_buffer_index=1)
+    with raises_rule("HQ-MX-04", path="block_size"):
+        hd.encode_quantization(hd.MXFP.model_construct(axis=0, block_size=3, scale_buffer_index=1))

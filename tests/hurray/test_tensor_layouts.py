@@ -27,7 +27,9 @@ from hurray_decl.tensor import (
 )
 from hurray_decl.tensor.layouts import PRIVATE_LAYOUTS
 from tests.helpers import covers, raises_rule
-from tests.hurray.tensor_support import dense, encode, handle, layout_start, patch, roundtrip, u8, u32, u64, vector
+from tests.hurray.tensor_support import (
+    dense, encode, field_offset, handle, layout_start, patch, roundtrip, u8, u32, u64, vector,
+)
 
 
 def test_one_row_per_assigned_layout_tag():
@@ -174,8 +176,6 @@ def test_coo_fields():
         read_tensor_descriptor(patch(data, start + 8, u8(2)))
     with raises_rule("HT-LAY-21", offset=start + 9):
         read_tensor_descriptor(patch(data, start + 15, u8(1)))
-    with raises_rule("HT-LAY-20"):  # indices hold exactly nnz x rank u64
-        write_tensor_descriptor(coo().replace(buffers=(handle(8), handle(24))))
 
 
 @covers("HT-LAY-26")
@@ -184,8 +184,6 @@ def test_csr_fields_and_sizes():
     assert d.layout == CSR(nnz=2)
     with raises_rule("HT-LAY-27", offset=52):
         read_tensor_descriptor(patch(CSR_VECTOR, 55, u8(1)))
-    with raises_rule("HT-LAY-26"):
-        read_tensor_descriptor(patch(CSR_VECTOR, 93, u64(24)))  # row_ptr holds shape[0] + 1 entries
     with raises_rule("HT-LAY-25"):
         write_tensor_descriptor(TensorDescriptor(type_tag=0x03, shape=(3, 3, 1), layout=CSR(nnz=2),
                                                  buffers=(handle(8), handle(16), handle(32))))
@@ -203,8 +201,6 @@ def test_csc_fields_and_sizes():
     roundtrip(csc())
     with raises_rule("HT-LAY-35", offset=layout_start(2) + 8):
         read_tensor_descriptor(patch(data, layout_start(2) + 15, u8(1)))
-    with raises_rule("HT-LAY-34"):  # col_ptr holds shape[1] + 1 entries
-        write_tensor_descriptor(csc(buffers=(handle(8), handle(16), handle(32))))
     with raises_rule("HT-LAY-33"):
         write_tensor_descriptor(csc(shape=(15,)))
 
@@ -228,8 +224,6 @@ def test_csf_fields_and_mode_order():
         read_tensor_descriptor(patch(data, start + 16, u32(3)))  # out of range
     d = read_tensor_descriptor(patch(data, start + 8, u32(1)), permissive=True)
     assert d.layout.mode_order == (1, 1, 2)
-    with raises_rule("HT-LAY-42"):  # pos_0 is exactly two u64
-        write_tensor_descriptor(csf(sizes=(0, 8, 0, 8, 0, 8, 0)))
     with raises_rule("HT-LAY-41"):
         write_tensor_descriptor(csf(mode_order=(0, 1), shape=(2, 3), sizes=(0, 16, 0, 8, 0)))
 
@@ -263,19 +257,72 @@ def test_block_paged_fields():
     with raises_rule("HT-LAY-56", offset=start + 12):
         read_tensor_descriptor(patch(data, start + 12, u32(1)))
     assert read_tensor_descriptor(patch(data, start + 12, u32(1)), permissive=True).layout.paged_axis == 1
-    with raises_rule("HT-LAY-53"):  # seq_ptr holds num_seqs + 1 entries of the index type
-        write_tensor_descriptor(paged().replace(buffers=(handle(256), handle(8), handle(12))))
     with raises_rule("HT-LAY-52"):
         write_tensor_descriptor(paged().replace(shape=(8, 8)))
 
 
+@covers("HT-LAY-61", "HT-LAY-62")
 def test_block_paged_pool_and_index_width():
+    """Writer-only rules: the reader accepts (and writes back) what only a writer must not emit."""
+    pool = paged().replace(buffers=(handle(257), handle(8), handle(8)))
+    assert encode(roundtrip(pool)) == encode(pool)
     with raises_rule("HT-LAY-61"):
+        write_tensor_descriptor(pool, writer_rules=True)
+    with raises_rule("HT-LAY-91"):
         write_tensor_descriptor(paged().replace(buffers=(handle(255), handle(8), handle(8))))
-    big = paged(num_pages=(1 << 32) + 1).replace(buffers=(handle(((1 << 32) + 1) * 128), handle(8),
-                                                                         handle(8)))
+    big = paged(num_pages=(1 << 32) + 1).replace(shape=(8, 0, 4), buffers=(handle(0), handle(8), handle(8)))
+    data = encode(big)  # page ids above 0xFFFFFFFF are never named by a u32 table: readable, written back
+    assert encode(read_tensor_descriptor(data)) == data
+    assert encode(read_tensor_descriptor(data, permissive=True), permissive=True) == data
     with raises_rule("HT-LAY-62"):
-        write_tensor_descriptor(big)
+        write_tensor_descriptor(big, writer_rules=True)
+    write_tensor_descriptor(big.replace(layout=big.layout.model_copy(update={"block_table_index_type": 1}),
+                                        buffers=(handle(0), handle(16), handle(16))), writer_rules=True)
+
+
+# Each sparse or paged component array whose length the descriptor fixes, as (layout, buffer
+# index, its exact size): one byte fewer is refused (HT-LAY-87..91), more is read (HD-26
+# revised) and written back, except by a writer applying its own rules (HT-LAY-92, HT-LAY-61).
+COMPONENTS = [
+    ("HT-LAY-87", "coo values", lambda: coo(), 0),
+    ("HT-LAY-87", "coo indices", lambda: coo(), 1),
+    ("HT-LAY-88", "csr values", lambda: read_tensor_descriptor(CSR_VECTOR), 0),
+    ("HT-LAY-88", "csr col_indices", lambda: read_tensor_descriptor(CSR_VECTOR), 1),
+    ("HT-LAY-88", "csr row_ptr", lambda: read_tensor_descriptor(CSR_VECTOR), 2),
+    ("HT-LAY-89", "csc values", lambda: csc(), 0),
+    ("HT-LAY-89", "csc row_indices", lambda: csc(), 1),
+    ("HT-LAY-89", "csc col_ptr", lambda: csc(), 2),
+    ("HT-LAY-90", "csf values", lambda: csf(nnz=1, sizes=(4, 16, 8, 16, 8, 16, 8)), 0),
+    ("HT-LAY-90", "csf pos_0", lambda: csf(), 1),
+    ("HT-LAY-90", "csf leaf crd", lambda: csf(nnz=1, sizes=(4, 16, 8, 16, 8, 16, 8)), 6),
+    ("HT-LAY-91", "paged page_pool", lambda: paged(), 0),
+    ("HT-LAY-91", "paged seq_ptr", lambda: paged(), 2),
+]
+
+
+@covers("HT-LAY-87", "HT-LAY-88", "HT-LAY-89", "HT-LAY-90", "HT-LAY-91", "HT-LAY-92")
+@pytest.mark.parametrize("code, what, make, index", COMPONENTS, ids=[c[1] for c in COMPONENTS])
+def test_component_arrays_are_lower_bounds(code, what, make, index):
+    d = make()
+    exact = d.buffers[index].byte_size
+    write_tensor_descriptor(d, writer_rules=True)  # the base is sized exactly
+
+    def sized(size):
+        buffers = list(d.buffers)
+        buffers[index] = handle(size)
+        return d.replace(buffers=tuple(buffers))
+
+    over = sized(exact + 8)
+    data = encode(over)
+    assert read_tensor_descriptor(data).buffers[index].byte_size == exact + 8
+    assert encode(read_tensor_descriptor(data)) == data
+    writer_code = "HT-LAY-61" if what == "paged page_pool" else "HT-LAY-92"
+    with raises_rule(writer_code):
+        write_tensor_descriptor(over, writer_rules=True)
+    if exact:
+        where = f"buffers[{index}].byte_size"
+        with raises_rule(code, offset=field_offset(data, where), path=f"buffers -> {index} -> byte_size"):
+            read_tensor_descriptor(patch(data, field_offset(data, where), u64(exact - 1)))
 
 
 def test_quantized_block_paged():
@@ -341,10 +388,17 @@ def test_overlay_rules():
 
 
 def test_head_is_never_quantized():
-    with raises_rule("HT-LAY-76", offset=10):
+    from hurray_decl.engine import encode_quantization
+    from tests.hurray.tensor_support import with_length
+
+    with raises_rule("HT-HDR-08"):  # the section is sliced first (Appendix A step 13), then the head rule
         read_tensor_descriptor(patch(HEAD, 10, u32(1)))
-    head = read_tensor_descriptor(HEAD)
     from hurray_decl import PerTensorAffine
+
+    payload = encode_quantization(PerTensorAffine(scale=1.0))
+    with raises_rule("HT-LAY-76", offset=10):
+        read_tensor_descriptor(with_length(patch(HEAD, 10, u32(1)) + u32(len(payload)) + payload))
+    head = read_tensor_descriptor(HEAD)
     with raises_rule("HT-LAY-76"):
         write_tensor_descriptor(head.replace(quantization=PerTensorAffine(scale=1.0)))
 
@@ -422,3 +476,16 @@ def test_layout_models_refuse_foreign_values():
         Morton(morton_bits=(-1,))
     with raises_rule("HT-HDR-03"):
         write_tensor_descriptor(dense(layout_tag=0x02))
+
+
+def test_bytes_past_a_component_array_are_never_read():
+    """validate_buffers reads only the stated sizes: 0xFF after them breaks no invariant (HD-26)."""
+    from hurray_decl.tensor import validate_buffers
+
+    d = coo(nnz=2, is_sorted=1).replace(buffers=(handle(8), handle(40)))
+    coords = u64(0) + u64(1) + u64(2) + u64(3)
+    validate_buffers(read_tensor_descriptor(encode(d)), [bytes(8), coords + b"\xFF" * 8])
+    with raises_rule("HT-LAY-22"):  # the same garbage inside the stated size is refused
+        validate_buffers(read_tensor_descriptor(encode(d)), [bytes(8), b"\xFF" * 8 + coords])
+    p = paged(num_seqs=1).replace(buffers=(handle(256), handle(8), handle(12)))
+    validate_buffers(read_tensor_descriptor(encode(p)), [bytes(256), u32(0) + u32(1), u32(0) + u32(2) + u32(7)])

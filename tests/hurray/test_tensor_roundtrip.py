@@ -128,15 +128,16 @@ CLAIMS = {
     "paged 2^64-1 pages": framed(header(0x03, 0x0A, 3) + u64(HUGE) * 3 + u64(0) + u32(2**32 - 1) + u64(LARGEST)
                                  + u32(0) + u32(2**32 - 1) + b"\x02" + u32(0) + b"\x00" + bytes(6) + b"\x03"
                                  + handle_bytes(LARGEST) * 3),
-    "claimed length 4 GiB": b"HRRY\x01\x00" + u32(2**32 - 1) + bytes(20),
+    "claimed length 4 GiB": b"HRRY\x01\x00" + u32(2**32 - 1) + u32(0) + b"\x03\x01" + u32(0) + u64(0) + b"\x01"
+                            + handle_bytes(0),
     "quantization_length 2^32-1": framed(header(0x10, 0x01, 1, flags=1) + u64(4) + u64(0) + b"\x01"
                                          + handle_bytes(4) + u32(2**32 - 1) + b"\x01\x01"),
     "extension_data_length 2^32-1": framed(header(0x03, 0xF3, 1) + u64(4) + u64(0) + u64(7) + u32(2**32 - 1)
                                            + bytes(30)),
 }
 EXPECTED = {"rank 64 of 2^63": "HE-21", "morton bits 2^32-1": "HT-LAY-19", "hilbert order 2^32-1": "HT-LAY-81",
-            "tiled huge tiles": "HT-LAY-13", "strided huge strides": "HT-LAY-05", "coo 2^64-1 entries": "HT-LAY-20",
-            "per-block 2^63 axis": "HQ-BUF-09", "paged 2^64-1 pages": "HT-LAY-61", "claimed length 4 GiB": "HT-HDR-08",
+            "tiled huge tiles": "HT-LAY-13", "strided huge strides": "HT-LAY-05", "coo 2^64-1 entries": "HT-LAY-87",
+            "per-block 2^63 axis": "HQ-BUF-09", "paged 2^64-1 pages": "HT-LAY-91", "claimed length 4 GiB": "HT-HDR-08",
             "quantization_length 2^32-1": "HT-HDR-08", "extension_data_length 2^32-1": "HT-HDR-08"}
 
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, ClassVar, Literal
 
 import numpy as np
 
 from ..element_types import by_name
 from .. import storage
-from ..numerics import Geometry, Plan, Quantized, block_order, by_block_row, grouped
+from ..numerics import Geometry, Plan, Quantized, block_order, by_block_row, code_values, grouped
 from ..registry import SchemeRow
 from ..schema import power_of_two
 from ..model import U32
@@ -65,16 +66,20 @@ def check_data(descriptor: MXFP, data: Any) -> None:
 
 
 
+@lru_cache(maxsize=None)
+def exponent_table(storage_name: str) -> np.ndarray:
+    """``table[e, q] = float32(value(q) * 2^(e - 127))`` for every exponent byte (read-only): the
+    float32 product the formula computes, so folding the exponent in changes no bit."""
+    powers = storage.value_table("float8_e8m0")[:, None]
+    with np.errstate(over="ignore", invalid="ignore"):  # large exponents overflow to inf, as the formula does
+        return storage.read_only(code_values(storage_name)[None, :] * powers)
+
+
 def plan(descriptor: MXFP, shape: tuple[int, ...], params: Any) -> Plan:
-    """x = 2^(e - 127) * value(q) (HQ-MX-11): one exact power of two per block."""
+    """x = 2^(e - 127) * value(q) (HQ-MX-11): the block's exponent byte selects its table row."""
     geometry = Geometry(shape, descriptor.axis, descriptor.block_size)
     exponents = np.frombuffer(params.raw("scale_buffer_index"), dtype=np.uint8)
-    scales = by_block_row(storage.value_table("float8_e8m0")[exponents], geometry)
-
-    def kernel(values: np.ndarray, rows: slice, out: np.ndarray) -> None:
-        np.multiply(values, scales[rows], out=out, dtype=np.float32)
-
-    return Plan(geometry, kernel)
+    return Plan(geometry, table=exponent_table(params.element.name), keys=by_block_row(exponents, geometry))
 
 
 def quantize(x: np.ndarray, options: Any) -> Quantized:

@@ -124,6 +124,13 @@ class Plan:
         return packed_table(self.table, storage_bits(self.table))
 
     @cached_property
+    def pairs(self) -> np.ndarray:
+        """A one-key table of 8-bit codes for every pair of bytes (a uint16 index): one ``take``
+        per two elements."""
+        assert self.table is not None and self.table.shape == (1, 256)  # only called then
+        return pair_table(self.table)
+
+    @cached_property
     def key_base(self) -> np.ndarray | None:
         """``keys * 256`` as uint16, the first packed row of each key (None: key 0)."""
         if self.keys is None:
@@ -219,6 +226,42 @@ def packed_table(table: np.ndarray, bits: int) -> np.ndarray:
     width = 4 * per
     kind = np.dtype(f"u{width}") if width <= 8 else np.dtype(f"V{width}")
     return storage.read_only(rows.reshape(-1, per).view(kind).reshape(-1))
+
+
+_PAIRS: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+
+def pair_table(table: np.ndarray) -> np.ndarray:
+    """(65536,) uint64: the two float32 values of every little-endian byte pair (read-only);
+    cached for the shared read-only tables."""
+    known = _PAIRS.get(id(table))
+    if known is not None and known[0] is table:
+        return known[1]
+    values = table.reshape(256)
+    pairs = np.empty((256, 256, 2), dtype=np.float32)  # [high byte, low byte]: element 0 is the low byte
+    pairs[:, :, 0] = values[None, :]
+    pairs[:, :, 1] = values[:, None]
+    result = storage.read_only(pairs.reshape(-1, 2).view(np.uint64).reshape(-1))
+    if not table.flags.writeable:
+        _PAIRS[id(table)] = (table, result)
+    return result
+
+
+def affine_plan(geometry: Geometry, storage_name: str, scales: np.ndarray | None,
+                zeros: np.ndarray | None, keys: np.ndarray | None = None) -> Plan:
+    """``float32(q - z) * s`` (HQ-PT-08, HQ-PC-12, HQ-PB-15). Sub-byte codes go through a code
+    table with the zero point folded in (one ``take`` per byte); whole-byte integer codes are
+    converted exactly, then the zero point subtracted (exact in float32 up to 16 bits, in int64
+    for 32-bit codes, HD-13) and the scale applied."""
+    bits = storage.element(storage_name).bits
+    if bits >= 8:
+        if zeros is not None:
+            zeros = zeros.astype(np.int64 if bits > 16 else np.float32)
+        return Plan(geometry, zeros=zeros, scales=scales)
+    if zeros is None:
+        return Plan(geometry, table=code_values(storage_name)[None], scales=scales)
+    table, folded = fold_zero_points(storage_name, zeros)
+    return Plan(geometry, table=table, keys=folded, scales=scales)
 
 
 @lru_cache(maxsize=None)
@@ -324,6 +367,10 @@ def _scale(plan: Plan, box: Box, out: np.ndarray) -> None:
 
 def _from_bytes(plan: Plan, raw: np.ndarray, box: Box, out: np.ndarray) -> None:
     """One take of the per-byte table: every byte's elements share their key (checked by the caller)."""
+    if plan.key_base is None and raw.size % 2 == 0 and box.start % 2 == 0 and plan.table.shape[1] == 256:  # two bytes per take
+        np.take(plan.pairs, raw.view(np.uint16), out=out.reshape(-1).view(np.uint64), mode="wrap")
+        _scale(plan, box, out)
+        return
     packed = plan.packed
     target = out.reshape(-1).view(packed.dtype)
     if plan.key_base is None:
@@ -356,10 +403,10 @@ def _from_codes(plan: Plan, codes: np.ndarray, box: Box, out: np.ndarray, storag
     zeros = _at(plan.zeros, box)
     if values.dtype == np.int64:  # 32-bit storage: the difference may exceed float32's integers
         np.copyto(out, values if zeros is None else values - zeros, casting="unsafe")
-    elif zeros is None:
-        np.copyto(out, values)
-    else:  # 16-bit codes and their zero points are exact in float32, so is the difference
-        np.subtract(values, zeros.astype(np.float32), out=out)
+    else:  # codes up to 16 bits and their zero points are exact in float32, so is the difference
+        np.copyto(out, values, casting="unsafe")
+        if zeros is not None:
+            np.subtract(out, _spread(zeros, shape), out=out)
     _scale(plan, box, out)
 
 
@@ -367,7 +414,7 @@ def _decoded(codes: np.ndarray, storage_name: str, value_map: tuple[float, ...] 
     """Codes as numbers: float32 through the code table up to 8 bits, else the storage dtype
     (32-bit integers as int64, so that ``q - z`` is exact, HD-13)."""
     bits = storage.element(storage_name).bits
-    if bits <= 8:
+    if bits < 8 or value_map is not None or storage_name in storage.NARROW_FLOATS:
         return np.take(code_values(storage_name, value_map), codes)
     values = storage.decode(np.ascontiguousarray(codes).view(np.uint8), storage_name, codes.size).reshape(codes.shape)
     if values.dtype.kind in "iu" and values.dtype.itemsize >= 4:

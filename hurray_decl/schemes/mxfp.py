@@ -78,8 +78,11 @@ def exponent_table(storage_name: str) -> np.ndarray:
 def plan(descriptor: MXFP, shape: tuple[int, ...], params: Any) -> Plan:
     """x = 2^(e - 127) * value(q) (HQ-MX-11): the block's exponent byte selects its table row."""
     geometry = Geometry(shape, descriptor.axis, descriptor.block_size)
-    exponents = np.frombuffer(params.raw("scale_buffer_index"), dtype=np.uint8)
-    return Plan(geometry, table=exponent_table(params.element.name), keys=by_block_row(exponents, geometry))
+    exponents = by_block_row(np.frombuffer(params.raw("scale_buffer_index"), dtype=np.uint8), geometry)
+    name = params.element.name
+    if params.element.bits == 8:  # two codes per take, then the exact power-of-two scale
+        return Plan(geometry, table=code_values(name)[None], scales=storage.value_table("float8_e8m0")[exponents])
+    return Plan(geometry, table=exponent_table(name), keys=exponents)
 
 
 def quantize(x: np.ndarray, options: Any) -> Quantized:

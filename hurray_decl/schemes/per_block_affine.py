@@ -17,8 +17,7 @@ from ..numerics import (
     affine_codes,
     block_order,
     by_block_row,
-    code_values,
-    fold_zero_points,
+    affine_plan,
     grouped,
 )
 from ..registry import SchemeRow
@@ -116,11 +115,8 @@ def plan(descriptor: PerBlockAffine, shape: tuple[int, ...], params: Any) -> Pla
     geometry = Geometry(shape, descriptor.axis, descriptor.block_size)
     scale_type = SCALE_TYPES[descriptor.scale_type_tag]
     scales = by_block_row(params.array("scale_buffer_index", scale_type).astype(np.float32), geometry)
-    name = params.element.name
-    if descriptor.symmetric:
-        return Plan(geometry, table=code_values(name)[None], scales=scales)
-    table, keys = fold_zero_points(name, by_block_row(params.array("zero_point_buffer_index", "<i4"), geometry))
-    return Plan(geometry, table=table, keys=keys, scales=scales)
+    zeros = None if descriptor.symmetric else by_block_row(params.array("zero_point_buffer_index", "<i4"), geometry)
+    return affine_plan(geometry, params.element.name, scales, zeros)
 
 
 def quantize(x: np.ndarray, options: Any) -> Quantized:

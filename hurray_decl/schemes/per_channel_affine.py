@@ -7,7 +7,7 @@ from typing import Any, ClassVar, Literal
 import construct as cs
 import numpy as np
 
-from ..numerics import Geometry, Plan, Quantized, affine_calibration, affine_codes, code_values, fold_zero_points
+from ..numerics import Geometry, Plan, Quantized, affine_calibration, affine_codes, affine_plan
 from ..registry import SchemeRow
 from ..schema import equals, zero_bytes
 from .per_tensor_affine import ROW as PER_TENSOR
@@ -79,13 +79,7 @@ def plan(descriptor: PerChannelAffine, shape: tuple[int, ...], params: Any) -> P
         geometry, grid = full, (channels, 1, 1)
     scales = params.array("scale_buffer_index", "float32").reshape(grid)
     zeros = None if descriptor.symmetric else params.array("zero_point_buffer_index", "<i4").reshape(grid)
-    name = params.element.name
-    if params.element.bits > 8:
-        return Plan(geometry, zeros=None if zeros is None else zeros.astype(np.int64), scales=scales)
-    if zeros is None:
-        return Plan(geometry, table=code_values(name)[None], scales=scales)
-    table, keys = fold_zero_points(name, zeros)
-    return Plan(geometry, table=table, keys=keys, scales=scales)
+    return affine_plan(geometry, params.element.name, scales, zeros)
 
 
 def quantize(x: np.ndarray, options: Any) -> Quantized:

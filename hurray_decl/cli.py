@@ -176,7 +176,7 @@ def progress_printer(label: str) -> Callable[[int, int], None] | None:
 
 
 def cmd_dequantize(args: argparse.Namespace) -> int:
-    from .codec import dequantize
+    from .codec import prepare_dequantize
     from .tensor import read_tensor_descriptor
 
     buffers = []
@@ -186,8 +186,9 @@ def cmd_dequantize(args: argparse.Namespace) -> int:
         buffers.append(np.memmap(path, dtype=np.uint8, mode="r") if Path(path).stat().st_size else b"")
     try:
         descriptor = read_tensor_descriptor(read_input(args.descriptor), permissive=args.permissive)
+        prepared = prepare_dequantize(descriptor, buffers)  # every refusal before the output file exists
         out = np.lib.format.open_memmap(args.output, mode="w+", dtype=np.float32, shape=tuple(descriptor.shape))
-        dequantize(descriptor, buffers, out=out, progress=progress_printer("dequantize"))
+        prepared.run(out, progress=progress_printer("dequantize"))
         out.flush()
     except HurrayDeclError as err:
         print(Style(sys.stderr).bad(f"invalid {err.code}: {err}"), file=sys.stderr)

@@ -19,7 +19,6 @@ memory is a few chunk-sized temporaries per thread (RULES.md HX-02), whatever th
 from __future__ import annotations
 
 import os
-import sys
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -37,10 +36,8 @@ CHUNK_ELEMENTS = 1 << 18
 lower it (``monkeypatch.setattr(numerics, "CHUNK_ELEMENTS", 5)``) to cross chunk edges; it is
 read at every call."""
 
-INDEX_LIMIT = sys.maxsize
-"""The largest element count or byte size NumPy can index on this platform (HX-01)."""
-
-
+check_output_size = storage.check_output_size
+allocate = storage.allocate
 @dataclass(frozen=True)
 class Geometry:
     """Block geometry of one quantized axis (HQ-PB-15, HD-12).
@@ -162,36 +159,6 @@ class Box:
     @property
     def shape(self) -> tuple[int, int, int]:
         return (self.rows.stop - self.rows.start, self.ks.stop - self.ks.start, self.lanes.stop - self.lanes.start)
-
-
-# --- sizes (HX-01) -------------------------------------------------------------------------
-
-def check_output_size(shape: tuple[int, ...], itemsize: int, purpose: str) -> None:
-    """Refuse (HX-01), before anything is allocated, an output of ``shape`` that NumPy cannot
-    represent: a dimension, an element count or a byte size past the platform's index range
-    (a zero dimension does not make the others representable)."""
-    count = 1
-    for size in shape:
-        count *= size
-    widest = max(shape, default=1)
-    need = max(widest, count * itemsize)
-    if widest > INDEX_LIMIT or need > INDEX_LIMIT:
-        raise RuleViolation(
-            "HX-01", f"{purpose} cannot represent an array of shape {list(shape)}: "
-            f"{'a dimension' if widest > INDEX_LIMIT else 'its size'} exceeds this platform's index range",
-            path="descriptor -> shape", actual=f"{need} {'elements' if widest > INDEX_LIMIT else 'bytes'}",
-            expected=f"at most {INDEX_LIMIT}")
-
-
-def allocate(shape: tuple[int, ...], dtype: Any = np.float32, purpose: str = "dequantize") -> np.ndarray:
-    """``np.empty`` that refuses, with HX-01, what the system cannot allocate."""
-    check_output_size(shape, np.dtype(dtype).itemsize, purpose)
-    try:
-        return np.empty(shape, dtype=dtype)
-    except (MemoryError, ValueError) as exc:
-        raise RuleViolation("HX-01", f"{purpose} could not allocate its output of shape {list(shape)}",
-                            path="descriptor -> shape", actual=f"{prod(shape) * np.dtype(dtype).itemsize} bytes",
-                            expected="an allocation the system grants") from exc
 
 
 # --- tables --------------------------------------------------------------------------------

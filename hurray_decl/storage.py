@@ -8,13 +8,20 @@ nibble, four 2-bit elements per byte from the least significant bits, four 6-bit
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
+from math import prod
+from typing import Any
 
 import ml_dtypes
 import numpy as np
 
 from .element_types import BY_NAME, ElementType, Kind
+from .errors import RuleViolation
+
+INDEX_LIMIT = sys.maxsize
+"""The largest byte size NumPy can index on this platform (HX-01)."""
 
 NARROW_FLOATS: dict[str, type] = {
     "float8_e4m3": ml_dtypes.float8_e4m3fn,
@@ -191,3 +198,28 @@ def encode(values: np.ndarray, name: str) -> bytes:
     if name in WHOLE_BYTE:
         return values.astype(WHOLE_BYTE[name]).tobytes()
     return pack_codes(values.astype(np.int64) & ((1 << kind.bits) - 1), kind.bits)
+
+
+def check_output_size(shape: tuple[int, ...], itemsize: int, purpose: str) -> None:
+    """Refuse (HX-01), before anything is allocated, an output of ``shape`` that NumPy cannot
+    represent: a dimension, an element count or a byte size past the platform's index range
+    (a zero dimension does not make the others representable)."""
+    need = itemsize
+    for size in shape:
+        need *= size or 1  # NumPy sizes an array by its non-zero dimensions
+    if need > INDEX_LIMIT:
+        raise RuleViolation(
+            "HX-01", f"{purpose} cannot represent an array of shape {list(shape)}: its non-zero dimensions "
+            f"times {itemsize} byte(s) exceed this platform's index range",
+            path="descriptor -> shape", actual=f"{need} bytes", expected=f"at most {INDEX_LIMIT} bytes")
+
+
+def allocate(shape: tuple[int, ...], dtype: Any = np.float32, purpose: str = "dequantize") -> np.ndarray:
+    """``np.empty`` that refuses, with HX-01, what the system cannot allocate."""
+    check_output_size(shape, np.dtype(dtype).itemsize, purpose)
+    try:
+        return np.empty(shape, dtype=dtype)
+    except (MemoryError, ValueError) as exc:
+        raise RuleViolation("HX-01", f"{purpose} could not allocate its output of shape {list(shape)}",
+                            path="descriptor -> shape", actual=f"{prod(shape) * np.dtype(dtype).itemsize} bytes",
+                            expected="an allocation the system grants") from exc

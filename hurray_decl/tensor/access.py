@@ -505,7 +505,7 @@ def read_codes(data: DataContext, *, padded: bool) -> np.ndarray:
     _known_element(t)
     _static(t, range(t.rank))
     limits = [t.padded.get(k, n) if padded else n for k, n in enumerate(t.shape)]
-    result = np.empty(tuple(limits), dtype=code_dtype(t.element.bits))
+    result = storage.allocate(tuple(limits), code_dtype(t.element.bits), "element access")  # HX-01
     if result.size == 0:
         return result
     reader = _Reader(t, data.buffers)

@@ -96,7 +96,7 @@ class Dequantization:
             return result
         source = self.source
         if "layout" in source:
-            source = {"codes": access.dense_codes(source["layout"])}
+            source = dict(zip(("codes", "packed"), access.dense_codes(source["layout"])))
         return numerics.run(self.plan, self.storage_name, result, progress=progress, threads=threads, **source)
 
 

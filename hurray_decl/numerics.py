@@ -423,10 +423,12 @@ def _writer(g: Geometry, out: np.ndarray) -> Callable[[Box], tuple[np.ndarray, C
 
 def run(plan: Plan, storage_name: str, out: np.ndarray, *, data: np.ndarray | None = None,
         codes: Callable[[int, int], np.ndarray] | None = None,
+        packed: Callable[[int, int], np.ndarray | None] | None = None,
         progress: Callable[[int, int], None] | None = None, threads: int | None = None) -> np.ndarray:
     """Dequantize into ``out`` (the logical shape, C order): from ``data``, the packed bytes of
     the padded row-major order, or from ``codes(start, stop)``, the codes of any other layout in
-    that order. Chunks write disjoint parts of ``out`` on ``threads`` threads (default: the
+    that order (and ``packed(start, stop)``, the same as packed bytes when the layout can give
+    them cheaply, else None). Chunks write disjoint parts of ``out`` on ``threads`` threads (default: the
     cores), at most two chunks per thread in flight; ``progress(done, total)`` counts elements.
     """
     g = plan.geometry
@@ -436,7 +438,8 @@ def run(plan: Plan, storage_name: str, out: np.ndarray, *, data: np.ndarray | No
     if codes is None:
         assert data is not None  # one source is always given
         codes = row_major_codes(data, bits)
-    by_bytes = (data is not None and plan.table is not None and plan.kernel is None and bits in (1, 2, 4, 8)
+        packed = lambda start, stop: data[unit.byte_of(start): unit.bytes(stop)]  # noqa: E731
+    by_bytes = (packed is not None and plan.table is not None and plan.kernel is None and bits in (1, 2, 4, 8)
                 and (plan.keys is None or (plan.keys.shape[2] == 1 and g.row_elements % unit.elements == 0)))
     place = _writer(g, out)
     total = g.stored_elements
@@ -444,9 +447,12 @@ def run(plan: Plan, storage_name: str, out: np.ndarray, *, data: np.ndarray | No
     def one(box: Box) -> int:
         target, copy = place(box)
         aligned = box.start % unit.elements == 0 and box.stop % unit.elements == 0
+        raw = None
         if by_bytes and aligned and box.lanes.stop - box.lanes.start == g.after and (
                 plan.keys is None or box.ks.stop - box.ks.start == g.block):
-            _from_bytes(plan, data[unit.byte_of(box.start): unit.bytes(box.stop)], box, target)
+            raw = packed(box.start, box.stop)
+        if raw is not None:
+            _from_bytes(plan, raw, box, target)
         else:
             _from_codes(plan, codes(box.start, box.stop), box, target, storage_name)
         if copy is not None:

@@ -418,6 +418,39 @@ class _Reader:
             return self._tile_rows(box[0])
         return self._gathered(box, shape)
 
+    def packed_box(self, box: Sequence[tuple[int, int]]) -> np.ndarray | None:
+        """The codes of ``box`` packed as row-major bytes, when whole bytes can be moved to get
+        them: 8-bit codes always; sub-byte codes for boxes of whole rows of whole bytes, from
+        plain tiles whose rows are whole bytes, or (4-bit) column-major pairs of rows."""
+        bits = self.t.element.bits
+        if bits == 8:
+            return self.box(box)
+        unit = storage.packing(bits)
+        layout, e = self.t.layout, self.extents
+        if bits == 6 or len(e) < 2 or e[-1] % unit.elements or any(box[k] != (0, n) for k, n in enumerate(e) if k):
+            return None
+        lo, hi = box[0]
+        if self.plain_tiles and layout.tile_shape[-1] % unit.elements == 0:
+            return self._tile_rows(box[0], unit)
+        if isinstance(layout, ColumnMajor) and bits == 4 and e[0] % 2 == 0 and lo % 2 == 0 and hi % 2 == 0:
+            return self._column_pairs(lo, hi)
+        return None
+
+    def _column_pairs(self, lo: int, hi: int) -> np.ndarray:
+        """Rows ``lo .. hi`` (even) of a 4-bit column-major tensor as row-major bytes: each stored
+        byte holds rows (2i, 2i + 1) of one column; nibbles of neighbouring columns pair up."""
+        e = self.extents
+        columns = prod(e[1:])
+        at = self.source.start
+        stored = self.source.raw[at: at + columns * e[0] // 2].reshape(tuple(e[1:][::-1]) + (e[0] // 2,))
+        slab = np.ascontiguousarray(stored[..., lo // 2: hi // 2])  # first gathered run by run (page by page)
+        part = np.ascontiguousarray(slab.transpose()).reshape(-1, columns)  # then transposed within the cache
+        result = np.empty((hi - lo, columns // 2), dtype=np.uint8)
+        even, odd = part[:, 0::2], part[:, 1::2]
+        np.bitwise_or(even & 0x0F, (odd & 0x0F) << 4, out=result[0::2])  # rows 2i: the low nibbles
+        np.bitwise_or(even >> 4, odd & 0xF0, out=result[1::2])  # rows 2i + 1: the high nibbles
+        return result
+
     def _bytes(self, start: int, rows: int, length: int, lo: int, hi: int) -> np.ndarray | None:
         """Elements ``lo .. hi`` of ``rows`` stored runs of ``length`` elements from element
         ``start``: whole bytes sliced, then unpacked; None when runs do not start on a unit."""
@@ -439,20 +472,29 @@ class _Reader:
         e = self.extents
         return self._bytes(0, prod(e[1:]), e[0], *rows)
 
-    def _tile_rows(self, rows: tuple[int, int]) -> np.ndarray:
+    def _tile_rows(self, rows: tuple[int, int], unit: storage.Packing | None = None) -> np.ndarray:
         """Rows ``rows`` of axis 0, every other axis whole, of a tiled layout with row-major tile
-        grid and interior: per tile row, the wanted rows of each tile, put side by side."""
-        layout, e = self.t.layout, self.extents
-        tile = layout.tile_shape
+        grid and interior: per tile row, the wanted rows of each tile, put side by side. With
+        ``unit``, as packed bytes (each tile row a whole number of bytes, checked by the caller)."""
+        layout, e = self.t.layout, list(self.extents)
+        tile = list(layout.tile_shape)
         grid = [-(-n // size) for n, size in zip(e, tile)]
-        per_tile, others, inner = prod(tile), prod(grid[1:]), prod(tile[1:])
+        per_tile, others = prod(tile), prod(grid[1:])
         r = len(tile)
+        if unit is not None:  # the last axis counted in bytes
+            tile[-1], e[-1] = tile[-1] // unit.elements * unit.size, e[-1] // unit.elements * unit.size
+        inner = prod(tile[1:])
         order = [r - 1] + [x for k in range(r - 1) for x in (k, r + k)]  # (t0, g1, t1, g2, t2, ...)
         pieces = []
         lo, hi = rows
-        for g in range(lo // tile[0], -(-hi // tile[0])):
-            first, last = max(lo, g * tile[0]) - g * tile[0], min(hi, (g + 1) * tile[0]) - g * tile[0]
-            codes = self.source.contiguous(g * others * per_tile, others * per_tile)
+        for g in range(lo // layout.tile_shape[0], -(-hi // layout.tile_shape[0])):
+            first = max(lo, g * tile[0]) - g * tile[0]
+            last = min(hi, (g + 1) * tile[0]) - g * tile[0]
+            if unit is None:
+                codes = self.source.contiguous(g * others * per_tile, others * per_tile)
+            else:
+                at = self.source.start + g * others * per_tile // unit.elements * unit.size
+                codes = self.source.raw[at: at + others * tile[0] * inner]
             codes = codes.reshape(others, tile[0], inner)[:, first:last]
             codes = codes.reshape(tuple(grid[1:]) + (last - first,) + tuple(tile[1:]))
             laid = codes.transpose(order).reshape((last - first,) + tuple(gk * tk for gk, tk in zip(grid[1:], tile[1:])))
@@ -479,10 +521,14 @@ CHUNK = 1 << 18
 """Codes read at once by :func:`read_codes` (element access has no scale arrays to keep small)."""
 
 
-def dense_codes(data: DataContext) -> Callable[[int, int], np.ndarray]:
+Reading = Callable[[int, int], np.ndarray]
+
+
+def dense_codes(data: DataContext) -> tuple[Reading, Callable[[int, int], np.ndarray | None]]:
     """``codes(start, stop)``: the codes at positions ``start .. stop`` of the padded row-major
-    order (HD-12) of an already validated dense tensor, whatever its layout; what the
-    dequantization driver reads chunk by chunk."""
+    order (HD-12) of an already validated dense tensor, whatever its layout, and
+    ``packed(start, stop)``: the same elements packed as row-major bytes when the layout gives
+    them by moving whole bytes (else None); what the dequantization driver reads chunk by chunk."""
     t = data.t
     _known_element(t)
     _static(t, range(t.rank))
@@ -492,7 +538,16 @@ def dense_codes(data: DataContext) -> Callable[[int, int], np.ndarray]:
         found = [reader.box(box).reshape(-1) for box in flat_boxes(reader.extents, start, stop)]
         return found[0] if len(found) == 1 else np.concatenate(found)
 
-    return codes
+    def packed(start: int, stop: int) -> np.ndarray | None:
+        found = []
+        for box in flat_boxes(reader.extents, start, stop):
+            part = reader.packed_box(box)
+            if part is None:
+                return None
+            found.append(part.reshape(-1))
+        return found[0] if len(found) == 1 else np.concatenate(found)
+
+    return codes, packed
 
 
 # ---------------------------------------------------------------- public API

@@ -45,7 +45,7 @@ def same_bits(ours: np.ndarray, expected: np.ndarray) -> None:
         raise AssertionError(f"first mismatch at {first}: ours {ours[first]!r}, reference {expected[first]!r}")
 
 
-def relay(descriptor, buffers, layout_name):
+def relay(descriptor, buffers, layout_name, tile=(2, 3)):
     """The same tensor in another layout: column-major, 2x3 tiles, or Morton order."""
     if layout_name == "row-major":
         return descriptor, buffers
@@ -57,7 +57,7 @@ def relay(descriptor, buffers, layout_name):
     if layout_name == "column-major":
         order, layout = codes.T, ColumnMajor()
     elif layout_name == "tiled":
-        tr, tc = 2, 3
+        tr, tc = tile
         grid = np.zeros((-(-rows // tr) * tr, -(-cols // tc) * tc), dtype=codes.dtype)
         grid[:rows, :cols] = codes
         order = grid.reshape(grid.shape[0] // tr, tr, grid.shape[1] // tc, tc).transpose(0, 2, 1, 3)
@@ -98,6 +98,28 @@ def test_tiny_chunks_on_other_layouts_equal_the_reference(tiny_chunks, scheme_na
     relaid, contents = relay(descriptor, buffers, layout_name)
     same_bits(hd.dequantize(relaid, contents, threads=2), expected)
     assert np.array_equal(logical_codes(relaid, contents), logical_codes(descriptor, buffers))
+
+
+PACKED = [  # even extents: column-major pairs of 4-bit rows and byte-wide tile rows are moved as bytes
+    ("per_block_affine", (12, 40), {"block_size": 8, "storage": "uint4", "symmetric": False}),
+    ("per_block_affine", (16, 24), {"axis": 0, "block_size": 4, "storage": "int2"}),
+    ("per_tensor_affine", (10, 36), {"storage": "int4", "symmetric": False}),
+    ("nf4", (14, 32), {"block_size": 16}),
+    ("mxfp", (6, 64), {"block_size": 32, "storage": "float4_e2m1"}),
+    ("per_channel_affine", (8, 30), {"axis": 1, "storage": "uint8", "symmetric": False}),
+]
+
+
+@pytest.mark.parametrize("chunk", [24, 96, 1 << 18])
+@pytest.mark.parametrize("layout_name", ["column-major", "tiled"])
+@pytest.mark.parametrize("scheme_name, shape, options", PACKED, ids=[f"{c[0]}-{c[1]}" for c in PACKED])
+def test_byte_moving_paths_equal_the_reference(monkeypatch, scheme_name, shape, options, layout_name, chunk):
+    monkeypatch.setattr(numerics, "CHUNK_ELEMENTS", chunk)
+    x = np.random.default_rng(3).standard_normal(shape) * 4
+    descriptor, buffers = codec.quantize(x, scheme_name, **options)
+    expected = reference(descriptor, buffers)
+    relaid, contents = relay(descriptor, buffers, layout_name, tile=(2, 4))
+    same_bits(hd.dequantize(relaid, contents, threads=2), expected)
 
 
 LARGE = [  # 10^5 - 10^6 elements, odd shapes, every scheme

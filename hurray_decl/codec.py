@@ -88,8 +88,9 @@ class Dequantization:
 
     def run(self, out: np.ndarray | None = None, *, progress: Progress | None = None,
             threads: int | None = None) -> np.ndarray:
+        numerics.thread_count(threads)  # a bad thread count is refused before any output exists
         if out is None:
-            result = numerics.allocate(self.shape)
+            result = storage.allocate(self.shape)
         else:
             result = _output(out, self.shape, self.contents)
         if result.size == 0:
@@ -117,11 +118,11 @@ def prepare_dequantize(descriptor: TensorDescriptor, buffers: Sequence[Any]) -> 
     if DYNAMIC in d.shape:
         raise UnsupportedError("HT-HDR-18", "a dynamic dimension has no size to dequantize",
                                path="descriptor -> shape", actual=list(d.shape), expected="static sizes")
-    numerics.check_output_size(tuple(d.shape), 4, "dequantize")
+    storage.check_output_size(tuple(d.shape), 4, "dequantize")
     contents = _contents(buffers)
     params = validate_buffers(d, contents, padding=False)
     plan = plan_for(q, tuple(d.shape), params)
-    numerics.check_output_size(tuple(plan.geometry.shape), 1, "dequantize")
+    storage.check_output_size(tuple(plan.geometry.shape), 1, "dequantize")
     name = BY_TAG[d.type_tag].name
     if isinstance(d.layout, RowMajor):  # zero-copy: the stored bytes are what the kernels read
         source: dict[str, Any] = {"data": np.frombuffer(contents[0], dtype=np.uint8)[d.byte_offset:]}

@@ -36,8 +36,7 @@ CHUNK_ELEMENTS = 1 << 18
 lower it (``monkeypatch.setattr(numerics, "CHUNK_ELEMENTS", 5)``) to cross chunk edges; it is
 read at every call."""
 
-check_output_size = storage.check_output_size
-allocate = storage.allocate
+
 @dataclass(frozen=True)
 class Geometry:
     """Block geometry of one quantized axis (HQ-PB-15, HD-12).
@@ -117,14 +116,12 @@ class Plan:
     def packed(self) -> np.ndarray:
         """``table`` per byte value: row ``key * 256 + byte`` holds the values of the byte's
         elements, viewed as one unsigned integer (or raw bytes), for one ``take`` per byte."""
-        assert self.table is not None  # only called when there is a table
         return packed_table(self.table, storage_bits(self.table))
 
     @cached_property
     def pairs(self) -> np.ndarray:
         """A one-key table of 8-bit codes for every pair of bytes (a uint16 index): one ``take``
         per two elements."""
-        assert self.table is not None and self.table.shape == (1, 256)  # only called then
         return pair_table(self.table)
 
     @cached_property
@@ -294,7 +291,8 @@ def workers() -> int:
     return max(1, min(4, count))
 
 
-def _threads(threads: Any) -> int:
+def thread_count(threads: Any) -> int:
+    """``threads`` checked (a positive integer), or the default :func:`workers`."""
     if threads is None:
         return workers()
     if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
@@ -433,10 +431,11 @@ def run(plan: Plan, storage_name: str, out: np.ndarray, *, data: np.ndarray | No
     """
     g = plan.geometry
     bits = storage.element(storage_name).bits
-    count = _threads(threads)
+    count = thread_count(threads)
     unit = storage.packing(bits)
     if codes is None:
-        assert data is not None  # one source is always given
+        if data is None:
+            raise ArgumentError("data", "dequantization reads data bytes or a codes function", expected="one of them")
         codes = row_major_codes(data, bits)
         packed = lambda start, stop: data[unit.byte_of(start): unit.bytes(stop)]  # noqa: E731
     by_bytes = (packed is not None and plan.table is not None and plan.kernel is None and bits in (1, 2, 4, 8)

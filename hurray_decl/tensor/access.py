@@ -497,9 +497,17 @@ class _Reader:
                 codes = self.source.raw[at: at + others * tile[0] * inner]
             codes = codes.reshape(others, tile[0], inner)[:, first:last]
             codes = codes.reshape(tuple(grid[1:]) + (last - first,) + tuple(tile[1:]))
-            laid = codes.transpose(order).reshape((last - first,) + tuple(gk * tk for gk, tk in zip(grid[1:], tile[1:])))
-            pieces.append(laid[(slice(None),) + tuple(slice(0, n) for n in e[1:])])
-        return np.ascontiguousarray(np.concatenate(pieces, axis=0))
+            wide = max(1, 8 // codes.dtype.itemsize) if codes.dtype.kind == "u" else 1
+            rest_tile, rest_e = list(tile[1:]), list(e[1:])
+            if r > 1 and wide > 1 and rest_tile[-1] % wide == 0 and rest_e[-1] % wide == 0:  # 8 bytes at a time
+                codes = np.ascontiguousarray(codes).view(np.uint64)
+                rest_tile[-1] //= wide
+                rest_e[-1] //= wide
+            sides = tuple(gk * tk for gk, tk in zip(grid[1:], rest_tile))
+            laid = codes.transpose(order).reshape((last - first,) + sides)
+            laid = laid[(slice(None),) + tuple(slice(0, n) for n in rest_e)]
+            pieces.append(laid.view(np.dtype(self.dtype) if unit is None else np.uint8))
+        return np.ascontiguousarray(pieces[0] if len(pieces) == 1 else np.concatenate(pieces, axis=0))
 
     def _gathered(self, box: Sequence[tuple[int, int]], shape: tuple[int, ...]) -> np.ndarray:
         layout = self.t.layout

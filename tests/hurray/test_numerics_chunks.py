@@ -397,3 +397,23 @@ def test_bench_reports_every_layout_and_case():
             figures = result["cases"][(case.label, layout)]
             assert figures["single_to_copy"] > 0 and figures["peak_bytes"] >= 0
     assert sum(line.strip().startswith(bench.CASES[0].label) for line in lines) == 3
+
+
+@pytest.mark.parametrize("shape, tile", [((64,), (16,)), ((16, 24, 32), (4, 8, 16)), ((5, 40), (2, 16)),
+                                         ((6, 48), (3, 24)), ((7, 20), (4, 6))])
+def test_tiles_of_every_rank_move_whole_words_correctly(shape, tile):
+    """Tile rows 8 bytes wide are moved as uint64; the others code by code: both give the codes
+    of the tiles laid out here (row-major grid of row-major tiles, the edges padded)."""
+    x = np.random.default_rng(1).standard_normal(shape)
+    descriptor, buffers = codec.quantize(x, "per_tensor_affine", storage="int8")
+    codes = logical_codes(descriptor, buffers)
+    grid = [-(-n // t) for n, t in zip(shape, tile)]
+    full = np.zeros([g * t for g, t in zip(grid, tile)], np.uint8)
+    full[tuple(slice(0, n) for n in shape)] = codes.view(np.uint8)
+    r = len(shape)
+    split = full.reshape([v for g, t in zip(grid, tile) for v in (g, t)])
+    data = np.ascontiguousarray(split.transpose(list(range(0, 2 * r, 2)) + list(range(1, 2 * r, 2)))).tobytes()
+    tiled = hd.read_tensor_descriptor(hd.write_tensor_descriptor(descriptor.replace(
+        layout=Tiled(tile_shape=tile), buffers=(BufferHandle(byte_size=len(data)),))))
+    assert np.array_equal(logical_codes(tiled, [data]).view(np.uint8), codes.view(np.uint8))
+    same_bits(hd.dequantize(tiled, [data]), hd.dequantize(descriptor, buffers))

@@ -19,6 +19,9 @@ from .wire import pb
 __all__ = ["as_tensor", "tensor_to_array", "array_to_tensor"]
 
 
+MAX_RANK = 64
+"""The most dimensions a NumPy array has (``numpy.ndarray`` refuses more): a deeper claim is HX-01."""
+
 def as_tensor(tensor) -> pb.TensorProto:
     if isinstance(tensor, pb.TensorProto):
         return tensor
@@ -37,6 +40,9 @@ def tensor_to_array(tensor) -> np.ndarray:
     if any(d < 0 for d in dims):
         raise OnnxLightError("OL-NUM-02", "the source shape is not concrete", path="source -> dims",
                              actual=dims, expected="dims >= 0")
+    if len(dims) > MAX_RANK:
+        raise OnnxLightError("HX-01", f"an array of {len(dims)} dimensions cannot be held (NumPy holds at most "
+                             f"{MAX_RANK})", path="source -> dims", actual=len(dims), expected=f"<= {MAX_RANK}")
     count = math.prod(dims)   # Python integers: a claimed size never wraps
     dtype = LOGICAL_DTYPES[t.data_type]
     if t.HasField("raw_data"):

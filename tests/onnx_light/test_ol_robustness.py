@@ -132,6 +132,17 @@ def test_source_tensor_with_overflowing_dims_is_refused():
         quantize_tensor_proto(tensor, make_quantization_plan(F.INT4, 0))
 
 
+@pytest.mark.parametrize("rank", [65, 77])
+def test_source_tensor_deeper_than_numpy_is_refused(rank):
+    """Found by the onnx-light atheris target: 77 dims of 1 made NumPy raise ValueError."""
+    from hurray_decl.onnx_light.tensors import tensor_to_array
+
+    tensor = TensorProto(dims=[1] * rank, data_type=1, float_data=[1.0])
+    with raises_rule("HX-01"):
+        tensor_to_array(tensor)
+    assert tensor_to_array(TensorProto(dims=[1] * 64, data_type=1, float_data=[1.0])).ndim == 64
+
+
 def test_int64_parameter_with_overflowing_dims_is_refused():
     model = shared_model()
     bad = model.graph.initializer.add(name="x", data_type=7)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -236,3 +237,11 @@ def test_audit_reads_the_container_manifest_format(capsys, tmp_path):
         {"file": "bad.bin", "expect": "invalid", "rule": "HT-HDR-04"}]}))
     code, out = run(capsys, "audit", str(tmp_path), "--format", "json")
     assert code == 0 and [e["agrees"] for e in json.loads(out)["descriptors"]] == [True, True]
+
+
+def test_bench_parse_reports_ratios_to_the_kaitai_readers(capsys):
+    """``bench --parse``: the three entry points and their ratios to the Kaitai readers, from one run."""
+    assert cli.main(["bench", "--parse", "--repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    for line in ("read_tensor_descriptor", "write_tensor_descriptor", "decode_quantization"):
+        assert re.search(rf"{line}\s+[0-9.]+x the Kaitai (payload )?reader", out), out

@@ -13,6 +13,16 @@ BLOCK = 32
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    if args.parse:
+        from .. import parse_bench
+
+        parse_bench.run(repeat=args.repeat, out=sys.stdout)
+        return OK
+    if args.onnx_light:
+        from ..onnx_light import bench as onnx_light_bench
+
+        onnx_light_bench.run(repeat=args.repeat, out=sys.stdout)
+        return OK
     if args.size % BLOCK:
         raise UsageError(f"argument --size: {args.size} is not a multiple of the block size {BLOCK}")
     from .. import bench
@@ -22,14 +32,20 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    command = sub.add_parser("bench", help="time dequantization against a NumPy copy and gguf's Q4_0 dequantize",
-                             description="Time dequantization of a square per-block int4 matrix against a NumPy copy "
-                                         "and (when the gguf package is installed) gguf's Q4_0 dequantize, as ratios "
-                                         "measured in the same run.")
+    command = sub.add_parser("bench", help="time dequantization, parsing or onnx-light as ratios to baselines",
+                             description="Time dequantization of a square matrix for every scheme and layout (row-major, "
+                                         "column-major, tiled) as ratios to np.copyto into a preallocated array, to "
+                                         "gguf's nearest type and to row-major, single-threaded and with --threads; "
+                                         "--parse times the descriptor reader, writer and quantization decoder against "
+                                         "the Kaitai-generated readers; --onnx-light times onnx-light plan, quantize, "
+                                         "dequantize and ORT export on 16M elements. All ratios come from one run.")
     command.add_argument("--size", type=integer_at_least(BLOCK), default=4096,
                          help=f"the square matrix size, a multiple of {BLOCK} (default: 4096)")
     command.add_argument("--repeat", type=integer_at_least(1), default=5,
                          help="runs per measurement, best kept (default: 5)")
     command.add_argument("--threads", type=integer_at_least(1), default=None,
                          help="dequantization threads (default: the cores)")
+    which = command.add_mutually_exclusive_group()
+    which.add_argument("--parse", action="store_true", help="parse speed against the Kaitai readers")
+    which.add_argument("--onnx-light", action="store_true", help="onnx-light speed (16M elements, int4, block 32)")
     command.set_defaults(run=cmd_bench)

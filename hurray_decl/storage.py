@@ -10,20 +10,20 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-import ml_dtypes
-import numpy as np
+from .lazy_modules import LazyAttributes, ml_dtypes
+from .lazy_modules import numpy as np
 
 from .element_types import BY_NAME, ElementType, Kind
 
-NARROW_FLOATS: dict[str, type] = {
-    "float8_e4m3": ml_dtypes.float8_e4m3fn,
-    "float8_e5m2": ml_dtypes.float8_e5m2,
-    "float8_e8m0": ml_dtypes.float8_e8m0fnu,
-    "float4_e2m1": ml_dtypes.float4_e2m1fn,
-    "float6_e2m3": ml_dtypes.float6_e2m3fn,
-    "float6_e3m2": ml_dtypes.float6_e3m2fn,
-    "bfloat16": ml_dtypes.bfloat16,
-}
+NARROW_FLOATS: LazyAttributes = LazyAttributes(ml_dtypes, {
+    "float8_e4m3": "float8_e4m3fn",
+    "float8_e5m2": "float8_e5m2",
+    "float8_e8m0": "float8_e8m0fnu",
+    "float4_e2m1": "float4_e2m1fn",
+    "float6_e2m3": "float6_e2m3fn",
+    "float6_e3m2": "float6_e3m2fn",
+    "bfloat16": "bfloat16",
+})
 """The ml_dtypes type behind each narrow float (OCP value maps; DIGEST § 4.5); they decode to float32."""
 
 WHOLE_BYTE: dict[str, str] = {

@@ -1,19 +1,60 @@
 """``hurray-decl bench``: dequantization speed as ratios against baselines measured in the same run.
 
-The workload is the one the numerics issue fixes: a square float32 matrix quantized per-block
-affine (int4, asymmetric, float16 scales, block 32, along the last axis). The baselines are a
-NumPy copy of an equally sized float32 array (the memory-bandwidth limit) and the ``gguf``
-package's NumPy dequantization of the same-sized Q4_0 tensor.
+The baseline is ``np.copyto`` of an equally sized float32 matrix into a preallocated array (the
+memory-bandwidth limit); dequantization writes into a preallocated ``out`` too. One table per
+layout (row-major, column-major, tiled 64x64): every scheme's case, single-threaded and with
+the default threads, as ratios to the copy, to the ``gguf`` package's NumPy dequantization of
+its nearest type (Q4_0, Q8_0, IQ4_NL, MXFP4; when gguf is installed) and, for the other
+layouts, to the same tensor stored row-major. Peak extra memory is tracemalloc's peak during
+one run, beyond the output.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Callable, TextIO
+import tracemalloc
+from dataclasses import dataclass
+from typing import Any, Callable, TextIO
 
 import numpy as np
 
+from . import storage
 from .codec import dequantize, quantize
+from .element_types import BY_TAG
+from .errors import ArgumentError
+from .numerics import workers
+from .tensor import BufferHandle, ColumnMajor, Tiled, read_tensor_descriptor, write_tensor_descriptor
+from .tensor.access import stored_codes_row_major
+
+TILE = 64
+"""Tile side of the tiled layout's table; the matrix size is a multiple of it."""
+
+
+@dataclass(frozen=True)
+class Case:
+    label: str
+    scheme: str
+    options: dict[str, Any]
+    gguf: str | None
+    """The gguf type whose dequantization is the nearest comparison."""
+
+
+CASES = (
+    Case("per-block uint4 asym f16 K32", "per_block_affine",
+         {"block_size": 32, "storage": "uint4", "symmetric": False, "scale_type": "float16"}, "Q4_0"),
+    Case("per-block int8 sym f16 K32", "per_block_affine",
+         {"block_size": 32, "storage": "int8", "scale_type": "float16"}, "Q8_0"),
+    Case("per-channel int8 axis 0", "per_channel_affine", {"axis": 0, "storage": "int8"}, "Q8_0"),
+    Case("per-channel int8 axis 1", "per_channel_affine", {"axis": 1, "storage": "int8"}, "Q8_0"),
+    Case("per-channel uint8 asym axis 1", "per_channel_affine",
+         {"axis": 1, "storage": "uint8", "symmetric": False}, "Q8_0"),
+    Case("per-tensor int4", "per_tensor_affine", {"storage": "int4"}, "Q4_0"),
+    Case("NF4 K32", "nf4", {"block_size": 32}, "IQ4_NL"),
+    Case("MXFP float4_e2m1 K32", "mxfp", {"block_size": 32, "storage": "float4_e2m1"}, "MXFP4"),
+    Case("MXFP float8_e4m3 K32", "mxfp", {"block_size": 32, "storage": "float8_e4m3"}, "Q8_0"),
+)
+
+LAYOUTS = ("row-major", "column-major", "tiled")
 
 
 def best_of(repeat: int, work: Callable[[], object]) -> float:
@@ -26,37 +67,127 @@ def best_of(repeat: int, work: Callable[[], object]) -> float:
     return min(times)
 
 
-def run(size: int = 4096, repeat: int = 5, threads: int | None = None, out: TextIO | None = None) -> dict[str, float]:
-    """Measure and print; returns the timings and ratios."""
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((size, size)).astype(np.float32)
-    descriptor, buffers = quantize(x, "per_block_affine", block_size=32, storage="int4", symmetric=False,
-                                   scale_type="float16")
-    result = {
-        "dequantize": best_of(repeat, lambda: dequantize(descriptor, buffers, threads=threads)),
-        "numpy_copy": best_of(repeat, lambda: x.copy()),
-    }
+def peak_extra(work: Callable[[], object]) -> int:
+    """tracemalloc's peak, in bytes, while ``work`` runs once."""
+    tracemalloc.start()
+    try:
+        work()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def check_options(size: Any, repeat: Any, threads: Any, layouts: Any = LAYOUTS) -> None:
+    """Refuse unusable bench options with :class:`ArgumentError` before anything is measured."""
+    def whole(value: Any) -> bool:
+        return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+    if not whole(size) or size < TILE or size % TILE:
+        raise ArgumentError("size", "the matrix size is a positive multiple of the tile side", actual=size,
+                            expected=f"a multiple of {TILE}, at least {TILE}")
+    if size > 1 << 15:
+        raise ArgumentError("size", "the bench keeps its matrices below 4 GiB", actual=size, expected="<= 32768")
+    if not whole(repeat) or not 1 <= repeat <= 1000:
+        raise ArgumentError("repeat", "runs per measurement", actual=repeat, expected="1..1000")
+    if threads is not None and (not whole(threads) or not 1 <= threads <= 256):
+        raise ArgumentError("threads", "dequantization threads", actual=threads, expected="1..256")
+    unknown = [name for name in layouts if name not in LAYOUTS]
+    if unknown or not layouts:
+        raise ArgumentError("layouts", "unknown layout", actual=", ".join(map(str, unknown)) or "none",
+                            expected=", ".join(LAYOUTS))
+
+
+def relaid(descriptor: Any, buffers: list[bytes], layout: str) -> tuple[Any, list[bytes]]:
+    """The same tensor stored column-major or in 64x64 tiles (row-major grid and interior)."""
+    if layout == "row-major":
+        return descriptor, buffers
+    codes = stored_codes_row_major(descriptor, buffers)
+    rows, cols = codes.shape
+    if layout == "column-major":
+        order, target = codes.T, ColumnMajor()
+    else:
+        order = codes.reshape(rows // TILE, TILE, cols // TILE, TILE).transpose(0, 2, 1, 3)
+        target = Tiled(tile_shape=(TILE, TILE))
+    data = storage.pack_codes(np.ascontiguousarray(order), BY_TAG[descriptor.type_tag].bits)
+    changed = descriptor.replace(layout=target, buffers=(BufferHandle(byte_size=len(data)),) + descriptor.buffers[1:])
+    return read_tensor_descriptor(write_tensor_descriptor(changed)), [data, *buffers[1:]]
+
+
+def _gguf_time(x: np.ndarray, name: str, repeat: int) -> float | None:
     try:
         import gguf
     except ImportError:
-        gguf = None
-    if gguf is not None:
-        raw = gguf.quants.quantize(x, gguf.GGMLQuantizationType.Q4_0)
-        result["gguf_q4_0"] = best_of(max(1, repeat // 2),
-                                      lambda: gguf.quants.dequantize(raw, gguf.GGMLQuantizationType.Q4_0))
-    result["ratio_to_copy"] = result["dequantize"] / result["numpy_copy"]
-    if "gguf_q4_0" in result:
-        result["ratio_to_gguf"] = result["dequantize"] / result["gguf_q4_0"]
+        return None
+    kind = getattr(gguf.GGMLQuantizationType, name, None)
+    if kind is None:
+        return None
+    try:
+        raw = gguf.quants.quantize(x, kind)
+    except NotImplementedError:  # IQ4_NL: gguf-py dequantizes but cannot quantize; random blocks will do
+        size, block_bytes = gguf.GGML_QUANT_SIZES[kind]
+        rng = np.random.default_rng(1)
+        raw = rng.integers(0, 256, (x.shape[0], x.shape[1] // size * block_bytes), dtype=np.uint8)
+        blocks = raw.reshape(-1, block_bytes)
+        blocks[:, :2] = np.frombuffer(np.float16(0.01).tobytes(), dtype=np.uint8)
+    return best_of(repeat, lambda: gguf.quants.dequantize(raw, kind))
+
+
+def run(size: int = 4096, repeat: int = 5, threads: int | None = None, out: TextIO | None = None,
+        layouts: tuple[str, ...] = LAYOUTS, cases: tuple[Case, ...] = CASES) -> dict[str, Any]:
+    """Measure every case on every layout; print the tables to ``out``; return the figures."""
+    check_options(size, repeat, threads, layouts)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((size, size)).astype(np.float32)
+    target = np.empty_like(x)
+    copy = best_of(repeat, lambda: np.copyto(target, x))
+    default = threads or workers()
+    result: dict[str, Any] = {"copyto": copy, "threads": default, "cases": {}}
+    gguf_times = {name: _gguf_time(x, name, max(1, repeat // 2)) for name in {c.gguf for c in cases if c.gguf}}
+    result["gguf"] = gguf_times
+    for layout in layouts:
+        for case in cases:
+            descriptor, buffers = relaid(*quantize(x, case.scheme, **case.options), layout)
+            one = best_of(repeat, lambda: dequantize(descriptor, buffers, out=target, threads=1))
+            many = best_of(repeat, lambda: dequantize(descriptor, buffers, out=target, threads=default))
+            peak = peak_extra(lambda: dequantize(descriptor, buffers, out=target, threads=1))
+            figures = {"single": one, "default": many, "single_to_copy": one / copy, "default_to_copy": many / copy,
+                       "peak_bytes": peak}
+            reference = gguf_times.get(case.gguf) if case.gguf else None
+            if reference:
+                figures["single_to_gguf"] = one / reference
+                figures["default_to_gguf"] = many / reference
+            if layout != "row-major" and (case.label, "row-major") in result["cases"]:
+                figures["single_to_row_major"] = one / result["cases"][(case.label, "row-major")]["single"]
+            result["cases"][(case.label, layout)] = figures
     if out is not None:
-        label = f"{threads} thread(s)" if threads else "default threads"
-        print(f"per-block int4 asymmetric, float16 scales, block 32, {size}x{size}, best of {repeat}, {label}",
-              file=out)
-        for key in ("dequantize", "numpy_copy", "gguf_q4_0"):
-            if key in result:
-                print(f"  {key:<12} {result[key] * 1e3:9.2f} ms", file=out)
-        print(f"  dequantize / numpy copy  {result['ratio_to_copy']:.2f}x", file=out)
-        if "ratio_to_gguf" in result:
-            print(f"  dequantize / gguf Q4_0   {result['ratio_to_gguf']:.2f}x", file=out)
-        else:
-            print("  gguf is not installed: no gguf ratio", file=out)
+        report(result, size, repeat, layouts, cases, out)
     return result
+
+
+def report(result: dict[str, Any], size: int, repeat: int, layouts: tuple[str, ...], cases: tuple[Case, ...],
+           out: TextIO) -> None:
+    """The tables: one per layout, one row per case."""
+    copy = result["copyto"]
+    print(f"dequantize {size}x{size} float32 into a preallocated out, best of {repeat}; "
+          f"np.copyto baseline {copy * 1e3:.2f} ms; default threads = {result['threads']}", file=out)
+    for name, seconds in sorted(result["gguf"].items()):
+        print(f"  gguf {name:<7} dequantize {'not available' if seconds is None else f'{seconds * 1e3:.2f} ms'}",
+              file=out)
+    header = (f"  {'case':<32} {'1 thread':>9} {'x copy':>7} {'x gguf':>7} {'x row':>6} "
+              f"{'default':>9} {'x copy':>7} {'x gguf':>7} {'peak MiB':>9}")
+    for layout in layouts:
+        print(f"\n{layout}", file=out)
+        print(header, file=out)
+        for case in cases:
+            f = result["cases"][(case.label, layout)]
+
+            def ratio(key: str) -> str:
+                return f"{f[key]:.2f}" if key in f else "-"
+
+            print(f"  {case.label:<32} {f['single'] * 1e3:7.2f}ms {ratio('single_to_copy'):>7} "
+                  f"{ratio('single_to_gguf'):>7} {ratio('single_to_row_major'):>6} {f['default'] * 1e3:7.2f}ms "
+                  f"{ratio('default_to_copy'):>7} {ratio('default_to_gguf'):>7} {f['peak_bytes'] / 2**20:9.1f}",
+                  file=out)
+
+
+__all__ = ["CASES", "Case", "LAYOUTS", "best_of", "check_options", "peak_extra", "relaid", "report", "run"]

@@ -51,28 +51,59 @@ def _contents(buffers: Sequence[Any]) -> list[memoryview]:
         raise RuleViolation("HT-BUFT-01", "buffers are bytes-like objects", path="descriptor -> buffers") from exc
 
 
-def _output(out: np.ndarray | None, shape: tuple[int, ...]) -> np.ndarray:
-    if out is None:
-        return np.empty(shape, dtype=np.float32)
-    if out.shape != shape or out.dtype != np.float32 or not out.flags.c_contiguous or not out.flags.writeable:
-        raise RuleViolation(
-            "HQ-PT-08", "out must be a writeable C-contiguous float32 array of the tensor's logical shape",
-            path="out", actual=f"{out.dtype} {out.shape}", expected=f"float32 {shape}")
+def _output(out: Any, shape: tuple[int, ...], contents: Sequence[memoryview]) -> np.ndarray:
+    """The caller's ``out``, checked: a writeable C-contiguous float32 array of the logical shape
+    that shares no memory with an input buffer (dequantizing in place would read values it has
+    already overwritten). A caller's argument, so an :class:`ArgumentError`."""
+    if not isinstance(out, np.ndarray) or out.shape != shape or out.dtype != np.float32 \
+            or not out.flags.c_contiguous or not out.flags.writeable:
+        actual = f"{out.dtype} {out.shape}" if isinstance(out, np.ndarray) else type(out).__name__
+        raise ArgumentError("out", "out must be a writeable C-contiguous float32 array of the tensor's logical shape",
+                            actual=actual, expected=f"float32 {shape}")
+    for index, content in enumerate(contents):
+        if content.nbytes and np.may_share_memory(out, np.frombuffer(content, dtype=np.uint8)):
+            raise ArgumentError("out", f"out overlaps buffer {index}: dequantizing would overwrite its own input",
+                                actual=f"buffer {index}", expected="an array sharing no memory with the buffers")
     return out
 
 
-def dequantize(descriptor: TensorDescriptor, buffers: Sequence[Any], *, out: np.ndarray | None = None,
-               progress: Progress | None = None, threads: int | None = None) -> np.ndarray:
-    """The float32 values of a quantized tensor, in its logical shape.
+@dataclass(frozen=True)
+class Dequantization:
+    """A dequantization checked and ready to run: every refusal has happened, no output exists.
 
-    Buffer contents are checked first (scales, zero points, scale bytes: every data rule but
-    the padding one, which dequantization ignores, HQ-PB-19). ``out`` may be a caller-provided
-    or memory-mapped float32 array. Row-major data is read in place, chunk by chunk, so extra
-    memory stays at a few chunk temporaries per thread (about 1 MiB each) plus a copy of the
-    parameter arrays; other dense layouts are first gathered into row-major order, which costs
-    one copy of the codes and their int64 offsets.
-    ``progress(done, total)`` is called as block rows complete.
+    :func:`prepare_dequantize` builds it; :meth:`run` fills a caller's ``out`` (or a new array).
+    The command line prepares first, then creates its output file.
     """
+
+    descriptor: TensorDescriptor
+    plan: numerics.Plan
+    storage_name: str
+    source: dict[str, Any]
+    contents: tuple[memoryview, ...]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.descriptor.shape)
+
+    def run(self, out: np.ndarray | None = None, *, progress: Progress | None = None,
+            threads: int | None = None) -> np.ndarray:
+        numerics.thread_count(threads)  # a bad thread count is refused before any output exists
+        if out is None:
+            result = storage.allocate(self.shape)
+        else:
+            result = _output(out, self.shape, self.contents)
+        if result.size == 0:
+            return result
+        source = self.source
+        if "layout" in source:
+            source = dict(zip(("codes", "packed"), access.dense_codes(source["layout"])))
+        return numerics.run(self.plan, self.storage_name, result, progress=progress, threads=threads, **source)
+
+
+def prepare_dequantize(descriptor: TensorDescriptor, buffers: Sequence[Any]) -> Dequantization:
+    """Every check :func:`dequantize` makes, before any output exists: the descriptor, the buffer
+    contents (every data rule but the padding one, which dequantization ignores, HQ-PB-19), and
+    the sizes (HX-01: a shape whose element count or output bytes NumPy cannot index)."""
     d = descriptor
     if not isinstance(d, TensorDescriptor):
         raise RuleViolation("HT-HDR-02", "dequantize takes a TensorDescriptor", path="descriptor",
@@ -87,19 +118,30 @@ def dequantize(descriptor: TensorDescriptor, buffers: Sequence[Any], *, out: np.
     if DYNAMIC in d.shape:
         raise UnsupportedError("HT-HDR-18", "a dynamic dimension has no size to dequantize",
                                path="descriptor -> shape", actual=list(d.shape), expected="static sizes")
+    storage.check_output_size(tuple(d.shape), 4, "dequantize")
     contents = _contents(buffers)
     params = validate_buffers(d, contents, padding=False)
     plan = plan_for(q, tuple(d.shape), params)
-    result = _output(out, tuple(d.shape))
-    if result.size == 0:
-        return result
+    storage.check_output_size(tuple(plan.geometry.shape), 1, "dequantize")
+    name = BY_TAG[d.type_tag].name
     if isinstance(d.layout, RowMajor):  # zero-copy: the stored bytes are what the kernels read
-        data = np.frombuffer(contents[0], dtype=np.uint8)[d.byte_offset:]
-    else:  # other dense layouts: re-laid row-major, padded extent included (HD-12); one copy of the codes
-        codes = access.read_codes(params, padded=True)
-        data = np.frombuffer(storage.pack_codes(codes, BY_TAG[d.type_tag].bits), dtype=np.uint8)
-    return numerics.run(data, BY_TAG[d.type_tag].name, plan.geometry, plan.kernel, result,
-                        value_map=plan.value_map, progress=progress, threads=threads)
+        source: dict[str, Any] = {"data": np.frombuffer(contents[0], dtype=np.uint8)[d.byte_offset:]}
+    else:  # other dense layouts: codes read chunk by chunk in the padded row-major order (HD-12)
+        source = {"layout": params}
+    return Dequantization(d, plan, name, source, tuple(contents))
+
+
+def dequantize(descriptor: TensorDescriptor, buffers: Sequence[Any], *, out: np.ndarray | None = None,
+               progress: Progress | None = None, threads: int | None = None) -> np.ndarray:
+    """The float32 values of a quantized tensor, in its logical shape.
+
+    Everything is checked first (:func:`prepare_dequantize`). ``out`` may be a caller-provided
+    or memory-mapped float32 array; it must not overlap the buffers. Every dense layout is read
+    chunk by chunk (row-major in place; the others through chunk-sized address arrays), so extra
+    memory stays at a few chunk temporaries per thread plus the parameter arrays (HX-02).
+    ``progress(done, total)`` is called as elements complete; ``threads`` defaults to the cores.
+    """
+    return prepare_dequantize(descriptor, buffers).run(out, progress=progress, threads=threads)
 
 
 def _options(row_name: str, shape: tuple[int, ...], axis: int | None, block_size: int | None,
@@ -137,9 +179,13 @@ def quantize(array: Any, scheme_name: str, *, axis: int | None = None, block_siz
     row = scheme(scheme_name)
     if row.quantize is None:
         raise UnsupportedError("HQ-EXT-03", f"{row.title} has no quantizer", path="scheme", actual=row.name)
-    x = np.asarray(array)
+    try:
+        x = np.asarray(array)
+    except (TypeError, ValueError) as exc:
+        raise ArgumentError("array", f"quantize takes a numeric array: {exc}", actual=type(array).__name__,
+                            expected="a float or integer array") from exc
     if x.dtype.kind not in "fiu":
-        raise RuleViolation("HQ-PT-08", "quantize takes real numbers", path="array", actual=str(x.dtype),
+        raise ArgumentError("array", "quantize takes real numbers", actual=str(x.dtype),
                             expected="a float or integer array")
     x = x.astype(np.float64)
     if not np.isfinite(x).all():

@@ -25,26 +25,21 @@ Example::
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import shlex
 import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence, TextIO
 
-from .cli.outputs import write_text
 
 ACCEPT, REJECT = "accept", "reject"
 VALID = "valid"
 """The rule column of a valid case."""
 
-AGREE, DISAGREE, USAGE, FILE = 0, 1, 2, 3
 
 
 @dataclass(frozen=True)
@@ -218,87 +213,3 @@ def report(disagreements: list[Disagreement], by_rule: Counter, bad_by_rule: Cou
     stream.write(f"{'rule':<12} {'cases':>6} {'disagreements':>14}\n")
     for rule in sorted(by_rule, key=lambda r: (r != VALID, r)):
         stream.write(f"{rule:<12} {by_rule[rule]:>6} {bad_by_rule.get(rule, 0):>14}\n")
-
-
-def _refuse_unwritable(args: argparse.Namespace) -> str | None:
-    """Why --out or --json cannot be written, before any case is run (None when both can)."""
-    if args.out is not None and args.out.exists() and not args.out.is_dir():
-        return f"argument --out: {args.out} is a file, not a folder"
-    if args.json is not None:
-        if args.json.is_dir():
-            return f"argument --json: {args.json} is a folder; give the name of a file to write"
-        if not args.json.parent.is_dir():
-            return f"argument --json: no such folder: {args.json.parent}"
-    return None
-
-
-def _refuse_reader(template: str) -> str | None:
-    """Why the reader command cannot be started (None when its program is found)."""
-    import shutil
-
-    if not shlex.split(template):
-        return "argument --reader: the command is empty"
-    argv = reader_command(template, "case.bin")
-    if shutil.which(argv[0]) is None:
-        return f"argument --reader: no such program: {argv[0]}"
-    return None
-
-
-def run(args: argparse.Namespace) -> int:
-    """Run ``hurray-decl fuzz`` from parsed arguments; 0 if the reader agreed on every case, 1 if not,
-    2 for a usage error, 3 for a file error (messages on standard error)."""
-    import secrets
-
-    for problem, status in ((_refuse_reader(args.reader), USAGE), (_refuse_unwritable(args), FILE)):
-        if problem is not None:
-            sys.stderr.write(f"hurray-decl fuzz: {problem}\n")
-            return status
-    seed = args.seed if args.seed is not None else secrets.randbelow(2**32)
-    out = args.out if args.out is not None else Path(tempfile.gettempdir()) / f"hurray-fuzz-{seed}-{os.getpid()}"
-    from hypothesis.configuration import set_hypothesis_home_dir
-
-    from .errors import ArgumentError
-
-    # Hypothesis keeps caches in ./.hypothesis unless told otherwise: a temporary one, to leave nothing behind.
-    with tempfile.TemporaryDirectory(prefix="hurray-fuzz-hypothesis-") as home:
-        if "HYPOTHESIS_STORAGE_DIRECTORY" not in os.environ:
-            set_hypothesis_home_dir(home)
-        try:
-            disagreements, by_rule, bad_by_rule = fuzz(args.reader, args.count, seed, timeout=args.timeout,
-                                                       rules=args.rule, out=out, jobs=args.jobs,
-                                                       draw=getattr(args, "draw", None))
-        except ArgumentError as err:  # an unknown --rule
-            sys.stderr.write(f"hurray-decl fuzz: argument --rule: {err.detail}\n")
-            return USAGE
-        except (FileNotFoundError, PermissionError) as err:  # the reader cannot be started
-            sys.stderr.write(f"hurray-decl fuzz: argument --reader: {err.strerror}: {err.filename}\n")
-            return USAGE
-        finally:
-            if "HYPOTHESIS_STORAGE_DIRECTORY" not in os.environ:
-                set_hypothesis_home_dir(None)
-    report(disagreements, by_rule, bad_by_rule, seed, sys.stdout)
-    if disagreements:
-        sys.stdout.write(f"kept the {len(disagreements)} disagreeing cases in {out}\n")
-    if args.json is not None:
-        write_text(args.json, json.dumps({
-            "seed": seed, "cases": sum(by_rule.values()), "reader": args.reader,
-            "by_rule": {r: {"cases": n, "disagreements": bad_by_rule.get(r, 0)} for r, n in sorted(by_rule.items())},
-            "disagreements": [asdict(d) for d in disagreements],
-        }, indent=2), what="--json")
-    return DISAGREE if disagreements else AGREE
-
-
-def build_fuzz_parser() -> argparse.ArgumentParser:
-    """The stand-alone parser of ``hurray-decl fuzz``."""
-    from .cli.fuzz import DESCRIPTION, add_arguments
-
-    return add_arguments(argparse.ArgumentParser(prog="hurray-decl fuzz", description=DESCRIPTION))
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``hurray-decl fuzz`` as a function: parse ``argv`` and run."""
-    return run(build_fuzz_parser().parse_args(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,38 +1,47 @@
 """Vectorised, chunked dequantization machinery shared by the scheme kernels.
 
-A row-major tensor quantized along ``axis`` is viewed as ``(A, P, B)``: ``A`` the product of the
-dimensions before the axis, ``P`` the (padded) extent of the axis, ``B`` the product of the
-dimensions after it. Blocks of ``K`` elements along the axis make it ``(A, nb, K, B)``; one
-"block row" ``(a, j)`` is ``K * B`` contiguous elements of the data buffer. The driver walks
-the data in chunks of whole block rows, turns each chunk's bytes into float32 values through a
-per-byte lookup table, hands them to the scheme's kernel together with the block rows they
-cover, and writes the result into the output. Extra memory is bounded by the chunk size, not
-by the tensor.
+A tensor quantized along ``axis`` is viewed, in its padded row-major order (HD-12), as
+``(A, P, B)``: ``A`` the product of the dimensions before the axis, ``P`` the padded extent of
+the axis, ``B`` the product of the dimensions after it. Blocks of ``K`` elements along the axis
+make it ``(A, nb, K, B)``; one *block row* ``(a, j)`` is ``L = K * B`` consecutive elements.
+
+A scheme's :class:`Plan` states its formula declaratively: ``out = table[key, q] * scale``,
+with ``table`` the float32 value of every code under every key (the zero point or the
+exponent folded in), ``key`` and ``scale`` given per block row and lane (the index along
+``B``), or, for storage wider than a byte, ``out = float32(value(q) - zero) * scale``. The
+driver walks the stored order in chunks of at most :data:`CHUNK_ELEMENTS` elements (whole
+block rows, part of one block row, or part of one row of it), picks the cheapest evaluation of
+the formula for the chunk (one ``take`` of a per-byte table of packed values when every byte
+of a chunk shares its key, else one ``take`` per element), and writes into the output. Extra
+memory is a few chunk-sized temporaries per thread (RULES.md HX-02), whatever the tensor.
 """
 
 from __future__ import annotations
 
 import os
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import lru_cache
-from math import gcd, prod
-from typing import Any, Callable, Protocol
+from functools import cached_property, lru_cache
+from math import prod
+from typing import Any, Callable, Iterator, Protocol
 
 from .lazy_modules import numpy as np
 
 from . import storage
-from .errors import RuleViolation
+from .errors import ArgumentError, RuleViolation
 
-CHUNK_ELEMENTS = 1 << 16
-"""Elements per chunk: small enough that a chunk's temporaries stay in a core's cache."""
+CHUNK_ELEMENTS = 1 << 18
+"""Elements per chunk (8K blocks of 32): its temporaries stay within a core's cache. Tests
+lower it (``monkeypatch.setattr(numerics, "CHUNK_ELEMENTS", 5)``) to cross chunk edges; it is
+read at every call."""
 
 
 @dataclass(frozen=True)
 class Geometry:
     """Block geometry of one quantized axis (HQ-PB-15, HD-12).
 
-    ``block`` is ``K``; the per-tensor and per-channel schemes use one block spanning the axis.
+    ``block`` is ``K``; the per-tensor and per-channel schemes use blocks of one element.
     """
 
     shape: tuple[int, ...]
@@ -69,19 +78,58 @@ class Geometry:
         return self.before * self.blocks_per_axis
 
     @property
+    def row_elements(self) -> int:
+        """``L = K * B``: the elements of one block row."""
+        return self.block * self.after
+
+    @property
     def stored_elements(self) -> int:
         """Elements the data buffer holds, padding included."""
         return self.before * self.padded * self.after
 
 
+class Kernel(Protocol):
+    def __call__(self, values: np.ndarray, box: "Box", out: np.ndarray) -> None:
+        """Write the dequantized ``values`` (rows, k, b) of ``box`` into ``out`` (same shape)."""
+
+
 @dataclass(frozen=True)
 class Plan:
-    """How a scheme dequantizes one tensor: its block geometry, its kernel, and (NF4) the
-    table mapping codes to values before the kernel runs."""
+    """How a scheme dequantizes one tensor: ``out = table[key, q] * scale``.
+
+    ``table`` is float32 ``(keys, 2**bits)`` for storage of at most 8 bits (None above: then
+    ``out = float32(value(q) - zeros) * scale``, the difference exact). ``keys``, ``scales``
+    and ``zeros`` are None or arrays of shape ``(n, 1, B)``, ``(n, 1, 1)`` or ``(1, 1, B)``,
+    read at block row ``r mod n`` (n is ``block_rows``, or the period of a per-channel
+    pattern). A private scheme may give ``kernel`` instead: it receives the decoded values.
+    """
 
     geometry: Geometry
-    kernel: "Kernel"
+    table: np.ndarray | None = None
+    keys: np.ndarray | None = None
+    scales: np.ndarray | None = None
+    zeros: np.ndarray | None = None
+    kernel: Kernel | None = None
     value_map: tuple[float, ...] | None = None
+
+    @cached_property
+    def packed(self) -> np.ndarray:
+        """``table`` per byte value: row ``key * 256 + byte`` holds the values of the byte's
+        elements, viewed as one unsigned integer (or raw bytes), for one ``take`` per byte."""
+        return packed_table(self.table, storage_bits(self.table))
+
+    @cached_property
+    def pairs(self) -> np.ndarray:
+        """A one-key table of 8-bit codes for every pair of bytes (a uint16 index): one ``take``
+        per two elements."""
+        return pair_table(self.table)
+
+    @cached_property
+    def key_base(self) -> np.ndarray | None:
+        """``keys * 256`` as uint16, the first packed row of each key (None: key 0)."""
+        if self.keys is None:
+            return None
+        return (self.keys.astype(np.uint16) << np.uint16(8)).astype(np.uint16)
 
 
 @dataclass(frozen=True)
@@ -94,152 +142,346 @@ class Quantized:
     parameters: tuple[np.ndarray, ...]
 
 
-class Kernel(Protocol):
-    def __call__(self, values: np.ndarray, rows: slice, out: np.ndarray) -> None:
-        """Write the dequantized ``values`` (rows, K, B), block rows ``rows``, into ``out``."""
+@dataclass(frozen=True)
+class Box:
+    """One chunk: block rows ``rows``, positions ``ks`` inside them, lanes ``lanes``; the
+    elements ``start .. stop`` of the padded row-major order, consecutive."""
+
+    rows: slice
+    ks: slice
+    lanes: slice
+    start: int
+    stop: int
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return (self.rows.stop - self.rows.start, self.ks.stop - self.ks.start, self.lanes.stop - self.lanes.start)
+
+
+# --- tables --------------------------------------------------------------------------------
+
+def storage_bits(table: np.ndarray) -> int:
+    return int(table.shape[1]).bit_length() - 1
 
 
 @lru_cache(maxsize=None)
-def byte_table(storage_name: str, value_map: tuple[float, ...] | None = None) -> np.ndarray:
-    """The float32 values of the elements packed in every byte value, one row per byte value.
+def byte_codes(bits: int) -> np.ndarray:
+    """(256, elements per byte): the codes packed in every byte value, LSB first (read-only)."""
+    per = storage.packing(bits).elements
+    return storage.read_only(storage.unpack_codes(np.arange(256, dtype=np.uint8), bits, 256 * per).reshape(256, per))
 
-    Each row is viewed as one unsigned integer holding all its elements, so a single 1-D
-    ``take`` unpacks a whole chunk. Integer codes of at most 8 bits are exact in float32;
-    ``value_map`` (NF4) maps codes to their levels.
-    """
+
+@lru_cache(maxsize=None)
+def code_values(storage_name: str, value_map: tuple[float, ...] | None = None) -> np.ndarray:
+    """float32 value of every code of a storage type of at most 8 bits (read-only); ``value_map``
+    (NF4) gives the value of each code instead. Integer codes are exact in float32."""
     bits = storage.element(storage_name).bits
-    per_byte = 8 // bits
-    every_byte = np.arange(256, dtype=np.uint8)
     if value_map is not None:
-        codes = storage.unpack_codes(every_byte, bits, 256 * per_byte)
-        table = np.asarray(value_map, dtype=np.float32)[codes]
-    else:
-        table = storage.decode(every_byte, storage_name, 256 * per_byte).astype(np.float32)
-    table = np.ascontiguousarray(table.reshape(256, per_byte))
-    row = 4 * per_byte
-    return table.view(np.dtype(f"u{row}") if row <= 8 else np.dtype(f"V{row}")).reshape(256)
+        return storage.read_only(np.asarray(value_map, dtype=np.float32).copy())
+    codes = np.arange(1 << bits, dtype=np.uint8)
+    raw = np.frombuffer(storage.pack_codes(codes, bits), dtype=np.uint8)
+    return storage.read_only(storage.decode(raw, storage_name, 1 << bits).astype(np.float32))
 
 
-def element_values(raw: np.ndarray, storage_name: str, count: int,
-                   value_map: tuple[float, ...] | None = None) -> np.ndarray:
-    """``count`` element values from packed bytes, as float32 (exact for every code of at most
-    16 bits), or as int64 for 32-bit integers so that ``q - z`` is computed exactly (HD-13)."""
+def packed_table(table: np.ndarray, bits: int) -> np.ndarray:
+    """(keys * 256,) rows of the values of every byte's elements under every key."""
+    per = storage.packing(bits).elements
+    rows = np.ascontiguousarray(table[:, byte_codes(bits)])  # (keys, 256, per) float32
+    width = 4 * per
+    kind = np.dtype(f"u{width}") if width <= 8 else np.dtype(f"V{width}")
+    return storage.read_only(rows.reshape(-1, per).view(kind).reshape(-1))
+
+
+_PAIRS: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+
+def pair_table(table: np.ndarray) -> np.ndarray:
+    """(65536,) uint64: the two float32 values of every little-endian byte pair (read-only);
+    cached for the shared read-only tables."""
+    known = _PAIRS.get(id(table))
+    if known is not None and known[0] is table:
+        return known[1]
+    values = table.reshape(256)
+    pairs = np.empty((256, 256, 2), dtype=np.float32)  # [high byte, low byte]: element 0 is the low byte
+    pairs[:, :, 0] = values[None, :]
+    pairs[:, :, 1] = values[:, None]
+    result = storage.read_only(pairs.reshape(-1, 2).view(np.uint64).reshape(-1))
+    if not table.flags.writeable:
+        _PAIRS[id(table)] = (table, result)
+    return result
+
+
+def affine_plan(geometry: Geometry, storage_name: str, scales: np.ndarray | None,
+                zeros: np.ndarray | None, keys: np.ndarray | None = None) -> Plan:
+    """``float32(q - z) * s`` (HQ-PT-08, HQ-PC-12, HQ-PB-15). Sub-byte codes go through a code
+    table with the zero point folded in (one ``take`` per byte); whole-byte integer codes are
+    converted exactly, then the zero point subtracted (exact in float32 up to 16 bits, in int64
+    for 32-bit codes, HD-13) and the scale applied."""
     bits = storage.element(storage_name).bits
-    if bits in (1, 2, 4, 8):
-        return np.take(byte_table(storage_name, value_map), raw.astype(np.intp)).view(np.float32)[:count]
-    values = storage.decode(raw, storage_name, count)
-    if value_map is not None:
-        return np.asarray(value_map, dtype=np.float32)[values]
-    if values.dtype.itemsize >= 4 and values.dtype.kind in "iu":
-        return values.astype(np.int64)
-    return values.astype(np.float32)
+    if bits >= 8:
+        if zeros is not None:
+            zeros = zeros.astype(np.int64 if bits > 16 else np.float32)
+        return Plan(geometry, zeros=zeros, scales=scales)
+    if zeros is None:
+        return Plan(geometry, table=code_values(storage_name)[None], scales=scales)
+    table, folded = fold_zero_points(storage_name, zeros)
+    return Plan(geometry, table=table, keys=folded, scales=scales)
 
 
-ALIGN = {1: 8, 2: 4, 4: 2, 6: 4}
-"""Elements per whole packing unit, by bit width: chunks start on unit boundaries."""
+@lru_cache(maxsize=None)
+def affine_table(storage_name: str, low: int, high: int) -> np.ndarray:
+    """``table[z - low, q] = float32(value(q) - z)`` for zero points ``low..high`` (read-only):
+    the difference is exact for codes of at most 8 bits (HQ-PT-08)."""
+    values = code_values(storage_name)
+    zeros = np.arange(low, high + 1, dtype=np.float32)[:, None]
+    return storage.read_only(values[None, :] - zeros)
 
 
-def chunks(geometry: Geometry, bits: int) -> list[tuple[int, int]]:
-    """Block-row ranges to process: whole outer indices when they fit a chunk, else parts of one.
+def fold_zero_points(storage_name: str, zeros: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The table and keys that fold per-block integer zero points (in the storage range,
+    HQ-PB-22 / HQ-PC-10) into the code values."""
+    low, high = (int(zeros.min()), int(zeros.max())) if zeros.size else (0, 0)
+    return affine_table(storage_name, low, high), (zeros - low).astype(np.uint8)
 
-    Every range starts on a packing-unit boundary, so its bytes can be read on their own. When
-    one outer index is not a whole number of units (odd sizes of sub-byte types), ranges hold
-    the few outer indices that are.
-    """
+
+# --- chunks --------------------------------------------------------------------------------
+
+def boxes(geometry: Geometry, bits: int) -> Iterator[Box]:
+    """The chunks of a tensor, in stored order, each at most about :data:`CHUNK_ELEMENTS`
+    elements: whole outer indices when they fit, else whole block rows of one outer index, else
+    part of one block row (``ks``), else part of one row of it (``lanes``). Row counts are
+    multiples of whole packing units where that keeps the bound, so chunks start on a byte."""
     g = geometry
-    row = g.block * g.after
-    nb = g.blocks_per_axis
-    unit = ALIGN.get(bits, 1)
-    per_outer = nb * row
-    together = unit // gcd(per_outer, unit)  # outer indices that end on a unit boundary
-    if per_outer * together <= CHUNK_ELEMENTS or row % unit:
-        per = max(together, CHUNK_ELEMENTS // max(per_outer, 1) // together * together) * nb
-        return [(first, min(g.block_rows, first + per)) for first in range(0, g.block_rows, per)]
-    budget = max(1, CHUNK_ELEMENTS // row)
-    return [(a * nb + j, a * nb + min(nb, j + budget)) for a in range(g.before) for j in range(0, nb, budget)]
+    budget = max(1, CHUNK_ELEMENTS)
+    k, b, nb = g.block, g.after, g.blocks_per_axis
+    length = g.row_elements
+    unit = storage.packing(bits).elements
+    full = slice(0, b)
+    per_outer = nb * length
+    if per_outer <= budget:
+        together = unit // np.gcd(per_outer, unit)  # outer indices that end on a unit boundary
+        step = max(together, budget // per_outer // together * together) * nb
+        for first in range(0, g.block_rows, step):
+            last = min(g.block_rows, first + step)
+            yield Box(slice(first, last), slice(0, k), full, first * length, last * length)
+    elif length <= budget:
+        step = budget // length
+        for a in range(g.before):
+            for j in range(0, nb, step):
+                first, last = a * nb + j, a * nb + min(nb, j + step)
+                yield Box(slice(first, last), slice(0, k), full, first * length, last * length)
+    elif b <= budget:
+        step = budget // b
+        for r in range(g.block_rows):
+            for first in range(0, k, step):
+                last = min(k, first + step)
+                yield Box(slice(r, r + 1), slice(first, last), full, r * length + first * b, r * length + last * b)
+    else:
+        for r in range(g.block_rows):
+            for i in range(k):
+                at = r * length + i * b
+                for first in range(0, b, budget):
+                    last = min(b, first + budget)
+                    yield Box(slice(r, r + 1), slice(i, i + 1), slice(first, last), at + first, at + last)
 
 
 def workers() -> int:
-    """Threads for dequantization: NumPy releases the GIL, so chunks run side by side."""
-    return max(1, min(4, len(os.sched_getaffinity(0))))
+    """Threads for dequantization: the usable cores (NumPy releases the GIL), at most 4."""
+    count = getattr(os, "process_cpu_count", os.cpu_count)() or 1
+    return max(1, min(4, count))
 
 
-def run(
-    data: np.ndarray,
-    storage_name: str,
-    geometry: Geometry,
-    kernel: Kernel,
-    out: np.ndarray,
-    *,
-    value_map: tuple[float, ...] | None = None,
-    progress: Callable[[int, int], None] | None = None,
-    threads: int | None = None,
-) -> np.ndarray:
-    """Dequantize every block row of ``data`` (the bytes from byte_offset) into ``out``.
+def thread_count(threads: Any) -> int:
+    """``threads`` checked (a positive integer), or the default :func:`workers`."""
+    if threads is None:
+        return workers()
+    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
+        raise ArgumentError("threads", "threads is a positive integer", actual=threads, expected=">= 1")
+    return int(threads)
 
-    ``out`` has the logical shape; padding elements of partial blocks never reach it (HQ-PB-19).
-    Chunks write disjoint parts of ``out`` and run on ``threads`` threads (default: the cores).
-    Extra memory: a few chunk-sized temporaries per thread.
-    """
-    g = geometry
+
+# --- evaluation ----------------------------------------------------------------------------
+
+def _at(array: np.ndarray | None, box: Box) -> np.ndarray | None:
+    """A parameter array over the chunk's rows and lanes: (rows, 1, lanes), or (1, 1, lanes)."""
+    if array is None:
+        return None
+    n = array.shape[0]
+    lanes = box.lanes if array.shape[2] > 1 else slice(None)
+    if n == 1:
+        return array[:, :, lanes]
+    rows = box.rows
+    if rows.stop <= n:
+        return array[rows, :, lanes]
+    return array[np.arange(rows.start, rows.stop) % n][:, :, lanes]
+
+
+def _spread(values: np.ndarray, shape: tuple[int, int, int]) -> np.ndarray:
+    """Row parameters (rows, 1, 1) repeated into a contiguous chunk when rows are short (a
+    broadcast multiply over short rows costs twice a contiguous one)."""
+    if values.shape[0] > 1 and values.shape[2] == 1 and shape[1] * shape[2] < 256:
+        return np.repeat(values.reshape(-1), shape[1] * shape[2]).reshape(shape)
+    return values
+
+
+def _scale(plan: Plan, box: Box, out: np.ndarray) -> None:
+    scales = _at(plan.scales, box)
+    if scales is not None:
+        np.multiply(out, _spread(scales, out.shape), out=out)
+
+
+def _from_bytes(plan: Plan, raw: np.ndarray, box: Box, out: np.ndarray) -> None:
+    """One take of the per-byte table: every byte's elements share their key (checked by the caller)."""
+    if plan.key_base is None and raw.size % 2 == 0 and box.start % 2 == 0 and plan.table.shape[1] == 256:  # two bytes per take
+        np.take(plan.pairs, raw.view(np.uint16), out=out.reshape(-1).view(np.uint64), mode="wrap")
+        _scale(plan, box, out)
+        return
+    packed = plan.packed
+    target = out.reshape(-1).view(packed.dtype)
+    if plan.key_base is None:
+        np.take(packed, raw, out=target, mode="wrap")
+    else:
+        base = _at(plan.key_base, box).reshape(-1, 1)
+        index = base + raw.reshape(base.shape[0], -1)
+        np.take(packed, index, out=target.reshape(index.shape), mode="wrap")
+    _scale(plan, box, out)
+
+
+def _from_codes(plan: Plan, codes: np.ndarray, box: Box, out: np.ndarray, storage_name: str) -> None:
+    """One take per element: ``table[key, q]``, or the wide-storage formula."""
+    shape = box.shape
+    codes = codes.reshape(shape)
+    if plan.kernel is not None:
+        plan.kernel(_decoded(codes, storage_name, plan.value_map), box, out)
+        return
+    if plan.table is not None:
+        table = plan.table.reshape(-1)
+        keys = _at(plan.keys, box)
+        if keys is None:
+            np.take(table, codes, out=out, mode="wrap")
+        else:
+            index = (_spread(keys, shape).astype(np.uint16) << np.uint16(storage_bits(plan.table))) + codes
+            np.take(table, index, out=out, mode="wrap")
+        _scale(plan, box, out)
+        return
+    values = _decoded(codes, storage_name, None)
+    zeros = _at(plan.zeros, box)
+    if values.dtype == np.int64:  # 32-bit storage: the difference may exceed float32's integers
+        np.copyto(out, values if zeros is None else values - zeros, casting="unsafe")
+    else:  # codes up to 16 bits and their zero points are exact in float32, so is the difference
+        np.copyto(out, values, casting="unsafe")
+        if zeros is not None:
+            np.subtract(out, _spread(zeros, shape), out=out)
+    _scale(plan, box, out)
+
+
+def _decoded(codes: np.ndarray, storage_name: str, value_map: tuple[float, ...] | None) -> np.ndarray:
+    """Codes as numbers: float32 through the code table up to 8 bits, else the storage dtype
+    (32-bit integers as int64, so that ``q - z`` is exact, HD-13)."""
     bits = storage.element(storage_name).bits
-    k, b, nb = g.block, g.after, g.blocks_per_axis
-    target = out.reshape(g.before, g.extent, b)
+    if bits < 8 or value_map is not None or storage_name in storage.NARROW_FLOATS:
+        return np.take(code_values(storage_name, value_map), codes)
+    values = storage.decode(np.ascontiguousarray(codes).view(np.uint8), storage_name, codes.size).reshape(codes.shape)
+    if values.dtype.kind in "iu" and values.dtype.itemsize >= 4:
+        return values.astype(np.int64)
+    return values if values.dtype.kind in "iu" else values.astype(np.float32)
+
+
+def row_major_codes(data: np.ndarray, bits: int) -> Callable[[int, int], np.ndarray]:
+    """Codes of stored elements ``start .. stop`` of contiguous packed ``data``."""
+    return lambda start, stop: storage.codes_at(data, bits, start, stop - start)
+
+
+def _writer(g: Geometry, out: np.ndarray) -> Callable[[Box], tuple[np.ndarray, Callable[[np.ndarray], None] | None]]:
+    """Where a chunk's values go: straight into ``out`` when stored and logical order coincide,
+    else a temporary whose logical part is copied (padding of partial blocks dropped, HQ-PB-19)."""
     flat = out.reshape(-1)
-    row_elements = k * b
-    unpadded = g.padded == g.extent
+    if g.padded == g.extent:
+        return lambda box: (flat[box.start: box.stop].reshape(box.shape), None)
+    target = out.reshape(g.before, g.extent, g.after)
+    k, nb = g.block, g.blocks_per_axis
 
-    def one(bounds: tuple[int, int]) -> int:
-        first, last = bounds
-        start, stop = first * row_elements, last * row_elements
-        raw = data[storage.byte_size(storage_name, start): storage.byte_size(storage_name, stop)]
-        values = element_values(raw, storage_name, stop - start, value_map).reshape(last - first, k, b)
-        if unpadded:  # stored and logical order coincide: write straight into the output
-            kernel(values, slice(first, last), flat[start:stop].reshape(last - first, k, b))
-            return last
-        result = np.empty((last - first, k, b), np.float32)
-        kernel(values, slice(first, last), result)
-        a, j = divmod(first, nb)
-        if j == 0 and (last - first) % nb == 0:  # whole outer indices: drop padding at once
-            whole = (last - first) // nb
-            target[a:a + whole] = result.reshape(whole, g.padded, b)[:, : g.extent]
-        else:  # part of one outer index
-            lo, hi = j * k, min(g.extent, (last - a * nb) * k)
-            target[a, lo:hi] = result.reshape(-1, b)[: hi - lo]
-        return last
+    def place(box: Box) -> tuple[np.ndarray, Callable[[np.ndarray], None]]:
+        def copy(result: np.ndarray) -> None:
+            first, last = box.rows.start, box.rows.stop
+            a, j = divmod(first, nb)
+            if j == 0 and (last - first) % nb == 0:  # whole outer indices
+                whole = (last - first) // nb
+                target[a:a + whole] = result.reshape(whole, g.padded, g.after)[:, : g.extent]
+                return
+            lo = j * k + box.ks.start
+            hi = min(g.extent, (last - 1 - a * nb) * k + box.ks.stop)
+            if hi > lo:
+                target[a, lo:hi, box.lanes] = result.reshape(-1, box.lanes.stop - box.lanes.start)[: hi - lo]
 
-    ranges = chunks(g, bits)
-    count = threads or workers()
-    if count == 1 or len(ranges) < 2:
-        done = map(one, ranges)
-        for last in done:
+        return np.empty(box.shape, np.float32), copy
+
+    return place
+
+
+def run(plan: Plan, storage_name: str, out: np.ndarray, *, data: np.ndarray | None = None,
+        codes: Callable[[int, int], np.ndarray] | None = None,
+        packed: Callable[[int, int], np.ndarray | None] | None = None,
+        progress: Callable[[int, int], None] | None = None, threads: int | None = None) -> np.ndarray:
+    """Dequantize into ``out`` (the logical shape, C order): from ``data``, the packed bytes of
+    the padded row-major order, or from ``codes(start, stop)``, the codes of any other layout in
+    that order (and ``packed(start, stop)``, the same as packed bytes when the layout can give
+    them cheaply, else None). Chunks write disjoint parts of ``out`` on ``threads`` threads (default: the
+    cores), at most two chunks per thread in flight; ``progress(done, total)`` counts elements.
+    """
+    g = plan.geometry
+    bits = storage.element(storage_name).bits
+    count = thread_count(threads)
+    unit = storage.packing(bits)
+    if codes is None:
+        if data is None:
+            raise ArgumentError("data", "dequantization reads data bytes or a codes function", expected="one of them")
+        codes = row_major_codes(data, bits)
+        packed = lambda start, stop: data[unit.byte_of(start): unit.bytes(stop)]  # noqa: E731
+    by_bytes = (packed is not None and plan.table is not None and plan.kernel is None and bits in (1, 2, 4, 8)
+                and (plan.keys is None or (plan.keys.shape[2] == 1 and g.row_elements % unit.elements == 0)))
+    place = _writer(g, out)
+    total = g.stored_elements
+
+    def one(box: Box) -> int:
+        target, copy = place(box)
+        aligned = box.start % unit.elements == 0 and box.stop % unit.elements == 0
+        raw = None
+        if by_bytes and aligned and box.lanes.stop - box.lanes.start == g.after and (
+                plan.keys is None or box.ks.stop - box.ks.start == g.block):
+            raw = packed(box.start, box.stop)
+        if raw is not None:
+            _from_bytes(plan, raw, box, target)
+        else:
+            _from_codes(plan, codes(box.start, box.stop), box, target, storage_name)
+        if copy is not None:
+            copy(target)
+        return box.stop - box.start
+
+    work = boxes(g, bits)
+    done = 0
+    if count == 1:
+        for box in work:
+            done += one(box)
             if progress is not None:
-                progress(last, g.block_rows)
+                progress(done, total)
         return out
     with ThreadPoolExecutor(max_workers=count) as pool:
-        for finished, _ in enumerate(pool.map(one, ranges), start=1):
+        pending: deque = deque()
+        for box in work:
+            pending.append(pool.submit(one, box))
+            if len(pending) >= 2 * count:
+                done += pending.popleft().result()
+                if progress is not None:
+                    progress(done, total)
+        while pending:
+            done += pending.popleft().result()
             if progress is not None:
-                progress(finished * g.block_rows // len(ranges), g.block_rows)
+                progress(done, total)
     return out
 
 
 # --- arithmetic shared by the affine schemes ----------------------------------------------
-
-def affine(values: np.ndarray, zero_points: np.ndarray | float | None, scales: np.ndarray | float,
-           out: np.ndarray) -> None:
-    """out = scale * (q - z): the difference exact, rounded once to float32, then one float32
-    multiply (HQ-PT-08, HD-13). ``values`` are integer codes; 32-bit codes come as int64."""
-    if values.dtype == np.int64:  # 32-bit storage: the difference may exceed float32's integers
-        difference = values if zero_points is None else values - np.asarray(zero_points, dtype=np.int64)
-        np.multiply(difference.astype(np.float32), scales, out=out)
-        return
-    if zero_points is None:
-        np.multiply(values, scales, out=out)
-        return
-    # Codes and zero points of <= 16-bit storage are exact in float32, and so is their difference.
-    np.subtract(values, zero_points, out=out)
-    np.multiply(out, scales, out=out)
-
 
 def grouped(array: np.ndarray, axis: int, block: int) -> np.ndarray:
     """``array`` as (A, nb, K, B) float64, the partial final block padded with NaN."""

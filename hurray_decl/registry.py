@@ -7,6 +7,7 @@ and one ``register`` call; nothing else lists the schemes.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Callable, Generic, Iterator, TypeVar
@@ -21,23 +22,31 @@ V = TypeVar("V")
 
 
 class Table(Generic[K, V]):
-    """A keyed table filled by explicit ``register`` calls; a key is registered once."""
+    """A keyed table filled by explicit ``register`` calls; a key is registered once.
+
+    Safe under threads: a change builds a new map under a lock and swaps it in whole
+    (copy-on-write), so a reader looking up or iterating never sees a map being changed.
+    """
 
     def __init__(self, what: str, code: str) -> None:
         self.what = what
         self.code = code
         self._rows: dict[K, V] = {}
+        self._lock = threading.Lock()
 
     def register(self, key: K, row: V) -> V:
-        if key in self._rows:
-            raise RegistrationError(
-                self.code, f"{self.what} {key!r} is already registered", path=self.what, actual=key
-            )
-        self._rows[key] = row
+        with self._lock:
+            if key in self._rows:
+                raise RegistrationError(
+                    self.code, f"{self.what} {key!r} is already registered", path=self.what, actual=key
+                )
+            self._rows = {**self._rows, key: row}
         return row
 
     def unregister(self, key: K) -> None:
-        self._rows.pop(key, None)
+        with self._lock:
+            if key in self._rows:
+                self._rows = {k: v for k, v in self._rows.items() if k != key}
 
     def get(self, key: K) -> V | None:
         return self._rows.get(key)

@@ -8,12 +8,20 @@ nibble, four 2-bit elements per byte from the least significant bits, four 6-bit
 
 from __future__ import annotations
 
+import sys
+from dataclasses import dataclass
 from functools import lru_cache
+from math import prod
+from typing import Any
 
 from .lazy_modules import LazyAttributes, ml_dtypes
 from .lazy_modules import numpy as np
 
 from .element_types import BY_NAME, ElementType, Kind
+from .errors import RuleViolation
+
+INDEX_LIMIT = sys.maxsize
+"""The largest byte size NumPy can index on this platform (HX-01)."""
 
 NARROW_FLOATS: LazyAttributes = LazyAttributes(ml_dtypes, {
     "float8_e4m3": "float8_e4m3fn",
@@ -43,21 +51,54 @@ def element(name: str) -> ElementType:
     return BY_NAME[name]
 
 
+@dataclass(frozen=True)
+class Packing:
+    """The packing unit of one element width (DIGEST § 4.4, HD-10, HE-20): ``elements`` elements
+    share ``size`` bytes (eight 1-bit, four 2-bit, two 4-bit elements per byte; four 6-bit
+    elements per 3-byte group; one element per ``bits / 8`` bytes otherwise). The one source of
+    this geometry: storage, numerics, element access and validation derive from it."""
+
+    elements: int
+    size: int
+
+    def units(self, count: int) -> int:
+        """Whole units covering ``count`` contiguous elements."""
+        return -(-count // self.elements)
+
+    def bytes(self, count: int) -> int:
+        """Contiguous storage size of ``count`` elements: whole units, the last one padded."""
+        return self.units(count) * self.size
+
+    def byte_of(self, element: int) -> int:
+        """The first byte of the unit holding ``element`` (an element offset, may be negative)."""
+        return element // self.elements * self.size
+
+
+def packing(bits: int) -> Packing:
+    """The packing unit of ``bits``-wide elements."""
+    if bits == 6:
+        return Packing(4, 3)
+    if bits < 8:
+        return Packing(8 // bits, 1)
+    return Packing(1, bits // 8)
+
+
 def byte_size(name: str, count: int) -> int:
     """Contiguous storage size of ``count`` elements (DIGEST § 4.4; 6-bit types per HD-10)."""
-    bits = element(name).bits
-    if bits == 6:
-        return -(-count // 4) * 3
-    if bits < 8:
-        return -(-count * bits // 8)
-    return count * (bits // 8)
+    return packing(element(name).bits).bytes(count)
 
 
 @lru_cache(maxsize=None)
 def value_table(name: str) -> np.ndarray:
     """float32 value of every code of a float type of at most 8 bits, indexed by code."""
     codes = np.arange(1 << element(name).bits, dtype=np.uint8)
-    return codes.view(NARROW_FLOATS[name]).astype(np.float32)
+    return read_only(codes.view(NARROW_FLOATS[name]).astype(np.float32))
+
+
+def read_only(array: np.ndarray) -> np.ndarray:
+    """``array`` made unwriteable: cached tables are shared by every caller and thread."""
+    array.flags.writeable = False
+    return array
 
 
 def unpack_codes(raw: np.ndarray, bits: int, count: int) -> np.ndarray:
@@ -66,14 +107,36 @@ def unpack_codes(raw: np.ndarray, bits: int, count: int) -> np.ndarray:
     if bits == 8:
         return raw[:count]
     if bits == 6:
-        groups = raw[: -(-count // 4) * 3].reshape(-1, 3).astype(np.uint32)
+        groups = raw[: packing(6).bytes(count)].reshape(-1, 3).astype(np.uint32)
         word = groups[:, 0] | (groups[:, 1] << 8) | (groups[:, 2] << 16)
         shifts = np.arange(0, 24, 6, dtype=np.uint32)
         return ((word[:, None] >> shifts) & 0x3F).astype(np.uint8).reshape(-1)[:count]
-    per_byte = 8 // bits
-    used = raw[: -(-count // per_byte)]
+    used = raw[: packing(bits).bytes(count)]
     shifts = np.arange(0, 8, bits, dtype=np.uint8)
     return ((used[:, None] >> shifts) & ((1 << bits) - 1)).reshape(-1)[:count]
+
+
+def code_dtype(bits: int) -> np.dtype:
+    """The NumPy type of one raw code: uint8 up to 8 bits, then the unsigned type of the width
+    (16-byte types as ``V16`` raw bytes)."""
+    if bits <= 8:
+        return np.dtype(np.uint8)
+    if bits == 128:
+        return np.dtype("V16")
+    return np.dtype(f"u{bits // 8}")
+
+
+def codes_at(raw: np.ndarray, bits: int, start: int, count: int) -> np.ndarray:
+    """Raw codes of contiguous elements ``start .. start + count`` of packed ``raw`` (element 0
+    at byte 0), read from the packing unit holding ``start``: only those bytes are touched."""
+    unit = packing(bits)
+    skip = start % unit.elements
+    first = unit.byte_of(start)
+    used = raw[first: first + unit.bytes(count + skip)]
+    if bits <= 8:
+        return unpack_codes(used, bits, count + skip)[skip:]
+    stored = np.dtype("V16") if bits == 128 else np.dtype(f"<u{bits // 8}")
+    return np.frombuffer(used, dtype=stored, count=count).astype(code_dtype(bits), copy=False)
 
 
 def pack_codes(codes: np.ndarray, bits: int) -> bytes:
@@ -85,16 +148,16 @@ def pack_codes(codes: np.ndarray, bits: int) -> bytes:
     codes = np.asarray(codes, dtype=np.uint8).reshape(-1) & ((1 << bits) - 1)
     if bits == 8:
         return codes.tobytes()
+    unit = packing(bits).elements
     if bits == 6:
-        padded = np.zeros(-(-codes.size // 4) * 4, dtype=np.uint32)
+        padded = np.zeros(packing(6).units(codes.size) * unit, dtype=np.uint32)
         padded[: codes.size] = codes
         word = (padded.reshape(-1, 4) << np.arange(0, 24, 6, dtype=np.uint32)).sum(axis=1, dtype=np.uint32)
         return np.stack([word & 0xFF, (word >> 8) & 0xFF, word >> 16], axis=1).astype(np.uint8).tobytes()
-    per_byte = 8 // bits
-    padded = np.zeros(-(-codes.size // per_byte) * per_byte, dtype=np.uint8)
+    padded = np.zeros(packing(bits).units(codes.size) * unit, dtype=np.uint8)
     padded[: codes.size] = codes
     shifts = np.arange(0, 8, bits, dtype=np.uint8)
-    return np.bitwise_or.reduce(padded.reshape(-1, per_byte) << shifts, axis=1).astype(np.uint8).tobytes()
+    return np.bitwise_or.reduce(padded.reshape(-1, unit) << shifts, axis=1).astype(np.uint8).tobytes()
 
 
 def decode(raw: np.ndarray, name: str, count: int) -> np.ndarray:
@@ -135,3 +198,28 @@ def encode(values: np.ndarray, name: str) -> bytes:
     if name in WHOLE_BYTE:
         return values.astype(WHOLE_BYTE[name]).tobytes()
     return pack_codes(values.astype(np.int64) & ((1 << kind.bits) - 1), kind.bits)
+
+
+def check_output_size(shape: tuple[int, ...], itemsize: int, purpose: str) -> None:
+    """Refuse (HX-01), before anything is allocated, an output of ``shape`` that NumPy cannot
+    represent: a dimension, an element count or a byte size past the platform's index range
+    (a zero dimension does not make the others representable)."""
+    need = itemsize
+    for size in shape:
+        need *= size or 1  # NumPy sizes an array by its non-zero dimensions
+    if need > INDEX_LIMIT:
+        raise RuleViolation(
+            "HX-01", f"{purpose} cannot represent an array of shape {list(shape)}: its non-zero dimensions "
+            f"times {itemsize} byte(s) exceed this platform's index range",
+            path="descriptor -> shape", actual=f"{need} bytes", expected=f"at most {INDEX_LIMIT} bytes")
+
+
+def allocate(shape: tuple[int, ...], dtype: Any = np.float32, purpose: str = "dequantize") -> np.ndarray:
+    """``np.empty`` that refuses, with HX-01, what the system cannot allocate."""
+    check_output_size(shape, np.dtype(dtype).itemsize, purpose)
+    try:
+        return np.empty(shape, dtype=dtype)
+    except (MemoryError, ValueError) as exc:
+        raise RuleViolation("HX-01", f"{purpose} could not allocate its output of shape {list(shape)}",
+                            path="descriptor -> shape", actual=f"{prod(shape) * np.dtype(dtype).itemsize} bytes",
+                            expected="an allocation the system grants") from exc

@@ -116,11 +116,7 @@ AREAS = {
 }
 
 
-@pytest.mark.parametrize("area", [
-    "hurray",
-    pytest.param("onnx_light", marks=pytest.mark.xfail(
-        reason="onnx_light cycles are being broken on another branch (olnum); this reports them", strict=False)),
-])
+@pytest.mark.parametrize("area", AREAS)
 def test_no_import_cycles(area):
     found = [c for c in cycles(edges(modules())) if any(AREAS[area](m) for m in c)]
     assert not found, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in found)

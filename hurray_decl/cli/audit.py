@@ -163,7 +163,7 @@ def summary_line(result: dict[str, Any]) -> str:
         parts.append(f"{s['unlisted']} not in the manifest")
     against = (f"{s['disagreements']} disagreeing with the manifest" if result["manifest"]
                else "no manifest to check against")
-    return f"{s['files']} files in {result['folder']}: {', '.join(parts)}; {against}"
+    return f"{s['files']} {result['kind']} files in {result['folder']}: {', '.join(parts)}; {against}"
 
 
 def rows(result: dict[str, Any]) -> list[tuple[str, ...]]:

@@ -17,25 +17,11 @@ from .descriptors import read
 from .inputs import map_file, window_options
 
 
-def preflight(descriptor: Any, buffers: list[Any]) -> None:
-    """The checks :func:`hurray_decl.dequantize` makes before it writes a value, without allocating the output."""
-    from ..codec import dequantize
-    from ..engine import kernel_for
-    from ..tensor import access, validate_buffers
-    from ..tensor.common import DYNAMIC
-
-    if descriptor.quantization is None or DYNAMIC in descriptor.shape:
-        dequantize(descriptor, buffers)  # refused before anything is allocated: not quantized, or no static size
-    kernel_for(descriptor.quantization)  # a scheme read only in permissive mode is refused (HQ-EXT-02)
-    access.refuse_unaddressable(descriptor.layout, "dequantize")
-    validate_buffers(descriptor, buffers, padding=False)
-
-
 def cmd_dequantize(args: argparse.Namespace) -> int:
     """Refusals are HurrayDeclErrors: main() prints their rule (exit 1), no file having been created."""
     import numpy as np
 
-    from ..codec import dequantize
+    from ..codec import prepare_dequantize
     from ..tensor import read_tensor_descriptor
 
     if not args.buffers:
@@ -44,10 +30,10 @@ def cmd_dequantize(args: argparse.Namespace) -> int:
     buffers = [map_file(path, what="BUFFER") for path in args.buffers]
     args.quantization = False
     descriptor = read_tensor_descriptor(read(args).data, permissive=args.permissive)
-    preflight(descriptor, buffers)
+    prepared = prepare_dequantize(descriptor, buffers)  # every refusal before the output file exists
     with outputs.atomic(args.output) as temporary:
         out = np.lib.format.open_memmap(temporary, mode="w+", dtype=np.float32, shape=tuple(descriptor.shape))
-        dequantize(descriptor, buffers, out=out, progress=progress_printer("dequantize"))
+        prepared.run(out, progress=progress_printer("dequantize"))
         out.flush()
         del out
     print(f"wrote float32 {list(descriptor.shape)} to {args.output}")

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import shlex
+import sys
+import tempfile
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from .common import integer_at_least
+from .common import FILE, INVALID, OK, USAGE, integer_at_least
+from .outputs import write_text
 
 DESCRIPTION = ("Run an external reader on valid and rule-labelled invalid tensor descriptors and report every "
                "disagreement. Exit 0 when there is none, 1 otherwise, 2 for a usage error, 3 for a file error.")
@@ -47,10 +53,79 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     return parser
 
 
-def cmd_fuzz(args: argparse.Namespace) -> int:
-    from .. import fuzz
+def _refuse_unwritable(args: argparse.Namespace) -> str | None:
+    """Why --out or --json cannot be written, before any case is run (None when both can)."""
+    if args.out is not None and args.out.exists() and not args.out.is_dir():
+        return f"argument --out: {args.out} is a file, not a folder"
+    if args.json is not None:
+        if args.json.is_dir():
+            return f"argument --json: {args.json} is a folder; give the name of a file to write"
+        if not args.json.parent.is_dir():
+            return f"argument --json: no such folder: {args.json.parent}"
+    return None
 
-    return fuzz.run(args)
+
+def _refuse_reader(template: str) -> str | None:
+    """Why the reader command cannot be started (None when its program is found)."""
+    import shutil
+
+    from ..fuzz import reader_command
+
+    if not shlex.split(template):
+        return "argument --reader: the command is empty"
+    argv = reader_command(template, "case.bin")
+    if shutil.which(argv[0]) is None:
+        return f"argument --reader: no such program: {argv[0]}"
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``hurray-decl fuzz`` from parsed arguments; 0 if the reader agreed on every case, 1 if not,
+    2 for a usage error, 3 for a file error (messages on standard error)."""
+    import secrets
+
+    from ..fuzz import fuzz, report
+
+    for problem, status in ((_refuse_reader(args.reader), USAGE), (_refuse_unwritable(args), FILE)):
+        if problem is not None:
+            sys.stderr.write(f"hurray-decl fuzz: {problem}\n")
+            return status
+    seed = args.seed if args.seed is not None else secrets.randbelow(2**32)
+    out = args.out if args.out is not None else Path(tempfile.gettempdir()) / f"hurray-fuzz-{seed}-{os.getpid()}"
+    from hypothesis.configuration import set_hypothesis_home_dir
+
+    from ..errors import ArgumentError
+
+    # Hypothesis keeps caches in ./.hypothesis unless told otherwise: a temporary one, to leave nothing behind.
+    with tempfile.TemporaryDirectory(prefix="hurray-fuzz-hypothesis-") as home:
+        if "HYPOTHESIS_STORAGE_DIRECTORY" not in os.environ:
+            set_hypothesis_home_dir(home)
+        try:
+            disagreements, by_rule, bad_by_rule = fuzz(args.reader, args.count, seed, timeout=args.timeout,
+                                                       rules=args.rule, out=out, jobs=args.jobs,
+                                                       draw=getattr(args, "draw", None))
+        except ArgumentError as err:  # an unknown --rule
+            sys.stderr.write(f"hurray-decl fuzz: argument --rule: {err.detail}\n")
+            return USAGE
+        except (FileNotFoundError, PermissionError) as err:  # the reader cannot be started
+            sys.stderr.write(f"hurray-decl fuzz: argument --reader: {err.strerror}: {err.filename}\n")
+            return USAGE
+        finally:
+            if "HYPOTHESIS_STORAGE_DIRECTORY" not in os.environ:
+                set_hypothesis_home_dir(None)
+    report(disagreements, by_rule, bad_by_rule, seed, sys.stdout)
+    if disagreements:
+        sys.stdout.write(f"kept the {len(disagreements)} disagreeing cases in {out}\n")
+    if args.json is not None:
+        write_text(args.json, json.dumps({
+            "seed": seed, "cases": sum(by_rule.values()), "reader": args.reader,
+            "by_rule": {r: {"cases": n, "disagreements": bad_by_rule.get(r, 0)} for r, n in sorted(by_rule.items())},
+            "disagreements": [asdict(d) for d in disagreements],
+        }, indent=2), what="--json")
+    return INVALID if disagreements else OK
+
+
+cmd_fuzz = run
 
 
 def register(sub: Any) -> None:

@@ -6,7 +6,7 @@ inputs: an ``EncodedValueProto`` file, a ``TensorProto`` file or an ONNX model (
 initializer, nested graphs included, or the one ``--name`` picks). The input kind is detected
 from the bytes (``--kind`` forces one); Hurray inputs (``HRRY`` descriptors, ``HRRYFILE``
 containers) go on to the Hurray handlers unchanged. ``audit`` without a folder audits the
-bundled onnx-light corpus beside the Hurray one. :func:`fuzz_main` runs ``hurray-decl fuzz
+bundled onnx-light corpus beside the Hurray one. :func:`cmd_fuzz` runs ``hurray-decl fuzz
 --kind onnx-light``.
 
 Exit codes: 0 valid or done, 1 invalid input (the rule code is printed), 2 usage error, 3 file
@@ -29,7 +29,7 @@ from ..errors import ARGUMENT, HurrayDeclError
 from .audit import RENDERERS, audit
 from .common import Style, UsageError, colour_verdicts
 
-__all__ = ["register", "fuzz_main", "audit_folder", "profile_table", "KIND_CHOICES"]
+__all__ = ["register", "cmd_fuzz", "audit_folder", "profile_table", "KIND_CHOICES"]
 
 INVALID, USAGE, ENVIRONMENT = 1, 2, 3
 AUTO, HURRAY = "auto", "hurray"
@@ -338,6 +338,12 @@ def register(subparsers) -> None:
     profiles.add_argument("--format", choices=("text", "markdown", "json"), default="text",
                           help="output format (default: text)")
     profiles.set_defaults(run=cmd_profiles)
+    fuzz = subparsers.choices.get("fuzz")
+    if fuzz is not None:
+        fuzz.add_argument("--kind", choices=("hurray", "onnx-light"), default="hurray",
+                          help="what to fuzz the reader with: Hurray tensor descriptors, or onnx-light values, "
+                               "tensors and models (default: hurray)")
+        fuzz.set_defaults(run=functools.partial(cmd_fuzz, hurray=fuzz.get_default("run")))
     for name, handler in WRAPPED.items():
         parser = subparsers.choices.get(name)
         if parser is None:
@@ -381,18 +387,8 @@ def draw_cases(count: int, seed: int, rules: Sequence[str] | None = None):
     return [Case(i, data, expected, rule) for i, (data, expected, rule) in enumerate(drawn)]
 
 
-def fuzz_main(argv: Sequence[str]) -> int:
-    """``hurray-decl fuzz``: ``--kind onnx-light`` fuzzes with onnx-light cases, else the Hurray harness."""
-    from .. import fuzz
-
-    parser = fuzz.add_arguments(argparse.ArgumentParser(
-        prog="hurray-decl fuzz",
-        description="Run an external reader on valid and rule-labelled invalid inputs (Hurray tensor descriptors, "
-                    "or onnx-light values, tensors and models with --kind onnx-light) and report every "
-                    "disagreement; exit 0 when there is none, 1 otherwise."))
-    parser.add_argument("--kind", choices=("hurray", "onnx-light"), default="hurray",
-                        help="what to fuzz the reader with (default: hurray)")
-    args = parser.parse_args(list(argv))
+def cmd_fuzz(args: argparse.Namespace, hurray) -> int:
+    """``fuzz --kind onnx-light``: the same harness, drawing onnx-light cases."""
     if args.kind == "onnx-light":
         args.draw = draw_cases
-    return fuzz.run(args)
+    return hurray(args)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, ClassVar, Literal
 
 import construct as cs
@@ -9,7 +10,8 @@ from ..lazy_modules import numpy as np
 
 from ..element_types import by_name
 from .. import storage
-from ..numerics import Geometry, Plan, Quantized, block_order, by_block_row, grouped
+from ..errors import RuleViolation
+from ..numerics import Geometry, Plan, Quantized, block_order, by_block_row, code_values, grouped
 from ..registry import SchemeRow
 from ..schema import power_of_two
 from ..model import U32
@@ -67,22 +69,32 @@ def check_data(descriptor: MXFP, data: Any) -> None:
 
 
 
+@lru_cache(maxsize=None)
+def exponent_table(storage_name: str) -> np.ndarray:
+    """``table[e, q] = float32(value(q) * 2^(e - 127))`` for every exponent byte (read-only): the
+    float32 product the formula computes, so folding the exponent in changes no bit."""
+    powers = storage.value_table("float8_e8m0")[:, None]
+    with np.errstate(over="ignore", invalid="ignore"):  # large exponents overflow to inf, as the formula does
+        return storage.read_only(code_values(storage_name)[None, :] * powers)
+
+
 def plan(descriptor: MXFP, shape: tuple[int, ...], params: Any) -> Plan:
-    """x = 2^(e - 127) * value(q) (HQ-MX-11): one exact power of two per block."""
+    """x = 2^(e - 127) * value(q) (HQ-MX-11): the block's exponent byte selects its table row."""
     geometry = Geometry(shape, descriptor.axis, descriptor.block_size)
-    exponents = np.frombuffer(params.raw("scale_buffer_index"), dtype=np.uint8)
-    scales = by_block_row(storage.value_table("float8_e8m0")[exponents], geometry)
-
-    def kernel(values: np.ndarray, rows: slice, out: np.ndarray) -> None:
-        np.multiply(values, scales[rows], out=out, dtype=np.float32)
-
-    return Plan(geometry, kernel)
+    exponents = by_block_row(np.frombuffer(params.raw("scale_buffer_index"), dtype=np.uint8), geometry)
+    name = params.element.name
+    if params.element.bits == 8:  # two codes per take, then the exact power-of-two scale
+        return Plan(geometry, table=code_values(name)[None], scales=storage.value_table("float8_e8m0")[exponents])
+    return Plan(geometry, table=exponent_table(name), keys=exponents)
 
 
 def quantize(x: np.ndarray, options: Any) -> Quantized:
     """Calibration: the block's exponent is that of the smallest power of two s with
     max|x| / s no larger than the element type's largest finite magnitude (127 for int8, 7 for
-    int4), so nothing clips; elements round to nearest, ties to even."""
+    int4), so nothing clips; elements round to nearest, ties to even. A block of zeros gets
+    s = 1; a block so small that s would fall below 2^-126 uses 2^-126 (the smallest valid
+    byte, 0x01). Refused: a block needing s above 2^127 (byte 0xFF or beyond, HQ-MX-10), and a
+    block whose dequantized values would not be finite in float32 (HQ-MX-11)."""
     blocks = grouped(x, options.axis, options.block_size)
     kind = storage.element(options.storage)
     bounds = kind.int_range
@@ -94,12 +106,36 @@ def quantize(x: np.ndarray, options: Any) -> Quantized:
     absmax = np.nanmax(np.abs(blocks), axis=2, initial=0.0)
     with np.errstate(divide="ignore"):
         power = np.where(absmax > 0, np.ceil(np.log2(absmax / largest)), 0.0)
+    power += absmax > np.ldexp(largest, power.astype(np.int64))  # log2 rounded down: one step up
+    power -= (absmax > 0) & (absmax <= np.ldexp(largest, power.astype(np.int64) - 1))  # rounded up: one down
+    _refuse(power + 127 > 254, absmax, "HQ-MX-10", "its scale would need an exponent byte above 0xFE",
+            f"max |x| <= {2.0 ** 127 * largest!r}")
     exponents = np.clip(power + 127, 1, 254).astype(np.uint8)
-    values = blocks / np.exp2(exponents.astype(np.float64) - 127)[:, :, None, :]
+    scales = np.exp2(exponents.astype(np.float64) - 127)[:, :, None, :]
+    values = blocks / scales
     if bounds:
         values = np.clip(np.rint(values), *bounds)
+        stored = values
+    else:  # the element the encoder will store: rounded to the type, clamped to its largest (HE-30)
+        stored = np.clip(values, -largest, largest).astype(storage.NARROW_FLOATS[options.storage]).astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        result = np.nanmax(np.abs(stored) * scales, axis=2, initial=0.0)
+    _refuse(result > FLOAT32_MAX, absmax, "HQ-MX-11", "its dequantized values would exceed float32",
+            f"max |x| <= {FLOAT32_MAX!r}")
     model = MXFP(axis=options.axis, block_size=options.block_size, scale_buffer_index=1)
     return Quantized(model, values.reshape(-1), (block_order(exponents),))
+
+
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def _refuse(bad: np.ndarray, absmax: np.ndarray, code: str, why: str, expected: str) -> None:
+    """Refuse the first block of ``bad`` (A, nb, B): its values are too large for MXFP."""
+    if bad.any():
+        a, j, i = (int(v) for v in np.argwhere(bad)[0])
+        raise RuleViolation(code, f"an MXFP block cannot hold values this large: {why}",
+                            path=f"array -> block (outer {a}, block {j}, inner {i})",
+                            actual=float(absmax[a, j, i]), expected=expected)
 
 
 ROW = SchemeRow(

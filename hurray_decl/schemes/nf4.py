@@ -7,7 +7,7 @@ from typing import Any, ClassVar, Literal
 import construct as cs
 from ..lazy_modules import numpy as np
 
-from ..numerics import Geometry, Plan, Quantized, block_order, by_block_row, cast_up, grouped
+from ..numerics import Geometry, Plan, Quantized, block_order, by_block_row, cast_up, code_values, grouped
 from ..registry import SchemeRow
 from ..schema import power_of_two
 from ..model import U32
@@ -74,14 +74,10 @@ LEVELS = (
 
 
 def plan(descriptor: NF4, shape: tuple[int, ...], params: Any) -> Plan:
-    """x = scale[b] * NF4[q] (HQ-NF4-12): codes become levels through the byte table."""
+    """x = scale[b] * NF4[q] (HQ-NF4-12): the levels are the code table."""
     geometry = Geometry(shape, descriptor.axis, descriptor.block_size)
     scales = by_block_row(params.array("scale_buffer_index", "float32"), geometry)
-
-    def kernel(values: np.ndarray, rows: slice, out: np.ndarray) -> None:
-        np.multiply(values, scales[rows], out=out)
-
-    return Plan(geometry, kernel, LEVELS)
+    return Plan(geometry, table=code_values("uint4", LEVELS)[None], scales=scales)
 
 
 def quantize(x: np.ndarray, options: Any) -> Quantized:

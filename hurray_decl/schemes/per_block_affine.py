@@ -13,11 +13,11 @@ from ..numerics import (
     Geometry,
     Plan,
     Quantized,
-    affine,
     affine_calibration,
     affine_codes,
     block_order,
     by_block_row,
+    affine_plan,
     grouped,
 )
 from ..registry import SchemeRow
@@ -112,17 +112,13 @@ def check_data(descriptor: PerBlockAffine, data: Any) -> None:
 
 
 def plan(descriptor: PerBlockAffine, shape: tuple[int, ...], params: Any) -> Plan:
-    """One scale (and zero point) per block row; float16/bfloat16 scales widen exactly (HQ-PB-21)."""
+    """One scale (and zero point, folded into the code table) per block; float16/bfloat16 scales
+    widen exactly (HQ-PB-21); ``float32(q - z) * s`` (HQ-PB-15)."""
     geometry = Geometry(shape, descriptor.axis, descriptor.block_size)
     scale_type = SCALE_TYPES[descriptor.scale_type_tag]
     scales = by_block_row(params.array("scale_buffer_index", scale_type).astype(np.float32), geometry)
-    zeros = None if descriptor.symmetric else by_block_row(  # in storage range, so exact in float32
-        params.array("zero_point_buffer_index", "<i4").astype(np.float32), geometry)
-
-    def kernel(values: np.ndarray, rows: slice, out: np.ndarray) -> None:
-        affine(values, None if zeros is None else zeros[rows], scales[rows], out)
-
-    return Plan(geometry, kernel)
+    zeros = None if descriptor.symmetric else by_block_row(params.array("zero_point_buffer_index", "<i4"), geometry)
+    return affine_plan(geometry, params.element.name, scales, zeros)
 
 
 def quantize(x: np.ndarray, options: Any) -> Quantized:

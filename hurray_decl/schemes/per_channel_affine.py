@@ -7,7 +7,7 @@ from typing import Any, ClassVar, Literal
 import construct as cs
 from ..lazy_modules import numpy as np
 
-from ..numerics import Geometry, Plan, Quantized, affine, affine_calibration, affine_codes
+from ..numerics import Geometry, Plan, Quantized, affine_calibration, affine_codes, affine_plan
 from ..registry import SchemeRow
 from ..schema import equals, zero_bytes
 from .per_tensor_affine import ROW as PER_TENSOR
@@ -69,19 +69,18 @@ def check_data(descriptor: PerChannelAffine, data: Any) -> None:
 
 
 def plan(descriptor: PerChannelAffine, shape: tuple[int, ...], params: Any) -> Plan:
-    """Blocks of one element along the axis: block row (a, c) uses channel c (HQ-PC-12)."""
-    geometry = Geometry(shape, descriptor.axis, 1)
-    scales = params.array("scale_buffer_index", "float32")
-    zeros = None if descriptor.symmetric else params.array("zero_point_buffer_index", "<i4")
-    if zeros is not None and params.element.bits <= 16:  # in storage range, so exact in float32
-        zeros = zeros.astype(np.float32)
-    channels = geometry.extent
-
-    def kernel(values: np.ndarray, rows: slice, out: np.ndarray) -> None:
-        c = np.arange(rows.start, rows.stop) % channels
-        affine(values, None if zeros is None else zeros[c][:, None, None], scales[c][:, None, None], out)
-
-    return Plan(geometry, kernel)
+    """x = scale[c] * (q - zero_point[c]) with c = i_axis (HQ-PC-12). Along the last axis the
+    parameters are one row broadcast over every row of the data (lanes); along another axis each
+    block row of one element holds one channel, ``c = r mod S``."""
+    full = Geometry(shape, descriptor.axis, 1)
+    channels = full.extent
+    if full.after == 1:  # the last axis: rows of S contiguous elements, one channel per lane
+        geometry, grid = Geometry((full.before, channels), 0, 1), (1, 1, channels)
+    else:
+        geometry, grid = full, (channels, 1, 1)
+    scales = params.array("scale_buffer_index", "float32").reshape(grid)
+    zeros = None if descriptor.symmetric else params.array("zero_point_buffer_index", "<i4").reshape(grid)
+    return affine_plan(geometry, params.element.name, scales, zeros)
 
 
 def quantize(x: np.ndarray, options: Any) -> Quantized:

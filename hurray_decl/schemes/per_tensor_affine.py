@@ -11,7 +11,7 @@ from pydantic import computed_field, field_validator, model_validator
 
 from ..element_types import by_name
 from ..errors import RuleViolation
-from ..numerics import Geometry, Plan, Quantized, affine, affine_calibration, affine_codes
+from ..numerics import Geometry, Plan, Quantized, affine_calibration, affine_codes, affine_plan, code_values
 from ..registry import SchemeRow
 from ..schema import zero_bytes
 from ..model import I32
@@ -82,13 +82,15 @@ STORAGE_TYPES = tuple(t.name for t in by_name(
 
 
 def plan(descriptor: PerTensorAffine, shape: tuple[int, ...], params: Any) -> Plan:
-    """One scale and zero point for every element (HQ-PT-08): any chunking will do."""
+    """One scale and zero point for every element (HQ-PT-08): up to 8 bits, one table of
+    ``float32(float32(q - z) * s)``; wider codes compute the difference exactly, then scale."""
     scale, zero = np.float32(descriptor.scale), descriptor.zero_point
-
-    def kernel(values: np.ndarray, rows: slice, out: np.ndarray) -> None:
-        affine(values, zero or None, scale, out)
-
-    return Plan(Geometry((prod(shape),), 0, 1), kernel)
+    geometry = Geometry((prod(shape),), 0, 1)
+    if params.element.bits < 8:
+        values = code_values(params.element.name) - np.float32(zero)
+        return Plan(geometry, table=(values * scale)[None])
+    zeros = np.full((1, 1, 1), zero) if zero else None
+    return affine_plan(geometry, params.element.name, np.full((1, 1, 1), scale, dtype=np.float32), zeros)
 
 
 def quantize(x: np.ndarray, options: Any) -> Quantized:

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 from math import prod
-from typing import Any, NoReturn, Sequence
+from typing import Any, Callable, NoReturn, Sequence
 
 import numpy as np
 
@@ -47,20 +47,14 @@ from .layouts import (
 from .model import TensorDescriptor
 from .validate import DataContext, validate_buffers
 
-__all__ = ["PagedCodes", "block_paged_codes", "code_dtype", "hilbert_index", "logical_codes",
+__all__ = ["PagedCodes", "block_paged_codes", "code_dtype", "dense_codes", "flat_boxes", "hilbert_index", "logical_codes",
            "read_codes", "refuse_unaddressable", "stored_codes_row_major"]
 
 GRID_ORDERS = {0x01: "row-major", 0x02: "column-major", 0x03: "strided"}
 """Orders a tiled level may give its tile grid or its tile interior (HT-LAY-07)."""
 
 
-def code_dtype(bits: int) -> np.dtype:
-    """The NumPy type of one code: uint8 up to 8 bits, then the unsigned type of the width."""
-    if bits <= 8:
-        return np.dtype(np.uint8)
-    if bits == 128:
-        return np.dtype("V16")
-    return np.dtype(f"u{bits // 8}")
+code_dtype = storage.code_dtype
 
 
 # ---------------------------------------------------------------- refusals
@@ -127,24 +121,15 @@ class _Source:
         self.bits = bits
 
     def window(self) -> tuple[int, int]:
-        """The lowest and highest offset whose element lies wholly inside the buffer."""
-        n, s, bits = self.raw.size, self.start, self.bits
-        if bits == 6:  # whole 3-byte groups, four elements each (HE-20)
-            return -4 * (s // 3), 4 * ((n - s) // 3) - 1
-        if bits < 8:
-            per = 8 // bits
-            return -s * per, (n - s) * per - 1
-        width = bits // 8
-        return -(s // width), (n - s) // width - 1
+        """The lowest and highest offset whose element lies wholly inside the buffer: whole
+        packing units before and after ``byte_offset`` (HE-20)."""
+        unit = storage.packing(self.bits)
+        n, s = self.raw.size, self.start
+        return -unit.elements * (s // unit.size), unit.elements * ((n - s) // unit.size) - 1
 
-    def contiguous(self, count: int) -> np.ndarray:
-        """The first ``count`` codes stored one after the other from ``byte_offset``."""
-        bits = self.bits
-        raw = self.raw[self.start:]
-        if bits <= 8:
-            return storage.unpack_codes(raw, bits, count)
-        stored = np.dtype("V16") if bits == 128 else np.dtype(f"<u{bits // 8}")
-        return np.frombuffer(raw[: count * stored.itemsize], dtype=stored).astype(code_dtype(bits))
+    def contiguous(self, start: int, count: int) -> np.ndarray:
+        """``count`` codes stored one after the other from element offset ``start`` (>= 0)."""
+        return storage.codes_at(self.raw[self.start:], self.bits, start, count)
 
     def gather(self, offsets: np.ndarray) -> np.ndarray:
         """Codes at ``offsets`` (int64, any shape); the caller has checked them against the window."""
@@ -260,11 +245,12 @@ def _spread(index: np.ndarray, bits: int, rank: int, axis: int, terms: _Terms) -
     return code
 
 
-def _axis_terms(t: TensorContext, extents: Sequence[int], limits: Sequence[int], terms: _Terms) -> list[np.ndarray]:
-    """The offset term of every axis, evaluated at indices ``0 .. limits[k] - 1``; ``extents`` is
-    the (padded, HD-12) shape the layout's addressing is computed on."""
+def _axis_terms(t: TensorContext, extents: Sequence[int], ranges: Sequence[tuple[int, int]],
+                terms: _Terms) -> list[np.ndarray]:
+    """The offset term of every axis, evaluated at indices ``lo .. hi - 1`` of ``ranges[k]``;
+    ``extents`` is the (padded, HD-12) shape the layout's addressing is computed on."""
     layout = t.layout
-    indices = [np.arange(n, dtype=np.int64) for n in limits]
+    indices = [np.arange(lo, hi, dtype=np.int64) for lo, hi in ranges]
     if isinstance(layout, RowMajor):
         steps = _row_major_steps(extents)
     elif isinstance(layout, ColumnMajor):
@@ -343,29 +329,233 @@ def _size_code(t: TensorContext) -> str:
         type(t.layout), "HE-21")
 
 
-def _codes(t: TensorContext, contents: Sequence[Any], limits: Sequence[int]) -> np.ndarray:
-    """Codes of indices ``0 .. limits[k] - 1`` along every axis, in row-major order."""
-    extents = [t.padded.get(k, n) for k, n in enumerate(t.shape)]
-    source = _Source(contents[0], t.d.byte_offset, t.element.bits)
-    layout = t.layout
-    if isinstance(layout, (RowMajor, ColumnMajor)):  # stored contiguously: unpack, then reorder
-        stored = source.contiguous(prod(extents))
-        grid = stored.reshape(extents) if isinstance(layout, RowMajor) else stored.reshape(extents[::-1]).T
-        return np.array(grid[tuple(slice(0, n) for n in limits)], order="C")  # a copy; 0-d for a scalar
-    if 0 in limits:
-        return np.empty(tuple(limits), dtype=code_dtype(t.element.bits))
-    window = source.window()
-    code, what = _size_code(t), f"{row_of(layout).title} addresses"
-    if isinstance(layout, Hilbert):  # no padding here: every side is 2^order (HT-LAY-81)
-        offsets = hilbert_index(np.indices(tuple(limits), dtype=np.int64), layout.hilbert_order)
-        low, high = int(offsets.min()), int(offsets.max())
-    else:  # separable: the exact extremes are sums of the per-axis extremes
-        terms = _axis_terms(t, extents, limits, _Terms(window, code, what))
-        low, high = sum(int(term.min()) for term in terms), sum(int(term.max()) for term in terms)
-        offsets = sum(term.reshape((1,) * k + (-1,) + (1,) * (len(terms) - k - 1)) for k, term in enumerate(terms))
-    if low < window[0] or high > window[1]:
-        _outside(code, what, low, high, window)
-    return source.gather(np.asarray(offsets, dtype=np.int64))
+def flat_boxes(shape: Sequence[int], start: int, stop: int) -> list[list[tuple[int, int]]]:
+    """The flat range ``start .. stop`` of the row-major order over ``shape`` as at most
+    ``2 * rank`` boxes (one ``(lo, hi)`` per axis), in order."""
+    found: list[list[tuple[int, int]]] = []
+
+    def walk(axis: int, prefix: list[tuple[int, int]], lo: int, hi: int) -> None:
+        if lo >= hi:
+            return
+        rest = [(0, n) for n in shape[axis + 1:]]
+        inner = prod(shape[axis + 1:])
+        first, head = divmod(lo, inner)
+        last, tail = divmod(hi, inner)
+        if first == last:  # inside one index of this axis
+            walk(axis + 1, prefix + [(first, first + 1)], head, tail)
+            return
+        if head:
+            walk(axis + 1, prefix + [(first, first + 1)], head, inner)
+            first += 1
+        if last > first:
+            found.append(prefix + [(first, last)] + rest)
+        if tail:
+            walk(axis + 1, prefix + [(last, last + 1)], 0, tail)
+
+    if not shape:
+        return [[]] if start < stop else []
+    walk(0, [], start, stop)
+    return found
+
+
+class _Reader:
+    """Codes of any box of a dense tensor's (padded) index space, read with temporaries the size
+    of the box: no array of the tensor's size is ever built (HX-02). Row-major, column-major and
+    plain tiled layouts read whole runs of bytes; the others gather through chunk-sized offsets,
+    an axis whose offsets are all zero (stride 0) read once and broadcast."""
+
+    def __init__(self, t: TensorContext, contents: Sequence[Any]) -> None:
+        self.t = t
+        self.extents = [t.padded.get(k, n) for k, n in enumerate(t.shape)]
+        self.source = _Source(contents[0], t.d.byte_offset, t.element.bits)
+        self.dtype = code_dtype(t.element.bits)
+        self.code, self.what = _size_code(t), f"{row_of(t.layout).title} addresses"
+        layout = t.layout
+        self.plain_tiles = (isinstance(layout, Tiled) and layout.nested is None and layout.outer_layout == 0x01
+                            and layout.inner_layout == 0x01 and len(layout.tile_shape) == t.rank)
+        if not isinstance(layout, (RowMajor, ColumnMajor)) and 0 not in self.extents:
+            self._check_extremes()
+
+    def _check_extremes(self) -> None:
+        """The lowest and highest address of the whole tensor, before anything is read: each
+        axis's term is evaluated in pieces (separable layouts), so this needs no large array."""
+        window = self.source.window()
+        if isinstance(self.t.layout, Hilbert):  # a 2^order cube, sized by HT-LAY-82
+            low, high = 0, (1 << (self.t.layout.hilbert_order * self.t.rank)) - 1
+        else:
+            low = high = 0
+            terms = _Terms(window, self.code, self.what)
+            piece = max(1, CHUNK)
+            for k, n in enumerate(self.extents):
+                lows, highs = [], []
+                for first in range(0, n, piece):
+                    ranges = [(0, 1)] * self.t.rank
+                    ranges[k] = (first, min(n, first + piece))
+                    term = _axis_terms(self.t, self.extents, ranges, terms)[k]
+                    lows.append(int(term.min()))
+                    highs.append(int(term.max()))
+                low, high = low + min(lows), high + max(highs)
+        if low < window[0] or high > window[1]:
+            _outside(self.code, self.what, low, high, window)
+
+    def box(self, box: Sequence[tuple[int, int]]) -> np.ndarray:
+        """Codes of ``box`` (one ``(lo, hi)`` per axis), in row-major order of the box."""
+        shape = tuple(hi - lo for lo, hi in box)
+        if 0 in shape:
+            return np.empty(shape, dtype=self.dtype)
+        layout, e = self.t.layout, self.extents
+        trailing = all(box[k] == (0, n) for k, n in enumerate(e) if k > 0)
+        if isinstance(layout, (RowMajor, ColumnMajor)) and not e:  # a scalar: its one element
+            return self.source.contiguous(0, 1).reshape(())
+        if isinstance(layout, RowMajor) and trailing:
+            inner = prod(e[1:])
+            return self.source.contiguous(box[0][0] * inner, prod(shape)).reshape(shape)
+        if isinstance(layout, ColumnMajor) and trailing:  # stored row-major over the reversed shape
+            slab = self._column_slab(box[0])
+            if slab is not None:
+                return np.ascontiguousarray(slab.reshape(tuple(e[1:][::-1]) + (shape[0],)).transpose())
+        if self.plain_tiles and trailing:
+            return self._tile_rows(box[0])
+        return self._gathered(box, shape)
+
+    def packed_box(self, box: Sequence[tuple[int, int]]) -> np.ndarray | None:
+        """The codes of ``box`` packed as row-major bytes, when whole bytes can be moved to get
+        them: 8-bit codes always; sub-byte codes for boxes of whole rows of whole bytes, from
+        plain tiles whose rows are whole bytes, or (4-bit) column-major pairs of rows."""
+        bits = self.t.element.bits
+        if bits == 8:
+            return self.box(box)
+        unit = storage.packing(bits)
+        layout, e = self.t.layout, self.extents
+        if bits == 6 or len(e) < 2 or e[-1] % unit.elements or any(box[k] != (0, n) for k, n in enumerate(e) if k):
+            return None
+        lo, hi = box[0]
+        if self.plain_tiles and layout.tile_shape[-1] % unit.elements == 0:
+            return self._tile_rows(box[0], unit)
+        if isinstance(layout, ColumnMajor) and bits == 4 and e[0] % 2 == 0 and lo % 2 == 0 and hi % 2 == 0:
+            return self._column_pairs(lo, hi)
+        return None
+
+    def _column_pairs(self, lo: int, hi: int) -> np.ndarray:
+        """Rows ``lo .. hi`` (even) of a 4-bit column-major tensor as row-major bytes: each stored
+        byte holds rows (2i, 2i + 1) of one column; nibbles of neighbouring columns pair up."""
+        e = self.extents
+        columns = prod(e[1:])
+        at = self.source.start
+        stored = self.source.raw[at: at + columns * e[0] // 2].reshape(tuple(e[1:][::-1]) + (e[0] // 2,))
+        slab = np.ascontiguousarray(stored[..., lo // 2: hi // 2])  # first gathered run by run (page by page)
+        part = np.ascontiguousarray(slab.transpose()).reshape(-1, columns)  # then transposed within the cache
+        result = np.empty((hi - lo, columns // 2), dtype=np.uint8)
+        even, odd = part[:, 0::2], part[:, 1::2]
+        np.bitwise_or(even & 0x0F, (odd & 0x0F) << 4, out=result[0::2])  # rows 2i: the low nibbles
+        np.bitwise_or(even >> 4, odd & 0xF0, out=result[1::2])  # rows 2i + 1: the high nibbles
+        return result
+
+    def _bytes(self, start: int, rows: int, length: int, lo: int, hi: int) -> np.ndarray | None:
+        """Elements ``lo .. hi`` of ``rows`` stored runs of ``length`` elements from element
+        ``start``: whole bytes sliced, then unpacked; None when runs do not start on a unit."""
+        unit = storage.packing(self.t.element.bits)
+        if length % unit.elements or start % unit.elements:
+            return None
+        first, last = lo // unit.elements, -(-hi // unit.elements)
+        per_run = length // unit.elements * unit.size
+        at = self.source.start + start // unit.elements * unit.size
+        raw = self.source.raw[at: at + rows * per_run].reshape(rows, per_run)
+        part = np.ascontiguousarray(raw[:, first * unit.size: last * unit.size]).reshape(-1)
+        width = (last - first) * unit.elements
+        codes = storage.codes_at(part, self.t.element.bits, 0, rows * width).reshape(rows, width)
+        skip = lo - first * unit.elements
+        return codes[:, skip: skip + hi - lo]
+
+    def _column_slab(self, rows: tuple[int, int]) -> np.ndarray | None:
+        """Rows ``rows`` of axis 0 of a column-major tensor: a slice of every stored run."""
+        e = self.extents
+        return self._bytes(0, prod(e[1:]), e[0], *rows)
+
+    def _tile_rows(self, rows: tuple[int, int], unit: storage.Packing | None = None) -> np.ndarray:
+        """Rows ``rows`` of axis 0, every other axis whole, of a tiled layout with row-major tile
+        grid and interior: per tile row, the wanted rows of each tile, put side by side. With
+        ``unit``, as packed bytes (each tile row a whole number of bytes, checked by the caller)."""
+        layout, e = self.t.layout, list(self.extents)
+        tile = list(layout.tile_shape)
+        grid = [-(-n // size) for n, size in zip(e, tile)]
+        per_tile, others = prod(tile), prod(grid[1:])
+        r = len(tile)
+        if unit is not None:  # the last axis counted in bytes
+            tile[-1], e[-1] = tile[-1] // unit.elements * unit.size, e[-1] // unit.elements * unit.size
+        inner = prod(tile[1:])
+        order = [r - 1] + [x for k in range(r - 1) for x in (k, r + k)]  # (t0, g1, t1, g2, t2, ...)
+        pieces = []
+        lo, hi = rows
+        for g in range(lo // layout.tile_shape[0], -(-hi // layout.tile_shape[0])):
+            first = max(lo, g * tile[0]) - g * tile[0]
+            last = min(hi, (g + 1) * tile[0]) - g * tile[0]
+            if unit is None:
+                codes = self.source.contiguous(g * others * per_tile, others * per_tile)
+            else:
+                at = self.source.start + g * others * per_tile // unit.elements * unit.size
+                codes = self.source.raw[at: at + others * tile[0] * inner]
+            codes = codes.reshape(others, tile[0], inner)[:, first:last]
+            codes = codes.reshape(tuple(grid[1:]) + (last - first,) + tuple(tile[1:]))
+            wide = max(1, 8 // codes.dtype.itemsize) if codes.dtype.kind == "u" else 1
+            rest_tile, rest_e = list(tile[1:]), list(e[1:])
+            if r > 1 and wide > 1 and rest_tile[-1] % wide == 0 and rest_e[-1] % wide == 0:  # 8 bytes at a time
+                codes = np.ascontiguousarray(codes).view(np.uint64)
+                rest_tile[-1] //= wide
+                rest_e[-1] //= wide
+            sides = tuple(gk * tk for gk, tk in zip(grid[1:], rest_tile))
+            laid = codes.transpose(order).reshape((last - first,) + sides)
+            laid = laid[(slice(None),) + tuple(slice(0, n) for n in rest_e)]
+            pieces.append(laid.view(np.dtype(self.dtype) if unit is None else np.uint8))
+        return np.ascontiguousarray(pieces[0] if len(pieces) == 1 else np.concatenate(pieces, axis=0))
+
+    def _gathered(self, box: Sequence[tuple[int, int]], shape: tuple[int, ...]) -> np.ndarray:
+        layout = self.t.layout
+        if isinstance(layout, Hilbert):
+            grid = np.indices(shape, dtype=np.int64)
+            offsets = hilbert_index([grid[k] + lo for k, (lo, _) in enumerate(box)], layout.hilbert_order)
+            return self.source.gather(offsets)
+        window = self.source.window()
+        terms = _axis_terms(self.t, self.extents, box, _Terms(window, self.code, self.what))
+        still = [not term.any() for term in terms]  # stride 0: one read, broadcast
+        rank = len(terms)
+        offsets = sum(term[:1 if still[k] else None].reshape((1,) * k + (-1,) + (1,) * (rank - k - 1))
+                      for k, term in enumerate(terms))
+        codes = self.source.gather(np.asarray(offsets, dtype=np.int64))
+        return np.ascontiguousarray(np.broadcast_to(codes, shape)) if any(still) else codes
+
+
+CHUNK = 1 << 18
+"""Codes read at once by :func:`read_codes` (element access has no scale arrays to keep small)."""
+
+
+Reading = Callable[[int, int], np.ndarray]
+
+
+def dense_codes(data: DataContext) -> tuple[Reading, Callable[[int, int], np.ndarray | None]]:
+    """``codes(start, stop)``: the codes at positions ``start .. stop`` of the padded row-major
+    order (HD-12) of an already validated dense tensor, whatever its layout, and
+    ``packed(start, stop)``: the same elements packed as row-major bytes when the layout gives
+    them by moving whole bytes (else None); what the dequantization driver reads chunk by chunk."""
+    t = data.t
+    _known_element(t)
+    _static(t, range(t.rank))
+    reader = _Reader(t, data.buffers)
+
+    def codes(start: int, stop: int) -> np.ndarray:
+        found = [reader.box(box).reshape(-1) for box in flat_boxes(reader.extents, start, stop)]
+        return found[0] if len(found) == 1 else np.concatenate(found)
+
+    def packed(start: int, stop: int) -> np.ndarray | None:
+        found = []
+        for box in flat_boxes(reader.extents, start, stop):
+            part = reader.packed_box(box)
+            if part is None:
+                return None
+            found.append(part.reshape(-1))
+        return found[0] if len(found) == 1 else np.concatenate(found)
+
+    return codes, packed
 
 
 # ---------------------------------------------------------------- public API
@@ -378,7 +568,19 @@ def read_codes(data: DataContext, *, padded: bool) -> np.ndarray:
     _known_element(t)
     _static(t, range(t.rank))
     limits = [t.padded.get(k, n) if padded else n for k, n in enumerate(t.shape)]
-    return _codes(t, data.buffers, limits)
+    result = storage.allocate(tuple(limits), code_dtype(t.element.bits), "element access")  # HX-01
+    if result.size == 0:
+        return result
+    reader = _Reader(t, data.buffers)
+    flat = result.reshape(-1)
+    for start in range(0, result.size, CHUNK):
+        stop = min(result.size, start + CHUNK)
+        at = start
+        for box in flat_boxes(limits, start, stop):
+            codes = reader.box(box).reshape(-1)
+            flat[at: at + codes.size] = codes
+            at += codes.size
+    return result
 
 
 def logical_codes(descriptor: TensorDescriptor, buffers: Sequence[Any]) -> np.ndarray:

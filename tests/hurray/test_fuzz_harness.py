@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from hurray_decl import fuzz
+from hurray_decl import cli
 from hurray_decl.fuzz import ACCEPT, REJECT, VALID, draw_cases, reader_command
 from hurray_decl.strategies import MUTANTS
 
@@ -49,15 +50,15 @@ def test_accept_everything_reader_disagrees_on_every_mutant(tmp_path):
 
 
 def test_exit_status_and_report(tmp_path, capsys):
-    status = fuzz.main(["--reader", "true {file}", "--count", "8", "--seed", "1", "--out", str(tmp_path / "out"),
+    status = cli.main(["fuzz", "--reader", "true {file}", "--count", "8", "--seed", "1", "--out", str(tmp_path / "out"),
                         "--jobs", "2", "--json", str(tmp_path / "r.json")])
     out = capsys.readouterr().out
     assert status == 1 and "disagreements" in out and "DISAGREE case" in out
     assert (tmp_path / "r.json").is_file()
-    assert fuzz.main(["--reader", "false {file}", "--count", "4", "--seed", "1", "--rule", "HT-HDR-04",
+    assert cli.main(["fuzz", "--reader", "false {file}", "--count", "4", "--seed", "1", "--rule", "HT-HDR-04",
                       "--out", str(tmp_path / "none")]) == 0
     assert not (tmp_path / "none").exists()  # nothing to keep
-    assert fuzz.main(["--reader", "true {file}", "--count", "2", "--rule", "HT-HDR-99"]) == 2
+    assert cli.main(["fuzz", "--reader", "true {file}", "--count", "2", "--rule", "HT-HDR-99"]) == 2
 
 
 def test_reject_everything_reader_disagrees_on_valid_cases(tmp_path):

@@ -214,7 +214,7 @@ def check_output_size(shape: tuple[int, ...], itemsize: int, purpose: str) -> No
             path="descriptor -> shape", actual=f"{need} bytes", expected=f"at most {INDEX_LIMIT} bytes")
 
 
-def allocate(shape: tuple[int, ...], dtype: Any = np.float32, purpose: str = "dequantize") -> np.ndarray:
+def allocate(shape: tuple[int, ...], dtype: Any = "float32", purpose: str = "dequantize") -> np.ndarray:
     """``np.empty`` that refuses, with HX-01, what the system cannot allocate."""
     check_output_size(shape, np.dtype(dtype).itemsize, purpose)
     try:

@@ -71,7 +71,7 @@ class FrozenModel(BaseModel):
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", ser_json_bytes="hex", val_json_bytes="hex",
-                              ser_json_inf_nan="strings")
+                              ser_json_inf_nan="strings", defer_build=True)
 
     rule: ClassVar[str] = "HT-HDR-02"
     wire_name: ClassVar[str] = ""

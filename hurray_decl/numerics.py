@@ -26,7 +26,7 @@ from functools import cached_property, lru_cache
 from math import prod
 from typing import Any, Callable, Iterator, Protocol
 
-import numpy as np
+from .lazy_modules import numpy as np
 
 from . import storage
 from .errors import ArgumentError, RuleViolation
@@ -515,7 +515,7 @@ def integer_range(storage_name: str) -> tuple[int, int]:
 
 
 def affine_calibration(low: np.ndarray, high: np.ndarray, storage_name: str, symmetric: bool,
-                       scale_dtype: Any = np.float32) -> tuple[np.ndarray, np.ndarray]:
+                       scale_dtype: Any = "float32") -> tuple[np.ndarray, np.ndarray]:
     """Scales and zero points from each group's minimum and maximum.
 
     Symmetric: ``s = max|x| / qmax``, ``z = 0``. Asymmetric: the range [min(x, 0), max(x, 0)]

@@ -14,8 +14,8 @@ from functools import lru_cache
 from math import prod
 from typing import Any
 
-import ml_dtypes
-import numpy as np
+from .lazy_modules import LazyAttributes, ml_dtypes
+from .lazy_modules import numpy as np
 
 from .element_types import BY_NAME, ElementType, Kind
 from .errors import RuleViolation
@@ -23,15 +23,15 @@ from .errors import RuleViolation
 INDEX_LIMIT = sys.maxsize
 """The largest byte size NumPy can index on this platform (HX-01)."""
 
-NARROW_FLOATS: dict[str, type] = {
-    "float8_e4m3": ml_dtypes.float8_e4m3fn,
-    "float8_e5m2": ml_dtypes.float8_e5m2,
-    "float8_e8m0": ml_dtypes.float8_e8m0fnu,
-    "float4_e2m1": ml_dtypes.float4_e2m1fn,
-    "float6_e2m3": ml_dtypes.float6_e2m3fn,
-    "float6_e3m2": ml_dtypes.float6_e3m2fn,
-    "bfloat16": ml_dtypes.bfloat16,
-}
+NARROW_FLOATS: LazyAttributes = LazyAttributes(ml_dtypes, {
+    "float8_e4m3": "float8_e4m3fn",
+    "float8_e5m2": "float8_e5m2",
+    "float8_e8m0": "float8_e8m0fnu",
+    "float4_e2m1": "float4_e2m1fn",
+    "float6_e2m3": "float6_e2m3fn",
+    "float6_e3m2": "float6_e3m2fn",
+    "bfloat16": "bfloat16",
+})
 """The ml_dtypes type behind each narrow float (OCP value maps; DIGEST § 4.5); they decode to float32."""
 
 WHOLE_BYTE: dict[str, str] = {
@@ -214,7 +214,7 @@ def check_output_size(shape: tuple[int, ...], itemsize: int, purpose: str) -> No
             path="descriptor -> shape", actual=f"{need} bytes", expected=f"at most {INDEX_LIMIT} bytes")
 
 
-def allocate(shape: tuple[int, ...], dtype: Any = np.float32, purpose: str = "dequantize") -> np.ndarray:
+def allocate(shape: tuple[int, ...], dtype: Any = "float32", purpose: str = "dequantize") -> np.ndarray:
     """``np.empty`` that refuses, with HX-01, what the system cannot allocate."""
     check_output_size(shape, np.dtype(dtype).itemsize, purpose)
     try:

@@ -6,7 +6,7 @@ from functools import lru_cache
 from typing import Any, ClassVar, Literal
 
 import construct as cs
-import numpy as np
+from ..lazy_modules import numpy as np
 
 from ..element_types import by_name
 from .. import storage
@@ -126,7 +126,7 @@ def quantize(x: np.ndarray, options: Any) -> Quantized:
     return Quantized(model, values.reshape(-1), (block_order(exponents),))
 
 
-FLOAT32_MAX = float(np.finfo(np.float32).max)
+FLOAT32_MAX = (2 - 2.0 ** -23) * 2.0 ** 127  # float(np.finfo(np.float32).max), exactly, without importing NumPy
 
 
 def _refuse(bad: np.ndarray, absmax: np.ndarray, code: str, why: str, expected: str) -> None:

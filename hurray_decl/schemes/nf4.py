@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Literal
 
 import construct as cs
-import numpy as np
+from ..lazy_modules import numpy as np
 
 from ..numerics import Geometry, Plan, Quantized, block_order, by_block_row, cast_up, code_values, grouped
 from ..registry import SchemeRow

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Literal
 
 import construct as cs
-import numpy as np
+from ..lazy_modules import numpy as np
 
 from ..element_types import by_name
 from .. import storage

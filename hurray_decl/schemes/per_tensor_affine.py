@@ -6,7 +6,7 @@ from math import prod
 from typing import Any, ClassVar, Literal
 
 import construct as cs
-import numpy as np
+from ..lazy_modules import numpy as np
 from pydantic import computed_field, field_validator, model_validator
 
 from ..element_types import by_name

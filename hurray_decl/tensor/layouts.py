@@ -181,8 +181,6 @@ class Tiled(Layout):
             self.nested.check_presence(t, prefix + " -> nested")
 
 
-Tiled.model_rebuild()
-
 
 # ---------------------------------------------------------------- Morton 0x05
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, NoReturn, Sequence
 
-import numpy as np
+from ..lazy_modules import numpy as np
 
 from ..element_types import BY_TAG
 from ..engine import scheme

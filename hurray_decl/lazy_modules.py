@@ -1,0 +1,46 @@
+"""NumPy and ml_dtypes, imported on their first use.
+
+Validating a descriptor needs neither, yet the modules it loads (the schemes, their kernels,
+``numerics``, ``storage``) name them at their top; importing NumPy costs more than the whole
+validation. Those modules write ``from .lazy_modules import numpy as np``: the name stands for
+the module and imports it (thread-safely, through the import system's lock) when an attribute
+is first read. Code at a module's top level must therefore not read ``np.anything``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Iterator, Mapping
+
+
+class LazyModule:
+    """A module imported when one of its attributes is first read."""
+
+    def __init__(self, name: str) -> None:
+        self.__name = name
+
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(importlib.import_module(self.__name), attribute)
+
+    def __repr__(self) -> str:
+        return f"<module {self.__name!r}, imported on first use>"
+
+
+class LazyAttributes(Mapping[str, Any]):
+    """A fixed mapping of keys to attributes of a module, read when a value is first asked for."""
+
+    def __init__(self, module: LazyModule, attributes: dict[str, str]) -> None:
+        self.module, self.attributes = module, attributes
+
+    def __getitem__(self, key: str) -> Any:
+        return getattr(self.module, self.attributes[key])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.attributes)
+
+    def __len__(self) -> int:
+        return len(self.attributes)
+
+
+numpy: Any = LazyModule("numpy")
+ml_dtypes: Any = LazyModule("ml_dtypes")

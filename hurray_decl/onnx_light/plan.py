@@ -70,6 +70,9 @@ class QuantizationBlockLayout:
     def code_count(self) -> int:
         """Codes per block (OL-WIRE-31)."""
         if int(self.method) == QuantizationMethod.CODEBOOK:
+            if int(self.vector_size) <= 0:  # asked before the layout is validated (a dump of any bytes)
+                raise OnnxLightError("OL-PLAN-17", "a codebook block needs vector_size > 0",
+                                     path="layout -> vector_size", actual=int(self.vector_size), expected="> 0")
             return -(-int(self.count) // int(self.vector_size)) * int(self.books)
         return int(self.count)
 

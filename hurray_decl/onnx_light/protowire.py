@@ -83,7 +83,7 @@ class Field:
     def child(self, name: str, index: int = 0) -> "Field | None":
         """The ``index``-th occurrence of a sub-field (repeated elements of a packed run included)."""
         found = [c for c in self.children if c.name == name]
-        return found[index] if index < len(found) else None
+        return found[index] if 0 <= index < len(found) else None
 
 
 @dataclass

@@ -43,6 +43,9 @@ def tensor_to_array(tensor) -> np.ndarray:
     if len(dims) > MAX_RANK:
         raise OnnxLightError("HX-01", f"an array of {len(dims)} dimensions cannot be held (NumPy holds at most "
                              f"{MAX_RANK})", path="source -> dims", actual=len(dims), expected=f"<= {MAX_RANK}")
+    if math.prod(d for d in dims if d) > np.iinfo(np.intp).max:  # NumPy cannot even describe such a shape
+        raise OnnxLightError("HX-01", "the source shape cannot be held in an array", path="source -> dims",
+                             actual=dims, expected=f"a product of non-zero dims <= {np.iinfo(np.intp).max}")
     count = math.prod(dims)   # Python integers: a claimed size never wraps
     dtype = LOGICAL_DTYPES[t.data_type]
     if t.HasField("raw_data"):

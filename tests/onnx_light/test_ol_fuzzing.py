@@ -128,3 +128,50 @@ def test_atheris_smoke_run(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Done 300 runs" in done.stderr
     assert not list(tmp_path.glob("crash-*")) and not list(tmp_path.glob("timeout-*"))
+
+
+FOUND_BY_ATHERIS = {
+    "dims with a 0 among claims past NumPy's index range: reshape raised ValueError": (
+        "CAo6aRIRb25ueGxfaWdodF92YWx1ZXPCPlMSAiAHGg4KDAgLEggKAggCCgIICSI6AAAAAAAAAABAAAAAAAAAAAAAAAAAAADg"
+        "P9ATIiAi4AAAAAAAAABAAAAAAAAAAAAAAAAAAAD0vwNOADoBd0IECgAQFUIJCgVhaS5ydBABwj67BBKVBAoWCghyZXNlcnZl"
+        "ZBIKCggIAhIECgIIAQoZCgtwZXJtdXRhdGlvbhIKCggIBxIECgIIAAoZCgdmb3J3YXJkEg4KDAgLEggKAggACgIIAAoZCgdp"
+        "bnZlcnNlEg4KDAgLEggKAggACgIIAAodCg9vdXRsaWVyX2luZGljZXMSCgoICAcSBAoCCAAKHAoOb3V0bGllcl92YWx1ZXMS"
+        "CgoICAsSBAoCCAAK7AIKBmJsb2NrcxLhAsI+3QIS2gIKDgoFY291bnQiBRAHOgECCmtra2tra2tra2tra2tra2tra2tra2tr"
+        "a2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2uiAQoFcnVuXzASmAHC"
+        "PpQBCpEBCowBwj6IARKFAQodCgpwYXJhbWV0ZXJzIg8ICRAHOgkMAAQBAQABAAoKDwoFc2NhbGUSBgoECAsSAAoUCgp6ZXJv"
+        "X3BvaW50EgYKBAgLEgAKEAoGb2Zmc2V0EgYKBAgLEgAKFgoIY29kZWJvb2sSCgoICAsSBAoCCAAKEwoFY29kZXMSCgoICAIS"
+        "BAoCCAYQAQqiAQoFcnVuXzESmAHCPpQBCpEBCowBwj6IARKFAQodCgpwYXJhbWV0ZXJzIg8ICRAHOgkGAAQBAQABAAoKDwoF"
+        "c2NhbGUSBgoECAsSAAoUCgp6ZXJvX3BvaW50EgYKBAgLEgAKEAoGb2Zmc2V0EgYKBAgLEgAKFgoIY29kZWJvb2sSCgoICAsS"
+        "BAoCCAAKEwoFY29kZXMSCgoICAISBAoCCAMQATofb25ueF9saWdodC5xdWFudGl6YXRpb24udjEvc3BxclAA"
+    ),
+    "an encoded value without raw_data failing late: the dump asked for raw_data[-1]": (
+        "Ep0BEmoKFgoKcGFyYW1ldGVycyIICAIQBzoCBCAKFwoBQhISChAIAhIMCgIIAQoCCAIKAggQChgKBnNjYWxlcxIOCgwIChII"
+        "CgIIAQoCCAIKHQoLemVyb19wb2ludHMSDgoMCAoSCAoCCAEKAggCOi9vbm54X2xpZ2h0LnF1YW50aXphdGlvbi52Mi9vcnRf"
+        "bWF0bXVsbmJpdHNfaW50NBoOCgwIChIICgIIKAoCCAHyIiiAaANGgIZTYmU2AEAAgkN2RSMTFQAAAAAAAAAAAAAAAAC4ADwA"
+        "QQBB"
+    ),
+    "a codebook layout with vector_size 0 dumped before validation: ZeroDivisionError": (
+        "EsAEEpUEChYKCHJlc2VydmVkEgoKCAgCEgQKAggBChkKC3Blcm11dGF0aW9uEgoKCAgHEgQKAggAChkKB2ZvcndhcmQSDgoM"
+        "CAsSCAoCCAAKAggAChkKB2ludmVyc2USDgoMCAsSCAoCCAAKAggACh0KD291dGxpZXJfaW5kaWNlcxIKCggIBxIECgIIAAoc"
+        "Cg5vdXRsaWVyX3ZhbHVlcxIKCggICxIECgIIAArsAgoGYmxvY2tzEuECwj7dAhLaAgoOCgVjb3VudCIFEAc6AQQKogEKBXJ1"
+        "bl8wEpgBwj6UAQqRAQqMAcI+iAEShQEKHQoKcGFyYW1ldGVycyIPCAkQBzoJAgEAAAAAAAAJCg8KBXNjYWxlEgYKBAgLEgAK"
+        "FAoKemVyb19wb2ludBIGCgQICxIAChAKBm9mZnNldBIGCgQICxIAChYKCGNvZGVib29rEgoKCAgLEgQKAggAChMKBWNvZGVz"
+        "EgoKCAgCEgQKAggBEAMKogEKBXJ1bl8zEpgBwj6UAQqRAQqMAcI+iAEShQEKHQoKcGFyYW1ldGVycyIPCAkQBzoJAQAHAAEA"
+        "AQAKCg8KBXNjYWxlEgYKBAgLEgAKFAoKemVyb19wb2ludBIGCgQICxIAChAKBm9mZnNldBIGCgQICxIAChYKCGNvZGVib29r"
+        "EgoKCAgLEgQKAggAChMKBWNvZGVzEgoKCAgCEgQKAggBEAE6Jm9ubnhfbGlnaHQucXVhbnRpemF0aW9uLnYxL21hdG11bG5i"
+        "aXRzGgoKCAgQEgQKAggHImUAAAAAAAAAAEAAAAAAAAAYQAAAAAAAAOA/mAAAAAAAANA/AAAAAAAAHEAAAAAAAAAAAPAAAAAA"
+        "AADwPwAAAAAAACpAAAAAAAAA9L+fAAAAAAAA4D8AAAAAAABGQAAAAAAAAOA/NCoRCghsb2NhdGlvbhIFdy5iaW4="
+    ),
+}
+"""Inputs the 10-minute atheris run found (base64), each once a foreign exception."""
+
+
+@pytest.mark.parametrize("finding", FOUND_BY_ATHERIS)
+def test_atheris_findings_are_refused_with_rules(finding):
+    """The fuzz target's own oracle (only rule errors escape, the dump covers every byte and agrees
+    with the verdict) holds on each input the long run found."""
+    import base64
+
+    from hurray_decl.onnx_light.fuzz_target import test_one_input
+
+    test_one_input(base64.b64decode("".join(FOUND_BY_ATHERIS[finding])))

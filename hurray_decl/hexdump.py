@@ -202,12 +202,22 @@ def render(dump: Dump, fmt: str = "text") -> str:
 
 
 def _failing_row(rows: list[Row], offset: int | None) -> int | None:
-    if offset is None:
+    """The row of the field holding ``offset``; for an offset just past what was read (a field or a
+    payload cut short) or inside bytes no field names, the last row before it."""
+    if offset is None or not rows:
         return None
+    before = covering = None
     for index, row in enumerate(rows):
         if row.offset <= offset < row.offset + row.size:
-            return index
-    return len(rows) - 1 if rows else None
+            if row.field not in (UNDECODED, BEYOND):
+                return index
+            covering = index
+            break
+        if row.offset + row.size <= offset:
+            before = index
+    if before is not None:
+        return before
+    return covering if covering is not None else len(rows) - 1
 
 
 def _md(text: str) -> str:

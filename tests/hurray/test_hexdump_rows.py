@@ -326,6 +326,7 @@ def test_mutants_mark_the_failing_field_and_nothing_else(rule, data):
         assert not others
     else:  # a field or payload cut short: the marker sits on the last row before the error's byte
         assert row.offset + row.size == d.error.offset, (row, d.error)
+        assert not [r for r in d.rows if r.offset <= d.error.offset < r.offset + r.size and r.field != UNDECODED]
         assert all(r.offset + r.size > d.error.offset for r in d.rows[marked[0] + 1:])
 
 
@@ -381,3 +382,14 @@ def test_dumps_under_parsing_threads_match_a_single_threaded_run():
     assert len(results) == 24
     wrong = sum(got != want for run in results for got, want in zip(run, expected))
     assert wrong == 0, f"{wrong} of {24 * len(expected)} dumps differ from the single-threaded run"
+
+
+def test_tracing_leaves_the_declaration_and_construct_untouched():
+    import construct as cs
+
+    from hurray_decl.tensor.header import HEADER
+
+    method = cs.Construct.__dict__["_parsereport"]
+    dump(INPUTS[0].read_bytes())
+    assert cs.Construct.__dict__["_parsereport"] is method
+    assert "_parsereport" not in vars(HEADER) and HEADER.parse(INPUTS[0].read_bytes()[:20]).rank >= 0

@@ -3,7 +3,9 @@
 :func:`trace` parses ``data`` with a declaration and returns one :class:`Span` per leaf field:
 offset, size, dotted path (``layout.strides[1]``), value and the field's documentation. The
 spans come from Construct's own parse, so they name exactly what the declaration names; the
-hex dump is built on them and has no table of its own.
+hex dump is built on them and has no table of its own. The parse runs on a traced copy of the
+declaration (built once, cached), whose nodes record into the calling thread's trace: nothing
+global is patched, so other threads parsing at the same time are unaffected.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from importlib import resources
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
@@ -20,7 +21,7 @@ from .errors import HurrayDeclError
 from .html_dump import render_html
 from .schema import NONE32
 from .tags import tag_range
-from .tensor.buffers import DEVICES, MEMORY_CLASSES
+from .tensor.buffers import DEVICES, MEMORY_CLASSES, SYNC_MODES
 from .tensor.header import Flag
 from .tensor.layouts import LAYOUTS
 from .tensor.reader import skip_descriptor, trace_tensor_descriptor
@@ -91,6 +92,7 @@ TENSOR_FORMATTERS: dict[str, Callable[[int], str]] = {
     "type_tag": _type_tag,
     "layout_tag": _named({row.tag: row.title for row in LAYOUTS}),
     "device_tag": _named(DEVICES),
+    "sync_mode": _named(SYNC_MODES),
     "memory_class": _named(MEMORY_CLASSES),
 }
 """How a tensor descriptor field reads, by field name (the last part of its path)."""
@@ -114,10 +116,18 @@ def describe(field: str, value: Any, formatters: dict[str, Callable[[int], str]]
     return str(value)
 
 
+_RESERVED = re.compile(r"(?:^|(?<=\.))(reserved\d*)(?=$|[.\[])")
+
+
+def spec_name(path: str) -> str:
+    """``path`` with its fields named as the spec tables write them: reserved bytes are ``_reserved``."""
+    return _RESERVED.sub(r"_\1", path)
+
+
 def _rows(data: bytes, spans: list[Span], start: int, end: int,
           formatters: dict[str, Callable[[int], str]] = QUANTIZATION_FORMATTERS, label: str = UNDECODED) -> list[Row]:
     rows = [
-        Row(s.offset, s.size, data[s.offset:s.offset + s.size].hex(" ").upper(), s.path,
+        Row(s.offset, s.size, data[s.offset:s.offset + s.size].hex(" ").upper(), spec_name(s.path),
             describe(s.path, s.value, formatters))
         for s in spans
     ]
@@ -192,12 +202,22 @@ def render(dump: Dump, fmt: str = "text") -> str:
 
 
 def _failing_row(rows: list[Row], offset: int | None) -> int | None:
-    if offset is None:
+    """The row of the field holding ``offset``; for an offset just past what was read (a field or a
+    payload cut short) or inside bytes no field names, the last row before it."""
+    if offset is None or not rows:
         return None
+    before = covering = None
     for index, row in enumerate(rows):
         if row.offset <= offset < row.offset + row.size:
-            return index
-    return len(rows) - 1 if rows else None
+            if row.field not in (UNDECODED, BEYOND):
+                return index
+            covering = index
+            break
+        if row.offset + row.size <= offset:
+            before = index
+    if before is not None:
+        return before
+    return covering if covering is not None else len(rows) - 1
 
 
 def _md(text: str) -> str:

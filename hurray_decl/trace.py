@@ -3,23 +3,23 @@
 :func:`trace` parses ``data`` with a declaration and returns one :class:`Span` per leaf field:
 offset, size, dotted path (``layout.strides[1]``), value and the field's documentation. The
 spans come from Construct's own parse, so they name exactly what the declaration names; the
-hex dump is built on them and has no table of its own.
+hex dump is built on them and has no table of its own. The parse runs on a traced copy of the
+declaration (built once, cached), whose nodes record into the calling thread's trace: nothing
+global is patched, so other threads parsing at the same time are unaffected.
 """
 
 from __future__ import annotations
 
+import copy
 import io
-import threading
-from contextlib import contextmanager
+import weakref
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 import construct as cs
 
 from .errors import HurrayDeclError
-
-_LOCK = threading.Lock()
-_ORIGINAL = cs.Construct._parsereport
 
 
 @dataclass
@@ -41,16 +41,26 @@ class Span:
     doc: str = ""
 
 
-@contextmanager
-def _recording(root: _Node) -> Iterator[None]:
-    stack = [root]
+_STACK: ContextVar[list[_Node] | None] = ContextVar("hurray_decl_trace_stack", default=None)
+"""The open nodes of the trace running in this thread (or task); ``None`` outside a trace."""
 
-    def report(self, stream, context, path):
-        node = _Node(self, stream.tell())
+_TRACED: "weakref.WeakKeyDictionary[cs.Construct, cs.Construct]" = weakref.WeakKeyDictionary()
+"""Each declaration's traced copy, built once."""
+
+
+def _recorder(con: cs.Construct) -> Any:
+    """A ``_parsereport`` for the copy ``con`` that records its span in the running trace."""
+    report = type(con)._parsereport
+
+    def recording(stream: Any, context: Any, path: str) -> Any:
+        stack = _STACK.get()
+        if stack is None:  # the copy parsed outside trace(): nothing to record
+            return report(con, stream, context, path)
+        node = _Node(con, stream.tell())
         stack[-1].children.append(node)
         stack.append(node)
         try:
-            node.value = _ORIGINAL(self, stream, context, path)
+            node.value = report(con, stream, context, path)
         except BaseException:
             node.failed = True
             raise
@@ -59,12 +69,48 @@ def _recording(root: _Node) -> Iterator[None]:
             stack.pop()
         return node.value
 
-    with _LOCK:
-        cs.Construct._parsereport = report
-        try:
-            yield
-        finally:
-            cs.Construct._parsereport = _ORIGINAL
+    return recording
+
+
+def _copy(value: Any, memo: dict[int, Any]) -> Any:
+    """``value`` with every Construct inside it replaced by its recording copy (sharing kept)."""
+    if id(value) in memo:
+        return memo[id(value)]
+    if isinstance(value, cs.Construct):
+        new = copy.copy(value)
+        memo[id(value)] = new
+        for name, attr in vars(value).items():
+            setattr(new, name, _copy(attr, memo))
+        if isinstance(value, cs.LazyBound):  # built when parsed: trace what it builds
+            build = value.subconfunc
+            new.subconfunc = lambda: traced(build())
+        new._parsereport = _recorder(new)  # on the copy only: the declaration is untouched
+        return new
+    if isinstance(value, dict):
+        new_dict = copy.copy(value)
+        memo[id(value)] = new_dict
+        for key, item in value.items():
+            new_dict[key] = _copy(item, memo)
+        return new_dict
+    if isinstance(value, (list, tuple)):
+        items = [_copy(item, memo) for item in value]
+        result = items if isinstance(value, list) else tuple(items)
+        memo[id(value)] = result
+        return result
+    return value
+
+
+def traced(declaration: cs.Construct) -> cs.Construct:
+    """A copy of ``declaration`` whose every node records its span while :func:`trace` runs.
+
+    Built once per declaration and cached; nothing global (no class, no shared node) changes,
+    so parses elsewhere, in any thread, never see the recording.
+    """
+    try:
+        return _TRACED[declaration]
+    except KeyError:
+        copied = _TRACED[declaration] = _copy(declaration, {})
+        return copied
 
 
 _UNSET = object()
@@ -109,15 +155,17 @@ def trace(declaration: cs.Construct, data: bytes, *, base: int = 0, prefix: str 
     root = _Node(declaration, 0)
     stream = io.BytesIO(data)
     error: HurrayDeclError | None = None
-    with _recording(root):
-        try:
-            context = cs.Container(_parsing=True, _building=False, _sizing=False, _params=dict(params or {}))
-            context.update(params or {})
-            declaration._parsereport(stream, context, "(parsing)")
-        except HurrayDeclError as err:
-            error = err
-        except cs.ConstructError:  # the stream ran out inside a field: the caller's decoder says why
-            error = None
+    token = _STACK.set([root])
+    try:
+        context = cs.Container(_parsing=True, _building=False, _sizing=False, _params=dict(params or {}))
+        context.update(params or {})
+        traced(declaration)._parsereport(stream, context, "(parsing)")
+    except HurrayDeclError as err:
+        error = err
+    except cs.ConstructError:  # the stream ran out inside a field: the caller's decoder says why
+        error = None
+    finally:
+        _STACK.reset(token)
     spans: list[Span] = []
     for child in root.children:
         _leaves(child, prefix, "", spans, base)

@@ -67,7 +67,7 @@ class _Reader:
                              params={"permissive": self.permissive})
             self.spans.extend(found)
         try:
-            return struct.parse_stream(self.stream, permissive=self.permissive)
+            value = struct.parse_stream(self.stream, permissive=self.permissive)
         except HurrayDeclError as err:
             raise err.rebased(0, where) from None
         except cs.StreamError as exc:
@@ -77,6 +77,12 @@ class _Reader:
             ) from exc
         except cs.ConstructError as exc:
             raise RuleViolation(rule, f"cannot read this section: {exc}", path=where, offset=start) from exc
+        for name, (offset, size) in field_offsets(struct).items():  # elements of fixed-size arrays
+            items = value.get(name) if isinstance(value, dict) else None
+            if isinstance(items, list) and items and size > 0:
+                for index in range(len(items)):
+                    self.positions[f"{where} -> {name} -> {index}"] = start + offset + index * (size // len(items))
+        return value
 
     def take(self, count: int, where: str) -> bytes:
         start = self.pos

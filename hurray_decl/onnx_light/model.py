@@ -100,7 +100,9 @@ def _check_nodes(nodes, scope, functions, sets, path: str, depth: int = 0) -> No
         for attribute in node.attribute:
             if attribute.HasField("g"):
                 _check_nodes(attribute.g.node, scope, functions, sets, f"{where} -> {attribute.name}", depth)
-            for j, graph in enumerate(attribute.graphs):
+            # onnx's AttributeProto has repeated graphs; the package's own (used without onnx) has only g
+            graphs = attribute.graphs if "graphs" in attribute.DESCRIPTOR.fields_by_name else ()
+            for j, graph in enumerate(graphs):
                 _check_nodes(graph.node, scope, functions, sets, f"{where} -> {attribute.name}[{j}]", depth)
         if (node.domain, node.op_type) == _QUANTIZE:
             for attribute in node.attribute:

@@ -40,12 +40,6 @@ def tensor_to_array(tensor) -> np.ndarray:
     if any(d < 0 for d in dims):
         raise OnnxLightError("OL-NUM-02", "the source shape is not concrete", path="source -> dims",
                              actual=dims, expected="dims >= 0")
-    if len(dims) > MAX_RANK:
-        raise OnnxLightError("HX-01", f"an array of {len(dims)} dimensions cannot be held (NumPy holds at most "
-                             f"{MAX_RANK})", path="source -> dims", actual=len(dims), expected=f"<= {MAX_RANK}")
-    if math.prod(d for d in dims if d) > np.iinfo(np.intp).max:  # NumPy cannot even describe such a shape
-        raise OnnxLightError("HX-01", "the source shape cannot be held in an array", path="source -> dims",
-                             actual=dims, expected=f"a product of non-zero dims <= {np.iinfo(np.intp).max}")
     count = math.prod(dims)   # Python integers: a claimed size never wraps
     dtype = LOGICAL_DTYPES[t.data_type]
     if t.HasField("raw_data"):
@@ -66,6 +60,13 @@ def tensor_to_array(tensor) -> np.ndarray:
     if values.size != count:
         raise OnnxLightError("OL-NUM-02", "the data does not match the source shape", path="source",
                              actual=values.size, expected=count)
+    # The data matches the shape; whether NumPy can hold that shape is this implementation's limit.
+    if len(dims) > MAX_RANK:
+        raise OnnxLightError("HX-01", f"an array of {len(dims)} dimensions cannot be held (NumPy holds at most "
+                             f"{MAX_RANK})", path="source -> dims", actual=len(dims), expected=f"<= {MAX_RANK}")
+    if math.prod(d for d in dims if d) > np.iinfo(np.intp).max:  # NumPy cannot even describe such a shape
+        raise OnnxLightError("HX-01", "the source shape cannot be held in an array", path="source -> dims",
+                             actual=dims, expected=f"a product of non-zero dims <= {np.iinfo(np.intp).max}")
     return values.reshape(dims)
 
 

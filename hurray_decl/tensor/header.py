@@ -85,11 +85,16 @@ PREAMBLE = cs.Struct(*HEADER.subcons[:4])
 """magic, versions and descriptor_length: what a reader needs to skip the descriptor."""
 
 
-@lru_cache(maxsize=None)
-def core(rank: int) -> cs.Struct:
-    """shape and byte_offset for ``rank`` dimensions."""
-    return cs.Struct(
+def core_fields(rank: Any) -> tuple[cs.Construct, ...]:
+    """shape and byte_offset for ``rank`` dimensions (a number, or ``this.rank``)."""
+    return (
         "shape" / cs.Array(rank, cs.Int64ul)
         * "u64[rank], dimension 0 first; 0xFFFFFFFFFFFFFFFF is DYNAMIC",
         "byte_offset" / cs.Int64ul * "bytes from the start of buffer 0 to element [0, ..., 0]",
     )
+
+
+@lru_cache(maxsize=None)
+def core(rank: int) -> cs.Struct:
+    """shape and byte_offset for ``rank`` dimensions."""
+    return cs.Struct(*core_fields(rank))

@@ -9,6 +9,7 @@ from the same declarations.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Callable
 
 import construct as cs
@@ -240,6 +241,18 @@ def field_offsets(struct: cs.Construct) -> dict[str, tuple[int, int]]:
             offsets[sub.name] = (position, size)
         position += size
     return offsets
+
+
+@lru_cache(maxsize=None)
+def compiled(declaration: cs.Construct) -> cs.Construct | None:
+    """Construct's compiled parser of ``declaration``, built on first use and kept; None when a
+    part of it cannot be compiled (a caller's field written with a lambda), so the interpreted
+    declaration is used instead. The compiled parser checks every :class:`Rule` but records no
+    position: a caller re-runs the interpreted declaration to say where a refusal is."""
+    try:
+        return declaration.compile()
+    except (SyntaxError, NameError, TypeError, AttributeError, NotImplementedError, cs.ConstructError):
+        return None
 
 
 def parse_exact(struct: cs.Construct, data: bytes, path: str = "descriptor") -> Any:

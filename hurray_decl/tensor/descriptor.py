@@ -29,7 +29,7 @@ from construct import this
 
 from ..engine import SCHEMES, decode_quantization, encode_quantization
 from ..errors import HurrayDeclError, RuleViolation, TruncatedError
-from ..schema import construct_path, field_offsets
+from ..schema import compiled, construct_path, field_offsets
 from ..trace import parse_tree, positions_of
 from .buffers import BUFFER_COUNT, HANDLE, BufferHandle
 from .common import Section, permissive
@@ -162,10 +162,15 @@ def from_wire(model: type, wire: Any) -> Any:
     if getattr(model.from_wire, "__func__", None) is not Section.from_wire.__func__:
         return model.from_wire(wire)  # a model with its own mapping (nested tiled levels)
     values = {}
-    for name in model.model_fields:
+    for name in _fields(model):
         value = wire[name]
         values[name] = tuple(value) if isinstance(value, list) else value
     return trusted(model, values)
+
+
+@lru_cache(maxsize=None)
+def _fields(model: type) -> tuple[str, ...]:
+    return tuple(model.model_fields)  # a computed class property: read once
 
 
 class ModelOf(cs.Adapter):
@@ -242,12 +247,6 @@ def _row(tag: int) -> Any:
         return None
 
 
-@lru_cache(maxsize=None)
-def _compiled(declaration: cs.Construct) -> cs.Construct:
-    """Construct's compiled parser of ``declaration`` (built on first use, kept)."""
-    return declaration.compile()
-
-
 class LayoutFields(cs.Construct):
     """The layout fields: the struct of the row ``layout_tag`` selects, for the rank; in
     permissive mode an unrecognised tag's bytes up to descriptor_length, unread (HT-HDR-17)."""
@@ -267,7 +266,10 @@ class LayoutFields(cs.Construct):
         struct = self.choose(context)
         if struct is None:
             return self._parse(stream, context, "(parsing)")
-        return self._model(context, _compiled(struct).parsefunc(stream, context))
+        fast = compiled(struct)
+        if fast is None:
+            return self._parse(stream, context, "(parsing)")
+        return self._model(context, fast.parsefunc(stream, context))
 
     @staticmethod
     def _model(context: Any, wire: Any) -> Layout:
@@ -327,14 +329,10 @@ class QuantizationSection(cs.Subconstruct):
 def _values(context: Any) -> dict[str, Any]:
     """Every TensorDescriptor field from what has been parsed so far (absent sections None)."""
     get = context.get
-    return dict(
-        version_major=context.version_major, version_minor=context.version_minor,
-        descriptor_length=context.descriptor_length, flags=context.flags, type_tag=context.type_tag,
-        layout_tag=context.layout_tag, shape=tuple(context.shape), byte_offset=context.byte_offset,
-        layout=context.layout, buffers=tuple(get("buffers") or ()), quantization=get("quantization"),
-        shard=get("shard"), statistics=get("statistics"), extension_type=get("extension_type"),
-        composite_member=get("composite_member"), trailing=get("trailing") or b"",
-    )
+    values = {name: get(name) for name in _fields(TensorDescriptor)}
+    values.update(shape=tuple(values["shape"]), buffers=tuple(values["buffers"] or ()),
+                  trailing=values["trailing"] or b"")
+    return values
 
 
 def _before_layout(context: Any, stream: Any) -> None:
@@ -490,7 +488,7 @@ def parse_traced(view: bytes, permissive: bool) -> tuple[Any, TensorDescriptor |
 def parse_fast(view: bytes, permissive: bool) -> TensorDescriptor | None:
     """The compiled parse of ``view``; None when it refuses (:func:`parse_traced` says why)."""
     try:
-        return _compiled(DESCRIPTOR).parse_stream(StrictIO(view), permissive=permissive)["_model"]
+        return compiled(DESCRIPTOR).parse_stream(StrictIO(view), permissive=permissive)["_model"]
     except (HurrayDeclError, cs.ConstructError):
         return None
 
@@ -498,7 +496,7 @@ def parse_fast(view: bytes, permissive: bool) -> TensorDescriptor | None:
 def preamble_fast(raw: bytes, permissive: bool) -> int | None:
     """descriptor_length from the compiled preamble parse; None when a preamble rule refuses it."""
     try:
-        return _compiled(PREAMBLE).parse(raw, permissive=permissive).descriptor_length
+        return compiled(PREAMBLE).parse(raw, permissive=permissive).descriptor_length
     except (HurrayDeclError, cs.ConstructError):
         return None
 

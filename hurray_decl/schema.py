@@ -106,16 +106,16 @@ class Rule(cs.Subconstruct):
             field = field.subcon
         return field._build(obj, stream, context, path)
 
-    def _checked_fast(self, value: Any, context: Any) -> Any:
-        """The compiled parser's check: the rule's error without a position (whoever calls the
+    def _refused(self, value: Any, context: Any) -> None:
+        """The compiled parser's refusal: the rule's error without a position (whoever calls the
         compiled parser re-runs the interpreted one to locate it)."""
-        if not self.check(value, context):
-            self._enforce(value, context, "(parsing)", None)
-        return value
+        self._enforce(value, context, "(parsing)", None)
 
     def _emitparse(self, code):
         code.linkedinstances[id(self)] = self
-        return f"linkedinstances[{id(self)}]._checked_fast({self.subcon._compileparse(code)}, this)"
+        rule, value = f"linkedinstances[{id(self)}]", f"rule_value_{id(self)}"
+        return (f"({value} if {rule}.check(({value} := {self.subcon._compileparse(code)}), this) "
+                f"else {rule}._refused({value}, this))")
 
     def rules(self) -> list["Rule"]:
         """This rule and those nested inside it, innermost first."""
@@ -167,6 +167,21 @@ class OrderedStruct(cs.Struct):
         return result
 
 
+class Bytes(cs.Bytes):
+    """``cs.Bytes`` whose compiled parser refuses a short read as the interpreted one does
+    (Construct's compiled ``Bytes`` returns whatever the stream had left)."""
+
+    def _emitparse(self, code):
+        code.append("""
+            def read_exact(io, count):
+                data = io.read(count)
+                if len(data) != count:
+                    raise StreamError(f"stream read less than specified amount, expected {count}, found {len(data)}")
+                return data
+        """)
+        return f"read_exact(io, {self.length})"
+
+
 def show(value: Any) -> Any:
     """Values as messages print them: small integers stay decimal, bytes become hex."""
     if isinstance(value, float):
@@ -187,7 +202,7 @@ def zero_bytes(count: int, code: str) -> Rule:
     """``count`` reserved bytes that must all be 0x00 (built as zeros by default)."""
     zeros = bytes(count)
     return cs.Default(
-        Rule(cs.Bytes(count), lambda v, _: v == zeros, code, zeros, "reserved bytes must be zero"),
+        Rule(Bytes(count), lambda v, _: v == zeros, code, zeros, "reserved bytes must be zero"),
         zeros,
     )
 

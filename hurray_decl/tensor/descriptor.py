@@ -21,6 +21,7 @@ The same declaration is run three ways:
 from __future__ import annotations
 
 import io
+import struct
 from functools import lru_cache
 from typing import Any, Callable
 
@@ -29,7 +30,7 @@ from construct import this
 
 from ..engine import SCHEMES, decode_quantization, encode_quantization
 from ..errors import HurrayDeclError, RuleViolation, TruncatedError
-from ..schema import compiled, construct_path, field_offsets
+from ..schema import Bytes, compiled, construct_path, field_offsets
 from ..trace import parse_tree, positions_of
 from .buffers import BUFFER_COUNT, HANDLE, BufferHandle
 from .common import Section, permissive
@@ -62,17 +63,6 @@ from .sections import (
 )
 
 # ---------------------------------------------------------------- building blocks
-
-
-class StrictIO(io.BytesIO):
-    """A stream whose short reads fail, as Construct's interpreted fields do (its compiled
-    ``Bytes`` reads without checking)."""
-
-    def read(self, size: int | None = -1) -> bytes:
-        data = super().read(size)
-        if size is not None and size >= 0 and len(data) < size:
-            raise cs.StreamError(f"stream read less than specified amount, expected {size}, found {len(data)}")
-        return data
 
 
 def _link(code: Any, con: cs.Construct, call: str) -> str:
@@ -145,15 +135,15 @@ class Framed(cs.Subconstruct):
         return self.subcon._compileparse(code)
 
 
-def trusted(model: type, values: dict[str, Any]) -> Any:
+def trusted(model: type, values: dict[str, Any], _set: Callable[..., None] = object.__setattr__) -> Any:
     """A model from values a declaration has just parsed, every field given: the parse already
     checked each value (types, widths, field rules), so pydantic does not check them again.
     A model a caller builds runs every rule (``FrozenModel``)."""
     made = model.__new__(model)
-    object.__setattr__(made, "__dict__", values)
-    object.__setattr__(made, "__pydantic_fields_set__", set(values))
-    object.__setattr__(made, "__pydantic_extra__", None)
-    object.__setattr__(made, "__pydantic_private__", None)
+    _set(made, "__dict__", values)
+    _set(made, "__pydantic_fields_set__", set(values))
+    _set(made, "__pydantic_extra__", None)
+    _set(made, "__pydantic_private__", None)
     return made
 
 
@@ -213,7 +203,7 @@ class Checkpoint(cs.Construct):
         return 0
 
     def _emitparse(self, code):
-        return _link(code, self, "_parse(io, this, '(parsing)')")
+        return "None" if self.check is None else _link(code, self, "check(this, io)")
 
 
 class StopIfOpaque(cs.Construct):
@@ -294,7 +284,7 @@ class QuantizationSection(cs.Subconstruct):
     scheme's fields are kept as writer padding (HQ-HDR-05)."""
 
     def __init__(self) -> None:
-        super().__init__(cs.Bytes(this.quantization_length))
+        super().__init__(Bytes(this.quantization_length))
 
     def _parse(self, stream, context, path):
         start = stream.tell()
@@ -337,8 +327,8 @@ def _values(context: Any) -> dict[str, Any]:
 
 def _before_layout(context: Any, stream: Any) -> None:
     """Step 10: a scalar is row-major, before its layout fields are read."""
-    if _row(context.layout_tag) is not None:
-        check_scalar(context.rank, context.layout_tag)
+    if context["rank"] == 0 and _row(context["layout_tag"]) is not None:
+        check_scalar(0, context["layout_tag"])
 
 
 def _after_layout(context: Any, stream: Any) -> TensorDescriptor | None:
@@ -360,7 +350,7 @@ def _buffer_table(context: Any, stream: Any) -> None:
 
 def _quantization(context: Any, stream: Any) -> None:
     """Step 13: the payload against its tensor, placement, colocation, buffer count."""
-    t = context._tensor = TensorContext(trusted(TensorDescriptor, _values(context)), permissive(context))
+    t = context["_tensor"] = TensorContext(trusted(TensorDescriptor, _values(context)), permissive(context))
     check_quantization(t)
 
 
@@ -391,8 +381,12 @@ def _length(context: Any, stream: Any) -> None:
 
 def _extents(context: Any, stream: Any) -> TensorDescriptor:
     """After every section: byte_offset and the buffer sizes the layout addresses."""
-    descriptor = trusted(TensorDescriptor, _values(context))
-    t = context._tensor
+    t = context["_tensor"]
+    values = dict(t.d.__dict__)  # the fields up to the quantization section, and those after it
+    get = context.get
+    values.update(shard=get("shard"), statistics=get("statistics"), extension_type=get("extension_type"),
+                  composite_member=get("composite_member"), trailing=get("trailing") or b"")
+    descriptor = trusted(TensorDescriptor, values)
     t.d = descriptor
     check_extents(t)
     return descriptor
@@ -463,6 +457,16 @@ LENGTH_AT = field_offsets(HEADER)["descriptor_length"][0]
 """Where descriptor_length sits, from the header declaration: the writer fills it in last."""
 
 
+def _format(field: cs.Construct) -> struct.Struct:
+    """The struct format of the integer under a field's names and rules."""
+    while not isinstance(field, cs.FormatField):
+        field = field.subcon
+    return struct.Struct(field.fmtstr)
+
+
+_LENGTH = _format(LENGTH_FIELD)
+
+
 # ---------------------------------------------------------------- running it
 
 
@@ -479,17 +483,20 @@ def locate(err: HurrayDeclError, positions: dict[str, int]) -> HurrayDeclError:
 def parse_traced(view: bytes, permissive: bool) -> tuple[Any, TensorDescriptor | None, HurrayDeclError | None]:
     """The traced parse of ``view`` (a descriptor's first descriptor_length bytes): the recorded
     node tree, the descriptor (None when refused) and the located error."""
-    root, value, error = parse_tree(DESCRIPTOR, StrictIO(view), params={"permissive": permissive})
+    root, value, error = parse_tree(DESCRIPTOR, io.BytesIO(view), params={"permissive": permissive})
     if error is not None:
         return root, None, locate(error, positions_of(root))
     return root, value["_model"], None
 
 
-def parse_fast(view: bytes, permissive: bool) -> TensorDescriptor | None:
-    """The compiled parse of ``view``; None when it refuses (:func:`parse_traced` says why)."""
+def parse_fast(data: bytes, permissive: bool) -> TensorDescriptor | None:
+    """The compiled parse of the descriptor at the start of ``data`` (its first descriptor_length
+    bytes); None when it refuses (:func:`parse_traced` then says why). The header rules run
+    inside the parse, so descriptor_length is read directly where the header declares it."""
     try:
-        return compiled(DESCRIPTOR).parse_stream(StrictIO(view), permissive=permissive)["_model"]
-    except (HurrayDeclError, cs.ConstructError):
+        view = data[:_LENGTH.unpack_from(data, LENGTH_AT)[0]]
+        return compiled(DESCRIPTOR).parse_stream(io.BytesIO(view), permissive=permissive)["_model"]
+    except (HurrayDeclError, cs.ConstructError, struct.error):  # struct.error: a compiled integer cut short
         return None
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import construct as cs
 
 from ..element_types import BY_TAG, RESERVED_TYPE_TAGS, TypeTagClass, type_tag_range
-from ..schema import Rule
+from ..schema import Bytes, Rule
 from .common import MAX_RANK, SUPPORTED_MAJOR, permissive
 from .layouts import LAYOUTS
 
@@ -59,7 +59,7 @@ LAYOUT_TAG = Rule(Rule(
     _layout_known, "HT-HDR-16", "0x01-0x0B, 0x40 or private 0xF0-0xFE", "unrecognised layout tag")
 
 HEADER = cs.Struct(
-    "magic" / Rule(cs.Bytes(4), lambda v, _: v == MAGIC, "HT-HDR-04", MAGIC, "not a Hurray descriptor")
+    "magic" / Rule(Bytes(4), lambda v, _: v == MAGIC, "HT-HDR-04", MAGIC, "not a Hurray descriptor")
     * "48 52 52 59 (\"HRRY\")",
     "version_major" / Rule(
         Rule(cs.Int8ul, lambda v, _: v >= SUPPORTED_MAJOR, "HT-HDR-06", SUPPORTED_MAJOR,

@@ -15,7 +15,7 @@ import construct as cs
 from construct import this
 
 from ..registry import Table
-from ..schema import Rule, zero_bytes
+from ..schema import Bytes, Rule, zero_bytes
 from ..model import I64, U8, U32, U64
 from .common import DYNAMIC, Section, boolean, one_of, permissive, pow2_at_most
 
@@ -469,7 +469,7 @@ class PrivateLayout(Layout):
             * "identifies the private layout; meaningful only by agreement",
             "extension_data_length" / cs.Rebuild(cs.Int32ul, cs.len_(this.extension_data))
             * "n: bytes of extension_data",
-            "extension_data" / cs.Bytes(this.extension_data_length) * "u8[n]: opaque layout data",
+            "extension_data" / Bytes(this.extension_data_length) * "u8[n]: opaque layout data",
         )
 
     @property

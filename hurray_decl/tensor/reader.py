@@ -53,10 +53,11 @@ def _preamble(data: Any, permissive: bool) -> bytes:
 
 
 def _read_from(data: Any, permissive: bool) -> TensorDescriptor:
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        descriptor = parse_fast(bytes(data), permissive)
+        if descriptor is not None:
+            return descriptor
     view = _preamble(data, permissive)
-    descriptor = parse_fast(view, permissive)
-    if descriptor is not None:
-        return descriptor
     _, descriptor, error = parse_traced(view, permissive)  # refused: the traced parse says where
     if error is not None:
         raise error

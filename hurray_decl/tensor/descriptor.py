@@ -135,10 +135,16 @@ class Framed(cs.Subconstruct):
         return self.subcon._compileparse(code)
 
 
+_READY: set[type] = set()
+
+
 def trusted(model: type, values: dict[str, Any], _set: Callable[..., None] = object.__setattr__) -> Any:
     """A model from values a declaration has just parsed, every field given: the parse already
     checked each value (types, widths, field rules), so pydantic does not check them again.
     A model a caller builds runs every rule (``FrozenModel``)."""
+    if model not in _READY:  # its schema is built on first use (defer_build): dumping needs it
+        model.model_rebuild()
+        _READY.add(model)
     made = model.__new__(model)
     _set(made, "__dict__", values)
     _set(made, "__pydantic_fields_set__", set(values))
@@ -408,6 +414,13 @@ def _encode(context: Any) -> None:
             raise err.rebased(0, "descriptor -> quantization") from None
 
 
+def _bare(field: cs.Construct) -> cs.Construct:
+    """A declared field without its name and docs (to declare it again, computed on build)."""
+    while isinstance(field, cs.Renamed):
+        field = field.subcon
+    return field
+
+
 def _flag(flag: Flag) -> Any:
     return this.flags & int(flag)
 
@@ -422,13 +435,13 @@ DESCRIPTOR = Framed(cs.Struct(
     "layout" / LayoutFields() * "the fields of the layout layout_tag selects, for the rank",
     "_model" / Checkpoint(_after_layout),
     StopIfOpaque(),
-    "buffer_count" / cs.Rebuild(BUFFER_COUNT.subcon, cs.len_(this.buffers)) * BUFFER_COUNT.docs,
+    "buffer_count" / cs.Rebuild(_bare(BUFFER_COUNT), cs.len_(this.buffers)) * BUFFER_COUNT.docs,
     Checkpoint(_buffer_table),
     "buffers" / Items(this.buffer_count, Framed(ModelOf(HANDLE, BufferHandle), "HT-BUFT-01"))
     * "buffer_count handles of 16 bytes",
     Checkpoint(None, _encode),
     QUANTIZATION_LENGTH.name / cs.If(_flag(Flag.HAS_QUANTIZATION),
-                                     cs.Rebuild(QUANTIZATION_LENGTH.subcon, cs.len_(this._payload)))
+                                     cs.Rebuild(_bare(QUANTIZATION_LENGTH), cs.len_(this._payload)))
     * QUANTIZATION_LENGTH.docs,
     "quantization" / cs.If(_flag(Flag.HAS_QUANTIZATION), QuantizationSection())
     * "flags bit 0: the quantization descriptor, decoded by its scheme_tag",

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import io
 import struct
+import weakref
 from functools import lru_cache
 from typing import Any, Callable
 
@@ -483,6 +484,21 @@ _LENGTH = _format(LENGTH_FIELD)
 # ---------------------------------------------------------------- running it
 
 
+_READ: "weakref.WeakValueDictionary[int, TensorDescriptor]" = weakref.WeakValueDictionary()
+"""Descriptors this module parsed, by id: immutable, already validated in full."""
+
+
+def was_read(descriptor: TensorDescriptor) -> bool:
+    """Whether ``descriptor`` is exactly a descriptor the reader returned (not a copy, not one a
+    caller built): its models need no validation again before it is written."""
+    return _READ.get(id(descriptor)) is descriptor
+
+
+def _keep(descriptor: TensorDescriptor) -> TensorDescriptor:
+    _READ[id(descriptor)] = descriptor
+    return descriptor
+
+
 def locate(err: HurrayDeclError, positions: dict[str, int]) -> HurrayDeclError:
     """Give a context error the offset of the field its path names (longest known prefix)."""
     parts = err.path.split(" -> ")
@@ -499,7 +515,7 @@ def parse_traced(view: bytes, permissive: bool) -> tuple[Any, TensorDescriptor |
     root, value, error = parse_tree(DESCRIPTOR, io.BytesIO(view), params={"permissive": permissive})
     if error is not None:
         return root, None, locate(error, positions_of(root))
-    return root, value["_model"], None
+    return root, _keep(value["_model"]), None
 
 
 def parse_fast(data: bytes, permissive: bool) -> TensorDescriptor | None:
@@ -508,9 +524,10 @@ def parse_fast(data: bytes, permissive: bool) -> TensorDescriptor | None:
     inside the parse, so descriptor_length is read directly where the header declares it."""
     try:
         view = data[:_LENGTH.unpack_from(data, LENGTH_AT)[0]]
-        return compiled(DESCRIPTOR).parse_stream(io.BytesIO(view), permissive=permissive)["_model"]
+        descriptor = compiled(DESCRIPTOR).parse_stream(io.BytesIO(view), permissive=permissive)["_model"]
     except (HurrayDeclError, cs.ConstructError, struct.error):  # struct.error: a compiled integer cut short
         return None
+    return _keep(descriptor)
 
 
 def preamble_fast(raw: bytes, permissive: bool) -> int | None:

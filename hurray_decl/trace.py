@@ -183,14 +183,15 @@ def spans_of(root: _Node, *, base: int = 0, prefix: str = "") -> list[Span]:
 
 def positions_of(root: _Node, prefix: str = "descriptor") -> dict[str, int]:
     """The start of every named field and array item of a recorded tree, keyed by error path
-    (``descriptor -> buffers -> 0 -> byte_size``); names starting with ``_`` are left out."""
+    (``descriptor -> buffers -> 0 -> byte_size``); names starting with ``_`` and absent optional
+    fields are left out."""
     found: dict[str, int] = {prefix: root.children[0].start if root.children else 0}
 
     def walk(node: _Node, path: str, named: str = "") -> None:
         con = node.con
         if isinstance(con, cs.Renamed) and con.name and con.name != named:  # renamed twice: one name
-            if con.name.startswith("_"):
-                return
+            if con.name.startswith("_") or node.value is None and node.end == node.start:
+                return  # a private name, or an optional section that is absent
             path = f"{path} -> {con.name}"
             found.setdefault(path, node.start)
         if isinstance(con, (cs.Array, cs.GreedyRange)):

@@ -20,7 +20,7 @@ from .errors import (
     UnsupportedError,
 )
 from .registry import SchemeRow, Table
-from .schema import compiled, parse_exact
+from .schema import fast_parser, parse_exact
 from .schemes import BUILTIN
 from .schemes.quantization import (
     HEADER_LENGTH,
@@ -100,13 +100,10 @@ def decode_quantization(payload: bytes, *, permissive: bool = False) -> Descript
 
 
 def _decode_fast(row: SchemeRow, data: bytes) -> SchemeDescriptor | None:
-    """The compiled parse of a whole scheme encoding; None when it refuses (the interpreted
-    parse then says which rule, where)."""
-    parser = compiled(row.struct)
-    if parser is None:
-        return None
+    """The untraced parse of a whole scheme encoding (compiled once warm); None when it refuses
+    (the ordered parse then says which rule, where)."""
     try:
-        wire = parser.parse(data[: row.length])
+        wire = fast_parser(row.struct).parse(data[: row.length])
         values = row.model.wire_fields(wire)
         values["padding"] = data[row.length:]
         return row.model.parsed(values)

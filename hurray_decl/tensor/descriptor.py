@@ -31,7 +31,7 @@ from construct import this
 
 from ..engine import SCHEMES, decode_quantization, encode_quantization
 from ..errors import HurrayDeclError, RuleViolation, TruncatedError
-from ..schema import Bytes, compiled, construct_path, field_offsets
+from ..schema import Bytes, Record, compiled, construct_path, fast_parser, field_offsets
 from ..trace import parse_tree, positions_of
 from .buffers import BUFFER_COUNT, HANDLE, BufferHandle
 from .common import Section, permissive
@@ -266,7 +266,7 @@ class LayoutFields(cs.Construct):
         fast = compiled(struct)
         if fast is None:
             return self._parse(stream, context, "(parsing)")
-        return self._model(context, fast.parsefunc(stream, context))
+        return self._model(context, fast.parsefunc(stream, context))  # reached from compiled code only
 
     @staticmethod
     def _model(context: Any, wire: Any) -> Layout:
@@ -428,7 +428,7 @@ def _flag(flag: Flag) -> Any:
 
 # ---------------------------------------------------------------- the declaration
 
-DESCRIPTOR = Framed(cs.Struct(
+DESCRIPTOR = Framed(Record(
     *HEADER.subcons,  # Appendix A steps 1-8: the field rules of the fixed header
     Checkpoint(None, _written),
     *core_fields(this.rank),  # step 9
@@ -447,7 +447,7 @@ DESCRIPTOR = Framed(cs.Struct(
     "quantization" / cs.If(_flag(Flag.HAS_QUANTIZATION), QuantizationSection())
     * "flags bit 0: the quantization descriptor, decoded by its scheme_tag",
     Checkpoint(_quantization),
-    "shard" / cs.If(_flag(Flag.HAS_SHARD), Framed(ModelOf(cs.Struct(*shard_fields(this._.rank)), Shard), "HT-SEC-03"))
+    "shard" / cs.If(_flag(Flag.HAS_SHARD), Framed(ModelOf(Record(*shard_fields(this._.rank)), Shard), "HT-SEC-03"))
     * "flags bit 1: where this tensor sits in its parent",
     Checkpoint(_shard),
     "statistics" / cs.If(_flag(Flag.HAS_STATISTICS), Framed(ModelOf(STATISTICS, Statistics), "HT-SEC-08"))
@@ -519,12 +519,12 @@ def parse_traced(view: bytes, permissive: bool) -> tuple[Any, TensorDescriptor |
 
 
 def parse_fast(data: bytes, permissive: bool) -> TensorDescriptor | None:
-    """The compiled parse of the descriptor at the start of ``data`` (its first descriptor_length
-    bytes); None when it refuses (:func:`parse_traced` then says why). The header rules run
+    """The untraced parse of the descriptor at the start of ``data`` (its first descriptor_length
+    bytes), compiled once warm; None when it refuses (:func:`parse_traced` then says why). The header rules run
     inside the parse, so descriptor_length is read directly where the header declares it."""
     try:
         view = data[:_LENGTH.unpack_from(data, LENGTH_AT)[0]]
-        descriptor = compiled(DESCRIPTOR).parse_stream(io.BytesIO(view), permissive=permissive)["_model"]
+        descriptor = fast_parser(DESCRIPTOR).parse_stream(io.BytesIO(view), permissive=permissive)["_model"]
     except (HurrayDeclError, cs.ConstructError, struct.error):  # struct.error: a compiled integer cut short
         return None
     return _keep(descriptor)
@@ -533,7 +533,7 @@ def parse_fast(data: bytes, permissive: bool) -> TensorDescriptor | None:
 def preamble_fast(raw: bytes, permissive: bool) -> int | None:
     """descriptor_length from the compiled preamble parse; None when a preamble rule refuses it."""
     try:
-        return compiled(PREAMBLE).parse(raw, permissive=permissive).descriptor_length
+        return fast_parser(PREAMBLE).parse(raw, permissive=permissive).descriptor_length
     except (HurrayDeclError, cs.ConstructError):
         return None
 

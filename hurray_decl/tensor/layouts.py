@@ -15,7 +15,7 @@ import construct as cs
 from construct import this
 
 from ..registry import Table
-from ..schema import Bytes, Rule, zero_bytes
+from ..schema import Bytes, Record, Rule, zero_bytes
 from ..model import I64, U8, U32, U64
 from .common import DYNAMIC, Section, boolean, one_of, permissive, pow2_at_most
 
@@ -117,7 +117,7 @@ def _tiled_fields(rank: int, depth: int) -> tuple[cs.Construct, ...]:
 @lru_cache(maxsize=None)
 def tiled_level(rank: int, depth: int) -> cs.Struct:
     """The tiled payload at nesting ``depth`` (1 = the top one)."""
-    return cs.Struct(*_tiled_fields(rank, depth))
+    return Record(*_tiled_fields(rank, depth))
 
 
 class Tiled(Layout):
@@ -526,7 +526,7 @@ LAYOUTS: Table[int, LayoutRow] = Table("layout", "HT-HDR-16")
 @lru_cache(maxsize=None)
 def _layout_struct(tag: int, rank: int) -> cs.Struct:
     row = layout_row(tag)
-    return cs.Struct(*row.fields(rank))
+    return Record(*row.fields(rank))
 
 
 def layout_row(tag: int) -> LayoutRow:

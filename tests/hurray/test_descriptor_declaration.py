@@ -5,6 +5,7 @@ declarations rather than restating them."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hurray_decl import strategies
+from hurray_decl import schema, strategies
 from hurray_decl.engine import decode_quantization, encode_quantization, register_private_scheme, \
     unregister_private_scheme
 from hurray_decl.errors import HurrayDeclError
@@ -45,9 +46,26 @@ def _outcome(err: HurrayDeclError | None) -> tuple[Any, ...] | None:
     return None if err is None else (type(err), err.code, err.path, err.offset, err.actual, err.expected)
 
 
+@contextlib.contextmanager
+def warm(after: int):
+    """Parsers compiled after ``after`` uses (0: compiled at once; a large number: interpreted)."""
+    saved = schema.WARM_AFTER
+    schema.WARM_AFTER = after
+    try:
+        yield
+    finally:
+        schema.WARM_AFTER = saved
+
+
 def assert_parses_agree(data: bytes, permissive: bool) -> None:
-    """Compiled and traced parses of the one declaration: the same model, or the compiled one
-    refuses whatever the reader (the traced parse, after the preamble) refuses."""
+    for after in (0, 10**9):  # the compiled parse, then the untraced interpreted one
+        with warm(after):
+            _assert_agree(data, permissive)
+
+
+def _assert_agree(data: bytes, permissive: bool) -> None:
+    """Untraced (compiled or not) and traced parses of the one declaration: the same model, or
+    the untraced one refuses whatever the reader (the traced parse, after the preamble) refuses."""
     fast = declaration.parse_fast(data, permissive) if len(data) >= 10 else None
     try:
         read = read_tensor_descriptor(data, permissive=permissive)
@@ -70,6 +88,7 @@ def test_compiled_and_traced_parses_agree_on_every_vector_and_example(path, perm
 @pytest.mark.parametrize("path", [p for p in INPUTS if not p.name.startswith("invalid")], ids=lambda p: p.name)
 def test_a_valid_descriptor_is_read_by_the_compiled_parse_alone(path, monkeypatch):
     data = path.read_bytes()
+    monkeypatch.setattr(schema, "WARM_AFTER", 0)
     assert declaration.parse_fast(data, False) is not None
     monkeypatch.setattr(declaration, "parse_tree", None)  # the traced parse cannot run: never needed
     from hurray_decl.tensor import reader
@@ -94,7 +113,9 @@ def test_parses_agree_on_strategy_output_and_its_byte_mutations(d, data):
 @given(strategies.invalid_tensor_descriptors())
 def test_a_refusal_is_never_decided_by_the_compiled_parse(case):
     data, rule = case
-    assert declaration.parse_fast(data, False) is None
+    for after in (0, 10**9):
+        with warm(after):
+            assert declaration.parse_fast(data, False) is None
     with pytest.raises(HurrayDeclError) as caught:
         read_tensor_descriptor(data)
     spans, traced = trace_tensor_descriptor(data)

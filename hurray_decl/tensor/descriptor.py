@@ -156,13 +156,23 @@ def trusted(model: type, values: dict[str, Any], _set: Callable[..., None] = obj
 
 def from_wire(model: type, wire: Any) -> Any:
     """The section model of a parsed Construct container (reserved fields dropped)."""
+    return _mapping(model)(wire)
+
+
+@lru_cache(maxsize=None)
+def _mapping(model: type) -> Callable[[Any], Any]:
     if getattr(model.from_wire, "__func__", None) is not Section.from_wire.__func__:
-        return model.from_wire(wire)  # a model with its own mapping (nested tiled levels)
-    values = {}
-    for name in _fields(model):
-        value = wire[name]
-        values[name] = tuple(value) if isinstance(value, list) else value
-    return trusted(model, values)
+        return model.from_wire  # a model with its own mapping (nested tiled levels)
+    names = tuple(model.model_fields)  # a computed class property: read once
+
+    def mapped(wire: Any) -> Any:
+        values = {}
+        for name in names:
+            value = wire[name]
+            values[name] = tuple(value) if isinstance(value, list) else value
+        return trusted(model, values)
+
+    return mapped
 
 
 @lru_cache(maxsize=None)
@@ -221,7 +231,7 @@ class StopIfOpaque(cs.Construct):
         self.flagbuildnone = True
 
     def _parse(self, stream, context, path):
-        if isinstance(context.layout, OpaqueLayout):
+        if isinstance(context["layout"], OpaqueLayout):
             raise cs.StopFieldError(path=path)
 
     def _build(self, obj, stream, context, path):
@@ -249,13 +259,13 @@ class LayoutFields(cs.Construct):
     permissive mode an unrecognised tag's bytes up to descriptor_length, unread (HT-HDR-17)."""
 
     def choose(self, context: Any) -> cs.Construct | None:
-        row = _row(context.layout_tag)
-        return None if row is None else row.struct(context.rank)
+        row = _row(context["layout_tag"])
+        return None if row is None else row.struct(context["rank"])
 
     def _parse(self, stream, context, path):
         struct = self.choose(context)
         if struct is None:
-            payload = _take(stream, context.descriptor_length - stream.tell(), path)
+            payload = _take(stream, context["descriptor_length"] - stream.tell(), path)
             return trusted(OpaqueLayout, {"payload": payload})
         return self._model(context, struct._parsereport(stream, context, path))
 
@@ -270,7 +280,7 @@ class LayoutFields(cs.Construct):
 
     @staticmethod
     def _model(context: Any, wire: Any) -> Layout:
-        return from_wire(layout_row(context.layout_tag).model, wire)
+        return from_wire(layout_row(context["layout_tag"]).model, wire)
 
     def _build(self, obj, stream, context, path):
         if isinstance(obj, OpaqueLayout):
@@ -295,10 +305,10 @@ class QuantizationSection(cs.Subconstruct):
 
     def _parse(self, stream, context, path):
         start = stream.tell()
-        if context.quantization_length > _size(stream) - start:
-            _take(stream, context.quantization_length, path)  # HT-HDR-08, in the take's words
+        if context["quantization_length"] > _size(stream) - start:
+            _take(stream, context["quantization_length"], path)  # HT-HDR-08, in the take's words
         payload = self.subcon._parsereport(stream, context, path)
-        if isinstance(context.layout, CompositeHead):
+        if isinstance(context["layout"], CompositeHead):
             raise RuleViolation("HT-LAY-76", "a composite head is never quantized", path="descriptor -> flags",
                                 actual=f"0x{context.flags:08X}", expected="HAS_QUANTIZATION clear")
         try:
@@ -341,18 +351,18 @@ def _before_layout(context: Any, stream: Any) -> None:
 def _after_layout(context: Any, stream: Any) -> TensorDescriptor | None:
     """Step 10 after the fields (the rank the layout needs), step 11 (HAS_EXTENSION_TYPE). An
     unrecognised layout ends the descriptor: it is checked as a whole and returned."""
-    if isinstance(context.layout, OpaqueLayout):
+    if isinstance(context["layout"], OpaqueLayout):
         descriptor = trusted(TensorDescriptor, _values(context))
         check_descriptor(descriptor, permissive=True)
         return descriptor
-    check_layout_rank(layout_row(context.layout_tag), context.rank)
-    check_extension_flag(context.type_tag, context.flags)
+    check_layout_rank(layout_row(context["layout_tag"]), context["rank"])
+    check_extension_flag(context["type_tag"], context["flags"])
     return None
 
 
 def _buffer_table(context: Any, stream: Any) -> None:
     """Step 12, before the handles: who owns buffers, byte_offset 0 where required."""
-    check_buffer_table(context.layout, context.buffer_count, context.byte_offset)
+    check_buffer_table(context["layout"], context["buffer_count"], context["byte_offset"])
 
 
 def _quantization(context: Any, stream: Any) -> None:
@@ -362,27 +372,27 @@ def _quantization(context: Any, stream: Any) -> None:
 
 
 def _shard(context: Any, stream: Any) -> None:
-    check_shard(context._tensor, context.shard)  # step 14
+    check_shard(context["_tensor"], context["shard"])  # step 14
 
 
 def _statistics(context: Any, stream: Any) -> None:
-    check_statistics(context._tensor, context.statistics)  # step 15
+    check_statistics(context["_tensor"], context["statistics"])  # step 15
 
 
 def _member(context: Any, stream: Any) -> None:
-    check_composite_member(context.layout, context.composite_member, context.flags)  # step 17
+    check_composite_member(context["layout"], context["composite_member"], context["flags"])  # step 17
 
 
 def _length(context: Any, stream: Any) -> None:
     """Step 18: the input holds descriptor_length bytes; only a newer minor has more after the
     sections (HT-HDR-09, HT-HDR-11)."""
     have, position = _size(stream), stream.tell()
-    if have < context.descriptor_length:
+    if have < context["descriptor_length"]:
         raise TruncatedError("HT-HDR-08", "the input is shorter than descriptor_length", path="descriptor",
                              offset=have, actual=f"{have} bytes", expected=f"{context.descriptor_length} bytes")
-    if have > position and context.version_minor == 0:
+    if have > position and context["version_minor"] == 0:
         raise RuleViolation("HT-HDR-09", "descriptor_length disagrees with the sections it holds",
-                            path="descriptor -> descriptor_length", actual=context.descriptor_length,
+                            path="descriptor -> descriptor_length", actual=context["descriptor_length"],
                             expected=position)
 
 

@@ -8,6 +8,7 @@ immutable model, the number of buffers it owns (``L``, § 5.7) and its tensor-co
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import IntEnum
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
@@ -87,29 +88,43 @@ class Strided(Layout):
 
 # ---------------------------------------------------------------- tiled 0x04
 
+class TileOrder(IntEnum):
+    """outer_layout / inner_layout: the order of the tile grid and of the elements in a tile."""
+
+    ROW_MAJOR = 0x01
+    COLUMN_MAJOR = 0x02
+    STRIDED = 0x03
+    NESTED = 0x04
+    """inner_layout only: the tile holds another tiled level."""
+
+
+OUTER_ORDERS = (TileOrder.ROW_MAJOR, TileOrder.COLUMN_MAJOR, TileOrder.STRIDED)
+INNER_ORDERS = (*OUTER_ORDERS, TileOrder.NESTED)
+
+
 def _tiled_fields(rank: int, depth: int) -> tuple[cs.Construct, ...]:
     def no_deeper(value: int, _: Any) -> bool:
-        return depth < MAX_TILED_DEPTH or value != 0x04
+        return depth < MAX_TILED_DEPTH or value != TileOrder.NESTED
 
     return (
         "tile_shape" / cs.Array(rank, Rule(cs.Int64ul, lambda v, _: v > 0, "HT-LAY-08", "> 0",
                                            "a tile_shape entry is 0"))
         * "u64[rank]: elements per tile along each axis; each > 0",
-        "outer_layout" / one_of(cs.Int8ul, (1, 2, 3), "HT-LAY-09", "0x01, 0x02 or 0x03",
+        "outer_layout" / one_of(cs.Int8ul, OUTER_ORDERS, "HT-LAY-09", "0x01, 0x02 or 0x03",
                                 "unknown order of the tile grid")
         * "order of the tile grid: 0x01 row-major, 0x02 column-major, 0x03 strided",
         "inner_layout" / Rule(
-            one_of(cs.Int8ul, (1, 2, 3, 4), "HT-LAY-10", "0x01, 0x02, 0x03 or 0x04",
+            one_of(cs.Int8ul, INNER_ORDERS, "HT-LAY-10", "0x01, 0x02, 0x03 or 0x04",
                    "unknown order inside a tile"),
             no_deeper, "HT-LAY-12", f"at most {MAX_TILED_DEPTH} nested tiled payloads",
             "tiled nesting is deeper than the limit")
         * "order inside a tile: 0x01 row-major, 0x02 column-major, 0x03 strided, 0x04 nested tiling",
         "reserved" / zero_bytes(2, "HT-LAY-11") * "_reserved: two zero bytes",
-        "outer_strides" / cs.If(this.outer_layout == 3, cs.Array(rank, cs.Int64sl))
+        "outer_strides" / cs.If(this.outer_layout == TileOrder.STRIDED, cs.Array(rank, cs.Int64sl))
         * "i64[rank], only when outer_layout = 0x03: tile-grid strides, in tiles",
-        "inner_strides" / cs.If(this.inner_layout == 3, cs.Array(rank, cs.Int64sl))
+        "inner_strides" / cs.If(this.inner_layout == TileOrder.STRIDED, cs.Array(rank, cs.Int64sl))
         * "i64[rank], only when inner_layout = 0x03: strides inside a tile, in elements",
-        "nested" / cs.If(this.inner_layout == 4, cs.LazyBound(lambda: tiled_level(rank, depth + 1)))
+        "nested" / cs.If(this.inner_layout == TileOrder.NESTED, cs.LazyBound(lambda: tiled_level(rank, depth + 1)))
         * "only when inner_layout = 0x04: the same tiled structure again, one level down",
     )
 
@@ -127,8 +142,8 @@ class Tiled(Layout):
     rule: ClassVar[str] = "HT-LAY-07"
 
     tile_shape: tuple[U64, ...]
-    outer_layout: U8 = 0x01
-    inner_layout: U8 = 0x01
+    outer_layout: U8 = int(TileOrder.ROW_MAJOR)
+    inner_layout: U8 = int(TileOrder.ROW_MAJOR)
     outer_strides: tuple[I64, ...] | None = None
     inner_strides: tuple[I64, ...] | None = None
     nested: "Tiled | None" = None
@@ -169,8 +184,9 @@ class Tiled(Layout):
 
     def check_presence(self, t: "TensorContext", prefix: str = "layout") -> None:
         """Optional parts present exactly when their selector asks for them (HT-LAY-07)."""
-        parts = (("outer_strides", self.outer_layout == 3), ("inner_strides", self.inner_layout == 3),
-                 ("nested", self.inner_layout == 4))
+        parts = (("outer_strides", self.outer_layout == TileOrder.STRIDED),
+                 ("inner_strides", self.inner_layout == TileOrder.STRIDED),
+                 ("nested", self.inner_layout == TileOrder.NESTED))
         for name, wanted in parts:
             if (getattr(self, name) is not None) != wanted:
                 t.fail("HT-LAY-07", f"{name} is present exactly when its layout byte selects it",

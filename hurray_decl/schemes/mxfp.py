@@ -151,5 +151,6 @@ ROW = SchemeRow(
     check_tensor=check_tensor,
     kernel=plan,
     quantize=quantize,
+    quantize_defaults={"axis": -1, "block_size": 32, "storage": "float8_e4m3"},
     check_data=check_data,
 )

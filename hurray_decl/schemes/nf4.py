@@ -107,5 +107,6 @@ ROW = SchemeRow(
     check_tensor=check_tensor,
     kernel=plan,
     quantize=quantize,
+    quantize_defaults={"axis": -1, "block_size": 64, "storage": "uint4"},
     check_data=check_data,
 )

@@ -109,5 +109,6 @@ ROW = SchemeRow(
     check_tensor=check_tensor,
     kernel=plan,
     quantize=quantize,
+    quantize_defaults={"axis": 0},
     check_data=check_data,
 )

@@ -35,7 +35,7 @@ class MXFP(SchemeDescriptor):
 
     rule: ClassVar[str] = "HQ-MX-01"
 
-    scheme_tag: Literal[0x05] = TAG
+    scheme_tag: Literal[TAG] = TAG
     declaration: ClassVar[cs.Construct] = STRUCT
     axis: U32
     block_size: U32

@@ -31,7 +31,7 @@ class NF4(SchemeDescriptor):
 
     rule: ClassVar[str] = "HQ-NF4-01"
 
-    scheme_tag: Literal[0x04] = TAG
+    scheme_tag: Literal[TAG] = TAG
     declaration: ClassVar[cs.Construct] = STRUCT
     axis: U32
     block_size: U32

@@ -56,7 +56,7 @@ class PerBlockAffine(SymmetricZeroPoint):
     symmetric_code: ClassVar[str] = "HQ-PB-10"
     asymmetric_code: ClassVar[str] = "HQ-PB-11"
 
-    scheme_tag: Literal[0x03] = TAG
+    scheme_tag: Literal[TAG] = TAG
     declaration: ClassVar[cs.Construct] = STRUCT
     axis: U32
     block_size: U32

@@ -38,7 +38,7 @@ class PerChannelAffine(SymmetricZeroPoint):
     symmetric_code: ClassVar[str] = "HQ-PC-04"
     asymmetric_code: ClassVar[str] = "HQ-PC-05"
 
-    scheme_tag: Literal[0x02] = TAG
+    scheme_tag: Literal[TAG] = TAG
     declaration: ClassVar[cs.Construct] = STRUCT
     axis: U32
     scale_buffer_index: U32

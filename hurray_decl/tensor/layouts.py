@@ -17,6 +17,7 @@ from construct import this
 
 from ..registry import Table
 from ..schema import Rule, zero_bytes
+from ..tags import PRIVATE_RANGE, is_private
 from ..model import I64, U8, U32, U64
 from .common import DYNAMIC, Section, boolean, one_of, permissive, pow2_at_most
 
@@ -377,7 +378,7 @@ OPEN_COMPOSITE = 0xFFFF_FFFF
 
 
 def _public_rule(value: int, _: Any) -> bool:
-    return value in (PARTITION, OVERLAY, GROUP) or 0xF0 <= value <= 0xFE
+    return value in (PARTITION, OVERLAY, GROUP) or is_private(value)
 
 
 def _combine_ok(value: int, ctx: Any) -> bool:
@@ -406,7 +407,7 @@ class CompositeHead(Layout):
             "composition_rule" / Rule(
                 Rule(cs.Int8ul, _public_rule, "HT-LAY-69", "0x01, 0x02 or 0x03",
                      "reserved or invalid composition rule"),
-                lambda v, _: not 0xF0 <= v <= 0xFE, "HT-LAY-70", "0x01, 0x02 or 0x03",
+                lambda v, _: not is_private(v), "HT-LAY-70", "0x01, 0x02 or 0x03",
                 "private composition rules need an agreement; none is registered")
             * "0x01 partition, 0x02 overlay, 0x03 group",
             "combine_op" / Rule(
@@ -470,7 +471,7 @@ def _known_layout_id(value: int, ctx: Any) -> bool:
 class PrivateLayout(Layout):
     """A private extension layout: an agreed id and opaque bytes (HT-LAY-84)."""
 
-    tag: ClassVar[int] = 0xF0
+    tag: ClassVar[int] = PRIVATE_RANGE.first
     rule: ClassVar[str] = "HT-LAY-84"
 
     extension_layout_id: U64
@@ -547,7 +548,7 @@ def _layout_struct(tag: int, rank: int) -> cs.Struct:
 
 def layout_row(tag: int) -> LayoutRow:
     """The row for an assigned tag; every private tag shares the private row."""
-    if 0xF0 <= tag <= 0xFE:
+    if is_private(tag):
         return _PRIVATE_ROW
     row = LAYOUTS.get(tag)
     if row is None:
@@ -560,29 +561,29 @@ def _one(rank: int) -> int:
 
 
 for _row in (
-    LayoutRow(0x01, "row_major", "row-major", "dense", RowMajor, _one, "HT-BUFT-04"),
-    LayoutRow(0x02, "column_major", "column-major", "dense", ColumnMajor, _one, "HT-BUFT-04"),
-    LayoutRow(0x03, "strided", "strided", "dense", Strided, _one, "HT-BUFT-04"),
-    LayoutRow(0x04, "tiled", "tiled", "dense", Tiled, _one, "HT-BUFT-04"),
-    LayoutRow(0x05, "morton", "Morton", "dense", Morton, _one, "HT-BUFT-04"),
-    LayoutRow(0x06, "coo", "COO", "sparse", COO, lambda r: 2, "HT-BUFT-06", zero_byte_offset=True),
-    LayoutRow(0x07, "csr", "CSR", "sparse", CSR, lambda r: 3, "HT-BUFT-07",
+    LayoutRow(RowMajor.tag, "row_major", "row-major", "dense", RowMajor, _one, "HT-BUFT-04"),
+    LayoutRow(ColumnMajor.tag, "column_major", "column-major", "dense", ColumnMajor, _one, "HT-BUFT-04"),
+    LayoutRow(Strided.tag, "strided", "strided", "dense", Strided, _one, "HT-BUFT-04"),
+    LayoutRow(Tiled.tag, "tiled", "tiled", "dense", Tiled, _one, "HT-BUFT-04"),
+    LayoutRow(Morton.tag, "morton", "Morton", "dense", Morton, _one, "HT-BUFT-04"),
+    LayoutRow(COO.tag, "coo", "COO", "sparse", COO, lambda r: 2, "HT-BUFT-06", zero_byte_offset=True),
+    LayoutRow(CSR.tag, "csr", "CSR", "sparse", CSR, lambda r: 3, "HT-BUFT-07",
               lambda r: r == 2, "HT-LAY-25", "2", zero_byte_offset=True),
-    LayoutRow(0x08, "csc", "CSC", "sparse", CSC, lambda r: 3, "HT-BUFT-08",
+    LayoutRow(CSC.tag, "csc", "CSC", "sparse", CSC, lambda r: 3, "HT-BUFT-08",
               lambda r: r == 2, "HT-LAY-33", "2", zero_byte_offset=True),
-    LayoutRow(0x09, "csf", "CSF", "sparse", CSF, lambda r: 2 * r + 1, "HT-BUFT-09",
+    LayoutRow(CSF.tag, "csf", "CSF", "sparse", CSF, lambda r: 2 * r + 1, "HT-BUFT-09",
               lambda r: r >= 3, "HT-LAY-41", ">= 3", zero_byte_offset=True, shard_code="HT-SEC-07"),
-    LayoutRow(0x0A, "block_paged", "block-paged", "indirect", BlockPaged, lambda r: 3, "HT-BUFT-10",
+    LayoutRow(BlockPaged.tag, "block_paged", "block-paged", "indirect", BlockPaged, lambda r: 3, "HT-BUFT-10",
               lambda r: r == 3, "HT-LAY-52", "3", zero_byte_offset=True, shard_code="HT-SEC-06"),
-    LayoutRow(0x0B, "composite_head", "composite head", "virtual", CompositeHead, lambda r: 0,
+    LayoutRow(CompositeHead.tag, "composite_head", "composite head", "virtual", CompositeHead, lambda r: 0,
               "HT-BUFT-03", zero_byte_offset=True),
-    LayoutRow(0x40, "hilbert", "Hilbert curve", "dense", Hilbert, _one, "HT-BUFT-04"),
+    LayoutRow(Hilbert.tag, "hilbert", "Hilbert curve", "dense", Hilbert, _one, "HT-BUFT-04"),
 ):
     LAYOUTS.register(_row.tag, _row)
 
-_PRIVATE_ROW = LayoutRow(0xF0, "private", "private extension layout", "private", PrivateLayout,
+_PRIVATE_ROW = LayoutRow(PrivateLayout.tag, "private", "private extension layout", "private", PrivateLayout,
                          None, "HT-LAY-85")
-_OPAQUE_ROW = LayoutRow(0x00, "opaque", "unrecognised layout", "opaque", OpaqueLayout, None, "HT-HDR-17")
+_OPAQUE_ROW = LayoutRow(OpaqueLayout.tag, "opaque", "unrecognised layout", "opaque", OpaqueLayout, None, "HT-HDR-17")
 
 MODELS: dict[type, LayoutRow] = {row.model: row for row in LAYOUTS}
 MODELS[PrivateLayout] = _PRIVATE_ROW

@@ -15,7 +15,8 @@ NOT_REFUSABLE: dict[str, str] = {
              "HQ-HDR-04 / HT-HDR-08 / HT-HDR-09"
        for rule in ("HQ-HDR-01", "HQ-HDR-02", "HQ-PT-01", "HQ-PC-01", "HQ-PB-01", "HQ-NF4-01", "HQ-MX-01",
                     "HT-HDR-01", "HT-HDR-02", "HT-HDR-03", "HT-LAY-01", "HT-LAY-02", "HT-LAY-03", "HT-LAY-07",
-                    "HT-LAY-16", "HT-LAY-26", "HT-LAY-34", "HT-LAY-42", "HT-LAY-68", "HT-LAY-77", "HT-LAY-84", "HT-BUFT-01", "HT-SEC-01", "HT-SEC-03",
+                    "HT-LAY-16", "HT-LAY-26", "HT-LAY-34", "HT-LAY-42", "HT-LAY-68", "HT-LAY-77", "HT-LAY-84",
+                    "HT-BUFT-01", "HT-SEC-01", "HT-SEC-03",
                     "HT-SEC-35")},
     "HQ-HDR-06": "dispatch on byte 0: a reader reads the scheme the tag names, so the tag and the fields "
                  "never disagree in bytes (HQ-HDR-06 is raised only by parsing one scheme's bytes as another's)",

@@ -30,7 +30,8 @@ def _tiled(draw: st.DrawFn, want: Request) -> Part:
         outer = draw(st.sampled_from(OUTER_ORDERS))
         inner = draw(st.sampled_from(OUTER_ORDERS)) if level is None else TileOrder.NESTED
         tile = tuple(draw(st.lists(st.integers(1, 3), min_size=rank, max_size=rank)))
-        level = Tiled(tile_shape=tile, outer_layout=outer, inner_layout=inner, outer_strides=_strides(draw, outer, rank),
+        level = Tiled(tile_shape=tile, outer_layout=outer, inner_layout=inner,
+                      outer_strides=_strides(draw, outer, rank),
                       inner_strides=_strides(draw, inner, rank), nested=level)
     tiles = product(-(-n // t) for n, t in zip(shape, level.tile_shape))
     return Part(shape, level, (want.size_of(tiles * product(level.tile_shape)),))

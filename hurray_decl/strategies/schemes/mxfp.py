@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from ...schemes.mxfp import MXFP
+from ...schemes.mxfp import MXFP, ROW
 from ...tensor import write_tensor_descriptor
 from ..mutants import data_mutant, field_mutant, mutant
 from ..quantization import Quantizing
@@ -12,6 +12,8 @@ from ..tensor import buffers_for
 from ..values import AXES, INDICES, non_pow2, pow2, powers_of_two, product
 from . import shared
 
+NAME = ROW.name
+"""The registry row this module belongs to (its module name is the row's name)."""
 PAGED = False
 """No defined composition with block-paged storage (HD-17)."""
 MIN_BLOCK, MAX_BLOCK = 16, 2048
@@ -45,33 +47,33 @@ def parameters(draw: st.DrawFn, descriptor: MXFP, size: int) -> bytes:
     return bytes(draw(st.lists(EXPONENTS, min_size=size, max_size=size)))
 
 
-mutant("HQ-MX-02")(shared.axis_high("mxfp"))
-mutant("HQ-MX-06")(shared.axis_dynamic("mxfp"))
-mutant("HQ-MX-03")(shared.block("mxfp", non_pow2(MIN_BLOCK + 1, MAX_BLOCK - 1)))
-mutant("HQ-MX-04")(shared.block("mxfp", st.integers(0, MIN_BLOCK - 1)))
-mutant("HQ-MX-05")(shared.block("mxfp", pow2(MAX_BLOCK.bit_length(), 31)))
+mutant("HQ-MX-02")(shared.axis_high(NAME))
+mutant("HQ-MX-06")(shared.axis_dynamic(NAME))
+mutant("HQ-MX-03")(shared.block(NAME, non_pow2(MIN_BLOCK + 1, MAX_BLOCK - 1)))
+mutant("HQ-MX-04")(shared.block(NAME, st.integers(0, MIN_BLOCK - 1)))
+mutant("HQ-MX-05")(shared.block(NAME, pow2(MAX_BLOCK.bit_length(), 31)))
 
 
 @mutant("HQ-MX-07")
 def _mx_axis_empty() -> st.SearchStrategy[bytes]:
-    return field_mutant(shared.quantized("mxfp", shard=False), lambda draw, d: f"shape[{d.quantization.axis}]",
+    return field_mutant(shared.quantized(NAME, shard=False), lambda draw, d: f"shape[{d.quantization.axis}]",
                         lambda draw, d: 0)
 
 
 @mutant("HQ-MX-08")
 def _mx_partial() -> st.SearchStrategy[bytes]:
-    return field_mutant(shared.quantized("mxfp", shard=False), lambda draw, d: f"shape[{d.quantization.axis}]",
+    return field_mutant(shared.quantized(NAME, shard=False), lambda draw, d: f"shape[{d.quantization.axis}]",
                         lambda draw, d: draw(st.integers(1, 4096).filter(lambda n: n % d.quantization.block_size)))
 
 
 @mutant("HQ-BUF-12")
 def _mx_scale_size() -> st.SearchStrategy[bytes]:
-    return shared.parameter_size("mxfp", "scale_buffer_index", layout=shared.unpaged())
+    return shared.parameter_size(NAME, "scale_buffer_index", layout=shared.unpaged())
 
 
 @st.composite
 def _mx_scale_byte(draw: st.DrawFn) -> tuple[bytes, tuple[bytes, ...]]:
-    d = draw(shared.quantized("mxfp").filter(lambda d: d.buffers[d.quantization.scale_buffer_index].byte_size))
+    d = draw(shared.quantized(NAME).filter(lambda d: d.buffers[d.quantization.scale_buffer_index].byte_size))
     contents = list(draw(buffers_for(d)))
     index = d.quantization.scale_buffer_index
     raw = bytearray(contents[index])

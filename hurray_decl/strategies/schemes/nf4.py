@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from ...schemes.nf4 import NF4
+from ...schemes.nf4 import NF4, ROW
 from ..mutants import mutant
 from ..quantization import Quantizing
 from ..values import AXES, INDICES, non_pow2, pow2, powers_of_two, product
 from . import shared
 
+NAME = ROW.name
+"""The registry row this module belongs to (its module name is the row's name)."""
 PAGED = False
 """No defined composition with block-paged storage (HD-17)."""
 PADDED = True
@@ -44,17 +46,17 @@ def parameters(draw: st.DrawFn, descriptor: NF4, size: int) -> bytes:
     return shared.scale_values(draw, size // 4, SCALE, negative=False, zero=True)  # absmax: >= 0
 
 
-mutant("HQ-NF4-02")(shared.axis_high("nf4"))
-mutant("HQ-NF4-07")(shared.axis_dynamic("nf4"))
-mutant("HQ-NF4-03")(shared.block("nf4", non_pow2(MIN_BLOCK + 1, 2**32 - 1)))
-mutant("HQ-NF4-04")(shared.block("nf4", st.integers(0, MIN_BLOCK - 1)))
-mutant("HQ-NF4-05")(shared.block_beyond("nf4"))
+mutant("HQ-NF4-02")(shared.axis_high(NAME))
+mutant("HQ-NF4-07")(shared.axis_dynamic(NAME))
+mutant("HQ-NF4-03")(shared.block(NAME, non_pow2(MIN_BLOCK + 1, 2**32 - 1)))
+mutant("HQ-NF4-04")(shared.block(NAME, st.integers(0, MIN_BLOCK - 1)))
+mutant("HQ-NF4-05")(shared.block_beyond(NAME))
 
 
 @mutant("HQ-BUF-11")
 def _nf4_scale_size() -> st.SearchStrategy[bytes]:
-    return shared.parameter_size("nf4", "scale_buffer_index", layout=shared.unpaged())
+    return shared.parameter_size(NAME, "scale_buffer_index", layout=shared.unpaged())
 
 
-shared.scale_mutant("nf4", "HQ-NF4-08", shared.nonfinite)
-shared.scale_mutant("nf4", "HQ-NF4-09", shared.negative)
+shared.scale_mutant(NAME, "HQ-NF4-08", shared.nonfinite)
+shared.scale_mutant(NAME, "HQ-NF4-09", shared.negative)

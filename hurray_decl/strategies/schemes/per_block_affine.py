@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from ...schemes.per_block_affine import SCALE_TYPES, PerBlockAffine
+from ...schemes.per_block_affine import ROW, SCALE_TYPES, PerBlockAffine
 from ...storage import dtype
 from ...tensor import write_tensor_descriptor
 from ..mutants import drawn, mutant, reserved_field
@@ -14,9 +14,10 @@ from ..quantization import Quantizing
 from ..tensor import tensor_descriptors
 from ..values import AXES, non_pow2, other_than, pow2, powers_of_two, product
 from . import shared
-from .per_channel_affine import affine_indices, parameter_buffers
 from .shared import quant_field, quantized
 
+NAME = ROW.name
+"""The registry row this module belongs to (its module name is the row's name)."""
 PAGED = True
 """A block-paged tensor can carry it: block_size = page_size along axis 0 (HT-LAY-63/64)."""
 PAGE_SIZES = st.sampled_from([2, 4])
@@ -29,7 +30,7 @@ MIN_BLOCK = 2
 @st.composite
 def descriptors(draw: st.DrawFn) -> PerBlockAffine:
     return PerBlockAffine(axis=draw(AXES), block_size=draw(powers_of_two(MIN_BLOCK, 1 << 31)),
-                          scale_type_tag=draw(st.sampled_from(sorted(SCALE_TYPES))), **draw(affine_indices()))
+                          scale_type_tag=draw(st.sampled_from(sorted(SCALE_TYPES))), **draw(shared.affine_indices()))
 
 
 def shape(draw: st.DrawFn, shape: list[int]) -> list[int]:
@@ -51,7 +52,7 @@ def for_tensor(draw: st.DrawFn, want: Quantizing) -> tuple[PerBlockAffine, tuple
         extent = want.shape[axis]
         block = draw(pow2(1, max(1, extent.bit_length() - 1) if extent >= MIN_BLOCK else 6))
         count = -(-extent // block) * product(s for k, s in enumerate(want.shape) if k != axis)
-    q, sizes = parameter_buffers(draw, PerBlockAffine, want.first, count * width, 4 * count, axis=axis,
+    q, sizes = shared.parameter_buffers(draw, PerBlockAffine, want.first, count * width, 4 * count, axis=axis,
                                  block_size=block, scale_type_tag=scale_type_tag)
     return q, sizes, (axis, block)
 
@@ -61,41 +62,41 @@ def parameters(draw: st.DrawFn, descriptor: PerBlockAffine, size: int) -> bytes:
     return shared.scale_values(draw, size // dtype(name).itemsize, name)
 
 
-mutant("HQ-PB-02")(shared.axis_high("per_block_affine"))
-mutant("HQ-PB-07")(shared.axis_dynamic("per_block_affine"))
-mutant("HQ-PB-03")(shared.block("per_block_affine", non_pow2(3, 2**32 - 1)))
-mutant("HQ-PB-04")(shared.block("per_block_affine", st.integers(0, MIN_BLOCK - 1)))
-mutant("HQ-PB-05")(shared.block_beyond("per_block_affine"))
+mutant("HQ-PB-02")(shared.axis_high(NAME))
+mutant("HQ-PB-07")(shared.axis_dynamic(NAME))
+mutant("HQ-PB-03")(shared.block(NAME, non_pow2(3, 2**32 - 1)))
+mutant("HQ-PB-04")(shared.block(NAME, st.integers(0, MIN_BLOCK - 1)))
+mutant("HQ-PB-05")(shared.block_beyond(NAME))
 
 
 @mutant("HQ-PB-08")
 def _pb_scale_type() -> st.SearchStrategy[bytes]:
-    return quant_field("per_block_affine", "scale_type_tag", drawn(other_than(st.integers(0, 255), *SCALE_TYPES)))
+    return quant_field(NAME, "scale_type_tag", drawn(other_than(st.integers(0, 255), *SCALE_TYPES)))
 
 
 @mutant("HQ-PB-09")
 def _pb_reserved() -> st.SearchStrategy[bytes]:
-    return reserved_field(quantized("per_block_affine"), "quantization.reserved")
+    return reserved_field(quantized(NAME), "quantization.reserved")
 
 
 @mutant("HQ-BUF-09")
 def _pb_scale_size() -> st.SearchStrategy[bytes]:
-    return shared.parameter_size("per_block_affine", "scale_buffer_index", layout=shared.unpaged())
+    return shared.parameter_size(NAME, "scale_buffer_index", layout=shared.unpaged())
 
 
 @mutant("HQ-BUF-10")
 def _pb_zero_size() -> st.SearchStrategy[bytes]:
-    return shared.parameter_size("per_block_affine", "zero_point_buffer_index", layout=shared.unpaged())
+    return shared.parameter_size(NAME, "zero_point_buffer_index", layout=shared.unpaged())
 
 
 @mutant("HQ-BUF-13")
 @st.composite
 def _paged_parameter_size(draw: st.DrawFn) -> bytes:
     field = draw(st.sampled_from(["scale_buffer_index", "zero_point_buffer_index"]))
-    return draw(shared.parameter_size("per_block_affine", field, layout="block_paged"))
+    return draw(shared.parameter_size(NAME, field, layout="block_paged"))
 
 
-_PAGED = tensor_descriptors(layout="block_paged", scheme="per_block_affine")
+_PAGED = tensor_descriptors(layout="block_paged", scheme=NAME)
 
 
 @mutant("HT-LAY-63")
@@ -113,5 +114,5 @@ def _paged_block(draw: st.DrawFn) -> bytes:
                    draw(other_than(pow2(1, 31), d.layout.page_size)))
 
 
-shared.scale_mutant("per_block_affine", "HQ-PB-12", shared.nonfinite)
-shared.scale_mutant("per_block_affine", "HQ-PB-13", shared.zero)
+shared.scale_mutant(NAME, "HQ-PB-12", shared.nonfinite)
+shared.scale_mutant(NAME, "HQ-PB-13", shared.zero)

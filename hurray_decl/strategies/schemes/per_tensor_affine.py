@@ -5,12 +5,14 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from ...element_types import BY_NAME
-from ...schemes.per_tensor_affine import PerTensorAffine
+from ...schemes.per_tensor_affine import ROW, PerTensorAffine
 from ..mutants import drawn, field_mutant, mutant
 from ..quantization import Quantizing
 from ..values import float32s, outside
 from .shared import INT32, quant_field, quantized, storage_range
 
+NAME = ROW.name
+"""The registry row this module belongs to (its module name is the row's name)."""
 PAGED = True
 """A block-paged tensor can carry it."""
 
@@ -38,19 +40,19 @@ def scale_type(descriptor: PerTensorAffine) -> str:
 
 @mutant("HQ-PT-02")
 def _pt_zero() -> st.SearchStrategy[bytes]:
-    return quant_field("per_tensor_affine", "scale", drawn(st.sampled_from([0.0, -0.0])))
+    return quant_field(NAME, "scale", drawn(st.sampled_from([0.0, -0.0])))
 
 
 @mutant("HQ-PT-03")
 def _pt_nonfinite() -> st.SearchStrategy[bytes]:
     bits = st.builds(lambda sign, mantissa: (sign << 31 | FLOAT32_EXPONENT | mantissa).to_bytes(4, "little"),
                      st.integers(0, 1), st.integers(0, (1 << 23) - 1))
-    return quant_field("per_tensor_affine", "scale", drawn(bits))
+    return quant_field(NAME, "scale", drawn(bits))
 
 
 @mutant("HQ-PT-04")
 def _pt_zero_point() -> st.SearchStrategy[bytes]:
-    base = quantized("per_tensor_affine").filter(lambda d: storage_range(d) != INT32)
+    base = quantized(NAME).filter(lambda d: storage_range(d) != INT32)
     return field_mutant(base, "quantization.zero_point", lambda draw, d: draw(outside(storage_range(d))))
 
 
@@ -58,4 +60,4 @@ def _pt_zero_point() -> st.SearchStrategy[bytes]:
 def _pt_reserved() -> st.SearchStrategy[bytes]:
     from ..mutants import reserved_field
 
-    return reserved_field(quantized("per_tensor_affine"), "quantization.reserved")
+    return reserved_field(quantized(NAME), "quantization.reserved")

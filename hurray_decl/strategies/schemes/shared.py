@@ -25,7 +25,7 @@ from ..mutants import Value, data_mutant, drawn, field_mutant, header_field, mut
 from ..patching import fields, patched, value_at, with_length
 from ..quantization import ROWS, SCHEME_NAMES, STORAGE, of, with_parameters
 from ..tensor import LAYOUT_STRATEGIES, buffers_for, contiguous, layouts_in, tensor_descriptors
-from ..values import outside, pow2, product
+from ..values import INDICES, outside, pow2, product
 
 INT32 = (-(1 << 31), (1 << 31) - 1)
 
@@ -42,6 +42,28 @@ def quant_field(scheme: str | Sequence[str], field: str, value: Value, **kw: Any
 
 def storage_range(d: TensorDescriptor) -> tuple[int, int]:
     return BY_TAG[d.type_tag].zero_point_range
+
+
+# ================================================================ affine parameters
+
+
+@st.composite
+def affine_indices(draw: st.DrawFn) -> dict:
+    symmetric = draw(st.booleans())
+    return {"symmetric": symmetric, "scale_buffer_index": draw(INDICES),
+            "zero_point_buffer_index": None if symmetric else draw(INDICES)}
+
+
+def parameter_buffers(draw: st.DrawFn, model: Any, first: int, scale_size: int, zero_size: int, **fields: Any
+                      ) -> tuple[Any, tuple[int, ...]]:
+    """A model with its scales at buffer ``first``, and zero points unless symmetric: in the
+    same entry (HQ-BUF-04) or the next one. Returns the model and the parameter buffer sizes."""
+    if draw(st.booleans()):
+        return model(scale_buffer_index=first, symmetric=True, **fields), (scale_size,)
+    if draw(st.booleans()):
+        return model(scale_buffer_index=first, zero_point_buffer_index=first, **fields), (scale_size + zero_size,)
+    return model(scale_buffer_index=first, zero_point_buffer_index=first + 1, **fields), (scale_size, zero_size)
+
 
 
 # ================================================================ the header and the tag space

@@ -32,8 +32,7 @@ valid descriptor written by :func:`~hurray_decl.tensor.write_tensor_descriptor`,
 its path in the reader's trace and packed to the width its declaration gives it
 (:mod:`.patching`); the few that change the structure itself (rank, buffer count, a section
 added) build the parts from their own declarations. No offset is written by hand. Shrinking
-stays local: a failing case shrinks to a small descriptor with
-the smallest offending value. Where changing the field necessarily disturbs a later check too
+stays local: a failing case shrinks to a small descriptor with the smallest offending value. Where changing the field necessarily disturbs a later check too
 (a CSF tensor of rank 2 cannot keep the 2 x 3 + 1 buffers of rank 3), the rule the mutant is
 labelled with is the one a reader meets first in the order of DIGEST Appendix A.
 
@@ -41,7 +40,7 @@ Valid descriptors never use a private layout (no reader knows one without an agr
 out of band); ``tensor_descriptors(private_layout_id=ID)`` adds them for an ID the caller has
 registered. Private element types and private device tags (accepted, HD-23) are drawn.
 
-Layout
+Modules
     Each scheme (``schemes/<row name>.py``, found through its registry row), each layout family
     (``layouts/dense.py``, ``tiled.py``, ``curves.py``, ``sparse.py``, ``paged.py``,
     ``composite.py``, ``private.py``, ``ranks.py``), the header (``header.py``), the buffer table

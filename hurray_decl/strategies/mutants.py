@@ -85,6 +85,20 @@ def layout_field(kinds: str | Iterable[str], field: str, values: Any, **kw: Any)
 
 
 @st.composite
+def layout_entry(draw: st.DrawFn, kind: str, field: str, value: Value) -> bytes:
+    """A valid ``kind`` descriptor with one entry of its per-dimension array ``field`` replaced."""
+    d = draw(tensor_descriptors(layout=kind))
+    return patched(write_tensor_descriptor(d), f"layout.{field}[{draw(st.integers(0, d.rank - 1))}]", value(draw, d))
+
+
+@st.composite
+def data_too_small(draw: st.DrawFn, base: st.SearchStrategy[TensorDescriptor]) -> bytes:
+    """A valid descriptor whose buffer 0 is made smaller than it is (and so than the layout addresses)."""
+    d = draw(base.filter(lambda d: d.buffers[0].byte_size > 0))
+    return patched(write_tensor_descriptor(d), "buffers[0].byte_size", draw(st.integers(0, d.buffers[0].byte_size - 1)))
+
+
+@st.composite
 def reserved_field(draw: st.DrawFn, base: st.SearchStrategy[TensorDescriptor], path: str) -> bytes:
     """Non-zero bytes, as many as the declaration gives it, in the reserved field at ``path``."""
     data = write_tensor_descriptor(draw(base))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from ...tensor import Hilbert, Morton, write_tensor_descriptor
-from ..mutants import layout_field, mutant
+from ..mutants import data_too_small, layout_entry, layout_field, mutant
 from ..patching import patched
 from ..tensor import LayoutStrategy, Part, Request, register_layout, shapes, tensor_descriptors
 from ..values import other_than
@@ -30,19 +30,12 @@ register_layout(LayoutStrategy("hilbert", _hilbert))
 
 
 def _buffer_short(kind: str) -> st.SearchStrategy[bytes]:
-    @st.composite
-    def build(draw: st.DrawFn) -> bytes:
-        d = draw(tensor_descriptors(layout=kind, private_type=False))
-        return patched(write_tensor_descriptor(d), "buffers[0].byte_size",
-                       draw(st.integers(0, d.buffers[0].byte_size - 1)))
-    return build()
+    return data_too_small(tensor_descriptors(layout=kind, private_type=False))
 
 
 @mutant("HT-LAY-17")
-@st.composite
-def _morton_zero(draw: st.DrawFn) -> bytes:
-    d = draw(tensor_descriptors(layout="morton"))
-    return patched(write_tensor_descriptor(d), f"layout.morton_bits[{draw(st.integers(0, d.rank - 1))}]", 0)
+def _morton_zero() -> st.SearchStrategy[bytes]:
+    return layout_entry("morton", "morton_bits", lambda draw, d: 0)
 
 
 @mutant("HT-LAY-18")

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from ...tensor import Tiled, write_tensor_descriptor
 from ...tensor.layouts import INNER_ORDERS, MAX_TILED_DEPTH, OUTER_ORDERS, TileOrder
-from ..mutants import layout_field, mutant, reserved_field
+from ..mutants import data_too_small, layout_entry, layout_field, mutant, reserved_field
 from ..patching import patched
 from ..tensor import LayoutStrategy, Part, Request, register_layout, shapes, tensor_descriptors
 from ..values import other_than, product
@@ -41,10 +41,8 @@ register_layout(LayoutStrategy("tiled", _tiled))
 
 
 @mutant("HT-LAY-08")
-@st.composite
-def _tile_zero(draw: st.DrawFn) -> bytes:
-    d = draw(tensor_descriptors(layout="tiled"))
-    return patched(write_tensor_descriptor(d), f"layout.tile_shape[{draw(st.integers(0, d.rank - 1))}]", 0)
+def _tile_zero() -> st.SearchStrategy[bytes]:
+    return layout_entry("tiled", "tile_shape", lambda draw, d: 0)
 
 
 @mutant("HT-LAY-09")
@@ -71,8 +69,5 @@ def _tiled_deep(draw: st.DrawFn) -> bytes:
 
 
 @mutant("HT-LAY-13")
-@st.composite
-def _tiled_small(draw: st.DrawFn) -> bytes:
-    d = draw(tensor_descriptors(layout="tiled", private_type=False).filter(lambda d: 0 not in d.shape))
-    return patched(write_tensor_descriptor(d), "buffers[0].byte_size",
-                   draw(st.integers(0, d.buffers[0].byte_size - 1)))
+def _tiled_small() -> st.SearchStrategy[bytes]:
+    return data_too_small(tensor_descriptors(layout="tiled", private_type=False).filter(lambda d: 0 not in d.shape))

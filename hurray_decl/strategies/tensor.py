@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from ..element_types import BY_NAME, ELEMENT_TYPES, Kind
 from ..engine import scheme as scheme_row
+from ..errors import ArgumentError
 from ..storage import byte_size
 from ..tensor import BufferHandle, ExtensionType, TensorDescriptor
 from ..tensor.buffers import CPU, DEVICE_CLASSES, DEVICES, SYNC_MODES
@@ -203,7 +204,8 @@ def tensor_descriptors(
         kinds = tuple(k for k in kinds if LAYOUT_STRATEGIES[k].quantizable
                       and (pageable or not LAYOUT_STRATEGIES[k].paged))
     if not kinds:
-        raise ValueError("no layout fits these constraints")
+        raise ArgumentError("layout", "no layout fits these constraints", actual=layout,
+                            expected="a layout the requested scheme and options allow")
     kind = draw(st.sampled_from(kinds))
     strategy = LAYOUT_STRATEGIES[kind]
     if _CATEGORY.get(kind) == "virtual":  # a composite head: no buffers, data type or member section

@@ -25,15 +25,6 @@ from .tensor.common import DYNAMIC
 
 Progress = Callable[[int, int], None]
 
-DEFAULTS: dict[str, dict[str, Any]] = {
-    "per_tensor_affine": {},
-    "per_channel_affine": {"axis": 0},
-    "per_block_affine": {"axis": -1, "block_size": 32},
-    "nf4": {"axis": -1, "block_size": 64, "storage": "uint4"},
-    "mxfp": {"axis": -1, "block_size": 32, "storage": "float8_e4m3"},
-}
-"""Options each scheme's ``quantize`` uses when the caller gives none (axis -1 is the last axis)."""
-
 
 @dataclass(frozen=True)
 class QuantizeOptions:
@@ -146,7 +137,7 @@ def dequantize(descriptor: TensorDescriptor, buffers: Sequence[Any], *, out: np.
 
 def _options(row_name: str, shape: tuple[int, ...], axis: int | None, block_size: int | None,
              storage_name: str | None, symmetric: bool, scale_type: str) -> QuantizeOptions:
-    defaults = DEFAULTS[row_name]
+    defaults = scheme(row_name).quantize_defaults
     axis = defaults.get("axis", 0) if axis is None else axis
     rank = max(len(shape), 1)
     if not -rank <= axis < rank:

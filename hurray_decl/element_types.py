@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from .tags import PRIVATE_RANGE
+
 
 class Kind(str, Enum):
     FLOAT = "float"
@@ -110,7 +112,7 @@ TYPE_TAG_RANGES: tuple[TypeTagRange, ...] = (
     TypeTagRange(0x01, 0x7F, TypeTagClass.UNASSIGNED,
                  "Tier 1 (0x01-0x3F) or Tier 2 (0x40-0x7F) range; not assigned in this version"),
     TypeTagRange(0x80, 0xEF, TypeTagClass.RESERVED, "reserved for future versions"),
-    TypeTagRange(0xF0, 0xFE, TypeTagClass.PRIVATE,
+    TypeTagRange(PRIVATE_RANGE.first, PRIVATE_RANGE.last, TypeTagClass.PRIVATE,
                  "private extension type, sized from the extension-type section"),
     TypeTagRange(0xFF, 0xFF, TypeTagClass.INVALID, "never a valid type tag"),
 )

@@ -70,7 +70,7 @@ VALID_SHARE = 4
 """Without --rule, one case in VALID_SHARE is a valid descriptor; the rest are spread evenly over the rules."""
 
 
-def _draw(strategy, count: int, seed: int) -> list:
+def draw_examples(strategy, count: int, seed: int) -> list:
     """``count`` examples of ``strategy``, reproducibly from ``seed`` (Hypothesis' generation phase)."""
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as fix_seed
@@ -121,9 +121,9 @@ def draw_cases(count: int, seed: int, rules: Sequence[str] | None = None) -> lis
         if bucket == VALID:
             # Public devices only: a private device tag needs an agreement (HT-BUFT-16) another reader may lack.
             valid = tensor_descriptors(placement=placements(sorted(DEVICES)))
-            drawn += [(write_tensor_descriptor(d), ACCEPT, VALID) for d in _draw(valid, n, bucket_seed)]
+            drawn += [(write_tensor_descriptor(d), ACCEPT, VALID) for d in draw_examples(valid, n, bucket_seed)]
         else:
-            drawn += [(data, REJECT, bucket) for data in _draw(MUTANTS[bucket](), n, bucket_seed)]
+            drawn += [(data, REJECT, bucket) for data in draw_examples(MUTANTS[bucket](), n, bucket_seed)]
     random.Random(seed).shuffle(drawn)
     return [Case(i, data, expected, rule) for i, (data, expected, rule) in enumerate(drawn)]
 

@@ -31,18 +31,14 @@ Replay one input with ``python -m hurray_decl.fuzz_target crash-FILE``.
 
 from __future__ import annotations
 
-import gc
-import hashlib
-import os
 import struct
 import sys
-import time
-import types
 from pathlib import Path
 from typing import Sequence
 
 from .engine import decode_quantization, encode_quantization
 from .errors import HurrayDeclError
+from .fuzz_harness import run_libfuzzer, within
 from .tensor import read_tensor_descriptor, write_tensor_descriptor
 
 SLOW_SECONDS = 1.0
@@ -52,22 +48,8 @@ INSTRUMENTED = ("hurray_decl", "construct")
 """Packages whose code atheris instruments for coverage feedback."""
 
 
-class SlowInput(AssertionError):
-    """One call took longer than SLOW_SECONDS."""
-
-
 class RoundTripMismatch(AssertionError):
     """An accepted input did not re-encode to its own bytes."""
-
-
-def _timed(what: str, call, data: bytes):
-    start = time.perf_counter()
-    try:
-        return call()
-    finally:
-        elapsed = time.perf_counter() - start
-        if elapsed > SLOW_SECONDS:
-            raise SlowInput(f"{what} took {elapsed:.2f} s on {len(data)} bytes")
 
 
 def check_one(data: bytes) -> None:
@@ -77,8 +59,8 @@ def check_one(data: bytes) -> None:
     """
     for permissive in (False, True):
         try:
-            descriptor = _timed("read_tensor_descriptor",
-                                lambda: read_tensor_descriptor(data, permissive=permissive), data)
+            with within(SLOW_SECONDS, "read_tensor_descriptor", data):
+                descriptor = read_tensor_descriptor(data, permissive=permissive)
         except HurrayDeclError:
             pass
         else:
@@ -86,7 +68,8 @@ def check_one(data: bytes) -> None:
             if again != data[:descriptor.descriptor_length]:
                 raise RoundTripMismatch(f"tensor descriptor (permissive={permissive}) re-encodes differently")
         try:
-            payload = _timed("decode_quantization", lambda: decode_quantization(data, permissive=permissive), data)
+            with within(SLOW_SECONDS, "decode_quantization", data):
+                payload = decode_quantization(data, permissive=permissive)
         except HurrayDeclError:
             pass
         else:
@@ -130,59 +113,18 @@ def seed_inputs(generated: int = 200) -> list[bytes]:
     seeds.append(struct.pack("<4sBBIIBBI", b"HRRY", 1, 0, 20, 0, 3, 1, 0))  # a bare header
     if generated:
         try:
-            from .fuzz import _draw
+            from .fuzz import draw_examples
             from .strategies import invalid_tensor_descriptors, tensor_descriptors
         except ImportError:  # hypothesis is not installed: the fixed seeds only
             return seeds
-        seeds += [write_tensor_descriptor(d) for d in _draw(tensor_descriptors(), generated, 0)]
-        seeds += [data for data, _ in _draw(invalid_tensor_descriptors(), generated, 1)]
+        seeds += [write_tensor_descriptor(d) for d in draw_examples(tensor_descriptors(), generated, 0)]
+        seeds += [data for data, _ in draw_examples(invalid_tensor_descriptors(), generated, 1)]
     return seeds
-
-
-def write_seeds(directory: Path, generated: int = 200) -> int:
-    """Write :func:`seed_inputs` into ``directory`` (named by content hash); returns the count."""
-    directory.mkdir(parents=True, exist_ok=True)
-    seeds = seed_inputs(generated)
-    for data in seeds:
-        (directory / hashlib.sha1(data).hexdigest()).write_bytes(data)
-    return len(seeds)
-
-
-def instrument(prefixes: Sequence[str] = INSTRUMENTED) -> int:
-    """Add coverage instrumentation to every loaded function of the given packages."""
-    import atheris
-
-    roots = [f"{name}." for name in prefixes]
-    count = 0
-    for obj in gc.get_objects():
-        if not isinstance(obj, types.FunctionType):
-            continue
-        module = getattr(obj, "__module__", None) or ""
-        if module in prefixes or any(module.startswith(root) for root in roots):
-            try:
-                atheris.instrument_func(obj)
-                count += 1
-            except Exception:  # noqa: BLE001 - a function atheris cannot patch stays uninstrumented
-                pass
-    return count
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run libFuzzer with ``argv`` (libFuzzer flags and corpus directories or input files)."""
-    import atheris
-
-    args = list(sys.argv if argv is None else argv)
-    if len(args) < 1 or args[0].startswith("-"):
-        args.insert(0, "hurray_decl.fuzz_target")
-    dirs = [Path(a) for a in args[1:] if not a.startswith("-")]
-    if dirs and dirs[0].is_dir() and not any(dirs[0].iterdir()):
-        generated = int(os.environ.get("HURRAY_FUZZ_SEEDS", "200"))
-        sys.stderr.write(f"INFO: seeded {write_seeds(dirs[0], generated)} inputs into {dirs[0]}\n")
-    count = instrument()
-    sys.stderr.write(f"INFO: instrumented {count} functions of {', '.join(INSTRUMENTED)}\n")
-    atheris.Setup(args, test_one_input)
-    atheris.Fuzz()
-    return 0
+    return run_libfuzzer("hurray_decl.fuzz_target", test_one_input, seed_inputs, 200, INSTRUMENTED, argv)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Callable, Generic, Iterator, TypeVar
+from types import MappingProxyType
+from typing import Any, Callable, Generic, Iterator, Mapping, TypeVar
 
 import construct as cs
 
@@ -87,12 +88,18 @@ class SchemeRow:
     dequantizes a tensor (``params`` reads the parameter arrays from the buffers)."""
     quantize: Callable[..., Any] | None = None
     """``quantize(x, options)``: a :class:`~hurray_decl.numerics.Quantized` for a float array."""
+    quantize_defaults: Mapping[str, Any] = field(default_factory=dict)
+    """The options ``quantize`` takes when the caller gives none (``axis`` -1 is the last axis,
+    ``block_size``, ``storage``)."""
     check_tensor: Callable[..., None] | None = None
     """``check_tensor(descriptor, tensor)``: the scheme's rules that need the tensor and its
     buffer table (``tensor`` is a :class:`hurray_decl.tensor.context.TensorContext`)."""
     check_data: Callable[..., None] | None = None
     """``check_data(descriptor, data)``: the scheme's rules that need buffer contents
     (``data`` is a :class:`hurray_decl.tensor.validate.DataContext`)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "quantize_defaults", MappingProxyType(dict(self.quantize_defaults)))
 
     @property
     def layout_rule(self) -> str:

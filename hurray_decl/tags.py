@@ -57,6 +57,17 @@ TAG_RANGES: tuple[TagRange, ...] = (
 )
 
 PRIVATE_RANGE = next(r for r in TAG_RANGES if r.cls is TagClass.PRIVATE)
+"""0xF0-0xFE. Every Hurray code space (scheme, element type, layout, device, memory class,
+composition rule) keeps the same range for private values agreed out of band."""
+
+PRIVATE_TAGS = range(PRIVATE_RANGE.first, PRIVATE_RANGE.last + 1)
+INVALID_TAGS = tuple(tag for r in TAG_RANGES if r.cls is TagClass.INVALID for tag in range(r.first, r.last + 1))
+"""0x00 and 0xFF, never valid in any Hurray code space."""
+
+
+def is_private(tag: int) -> bool:
+    """Whether ``tag`` lies in the private range shared by every code space."""
+    return tag in PRIVATE_TAGS
 
 
 def tag_range(tag: int) -> TagRange:

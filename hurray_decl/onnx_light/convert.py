@@ -46,8 +46,10 @@ __all__ = ["to_block_parts", "from_block_parts", "ort_to_portable", "portable_to
 PORTABLE_FORMATS = {QuantizationFormat.INT4: 4, QuantizationFormat.INT8: 8}
 """The onnx-light affine profiles these conversions read and write: signed codes, zero point 0."""
 
-SCALE_TYPES = {"float32": FLOAT, "float16": FLOAT16, "bfloat16": BFLOAT16}
-_SCALE_NAMES = {code: name for name, code in SCALE_TYPES.items()}
+SCALE_DATA_TYPES = {"float32": FLOAT, "float16": FLOAT16, "bfloat16": BFLOAT16}
+"""The onnx-light data type of each scale type name (the Hurray scale_type_tag table is
+``hurray_decl.schemes.per_block_affine.SCALE_TYPES``)."""
+_SCALE_NAMES = {code: name for name, code in SCALE_DATA_TYPES.items()}
 _STORAGE = {f"{sign}int{bits}": (bits, sign == "") for bits in (2, 4, 8) for sign in ("", "u")}
 """Hurray per-block storage names: (bits, signed)."""
 
@@ -197,11 +199,11 @@ def _portable_parts(opened, model, storage, symmetric, scale_type):
         codes[p.permutation] = work
     scales = np.concatenate([r.scale for r in p.runs])
     name = scale_type or "float32"
-    if name not in SCALE_TYPES:
+    if name not in SCALE_DATA_TYPES:
         raise _refuse("HQ-PB-08", "per-block affine scales are float16, bfloat16 or float32", "scale_type", name,
-                      sorted(SCALE_TYPES))
+                      sorted(SCALE_DATA_TYPES))
     with np.errstate(over="ignore"):   # an overflow is not exact: refused just below
-        narrow = scales.astype(np.float32).astype(LOGICAL_DTYPES[SCALE_TYPES[name]])
+        narrow = scales.astype(np.float32).astype(LOGICAL_DTYPES[SCALE_DATA_TYPES[name]])
     if (narrow.astype(np.float64) != scales).any():
         j = int(np.flatnonzero(narrow.astype(np.float64) != scales)[0])
         raise _refuse("HQ-PB-08", f"a scale is not exactly representable as {name}", f"scales[{j}]",
@@ -280,10 +282,10 @@ def _common_checks(parts, bits: int, signed: bool = False) -> tuple[np.ndarray, 
 
 
 def _scale_code(parts) -> int:
-    if parts.scale_type not in SCALE_TYPES:
+    if parts.scale_type not in SCALE_DATA_TYPES:
         raise _refuse("OL-ORT-08", "ORT scales are float32, float16 or bfloat16", "scale_type", parts.scale_type,
-                      sorted(SCALE_TYPES))
-    return SCALE_TYPES[parts.scale_type]
+                      sorted(SCALE_DATA_TYPES))
+    return SCALE_DATA_TYPES[parts.scale_type]
 
 
 def to_block_parts(encoded, model=None, *, storage: str | None = None, symmetric: bool | None = None,

@@ -29,16 +29,13 @@ the first input of each) and continues. An empty CORPUS_DIR is seeded with the b
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
-import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Sequence
 
 from ..errors import HurrayDeclError
-from ..fuzz_target import SlowInput, instrument
+from ..fuzz_harness import run_libfuzzer, within
 from .codec import decode_plan, dequantize_value
 from .dump import dump
 from .inputs import KINDS, MODEL, VALUE, check, items, parse
@@ -51,17 +48,9 @@ class DumpMismatch(AssertionError):
     """A dump that does not cover the input, or disagrees with the verdict."""
 
 
-@contextmanager
-def _within_time(what: str, data: bytes) -> Iterator[None]:
-    started = time.perf_counter()
-    yield
-    if time.perf_counter() - started > SLOW_SECONDS:
-        raise SlowInput(f"{what} took more than {SLOW_SECONDS} s on {len(data)} bytes")
-
-
 def check_dump(data: bytes, kind: str, refused: HurrayDeclError | None) -> None:
     """The dump of ``data`` covers it byte for byte and carries an error exactly when refused."""
-    with _within_time(f"dump({kind})", data):
+    with within(SLOW_SECONDS, f"dump({kind})", data):
         result = dump(data, kind=kind)
     at = 0
     for row in result.rows:
@@ -81,7 +70,7 @@ def check_one(data: bytes) -> None:
     for kind in KINDS:
         refused: HurrayDeclError | None = None
         try:
-            with _within_time(f"the {kind} decoders", data):
+            with within(SLOW_SECONDS, f"the {kind} decoders", data):
                 message = parse(data, kind)
                 check(message, kind)
                 for item in items(message, kind) if kind in (VALUE, MODEL) else ():
@@ -143,23 +132,8 @@ INSTRUMENTED = ("hurray_decl.onnx_light", "hurray_decl.trace", "construct", "goo
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run libFuzzer with ``argv`` (libFuzzer flags and corpus directories or input files)."""
-    import atheris
-
-    args = list(sys.argv if argv is None else argv)
-    if len(args) < 1 or args[0].startswith("-"):
-        args.insert(0, "hurray_decl.onnx_light.fuzz_target")
-    dirs = [Path(a) for a in args[1:] if not a.startswith("-")]
-    if dirs and dirs[0].is_dir() and not any(dirs[0].iterdir()):
-        generated = int(os.environ.get("HURRAY_FUZZ_SEEDS", "100"))
-        seeds = seed_inputs(generated)
-        for data in seeds:
-            (dirs[0] / hashlib.sha1(data).hexdigest()).write_bytes(data)
-        sys.stderr.write(f"INFO: seeded {len(seeds)} inputs into {dirs[0]}\n")
-    count = instrument(INSTRUMENTED)
-    sys.stderr.write(f"INFO: instrumented {count} functions of {', '.join(INSTRUMENTED)}\n")
-    atheris.Setup(args, test_one_input)
-    atheris.Fuzz()
-    return 0
+    return run_libfuzzer("hurray_decl.onnx_light.fuzz_target", test_one_input, seed_inputs, 100, INSTRUMENTED,
+                         argv)
 
 
 if __name__ == "__main__":

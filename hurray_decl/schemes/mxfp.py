@@ -35,7 +35,7 @@ class MXFP(SchemeDescriptor):
 
     rule: ClassVar[str] = "HQ-MX-01"
 
-    scheme_tag: Literal[0x05] = TAG
+    scheme_tag: Literal[TAG] = TAG
     declaration: ClassVar[cs.Construct] = STRUCT
     axis: U32
     block_size: U32
@@ -151,5 +151,6 @@ ROW = SchemeRow(
     check_tensor=check_tensor,
     kernel=plan,
     quantize=quantize,
+    quantize_defaults={"axis": -1, "block_size": 32, "storage": "float8_e4m3"},
     check_data=check_data,
 )

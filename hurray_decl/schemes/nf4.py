@@ -31,7 +31,7 @@ class NF4(SchemeDescriptor):
 
     rule: ClassVar[str] = "HQ-NF4-01"
 
-    scheme_tag: Literal[0x04] = TAG
+    scheme_tag: Literal[TAG] = TAG
     declaration: ClassVar[cs.Construct] = STRUCT
     axis: U32
     block_size: U32
@@ -107,5 +107,6 @@ ROW = SchemeRow(
     check_tensor=check_tensor,
     kernel=plan,
     quantize=quantize,
+    quantize_defaults={"axis": -1, "block_size": 64, "storage": "uint4"},
     check_data=check_data,
 )

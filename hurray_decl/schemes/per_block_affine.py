@@ -56,7 +56,7 @@ class PerBlockAffine(SymmetricZeroPoint):
     symmetric_code: ClassVar[str] = "HQ-PB-10"
     asymmetric_code: ClassVar[str] = "HQ-PB-11"
 
-    scheme_tag: Literal[0x03] = TAG
+    scheme_tag: Literal[TAG] = TAG
     declaration: ClassVar[cs.Construct] = STRUCT
     axis: U32
     block_size: U32
@@ -153,5 +153,6 @@ ROW = SchemeRow(
     check_tensor=check_tensor,
     kernel=plan,
     quantize=quantize,
+    quantize_defaults={"axis": -1, "block_size": 32},
     check_data=check_data,
 )

@@ -38,7 +38,7 @@ class PerChannelAffine(SymmetricZeroPoint):
     symmetric_code: ClassVar[str] = "HQ-PC-04"
     asymmetric_code: ClassVar[str] = "HQ-PC-05"
 
-    scheme_tag: Literal[0x02] = TAG
+    scheme_tag: Literal[TAG] = TAG
     declaration: ClassVar[cs.Construct] = STRUCT
     axis: U32
     scale_buffer_index: U32
@@ -109,5 +109,6 @@ ROW = SchemeRow(
     check_tensor=check_tensor,
     kernel=plan,
     quantize=quantize,
+    quantize_defaults={"axis": 0},
     check_data=check_data,
 )

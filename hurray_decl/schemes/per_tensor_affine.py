@@ -35,7 +35,7 @@ class PerTensorAffine(SchemeDescriptor):
 
     rule: ClassVar[str] = "HQ-PT-01"
 
-    scheme_tag: Literal[0x01] = TAG
+    scheme_tag: Literal[TAG] = TAG
     declaration: ClassVar[cs.Construct] = STRUCT
     scale: float
     zero_point: I32 = 0

@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 import construct as cs
 
 from ..registry import Table
+from ..tags import is_private
 from ..schema import OrderedStruct, Rule, zero_bytes
 from ..model import U8, U32, U64
 from .common import Section, permissive
@@ -34,10 +35,6 @@ DEVICE_CLASSES: dict[int, frozenset[int]] = {
 
 PRIVATE_MEMORY_CLASSES: Table[int, str] = Table("private memory class", "HT-BUFT-21")
 """Private memory classes agreed out of band (HD-23); empty unless a caller registers one."""
-
-
-def is_private(value: int) -> bool:
-    return 0xF0 <= value <= 0xFE
 
 
 def _device_not_reserved(value: int, _: Any) -> bool:

@@ -13,7 +13,8 @@ from typing import Any, NoReturn
 from ..element_types import BY_TAG, ElementType
 from ..engine import scheme
 from ..errors import RuleViolation
-from ..storage import byte_size
+from ..storage import byte_size, packing
+from ..tags import is_private
 from ..schemes.quantization import OpaqueQuantization
 from .common import DYNAMIC
 from .layouts import (
@@ -23,8 +24,10 @@ from .layouts import (
     LayoutRow,
     OpaqueLayout,
     PrivateLayout,
+    RowMajor,
     row_of,
 )
+from .header import Flag
 from .model import SECTION_FLAGS, TensorDescriptor
 from .sections import Shard, Statistics
 
@@ -124,7 +127,7 @@ class TensorContext:
         lo = sum(min(0, s * (n - 1)) for s, n in zip(strides, extents))
         hi = sum(max(0, s * (n - 1)) for s, n in zip(strides, extents))
         bits = self.element.bits if self.element is not None else self.d.extension_type.bit_width
-        start = self.d.byte_offset * 8 + (lo // 4 * 24 if bits == 6 else lo * bits)
+        start = 8 * (self.d.byte_offset + packing(bits).byte_of(lo))
         end = self.d.byte_offset + self.packed(hi + 1)
         have = self.buffers[0].byte_size
         if start < 0 or end > have:
@@ -304,7 +307,7 @@ def check_composite_member(layout: Layout, member: Any, flags: int) -> None:
 
 def check_scalar(rank: int, layout_tag: int | None) -> None:
     """Appendix A step 10, before the layout fields: a scalar is row-major (HT-HDR-21)."""
-    if rank == 0 and layout_tag != 0x01:
+    if rank == 0 and layout_tag != RowMajor.tag:
         raise RuleViolation("HT-HDR-21", "a scalar uses the row-major layout", path="descriptor -> layout_tag",
                             actual=f"0x{layout_tag:02X}" if isinstance(layout_tag, int) else layout_tag,
                             expected="0x01")
@@ -369,11 +372,11 @@ def check_extents(t: TensorContext) -> None:
 
 def check_extension_flag(type_tag: int, flags: int) -> None:
     """HAS_EXTENSION_TYPE is set exactly for private type tags (HT-SEC-19, HT-SEC-20)."""
-    private_type = 0xF0 <= type_tag <= 0xFE
-    if private_type and not flags & 0x04:
+    private_type = is_private(type_tag)
+    if private_type and not flags & Flag.HAS_EXTENSION_TYPE:
         raise RuleViolation("HT-SEC-19", "a private type tag needs the extension-type section",
                             path="descriptor -> flags", actual=f"0x{flags:08X}", expected="HAS_EXTENSION_TYPE set")
-    if flags & 0x04 and not private_type:
+    if flags & Flag.HAS_EXTENSION_TYPE and not private_type:
         raise RuleViolation("HT-SEC-20", "HAS_EXTENSION_TYPE needs a private type tag (0xF0-0xFE)",
                             path="descriptor -> type_tag", actual=f"0x{type_tag:02X}", expected="0xF0-0xFE")
 
@@ -383,7 +386,7 @@ def _check_layout_tag(t: TensorContext) -> None:
     tag = d.layout_tag
     layout = d.layout
     if isinstance(layout, PrivateLayout):
-        ok = tag is not None and 0xF0 <= tag <= 0xFE
+        ok = tag is not None and is_private(tag)
     elif isinstance(layout, OpaqueLayout):
         ok = tag is not None
     else:

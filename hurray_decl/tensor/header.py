@@ -10,6 +10,7 @@ import construct as cs
 
 from ..element_types import BY_TAG, RESERVED_TYPE_TAGS, TypeTagClass, type_tag_range
 from ..schema import Bytes, Rule
+from ..tags import is_private
 from .common import MAX_RANK, SUPPORTED_MAJOR, permissive
 from .layouts import LAYOUTS
 
@@ -28,7 +29,7 @@ class Flag(IntFlag):
     HAS_COMPOSITE_MEMBER = 1 << 4
 
 
-DEFINED_FLAGS = 0x1F
+DEFINED_FLAGS = int(sum(Flag))
 
 
 def _type_not_invalid(v: int, _: Any) -> bool:
@@ -44,7 +45,7 @@ def _type_known(v: int, ctx: Any) -> bool:
 
 
 def _layout_known(v: int, ctx: Any) -> bool:
-    return v in LAYOUTS or 0xF0 <= v <= 0xFE or permissive(ctx)
+    return v in LAYOUTS or is_private(v) or permissive(ctx)
 
 
 TYPE_TAG = Rule(Rule(Rule(Rule(

@@ -8,6 +8,7 @@ immutable model, the number of buffers it owns (``L``, § 5.7) and its tensor-co
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import IntEnum
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
@@ -16,6 +17,7 @@ from construct import this
 
 from ..registry import Table
 from ..schema import Bytes, Record, Rule, zero_bytes
+from ..tags import PRIVATE_RANGE, is_private
 from ..model import I64, U8, U32, U64
 from .common import DYNAMIC, Section, boolean, one_of, permissive, pow2_at_most
 
@@ -87,29 +89,43 @@ class Strided(Layout):
 
 # ---------------------------------------------------------------- tiled 0x04
 
+class TileOrder(IntEnum):
+    """outer_layout / inner_layout: the order of the tile grid and of the elements in a tile."""
+
+    ROW_MAJOR = 0x01
+    COLUMN_MAJOR = 0x02
+    STRIDED = 0x03
+    NESTED = 0x04
+    """inner_layout only: the tile holds another tiled level."""
+
+
+OUTER_ORDERS = (TileOrder.ROW_MAJOR, TileOrder.COLUMN_MAJOR, TileOrder.STRIDED)
+INNER_ORDERS = (*OUTER_ORDERS, TileOrder.NESTED)
+
+
 def _tiled_fields(rank: int, depth: int) -> tuple[cs.Construct, ...]:
     def no_deeper(value: int, _: Any) -> bool:
-        return depth < MAX_TILED_DEPTH or value != 0x04
+        return depth < MAX_TILED_DEPTH or value != TileOrder.NESTED
 
     return (
         "tile_shape" / cs.Array(rank, Rule(cs.Int64ul, lambda v, _: v > 0, "HT-LAY-08", "> 0",
                                            "a tile_shape entry is 0"))
         * "u64[rank]: elements per tile along each axis; each > 0",
-        "outer_layout" / one_of(cs.Int8ul, (1, 2, 3), "HT-LAY-09", "0x01, 0x02 or 0x03",
+        "outer_layout" / one_of(cs.Int8ul, OUTER_ORDERS, "HT-LAY-09", "0x01, 0x02 or 0x03",
                                 "unknown order of the tile grid")
         * "order of the tile grid: 0x01 row-major, 0x02 column-major, 0x03 strided",
         "inner_layout" / Rule(
-            one_of(cs.Int8ul, (1, 2, 3, 4), "HT-LAY-10", "0x01, 0x02, 0x03 or 0x04",
+            one_of(cs.Int8ul, INNER_ORDERS, "HT-LAY-10", "0x01, 0x02, 0x03 or 0x04",
                    "unknown order inside a tile"),
             no_deeper, "HT-LAY-12", f"at most {MAX_TILED_DEPTH} nested tiled payloads",
             "tiled nesting is deeper than the limit")
         * "order inside a tile: 0x01 row-major, 0x02 column-major, 0x03 strided, 0x04 nested tiling",
         "reserved" / zero_bytes(2, "HT-LAY-11") * "_reserved: two zero bytes",
-        "outer_strides" / cs.If(this.outer_layout == 3, cs.Array(rank, cs.Int64sl))
+        "outer_strides" / cs.If(this.outer_layout == TileOrder.STRIDED, cs.Array(rank, cs.Int64sl))
         * "i64[rank], only when outer_layout = 0x03: tile-grid strides, in tiles",
-        "inner_strides" / cs.If(this.inner_layout == 3, cs.Array(rank, cs.Int64sl))
+        "inner_strides" / cs.If(this.inner_layout == TileOrder.STRIDED, cs.Array(rank, cs.Int64sl))
         * "i64[rank], only when inner_layout = 0x03: strides inside a tile, in elements",
-        "nested" / cs.If(this.inner_layout == 4, cs.LazyBound(lambda: tiled_level(rank, depth + 1)))
+        "nested" / cs.If(this.inner_layout == TileOrder.NESTED, cs.LazyBound(lambda: tiled_level(rank, depth + 1)))
         * "only when inner_layout = 0x04: the same tiled structure again, one level down",
     )
 
@@ -127,8 +143,8 @@ class Tiled(Layout):
     rule: ClassVar[str] = "HT-LAY-07"
 
     tile_shape: tuple[U64, ...]
-    outer_layout: U8 = 0x01
-    inner_layout: U8 = 0x01
+    outer_layout: U8 = int(TileOrder.ROW_MAJOR)
+    inner_layout: U8 = int(TileOrder.ROW_MAJOR)
     outer_strides: tuple[I64, ...] | None = None
     inner_strides: tuple[I64, ...] | None = None
     nested: "Tiled | None" = None
@@ -169,8 +185,9 @@ class Tiled(Layout):
 
     def check_presence(self, t: "TensorContext", prefix: str = "layout") -> None:
         """Optional parts present exactly when their selector asks for them (HT-LAY-07)."""
-        parts = (("outer_strides", self.outer_layout == 3), ("inner_strides", self.inner_layout == 3),
-                 ("nested", self.inner_layout == 4))
+        parts = (("outer_strides", self.outer_layout == TileOrder.STRIDED),
+                 ("inner_strides", self.inner_layout == TileOrder.STRIDED),
+                 ("nested", self.inner_layout == TileOrder.NESTED))
         for name, wanted in parts:
             if (getattr(self, name) is not None) != wanted:
                 t.fail("HT-LAY-07", f"{name} is present exactly when its layout byte selects it",
@@ -361,7 +378,7 @@ OPEN_COMPOSITE = 0xFFFF_FFFF
 
 
 def _public_rule(value: int, _: Any) -> bool:
-    return value in (PARTITION, OVERLAY, GROUP) or 0xF0 <= value <= 0xFE
+    return value in (PARTITION, OVERLAY, GROUP) or is_private(value)
 
 
 def _combine_ok(value: int, ctx: Any) -> bool:
@@ -390,7 +407,7 @@ class CompositeHead(Layout):
             "composition_rule" / Rule(
                 Rule(cs.Int8ul, _public_rule, "HT-LAY-69", "0x01, 0x02 or 0x03",
                      "reserved or invalid composition rule"),
-                lambda v, _: not 0xF0 <= v <= 0xFE, "HT-LAY-70", "0x01, 0x02 or 0x03",
+                lambda v, _: not is_private(v), "HT-LAY-70", "0x01, 0x02 or 0x03",
                 "private composition rules need an agreement; none is registered")
             * "0x01 partition, 0x02 overlay, 0x03 group",
             "combine_op" / Rule(
@@ -454,7 +471,7 @@ def _known_layout_id(value: int, ctx: Any) -> bool:
 class PrivateLayout(Layout):
     """A private extension layout: an agreed id and opaque bytes (HT-LAY-84)."""
 
-    tag: ClassVar[int] = 0xF0
+    tag: ClassVar[int] = PRIVATE_RANGE.first
     rule: ClassVar[str] = "HT-LAY-84"
 
     extension_layout_id: U64
@@ -531,7 +548,7 @@ def _layout_struct(tag: int, rank: int) -> cs.Struct:
 
 def layout_row(tag: int) -> LayoutRow:
     """The row for an assigned tag; every private tag shares the private row."""
-    if 0xF0 <= tag <= 0xFE:
+    if is_private(tag):
         return _PRIVATE_ROW
     row = LAYOUTS.get(tag)
     if row is None:
@@ -544,29 +561,29 @@ def _one(rank: int) -> int:
 
 
 for _row in (
-    LayoutRow(0x01, "row_major", "row-major", "dense", RowMajor, _one, "HT-BUFT-04"),
-    LayoutRow(0x02, "column_major", "column-major", "dense", ColumnMajor, _one, "HT-BUFT-04"),
-    LayoutRow(0x03, "strided", "strided", "dense", Strided, _one, "HT-BUFT-04"),
-    LayoutRow(0x04, "tiled", "tiled", "dense", Tiled, _one, "HT-BUFT-04"),
-    LayoutRow(0x05, "morton", "Morton", "dense", Morton, _one, "HT-BUFT-04"),
-    LayoutRow(0x06, "coo", "COO", "sparse", COO, lambda r: 2, "HT-BUFT-06", zero_byte_offset=True),
-    LayoutRow(0x07, "csr", "CSR", "sparse", CSR, lambda r: 3, "HT-BUFT-07",
+    LayoutRow(RowMajor.tag, "row_major", "row-major", "dense", RowMajor, _one, "HT-BUFT-04"),
+    LayoutRow(ColumnMajor.tag, "column_major", "column-major", "dense", ColumnMajor, _one, "HT-BUFT-04"),
+    LayoutRow(Strided.tag, "strided", "strided", "dense", Strided, _one, "HT-BUFT-04"),
+    LayoutRow(Tiled.tag, "tiled", "tiled", "dense", Tiled, _one, "HT-BUFT-04"),
+    LayoutRow(Morton.tag, "morton", "Morton", "dense", Morton, _one, "HT-BUFT-04"),
+    LayoutRow(COO.tag, "coo", "COO", "sparse", COO, lambda r: 2, "HT-BUFT-06", zero_byte_offset=True),
+    LayoutRow(CSR.tag, "csr", "CSR", "sparse", CSR, lambda r: 3, "HT-BUFT-07",
               lambda r: r == 2, "HT-LAY-25", "2", zero_byte_offset=True),
-    LayoutRow(0x08, "csc", "CSC", "sparse", CSC, lambda r: 3, "HT-BUFT-08",
+    LayoutRow(CSC.tag, "csc", "CSC", "sparse", CSC, lambda r: 3, "HT-BUFT-08",
               lambda r: r == 2, "HT-LAY-33", "2", zero_byte_offset=True),
-    LayoutRow(0x09, "csf", "CSF", "sparse", CSF, lambda r: 2 * r + 1, "HT-BUFT-09",
+    LayoutRow(CSF.tag, "csf", "CSF", "sparse", CSF, lambda r: 2 * r + 1, "HT-BUFT-09",
               lambda r: r >= 3, "HT-LAY-41", ">= 3", zero_byte_offset=True, shard_code="HT-SEC-07"),
-    LayoutRow(0x0A, "block_paged", "block-paged", "indirect", BlockPaged, lambda r: 3, "HT-BUFT-10",
+    LayoutRow(BlockPaged.tag, "block_paged", "block-paged", "indirect", BlockPaged, lambda r: 3, "HT-BUFT-10",
               lambda r: r == 3, "HT-LAY-52", "3", zero_byte_offset=True, shard_code="HT-SEC-06"),
-    LayoutRow(0x0B, "composite_head", "composite head", "virtual", CompositeHead, lambda r: 0,
+    LayoutRow(CompositeHead.tag, "composite_head", "composite head", "virtual", CompositeHead, lambda r: 0,
               "HT-BUFT-03", zero_byte_offset=True),
-    LayoutRow(0x40, "hilbert", "Hilbert curve", "dense", Hilbert, _one, "HT-BUFT-04"),
+    LayoutRow(Hilbert.tag, "hilbert", "Hilbert curve", "dense", Hilbert, _one, "HT-BUFT-04"),
 ):
     LAYOUTS.register(_row.tag, _row)
 
-_PRIVATE_ROW = LayoutRow(0xF0, "private", "private extension layout", "private", PrivateLayout,
+_PRIVATE_ROW = LayoutRow(PrivateLayout.tag, "private", "private extension layout", "private", PrivateLayout,
                          None, "HT-LAY-85")
-_OPAQUE_ROW = LayoutRow(0x00, "opaque", "unrecognised layout", "opaque", OpaqueLayout, None, "HT-HDR-17")
+_OPAQUE_ROW = LayoutRow(OpaqueLayout.tag, "opaque", "unrecognised layout", "opaque", OpaqueLayout, None, "HT-HDR-17")
 
 MODELS: dict[type, LayoutRow] = {row.model: row for row in LAYOUTS}
 MODELS[PrivateLayout] = _PRIVATE_ROW

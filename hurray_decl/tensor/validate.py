@@ -11,18 +11,19 @@ from typing import Any, NoReturn, Sequence
 
 from ..lazy_modules import numpy as np
 
-from ..element_types import BY_TAG
+from ..element_types import BY_NAME, BY_TAG
 from ..engine import scheme
 from ..errors import OpaqueDataAccess, RuleViolation
 from ..schemes.quantization import OpaqueQuantization
 from .. import storage
-from ..storage import unpack_codes
+from ..storage import packing, unpack_codes
+from ..tags import is_private
 from .common import DYNAMIC
 from .context import TensorContext, check_descriptor
 from .layouts import COO, CSC, CSF, CSR, BlockPaged, ColumnMajor, OpaqueLayout, PrivateLayout, RowMajor
 from .model import TensorDescriptor
 
-FLOAT8_E8M0 = 0x42
+FLOAT8_E8M0 = BY_NAME["float8_e8m0"].tag
 PADDING_BIT_RULES = {1: "HE-13", 2: "HE-17", 4: "HE-15", 6: "HE-19"}
 """The rule requiring zero unused bits in the last unit, by element width."""
 
@@ -150,7 +151,7 @@ def validate_buffers(descriptor: TensorDescriptor, buffers: Sequence[Any], *, pe
     if isinstance(d.layout, OpaqueLayout) or (isinstance(d.layout, PrivateLayout) and not d.layout.registered):
         raise OpaqueDataAccess("HT-HDR-17", "the layout was not recognised; its data is never dereferenced",
                                path="descriptor -> layout_tag", actual=d.layout_tag)
-    if d.type_tag not in BY_TAG and not 0xF0 <= d.type_tag <= 0xFE:
+    if d.type_tag not in BY_TAG and not is_private(d.type_tag):
         raise OpaqueDataAccess("HE-04", "the type tag was not recognised; its data is never interpreted",
                                path="descriptor -> type_tag", actual=f"0x{d.type_tag:02X}")
     if isinstance(d.quantization, OpaqueQuantization):
@@ -204,21 +205,17 @@ def _element_checks(t: TensorContext, contents: Sequence[memoryview]) -> None:
     bits = t.element.bits
     data = contents[0]
     code = PADDING_BIT_RULES.get(bits)
-    if code is not None and count:
-        if bits == 6 and count % 4:
-            group = start + (count // 4) * 3
-            word = int.from_bytes(bytes(data[group:group + 3]), "little")
-            if word >> ((count % 4) * 6):
-                raise RuleViolation(code, "the unused bits of the last 3-byte group are zero",
-                                    path="descriptor -> buffers -> 0", offset=group,
-                                    actual=f"0x{word:06X}", expected="zero unused bits")
-        elif bits < 8 and (count * bits) % 8:
-            last = start + t.packed(count) - 1
-            mask = (0xFF << ((count * bits) % 8)) & 0xFF
-            if data[last] & mask:
-                raise RuleViolation(code, "the unused bits of the last byte are zero",
-                                    path="descriptor -> buffers -> 0", offset=last,
-                                    actual=f"0x{data[last]:02X}", expected=f"bits 0x{mask:02X} clear")
+    unit = packing(bits)
+    if code is not None and count % unit.elements:  # the last packing unit is partly used
+        first = start + unit.byte_of(count)
+        word = int.from_bytes(bytes(data[first:first + unit.size]), "little")
+        used = (count % unit.elements) * bits
+        mask = ((1 << (8 * unit.size)) - 1) & ~((1 << used) - 1)
+        if word & mask:
+            what = "byte" if unit.size == 1 else f"{unit.size}-byte group"
+            raise RuleViolation(code, f"the unused bits of the last {what} are zero",
+                                path="descriptor -> buffers -> 0", offset=first,
+                                actual=f"0x{word:0{2 * unit.size}X}", expected=f"bits 0x{mask:0{2 * unit.size}X} clear")
     if t.d.type_tag == FLOAT8_E8M0:
         values = np.frombuffer(data[start:start + count], dtype=np.uint8)
         bad = np.flatnonzero((values == 0x00) | (values == 0xFF))

@@ -1,0 +1,82 @@
+"""What the atheris (libFuzzer for Python) targets share: the slow-call check, coverage
+instrumentation of chosen packages, seeding an empty corpus, and the libFuzzer entry.
+
+The targets themselves (:mod:`hurray_decl.fuzz_target` for Hurray,
+:mod:`hurray_decl.onnx_light.fuzz_target` for onnx-light) hold their oracles and seeds.
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import os
+import sys
+import time
+import types
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+
+class SlowInput(AssertionError):
+    """One call took longer than the target allows."""
+
+
+@contextmanager
+def within(seconds: float, what: str, data: bytes) -> Iterator[None]:
+    """Raise :class:`SlowInput` when the body takes longer than ``seconds`` on ``data``."""
+    started = time.perf_counter()
+    yield
+    elapsed = time.perf_counter() - started
+    if elapsed > seconds:
+        raise SlowInput(f"{what} took {elapsed:.2f} s on {len(data)} bytes")
+
+
+def write_seeds(directory: Path, seeds: Sequence[bytes]) -> int:
+    """Write ``seeds`` into ``directory``, each named by its content hash; returns the count."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for data in seeds:
+        (directory / hashlib.sha1(data).hexdigest()).write_bytes(data)
+    return len(seeds)
+
+
+def instrument(prefixes: Sequence[str]) -> int:
+    """Add coverage instrumentation to every loaded function of the given packages."""
+    import atheris
+
+    roots = [f"{name}." for name in prefixes]
+    count = 0
+    for obj in gc.get_objects():
+        if not isinstance(obj, types.FunctionType):
+            continue
+        module = getattr(obj, "__module__", None) or ""
+        if module in prefixes or any(module.startswith(root) for root in roots):
+            try:
+                atheris.instrument_func(obj)
+                count += 1
+            except Exception:  # noqa: BLE001 - a function atheris cannot patch stays uninstrumented
+                pass
+    return count
+
+
+def run_libfuzzer(name: str, callback: Callable[[bytes], None], seeds: Callable[[int], Sequence[bytes]],
+                  default_seeds: int, instrumented: Sequence[str], argv: Sequence[str] | None = None) -> int:
+    """Run libFuzzer on ``callback`` with ``argv`` (libFuzzer flags and corpus folders or inputs).
+
+    An empty first corpus folder is filled with ``seeds(n)`` first, ``n`` from the
+    ``HURRAY_FUZZ_SEEDS`` environment variable (default ``default_seeds``).
+    """
+    import atheris
+
+    args = list(sys.argv if argv is None else argv)
+    if len(args) < 1 or args[0].startswith("-"):
+        args.insert(0, name)
+    dirs = [Path(a) for a in args[1:] if not a.startswith("-")]
+    if dirs and dirs[0].is_dir() and not any(dirs[0].iterdir()):
+        count = write_seeds(dirs[0], seeds(int(os.environ.get("HURRAY_FUZZ_SEEDS", str(default_seeds)))))
+        sys.stderr.write(f"INFO: seeded {count} inputs into {dirs[0]}\n")
+    count = instrument(instrumented)
+    sys.stderr.write(f"INFO: instrumented {count} functions of {', '.join(instrumented)}\n")
+    atheris.Setup(args, callback)
+    atheris.Fuzz()
+    return 0

@@ -1,0 +1,110 @@
+"""Mutant bytes made through the declarations, never through offsets written by hand.
+
+A mutant starts from a valid descriptor that :func:`~hurray_decl.tensor.write_tensor_descriptor`
+wrote. :func:`fields` asks the reader's trace where every field sits (offset and size, keyed
+by the hex dump's dotted path: ``buffers[0].byte_size``, ``layout.nested.inner_layout``,
+``quantization.block_size``), and :func:`patched` replaces the bytes of one field with a value
+packed to the width the declaration gives it.
+
+A few mutants change the structure itself (the rank, the number of buffers, which sections are
+present), which no single field can. :func:`assembled` builds those from the declarations of
+the parts the model holds (the framing, the layout row's fields, each handle, each section in
+the wire order of :data:`~hurray_decl.tensor.model.SECTION_FLAGS`), with none of the context
+checks the writer makes, so a rule *between* parts can be broken.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any, Mapping
+
+import construct as cs
+
+from ..engine import SCHEMES, encode_quantization
+from ..tensor import BufferHandle, TensorDescriptor
+from ..tensor.reader import trace_tensor_descriptor
+from ..tensor.buffers import BUFFER_COUNT, MIN_ALIGNMENT
+from ..tensor.model import SECTION_FLAGS
+from ..tensor.sections import QUANTIZATION_LENGTH
+
+Fields = Mapping[str, tuple[int, int]]
+
+_FLOATS = {2: "<e", 4: "<f", 8: "<d"}
+
+
+def fields(data: bytes) -> dict[str, tuple[int, int]]:
+    """(offset, size) of every field of the valid descriptor ``data``, by dotted path.
+
+    Where the trace gives the quantization payload as one span, its fields are located with
+    the scheme row's declaration (``row.offsets``)."""
+    spans, err = trace_tensor_descriptor(data)
+    if err is not None:
+        raise err
+    found = {s.path: (s.offset, s.size) for s in spans}
+    payload = found.get("quantization")
+    if payload is not None and not any(p.startswith("quantization.") for p in found):
+        row = SCHEMES.get(data[payload[0]])
+        if row is not None:
+            for name, (offset, size) in row.offsets.items():
+                found[f"quantization.{name}"] = (payload[0] + offset, size)
+    return found
+
+
+def packed(value: Any, size: int) -> bytes:
+    """``value`` as ``size`` little-endian bytes: an int (two's complement when negative), a
+    float (binary16/32/64 by size) or bytes of exactly that size."""
+    if isinstance(value, (bytes, bytearray)):
+        if len(value) != size:
+            raise ValueError(f"{len(value)} bytes do not fill a {size}-byte field")
+        return bytes(value)
+    if isinstance(value, float):
+        return struct.pack(_FLOATS[size], value)
+    return int(value).to_bytes(size, "little", signed=value < 0)
+
+
+def patched(data: bytes, path: str, value: Any, where: Fields | None = None) -> bytes:
+    """``data`` with the field at ``path`` replaced by ``value`` (located in ``where``, or in
+    ``data`` itself, which must then be a valid descriptor)."""
+    offset, size = (where if where is not None else fields(data))[path]
+    return data[:offset] + packed(value, size) + data[offset + size:]
+
+
+def value_at(data: bytes, path: str, where: Fields) -> int:
+    """The unsigned integer stored in the field at ``path``."""
+    offset, size = where[path]
+    return int.from_bytes(data[offset:offset + size], "little")
+
+
+def with_length(data: bytes, where: Fields) -> bytes:
+    """``data`` with descriptor_length set to its own length."""
+    return patched(data, "descriptor_length", len(data), where)
+
+
+def _built(declaration: cs.Construct, values: Any) -> bytes:
+    return declaration.build(values, permissive=True)
+
+
+def assembled(d: TensorDescriptor) -> bytes:
+    """``d`` written part by part with each part's own declaration and no context check."""
+    body = [_built(d.layout.wire_declaration(), d.layout.to_wire()),
+            _built(cs.Struct(BUFFER_COUNT), {"buffer_count": len(d.buffers)})]
+    body += [_built(h.wire_declaration(), h.to_wire()) for h in d.buffers]
+    for name, _flag, _rule in SECTION_FLAGS:
+        section = getattr(d, name)
+        if section is None:
+            continue
+        if name == "quantization":
+            payload = encode_quantization(section, permissive=True)
+            body += [_built(cs.Struct(QUANTIZATION_LENGTH), {"quantization_length": len(payload)}), payload]
+        else:
+            body.append(_built(section.wire_declaration(), section.to_wire()))
+    framing = d.wire_declaration()
+    values = d.wire_values()
+    values["descriptor_length"] = framing.sizeof(**values) + sum(len(part) for part in body)
+    return _built(framing, values) + b"".join(body)
+
+
+def resized(h: BufferHandle, size: int) -> BufferHandle:
+    """A handle holding ``size`` bytes, its alignment raised to the minimum when it becomes non-empty."""
+    alignment = h.alignment if size == 0 or h.alignment >= MIN_ALIGNMENT else MIN_ALIGNMENT
+    return h.model_copy(update={"byte_size": size, "alignment": alignment})

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from functools import lru_cache
+from typing import Any, Callable, ClassVar
 
 import construct as cs
 
@@ -37,6 +38,30 @@ def permissive(ctx: Any) -> bool:
 def pow2_at_most(bits: int, limit_bits: int) -> int:
     """2**bits, capped at 2**limit_bits so a claimed exponent never builds a huge integer."""
     return 1 << min(bits, limit_bits)
+
+
+_READY: set[type] = set()
+
+
+def trusted(model: type, values: dict[str, Any], _set: Callable[..., None] = object.__setattr__) -> Any:
+    """A model from values a declaration has just parsed, every field given: the parse already
+    checked each value (types, widths, field rules), so pydantic does not check them again.
+    A model a caller builds runs every rule (``FrozenModel``)."""
+    if model not in _READY:  # its schema is built on first use (defer_build): dumping needs it
+        model.model_rebuild()
+        _READY.add(model)
+    made = model.__new__(model)
+    _set(made, "__dict__", values)
+    _set(made, "__pydantic_fields_set__", set(values))
+    _set(made, "__pydantic_extra__", None)
+    _set(made, "__pydantic_private__", None)
+    return made
+
+
+@lru_cache(maxsize=None)
+def field_names(model: type) -> tuple[str, ...]:
+    """A model's field names (pydantic computes ``model_fields`` on each access: read once)."""
+    return tuple(model.model_fields)
 
 
 class Section(FrozenModel):

@@ -23,7 +23,6 @@ from __future__ import annotations
 import io
 import struct
 import weakref
-from functools import lru_cache
 from typing import Any, Callable
 
 import construct as cs
@@ -34,7 +33,7 @@ from ..errors import HurrayDeclError, RuleViolation, TruncatedError
 from ..schema import Bytes, Record, compiled, construct_path, fast_parser, field_offsets
 from ..trace import parse_tree, positions_of
 from .buffers import BUFFER_COUNT, HANDLE, BufferHandle
-from .common import Section, permissive
+from .common import field_names, permissive, trusted
 from .context import (
     TensorContext,
     check_buffer_table,
@@ -136,50 +135,6 @@ class Framed(cs.Subconstruct):
         return self.subcon._compileparse(code)
 
 
-_READY: set[type] = set()
-
-
-def trusted(model: type, values: dict[str, Any], _set: Callable[..., None] = object.__setattr__) -> Any:
-    """A model from values a declaration has just parsed, every field given: the parse already
-    checked each value (types, widths, field rules), so pydantic does not check them again.
-    A model a caller builds runs every rule (``FrozenModel``)."""
-    if model not in _READY:  # its schema is built on first use (defer_build): dumping needs it
-        model.model_rebuild()
-        _READY.add(model)
-    made = model.__new__(model)
-    _set(made, "__dict__", values)
-    _set(made, "__pydantic_fields_set__", set(values))
-    _set(made, "__pydantic_extra__", None)
-    _set(made, "__pydantic_private__", None)
-    return made
-
-
-def from_wire(model: type, wire: Any) -> Any:
-    """The section model of a parsed Construct container (reserved fields dropped)."""
-    return _mapping(model)(wire)
-
-
-@lru_cache(maxsize=None)
-def _mapping(model: type) -> Callable[[Any], Any]:
-    if getattr(model.from_wire, "__func__", None) is not Section.from_wire.__func__:
-        return model.from_wire  # a model with its own mapping (nested tiled levels)
-    names = tuple(model.model_fields)  # a computed class property: read once
-
-    def mapped(wire: Any) -> Any:
-        values = {}
-        for name in names:
-            value = wire[name]
-            values[name] = tuple(value) if isinstance(value, list) else value
-        return trusted(model, values)
-
-    return mapped
-
-
-@lru_cache(maxsize=None)
-def _fields(model: type) -> tuple[str, ...]:
-    return tuple(model.model_fields)  # a computed class property: read once
-
-
 class ModelOf(cs.Adapter):
     """A section declaration that parses into its model and builds from it."""
 
@@ -188,7 +143,7 @@ class ModelOf(cs.Adapter):
         self.model = model
 
     def _decode(self, obj, context, path):
-        return from_wire(self.model, obj)
+        return self.model.from_wire(obj)
 
     def _encode(self, obj, context, path):
         return obj.to_wire()
@@ -280,7 +235,7 @@ class LayoutFields(cs.Construct):
 
     @staticmethod
     def _model(context: Any, wire: Any) -> Layout:
-        return from_wire(layout_row(context["layout_tag"]).model, wire)
+        return layout_row(context["layout_tag"]).model.from_wire(wire)
 
     def _build(self, obj, stream, context, path):
         if isinstance(obj, OpaqueLayout):
@@ -336,7 +291,7 @@ class QuantizationSection(cs.Subconstruct):
 def _values(context: Any) -> dict[str, Any]:
     """Every TensorDescriptor field from what has been parsed so far (absent sections None)."""
     get = context.get
-    values = {name: get(name) for name in _fields(TensorDescriptor)}
+    values = {name: get(name) for name in field_names(TensorDescriptor)}
     values.update(shape=tuple(values["shape"]), buffers=tuple(values["buffers"] or ()),
                   trailing=values["trailing"] or b"")
     return values

@@ -24,7 +24,7 @@ from hurray_decl.schemes.quantization import SchemeDescriptor
 from hurray_decl.tensor import descriptor as declaration
 from hurray_decl.tensor import read_tensor_descriptor, write_tensor_descriptor
 from hurray_decl.tensor.buffers import HANDLE
-from hurray_decl.tensor.header import HEADER
+from hurray_decl.tensor.header import HEADER, PREAMBLE_LENGTH
 from hurray_decl.tensor.layouts import LAYOUTS
 from hurray_decl.tensor.reader import field_positions, trace_tensor_descriptor
 from hurray_decl.tensor.sections import COMPOSITE_MEMBER, EXTENSION_TYPE, STATISTICS
@@ -66,7 +66,7 @@ def assert_parses_agree(data: bytes, permissive: bool) -> None:
 def _assert_agree(data: bytes, permissive: bool) -> None:
     """Untraced (compiled or not) and traced parses of the one declaration: the same model, or
     the untraced one refuses whatever the reader (the traced parse, after the preamble) refuses."""
-    fast = declaration.parse_fast(data, permissive) if len(data) >= 10 else None
+    fast = declaration.parse_fast(data, permissive) if len(data) >= PREAMBLE_LENGTH else None
     try:
         read = read_tensor_descriptor(data, permissive=permissive)
     except HurrayDeclError as err:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import struct
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -48,13 +49,6 @@ def roundtrip(d: TensorDescriptor, **kw: Any) -> TensorDescriptor:
     return back
 
 
-def patch(data: bytes, offset: int, value: bytes) -> bytes:
-    """``data`` with ``value`` written over it at ``offset``."""
-    out = bytearray(data)
-    out[offset:offset + len(value)] = value
-    return bytes(out)
-
-
 def u8(v: int) -> bytes:
     return bytes([v])
 
@@ -67,22 +61,84 @@ def u64(v: int) -> bytes:
     return struct.pack("<Q", v)
 
 
-def field_offset(data: bytes, path: str) -> int:
-    """Where the field ``path`` (the hex dump's name: ``buffers[0].byte_size``) sits in ``data``,
-    as the reader's own declaration traces it."""
+# ---------------------------------------------------------------- fields by name, never by offset
+#
+# Tests never state where a field sits: they ask the reader's own declaration. Names are dotted
+# paths with indices as parts (``flags``, ``shape.1``, ``buffers.0.byte_size``, ``layout.nnz``,
+# ``quantization.block_size``, ``statistics.value_stddev``); a name that is a prefix of fields
+# (``layout``, ``buffers.1``, ``statistics``, ``shape``) stands for the bytes they cover together.
+
+
+def _dotted(path: str) -> str:
+    return path.replace("[", ".").replace("]", "")
+
+
+@lru_cache(maxsize=256)
+def _spans(data: bytes, permissive: bool) -> tuple[tuple[str, int, int], ...]:
+    from hurray_decl.engine import SCHEMES
     from hurray_decl.tensor.reader import trace_tensor_descriptor
+    from hurray_decl.trace import trace
 
-    spans, _ = trace_tensor_descriptor(data, permissive=True)
-    found = [span.offset for span in spans if span.path == path]
-    assert found, f"no field {path!r} in {[span.path for span in spans]}"
-    return found[0]
+    spans, _ = trace_tensor_descriptor(data, permissive=permissive)
+    out = [(_dotted(s.path), s.offset, s.size) for s in spans]
+    for s in spans:  # the quantization payload, field by field through its scheme's declaration
+        row = SCHEMES.get(data[s.offset]) if s.path == "quantization" and s.size else None
+        if row is not None and not any(name.startswith("quantization.") for name, _, _ in out):
+            found, _ = trace(row.struct, data[s.offset:s.offset + min(s.size, row.length)], base=s.offset,
+                             prefix="quantization")
+            out += [(_dotted(f.path), f.offset, f.size) for f in found]
+    return tuple(out)
 
 
-def layout_start(rank: int) -> int:
-    """Offset of the layout fields: fixed header, shape, byte_offset."""
-    return 20 + 8 * rank + 8
+def fields(data: bytes, *, permissive: bool = True) -> dict[str, tuple[int, int]]:
+    """name -> (offset, size) of every field the reader reads in ``data``; for a refused input,
+    the fields up to the one that stopped it."""
+    return {name: (offset, size) for name, offset, size in _spans(bytes(data), permissive)}
+
+
+def span(data: bytes, name: str, *, permissive: bool = True) -> tuple[int, int]:
+    """(offset, size) of the field ``name``, or of the fields under it taken together."""
+    known = fields(data, permissive=permissive)
+    if name in known:
+        return known[name]
+    inside = [known[n] for n in known if n.startswith(name + ".")]
+    assert inside, f"no field {name!r} in {sorted(known)}"
+    start = min(offset for offset, _ in inside)
+    return start, max(offset + size for offset, size in inside) - start
+
+
+def at(data: bytes, name: str, *, permissive: bool = True) -> int:
+    """Where the field ``name`` starts in the descriptor ``data``."""
+    return span(data, name, permissive=permissive)[0]
+
+
+def end(data: bytes, name: str, *, permissive: bool = True) -> int:
+    """Where the field ``name`` ends (the offset of the byte after it)."""
+    offset, size = span(data, name, permissive=permissive)
+    return offset + size
+
+
+def field_bytes(data: bytes, name: str) -> bytes:
+    """The bytes of the field ``name``."""
+    offset, size = span(data, name)
+    return bytes(data[offset:offset + size])
+
+
+def patch_field(data: bytes, name: str, value: int | bytes, *, permissive: bool = True) -> bytes:
+    """``data`` with the field ``name`` overwritten: an int little-endian in the field's width, or
+    bytes of exactly that width (anything else is an error, never a silent resize)."""
+    offset, size = span(data, name, permissive=permissive)
+    if isinstance(value, int):
+        if not 0 <= value < 1 << (8 * size):
+            raise ValueError(f"{value} does not fit the {size}-byte field {name!r}")
+        value = value.to_bytes(size, "little")
+    if len(value) != size:
+        raise ValueError(f"{len(value)} bytes for the {size}-byte field {name!r}")
+    out = bytearray(data)
+    out[offset:offset + size] = value
+    return bytes(out)
 
 
 def with_length(data: bytes) -> bytes:
     """``data`` with descriptor_length set to its actual size (after growing or shrinking it)."""
-    return patch(data, 6, u32(len(data)))
+    return patch_field(data, "descriptor_length", len(data))

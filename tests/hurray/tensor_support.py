@@ -96,11 +96,28 @@ def fields(data: bytes, *, permissive: bool = True) -> dict[str, tuple[int, int]
     return {name: (offset, size) for name, offset, size in _spans(bytes(data), permissive)}
 
 
+@lru_cache(maxsize=1)
+def _header_fields() -> dict[str, tuple[int, int]]:
+    from hurray_decl.schema import field_offsets
+    from hurray_decl.tensor.header import HEADER
+
+    return field_offsets(HEADER)
+
+
+def header_field(name: str) -> tuple[int, int]:
+    """(offset, size) of a fixed-header field, from the header's declaration: the same in any
+    bytes, read or not (for mutating arbitrary inputs without tracing each one)."""
+    return _header_fields()[name]
+
+
 def span(data: bytes, name: str, *, permissive: bool = True) -> tuple[int, int]:
-    """(offset, size) of the field ``name``, or of the fields under it taken together."""
+    """(offset, size) of the field ``name``, or of the fields under it taken together. The fixed
+    header's fields are found in any bytes, even where the reader stops before them."""
     known = fields(data, permissive=permissive)
     if name in known:
         return known[name]
+    if name in _header_fields():
+        return header_field(name)
     inside = [known[n] for n in known if n.startswith(name + ".")]
     assert inside, f"no field {name!r} in {sorted(known)}"
     start = min(offset for offset, _ in inside)
@@ -128,6 +145,8 @@ def patch_field(data: bytes, name: str, value: int | bytes, *, permissive: bool 
     """``data`` with the field ``name`` overwritten: an int little-endian in the field's width, or
     bytes of exactly that width (anything else is an error, never a silent resize)."""
     offset, size = span(data, name, permissive=permissive)
+    if offset + size > len(data):
+        raise ValueError(f"the field {name!r} ends past the {len(data)} bytes given")
     if isinstance(value, int):
         if not 0 <= value < 1 << (8 * size):
             raise ValueError(f"{value} does not fit the {size}-byte field {name!r}")

@@ -24,6 +24,7 @@ from ..codec import quantize
 from ..element_types import BY_NAME
 from ..schema import field_offsets
 from ..tensor import BufferHandle, CompositeHead, RowMajor, TensorDescriptor
+from ..tensor.fields import field_span
 from .composite import GROUP, PARTITION, CompositeWalk
 from .crc import crc32c
 from .declarations import FILE_HEADER, TRAILER, TRAILER_LENGTH, FileFlag, KVTag
@@ -150,6 +151,13 @@ class Patch:
 
     def entry(self, index: int, name: str) -> int:
         return self.c.field_offset(index, name)
+
+    def descriptor_field(self, index: int, name: str) -> tuple[int, int]:
+        """(absolute offset, size) of a field of entry ``index``'s descriptor, by name (``layout.member_count``)."""
+        e = self.c.entries[index]
+        start = e.descriptor_offset
+        offset, size = field_span(bytes(self.data[start:start + e.descriptor_length]), name)
+        return start + offset, size
 
     def put(self, offset: int, value: int | bytes, width: int = 0) -> "Patch":
         raw = value if isinstance(value, bytes) else (value % (1 << 8 * width)).to_bytes(width, "little")
@@ -314,7 +322,8 @@ def _kv_second_key_same(draw: st.DrawFn, p: Patch) -> bytes:
 
 
 def _descriptor_magic(draw: st.DrawFn, p: Patch) -> bytes:
-    return p.put(p.c.entries[0].descriptor_offset + draw(st.integers(0, 3)), b"\x00").recrc()
+    at, width = p.descriptor_field(0, "magic")
+    return p.put(at + draw(st.integers(0, width - 1)), b"\x00").recrc()
 
 
 def _data_offset(delta: st.SearchStrategy[int]) -> Mutate:
@@ -350,14 +359,13 @@ def _past_region(draw: st.DrawFn, p: Patch) -> bytes:
 
 
 def _member_count_plus_one(draw: st.DrawFn, p: Patch) -> bytes:
-    head = p.c.entries[p.c.names.index("g")]
-    at = head.descriptor_offset + 20 + 8 + 8 + 4  # header, shape [1], byte_offset, then member_count at +4
-    return p.put(at, p.u(at, 4) + draw(st.integers(1, 3)), 4).recrc()
+    at, width = p.descriptor_field(p.c.names.index("g"), "layout.member_count")
+    return p.put(at, p.u(at, width) + draw(st.integers(1, 3)), width).recrc()
 
 
 def _group_to_partition(draw: st.DrawFn, p: Patch) -> bytes:
-    head = p.c.entries[p.c.names.index("g")]
-    return p.put(head.descriptor_offset + 20 + 8 + 8, PARTITION, 1).recrc()
+    at, width = p.descriptor_field(p.c.names.index("g"), "layout.composition_rule")
+    return p.put(at, PARTITION, width).recrc()
 
 
 def _nested(draw: st.DrawFn, p: Patch) -> bytes:

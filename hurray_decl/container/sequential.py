@@ -16,10 +16,11 @@ from typing import BinaryIO, Iterator
 
 from ..errors import HurrayDeclError, RuleViolation, TruncatedError
 from ..tensor import TensorDescriptor, read_tensor_descriptor
+from ..tensor.header import PREAMBLE_LENGTH
 from .crc import crc32c
 from .declarations import DESCRIPTOR_ALIGNMENT, FILE_HEADER, HEADER_LENGTH, TRAILER, TRAILER_LENGTH, UNKNOWN_COUNT
 from .model import FileHeader, Trailer
-from .reader import PREAMBLE_LENGTH, align, parse_at
+from .reader import COUNT_HINT_OFFSET, align, parse_at
 
 
 CHUNK = 1 << 20
@@ -69,7 +70,7 @@ def read_sequential(stream: BinaryIO) -> Iterator[tuple[TensorDescriptor, tuple[
     end = trailer.kv_offset if trailer.has_kv else trailer.index_offset
     if s.position != end:
         raise RuleViolation("HF-DATA-25", "after tensor_count_hint tensors the offset is not where the region ends",
-                            path="file -> header -> tensor_count_hint", offset=28, actual=s.position, expected=end)
+                            path="file -> header -> tensor_count_hint", offset=COUNT_HINT_OFFSET, actual=s.position, expected=end)
 
 
 class _Buffered(_Stream):

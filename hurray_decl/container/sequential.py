@@ -15,13 +15,16 @@ from __future__ import annotations
 from typing import BinaryIO, Iterator
 
 from ..errors import HurrayDeclError, RuleViolation, TruncatedError
+from ..schema import field_offsets
 from ..tensor import TensorDescriptor, read_tensor_descriptor
-from ..tensor.header import PREAMBLE_LENGTH
+from ..tensor.header import PREAMBLE, PREAMBLE_LENGTH
 from .crc import crc32c
 from .declarations import DESCRIPTOR_ALIGNMENT, FILE_HEADER, HEADER_LENGTH, TRAILER, TRAILER_LENGTH, UNKNOWN_COUNT
 from .model import FileHeader, Trailer
 from .reader import COUNT_HINT_OFFSET, align, parse_at
 
+DESCRIPTOR_LENGTH = field_offsets(PREAMBLE)["descriptor_length"]
+"""(offset, size) of a descriptor's descriptor_length, from the tensor preamble's declaration."""
 
 CHUNK = 1 << 20
 
@@ -105,7 +108,8 @@ def _trailer(rest: bytes, size: int, header: FileHeader) -> Trailer:
 def _one(s: _Stream, header: FileHeader) -> tuple[TensorDescriptor, tuple[bytes, ...]]:
     start = s.position
     preamble = s.read(PREAMBLE_LENGTH, "file -> descriptor")
-    length = int.from_bytes(preamble[6:10], "little")
+    at, width = DESCRIPTOR_LENGTH
+    length = int.from_bytes(preamble[at:at + width], "little")
     raw = preamble + s.read(max(length - PREAMBLE_LENGTH, 0), "file -> descriptor")
     try:
         descriptor = read_tensor_descriptor(raw)

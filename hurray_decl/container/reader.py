@@ -281,7 +281,8 @@ class Container:
         h, t = self.header, self.trailer
         if h.tensor_count_hint not in (UNKNOWN_COUNT, len(self.entries)):
             raise RuleViolation("HF-HDR-16", "tensor_count_hint is neither unknown nor the entry count",
-                                path="file -> header -> tensor_count_hint", offset=COUNT_HINT_OFFSET, actual=h.tensor_count_hint,
+                                path="file -> header -> tensor_count_hint", offset=COUNT_HINT_OFFSET,
+                                actual=h.tensor_count_hint,
                                 expected=f"{len(self.entries)} or 0xFFFFFFFFFFFFFFFF")
         self._zero(HEADER_LENGTH, h.first_descriptor_offset, "HF-HDR-15", "file -> padding before the first descriptor")
         walk = CompositeWalk(self.locate)

@@ -73,7 +73,8 @@ def read_sequential(stream: BinaryIO) -> Iterator[tuple[TensorDescriptor, tuple[
     end = trailer.kv_offset if trailer.has_kv else trailer.index_offset
     if s.position != end:
         raise RuleViolation("HF-DATA-25", "after tensor_count_hint tensors the offset is not where the region ends",
-                            path="file -> header -> tensor_count_hint", offset=COUNT_HINT_OFFSET, actual=s.position, expected=end)
+                            path="file -> header -> tensor_count_hint", offset=COUNT_HINT_OFFSET, actual=s.position,
+                            expected=end)
 
 
 class _Buffered(_Stream):

@@ -28,8 +28,8 @@ from ..tensor.fields import field_span
 from ..trace import trace
 from .composite import GROUP, PARTITION, CompositeWalk
 from .crc import crc32c
-from .declarations import (FILE_HEADER, HEADER_LENGTH, KV_COUNT, KV_ENTRY, MIN_FILE_SIZE, TRAILER, TRAILER_LENGTH,
-                           FileFlag, KVTag)
+from .declarations import (DESCRIPTOR_ALIGNMENT, FILE_HEADER, HEADER_LENGTH, KV_COUNT, KV_ENTRY, MIN_FILE_SIZE, TRAILER,
+                           TRAILER_LENGTH, FileFlag, KVTag)
 from .model import KVValue
 from .reader import Container, align, open_container
 from .writer import ContainerWriter
@@ -452,7 +452,7 @@ MUTANTS: dict[str, Mutant] = {
         range(0, HEADER_LENGTH, 8)), 8)),
     "HF-HDR-14": Mutant("HF-HDR-14", _ANY, _header_field(
         "first_descriptor_offset", st.integers(HEADER_LENGTH + 1, 1 << 40).filter(lambda v: v % 8), 8)),
-    "HF-HDR-15": Mutant("HF-HDR-15", Needs(first_descriptor_offset=HEADER_LENGTH + 8), _nonzero_byte(
+    "HF-HDR-15": Mutant("HF-HDR-15", Needs(first_descriptor_offset=HEADER_LENGTH + DESCRIPTOR_ALIGNMENT), _nonzero_byte(
         lambda p: HEADER_LENGTH, lambda p: p.c.header.first_descriptor_offset)),
     "HF-HDR-16": Mutant("HF-HDR-16", _ANY, lambda draw, p: bytes(p.put(p.header("tensor_count_hint"), draw(
         st.integers(0, (1 << 64) - 2).filter(lambda v: v != len(p.c.entries))), 8).data)),

@@ -104,7 +104,8 @@ def test_device_memory_matrix(device, memory_class, ok):
 def test_buffer_counts_per_layout():
     table = at(BASE, "buffer_count")  # a table of no handles: the descriptor ends after its count
     with raises_rule("HT-BUFT-02", offset=table):
-        read_tensor_descriptor(patch_field(patch_field(BASE, "descriptor_length", table + 1), "buffer_count", 0)[:table + 1])
+        emptied = patch_field(patch_field(BASE, "descriptor_length", table + 1), "buffer_count", 0)
+        read_tensor_descriptor(emptied[:table + 1])
     head = read_tensor_descriptor(vector("composite_head_partition.bin"))
     with raises_rule("HT-BUFT-03"):
         write_tensor_descriptor(head.replace(buffers=(handle(0),)))

@@ -1,9 +1,11 @@
 """No absolute descriptor offsets written by hand, in the package or the tests (issue #11).
 
-Where a field of a tensor or quantization descriptor sits is the declaration's to say: code
-asks it (``hurray_decl.tensor.fields``: ``with_field(data, "buffers.0.byte_size", v)``; tests:
-``tests/hurray/tensor_support.py`` ``at()``, ``patch_field()``; ``field_positions``,
-``trace_tensor_descriptor``, ``field_offsets`` of a section's Struct). This test greps every
+Where a field of a tensor or quantization descriptor (or of a container) sits is the
+declaration's to say: code asks it (``hurray_decl.tensor.fields``: ``with_field(data,
+"buffers.0.byte_size", v)``; tests: ``tests/hurray/tensor_support.py`` ``at()``,
+``patch_field()``; ``field_positions``, ``trace_tensor_descriptor``, ``field_offsets`` of a
+section's Struct; a container's ``Patch.header()``, ``kv_entries()``, ``descriptor_field()``).
+This test greps every
 ``.py`` file under ``hurray_decl/`` and ``tests/`` for the ways an offset gets written out
 instead, and fails on any line not in the short allow-list below, each entry with its reason.
 
@@ -31,6 +33,8 @@ PATTERNS: dict[str, re.Pattern[str]] = {
     # 20 + 8 * rank + 8, layout_start(2), HEADER_LENGTH + 8 * k, 4 + 1 + 1 + 4
     "header widths summed": re.compile(
         r"\b20 \+ 8\b|\+ 8 \* (?:\w+\.)?rank\b|\bHEADER_LENGTH \+ 8\b|\blayout_start\b|\b4 \+ 1 \+ 1 \+ 4\b"),
+    # a container: Patch.put(28, ...), p.u(12, 4), kv_offset + 4 (the count's width)
+    "container field at a number": re.compile(r"\.put\(\s*\d|\bp\.u\(\s*\d|\b(?:kv|index)_offset \+ [248]\b"),
     # data[6:10], data[:6] + ... + data[10:], data[14], BASE[44]
     "header bytes sliced": re.compile(
         rf"(?<!names)\[\s*{_HEADER_BOUNDS}\s*:|(?<!names)\[[^\[\]]*:\s*{_HEADER_BOUNDS}\s*\]"
@@ -122,6 +126,9 @@ def test_every_allowance_is_still_needed():
     ("    return out[:6] + u32(len(out)) + out[10:]", "header bytes sliced"),
     ("    data[5] = 1", "header bytes sliced"),
     ("    assert BASE[44] == 1", "header bytes sliced"),
+    ("    data = bytes(p.put(28, 7, 8).data)", "container field at a number"),
+    ("    p.put(p.header(\"file_flags\"), p.u(12, 4) | 1, 4)", "container field at a number"),
+    ("    position = p.c.trailer.kv_offset + 4", "container field at a number"),
 ])
 def test_each_pattern_catches_what_it_names(line, pattern):
     assert PATTERNS[pattern].search(line)
@@ -133,6 +140,8 @@ def test_each_pattern_catches_what_it_names(line, pattern):
     "    roundtrip(dense(byte_offset=16, sizes=(64,)))",
     '    shown = ", ".join(names[:20])',
     "    first_descriptor_offset=128",
+    '    p.put(p.header("tensor_count_hint"), 7, 8)',
+    "    assert c.trailer.index_offset == c.trailer.kv_offset + c.trailer.kv_length",
 ])
 def test_asking_the_declaration_is_not_flagged(line):
     assert not any(regex.search(line) for regex in PATTERNS.values())

@@ -421,7 +421,8 @@ def test_sequential_reader_uses_arithmetic_only():
                                tensor_count_hint=None if hint is None else 2)
         got = list(read_sequential(io.BytesIO(data)))
         assert [bytes(b[0]) for _, b in got] == [tricky[0], bytes(4)]
-    wrong = Patch(write_container([("w", d, tricky)], tensor_count_hint=1)).put(28, 0, 8)
+    wrong = Patch(write_container([("w", d, tricky)], tensor_count_hint=1))
+    wrong.put(wrong.header("tensor_count_hint"), 0, 8)
     with pytest.raises(HurrayDeclError, match="HF-DATA-25"):
         list(read_sequential(io.BytesIO(bytes(wrong.data))))
 

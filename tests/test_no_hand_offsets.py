@@ -65,10 +65,6 @@ ALLOWED: list[tuple[str, str, str | None, str]] = [
      "fastread owns engine.py (offset=0 for scheme_tag): remove after merging"),
     ("hurray_decl/tags.py", "offset given as a number", None,
      "strat owns tags.py (offset=0 for a tag): remove after merging"),
-    ("hurray_decl/strategies.py", "byte patch at a number", None,
-     "strat splits strategies.py into a package (_patch(data, 6 / 10 / 20 + 8 * rank)): remove after merging"),
-    ("hurray_decl/strategies.py", "header widths summed", None,
-     "strat splits strategies.py into a package (20 + 8 * rank): remove after merging"),
 ]
 
 

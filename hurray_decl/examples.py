@@ -10,7 +10,6 @@ Regenerate with ``python -m hurray_decl.examples``.
 from __future__ import annotations
 
 import json
-import struct
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -108,42 +107,31 @@ def _quantized(options: dict) -> bytes:
     return write_tensor_descriptor(descriptor)
 
 
-def _patched(data: bytes, offset: int, value: bytes) -> bytes:
-    out = bytearray(data)
-    out[offset:offset + len(value)] = value
-    return bytes(out)
-
-
-def _quantization_offset(data: bytes) -> int:
-    """Where the quantization payload starts (row-major, so right after the buffer table)."""
-    rank = struct.unpack_from("<I", data, 16)[0]
-    count = data[20 + 8 * rank + 8]
-    return 20 + 8 * rank + 8 + 1 + 16 * count + 4
-
-
 def _invalid(valid: dict[str, bytes]) -> list[Example]:
+    from .tensor.fields import with_field  # the fields by name, through the reader's declaration
+
     row, block = valid["row_major"], valid["per_block_affine_int4_f16"]
-    q = _quantization_offset(block)
     cases = [
-        ("bad_magic", "magic is not HRRY", _patched(row, 0, b"HRRX"), "HT-HDR-04"),
-        ("newer_major", "version_major 2", _patched(row, 4, b"\x02"), "HT-HDR-05"),
-        ("short_length", "descriptor_length below 20", _patched(row, 6, struct.pack("<I", 19)), "HT-HDR-07"),
+        ("bad_magic", "magic is not HRRY", with_field(row, "magic", b"HRRX"), "HT-HDR-04"),
+        ("newer_major", "version_major 2", with_field(row, "version_major", 2), "HT-HDR-05"),
+        ("short_length", "descriptor_length below 20", with_field(row, "descriptor_length", 19), "HT-HDR-07"),
         ("truncated", "the input ends before descriptor_length", row[:-3], "HT-HDR-08"),
-        ("reserved_flag", "a reserved header flag bit", _patched(row, 10, struct.pack("<I", 1 << 7)), "HT-HDR-12"),
-        ("invalid_layout_tag", "layout_tag 0xFF", _patched(row, 15, b"\xff"), "HT-HDR-15"),
-        ("bad_alignment", "alignment 48, not a power of two", _patched(row, 20 + 16 + 8 + 1 + 8, struct.pack("<I", 48)),
+        ("reserved_flag", "a reserved header flag bit", with_field(row, "flags", 1 << 7), "HT-HDR-12"),
+        ("invalid_layout_tag", "layout_tag 0xFF", with_field(row, "layout_tag", 0xFF), "HT-HDR-15"),
+        ("bad_alignment", "alignment 48, not a power of two", with_field(row, "buffers.0.alignment", 48),
          "HT-BUFT-12"),
-        ("invalid_scheme_tag", "scheme_tag 0x00", _patched(block, q, b"\x00"), "HQ-HDR-07"),
-        ("reserved_scheme_tag", "scheme_tag 0x61 (reserved for nested schemes)", _patched(block, q, b"\x61"),
-         "HQ-HDR-09"),
-        ("block_size_not_power_of_two", "per-block block_size 24", _patched(block, q + 8, struct.pack("<I", 24)),
+        ("invalid_scheme_tag", "scheme_tag 0x00", with_field(block, "quantization.scheme_tag", 0x00), "HQ-HDR-07"),
+        ("reserved_scheme_tag", "scheme_tag 0x61 (reserved for nested schemes)",
+         with_field(block, "quantization.scheme_tag", 0x61), "HQ-HDR-09"),
+        ("block_size_not_power_of_two", "per-block block_size 24", with_field(block, "quantization.block_size", 24),
          "HQ-PB-03"),
         ("scale_index_out_of_range", "scale_buffer_index 5 of 2 buffers",
-         _patched(block, q + 12, struct.pack("<I", 5)), "HQ-BUF-01"),
+         with_field(block, "quantization.scale_buffer_index", 5), "HQ-BUF-01"),
         ("scale_index_aliases_data", "scale_buffer_index 0 (the data buffer)",
-         _patched(block, q + 12, struct.pack("<I", 0)), "HQ-BUF-02"),
-        ("quantization_reserved_byte", "a non-zero reserved byte", _patched(block, q + 22, b"\x01"), "HQ-PB-09"),
-        ("axis_out_of_range", "axis 2 of a rank-2 tensor", _patched(block, q + 4, struct.pack("<I", 2)), "HQ-PB-02"),
+         with_field(block, "quantization.scale_buffer_index", 0), "HQ-BUF-02"),
+        ("quantization_reserved_byte", "a non-zero reserved byte",
+         with_field(block, "quantization.reserved", b"\x00\x01\x00"), "HQ-PB-09"),
+        ("axis_out_of_range", "axis 2 of a rank-2 tensor", with_field(block, "quantization.axis", 2), "HQ-PB-02"),
     ]
     return [Example(name, description, data, code) for name, description, data, code in cases]
 

@@ -23,11 +23,6 @@ from ..schema import Rule, construct_path
 
 FILE_MAGIC = b"HRRYFILE"
 TRAILER_MAGIC = b"HRRY"
-HEADER_LENGTH = 8 + 1 + 1 + 2 + 4 + 4 + 8 + 8 + 28  # magic .. _reserved_header (HF-HDR-02)
-TRAILER_LENGTH = 8 + 8 + 8 + 4 + 4 + 4 + 4  # index_offset .. trailer_magic (HF-IDX-01)
-INDEX_COUNT_LENGTH = 8
-KV_COUNT_LENGTH = 4
-MIN_FILE_SIZE = HEADER_LENGTH + INDEX_COUNT_LENGTH + TRAILER_LENGTH  # 112 (HF-HDR-18)
 SUPPORTED_MAJOR = 1
 UNKNOWN_COUNT = 0xFFFF_FFFF_FFFF_FFFF
 """tensor_count_hint meaning "not known when the header was written"."""
@@ -130,34 +125,72 @@ MAJOR = Rule(Rule(cs.Int8ul, lambda v, _: v <= SUPPORTED_MAJOR, "HF-HDR-04", SUP
              lambda v, _: v >= SUPPORTED_MAJOR, "HF-HDR-05", SUPPORTED_MAJOR,
              "container major version 0: no migration path (pre-1.0)")
 
-FILE_HEADER = cs.Struct(
-    "magic" / Rule(cs.Bytes(8), lambda v, _: v == FILE_MAGIC, "HF-HDR-03",
-                   FILE_MAGIC, "not a Hurray container")
-    * '48 52 52 59 46 49 4C 45 ("HRRYFILE")',
-    "container_version_major" / MAJOR * "container major version; 1",
-    "container_version_minor" / cs.Int8ul * "container minor version; higher minors relax only HF-D06",
-    "reserved" / reserved(2, "HF-HDR-08", "header bytes 10-11") * "_reserved u8[2]",
-    "file_flags" / Rule(cs.Int32ul, lambda v, _: v & ~DEFINED_FILE_FLAGS == 0, "HF-HDR-10", "bits 3-31 clear",
-                        "a reserved file_flags bit is set")
-    * "bit 0 HAS_KV_METADATA, 1 SORTED_INDEX, 2 HAS_INDEX_CRC32C",
-    "data_buffer_alignment" / Rule(
-        Rule(cs.Int32ul, _pow2, "HF-HDR-11", "a power of two", "data_buffer_alignment is not a power of two"),
-        lambda v, _: MIN_ALIGNMENT <= v <= MAX_ALIGNMENT, "HF-HDR-12", f"[{MIN_ALIGNMENT}, {MAX_ALIGNMENT}]",
-        "data_buffer_alignment is out of range")
-    * "A: every data buffer starts on a multiple of A",
-    "first_descriptor_offset" / Rule(
-        Rule(cs.Int64ul, lambda v, _: v >= HEADER_LENGTH, "HF-HDR-13", f">= {HEADER_LENGTH}",
-             "first_descriptor_offset points into the header"),
-        lambda v, _: v % DESCRIPTOR_ALIGNMENT == 0, "HF-HDR-14", "a multiple of 8",
-        "first_descriptor_offset is not 8-aligned")
-    * "offset of the first descriptor (or of the KV/index section when there are no tensors)",
-    "tensor_count_hint" / cs.Int64ul * "0xFFFFFFFFFFFFFFFF (unknown) or exactly index_entry_count",
-    "reserved_header" / reserved(28, "HF-HDR-09", "header bytes 36-63") * "_reserved_header u8[28]",
-)
+
+def _file_header(length: int) -> cs.Struct:
+    """The file header; ``length`` (its own size) bounds first_descriptor_offset (HF-HDR-13)."""
+    return cs.Struct(
+        "magic" / Rule(cs.Bytes(8), lambda v, _: v == FILE_MAGIC, "HF-HDR-03",
+                       FILE_MAGIC, "not a Hurray container")
+        * '48 52 52 59 46 49 4C 45 ("HRRYFILE")',
+        "container_version_major" / MAJOR * "container major version; 1",
+        "container_version_minor" / cs.Int8ul * "container minor version; higher minors relax only HF-D06",
+        "reserved" / reserved(2, "HF-HDR-08", "header bytes 10-11") * "_reserved u8[2]",
+        "file_flags" / Rule(cs.Int32ul, lambda v, _: v & ~DEFINED_FILE_FLAGS == 0, "HF-HDR-10", "bits 3-31 clear",
+                            "a reserved file_flags bit is set")
+        * "bit 0 HAS_KV_METADATA, 1 SORTED_INDEX, 2 HAS_INDEX_CRC32C",
+        "data_buffer_alignment" / Rule(
+            Rule(cs.Int32ul, _pow2, "HF-HDR-11", "a power of two", "data_buffer_alignment is not a power of two"),
+            lambda v, _: MIN_ALIGNMENT <= v <= MAX_ALIGNMENT, "HF-HDR-12", f"[{MIN_ALIGNMENT}, {MAX_ALIGNMENT}]",
+            "data_buffer_alignment is out of range")
+        * "A: every data buffer starts on a multiple of A",
+        "first_descriptor_offset" / Rule(
+            Rule(cs.Int64ul, lambda v, _: v >= length, "HF-HDR-13", f">= {length}",
+                 "first_descriptor_offset points into the header"),
+            lambda v, _: v % DESCRIPTOR_ALIGNMENT == 0, "HF-HDR-14", "a multiple of 8",
+            "first_descriptor_offset is not 8-aligned")
+        * "offset of the first descriptor (or of the KV/index section when there are no tensors)",
+        "tensor_count_hint" / cs.Int64ul * "0xFFFFFFFFFFFFFFFF (unknown) or exactly index_entry_count",
+        "reserved_header" / reserved(28, "HF-HDR-09", "header bytes 36-63") * "_reserved_header u8[28]",
+    )
+
+
+HEADER_LENGTH = _file_header(0).sizeof()  # 64 (HF-HDR-02)
+FILE_HEADER = _file_header(HEADER_LENGTH)
 """The 64-byte file header (HF-HDR-02)."""
 
 FILE_PREAMBLE = cs.Struct(*FILE_HEADER.subcons[:2])
 """magic and major version: what decides whether the rest is read at all."""
+
+
+INDEX_ENTRY = cs.Struct(
+    "name_length" / Rule(cs.Int16ul, lambda v, _: v >= 1, "HF-IDX-11", ">= 1", "a tensor name is empty")
+    * "bytes of name",
+    "name" / Rule(cs.Bytes(cs.this.name_length), lambda v, _: utf8(v), "HF-IDX-12", "well-formed UTF-8",
+                  "a tensor name is not well-formed UTF-8")
+    * "tensor name, UTF-8, unique",
+    "descriptor_offset" / cs.Int64ul * "absolute offset of the descriptor; 8-aligned",
+    "descriptor_length" / cs.Int32ul * "= the descriptor's own descriptor_length",
+    "data_offset" / cs.Int64ul * "absolute offset of buffer 0 (alignA(descriptor end))",
+    "data_length" / cs.Int64ul * "end of the last buffer - data_offset",
+    "flags" / Rule(cs.Int32ul, lambda v, _: v == 0, "HF-IDX-14", "0x00000000", "an index entry flags bit is set")
+    * "0x00000000",
+)
+"""One index entry, ``34 + name_length`` bytes (HF-IDX-08)."""
+
+ENTRY_FIXED = sum(sub.sizeof() for sub in INDEX_ENTRY.subcons if sub.name != "name")
+"""An index entry without its name: 34 + name_length (HF-IDX-08)."""
+
+INDEX_COUNT = cs.Struct(
+    "index_entry_count" / CountWithin(cs.Int64ul, ENTRY_FIXED, "HF-IDX-09", "index_entry_count entries")
+    * "number of index entries = number of tensors",
+)
+INDEX_COUNT_LENGTH = INDEX_COUNT.sizeof()
+
+KV_COUNT = cs.Struct(
+    "kv_count" / CountWithin(cs.Int32ul, 2 + 1 + 1 + 1, "HF-META-07", "kv_count entries")
+    * "number of KV entries",
+)
+KV_COUNT_LENGTH = KV_COUNT.sizeof()
 
 
 def _index_fits(v: int, ctx: Any) -> bool:
@@ -211,29 +244,11 @@ TRAILER = cs.Struct(
 )
 """The 40-byte trailer (HF-IDX-01); its magic is parsed first, on its own (HF-IDX-02)."""
 
+TRAILER_LENGTH = TRAILER.sizeof()
+MIN_FILE_SIZE = HEADER_LENGTH + INDEX_COUNT_LENGTH + TRAILER_LENGTH  # 112 (HF-HDR-18)
+
 TRAILER_MAGIC_STRUCT = cs.Struct(TRAILER_MAGIC_FIELD)
 
-ENTRY_FIXED = 2 + 8 + 4 + 8 + 8 + 4  # an index entry without its name: 34 + name_length (HF-IDX-08)
-
-INDEX_COUNT = cs.Struct(
-    "index_entry_count" / CountWithin(cs.Int64ul, ENTRY_FIXED, "HF-IDX-09", "index_entry_count entries")
-    * "number of index entries = number of tensors",
-)
-
-INDEX_ENTRY = cs.Struct(
-    "name_length" / Rule(cs.Int16ul, lambda v, _: v >= 1, "HF-IDX-11", ">= 1", "a tensor name is empty")
-    * "bytes of name",
-    "name" / Rule(cs.Bytes(cs.this.name_length), lambda v, _: utf8(v), "HF-IDX-12", "well-formed UTF-8",
-                  "a tensor name is not well-formed UTF-8")
-    * "tensor name, UTF-8, unique",
-    "descriptor_offset" / cs.Int64ul * "absolute offset of the descriptor; 8-aligned",
-    "descriptor_length" / cs.Int32ul * "= the descriptor's own descriptor_length",
-    "data_offset" / cs.Int64ul * "absolute offset of buffer 0 (alignA(descriptor end))",
-    "data_length" / cs.Int64ul * "end of the last buffer - data_offset",
-    "flags" / Rule(cs.Int32ul, lambda v, _: v == 0, "HF-IDX-14", "0x00000000", "an index entry flags bit is set")
-    * "0x00000000",
-)
-"""One index entry, ``34 + name_length`` bytes (HF-IDX-08)."""
 
 # ---------------------------------------------------------------- KV section
 
@@ -291,11 +306,6 @@ VALUE_TAG = Rule(Rule(Rule(
     lambda v, _: not 0x08 <= v <= 0xEF, "HF-META-16", "not 0x08-0xEF", "reserved KV value tag"),
     lambda v, _: v not in PRIVATE_KV_TAGS, "HF-META-18", "0x01-0x07 (no private tag is registered)",
     "private KV value tag without an agreement")
-
-KV_COUNT = cs.Struct(
-    "kv_count" / CountWithin(cs.Int32ul, 2 + 1 + 1 + 1, "HF-META-07", "kv_count entries")
-    * "number of KV entries",
-)
 
 KV_ENTRY = cs.Struct(
     "key_length" / Rule(cs.Int16ul, lambda v, _: v >= 1, "HF-META-09", ">= 1", "a KV key is empty")

@@ -21,8 +21,9 @@ from ..errors import HurrayDeclError
 from ..hexdump import Dump, Row
 from ..trace import Span, trace
 from .crc import crc32c
-from .declarations import (ENTRY_FIXED, FILE_HEADER, HEADER_LENGTH, INDEX_COUNT, INDEX_ENTRY, KV_COUNT, KV_ENTRY,
-                           MIN_FILE_SIZE, TRAILER, TRAILER_LENGTH, FileFlag, KVTag)
+from .declarations import (ENTRY_FIXED, FILE_HEADER, HEADER_LENGTH, INDEX_COUNT, INDEX_COUNT_LENGTH, INDEX_ENTRY,
+                           KV_COUNT, KV_COUNT_LENGTH, KV_ENTRY, MIN_FILE_SIZE, TRAILER, TRAILER_LENGTH, FileFlag,
+                           KVTag)
 from .reader import Container, open_container
 
 SHOWN = 16  # bytes of hex in a summary row
@@ -137,13 +138,13 @@ def container_dump(data: Any) -> Dump:
         rows += _tensor_rows(c, view, i)
     t = c.trailer
     if t.has_kv:  # each entry traced over exactly its own bytes (sizes from the parsed values)
-        part, p = _traced(KV_COUNT, view, t.kv_offset, t.kv_offset + 4, "kv")
+        part, p = _traced(KV_COUNT, view, t.kv_offset, t.kv_offset + KV_COUNT_LENGTH, "kv")
         rows += part
         for k, (key, value) in enumerate(c.kv.items()):
             end = p + 2 + len(key.encode("utf-8")) + 1 + value.size()
             part, p = _traced(KV_ENTRY, view, p, end, f"kv[{k}]")
             rows += part
-    part, p = _traced(INDEX_COUNT, view, t.index_offset, t.index_offset + 8, "index")
+    part, p = _traced(INDEX_COUNT, view, t.index_offset, t.index_offset + INDEX_COUNT_LENGTH, "index")
     rows += part
     for k, e in enumerate(c.entries):
         part, p = _traced(INDEX_ENTRY, view, p, p + ENTRY_FIXED + len(e.name.encode("utf-8")), f"index[{k}]")

@@ -28,6 +28,7 @@ import numpy as np
 from ..errors import ArgumentError, HurrayDeclError, RuleViolation, TruncatedError
 from ..schema import field_offsets
 from ..tensor import CompositeHead, TensorDescriptor, read_tensor_descriptor, validate_buffers
+from ..tensor.header import PREAMBLE_LENGTH  # a descriptor's magic, versions and descriptor_length
 from .composite import CompositeWalk
 from .crc import crc32c
 from .declarations import (
@@ -36,7 +37,7 @@ from .declarations import (
 )
 from .model import FileHeader, IndexEntry, KVValue, Trailer
 
-PREAMBLE_LENGTH = 4 + 1 + 1 + 4  # a descriptor's magic, versions and descriptor_length
+COUNT_HINT_OFFSET = field_offsets(FILE_HEADER)["tensor_count_hint"][0]
 
 
 def _entry_offsets() -> dict[str, int]:
@@ -280,7 +281,8 @@ class Container:
         h, t = self.header, self.trailer
         if h.tensor_count_hint not in (UNKNOWN_COUNT, len(self.entries)):
             raise RuleViolation("HF-HDR-16", "tensor_count_hint is neither unknown nor the entry count",
-                                path="file -> header -> tensor_count_hint", offset=28, actual=h.tensor_count_hint,
+                                path="file -> header -> tensor_count_hint", offset=COUNT_HINT_OFFSET,
+                                actual=h.tensor_count_hint,
                                 expected=f"{len(self.entries)} or 0xFFFFFFFFFFFFFFFF")
         self._zero(HEADER_LENGTH, h.first_descriptor_offset, "HF-HDR-15", "file -> padding before the first descriptor")
         walk = CompositeWalk(self.locate)

@@ -15,12 +15,16 @@ from __future__ import annotations
 from typing import BinaryIO, Iterator
 
 from ..errors import HurrayDeclError, RuleViolation, TruncatedError
+from ..schema import field_offsets
 from ..tensor import TensorDescriptor, read_tensor_descriptor
+from ..tensor.header import PREAMBLE, PREAMBLE_LENGTH
 from .crc import crc32c
 from .declarations import DESCRIPTOR_ALIGNMENT, FILE_HEADER, HEADER_LENGTH, TRAILER, TRAILER_LENGTH, UNKNOWN_COUNT
 from .model import FileHeader, Trailer
-from .reader import PREAMBLE_LENGTH, align, parse_at
+from .reader import COUNT_HINT_OFFSET, align, parse_at
 
+DESCRIPTOR_LENGTH = field_offsets(PREAMBLE)["descriptor_length"]
+"""(offset, size) of a descriptor's descriptor_length, from the tensor preamble's declaration."""
 
 CHUNK = 1 << 20
 
@@ -69,7 +73,8 @@ def read_sequential(stream: BinaryIO) -> Iterator[tuple[TensorDescriptor, tuple[
     end = trailer.kv_offset if trailer.has_kv else trailer.index_offset
     if s.position != end:
         raise RuleViolation("HF-DATA-25", "after tensor_count_hint tensors the offset is not where the region ends",
-                            path="file -> header -> tensor_count_hint", offset=28, actual=s.position, expected=end)
+                            path="file -> header -> tensor_count_hint", offset=COUNT_HINT_OFFSET, actual=s.position,
+                            expected=end)
 
 
 class _Buffered(_Stream):
@@ -104,7 +109,8 @@ def _trailer(rest: bytes, size: int, header: FileHeader) -> Trailer:
 def _one(s: _Stream, header: FileHeader) -> tuple[TensorDescriptor, tuple[bytes, ...]]:
     start = s.position
     preamble = s.read(PREAMBLE_LENGTH, "file -> descriptor")
-    length = int.from_bytes(preamble[6:10], "little")
+    at, width = DESCRIPTOR_LENGTH
+    length = int.from_bytes(preamble[at:at + width], "little")
     raw = preamble + s.read(max(length - PREAMBLE_LENGTH, 0), "file -> descriptor")
     try:
         descriptor = read_tensor_descriptor(raw)

@@ -24,9 +24,12 @@ from ..codec import quantize
 from ..element_types import BY_NAME
 from ..schema import field_offsets
 from ..tensor import BufferHandle, CompositeHead, RowMajor, TensorDescriptor
+from ..tensor.fields import field_span
+from ..trace import trace
 from .composite import GROUP, PARTITION, CompositeWalk
 from .crc import crc32c
-from .declarations import FILE_HEADER, TRAILER, TRAILER_LENGTH, FileFlag, KVTag
+from .declarations import (DESCRIPTOR_ALIGNMENT, FILE_HEADER, HEADER_LENGTH, KV_COUNT, KV_ENTRY, MIN_FILE_SIZE, TRAILER,
+                           TRAILER_LENGTH, FileFlag, KVTag)
 from .model import KVValue
 from .reader import Container, align, open_container
 from .writer import ContainerWriter
@@ -143,13 +146,47 @@ class Patch:
         return len(self.data)
 
     def header(self, name: str) -> int:
-        return field_offsets(FILE_HEADER)[name][0]
+        return self.header_span(name)[0]
+
+    def header_span(self, name: str) -> tuple[int, int]:
+        """(offset, size) of a file-header field, from its declaration."""
+        return field_offsets(FILE_HEADER)[name]
 
     def trailer(self, name: str) -> int:
-        return len(self.data) - TRAILER_LENGTH + field_offsets(TRAILER)[name][0]
+        return self.trailer_span(name)[0]
+
+    def trailer_span(self, name: str) -> tuple[int, int]:
+        """(absolute offset, size) of a trailer field, from its declaration."""
+        offset, size = field_offsets(TRAILER)[name]
+        return len(self.data) - TRAILER_LENGTH + offset, size
+
+    def kv_count(self) -> tuple[int, int]:
+        """(absolute offset, size) of kv_count, traced through its declaration."""
+        start = self.c.trailer.kv_offset
+        spans, _ = trace(KV_COUNT, bytes(self.data[start:start + self.c.trailer.kv_length]), base=start)
+        return spans[0].offset, spans[0].size
+
+    def kv_entries(self) -> list[dict[str, tuple[int, int]]]:
+        """Each KV entry's fields, (absolute offset, size) by name (``key``, ``value_tag``,
+        ``value.length``), traced through the KV entry declaration."""
+        position = sum(self.kv_count())
+        end = self.c.trailer.kv_offset + self.c.trailer.kv_length
+        entries = []
+        for _ in self.c.kv:
+            spans, _ = trace(KV_ENTRY, bytes(self.data[position:end]), base=position)
+            entries.append({s.path: (s.offset, s.size) for s in spans})
+            position = max(s.offset + s.size for s in spans)
+        return entries
 
     def entry(self, index: int, name: str) -> int:
         return self.c.field_offset(index, name)
+
+    def descriptor_field(self, index: int, name: str) -> tuple[int, int]:
+        """(absolute offset, size) of a field of entry ``index``'s descriptor, by name (``layout.member_count``)."""
+        e = self.c.entries[index]
+        start = e.descriptor_offset
+        offset, size = field_span(bytes(self.data[start:start + e.descriptor_length]), name)
+        return start + offset, size
 
     def put(self, offset: int, value: int | bytes, width: int = 0) -> "Patch":
         raw = value if isinstance(value, bytes) else (value % (1 << 8 * width)).to_bytes(width, "little")
@@ -173,16 +210,16 @@ class Patch:
         return bytes(self.data)
 
 
-def _kv_entry(p: Patch, tag: int) -> tuple[int, int]:
-    """(offset of the value_tag, offset of the payload) of the first KV entry with ``tag``."""
-    position = p.c.trailer.kv_offset + 4
-    for key, value in p.c.kv.items():
-        key_length = len(key.encode("utf-8"))
-        tag_at = position + 2 + key_length
+def _kv_entry(p: Patch, tag: int) -> dict[str, tuple[int, int]]:
+    """The fields of the first KV entry with value tag ``tag``."""
+    for value, fields in zip(p.c.kv.values(), p.kv_entries()):
         if value.tag == tag:
-            return tag_at, tag_at + 1
-        position = tag_at + 1 + value.size()
+            return fields
     raise LookupError(tag)
+
+
+def _after(span: tuple[int, int]) -> int:
+    return span[0] + span[1]
 
 
 def _first_with_buffers(p: Patch) -> int:
@@ -222,12 +259,20 @@ def _nonzero() -> st.SearchStrategy[int]:
 
 
 def _short(draw: st.DrawFn, p: Patch) -> bytes:
-    return bytes(p.data[:draw(st.integers(64, 111))])
+    return bytes(p.data[:draw(st.integers(HEADER_LENGTH, MIN_FILE_SIZE - 1))])
 
 
 def _nonzero_byte(start: Callable[[Patch], int], end: Callable[[Patch], int]) -> Mutate:
     def mutate(draw: st.DrawFn, p: Patch) -> bytes:
         return p.put(draw(st.integers(start(p), end(p) - 1)), draw(_nonzero()), 1).recrc()
+    return mutate
+
+
+def _byte_in(span: Callable[[Patch], tuple[int, int]], values: st.SearchStrategy[int]) -> Mutate:
+    """One byte anywhere inside a field set to one of ``values`` (no checksum recomputed)."""
+    def mutate(draw: st.DrawFn, p: Patch) -> bytes:
+        offset, size = span(p)
+        return bytes(p.put(offset + draw(st.integers(0, size - 1)), draw(values), 1).data)
     return mutate
 
 
@@ -289,32 +334,33 @@ def _moved_descriptor(draw: st.DrawFn, p: Patch) -> bytes:
 
 
 def _kv_count_minus_one(draw: st.DrawFn, p: Patch) -> bytes:
-    at = p.c.trailer.kv_offset
-    return p.put(at, len(p.c.kv) - 1, 4).recrc()
+    at, width = p.kv_count()
+    return p.put(at, len(p.c.kv) - 1, width).recrc()
 
 
-def _kv_tag(tag: int, values: st.SearchStrategy[int], payload: bool = False, delta: int = 0) -> Mutate:
+def _kv_tag(tag: int, values: st.SearchStrategy[int], payload: bool = False) -> Mutate:
     def mutate(draw: st.DrawFn, p: Patch) -> bytes:
-        tag_at, payload_at = _kv_entry(p, tag)
-        return p.put((payload_at if payload else tag_at) + delta, draw(values), 1).recrc()
+        value_tag = _kv_entry(p, tag)["value_tag"]
+        return p.put(_after(value_tag) if payload else value_tag[0], draw(values), 1).recrc()
     return mutate
 
 
 def _kv_key(draw: st.DrawFn, p: Patch, value: bytes | None = None, length: int | None = None) -> bytes:
-    at = p.c.trailer.kv_offset + 4
+    first = p.kv_entries()[0]
     if length is not None:
-        return p.put(at, length, 2).recrc()
-    return p.put(at + 2, value).recrc()
+        at, width = first["key_length"]
+        return p.put(at, length, width).recrc()
+    return p.put(first["key"][0], value).recrc()
 
 
 def _kv_second_key_same(draw: st.DrawFn, p: Patch) -> bytes:
     first = next(iter(p.c.kv))
-    at = p.c.trailer.kv_offset + 4 + 2 + len(first.encode()) + 1 + p.c.kv[first].size()
-    return p.put(at + 2, first.encode()).recrc()
+    return p.put(p.kv_entries()[1]["key"][0], first.encode()).recrc()
 
 
 def _descriptor_magic(draw: st.DrawFn, p: Patch) -> bytes:
-    return p.put(p.c.entries[0].descriptor_offset + draw(st.integers(0, 3)), b"\x00").recrc()
+    at, width = p.descriptor_field(0, "magic")
+    return p.put(at + draw(st.integers(0, width - 1)), b"\x00").recrc()
 
 
 def _data_offset(delta: st.SearchStrategy[int]) -> Mutate:
@@ -350,14 +396,13 @@ def _past_region(draw: st.DrawFn, p: Patch) -> bytes:
 
 
 def _member_count_plus_one(draw: st.DrawFn, p: Patch) -> bytes:
-    head = p.c.entries[p.c.names.index("g")]
-    at = head.descriptor_offset + 20 + 8 + 8 + 4  # header, shape [1], byte_offset, then member_count at +4
-    return p.put(at, p.u(at, 4) + draw(st.integers(1, 3)), 4).recrc()
+    at, width = p.descriptor_field(p.c.names.index("g"), "layout.member_count")
+    return p.put(at, p.u(at, width) + draw(st.integers(1, 3)), width).recrc()
 
 
 def _group_to_partition(draw: st.DrawFn, p: Patch) -> bytes:
-    head = p.c.entries[p.c.names.index("g")]
-    return p.put(head.descriptor_offset + 20 + 8 + 8, PARTITION, 1).recrc()
+    at, width = p.descriptor_field(p.c.names.index("g"), "layout.composition_rule")
+    return p.put(at, PARTITION, width).recrc()
 
 
 def _nested(draw: st.DrawFn, p: Patch) -> bytes:
@@ -392,29 +437,30 @@ _NO_KV = Needs(kv=False)
 _GROUP = Needs(group=True)
 
 MUTANTS: dict[str, Mutant] = {
-    "HF-HDR-03": Mutant("HF-HDR-03", _ANY, lambda draw, p: bytes(p.put(draw(st.integers(0, 7)), b"\x00").data)),
+    "HF-HDR-03": Mutant("HF-HDR-03", _ANY, _byte_in(lambda p: p.header_span("magic"), st.just(0))),
     "HF-HDR-04": Mutant("HF-HDR-04", _ANY, _header_field("container_version_major", st.integers(2, 255), 1)),
     "HF-HDR-05": Mutant("HF-HDR-05", _ANY, _header_field("container_version_major", st.just(0), 1)),
-    "HF-HDR-08": Mutant("HF-HDR-08", _ANY, lambda draw, p: bytes(p.put(10 + draw(st.integers(0, 1)), draw(_nonzero()), 1).data)),
-    "HF-HDR-09": Mutant("HF-HDR-09", _ANY, lambda draw, p: bytes(p.put(draw(st.integers(36, 63)), draw(_nonzero()), 1).data)),
+    "HF-HDR-08": Mutant("HF-HDR-08", _ANY, _byte_in(lambda p: p.header_span("reserved"), _nonzero())),
+    "HF-HDR-09": Mutant("HF-HDR-09", _ANY, _byte_in(lambda p: p.header_span("reserved_header"), _nonzero())),
     "HF-HDR-10": Mutant("HF-HDR-10", _ANY, lambda draw, p: bytes(p.put(
-        p.header("file_flags"), p.u(12, 4) | 1 << draw(st.integers(3, 31)), 4).data)),
+        p.header("file_flags"), p.u(*p.header_span("file_flags")) | 1 << draw(st.integers(3, 31)), 4).data)),
     "HF-HDR-11": Mutant("HF-HDR-11", _ANY, _header_field(
         "data_buffer_alignment", st.integers(0, 1 << 22).filter(lambda v: v == 0 or v & (v - 1)), 4)),
     "HF-HDR-12": Mutant("HF-HDR-12", _ANY, _header_field(
         "data_buffer_alignment", st.sampled_from([1 << k for k in (*range(12), *range(22, 32))]), 4)),
-    "HF-HDR-13": Mutant("HF-HDR-13", _ANY, _header_field("first_descriptor_offset", st.sampled_from(range(0, 64, 8)), 8)),
+    "HF-HDR-13": Mutant("HF-HDR-13", _ANY, _header_field("first_descriptor_offset", st.sampled_from(
+        range(0, HEADER_LENGTH, 8)), 8)),
     "HF-HDR-14": Mutant("HF-HDR-14", _ANY, _header_field(
-        "first_descriptor_offset", st.integers(65, 1 << 40).filter(lambda v: v % 8), 8)),
-    "HF-HDR-15": Mutant("HF-HDR-15", Needs(first_descriptor_offset=72), _nonzero_byte(lambda p: 64, lambda p: 72)),
+        "first_descriptor_offset", st.integers(HEADER_LENGTH + 1, 1 << 40).filter(lambda v: v % 8), 8)),
+    "HF-HDR-15": Mutant("HF-HDR-15", Needs(first_descriptor_offset=HEADER_LENGTH + DESCRIPTOR_ALIGNMENT), _nonzero_byte(
+        lambda p: HEADER_LENGTH, lambda p: p.c.header.first_descriptor_offset)),
     "HF-HDR-16": Mutant("HF-HDR-16", _ANY, lambda draw, p: bytes(p.put(p.header("tensor_count_hint"), draw(
         st.integers(0, (1 << 64) - 2).filter(lambda v: v != len(p.c.entries))), 8).data)),
     "HF-HDR-18": Mutant("HF-HDR-18", _ANY, _short),
-    "HF-IDX-02": Mutant("HF-IDX-02", _ANY, lambda draw, p: bytes(p.put(p.size - 4 + draw(st.integers(0, 3)), b"\x00").data)),
-    "HF-IDX-03": Mutant("HF-IDX-03", _ANY, lambda draw, p: bytes(p.put(p.trailer("reserved") + draw(st.integers(0, 3)),
-                                                                       draw(_nonzero()), 1).data)),
+    "HF-IDX-02": Mutant("HF-IDX-02", _ANY, _byte_in(lambda p: p.trailer_span("trailer_magic"), st.just(0))),
+    "HF-IDX-03": Mutant("HF-IDX-03", _ANY, _byte_in(lambda p: p.trailer_span("reserved"), _nonzero())),
     "HF-IDX-04": Mutant("HF-IDX-04", _ANY, _trailer_field("index_length", lambda p: st.integers(
-        p.size - 40 - p.c.trailer.index_offset + 1, (1 << 64) - 1), 8)),
+        p.size - TRAILER_LENGTH - p.c.trailer.index_offset + 1, (1 << 64) - 1), 8)),
     "HF-IDX-05": Mutant("HF-IDX-05", _ANY, _trailer_field("index_offset", lambda p: st.integers(1, 7).map(
         lambda d: p.c.trailer.index_offset - 8 + d), 8)),
     "HF-IDX-06": Mutant("HF-IDX-06", _ANY, _gap_before_trailer),
@@ -431,12 +477,12 @@ MUTANTS: dict[str, Mutant] = {
         0, 0xFFFF_FFFF).filter(lambda v: v != p.c.entries[i].descriptor_length), 4)),
     "HF-META-02": Mutant("HF-META-02", _KV, _trailer_field("kv_length", lambda p: st.just(0), 4)),
     "HF-META-03": Mutant("HF-META-03", _NO_KV, lambda draw, p: bytes(p.put(
-        p.header("file_flags"), p.u(12, 4) | FileFlag.HAS_KV_METADATA, 4).data)),
+        p.header("file_flags"), p.u(*p.header_span("file_flags")) | FileFlag.HAS_KV_METADATA, 4).data)),
     "HF-META-05": Mutant("HF-META-05", _KV, _trailer_field("kv_offset", lambda p: st.integers(1, 7).map(
         lambda d: p.c.trailer.kv_offset - 8 + d), 8)),
     "HF-META-06": Mutant("HF-META-06", _KV, _trailer_field("kv_length", lambda p: st.integers(
         p.c.trailer.index_offset - p.c.trailer.kv_offset + 1, 0xFFFF_FFFF), 4)),
-    "HF-META-07": Mutant("HF-META-07", _KV, lambda draw, p: p.put(p.c.trailer.kv_offset, draw(st.integers(
+    "HF-META-07": Mutant("HF-META-07", _KV, lambda draw, p: p.put(p.kv_count()[0], draw(st.integers(
         len(p.c.kv) + 1, 0xFFFF_FFFF)), 4).recrc()),
     "HF-META-08": Mutant("HF-META-08", _KV, _kv_count_minus_one),
     "HF-META-09": Mutant("HF-META-09", _KV, lambda draw, p: _kv_key(draw, p, length=0)),
@@ -448,11 +494,11 @@ MUTANTS: dict[str, Mutant] = {
                                                                                        payload=True)),
     "HF-META-15": Mutant("HF-META-15", Needs(kv=True, kv_tags=(KVTag.ARRAY,)), _kv_tag(
         KVTag.ARRAY, st.one_of(st.just(0), st.integers(7, 255)), payload=True)),
-    "HF-META-16": Mutant("HF-META-16", _KV, lambda draw, p: p.put(_kv_entry(p, next(iter(p.c.kv.values())).tag)[0],
+    "HF-META-16": Mutant("HF-META-16", _KV, lambda draw, p: p.put(p.kv_entries()[0]["value_tag"][0],
                                                                   draw(st.integers(0x08, 0xEF)), 1).recrc()),
-    "HF-META-17": Mutant("HF-META-17", _KV, lambda draw, p: p.put(_kv_entry(p, next(iter(p.c.kv.values())).tag)[0],
+    "HF-META-17": Mutant("HF-META-17", _KV, lambda draw, p: p.put(p.kv_entries()[0]["value_tag"][0],
                                                                   draw(st.sampled_from([0x00, 0xFF])), 1).recrc()),
-    "HF-META-18": Mutant("HF-META-18", _KV, lambda draw, p: p.put(_kv_entry(p, next(iter(p.c.kv.values())).tag)[0],
+    "HF-META-18": Mutant("HF-META-18", _KV, lambda draw, p: p.put(p.kv_entries()[0]["value_tag"][0],
                                                                   draw(st.integers(0xF0, 0xFE)), 1).recrc()),
     "HF-META-20": Mutant("HF-META-20", _KV, _gap_before_kv),
     "HF-DATA-02": Mutant("HF-DATA-02", _ONE, _entry_field("descriptor_offset", lambda p, i: st.integers(1, 7).map(
@@ -503,11 +549,11 @@ NOT_MUTATED: dict[str, str] = {
 
 
 def _string_byte(draw: st.DrawFn, p: Patch) -> bytes:
-    tag_at, payload_at = _kv_entry(p, KVTag.STRING)
-    length = p.u(payload_at, 4)
+    prefix = _kv_entry(p, KVTag.STRING)["value.length"]
+    length = p.u(*prefix)
     if length == 0:  # make room: the string becomes one byte long, eating nothing (kv_count still fits)
         raise LookupError("empty string")
-    return p.put(payload_at + 4 + draw(st.integers(0, length - 1)), draw(st.sampled_from([0xFE, 0xFF])),
+    return p.put(_after(prefix) + draw(st.integers(0, length - 1)), draw(st.sampled_from([0xFE, 0xFF])),
                  1).recrc()
 
 
@@ -527,7 +573,7 @@ def _mutant(draw: st.DrawFn, rule: str) -> tuple[bytes, str, str]:
 
 def _with_flag_crc(data: bytes) -> bytes:
     p = Patch(data)
-    p.put(p.header("file_flags"), p.u(12, 4) | FileFlag.HAS_INDEX_CRC32C, 4)
+    p.put(p.header("file_flags"), p.u(*p.header_span("file_flags")) | FileFlag.HAS_INDEX_CRC32C, 4)
     return p.recrc()
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from hurray_decl.tensor import BufferHandle, RowMajor, TensorDescriptor, read_tensor_descriptor, write_tensor_descriptor
+from hurray_decl.tensor.fields import HEADER_FIELDS, field_span, field_spans, with_field, with_length  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[2]
 CONFORMANCE = REPO.parent / "shared" / "conformance" / "hurray"
@@ -48,13 +49,6 @@ def roundtrip(d: TensorDescriptor, **kw: Any) -> TensorDescriptor:
     return back
 
 
-def patch(data: bytes, offset: int, value: bytes) -> bytes:
-    """``data`` with ``value`` written over it at ``offset``."""
-    out = bytearray(data)
-    out[offset:offset + len(value)] = value
-    return bytes(out)
-
-
 def u8(v: int) -> bytes:
     return bytes([v])
 
@@ -67,22 +61,50 @@ def u64(v: int) -> bytes:
     return struct.pack("<Q", v)
 
 
-def field_offset(data: bytes, path: str) -> int:
-    """Where the field ``path`` (the hex dump's name: ``buffers[0].byte_size``) sits in ``data``,
-    as the reader's own declaration traces it."""
-    from hurray_decl.tensor.reader import trace_tensor_descriptor
-
-    spans, _ = trace_tensor_descriptor(data, permissive=True)
-    found = [span.offset for span in spans if span.path == path]
-    assert found, f"no field {path!r} in {[span.path for span in spans]}"
-    return found[0]
+# ---------------------------------------------------------------- fields by name, never by offset
+#
+# Tests never state where a field sits: they ask the reader's own declaration
+# (hurray_decl.tensor.fields). Names are dotted paths with indices as parts (``flags``,
+# ``shape.1``, ``buffers.0.byte_size``, ``layout.nnz``, ``quantization.block_size``); a name that
+# is a prefix of fields (``layout``, ``buffers.1``, ``statistics``) stands for the bytes they
+# cover together. A value of the wrong width is an error, never resized.
 
 
-def layout_start(rank: int) -> int:
-    """Offset of the layout fields: fixed header, shape, byte_offset."""
-    return 20 + 8 * rank + 8
+def fields(data: bytes, *, permissive: bool = True) -> dict[str, tuple[int, int]]:
+    """name -> (offset, size) of every field the reader reads in ``data``; for a refused input,
+    the fields up to the one that stopped it."""
+    return field_spans(data, permissive=permissive)
 
 
-def with_length(data: bytes) -> bytes:
-    """``data`` with descriptor_length set to its actual size (after growing or shrinking it)."""
-    return patch(data, 6, u32(len(data)))
+def header_field(name: str) -> tuple[int, int]:
+    """(offset, size) of a fixed-header field, from the header's declaration: the same in any
+    bytes, read or not (for mutating arbitrary inputs without tracing each one)."""
+    return HEADER_FIELDS[name]
+
+
+def span(data: bytes, name: str, *, permissive: bool = True) -> tuple[int, int]:
+    """(offset, size) of the field ``name``, or of the fields under it taken together."""
+    return field_span(data, name, permissive=permissive)
+
+
+def at(data: bytes, name: str, *, permissive: bool = True) -> int:
+    """Where the field ``name`` starts in the descriptor ``data``."""
+    return span(data, name, permissive=permissive)[0]
+
+
+def end(data: bytes, name: str, *, permissive: bool = True) -> int:
+    """Where the field ``name`` ends (the offset of the byte after it)."""
+    offset, size = span(data, name, permissive=permissive)
+    return offset + size
+
+
+def field_bytes(data: bytes, name: str) -> bytes:
+    """The bytes of the field ``name``."""
+    offset, size = span(data, name)
+    return bytes(data[offset:offset + size])
+
+
+def patch_field(data: bytes, name: str, value: int | bytes, *, permissive: bool = True) -> bytes:
+    """``data`` with the field ``name`` overwritten: an int little-endian in the field's width, or
+    bytes of exactly that width."""
+    return with_field(data, name, value, permissive=permissive)

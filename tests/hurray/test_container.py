@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from hurray_decl.container import (FileFlag, KVTag, KVValue, crc32c, is_container, open_container, read_container,
                                    validate_container)
-from hurray_decl.container.declarations import FILE_HEADER, INDEX_ENTRY, TRAILER
+from hurray_decl.container.declarations import FILE_HEADER, FILE_PREAMBLE, INDEX_ENTRY, MIN_FILE_SIZE, TRAILER
 from hurray_decl.container.sequential import read_sequential
 from hurray_decl.container.strategies import Patch, valid_containers
 from hurray_decl.container.writer import ContainerWriter, encode_kv, rewrite, write_container
@@ -98,7 +98,8 @@ def test_invalid_vector_is_refused_at_its_level(entry):
 @pytest.mark.rules("HF-HDR-19")
 def test_basic_hrry_is_a_container_never_a_descriptor():
     data = vector("basic.hrry")
-    assert is_container(data) and not is_container(data[:4] + b"\x01\x00" + data[6:])
+    like_a_descriptor = b"HRRY\x01\x00"  # a descriptor's magic and version, then the file's bytes
+    assert is_container(data) and not is_container(like_a_descriptor + data[len(like_a_descriptor):])
     c = validate_container(data)
     assert c.names == ("weights", "bias")
     assert {k: v.value for k, v in c.kv.items()} == {"producer": "hurray-conformance", "tensor_count": 2}
@@ -169,16 +170,16 @@ def test_crc32c_check_values_and_coverage():
     t = c.trailer
     assert crc32c(data[t.index_offset:t.index_offset + t.index_length]) == t.index_crc32c == 0x51349F72
     changed = bytearray(data)
-    changed[100] ^= 0xFF  # inside a descriptor: not covered by the checksum
+    changed[Patch(data).descriptor_field(0, "byte_offset")[0]] ^= 0xFF  # inside a descriptor: not covered
     open_container(bytes(changed))
 
 
 @pytest.mark.rules("HF-DATA-22", "HF-DATA-20")
 def test_crc_flag_clear_with_zero_is_not_verified():
     p = Patch(vector("basic.hrry"))
-    p.put(12, 0, 4).put(p.trailer("index_crc32c"), 0, 4)
+    p.put(p.header("file_flags"), 0, 4).put(p.trailer("index_crc32c"), 0, 4)
     validate_container(bytes(p.data))
-    p.put(12, FileFlag.HAS_INDEX_CRC32C, 4)  # set with a stored 0: 0 is an ordinary value, so it mismatches
+    p.put(p.header("file_flags"), FileFlag.HAS_INDEX_CRC32C, 4)  # a stored 0 is an ordinary value: it mismatches
     refused(bytes(p.data), "HF-DATA-20")
 
 
@@ -187,8 +188,8 @@ def test_crc_flag_clear_with_zero_is_not_verified():
 
 @pytest.mark.rules("HF-HDR-03", "HF-HDR-18")
 @pytest.mark.parametrize("data,code", [(b"", "HF-HDR-03"), (b"HRRYFIL", "HF-HDR-03"), (b"HRRYFILF" + bytes(200), "HF-HDR-03"),
-                                       (vector("v04-no-tensors.hrry")[:111], "HF-HDR-18"),
-                                       (vector("v04-no-tensors.hrry")[:9], "HF-HDR-18")])
+                                       (vector("v04-no-tensors.hrry")[:MIN_FILE_SIZE - 1], "HF-HDR-18"),
+                                       (vector("v04-no-tensors.hrry")[:FILE_PREAMBLE.sizeof()], "HF-HDR-18")])
 def test_short_or_foreign_input(data, code):
     refused(data, code)
 
@@ -200,19 +201,22 @@ def test_minor_version_relaxes_only_hf_d06():
     sections are skipped; unknown flags, entry flags and tags are still refused."""
     base = write_container([("w", *f32((2,)))], {"k": 1})
     p = Patch(base)
-    p.put(9, 1, 1).put(10, 0xAA, 1).put(40, 0xBB, 1).put(p.trailer("reserved"), 0xCC, 1)
+    minor_at, reserved_at, reserved_header_at = (p.header(name) for name in (
+        "container_version_minor", "reserved", "reserved_header"))
+    p.put(minor_at, 1, 1).put(reserved_at, 0xAA, 1).put(reserved_header_at + 4, 0xBB, 1)
+    p.put(p.trailer("reserved"), 0xCC, 1)
     relaxed = bytes(p.data)
     c = validate_container(relaxed)
     assert c.header.container_version_minor == 1
-    refused(bytes(Patch(relaxed).put(9, 0, 1).data), "HF-HDR-08")
+    refused(bytes(Patch(relaxed).put(minor_at, 0, 1).data), "HF-HDR-08")
     q = Patch(relaxed)
-    q.put(9, 0, 1).put(10, 0, 2)
+    q.put(minor_at, 0, 1).put(reserved_at, 0, 2)
     refused(bytes(q.data), "HF-HDR-09")
-    q.put(40, 0, 1)
+    q.put(reserved_header_at + 4, 0, 1)
     refused(q.recrc(), "HF-IDX-03")
     # trailing bytes inside index_length: skipped at minor 1, refused at minor 0
     for minor, code in ((1, None), (0, "HF-IDX-10")):
-        r = Patch(base).put(9, minor, 1)
+        r = Patch(base).put(minor_at, minor, 1)
         end = r.c.trailer.index_offset + r.c.trailer.index_length
         r.insert(end, b"\x01" * 8).put(r.trailer("index_length"), r.c.trailer.index_length + 8, 8)
         data = r.recrc()
@@ -222,24 +226,24 @@ def test_minor_version_relaxes_only_hf_d06():
             validate_container(data)
     # trailing bytes inside kv_length (the KV padding absorbs them)
     for minor, code in ((1, None), (0, "HF-META-08")):
-        r = Patch(base).put(9, minor, 1)
-        r.put(r.c.trailer.kv_offset, 0, 4)  # the one entry becomes trailing bytes
+        r = Patch(base).put(minor_at, minor, 1)
+        r.put(r.kv_count()[0], 0, 4)  # the one entry becomes trailing bytes
         data = r.recrc()
         if code:
             refused(data, code)
         else:
             assert validate_container(data).kv == {}
-    refused(bytes(Patch(relaxed).put(12, 0x8 | 0x4, 4).data), "HF-HDR-10")
+    refused(bytes(Patch(relaxed).put(p.header("file_flags"), 0x8 | 0x4, 4).data), "HF-HDR-10")
     e = Patch(relaxed)
     refused(e.put(e.entry(0, "flags"), 1, 4).recrc(), "HF-IDX-14")
     k = Patch(relaxed)
-    refused(k.put(k.c.trailer.kv_offset + 4 + 2 + 1, 0x08, 1).recrc(), "HF-META-16")
+    refused(k.put(k.kv_entries()[0]["value_tag"][0], 0x08, 1).recrc(), "HF-META-16")
 
 
 @pytest.mark.rules("HF-HDR-17", "HF-HDR-16")
 def test_count_hint_never_locates_tensors():
     p = Patch(vector("basic.hrry"))
-    data = bytes(p.put(28, 7, 8).data)
+    data = bytes(p.put(p.header("tensor_count_hint"), 7, 8).data)
     c = open_container(data)  # random access takes the count from the index
     assert c.names == ("weights", "bias") and c.tensor("bias").descriptor.shape == (3,)
     refused(data, "HF-HDR-16")
@@ -334,7 +338,7 @@ def test_writer_one_forward_pass_to_a_pipe():
 
     pipe = Pipe()
     w = ContainerWriter(pipe, tensor_count_hint=1)
-    assert b"".join(pipe.parts)[:10] == b"HRRYFILE\x01\x00"  # the header is out before any tensor
+    assert b"".join(pipe.parts).startswith(b"HRRYFILE\x01\x00")  # the header is out before any tensor
     w.add("w", *f32((3,), 1))
     w.finish({"k": "v"})
     data = b"".join(pipe.parts)
@@ -370,8 +374,7 @@ def test_writer_refuses_bad_names_and_keys():
         write_container([(1, d, b)])
     # duplicate keys cannot come from a dict; the reader refuses them (HF-META-11)
     p = Patch(write_container([], {"ab": True, "cd": False}))
-    at = p.c.trailer.kv_offset + 4 + 2 + 2 + 1 + 1
-    refused(p.put(at + 2, b"ab").recrc(), "HF-META-11")
+    refused(p.put(p.kv_entries()[1]["key"][0], b"ab").recrc(), "HF-META-11")
 
 
 @pytest.mark.rules("HF-META-19")
@@ -418,7 +421,8 @@ def test_sequential_reader_uses_arithmetic_only():
                                tensor_count_hint=None if hint is None else 2)
         got = list(read_sequential(io.BytesIO(data)))
         assert [bytes(b[0]) for _, b in got] == [tricky[0], bytes(4)]
-    wrong = Patch(write_container([("w", d, tricky)], tensor_count_hint=1)).put(28, 0, 8)
+    wrong = Patch(write_container([("w", d, tricky)], tensor_count_hint=1))
+    wrong.put(wrong.header("tensor_count_hint"), 0, 8)
     with pytest.raises(HurrayDeclError, match="HF-DATA-25"):
         list(read_sequential(io.BytesIO(bytes(wrong.data))))
 
@@ -435,8 +439,7 @@ def test_claimed_counts_never_drive_allocation():
         p.put(p.c.trailer.index_offset, (1 << 64) - 1, 8)
         refused(p.recrc(), "HF-IDX-09")
         q = Patch(write_container([], {"a": ["x"]}))
-        tag_at = q.c.trailer.kv_offset + 4 + 2 + 1 + 1
-        refused(q.put(tag_at + 1, 0xFFFF_FFFF, 4).recrc(), "HF-META-07")  # array count
+        refused(q.put(q.kv_entries()[0]["value.count"][0], 0xFFFF_FFFF, 4).recrc(), "HF-META-07")  # array count
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()

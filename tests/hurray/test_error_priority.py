@@ -29,7 +29,8 @@ from hurray_decl.tensor import (
     write_tensor_descriptor,
 )
 from hurray_decl.tensor.reader import field_positions
-from tests.hurray.tensor_support import u8, u32, u64
+from tests.hurray.tensor_support import end, field_bytes, patch_field, u8, u32, u64, with_length
+from tests.hurray.tensor_support import at as offset_of
 
 Fault = Callable[[bytes, dict], bytes]
 """A fault applied to descriptor bytes, given the field positions of the valid base."""
@@ -43,16 +44,19 @@ def at(path: str, raw: bytes) -> Fault:
     return apply
 
 
-def cut(keep: int) -> Fault:
-    return lambda data, _: data[:keep]
+def cut_inside(path: str) -> Fault:
+    """The input ends one byte into the field ``path``."""
+    return lambda data, positions: data[:positions[f"descriptor -> {path}"] + 1]
 
 
 def grow(extra: bytes) -> Fault:
     """Bytes after the last section, counted in descriptor_length."""
-    def apply(data: bytes, _: dict) -> bytes:
-        out = data + extra
-        return out[:6] + u32(len(out)) + out[10:]
-    return apply
+    return lambda data, _: with_length(data + extra)
+
+
+def claim_more(data: bytes, _: dict) -> bytes:
+    """descriptor_length 4 bytes more than the input holds."""
+    return patch_field(data, "descriptor_length", len(data) + 4)
 
 
 def handles(*sizes: int) -> tuple[BufferHandle, ...]:
@@ -72,12 +76,12 @@ QUANTIZED = write_tensor_descriptor(TensorDescriptor(
 PRIVATE = write_tensor_descriptor(TensorDescriptor(
     type_tag=0xF3, shape=(4,), buffers=handles(4), statistics=Statistics(),
     extension_type=ExtensionType(bit_width=8), composite_member=CompositeMember()))
-HEAD_QUANTIZED = HEAD[:10] + u32(1) + HEAD[14:] + u32(16) + encode_quantization(PerTensorAffine(scale=1.0))
-HEAD_QUANTIZED = HEAD_QUANTIZED[:6] + u32(len(HEAD_QUANTIZED)) + HEAD_QUANTIZED[10:]
+_HEAD_PAYLOAD = encode_quantization(PerTensorAffine(scale=1.0))
+HEAD_QUANTIZED = with_length(patch_field(HEAD, "flags", 1) + u32(len(_HEAD_PAYLOAD)) + _HEAD_PAYLOAD)
 
 # (Appendix A pair, base, earlier fault and its rule, later fault and its rule)
 TENSOR_PAIRS = [
-    ("1 truncated < 2 magic", DENSE, cut(9), "HT-HDR-08", at("magic", b"XXXX"), "HT-HDR-04"),
+    ("1 truncated < 2 magic", DENSE, cut_inside("descriptor_length"), "HT-HDR-08", at("magic", b"XXXX"), "HT-HDR-04"),
     ("2 magic < 3 version_major", DENSE, at("magic", b"XXXX"), "HT-HDR-04", at("version_major", u8(2)), "HT-HDR-05"),
     ("3 version_major < 4 length", DENSE, at("version_major", u8(2)), "HT-HDR-05",
      at("descriptor_length", u32(12)), "HT-HDR-07"),
@@ -85,15 +89,16 @@ TENSOR_PAIRS = [
      "HT-HDR-12"),
     ("5 flags < 6 type_tag", DENSE, at("flags", u32(1 << 8)), "HT-HDR-12", at("type_tag", u8(0x47)), "HE-06"),
     ("5 flags < input shorter than descriptor_length", DENSE, at("flags", u32(1 << 8)), "HT-HDR-12",
-     lambda d, _: d[:6] + u32(len(d) + 4) + d[10:], "HT-HDR-08"),
+     claim_more, "HT-HDR-08"),
     ("6 type_tag < input shorter than descriptor_length", DENSE, at("type_tag", u8(0x47)), "HE-06",
-     lambda d, _: d[:6] + u32(len(d) + 4) + d[10:], "HT-HDR-08"),
+     claim_more, "HT-HDR-08"),
     ("6 type_tag < 7 layout_tag", DENSE, at("type_tag", u8(0x00)), "HE-02", at("layout_tag", u8(0xFF)),
      "HT-HDR-15"),
     ("7 layout_tag < 8 rank", DENSE, at("layout_tag", u8(0xFF)), "HT-HDR-15", at("rank", u32(65)), "HT-HDR-13"),
-    ("8 rank < 9 shape (input ends in it)", DENSE, at("rank", u32(65)), "HT-HDR-13", cut(30), "HT-HDR-08"),
-    ("9 shape < 10 layout (input ends in shape)", COO_BASE, cut(30), "HT-HDR-08", at("layout -> reserved", u8(1)),
-     "HT-LAY-21"),
+    ("8 rank < 9 shape (input ends in it)", DENSE, at("rank", u32(65)), "HT-HDR-13", cut_inside("shape -> 1"),
+     "HT-HDR-08"),
+    ("9 shape < 10 layout (input ends in shape)", COO_BASE, cut_inside("shape -> 1"), "HT-HDR-08",
+     at("layout -> reserved", u8(1)), "HT-LAY-21"),
     ("10 layout < 11 extension flag", COO_BASE, at("layout -> reserved", u8(1)), "HT-LAY-21",
      at("flags", u32(0x04)), "HT-SEC-20"),
     ("11 extension flag < 12 buffer table", DENSE, at("flags", u32(0x04)), "HT-SEC-20",
@@ -116,7 +121,7 @@ TENSOR_PAIRS = [
     ("17 member < 18 length", PRIVATE, at("composite_member -> member_role", u8(7)), "HT-SEC-36",
      grow(b"\x00"), "HT-HDR-09"),
     ("17 member < input shorter than descriptor_length", PRIVATE, at("composite_member -> member_role", u8(7)),
-     "HT-SEC-36", lambda d, _: d[:6] + u32(len(d) + 4) + d[10:], "HT-HDR-08"),
+     "HT-SEC-36", claim_more, "HT-HDR-08"),
 ]
 
 # Step 12, each handle: reserved byte, device tag, sync mode, memory class, alignment (power of
@@ -205,8 +210,7 @@ def _payload_cut(data: bytes, positions: dict, keep: int) -> bytes:
     """The quantization payload cut to ``keep`` bytes, quantization_length and length following."""
     start = positions["descriptor -> quantization"]
     prefix = positions["descriptor -> quantization_length"]
-    out = data[:prefix] + u32(keep) + data[start:start + keep]
-    return out[:6] + u32(len(out)) + out[10:]
+    return with_length(data[:prefix] + u32(keep) + data[start:start + keep])
 
 
 def refused(data: bytes) -> str:
@@ -248,10 +252,9 @@ def test_payload_header_order(payload, code):
 def test_quantization_section_sliced_then_head_then_payload():
     """Step 13: the slice (DescriptorTruncated), the head (HT-LAY-76), then the payload."""
     assert refused(HEAD_QUANTIZED) == "HT-LAY-76"
-    positions = field_positions(HEAD)
-    start = positions["descriptor -> buffer_count"] + 1  # the section follows the (empty) table
-    bad_payload = HEAD_QUANTIZED[:start + 4] + u8(0x00) + HEAD_QUANTIZED[start + 5:]
+    assert offset_of(HEAD_QUANTIZED, "quantization_length") == end(HEAD, "buffer_count")  # after the empty table
+    bad_payload = patch_field(HEAD_QUANTIZED, "quantization.scheme_tag", 0x00)
     assert refused(bad_payload) == "HT-LAY-76"  # the head rule before the payload's tag
-    assert decode_quantization(HEAD_QUANTIZED[start + 4:]).scale == 1.0
-    long_slice = HEAD_QUANTIZED[:start] + u32(1000) + HEAD_QUANTIZED[start + 4:]
+    assert decode_quantization(field_bytes(HEAD_QUANTIZED, "quantization")).scale == 1.0
+    long_slice = patch_field(HEAD_QUANTIZED, "quantization_length", 1000)
     assert refused(long_slice) == "HT-HDR-08"  # the slice before the head rule

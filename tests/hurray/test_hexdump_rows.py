@@ -392,4 +392,4 @@ def test_tracing_leaves_the_declaration_and_construct_untouched():
     method = cs.Construct.__dict__["_parsereport"]
     dump(INPUTS[0].read_bytes())
     assert cs.Construct.__dict__["_parsereport"] is method
-    assert "_parsereport" not in vars(HEADER) and HEADER.parse(INPUTS[0].read_bytes()[:20]).rank >= 0
+    assert "_parsereport" not in vars(HEADER) and HEADER.parse(INPUTS[0].read_bytes()[:HEADER.sizeof()]).rank >= 0

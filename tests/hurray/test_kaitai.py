@@ -673,6 +673,12 @@ from hurray_decl.tensor import descriptor as tensor_reader  # noqa: E402
 from hurray_decl.tensor.layouts import PrivateLayout  # noqa: E402
 
 from generated.hurray.tensor_descriptor import TensorDescriptor as KaitaiTensor  # noqa: E402
+from tests.hurray.tensor_support import header_field, patch_field, with_length  # noqa: E402
+
+_AFTER_MAGIC = sum(header_field("magic"))  # mutations keep the magic, so that the fields are reached
+_FLAGS, _ = header_field("flags")
+_RANK, _RANK_SIZE = header_field("rank")
+_LENGTH, _LENGTH_SIZE = header_field("descriptor_length")
 from hurray_decl.strategies import invalid_tensor_descriptors, tensor_descriptors  # noqa: E402
 
 TENSOR_VECTORS = sorted((CONFORMANCE / "descriptors").glob("*.bin"))
@@ -939,15 +945,14 @@ def _u64(v: int) -> bytes:
 
 def _framed(*parts: bytes) -> bytes:
     """A descriptor from its parts, descriptor_length filled in."""
-    data = b"".join(parts)
-    return data[:6] + _u32(len(data)) + data[10:]
+    return with_length(b"".join(parts))
 
 
 def _header(type_tag: int, layout_tag: int, shape: tuple[int, ...], flags: int = 0,
-            offset: int = 0) -> bytes:
+            byte_offset: int = 0) -> bytes:
     """Fixed header, shape and byte_offset (descriptor_length left 0 for _framed)."""
     return (b"HRRY\x01\x00" + _u32(0) + _u32(flags) + bytes([type_tag, layout_tag])
-            + _u32(len(shape)) + b"".join(_u64(n) for n in shape) + _u64(offset))
+            + _u32(len(shape)) + b"".join(_u64(n) for n in shape) + _u64(byte_offset))
 
 
 def _buffers(*sizes: int, devices: tuple[int, ...] = ()) -> bytes:
@@ -1010,13 +1015,13 @@ CROSS_SECTION = {
     "block-paged rank 2": (_framed(_header(F32, PAGED, (2, 2)), _PAGED, _buffers(0, 0, 4)),
                            "HT-LAY-52"),
     "head with a buffer": (_framed(_header(F32, HEAD, (2,)), _HEAD, _buffers(8)), "HT-BUFT-03"),
-    "head byte_offset": (_framed(_header(F32, HEAD, (2,), offset=1), _HEAD, b"\x00"), "HT-HDR-20"),
+    "head byte_offset": (_framed(_header(F32, HEAD, (2,), byte_offset=1), _HEAD, b"\x00"), "HT-HDR-20"),
     "head as member": (_framed(_header(F32, HEAD, (2,), flags=0x10), _HEAD, b"\x00",
                                b"\x01" + bytes(15)), "HT-SEC-38"),
     "head quantized": (_framed(_header(F32, HEAD, (2,), flags=0x01), _HEAD, b"\x00", _u32(0)),
                        "HT-LAY-76"),
     "no buffers": (_framed(_header(F32, ROW, (2,)), b"\x00"), "HT-BUFT-02"),
-    "COO byte_offset": (_framed(_header(F32, COO, (4,), offset=8), _coo(), _buffers(8, 0)),
+    "COO byte_offset": (_framed(_header(F32, COO, (4,), byte_offset=8), _coo(), _buffers(8, 0)),
                         "HT-HDR-20"),
     "CSF sharded": (_framed(_header(F32, CSF, (2, 2, 2), flags=0x02), _csf(0, 1, 2), CSF_BUFFERS,
                             bytes(48)), "HT-SEC-07"),
@@ -1034,8 +1039,8 @@ CROSS_SECTION = {
                                _STATS), "HT-SEC-16"),
     "devices differ": (_framed(_header(F32, COO, (8,)), _coo(), _buffers(0, 0, devices=(0, 1))),
                        "HT-BUFT-24"),
-    "memory classes differ": (_framed(_header(F32, COO, (8,)), _coo(), _buffers(0, 0))[:-2]
-                              + b"\x01\x00", "HT-BUFT-25"),
+    "memory classes differ": (patch_field(_framed(_header(F32, COO, (8,)), _coo(), _buffers(0, 0)),
+                                          "buffers.1.memory_class", 1), "HT-BUFT-25"),
     "parameter on another device": (_framed(_header(UINT4, ROW, (16,), flags=0x01),
                                             _buffers(8, 8, devices=(1, 2)), _nf4()), "HQ-BUF-06"),
     "dense with two buffers": (_framed(_header(F32, ROW, (2,)), _buffers(8, 8)), "HT-BUFT-04"),
@@ -1045,7 +1050,7 @@ CROSS_SECTION = {
                                "HT-BUFT-06"),
     "CSF with 2R buffers": (_framed(_header(F32, CSF, (2, 2, 2)), _csf(0, 1, 2),
                                     _buffers(0, 16, 0, 0, 0, 0)), "HT-BUFT-09"),
-    "byte_offset past buffer 0": (_framed(_header(F32, ROW, (0,), offset=65), _buffers(64)),
+    "byte_offset past buffer 0": (_framed(_header(F32, ROW, (0,), byte_offset=65), _buffers(64)),
                                   "HT-HDR-19"),
     "Morton bits too few": (_framed(_header(F32, MORTON, (5, 4)), _u32(2) + _u32(2),
                                     _buffers(1024)), "HT-LAY-18"),
@@ -1112,10 +1117,8 @@ def test_hand_made_tensor_edges_are_accepted_alike(data: bytes) -> None:
 
 def test_newer_minor_trailing_bytes_agree() -> None:
     """At minor 1 the bytes after the known sections are kept and skipped (HT-HDR-11)."""
-    data = bytearray(_vector("sharded_f32_8x4.bin") + b"\x01\x02\x03")
-    data[5] = 1
-    data[6:10] = _u32(len(data))
-    k, c = assert_tensor_agree(bytes(data))
+    data = with_length(patch_field(_vector("sharded_f32_8x4.bin"), "version_minor", 1) + b"\x01\x02\x03")
+    k, c = assert_tensor_agree(data)
     assert k.accepted and c.accepted and k.fields is not None
     assert k.fields["trailing"] == b"\x01\x02\x03"
 
@@ -1124,7 +1127,7 @@ def test_newer_minor_trailing_bytes_agree() -> None:
 def test_each_expressed_cross_section_rule_agrees(case: tuple[bytes, str]) -> None:
     data, code = case
     if code == "HT-HDR-09":
-        data = data[:6] + _u32(len(data)) + data[10:]
+        data = with_length(data)
     k, c = assert_tensor_agree(data)
     assert not c.accepted and c.codes == {code}, c.detail
     assert not k.accepted and code in k.codes, k.detail
@@ -1195,23 +1198,23 @@ def mutated_tensor_descriptors(draw: st.DrawFn) -> bytes:
     for _ in range(draw(st.integers(1, 3))):
         choice = draw(st.integers(0, 3))
         if choice == 0:  # a byte
-            i = draw(st.integers(4, len(data) - 1))
+            i = draw(st.integers(_AFTER_MAGIC, len(data) - 1))
             data[i] = draw(st.one_of(_INTERESTING, st.integers(0, 255)))
         elif choice == 1:  # a little-endian field of 1, 2, 4 or 8 bytes at any offset
             width = draw(st.sampled_from([1, 2, 4, 8]))
-            i = draw(st.integers(4, len(data) - width))
+            i = draw(st.integers(_AFTER_MAGIC, len(data) - width))
             value = draw(st.one_of(_TENSOR_EDGES, st.integers(0, (1 << 64) - 1)))
             data[i:i + width] = (value & ((1 << (8 * width)) - 1)).to_bytes(width, "little")
         elif choice == 2:  # a flags bit: mostly one that adds or drops a section
             bit = draw(st.one_of(st.integers(0, 4), st.integers(0, 4), st.integers(5, 31)))
-            data[10 + bit // 8] ^= 1 << (bit % 8)
+            data[_FLAGS + bit // 8] ^= 1 << (bit % 8)
         else:  # rank, whose change shifts every later section
-            data[16] = draw(st.sampled_from([0, 1, 2, 3, 4, 65]))
+            data[_RANK:_RANK + _RANK_SIZE] = draw(st.sampled_from([0, 1, 2, 3, 4, 65])).to_bytes(_RANK_SIZE, "little")
     if draw(st.integers(0, 3)) == 0:
         del data[draw(st.integers(0, len(data))):]
     data += draw(st.binary(max_size=draw(st.sampled_from([0, 8, 48]))))
-    if len(data) >= 10 and draw(st.integers(0, 3)) > 0:
-        data[6:10] = _u32(len(data))
+    if len(data) >= _LENGTH + _LENGTH_SIZE and draw(st.integers(0, 3)) > 0:
+        data[_LENGTH:_LENGTH + _LENGTH_SIZE] = len(data).to_bytes(_LENGTH_SIZE, "little")
     return bytes(data)
 
 

@@ -17,12 +17,14 @@ from hurray_decl.schemes import BUILTIN
 from hurray_decl.strategies import quantization_descriptors, quantization_payloads
 from hurray_decl.tags import TagClass
 from tests.helpers import covers, raises_rule
+from tests.hurray.tensor_support import field_bytes
 
 SHARED = Path(__file__).resolve().parents[3] / "shared"
 VECTOR = SHARED / "conformance" / "hurray" / "descriptors" / "quant_per_block_int4_128x128.bin"
 
 # Field offsets and the fixed length as the specification's tables print them (RULES.md
 # HQ-PT-01, HQ-PC-01, HQ-PB-01, HQ-NF4-01, HQ-MX-01), written out independently of the code.
+SPEC_HEADER = {"scheme_tag": 0, "scheme_version": 1, "flags": 2}  # HQ-HDR-01: every payload starts so
 SPEC_LAYOUTS = {
     "per_tensor_affine": (16, {"scale": 4, "zero_point": 8, "reserved": 12}),
     "per_channel_affine": (20, {"axis": 4, "scale_buffer_index": 8, "zero_point_buffer_index": 12,
@@ -41,16 +43,21 @@ WORKED_EXAMPLE = bytes.fromhex("02 01 00 00 00 00 00 00 01 00 00 00 02 00 00 00 
 VALID = {
     "per_tensor_affine": bytes.fromhex("01 01 00 00") + struct.pack("<fi4x", 0.5, 3),
     "per_channel_affine": WORKED_EXAMPLE,
-    "per_block_affine": VECTOR.read_bytes()[81:105],
+    "per_block_affine": field_bytes(VECTOR.read_bytes(), "quantization"),
     "nf4": bytes.fromhex("04 01 00 00") + struct.pack("<III", 0, 64, 1),
     "mxfp": bytes.fromhex("05 01 00 00") + struct.pack("<III", 1, 32, 1),
 }
 
 
+def spec_offset(name: str, field: str) -> int:
+    """Where ``field`` of the scheme ``name`` sits in its payload, by the specification's tables."""
+    return {**SPEC_HEADER, **SPEC_LAYOUTS[name][1]}[field]
+
+
 def patch(name: str, field: str, raw: bytes) -> bytes:
     """VALID[name] with ``field`` (at its specification offset) replaced by ``raw``."""
     data = bytearray(VALID[name])
-    offset = {"scheme_tag": 0, "scheme_version": 1, "flags": 2, **SPEC_LAYOUTS[name][1]}[field]
+    offset = spec_offset(name, field)
     data[offset:offset + len(raw)] = raw
     return bytes(data)
 
@@ -113,8 +120,7 @@ def test_each_violation_raises_its_rule_at_its_field(code, name, field, raw):
     data = patch(name, field, raw)
     # Cross-field rules report the field they constrain; single-field rules the field itself.
     reported = "zero_point_buffer_index" if code in ("HQ-PC-04", "HQ-PB-11") else field
-    offset = {"scheme_version": 1, "flags": 2, **SPEC_LAYOUTS[name][1]}[reported]
-    with raises_rule(code, offset=offset, path=reported) as info:
+    with raises_rule(code, offset=spec_offset(name, reported), path=reported) as info:
         hd.decode_quantization(data)
     assert str(info.value).startswith(f"[{code}]")
     assert "expected" in str(info.value)
@@ -136,7 +142,7 @@ def test_each_violation_raises_its_rule_at_its_field(code, name, field, raw):
 ])
 def test_tag_classes_refused_in_strict_mode(tag, code, cls):
     assert tag_class(tag) is cls
-    with raises_rule(code, offset=0, path="scheme_tag"):
+    with raises_rule(code, offset=SPEC_HEADER["scheme_tag"], path="scheme_tag"):
         hd.decode_quantization(bytes([tag, 1, 0, 0]) + bytes(12))
 
 
@@ -157,7 +163,7 @@ def test_short_payloads_are_truncated_and_never_read_past(data):
 @covers("HQ-HDR-04")
 def test_version_is_checked_before_length():
     # Appendix A order: the version of a 2-byte payload is reported before its length.
-    with raises_rule("HQ-HDR-11", offset=1):
+    with raises_rule("HQ-HDR-11", offset=SPEC_HEADER["scheme_version"]):
         hd.decode_quantization(b"\x02\x07\x00\x00")
 
 
@@ -188,7 +194,7 @@ def test_declared_layout_matches_the_specification_table(row):
     length, fields = SPEC_LAYOUTS[row.name]
     assert row.length == length
     assert {k: row.offsets[k][0] for k in fields} == fields
-    assert [row.offsets[k][0] for k in ("scheme_tag", "scheme_version", "flags")] == [0, 1, 2]
+    assert {k: row.offsets[k][0] for k in SPEC_HEADER} == SPEC_HEADER
     assert row.layout_rule == LAYOUT_RULES[row.name]
     module = __import__(f"hurray_decl.schemes.{row.name}", fromlist=["LENGTH"])
     assert module.LENGTH == row.length
@@ -207,7 +213,7 @@ def test_dispatch_is_on_the_tag_alone():
     mx = hd.decode_quantization(b"\x05" + patch("nf4", "block_size", u32(16))[1:])
     assert type(nf4) is hd.NF4 and type(mx) is hd.MXFP
     assert (nf4.block_size, mx.block_size) == (16, 16)
-    with raises_rule("HQ-HDR-06", offset=0):
+    with raises_rule("HQ-HDR-06", offset=SPEC_HEADER["scheme_tag"]):
         hd.scheme("nf4").struct.parse(VALID["mxfp"])
 
 
@@ -294,7 +300,7 @@ def test_permissive_mode_still_checks_known_schemes():
                                        (0x20, "HQ-HDR-08")])
 def test_writer_never_emits_unusable_tags(tag, code):
     opaque = hd.OpaqueQuantization(scheme_tag=tag, payload=b"\x00")
-    with raises_rule(code, offset=0):
+    with raises_rule(code, offset=SPEC_HEADER["scheme_tag"]):
         hd.encode_quantization(opaque)
 
 
@@ -335,7 +341,8 @@ def test_model_refuses_inconsistent_symmetry(kwargs, code):
 def test_symmetric_per_tensor_is_written_with_zero_point_zero():
     model = hd.PerTensorAffine(scale=2.0, symmetric=True)
     assert model.zero_point == 0 and model.symmetric
-    assert hd.encode_quantization(model)[8:12] == bytes(4)
+    zero_point = spec_offset("per_tensor_affine", "zero_point")
+    assert hd.encode_quantization(model)[zero_point:zero_point + 4] == bytes(4)
     with raises_rule("HQ-PT-06", path="zero_point"):
         hd.PerTensorAffine(scale=2.0, zero_point=5, symmetric=True)
 
@@ -402,7 +409,7 @@ def test_registered_private_scheme_decodes_and_encodes(private_scheme):
     assert hd.encode_quantization(decoded) == payload
     assert hd.kernel_for(decoded) is private_scheme.kernel
     assert private_scheme.length == 12
-    with raises_rule("HQ-HDR-13", offset=2):
+    with raises_rule("HQ-HDR-13", offset=SPEC_HEADER["flags"]):
         hd.decode_quantization(bytes([0xF3, 1, 2, 0]) + bytes(8))
 
 
@@ -433,7 +440,7 @@ def test_scheme_lookup_by_unknown_name():
 def test_reader_and_writer_report_the_same_rule_when_several_fail():
     # block_size 3 is below MXFP's minimum (innermost rule) and not a power of two.
     payload = b"\x05\x01\x00\x00" + struct.pack("<III", 0, 3, 1)
-    with raises_rule("HQ-MX-04", offset=8):
+    with raises_rule("HQ-MX-04", offset=spec_offset("mxfp", "block_size")):
         hd.decode_quantization(payload)
     with raises_rule("HQ-MX-04", path="block_size"):  # a model has no byte offsets
         hd.MXFP(axis=0, block_size=3, scale_buffer_index=1)

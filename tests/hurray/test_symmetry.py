@@ -19,7 +19,10 @@ import pytest
 
 from hurray_decl.errors import HurrayDeclError
 from hurray_decl.tensor import TensorDescriptor, read_tensor_descriptor, write_tensor_descriptor
-from tests.hurray.tensor_support import CONFORMANCE, REPO
+from tests.hurray.tensor_support import CONFORMANCE, REPO, header_field
+
+MINOR, _ = header_field("version_minor")
+LENGTH, LENGTH_SIZE = header_field("descriptor_length")
 
 INPUTS = int(os.environ.get("HURRAY_SYMMETRY_INPUTS", "400"))
 EDGE = [0, 1, 2, 0x7F, 0x80, 0xFF]
@@ -62,10 +65,10 @@ def mutate(rng: random.Random, data: bytes) -> bytes:
             out += bytes(rng.randrange(256) for _ in range(rng.randint(1, 9)))
         elif kind == 4 and out:
             del out[rng.randrange(len(out)):]
-        elif len(out) > 5:  # a newer minor version
-            out[5] = rng.randint(1, 3)
-    if len(out) >= 10 and rng.random() < 0.7:  # descriptor_length follows the bytes
-        out[6:10] = struct.pack("<I", len(out))
+        elif len(out) > MINOR:  # a newer minor version
+            out[MINOR] = rng.randint(1, 3)
+    if len(out) >= LENGTH + LENGTH_SIZE and rng.random() < 0.7:  # descriptor_length follows the bytes
+        out[LENGTH:LENGTH + LENGTH_SIZE] = len(out).to_bytes(LENGTH_SIZE, "little")
     return bytes(out)
 
 

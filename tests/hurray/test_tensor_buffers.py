@@ -23,9 +23,9 @@ from hurray_decl.tensor.buffers import HANDLE
 from hurray_decl.tensor.validate import validate_buffers
 from hurray_decl.schema import field_offsets
 from tests.helpers import covers, raises_rule
-from tests.hurray.tensor_support import dense, encode, handle, patch, roundtrip, u8, u32, vector
+from tests.hurray.tensor_support import at, dense, encode, field_bytes, handle, patch_field, roundtrip, vector
 
-BASE = vector("row_major_f32_3x4.bin")  # handle 0 at 45: byte_size 45, alignment 53, device 57 ...
+BASE = vector("row_major_f32_3x4.bin")  # one buffer handle
 
 
 @covers("HT-BUFT-01")
@@ -34,28 +34,28 @@ def test_handle_layout():
     assert {k: v[0] for k, v in field_offsets(HANDLE).items()} == {
         "byte_size": 0, "alignment": 8, "device_tag": 12, "sync_mode": 13, "memory_class": 14, "reserved": 15}
     d = read_tensor_descriptor(vector("csr_f32_3x3.bin"))
-    assert [b.byte_size for b in d.buffers] == [8, 16, 32] and BASE[44] == 1
+    assert [b.byte_size for b in d.buffers] == [8, 16, 32] and field_bytes(BASE, "buffer_count") == b"\x01"
 
 
-@pytest.mark.parametrize("code, offset, value", [
-    ("HT-BUFT-12", 53, u32(48)),
-    ("HT-BUFT-12", 53, u32(0)),
-    ("HT-BUFT-13", 53, u32(32)),
-    ("HT-BUFT-14", 57, u8(0xFF)),
-    ("HT-BUFT-15", 57, u8(0x09)),
-    ("HT-BUFT-15", 57, u8(0xEF)),
-    ("HT-BUFT-17", 58, u8(0x03)),
-    ("HT-BUFT-17", 58, u8(0xFF)),
-    ("HT-BUFT-18", 58, u8(0x01)),
-    ("HT-BUFT-19", 59, u8(0x04)),
-    ("HT-BUFT-19", 59, u8(0xFF)),
-    ("HT-BUFT-20", 59, u8(0xF0)),
-    ("HT-BUFT-22", 59, u8(0x03)),
-    ("HT-BUFT-23", 60, u8(0x01)),
+@pytest.mark.parametrize("code, field, value", [
+    ("HT-BUFT-12", "alignment", 48),
+    ("HT-BUFT-12", "alignment", 0),
+    ("HT-BUFT-13", "alignment", 32),
+    ("HT-BUFT-14", "device_tag", 0xFF),
+    ("HT-BUFT-15", "device_tag", 0x09),
+    ("HT-BUFT-15", "device_tag", 0xEF),
+    ("HT-BUFT-17", "sync_mode", 0x03),
+    ("HT-BUFT-17", "sync_mode", 0xFF),
+    ("HT-BUFT-18", "sync_mode", 0x01),
+    ("HT-BUFT-19", "memory_class", 0x04),
+    ("HT-BUFT-19", "memory_class", 0xFF),
+    ("HT-BUFT-20", "memory_class", 0xF0),
+    ("HT-BUFT-22", "memory_class", 0x03),
+    ("HT-BUFT-23", "reserved", 0x01),
 ])
-def test_handle_refusals(code, offset, value):
-    with raises_rule(code, offset=offset):
-        read_tensor_descriptor(patch(BASE, offset, value))
+def test_handle_refusals(code, field, value):
+    with raises_rule(code, offset=at(BASE, f"buffers.0.{field}")):
+        read_tensor_descriptor(patch_field(BASE, f"buffers.0.{field}", value))
 
 
 def test_empty_buffers_take_any_power_of_two():
@@ -72,11 +72,12 @@ def one_handle(**fields) -> TensorDescriptor:
 def test_private_devices_with_standard_memory():
     """HD-23: a private device tag is accepted with STANDARD; sync_mode rules are those of a GPU."""
     roundtrip(one_handle(device_tag=0xF4, sync_mode=1))
-    private_device = patch(BASE, 57, u8(0xF4))
-    with raises_rule("HT-BUFT-21", offset=59):  # a private memory class needs an agreement
-        read_tensor_descriptor(patch(private_device, 59, u8(0xF4)))
-    with raises_rule("HT-BUFT-22", offset=59):  # a private device with a public class other than STANDARD
-        read_tensor_descriptor(patch(private_device, 59, u8(0x01)))
+    private_device = patch_field(BASE, "buffers.0.device_tag", 0xF4)
+    memory_class = at(BASE, "buffers.0.memory_class")
+    with raises_rule("HT-BUFT-21", offset=memory_class):  # a private memory class needs an agreement
+        read_tensor_descriptor(patch_field(private_device, "buffers.0.memory_class", 0xF4))
+    with raises_rule("HT-BUFT-22", offset=memory_class):  # a private device with a public class other than STANDARD
+        read_tensor_descriptor(patch_field(private_device, "buffers.0.memory_class", 0x01))
     with pytest.raises(HurrayDeclError):
         write_tensor_descriptor(one_handle(device_tag=0xF4, memory_class=0xF4))
 
@@ -101,8 +102,10 @@ def test_device_memory_matrix(device, memory_class, ok):
 
 
 def test_buffer_counts_per_layout():
-    with raises_rule("HT-BUFT-02", offset=44):
-        read_tensor_descriptor(patch(patch(BASE, 6, u32(45)), 44, u8(0))[:45])
+    table = at(BASE, "buffer_count")  # a table of no handles: the descriptor ends after its count
+    with raises_rule("HT-BUFT-02", offset=table):
+        emptied = patch_field(patch_field(BASE, "descriptor_length", table + 1), "buffer_count", 0)
+        read_tensor_descriptor(emptied[:table + 1])
     head = read_tensor_descriptor(vector("composite_head_partition.bin"))
     with raises_rule("HT-BUFT-03"):
         write_tensor_descriptor(head.replace(buffers=(handle(0),)))
@@ -173,7 +176,7 @@ def test_parameter_index_range_and_aliasing():
         write_tensor_descriptor(int8((12, 12), pc()))
     with raises_rule("HQ-BUF-01"):  # the index is also checked on read, at its own byte
         data = encode(int8((12, 12, 12), pc()))
-        read_tensor_descriptor(patch(data, len(data) - 8, u32(7)))
+        read_tensor_descriptor(patch_field(data, "quantization.zero_point_buffer_index", 7))
     with raises_rule("HQ-BUF-02"):
         write_tensor_descriptor(int8((12, 12), pc(scale_buffer_index=0, zero_point_buffer_index=1)))
     csr = TensorDescriptor(type_tag=0x10, shape=(3, 3), layout=CSR(nnz=2),

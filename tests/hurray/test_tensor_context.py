@@ -11,7 +11,7 @@ from hurray_decl.tensor import COO, TensorDescriptor, read_tensor_descriptor, wr
 from hurray_decl.tensor.common import DYNAMIC
 from hurray_decl.tensor.context import TensorContext
 from tests.helpers import covers, raises_rule
-from tests.hurray.tensor_support import handle, patch, roundtrip, u32, vector
+from tests.hurray.tensor_support import at, handle, patch_field, roundtrip, vector
 
 
 def tensor(type_name, shape, sizes, q, **kw):
@@ -102,8 +102,8 @@ def test_axis_below_rank_and_static(axis_code, dynamic_code, storage, make):
 
 def test_axis_is_checked_on_read_at_its_byte():
     data = vector("quant_per_block_int4_128x128.bin")
-    with raises_rule("HQ-PB-02", offset=85):
-        read_tensor_descriptor(patch(data, 85, u32(2)))
+    with raises_rule("HQ-PB-02", offset=at(data, "quantization.axis")):
+        read_tensor_descriptor(patch_field(data, "quantization.axis", 2))
 
 
 # ---------------------------------------------------------------- block geometry

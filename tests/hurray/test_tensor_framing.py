@@ -19,9 +19,11 @@ from hurray_decl.tensor import (
 from hurray_decl.tensor.common import DYNAMIC
 from hurray_decl.tensor.validate import validate_buffers
 from tests.helpers import covers, raises_rule
-from tests.hurray.tensor_support import dense, encode, handle, patch, roundtrip, u8, u32, vector, with_length
+from tests.hurray.tensor_support import (
+    at, dense, encode, end, handle, patch_field, roundtrip, vector, with_length,
+)
 
-BASE = vector("row_major_f32_3x4.bin")  # 61 bytes: header, shape[2], byte_offset, 1 handle at 44
+BASE = vector("row_major_f32_3x4.bin")  # 61 bytes: header, shape[2], byte_offset, one buffer handle
 
 
 @covers("HT-HDR-01", "HT-HDR-02", "HT-HDR-03")
@@ -32,40 +34,40 @@ def test_header_fields_little_endian_in_wire_order():
     assert encode(dense()) == BASE  # writers emit 1.0 and derive length and flags
 
 
-@pytest.mark.parametrize("code, offset, value", [
-    ("HT-HDR-04", 0, b"HRRX"),
-    ("HT-HDR-05", 4, u8(2)),
-    ("HT-HDR-06", 4, u8(0)),
-    ("HT-HDR-07", 6, u32(19)),
-    ("HT-HDR-12", 10, u32(1 << 5)),
-    ("HT-HDR-12", 10, u32(1 << 31)),
-    ("HE-02", 14, u8(0x00)),
-    ("HE-02", 14, u8(0xFF)),
-    ("HE-03", 14, u8(0x05)),
-    ("HE-05", 14, u8(0x80)),
-    ("HE-05", 14, u8(0xEF)),
-    ("HE-06", 14, u8(0x47)),
-    ("HT-HDR-15", 15, u8(0x00)),
-    ("HT-HDR-15", 15, u8(0xFF)),
-    ("HT-HDR-16", 15, u8(0x0C)),
-    ("HT-HDR-16", 15, u8(0x41)),
-    ("HT-HDR-16", 15, u8(0x80)),
-    ("HT-HDR-13", 16, u32(65)),
+@pytest.mark.parametrize("code, field, value", [
+    ("HT-HDR-04", "magic", b"HRRX"),
+    ("HT-HDR-05", "version_major", 2),
+    ("HT-HDR-06", "version_major", 0),
+    ("HT-HDR-07", "descriptor_length", 19),
+    ("HT-HDR-12", "flags", 1 << 5),
+    ("HT-HDR-12", "flags", 1 << 31),
+    ("HE-02", "type_tag", 0x00),
+    ("HE-02", "type_tag", 0xFF),
+    ("HE-03", "type_tag", 0x05),
+    ("HE-05", "type_tag", 0x80),
+    ("HE-05", "type_tag", 0xEF),
+    ("HE-06", "type_tag", 0x47),
+    ("HT-HDR-15", "layout_tag", 0x00),
+    ("HT-HDR-15", "layout_tag", 0xFF),
+    ("HT-HDR-16", "layout_tag", 0x0C),
+    ("HT-HDR-16", "layout_tag", 0x41),
+    ("HT-HDR-16", "layout_tag", 0x80),
+    ("HT-HDR-13", "rank", 65),
 ])
-def test_header_field_refused(code, offset, value):
-    with raises_rule(code, offset=offset):
-        read_tensor_descriptor(patch(BASE, offset, value))
+def test_header_field_refused(code, field, value):
+    with raises_rule(code, offset=at(BASE, field), path=field):
+        read_tensor_descriptor(patch_field(BASE, field, value))
 
 
 def test_tag_0x47_is_refused_even_when_permissive():
     with raises_rule("HE-06"):
-        read_tensor_descriptor(patch(BASE, 14, u8(0x47)), permissive=True)
+        read_tensor_descriptor(patch_field(BASE, "type_tag", 0x47), permissive=True)
     with raises_rule("HE-02"):
-        read_tensor_descriptor(patch(BASE, 14, u8(0x00)), permissive=True)
+        read_tensor_descriptor(patch_field(BASE, "type_tag", 0x00), permissive=True)
 
 
 def test_unrecognised_type_permissive_keeps_framing_but_never_data():
-    data = patch(BASE, 14, u8(0x30))
+    data = patch_field(BASE, "type_tag", 0x30)
     d = read_tensor_descriptor(data, permissive=True)
     assert d.type_tag == 0x30 and d.shape == (3, 4)
     assert write_tensor_descriptor(d, permissive=True) == data
@@ -84,27 +86,29 @@ def test_every_tier1_type_is_read(tag, size):
 
 
 def test_truncation_and_descriptor_length():
-    with raises_rule("HT-HDR-08", offset=9):
-        read_tensor_descriptor(BASE[:9])
-    with raises_rule("HT-HDR-08", offset=60):
-        read_tensor_descriptor(BASE[:60])
+    inside_length = at(BASE, "descriptor_length") + 3  # the input ends inside descriptor_length
+    with raises_rule("HT-HDR-08", offset=inside_length):
+        read_tensor_descriptor(BASE[:inside_length])
+    with raises_rule("HT-HDR-08", offset=len(BASE) - 1):
+        read_tensor_descriptor(BASE[:-1])
     # A descriptor_length that stops inside the buffer table: the handle is truncated there.
-    with raises_rule("HT-HDR-08", offset=50):
-        read_tensor_descriptor(patch(BASE, 6, u32(50)))
+    inside_handle = at(BASE, "buffers.0.byte_size") + 5
+    with raises_rule("HT-HDR-08", offset=inside_handle):
+        read_tensor_descriptor(patch_field(BASE, "descriptor_length", inside_handle))
     # Bytes after descriptor_length are not the descriptor's (HT-HDR-10).
-    assert read_tensor_descriptor(BASE + b"\xFF" * 7).descriptor_length == 61
+    assert read_tensor_descriptor(BASE + b"\xFF" * 7).descriptor_length == len(BASE)
 
 
 @covers("HT-HDR-10")
 def test_skip_from_the_preamble_alone():
-    assert skip_descriptor(BASE[:10]) == 61
+    assert skip_descriptor(BASE[:end(BASE, "descriptor_length")]) == len(BASE)
     stream = BASE + vector("row_major_int8_5.bin")
     second = stream[skip_descriptor(stream):]
     assert read_tensor_descriptor(second).shape == (5,)
 
 
 def test_length_must_match_the_sections_at_minor_zero():
-    with raises_rule("HT-HDR-09", offset=6):
+    with raises_rule("HT-HDR-09", offset=at(BASE, "descriptor_length")):
         read_tensor_descriptor(with_length(BASE + b"\x00"))
     with raises_rule("HT-HDR-09"):
         write_tensor_descriptor(dense(descriptor_length=60))
@@ -112,11 +116,11 @@ def test_length_must_match_the_sections_at_minor_zero():
 
 @covers("HT-HDR-11")
 def test_newer_minor_skips_trailing_bytes():
-    data = with_length(patch(BASE, 5, u8(3)) + b"\xAB\xCD")
+    data = with_length(patch_field(BASE, "version_minor", 3) + b"\xAB\xCD")
     d = read_tensor_descriptor(data)
     assert d.version_minor == 3 and d.trailing == b"\xAB\xCD"
     with raises_rule("HT-HDR-12"):  # unknown flag bits stay refused at any minor
-        read_tensor_descriptor(patch(data, 10, u32(1 << 7)))
+        read_tensor_descriptor(patch_field(data, "flags", 1 << 7))
     assert write_tensor_descriptor(d, permissive=True) == data
     assert write_tensor_descriptor(d) == data  # what the reader accepts is written back
     assert write_tensor_descriptor(read_tensor_descriptor(data, permissive=True)) == data
@@ -137,7 +141,7 @@ def test_rank_0_and_64_are_read():
 
 @covers("HT-HDR-17")
 def test_unrecognised_layout_permissive():
-    data = patch(BASE, 15, u8(0x0C))
+    data = patch_field(BASE, "layout_tag", 0x0C)
     d = read_tensor_descriptor(data, permissive=True)
     assert isinstance(d.layout, OpaqueLayout) and d.buffers == () and d.shape == (3, 4)
     assert write_tensor_descriptor(d, permissive=True) == data
@@ -155,8 +159,8 @@ def test_dynamic_dimensions_are_never_sized():
 
 
 def test_byte_offset_rules():
-    with raises_rule("HT-HDR-19", offset=36):
-        read_tensor_descriptor(patch(BASE, 36, (49).to_bytes(8, "little")))
+    with raises_rule("HT-HDR-19", offset=at(BASE, "byte_offset")):
+        read_tensor_descriptor(patch_field(BASE, "byte_offset", 49))
     roundtrip(dense(byte_offset=16, sizes=(64,)))
     with raises_rule("HE-21"):
         write_tensor_descriptor(dense(byte_offset=16, sizes=(63,)))
@@ -170,8 +174,8 @@ def test_scalar_is_row_major_only():
     with raises_rule("HT-HDR-21"):
         write_tensor_descriptor(dense(shape=(), sizes=(4,), layout=ColumnMajor()))
     data = encode(dense(shape=(), sizes=(4,)))
-    with raises_rule("HT-HDR-21", offset=15):
-        read_tensor_descriptor(patch(data, 15, u8(0x02)))
+    with raises_rule("HT-HDR-21", offset=at(data, "layout_tag")):
+        read_tensor_descriptor(patch_field(data, "layout_tag", 0x02))
 
 
 @covers("HT-HDR-22")
@@ -186,14 +190,15 @@ def test_empty_tensors_are_complete_descriptors():
 
 def test_quantization_errors_carry_whole_descriptor_positions():
     data = vector("quant_per_block_int4_128x128.bin")
-    with raises_rule("HQ-PB-03", offset=89, path="quantization -> block_size"):
-        read_tensor_descriptor(patch(data, 89, u32(100)))
-    with raises_rule("HQ-HDR-12", offset=82):
-        read_tensor_descriptor(patch(data, 82, u8(0)))
+    with raises_rule("HQ-PB-03", offset=at(data, "quantization.block_size"), path="quantization -> block_size"):
+        read_tensor_descriptor(patch_field(data, "quantization.block_size", 100))
+    with raises_rule("HQ-HDR-12", offset=at(data, "quantization.scheme_version")):
+        read_tensor_descriptor(patch_field(data, "quantization.scheme_version", 0))
+    short = len(data) - at(data, "quantization") - 4
     with raises_rule("HQ-HDR-04"):  # quantization_length shorter than the scheme
-        read_tensor_descriptor(with_length(patch(data, 77, u32(20))[:101]))
+        read_tensor_descriptor(with_length(patch_field(data, "quantization_length", short)[:-4]))
     with raises_rule("HT-HDR-08"):  # quantization_length past descriptor_length
-        read_tensor_descriptor(patch(data, 77, u32(25)))
+        read_tensor_descriptor(patch_field(data, "quantization_length", short + 5))
 
 
 @covers("HQ-HDR-05")
@@ -210,12 +215,14 @@ def test_truncated_errors_are_typed():
 
 def test_context_errors_name_the_field_and_its_byte():
     data = vector("quant_per_block_int4_128x128.bin")
-    with raises_rule("HQ-BUF-09", offset=61, path="buffers -> 1 -> byte_size"):
-        read_tensor_descriptor(patch(data, 61, (128).to_bytes(8, "little")))
-    with raises_rule("HQ-PB-05", offset=89, path="quantization -> block_size"):
-        read_tensor_descriptor(patch(data, 28, (64).to_bytes(8, "little")))
-    with raises_rule("HQ-BUF-02", offset=93, path="quantization -> scale_buffer_index"):
-        read_tensor_descriptor(patch(data, 93, u32(0)))
-    with raises_rule("HT-BUFT-05", offset=44, path="buffer_count"):
-        grown = patch(data, 44, u8(3))
-        read_tensor_descriptor(with_length(grown[:77] + grown[61:77] + grown[77:]))
+    with raises_rule("HQ-BUF-09", offset=at(data, "buffers.1.byte_size"), path="buffers -> 1 -> byte_size"):
+        read_tensor_descriptor(patch_field(data, "buffers.1.byte_size", 128))
+    with raises_rule("HQ-PB-05", offset=at(data, "quantization.block_size"), path="quantization -> block_size"):
+        read_tensor_descriptor(patch_field(data, "shape.1", 64))
+    with raises_rule("HQ-BUF-02", offset=at(data, "quantization.scale_buffer_index"),
+                     path="quantization -> scale_buffer_index"):
+        read_tensor_descriptor(patch_field(data, "quantization.scale_buffer_index", 0))
+    with raises_rule("HT-BUFT-05", offset=at(data, "buffer_count"), path="buffer_count"):
+        grown = patch_field(data, "buffer_count", 3)
+        last = end(data, "buffers")  # a third handle, a copy of the second
+        read_tensor_descriptor(with_length(grown[:last] + grown[at(data, "buffers.1"):last] + grown[last:]))

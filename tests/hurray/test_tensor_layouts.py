@@ -28,7 +28,7 @@ from hurray_decl.tensor import (
 from hurray_decl.tensor.layouts import PRIVATE_LAYOUTS
 from tests.helpers import covers, raises_rule
 from tests.hurray.tensor_support import (
-    dense, encode, field_offset, handle, layout_start, patch, roundtrip, u8, u32, u64, vector,
+    at, dense, encode, end, field_bytes, fields, handle, patch_field, roundtrip, u32, u64, vector,
 )
 
 
@@ -38,8 +38,10 @@ def test_one_row_per_assigned_layout_tag():
 
 @covers("HT-LAY-01", "HT-LAY-02")
 def test_row_and_column_major_have_no_fields():
-    assert len(encode(dense())) == layout_start(2) + 1 + 16
-    assert len(encode(dense(layout=ColumnMajor()))) == layout_start(2) + 1 + 16
+    for data in (encode(dense()), encode(dense(layout=ColumnMajor()))):
+        assert not [name for name in fields(data) if name.startswith("layout.")]
+        assert at(data, "buffer_count") == end(data, "byte_offset")  # nothing between them
+        assert end(data, "buffers") == len(data)
     roundtrip(dense(layout=ColumnMajor()))
 
 
@@ -51,14 +53,14 @@ STRIDED = vector("strided_f32_3x4.bin")
 @covers("HT-LAY-03", "HT-LAY-04")
 def test_strided_fields_and_signs():
     d = read_tensor_descriptor(STRIDED)
-    assert d.layout == Strided(strides=(4, 1)) and STRIDED[44:52] == u64(4)
+    assert d.layout == Strided(strides=(4, 1)) and field_bytes(STRIDED, "layout.strides.0") == u64(4)
     roundtrip(dense(layout=Strided(strides=(-4, 1)), byte_offset=32))  # rows reversed
     roundtrip(dense(layout=Strided(strides=(0, 1)), sizes=(16,)))  # rows broadcast
 
 
 def test_strided_addresses_stay_inside_buffer_0():
     with raises_rule("HT-LAY-05"):
-        read_tensor_descriptor(patch(STRIDED, 61, u64(44)))
+        read_tensor_descriptor(patch_field(STRIDED, "buffers.0.byte_size", 44))
     with raises_rule("HT-LAY-05"):
         write_tensor_descriptor(dense(layout=Strided(strides=(-4, 1))))
     with raises_rule("HT-LAY-03"):
@@ -85,8 +87,7 @@ def tiled(layout, sizes=(64,), shape=(3, 4)):
 def test_tiled_fields_and_optional_parts():
     plain = Tiled(tile_shape=(2, 2))
     data = encode(tiled(plain))
-    start = layout_start(2)
-    assert data[start:start + 20] == u64(2) + u64(2) + b"\x01\x01\x00\x00"
+    assert field_bytes(data, "layout") == u64(2) + u64(2) + b"\x01\x01\x00\x00"
     full = Tiled(tile_shape=(2, 2), outer_layout=3, inner_layout=3, outer_strides=(2, 1), inner_strides=(2, 1))
     assert len(encode(tiled(full))) == len(data) + 32
     roundtrip(tiled(full))
@@ -99,18 +100,17 @@ def test_tiled_fields_and_optional_parts():
         write_tensor_descriptor(tiled(Tiled(tile_shape=(2, 2), inner_strides=(1, 1))))
 
 
-@pytest.mark.parametrize("code, offset, value", [
-    ("HT-LAY-08", 8, u64(0)),
-    ("HT-LAY-09", 16, u8(4)),
-    ("HT-LAY-09", 16, u8(0)),
-    ("HT-LAY-10", 17, u8(5)),
-    ("HT-LAY-11", 18, b"\x00\x01"),
+@pytest.mark.parametrize("code, field, value", [
+    ("HT-LAY-08", "layout.tile_shape.1", 0),
+    ("HT-LAY-09", "layout.outer_layout", 4),
+    ("HT-LAY-09", "layout.outer_layout", 0),
+    ("HT-LAY-10", "layout.inner_layout", 5),
+    ("HT-LAY-11", "layout.reserved", b"\x00\x01"),
 ])
-def test_tiled_refusals(code, offset, value):
+def test_tiled_refusals(code, field, value):
     data = encode(tiled(Tiled(tile_shape=(2, 2))))
-    start = layout_start(2)
-    with raises_rule(code, offset=start + offset):
-        read_tensor_descriptor(patch(data, start + offset, value))
+    with raises_rule(code, offset=at(data, field)):
+        read_tensor_descriptor(patch_field(data, field, value))
 
 
 def _nest(depth: int) -> Tiled:
@@ -125,10 +125,9 @@ def test_tiled_nesting_limit():
     with raises_rule("HT-LAY-12"):
         write_tensor_descriptor(tiled(_nest(9), sizes=(48,)))
     data = encode(tiled(_nest(8), sizes=(48,)))
-    deepest = layout_start(2) + 7 * 20 + 17  # inner_layout of the 8th payload
-    grown = patch(data, deepest, u8(4))
-    with raises_rule("HT-LAY-12", offset=deepest):
-        read_tensor_descriptor(grown[:deepest + 1] + grown[deepest + 1:])
+    deepest = "layout" + ".nested" * 7 + ".inner_layout"  # inner_layout of the 8th payload
+    with raises_rule("HT-LAY-12", offset=at(data, deepest)):
+        read_tensor_descriptor(patch_field(data, deepest, 4))
 
 
 def test_tiled_buffer_holds_whole_tiles():
@@ -138,7 +137,7 @@ def test_tiled_buffer_holds_whole_tiles():
 
 # ---------------------------------------------------------------- Morton
 
-MORTON = vector("morton_f32_4x4.bin")  # morton_bits at 44, buffer 0 byte_size at 53
+MORTON = vector("morton_f32_4x4.bin")
 
 
 @covers("HT-LAY-16")
@@ -147,18 +146,18 @@ def test_morton_fields():
 
 
 def test_morton_refusals():
-    with raises_rule("HT-LAY-17", offset=48):
-        read_tensor_descriptor(patch(MORTON, 48, u32(0)))
+    with raises_rule("HT-LAY-17", offset=at(MORTON, "layout.morton_bits.1")):
+        read_tensor_descriptor(patch_field(MORTON, "layout.morton_bits.1", 0))
     with raises_rule("HT-LAY-18"):
-        read_tensor_descriptor(patch(MORTON, 44, u32(1)))
+        read_tensor_descriptor(patch_field(MORTON, "layout.morton_bits.0", 1))
     with raises_rule("HT-LAY-19"):
-        read_tensor_descriptor(patch(MORTON, 53, u64(60)))
+        read_tensor_descriptor(patch_field(MORTON, "buffers.0.byte_size", 60))
     roundtrip(TensorDescriptor(type_tag=0x03, shape=(3, 2), layout=Morton(morton_bits=(2, 1)), buffers=(handle(32),)))
 
 
 # ---------------------------------------------------------------- sparse
 
-CSR_VECTOR = vector("csr_f32_3x3.bin")  # nnz at 44, reserved 52, buffer_count 60, handles 61/77/93
+CSR_VECTOR = vector("csr_f32_3x3.bin")
 
 
 def coo(nnz=2, rank=2, **kw):
@@ -169,21 +168,20 @@ def coo(nnz=2, rank=2, **kw):
 @covers("HT-LAY-20")
 def test_coo_fields():
     data = encode(coo(is_sorted=1))
-    start = layout_start(2)
-    assert data[start:start + 16] == u64(2) + b"\x01" + bytes(7)
+    assert field_bytes(data, "layout") == u64(2) + b"\x01" + bytes(7)
     roundtrip(coo(is_sorted=1))
-    with raises_rule("HT-LAY-20", offset=start + 8):
-        read_tensor_descriptor(patch(data, start + 8, u8(2)))
-    with raises_rule("HT-LAY-21", offset=start + 9):
-        read_tensor_descriptor(patch(data, start + 15, u8(1)))
+    with raises_rule("HT-LAY-20", offset=at(data, "layout.is_sorted")):
+        read_tensor_descriptor(patch_field(data, "layout.is_sorted", 2))
+    with raises_rule("HT-LAY-21", offset=at(data, "layout.reserved")):  # its last byte set
+        read_tensor_descriptor(patch_field(data, "layout.reserved", bytes(6) + b"\x01"))
 
 
 @covers("HT-LAY-26")
 def test_csr_fields_and_sizes():
     d = read_tensor_descriptor(CSR_VECTOR)
     assert d.layout == CSR(nnz=2)
-    with raises_rule("HT-LAY-27", offset=52):
-        read_tensor_descriptor(patch(CSR_VECTOR, 55, u8(1)))
+    with raises_rule("HT-LAY-27", offset=at(CSR_VECTOR, "layout.reserved")):  # its fourth byte set
+        read_tensor_descriptor(patch_field(CSR_VECTOR, "layout.reserved", bytes(3) + b"\x01" + bytes(4)))
     with raises_rule("HT-LAY-25"):
         write_tensor_descriptor(TensorDescriptor(type_tag=0x03, shape=(3, 3, 1), layout=CSR(nnz=2),
                                                  buffers=(handle(8), handle(16), handle(32))))
@@ -199,8 +197,8 @@ def csc(**kw):
 def test_csc_fields_and_sizes():
     data = encode(csc())
     roundtrip(csc())
-    with raises_rule("HT-LAY-35", offset=layout_start(2) + 8):
-        read_tensor_descriptor(patch(data, layout_start(2) + 15, u8(1)))
+    with raises_rule("HT-LAY-35", offset=at(data, "layout.reserved")):  # its last byte set
+        read_tensor_descriptor(patch_field(data, "layout.reserved", bytes(7) + b"\x01"))
     with raises_rule("HT-LAY-33"):
         write_tensor_descriptor(csc(shape=(15,)))
 
@@ -213,16 +211,15 @@ def csf(mode_order=(0, 1, 2), nnz=0, sizes=(0, 16, 0, 8, 0, 8, 0), shape=(2, 3, 
 @covers("HT-LAY-42", "HT-LAY-45")
 def test_csf_fields_and_mode_order():
     data = encode(csf())
-    start = layout_start(3)
-    assert data[start:start + 8 + 12 + 8] == u64(0) + u32(0) + u32(1) + u32(2) + bytes(8)
+    assert field_bytes(data, "layout") == u64(0) + u32(0) + u32(1) + u32(2) + bytes(8)
     roundtrip(csf(mode_order=(2, 0, 1)))
-    with raises_rule("HT-LAY-43", offset=start + 20):
-        read_tensor_descriptor(patch(data, start + 27, u8(1)))
-    with raises_rule("HT-LAY-44", offset=start + 8):
-        read_tensor_descriptor(patch(data, start + 8, u32(1)))  # 1, 1, 2
+    with raises_rule("HT-LAY-43", offset=at(data, "layout.reserved")):  # its last byte set
+        read_tensor_descriptor(patch_field(data, "layout.reserved", bytes(7) + b"\x01"))
+    with raises_rule("HT-LAY-44", offset=at(data, "layout.mode_order")):
+        read_tensor_descriptor(patch_field(data, "layout.mode_order.0", 1))  # 1, 1, 2
     with raises_rule("HT-LAY-44"):
-        read_tensor_descriptor(patch(data, start + 16, u32(3)))  # out of range
-    d = read_tensor_descriptor(patch(data, start + 8, u32(1)), permissive=True)
+        read_tensor_descriptor(patch_field(data, "layout.mode_order.2", 3))  # out of range
+    d = read_tensor_descriptor(patch_field(data, "layout.mode_order.0", 1), permissive=True)
     assert d.layout.mode_order == (1, 1, 2)
     with raises_rule("HT-LAY-41"):
         write_tensor_descriptor(csf(mode_order=(0, 1), shape=(2, 3), sizes=(0, 16, 0, 8, 0)))
@@ -243,20 +240,19 @@ def paged(**kw):
 @covers("HT-LAY-53")
 def test_block_paged_fields():
     data = encode(paged(kv_role=1, layer_index=7, block_table_index_type=1))
-    start = layout_start(3)
-    assert data[start:start + 32] == (u32(4) + u64(2) + u32(0) + u32(1) + b"\x01" + u32(7) + b"\x01" + bytes(6))
+    assert field_bytes(data, "layout") == (u32(4) + u64(2) + u32(0) + u32(1) + b"\x01" + u32(7) + b"\x01" + bytes(6))
     roundtrip(paged(kv_role=1, layer_index=7, block_table_index_type=1))
-    with raises_rule("HT-LAY-53", offset=start + 20):
-        read_tensor_descriptor(patch(data, start + 20, u8(3)))
-    with raises_rule("HT-LAY-53", offset=start + 25):
-        read_tensor_descriptor(patch(data, start + 25, u8(2)))
-    with raises_rule("HT-LAY-54", offset=start + 26):
-        read_tensor_descriptor(patch(data, start + 31, u8(1)))
-    with raises_rule("HT-LAY-55", offset=start):
-        read_tensor_descriptor(patch(data, start, u32(0)))
-    with raises_rule("HT-LAY-56", offset=start + 12):
-        read_tensor_descriptor(patch(data, start + 12, u32(1)))
-    assert read_tensor_descriptor(patch(data, start + 12, u32(1)), permissive=True).layout.paged_axis == 1
+    with raises_rule("HT-LAY-53", offset=at(data, "layout.kv_role")):
+        read_tensor_descriptor(patch_field(data, "layout.kv_role", 3))
+    with raises_rule("HT-LAY-53", offset=at(data, "layout.block_table_index_type")):
+        read_tensor_descriptor(patch_field(data, "layout.block_table_index_type", 2))
+    with raises_rule("HT-LAY-54", offset=at(data, "layout.reserved")):  # its last byte set
+        read_tensor_descriptor(patch_field(data, "layout.reserved", bytes(5) + b"\x01"))
+    with raises_rule("HT-LAY-55", offset=at(data, "layout.page_size")):
+        read_tensor_descriptor(patch_field(data, "layout.page_size", 0))
+    with raises_rule("HT-LAY-56", offset=at(data, "layout.paged_axis")):
+        read_tensor_descriptor(patch_field(data, "layout.paged_axis", 1))
+    assert read_tensor_descriptor(patch_field(data, "layout.paged_axis", 1), permissive=True).layout.paged_axis == 1
     with raises_rule("HT-LAY-52"):
         write_tensor_descriptor(paged().replace(shape=(8, 8)))
 
@@ -320,9 +316,9 @@ def test_component_arrays_are_lower_bounds(code, what, make, index):
     with raises_rule(writer_code):
         write_tensor_descriptor(over, writer_rules=True)
     if exact:
-        where = f"buffers[{index}].byte_size"
-        with raises_rule(code, offset=field_offset(data, where), path=f"buffers -> {index} -> byte_size"):
-            read_tensor_descriptor(patch(data, field_offset(data, where), u64(exact - 1)))
+        where = f"buffers.{index}.byte_size"
+        with raises_rule(code, offset=at(data, where), path=f"buffers -> {index} -> byte_size"):
+            read_tensor_descriptor(patch_field(data, where, exact - 1))
 
 
 def test_quantized_block_paged():
@@ -344,7 +340,7 @@ def test_quantized_block_paged():
 
 # ---------------------------------------------------------------- composite head
 
-HEAD = vector("composite_head_partition.bin")  # rule 44, op 45, reserved 46, member_count 48
+HEAD = vector("composite_head_partition.bin")
 
 
 @covers("HT-LAY-68")
@@ -352,39 +348,39 @@ def test_composite_head_fields():
     assert read_tensor_descriptor(HEAD).layout == CompositeHead(composition_rule=1, combine_op=0, member_count=2)
 
 
-@pytest.mark.parametrize("code, offset, value", [
-    ("HT-LAY-69", 44, u8(0x00)),
-    ("HT-LAY-69", 44, u8(0x04)),
-    ("HT-LAY-69", 44, u8(0xEF)),
-    ("HT-LAY-69", 44, u8(0xFF)),
-    ("HT-LAY-70", 44, u8(0xF0)),
-    ("HT-LAY-71", 45, u8(0x01)),
-    ("HT-LAY-73", 46, b"\x00\x01"),
-    ("HT-LAY-74", 48, u32(0xFFFF_FFFF)),
+@pytest.mark.parametrize("code, field, value", [
+    ("HT-LAY-69", "layout.composition_rule", 0x00),
+    ("HT-LAY-69", "layout.composition_rule", 0x04),
+    ("HT-LAY-69", "layout.composition_rule", 0xEF),
+    ("HT-LAY-69", "layout.composition_rule", 0xFF),
+    ("HT-LAY-70", "layout.composition_rule", 0xF0),
+    ("HT-LAY-71", "layout.combine_op", 0x01),
+    ("HT-LAY-73", "layout.reserved", b"\x00\x01"),
+    ("HT-LAY-74", "layout.member_count", 0xFFFF_FFFF),
 ])
-def test_composite_head_refusals(code, offset, value):
-    with raises_rule(code, offset=offset):
-        read_tensor_descriptor(patch(HEAD, offset, value))
+def test_composite_head_refusals(code, field, value):
+    with raises_rule(code, offset=at(HEAD, field)):
+        read_tensor_descriptor(patch_field(HEAD, field, value))
 
 
 def test_private_composition_stays_refused_when_permissive():
     with raises_rule("HT-LAY-70"):
-        read_tensor_descriptor(patch(HEAD, 44, u8(0xF3)), permissive=True)
+        read_tensor_descriptor(patch_field(HEAD, "layout.composition_rule", 0xF3), permissive=True)
 
 
 def test_overlay_rules():
-    overlay = patch(patch(HEAD, 44, u8(0x02)), 45, u8(0x02))
+    overlay = patch_field(patch_field(HEAD, "layout.composition_rule", 0x02), "layout.combine_op", 0x02)
     assert read_tensor_descriptor(overlay).layout.combine_op == 2
-    with raises_rule("HT-LAY-72", offset=45):
-        read_tensor_descriptor(patch(overlay, 45, u8(0x03)))
+    with raises_rule("HT-LAY-72", offset=at(HEAD, "layout.combine_op")):
+        read_tensor_descriptor(patch_field(overlay, "layout.combine_op", 0x03))
     with raises_rule("HT-LAY-72"):
-        read_tensor_descriptor(patch(overlay, 45, u8(0x00)))
-    with raises_rule("HT-LAY-75", offset=48):
-        read_tensor_descriptor(patch(overlay, 48, u32(0)))
-    group = patch(HEAD, 44, u8(0x03))
+        read_tensor_descriptor(patch_field(overlay, "layout.combine_op", 0x00))
+    with raises_rule("HT-LAY-75", offset=at(HEAD, "layout.member_count")):
+        read_tensor_descriptor(patch_field(overlay, "layout.member_count", 0))
+    group = patch_field(HEAD, "layout.composition_rule", 0x03)
     with raises_rule("HT-LAY-71"):
-        read_tensor_descriptor(patch(group, 45, u8(0x02)))
-    assert read_tensor_descriptor(patch(group, 48, u32(0))).layout.member_count == 0
+        read_tensor_descriptor(patch_field(group, "layout.combine_op", 0x02))
+    assert read_tensor_descriptor(patch_field(group, "layout.member_count", 0)).layout.member_count == 0
 
 
 def test_head_is_never_quantized():
@@ -392,12 +388,12 @@ def test_head_is_never_quantized():
     from tests.hurray.tensor_support import with_length
 
     with raises_rule("HT-HDR-08"):  # the section is sliced first (Appendix A step 13), then the head rule
-        read_tensor_descriptor(patch(HEAD, 10, u32(1)))
+        read_tensor_descriptor(patch_field(HEAD, "flags", 1))
     from hurray_decl import PerTensorAffine
 
     payload = encode_quantization(PerTensorAffine(scale=1.0))
-    with raises_rule("HT-LAY-76", offset=10):
-        read_tensor_descriptor(with_length(patch(HEAD, 10, u32(1)) + u32(len(payload)) + payload))
+    with raises_rule("HT-LAY-76", offset=at(HEAD, "flags")):
+        read_tensor_descriptor(with_length(patch_field(HEAD, "flags", 1) + u32(len(payload)) + payload))
     head = read_tensor_descriptor(HEAD)
     with raises_rule("HT-LAY-76"):
         write_tensor_descriptor(head.replace(quantization=PerTensorAffine(scale=1.0)))
@@ -414,20 +410,19 @@ def hilbert(order=2, hilbert_rank=2, shape=(4, 4), size=64):
 @covers("HT-LAY-77")
 def test_hilbert_fields():
     data = encode(hilbert())
-    assert data[layout_start(2):layout_start(2) + 8] == u32(2) + u32(2)
+    assert field_bytes(data, "layout") == u32(2) + u32(2)
     roundtrip(hilbert())
     roundtrip(hilbert(order=1, hilbert_rank=3, shape=(2, 2, 2), size=32))
 
 
 def test_hilbert_refusals():
     data = encode(hilbert())
-    start = layout_start(2)
-    with raises_rule("HT-LAY-78", offset=start):
-        read_tensor_descriptor(patch(data, start, u32(0)))
-    with raises_rule("HT-LAY-80", offset=start + 4):
-        read_tensor_descriptor(patch(data, start + 4, u32(1)))
+    with raises_rule("HT-LAY-78", offset=at(data, "layout.hilbert_order")):
+        read_tensor_descriptor(patch_field(data, "layout.hilbert_order", 0))
+    with raises_rule("HT-LAY-80", offset=at(data, "layout.hilbert_rank")):
+        read_tensor_descriptor(patch_field(data, "layout.hilbert_rank", 1))
     with raises_rule("HT-LAY-79"):
-        read_tensor_descriptor(patch(data, start + 4, u32(3)))
+        read_tensor_descriptor(patch_field(data, "layout.hilbert_rank", 3))
     with raises_rule("HT-LAY-81"):
         write_tensor_descriptor(hilbert(shape=(4, 5)))
     with raises_rule("HT-LAY-81"):
@@ -450,15 +445,14 @@ def test_private_layout_fields():
     PRIVATE_LAYOUTS.register(0x1234, "test layout")
     try:
         d = roundtrip(private())
-        start = layout_start(1)
-        assert encode(d)[start:start + 15] == u64(0x1234) + u32(3) + b"\x01\x02\x03"
+        assert field_bytes(encode(d), "layout") == u64(0x1234) + u32(3) + b"\x01\x02\x03"
     finally:
         PRIVATE_LAYOUTS.unregister(0x1234)
 
 
 def test_unregistered_private_layouts():
     data = encode(private(), permissive=True)
-    with raises_rule("HT-LAY-85", offset=layout_start(1)):
+    with raises_rule("HT-LAY-85", offset=at(data, "layout.extension_layout_id")):
         read_tensor_descriptor(data)
     d = read_tensor_descriptor(data, permissive=True)
     assert d.layout.extension_data == b"\x01\x02\x03"
@@ -466,7 +460,7 @@ def test_unregistered_private_layouts():
     with raises_rule("HT-LAY-86"):
         write_tensor_descriptor(private())
     with raises_rule("HT-HDR-08"):  # extension_data_length beyond descriptor_length
-        read_tensor_descriptor(patch(data, layout_start(1) + 8, u32(200)), permissive=True)
+        read_tensor_descriptor(patch_field(data, "layout.extension_data_length", 200), permissive=True)
 
 
 def test_layout_models_refuse_foreign_values():

@@ -16,8 +16,9 @@ from hurray_decl import strategies
 from hurray_decl.errors import HurrayDeclError
 from hurray_decl.strategies import SCHEME_NAMES
 from hurray_decl.tensor import TensorDescriptor, read_tensor_descriptor, write_tensor_descriptor
+from hurray_decl.tensor.header import HEADER
 from hurray_decl.tensor.layouts import PRIVATE_LAYOUTS
-from tests.hurray.tensor_support import CONFORMANCE, u32, u64
+from tests.hurray.tensor_support import CONFORMANCE, end, field_bytes, u32, u64, with_length
 
 PRIVATE_ID = 0x5EED
 
@@ -81,9 +82,9 @@ def mutated(draw):
        st.booleans())
 def test_arbitrary_bytes_raise_only_hurray_errors(data, permissive):
     result = outcome(data, permissive)
-    if len(data) >= 10:
-        length = int.from_bytes(data[6:10], "little")
-        if 20 <= length <= len(data):
+    if len(data) >= end(data, "descriptor_length"):
+        length = int.from_bytes(field_bytes(data, "descriptor_length"), "little")
+        if HEADER.sizeof() <= length <= len(data):
             # nothing past descriptor_length influences the outcome
             assert outcome(data[:length], permissive) == result
             assert outcome(data[:length] + b"\x00\xFF" * 8, permissive) == result
@@ -102,7 +103,7 @@ def header(type_tag, layout_tag, rank, flags=0):
 
 
 def framed(body: bytes) -> bytes:
-    return body[:6] + u32(len(body)) + body[10:]
+    return with_length(body)
 
 
 def handle_bytes(size, alignment=64):

@@ -26,9 +26,11 @@ from hurray_decl.tensor.sections import EXTENSION_TYPE, STATISTICS
 from hurray_decl.tensor.validate import validate_buffers
 from hurray_decl.schema import field_offsets
 from tests.helpers import covers, raises_rule
-from tests.hurray.tensor_support import dense, encode, handle, patch, roundtrip, u8, u32, vector
+from tests.hurray.tensor_support import (
+    at, dense, encode, field_bytes, handle, patch_field, roundtrip, u32, vector, with_length,
+)
 
-SHARDED = vector("sharded_f32_8x4.bin")  # parent_shape at 61, shard_offset at 77
+SHARDED = vector("sharded_f32_8x4.bin")
 
 
 @covers("HT-SEC-01", "HT-SEC-02")
@@ -54,16 +56,16 @@ def test_shard_section():
 
 
 def test_shard_bounds():
-    with raises_rule("HT-SEC-04", offset=85):
-        read_tensor_descriptor(patch(SHARDED, 85, (5).to_bytes(8, "little")))
+    with raises_rule("HT-SEC-04", offset=at(SHARDED, "shard.shard_offset.1")):
+        read_tensor_descriptor(patch_field(SHARDED, "shard.shard_offset.1", 5))
     # computed exactly: a huge offset does not wrap around
     with raises_rule("HT-SEC-04"):
         write_tensor_descriptor(dense(shard=Shard(parent_shape=(3, 2**64 - 2), shard_offset=(0, 2**64 - 2))))
 
 
 def test_shard_and_dynamic():
-    with raises_rule("HT-SEC-05", offset=61):
-        read_tensor_descriptor(patch(SHARDED, 61, (DYNAMIC).to_bytes(8, "little")))
+    with raises_rule("HT-SEC-05", offset=at(SHARDED, "shard.parent_shape.0")):
+        read_tensor_descriptor(patch_field(SHARDED, "shard.parent_shape.0", DYNAMIC))
     with raises_rule("HT-SEC-05"):
         write_tensor_descriptor(dense(shape=(DYNAMIC, 4), sizes=(0,),
                                       shard=Shard(parent_shape=(8, 4), shard_offset=(0, 0))))
@@ -94,7 +96,8 @@ def test_statistics_layout():
         "value_abs_max": 40, "value_mean": 48, "value_stddev": 56, "nm_n": 64, "nm_m": 65, "has_nan": 66,
         "has_inf": 67, "reserved2": 68}
     data = encode(dense(statistics=STATS))
-    assert data[61:65] == u32(0x3F) and data[61 + 24:61 + 32] == struct.pack("<d", -1.5)
+    assert field_bytes(data, "statistics.computed_mask") == u32(0x3F)
+    assert field_bytes(data, "statistics.value_min") == struct.pack("<d", -1.5)
     assert roundtrip(dense(statistics=STATS)).statistics == STATS
 
 
@@ -102,20 +105,20 @@ def _stats_bytes(**fields) -> bytes:
     return encode(dense(statistics=STATS.model_copy(update=fields)))
 
 
-@pytest.mark.parametrize("code, offset, value", [
-    ("HT-SEC-09", 0, u32(1 << 6)),
-    ("HT-SEC-10", 4, u32(1)),
-    ("HT-SEC-11", 68, b"\x00\x01"),
-    ("HT-SEC-14", 56, struct.pack("<d", -0.5)),
-    ("HT-SEC-14", 56, struct.pack("<d", math.nan)),
-    ("HT-SEC-15", 65, u8(1)),
-    ("HT-SEC-08", 66, u8(2)),
-    ("HT-SEC-08", 67, u8(0xFF)),
+@pytest.mark.parametrize("code, field, value", [
+    ("HT-SEC-09", "computed_mask", 1 << 6),
+    ("HT-SEC-10", "reserved", u32(1)),
+    ("HT-SEC-11", "reserved2", b"\x00\x01\x00\x00"),
+    ("HT-SEC-14", "value_stddev", struct.pack("<d", -0.5)),
+    ("HT-SEC-14", "value_stddev", struct.pack("<d", math.nan)),
+    ("HT-SEC-15", "nm_m", 1),
+    ("HT-SEC-08", "has_nan", 2),
+    ("HT-SEC-08", "has_inf", 0xFF),
 ])
-def test_statistics_refusals(code, offset, value):
+def test_statistics_refusals(code, field, value):
     data = encode(dense(statistics=STATS))
-    with raises_rule(code, offset=61 + offset):
-        read_tensor_descriptor(patch(data, 61 + offset, value))
+    with raises_rule(code, offset=at(data, f"statistics.{field}")):
+        read_tensor_descriptor(patch_field(data, f"statistics.{field}", value))
 
 
 @covers("HT-SEC-12", "HT-SEC-13")
@@ -145,7 +148,7 @@ def test_writer_adds_no_statistics_of_its_own():
     assert encode(dense()) == vector("row_major_f32_3x4.bin")  # no section unless given
     assert Statistics().computed_mask == 0  # nothing is claimed known unless set
     data = encode(dense(statistics=Statistics(computed_mask=0x04, value_min=1.0, value_max=2.0, value_abs_max=2.0)))
-    assert data[61:65] == u32(0x04)
+    assert field_bytes(data, "statistics.computed_mask") == u32(0x04)
 
 
 EXT = ExtensionType(bit_width=4, packing_factor=2, is_float=0, is_signed=1)
@@ -176,39 +179,38 @@ def test_extension_flag_matches_the_type_tag():
         write_tensor_descriptor(dense(extension_type=EXT))
     data = encode(private())
     with raises_rule("HT-SEC-19"):
-        read_tensor_descriptor(patch(data, 10, u32(0)))
+        read_tensor_descriptor(patch_field(data, "flags", 0))
 
 
 FLOAT_EXT = ExtensionType(bit_width=16, packing_factor=1, is_float=1, sign_bits=1, exponent_bits=5,
                           mantissa_bits=10, exponent_bias=15, has_nan=1, has_inf=1)
 
 
-@pytest.mark.parametrize("code, base, offset, value", [
-    ("HT-SEC-22", EXT, 0, u32(0)),
-    ("HT-SEC-23", FLOAT_EXT, 4, u8(2)),
-    ("HT-SEC-24", EXT, 0, u32(3)),
-    ("HT-SEC-24", EXT, 0, u32(6)),
-    ("HT-SEC-25", EXT, 4, u8(4)),
-    ("HT-SEC-34", FLOAT_EXT, 0, u32(12)),
-    ("HT-SEC-21", EXT, 5, u8(2)),
-    ("HT-SEC-21", EXT, 6, u8(2)),
-    ("HT-SEC-26", FLOAT_EXT, 6, u8(1)),
-    ("HT-SEC-27", FLOAT_EXT, 7, u8(2)),
-    ("HT-SEC-28", EXT, 7, u8(1)),
-    ("HT-SEC-29", EXT, 8, u8(1)),
-    ("HT-SEC-30", EXT, 9, u8(1)),
-    ("HT-SEC-32", EXT, 10, b"\x00\x01"),
-    ("HT-SEC-31", EXT, 12, u32(7)),
-    ("HT-SEC-21", EXT, 16, u8(3)),
-    ("HT-SEC-21", EXT, 17, u8(3)),
-    ("HT-SEC-33", EXT, 18, b"\x00\x01"),
+@pytest.mark.parametrize("code, base, field, value", [
+    ("HT-SEC-22", EXT, "bit_width", 0),
+    ("HT-SEC-23", FLOAT_EXT, "packing_factor", 2),
+    ("HT-SEC-24", EXT, "bit_width", 3),
+    ("HT-SEC-24", EXT, "bit_width", 6),
+    ("HT-SEC-25", EXT, "packing_factor", 4),
+    ("HT-SEC-34", FLOAT_EXT, "bit_width", 12),
+    ("HT-SEC-21", EXT, "is_float", 2),
+    ("HT-SEC-21", EXT, "is_signed", 2),
+    ("HT-SEC-26", FLOAT_EXT, "is_signed", 1),
+    ("HT-SEC-27", FLOAT_EXT, "sign_bits", 2),
+    ("HT-SEC-28", EXT, "sign_bits", 1),
+    ("HT-SEC-29", EXT, "exponent_bits", 1),
+    ("HT-SEC-30", EXT, "mantissa_bits", 1),
+    ("HT-SEC-32", EXT, "reserved", b"\x00\x01"),
+    ("HT-SEC-31", EXT, "exponent_bias", 7),
+    ("HT-SEC-21", EXT, "has_nan", 3),
+    ("HT-SEC-21", EXT, "has_inf", 3),
+    ("HT-SEC-33", EXT, "reserved2", b"\x00\x01"),
 ])
-def test_extension_type_refusals(code, base, offset, value):
+def test_extension_type_refusals(code, base, field, value):
     d = private(extension_type=base, buffers=(handle(3 if base is EXT else 10),))
     data = encode(d)
-    start = len(data) - 20
-    with raises_rule(code, offset=start + offset):
-        read_tensor_descriptor(patch(data, start + offset, value))
+    with raises_rule(code, offset=at(data, f"extension_type.{field}")):
+        read_tensor_descriptor(patch_field(data, f"extension_type.{field}", value))
 
 
 def test_private_type_sizes_from_its_section():
@@ -224,18 +226,19 @@ def test_private_type_sizes_from_its_section():
 def test_composite_member_section():
     d = roundtrip(dense(statistics=STATS, composite_member=CompositeMember(member_role=1)))
     data = encode(d)
-    assert data[-16:] == b"\x01" + bytes(15) and d.flags == 0x18
-    with raises_rule("HT-SEC-36", offset=len(data) - 16):
-        read_tensor_descriptor(patch(data, len(data) - 16, u8(2)))
-    with raises_rule("HT-SEC-37", offset=len(data) - 15):  # the reserved field starts at byte 1
-        read_tensor_descriptor(patch(data, len(data) - 1, u8(1)))
+    assert field_bytes(data, "composite_member") == b"\x01" + bytes(15) and d.flags == 0x18
+    with raises_rule("HT-SEC-36", offset=at(data, "composite_member.member_role")):
+        read_tensor_descriptor(patch_field(data, "composite_member.member_role", 2))
+    with raises_rule("HT-SEC-37", offset=at(data, "composite_member.reserved")):  # its last byte set
+        read_tensor_descriptor(patch_field(data, "composite_member.reserved", bytes(14) + b"\x01"))
 
 
 def test_sections_follow_wire_order():
     """Statistics (bit 3) come before the extension type (bit 2) on the wire (HT-HDR-02)."""
     d = private(statistics=Statistics(computed_mask=1, nnz=5), composite_member=CompositeMember())
     data = encode(d)
-    assert data[-36:-16] == encode(private())[-20:]
+    assert field_bytes(data, "extension_type") == field_bytes(encode(private()), "extension_type")
+    assert at(data, "statistics") < at(data, "extension_type") < at(data, "composite_member")
     assert roundtrip(d).flags == 0x1C
 
 
@@ -245,6 +248,6 @@ def test_head_carries_no_member_section():
     with raises_rule("HT-SEC-38"):
         write_tensor_descriptor(head)
     data = vector("composite_head_partition.bin")
-    flagged = patch(patch(data, 10, u32(0x10)), 6, u32(len(data) + 16)) + bytes(16)
+    flagged = with_length(patch_field(data, "flags", 0x10) + bytes(16))
     with raises_rule("HT-SEC-38"):
         read_tensor_descriptor(flagged)

@@ -72,12 +72,13 @@ class Section(FrozenModel):
 
     @classmethod
     def from_wire(cls, wire: Any) -> "Section":
-        """The model from a parsed Construct container: reserved fields are dropped."""
+        """The model from a parsed Construct container: reserved fields are dropped, the values
+        not validated again (the parse checked them)."""
         values = {}
-        for name in cls.model_fields:
+        for name in field_names(cls):
             value = wire[name]
             values[name] = tuple(value) if isinstance(value, list) else value
-        return cls.parsed(values)
+        return trusted(cls, values)
 
     def to_wire(self) -> dict[str, Any]:
         """Field values as the Construct declaration builds them."""

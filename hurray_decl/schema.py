@@ -148,7 +148,7 @@ class Record(cs.Struct):
         for sc in self.subcons:
             target = f"result[{sc.name!r}] = this[{sc.name!r}] = " if sc.name else ""
             lines.append(f"        {target}{sc._compileparse(code)}")
-        lines += ["    except StopFieldError:", "        pass", "    return result"]
+        lines += ["        pass", "    except StopFieldError:", "        pass", "    return result"]
         code.append("\n".join(lines))
         return f"{name}(io, this)"
 

@@ -121,11 +121,11 @@ def _tiled_fields(rank: int, depth: int) -> tuple[cs.Construct, ...]:
             "tiled nesting is deeper than the limit")
         * "order inside a tile: 0x01 row-major, 0x02 column-major, 0x03 strided, 0x04 nested tiling",
         "reserved" / zero_bytes(2, "HT-LAY-11") * "_reserved: two zero bytes",
-        "outer_strides" / cs.If(this.outer_layout == TileOrder.STRIDED, cs.Array(rank, cs.Int64sl))
+        "outer_strides" / cs.If(this.outer_layout == int(TileOrder.STRIDED), cs.Array(rank, cs.Int64sl))
         * "i64[rank], only when outer_layout = 0x03: tile-grid strides, in tiles",
-        "inner_strides" / cs.If(this.inner_layout == TileOrder.STRIDED, cs.Array(rank, cs.Int64sl))
+        "inner_strides" / cs.If(this.inner_layout == int(TileOrder.STRIDED), cs.Array(rank, cs.Int64sl))
         * "i64[rank], only when inner_layout = 0x03: strides inside a tile, in elements",
-        "nested" / cs.If(this.inner_layout == TileOrder.NESTED, cs.LazyBound(lambda: tiled_level(rank, depth + 1)))
+        "nested" / cs.If(this.inner_layout == int(TileOrder.NESTED), cs.LazyBound(lambda: tiled_level(rank, depth + 1)))
         * "only when inner_layout = 0x04: the same tiled structure again, one level down",
     )
 

@@ -243,3 +243,16 @@ def test_a_copy_of_a_read_descriptor_is_validated_again_by_the_writer():
     with pytest.raises(HurrayDeclError) as caught:
         write_tensor_descriptor(changed)
     assert caught.value.code == "HE-02"
+
+
+def test_every_builtin_declaration_compiles():
+    """A declaration that cannot compile is parsed interpreted, silently and slowly: none of ours."""
+    from hurray_decl.engine import SCHEMES
+    from hurray_decl.tensor.header import PREAMBLE
+
+    for rank in range(5):
+        for row in LAYOUTS:
+            assert compiled(row.struct(rank)) is not None, (row.name, rank)
+    for row in SCHEMES:
+        assert compiled(row.struct) is not None, row.name
+    assert compiled(declaration.DESCRIPTOR) is not None and compiled(PREAMBLE) is not None

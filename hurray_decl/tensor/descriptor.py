@@ -483,12 +483,12 @@ def parse_traced(view: bytes, permissive: bool) -> tuple[Any, TensorDescriptor |
     return root, _keep(value["_model"]), None
 
 
-def parse_fast(data: bytes, permissive: bool) -> TensorDescriptor | None:
+def parse_fast(data: bytes | bytearray | memoryview, permissive: bool) -> TensorDescriptor | None:
     """The untraced parse of the descriptor at the start of ``data`` (its first descriptor_length
     bytes), compiled once warm; None when it refuses (:func:`parse_traced` then says why). The header rules run
     inside the parse, so descriptor_length is read directly where the header declares it."""
     try:
-        view = data[:_LENGTH.unpack_from(data, LENGTH_AT)[0]]
+        view = bytes(data[:_LENGTH.unpack_from(data, LENGTH_AT)[0]])  # only the descriptor is copied
         descriptor = fast_parser(DESCRIPTOR).parse_stream(io.BytesIO(view), permissive=permissive)["_model"]
     except (HurrayDeclError, cs.ConstructError, struct.error):  # struct.error: a compiled integer cut short
         return None

@@ -54,7 +54,7 @@ def _preamble(data: Any, permissive: bool) -> bytes:
 
 def _read_from(data: Any, permissive: bool) -> TensorDescriptor:
     if isinstance(data, (bytes, bytearray, memoryview)):
-        descriptor = parse_fast(bytes(data), permissive)
+        descriptor = parse_fast(data, permissive)
         if descriptor is not None:
             return descriptor
     view = _preamble(data, permissive)

@@ -12,7 +12,8 @@ The same declaration is run three ways:
 
 * :func:`parse_traced`: interpreted, on a traced copy (:mod:`hurray_decl.trace`): every field's
   offset and path are recorded, and an error carries its rule, path and byte offset;
-* :func:`parse_fast`: Construct's compiled parser of the same declaration, without positions;
+* :func:`parse_fast`: untraced, without positions: the declaration itself for its first few
+  uses, then Construct's compiled parser of it (:func:`~hurray_decl.schema.fast_parser`);
   whatever it refuses is parsed again by :func:`parse_traced`, which says why;
 * :func:`build`: the writer's build, after :func:`~hurray_decl.tensor.context.check_descriptor`
   at the place the reader checks the context.

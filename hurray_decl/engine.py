@@ -20,7 +20,7 @@ from .errors import (
     UnsupportedError,
 )
 from .registry import SchemeRow, Table
-from .schema import parse_exact
+from .schema import fast_parser, parse_exact
 from .schemes import BUILTIN
 from .schemes.quantization import (
     HEADER_LENGTH,
@@ -70,6 +70,11 @@ def decode_quantization(payload: bytes, *, permissive: bool = False) -> Descript
     :class:`OpaqueQuantization` instead of an error.
     """
     data = bytes(payload)
+    row = SCHEMES.get(data[0]) if data else None
+    if row is not None and len(data) >= row.length:
+        fast = _decode_fast(row, data)
+        if fast is not None:
+            return fast
     if not data:
         raise _too_short(0, 1, "the scheme_tag byte")
     tag = data[0]
@@ -92,6 +97,18 @@ def decode_quantization(payload: bytes, *, permissive: bool = False) -> Descript
         raise _too_short(len(data), row.length, f"the {row.length}-byte {row.title} encoding")
     wire = parse_exact(row.struct, data[: row.length])
     return _model_from_wire(row, wire, data[row.length:])
+
+
+def _decode_fast(row: SchemeRow, data: bytes) -> SchemeDescriptor | None:
+    """The untraced parse of a whole scheme encoding (compiled once warm); None when it refuses
+    (the ordered parse then says which rule, where)."""
+    try:
+        wire = fast_parser(row.struct).parse(data[: row.length])
+        values = row.model.wire_fields(wire)
+        values["padding"] = data[row.length:]
+        return row.model.parsed(values)
+    except (HurrayDeclError, cs.ConstructError):
+        return None
 
 
 def _model_from_wire(row: SchemeRow, wire: Any, padding: bytes) -> SchemeDescriptor:

@@ -22,7 +22,7 @@ from .html_dump import render_html
 from .schema import NONE32
 from .tags import tag_range
 from .tensor.buffers import DEVICES, MEMORY_CLASSES, SYNC_MODES
-from .tensor.header import Flag
+from .tensor.header import PREAMBLE_LENGTH, Flag
 from .tensor.layouts import LAYOUTS
 from .tensor.reader import skip_descriptor, trace_tensor_descriptor
 from .trace import Span, trace
@@ -238,7 +238,7 @@ def tensor_dump(data: bytes, *, permissive: bool = False) -> Dump:
             rows += _rows(data, [span], span.offset, span.offset, TENSOR_FORMATTERS)
         position = span.offset + span.size
     end = len(data)
-    if error is None and len(data) >= 10:  # valid: what follows descriptor_length is not ours
+    if error is None and len(data) >= PREAMBLE_LENGTH:  # valid: what follows descriptor_length is not ours
         end = min(len(data), skip_descriptor(data))
     rows += _raw(data, position, end, UNDECODED) + _raw(data, end, len(data), BEYOND)
     return Dump(rows, error)

@@ -37,14 +37,17 @@ def inputs() -> list[bytes]:
     return found
 
 
-def _total(repeat: int, rounds: int, work: Callable[[], object]) -> float:
-    """Seconds per round, the best of ``repeat`` batches of ``rounds`` (the least disturbed)."""
-    best = float("inf")
+def _best(repeat: int, rounds: int, works: dict[str, Callable[[], object]]) -> dict[str, float]:
+    """Seconds per round of each work, the best of ``repeat`` batches of ``rounds``. The batches
+    take turns (one of each work, then again), so a change of load on a shared machine
+    disturbs every work alike rather than whichever ran at that moment."""
+    best = dict.fromkeys(works, float("inf"))
     for _ in range(repeat):
-        start = time.perf_counter()
-        for _ in range(rounds):
-            work()
-        best = min(best, (time.perf_counter() - start) / rounds)
+        for name, work in works.items():
+            start = time.perf_counter()
+            for _ in range(rounds):
+                work()
+            best[name] = min(best[name], (time.perf_counter() - start) / rounds)
     return best
 
 
@@ -71,13 +74,13 @@ def run(repeat: int = 5, rounds: int = 20, out: TextIO | None = None) -> dict[st
             positions = field_positions(d)
             start, prefix = positions["descriptor -> quantization"], positions["descriptor -> quantization_length"]
             payloads.append(d[start:start + int.from_bytes(d[prefix:prefix + 4], "little")])
-    timed = {
-        "kaitai read": _total(repeat, rounds, lambda: [KaitaiTensor.from_bytes(d) for d in data]),
-        "read_tensor_descriptor": _total(repeat, rounds, lambda: [read_tensor_descriptor(d) for d in data]),
-        "write_tensor_descriptor": _total(repeat, rounds, lambda: [write_tensor_descriptor(m) for m in models]),
-        "kaitai payload": _total(repeat, rounds, lambda: [KaitaiQuantization.from_bytes(p) for p in payloads]),
-        "decode_quantization": _total(repeat, rounds, lambda: [decode_quantization(p) for p in payloads]),
-    }
+    timed = _best(repeat, rounds, {
+        "kaitai read": lambda: [KaitaiTensor.from_bytes(d) for d in data],
+        "read_tensor_descriptor": lambda: [read_tensor_descriptor(d) for d in data],
+        "write_tensor_descriptor": lambda: [write_tensor_descriptor(m) for m in models],
+        "kaitai payload": lambda: [KaitaiQuantization.from_bytes(p) for p in payloads],
+        "decode_quantization": lambda: [decode_quantization(p) for p in payloads],
+    })
     ratios = {
         "read_tensor_descriptor": timed["read_tensor_descriptor"] / timed["kaitai read"],
         "write_tensor_descriptor": timed["write_tensor_descriptor"] / timed["kaitai read"],

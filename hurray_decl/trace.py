@@ -84,6 +84,9 @@ def _copy(value: Any, memo: dict[int, Any]) -> Any:
         if isinstance(value, cs.LazyBound):  # built when parsed: trace what it builds
             build = value.subconfunc
             new.subconfunc = lambda: traced(build())
+        choose = getattr(value, "choose", None)
+        if callable(choose):  # picks its declaration when parsed (by tag and rank): trace the pick
+            new.choose = lambda context: _traced_or_none(choose(context))
         new._parsereport = _recorder(new)  # on the copy only: the declaration is untouched
         return new
     if isinstance(value, dict):
@@ -98,6 +101,10 @@ def _copy(value: Any, memo: dict[int, Any]) -> Any:
         memo[id(value)] = result
         return result
     return value
+
+
+def _traced_or_none(declaration: cs.Construct | None) -> cs.Construct | None:
+    return None if declaration is None else traced(declaration)
 
 
 def traced(declaration: cs.Construct) -> cs.Construct:
@@ -143,6 +150,67 @@ def _leaves(node: _Node, path: str, doc: str, out: list[Span], base: int,
         _leaves(child, path, "", out, base)
 
 
+def parse_tree(declaration: cs.Construct, data: bytes | io.BytesIO, *,
+               params: dict[str, Any] | None = None) -> tuple[_Node, Any, HurrayDeclError | None]:
+    """Parse with the traced copy of ``declaration``: the root of the recorded node tree, the
+    parsed value (None when the parse stopped) and the rule error that stopped it, if any.
+    ``data`` may be a stream, read from its current position."""
+    root = _Node(declaration, 0)
+    stream = data if isinstance(data, io.IOBase) else io.BytesIO(data)
+    error: HurrayDeclError | None = None
+    value = None
+    token = _STACK.set([root])
+    try:
+        context = cs.Container(_parsing=True, _building=False, _sizing=False, _params=dict(params or {}))
+        context.update(params or {})
+        value = traced(declaration)._parsereport(stream, context, "(parsing)")
+    except HurrayDeclError as err:
+        error = err
+    except cs.ConstructError:  # the stream ran out inside a field: the caller's decoder says why
+        error = None
+    finally:
+        _STACK.reset(token)
+    return root, value, error
+
+
+def spans_of(root: _Node, *, base: int = 0, prefix: str = "") -> list[Span]:
+    """The leaf spans of a recorded tree (see :func:`trace`)."""
+    spans: list[Span] = []
+    for child in root.children:
+        _leaves(child, prefix, "", spans, base)
+    return spans
+
+
+def positions_of(root: _Node, prefix: str = "descriptor") -> dict[str, int]:
+    """The start of every named field and array item of a recorded tree, keyed by error path
+    (``descriptor -> buffers -> 0 -> byte_size``); names starting with ``_`` and absent optional
+    fields are left out."""
+    found: dict[str, int] = {prefix: root.children[0].start if root.children else 0}
+
+    def walk(node: _Node, path: str, named: str = "") -> None:
+        con = node.con
+        if isinstance(con, cs.Renamed) and con.name and con.name != named:  # renamed twice: one name
+            if con.name.startswith("_") or node.value is None and node.end == node.start:
+                return  # a private name, or an optional section that is absent
+            path = f"{path} -> {con.name}"
+            found.setdefault(path, node.start)
+        if isinstance(con, (cs.Array, cs.GreedyRange)):
+            for index, child in enumerate(node.children):
+                found.setdefault(f"{path} -> {index}", child.start)
+                walk(child, f"{path} -> {index}")
+            return
+        extra = getattr(con, "inner_positions", None)
+        if extra is not None:
+            for name, offset in extra(node.value).items():
+                found.setdefault(f"{path} -> {name}", node.start + offset)
+        for child in node.children:
+            walk(child, path, (con.name or named) if isinstance(con, cs.Renamed) else "")
+
+    for child in root.children:
+        walk(child, prefix)
+    return found
+
+
 def trace(declaration: cs.Construct, data: bytes, *, base: int = 0, prefix: str = "",
           params: dict[str, Any] | None = None) -> tuple[list[Span], HurrayDeclError | None]:
     """Parse ``data`` and return the leaf spans, plus the rule error that stopped the parse.
@@ -152,21 +220,5 @@ def trace(declaration: cs.Construct, data: bytes, *, base: int = 0, prefix: str 
     shifted by ``base`` and paths start with ``prefix``; ``params`` are the keyword arguments
     the declaration is parsed with (``permissive``).
     """
-    root = _Node(declaration, 0)
-    stream = io.BytesIO(data)
-    error: HurrayDeclError | None = None
-    token = _STACK.set([root])
-    try:
-        context = cs.Container(_parsing=True, _building=False, _sizing=False, _params=dict(params or {}))
-        context.update(params or {})
-        traced(declaration)._parsereport(stream, context, "(parsing)")
-    except HurrayDeclError as err:
-        error = err
-    except cs.ConstructError:  # the stream ran out inside a field: the caller's decoder says why
-        error = None
-    finally:
-        _STACK.reset(token)
-    spans: list[Span] = []
-    for child in root.children:
-        _leaves(child, prefix, "", spans, base)
-    return spans, error
+    root, _, error = parse_tree(declaration, data, params=params)
+    return spans_of(root, base=base, prefix=prefix), error

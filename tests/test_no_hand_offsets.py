@@ -55,12 +55,6 @@ ALLOWED: list[tuple[str, str, str | None, str]] = [
      "a file too short to hold any field is refused at its first byte, which no declaration names"),
     # Files other helpers rewrite for issue #11 (branches fastread and strat): the lead removes
     # these entries once their work is merged.
-    ("hurray_decl/tensor/header.py", "header widths summed", None,
-     "fastread rewrites header.py (HEADER_LENGTH, PREAMBLE_LENGTH summed by hand): remove after merging"),
-    ("hurray_decl/tensor/reader.py", "offset given as a number", None,
-     "fastread rewrites the reader (offset=10 for flags, offset=6 for descriptor_length): remove after merging"),
-    ("hurray_decl/tensor/reader.py", "header widths summed", None,
-     "fastread rewrites the reader (HEADER_LENGTH + 8 * k for shape): remove after merging"),
     ("hurray_decl/engine.py", "offset given as a number", "scheme_tag",
      "fastread owns engine.py (offset=0 for scheme_tag): remove after merging"),
     ("hurray_decl/tags.py", "offset given as a number", None,

@@ -109,7 +109,8 @@ class SchemeDescriptor(Descriptor):
     @classmethod
     def wire_fields(cls, wire: dict[str, Any]) -> dict[str, Any]:
         """Model fields from parsed wire values: reserved bytes dropped, NONE32 made None."""
-        values = {k: v for k, v in wire.items() if k in cls.model_fields}
+        fields = cls.model_fields  # a computed class property: read once
+        values = {k: v for k, v in wire.items() if k in fields}
         for name in cls.optional_indices:
             if values.get(name) == NONE32:
                 values[name] = None

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from functools import lru_cache
+from typing import Any, Callable, ClassVar
 
 import construct as cs
 
@@ -39,6 +40,30 @@ def pow2_at_most(bits: int, limit_bits: int) -> int:
     return 1 << min(bits, limit_bits)
 
 
+_READY: set[type] = set()
+
+
+def trusted(model: type, values: dict[str, Any], _set: Callable[..., None] = object.__setattr__) -> Any:
+    """A model from values a declaration has just parsed, every field given: the parse already
+    checked each value (types, widths, field rules), so pydantic does not check them again.
+    A model a caller builds runs every rule (``FrozenModel``)."""
+    if model not in _READY:  # its schema is built on first use (defer_build): dumping needs it
+        model.model_rebuild()
+        _READY.add(model)
+    made = model.__new__(model)
+    _set(made, "__dict__", values)
+    _set(made, "__pydantic_fields_set__", set(values))
+    _set(made, "__pydantic_extra__", None)
+    _set(made, "__pydantic_private__", None)
+    return made
+
+
+@lru_cache(maxsize=None)
+def field_names(model: type) -> tuple[str, ...]:
+    """A model's field names (pydantic computes ``model_fields`` on each access: read once)."""
+    return tuple(model.model_fields)
+
+
 class Section(FrozenModel):
     """Base of the immutable models of descriptor parts."""
 
@@ -47,12 +72,13 @@ class Section(FrozenModel):
 
     @classmethod
     def from_wire(cls, wire: Any) -> "Section":
-        """The model from a parsed Construct container: reserved fields are dropped."""
+        """The model from a parsed Construct container: reserved fields are dropped, the values
+        not validated again (the parse checked them)."""
         values = {}
-        for name in cls.model_fields:
+        for name in field_names(cls):
             value = wire[name]
             values[name] = tuple(value) if isinstance(value, list) else value
-        return cls.parsed(values)
+        return trusted(cls, values)
 
     def to_wire(self) -> dict[str, Any]:
         """Field values as the Construct declaration builds them."""

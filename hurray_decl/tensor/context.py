@@ -420,8 +420,10 @@ def check_shard(t: TensorContext, shard: Shard | None) -> None:
 
 def check_statistics(t: TensorContext, stats: Statistics | None) -> None:
     """Appendix A step 15 (the field rules are in the declaration)."""
+    if stats is None:
+        return
     nnz = getattr(t.layout, "nnz", None)
-    if stats is None or nnz is None:
+    if nnz is None:
         return
     if stats.known("nnz") is not None and stats.nnz != nnz:
         t.fail("HT-SEC-16", "statistics nnz differs from the layout's nnz", "descriptor -> statistics -> nnz",

@@ -9,14 +9,12 @@ from typing import Any
 import construct as cs
 
 from ..element_types import BY_TAG, RESERVED_TYPE_TAGS, TypeTagClass, type_tag_range
-from ..schema import Rule
+from ..schema import Bytes, Rule
 from ..tags import is_private
 from .common import MAX_RANK, SUPPORTED_MAJOR, permissive
 from .layouts import LAYOUTS
 
 MAGIC = b"HRRY"
-HEADER_LENGTH = 4 + 1 + 1 + 4 + 4 + 1 + 1 + 4  # magic, versions, length, flags, type, layout, rank
-PREAMBLE_LENGTH = 4 + 1 + 1 + 4  # enough to skip a whole descriptor (HT-HDR-10)
 
 
 class Flag(IntFlag):
@@ -59,8 +57,8 @@ LAYOUT_TAG = Rule(Rule(
     "invalid layout tag"),
     _layout_known, "HT-HDR-16", "0x01-0x0B, 0x40 or private 0xF0-0xFE", "unrecognised layout tag")
 
-HEADER = cs.Struct(
-    "magic" / Rule(cs.Bytes(4), lambda v, _: v == MAGIC, "HT-HDR-04", MAGIC, "not a Hurray descriptor")
+_LEADING = (
+    "magic" / Rule(Bytes(4), lambda v, _: v == MAGIC, "HT-HDR-04", MAGIC, "not a Hurray descriptor")
     * "48 52 52 59 (\"HRRY\")",
     "version_major" / Rule(
         Rule(cs.Int8ul, lambda v, _: v >= SUPPORTED_MAJOR, "HT-HDR-06", SUPPORTED_MAJOR,
@@ -69,9 +67,9 @@ HEADER = cs.Struct(
         "newer major version than this reader supports")
     * "format major version; 1",
     "version_minor" / cs.Int8ul * "format minor version; newer minors are read, their extra bytes skipped",
-    "descriptor_length" / Rule(cs.Int32ul, lambda v, _: v >= HEADER_LENGTH, "HT-HDR-07",
-                               f">= {HEADER_LENGTH}", "descriptor_length cannot hold the fixed header")
-    * "total bytes of this descriptor, header included",
+)
+_LENGTH = cs.Int32ul
+_TRAILING = (
     "flags" / Rule(cs.Int32ul, lambda v, _: v & ~DEFINED_FLAGS == 0, "HT-HDR-12", "bits 5-31 clear",
                    "a reserved flags bit is set")
     * "bit 0 quantization, 1 shard, 2 extension type, 3 statistics, 4 composite member",
@@ -80,17 +78,34 @@ HEADER = cs.Struct(
     "rank" / Rule(cs.Int32ul, lambda v, _: v <= MAX_RANK, "HT-HDR-13", f"<= {MAX_RANK}", "rank above 64")
     * "number of dimensions; 0 for a scalar, at most 64",
 )
+
+HEADER_LENGTH = sum(field.sizeof() for field in (*_LEADING, _LENGTH, *_TRAILING))
+"""Bytes of the fixed header, from its fields (descriptor_length's own rule needs the number)."""
+
+HEADER = cs.Struct(
+    *_LEADING,
+    "descriptor_length" / Rule(_LENGTH, lambda v, _: v >= HEADER_LENGTH, "HT-HDR-07",
+                               f">= {HEADER_LENGTH}", "descriptor_length cannot hold the fixed header")
+    * "total bytes of this descriptor, header included",
+    *_TRAILING,
+)
 """The fixed header (HT-HDR-03)."""
 
-PREAMBLE = cs.Struct(*HEADER.subcons[:4])
+PREAMBLE = cs.Struct(*HEADER.subcons[:len(_LEADING) + 1])
 """magic, versions and descriptor_length: what a reader needs to skip the descriptor."""
+PREAMBLE_LENGTH = PREAMBLE.sizeof()  # enough to skip a whole descriptor (HT-HDR-10)
+
+
+def core_fields(rank: Any) -> tuple[cs.Construct, ...]:
+    """shape and byte_offset for ``rank`` dimensions (a number, or ``this.rank``)."""
+    return (
+        "shape" / cs.Array(rank, cs.Int64ul)
+        * "u64[rank], dimension 0 first; 0xFFFFFFFFFFFFFFFF is DYNAMIC",
+        "byte_offset" / cs.Int64ul * "bytes from the start of buffer 0 to element [0, ..., 0]",
+    )
 
 
 @lru_cache(maxsize=None)
 def core(rank: int) -> cs.Struct:
     """shape and byte_offset for ``rank`` dimensions."""
-    return cs.Struct(
-        "shape" / cs.Array(rank, cs.Int64ul)
-        * "u64[rank], dimension 0 first; 0xFFFFFFFFFFFFFFFF is DYNAMIC",
-        "byte_offset" / cs.Int64ul * "bytes from the start of buffer 0 to element [0, ..., 0]",
-    )
+    return cs.Struct(*core_fields(rank))

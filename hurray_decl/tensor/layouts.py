@@ -16,7 +16,7 @@ import construct as cs
 from construct import this
 
 from ..registry import Table
-from ..schema import Rule, zero_bytes
+from ..schema import Bytes, Record, Rule, zero_bytes
 from ..tags import PRIVATE_RANGE, is_private
 from ..model import I64, U8, U32, U64
 from .common import DYNAMIC, Section, boolean, one_of, permissive, pow2_at_most
@@ -121,11 +121,11 @@ def _tiled_fields(rank: int, depth: int) -> tuple[cs.Construct, ...]:
             "tiled nesting is deeper than the limit")
         * "order inside a tile: 0x01 row-major, 0x02 column-major, 0x03 strided, 0x04 nested tiling",
         "reserved" / zero_bytes(2, "HT-LAY-11") * "_reserved: two zero bytes",
-        "outer_strides" / cs.If(this.outer_layout == TileOrder.STRIDED, cs.Array(rank, cs.Int64sl))
+        "outer_strides" / cs.If(this.outer_layout == int(TileOrder.STRIDED), cs.Array(rank, cs.Int64sl))
         * "i64[rank], only when outer_layout = 0x03: tile-grid strides, in tiles",
-        "inner_strides" / cs.If(this.inner_layout == TileOrder.STRIDED, cs.Array(rank, cs.Int64sl))
+        "inner_strides" / cs.If(this.inner_layout == int(TileOrder.STRIDED), cs.Array(rank, cs.Int64sl))
         * "i64[rank], only when inner_layout = 0x03: strides inside a tile, in elements",
-        "nested" / cs.If(this.inner_layout == TileOrder.NESTED, cs.LazyBound(lambda: tiled_level(rank, depth + 1)))
+        "nested" / cs.If(this.inner_layout == int(TileOrder.NESTED), cs.LazyBound(lambda: tiled_level(rank, depth + 1)))
         * "only when inner_layout = 0x04: the same tiled structure again, one level down",
     )
 
@@ -133,7 +133,7 @@ def _tiled_fields(rank: int, depth: int) -> tuple[cs.Construct, ...]:
 @lru_cache(maxsize=None)
 def tiled_level(rank: int, depth: int) -> cs.Struct:
     """The tiled payload at nesting ``depth`` (1 = the top one)."""
-    return cs.Struct(*_tiled_fields(rank, depth))
+    return Record(*_tiled_fields(rank, depth))
 
 
 class Tiled(Layout):
@@ -486,7 +486,7 @@ class PrivateLayout(Layout):
             * "identifies the private layout; meaningful only by agreement",
             "extension_data_length" / cs.Rebuild(cs.Int32ul, cs.len_(this.extension_data))
             * "n: bytes of extension_data",
-            "extension_data" / cs.Bytes(this.extension_data_length) * "u8[n]: opaque layout data",
+            "extension_data" / Bytes(this.extension_data_length) * "u8[n]: opaque layout data",
         )
 
     @property
@@ -543,7 +543,7 @@ LAYOUTS: Table[int, LayoutRow] = Table("layout", "HT-HDR-16")
 @lru_cache(maxsize=None)
 def _layout_struct(tag: int, rank: int) -> cs.Struct:
     row = layout_row(tag)
-    return cs.Struct(*row.fields(rank))
+    return Record(*row.fields(rank))
 
 
 def layout_row(tag: int) -> LayoutRow:

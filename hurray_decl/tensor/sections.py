@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 import construct as cs
 
-from ..schema import Rule, zero_bytes
+from ..schema import Record, Rule, zero_bytes
 from ..model import F64, U8, U32, U64
 from .common import Section, boolean, one_of
 
@@ -65,7 +65,7 @@ def _flag_byte(name: str) -> cs.Construct:
                 f"{name} is a 0/1 byte") * f"NAN_INF_VALID: 1 if any element is {name[4:]}"
 
 
-STATISTICS = cs.Struct(
+STATISTICS = Record(
     "computed_mask" / Rule(cs.Int32ul, lambda v, _: v & ~MASK_DEFINED == 0, "HT-SEC-09", "bits 6-31 clear",
                            "a reserved computed_mask bit is set")
     * "which statistics are known: bit 0 nnz, 1 sparsity, 2 value range, 3 mean/stddev, 4 N:M, 5 NaN/inf",
@@ -133,7 +133,7 @@ def _integer_zero(code: str, name: str, subcon: cs.Construct = cs.Int8ul) -> Rul
                 f"an integer extension type has no {name}")
 
 
-EXTENSION_TYPE = cs.Struct(
+EXTENSION_TYPE = Record(
     "bit_width" / Rule(Rule(Rule(
         cs.Int32ul, lambda v, _: v > 0, "HT-SEC-22", "> 0", "bit_width is 0"),
         lambda v, _: v >= 8 or v in (1, 2, 4), "HT-SEC-24", "1, 2, 4 or a multiple of 8",
@@ -196,7 +196,7 @@ class ExtensionType(Section):
 
 CORRECTION, BASE = 0x00, 0x01
 
-COMPOSITE_MEMBER = cs.Struct(
+COMPOSITE_MEMBER = Record(
     "member_role" / one_of(cs.Int8ul, (CORRECTION, BASE), "HT-SEC-36", "0x00 or 0x01", "reserved member role")
     * "0x00 correction, 0x01 base",
     "reserved" / zero_bytes(15, "HT-SEC-37") * "_reserved: fifteen zero bytes",

@@ -669,7 +669,7 @@ def test_arbitrary_bytes_agree(payload: bytes) -> None:
 from unittest import mock  # noqa: E402
 
 from hurray_decl.tensor import read_tensor_descriptor, write_tensor_descriptor  # noqa: E402
-from hurray_decl.tensor import reader as tensor_reader  # noqa: E402
+from hurray_decl.tensor import descriptor as tensor_reader  # noqa: E402
 from hurray_decl.tensor.layouts import PrivateLayout  # noqa: E402
 
 from generated.hurray.tensor_descriptor import TensorDescriptor as KaitaiTensor  # noqa: E402

@@ -341,9 +341,10 @@ def _from_bytes(plan: Plan, raw: np.ndarray, box: Box, out: np.ndarray) -> None:
     if plan.key_base is None:
         np.take(packed, raw, out=target, mode="wrap")
     else:
-        base = _at(plan.key_base, box).reshape(-1, 1)
-        index = base + raw.reshape(base.shape[0], -1)
-        np.take(packed, index, out=target.reshape(index.shape), mode="wrap")
+        base = _at(plan.key_base, box).reshape(-1)
+        index = np.repeat(base, raw.size // base.size)  # contiguous: a broadcast add over short rows costs more
+        np.add(index, raw, out=index)
+        np.take(packed, index, out=target, mode="wrap")
     _scale(plan, box, out)
 
 

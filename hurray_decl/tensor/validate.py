@@ -135,18 +135,20 @@ class DataContext:
 
 
 def validate_buffers(descriptor: TensorDescriptor, buffers: Sequence[Any], *, permissive: bool = False,
-                     padding: bool = True) -> DataContext:
+                     padding: bool = True, checked: bool = False) -> DataContext:
     """Check the rules that need the contents of ``buffers`` (one bytes-like per table entry).
 
     Layout invariants of sparse and block-paged storage that the spec relaxes in permissive
     mode are skipped when ``permissive`` is true; value checks never are. ``padding=False``
     leaves out the zero-padding check of partial blocks (HQ-PB-18), which dequantization must
-    not apply (HQ-PB-19). Returns the checked contents, from which parameter arrays are read.
+    not apply (HQ-PB-19). ``checked=True``: the descriptor is the result of its ``checked()``
+    already, so it is not validated again. Returns the checked contents, from which parameter
+    arrays are read.
     """
     if not isinstance(descriptor, TensorDescriptor):
         raise RuleViolation("HT-HDR-02", "validate_buffers takes a TensorDescriptor", path="descriptor",
                             actual=type(descriptor).__name__, expected="TensorDescriptor")
-    d = descriptor.checked()  # a model_construct / model_copy(update=...) result is validated again
+    d = descriptor if checked else descriptor.checked()  # a model_construct / model_copy result is validated again
     if isinstance(d.layout, OpaqueLayout) or (isinstance(d.layout, PrivateLayout) and not d.layout.registered):
         raise OpaqueDataAccess("HT-HDR-17", "the layout was not recognised; its data is never dereferenced",
                                path="descriptor -> layout_tag", actual=d.layout_tag)

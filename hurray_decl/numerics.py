@@ -120,8 +120,8 @@ class Plan:
 
     @cached_property
     def pairs(self) -> np.ndarray:
-        """A one-key table of 8-bit codes for every pair of bytes (a uint16 index): one ``take``
-        per two elements."""
+        """A one-key table of 8-bit or 4-bit codes for every pair of bytes (a uint16 index): one
+        ``take`` per two bytes."""
         return pair_table(self.table)
 
     @cached_property
@@ -192,23 +192,23 @@ def packed_table(table: np.ndarray, bits: int) -> np.ndarray:
     return storage.read_only(rows.reshape(-1, per).view(kind).reshape(-1))
 
 
-_PAIRS: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-
-
 def pair_table(table: np.ndarray) -> np.ndarray:
-    """(65536,) uint64: the two float32 values of every little-endian byte pair (read-only);
-    cached for the shared read-only tables."""
-    known = _PAIRS.get(id(table))
-    if known is not None and known[0] is table:
-        return known[1]
-    values = table.reshape(256)
-    pairs = np.empty((256, 256, 2), dtype=np.float32)  # [high byte, low byte]: element 0 is the low byte
-    pairs[:, :, 0] = values[None, :]
-    pairs[:, :, 1] = values[:, None]
-    result = storage.read_only(pairs.reshape(-1, 2).view(np.uint64).reshape(-1))
-    if not table.flags.writeable:
-        _PAIRS[id(table)] = (table, result)
-    return result
+    """(65536,) rows of the values of every little-endian byte pair under a one-key table of
+    8-bit codes (two float32 as uint64) or 4-bit codes (four float32 as 16 raw bytes), read-only;
+    cached by content, so every plan over a shared table reuses one."""
+    return _pairs_of(table.tobytes())
+
+
+@lru_cache(maxsize=16)
+def _pairs_of(values: bytes) -> np.ndarray:
+    bits = (len(values) // 4).bit_length() - 1  # the table has 2**bits float32 values
+    codes = np.frombuffer(values, dtype=np.float32)[byte_codes(bits)]  # (256, codes per byte)
+    per = codes.shape[1]
+    pairs = np.empty((256, 256, 2 * per), dtype=np.float32)  # [high byte, low byte]: the low byte's codes first
+    pairs[:, :, :per] = codes[None, :, :]
+    pairs[:, :, per:] = codes[:, None, :]
+    return storage.read_only(pairs.reshape(65536, -1).view(np.dtype(f"V{8 * per}") if per > 1 else np.uint64)
+                             .reshape(-1))
 
 
 def affine_plan(geometry: Geometry, storage_name: str, scales: np.ndarray | None,
@@ -332,8 +332,11 @@ def _scale(plan: Plan, box: Box, out: np.ndarray) -> None:
 
 def _from_bytes(plan: Plan, raw: np.ndarray, box: Box, out: np.ndarray) -> None:
     """One take of the per-byte table: every byte's elements share their key (checked by the caller)."""
-    if plan.key_base is None and raw.size % 2 == 0 and box.start % 2 == 0 and plan.table.shape[1] == 256:  # two bytes per take
-        np.take(plan.pairs, raw.view(np.uint16), out=out.reshape(-1).view(np.uint64), mode="wrap")
+    per = 8 // storage_bits(plan.table)
+    if (plan.key_base is None and per <= 2 and not plan.table.flags.writeable and raw.size % 2 == 0
+            and box.start % (2 * per) == 0):  # two bytes per take, from a shared table (built once)
+        pairs = plan.pairs
+        np.take(pairs, raw.view(np.uint16), out=out.reshape(-1).view(pairs.dtype), mode="wrap")
         _scale(plan, box, out)
         return
     packed = plan.packed

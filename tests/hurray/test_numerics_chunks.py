@@ -417,3 +417,15 @@ def test_tiles_of_every_rank_move_whole_words_correctly(shape, tile):
         layout=Tiled(tile_shape=tile), buffers=(BufferHandle(byte_size=len(data)),))))
     assert np.array_equal(logical_codes(tiled, [data]).view(np.uint8), codes.view(np.uint8))
     same_bits(hd.dequantize(tiled, [data]), hd.dequantize(descriptor, buffers))
+
+
+@pytest.mark.parametrize("scheme_name, options", [("mxfp", {"block_size": 32, "storage": "float8_e4m3"}),
+                                                  ("nf4", {"block_size": 32})])
+def test_pair_tables_of_shared_code_tables_are_built_once(scheme_name, options):
+    """Two bytes per take read a 65536-row table (512 KiB for 8-bit codes, 1 MiB for 4-bit): every
+    plan over the same shared code table gets the same one, so repeated dequantization keeps no
+    table per call (memory bounded whatever the number of calls)."""
+    x = np.random.default_rng(5).standard_normal((8, 64))
+    plans = [codec.prepare_dequantize(*codec.quantize(x * scale, scheme_name, **options)).plan for scale in (1, 3)]
+    assert plans[0].pairs is plans[1].pairs and not plans[0].pairs.flags.writeable
+    assert plans[0].pairs.size == 65536 and plans[0].pairs.dtype.itemsize == {"mxfp": 8, "nf4": 16}[scheme_name]

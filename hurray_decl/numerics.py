@@ -120,8 +120,8 @@ class Plan:
 
     @cached_property
     def pairs(self) -> np.ndarray:
-        """A one-key table of 8-bit or 4-bit codes for every pair of bytes (a uint16 index): one
-        ``take`` per two bytes."""
+        """A one-key table of 8-bit codes for every pair of bytes (a uint16 index): one ``take``
+        per two elements."""
         return pair_table(self.table)
 
     @cached_property
@@ -193,22 +193,19 @@ def packed_table(table: np.ndarray, bits: int) -> np.ndarray:
 
 
 def pair_table(table: np.ndarray) -> np.ndarray:
-    """(65536,) rows of the values of every little-endian byte pair under a one-key table of
-    8-bit codes (two float32 as uint64) or 4-bit codes (four float32 as 16 raw bytes), read-only;
-    cached by content, so every plan over a shared table reuses one."""
+    """(65536,) uint64: the two float32 values of every little-endian byte pair under a one-key
+    table of 8-bit codes (read-only); cached by content, so every plan over a shared table reuses
+    one (512 KiB) instead of building its own."""
     return _pairs_of(table.tobytes())
 
 
 @lru_cache(maxsize=16)
 def _pairs_of(values: bytes) -> np.ndarray:
-    bits = (len(values) // 4).bit_length() - 1  # the table has 2**bits float32 values
-    codes = np.frombuffer(values, dtype=np.float32)[byte_codes(bits)]  # (256, codes per byte)
-    per = codes.shape[1]
-    pairs = np.empty((256, 256, 2 * per), dtype=np.float32)  # [high byte, low byte]: the low byte's codes first
-    pairs[:, :, :per] = codes[None, :, :]
-    pairs[:, :, per:] = codes[:, None, :]
-    return storage.read_only(pairs.reshape(65536, -1).view(np.dtype(f"V{8 * per}") if per > 1 else np.uint64)
-                             .reshape(-1))
+    codes = np.frombuffer(values, dtype=np.float32)
+    pairs = np.empty((256, 256, 2), dtype=np.float32)  # [high byte, low byte]: element 0 is the low byte
+    pairs[:, :, 0] = codes[None, :]
+    pairs[:, :, 1] = codes[:, None]
+    return storage.read_only(pairs.reshape(-1, 2).view(np.uint64).reshape(-1))
 
 
 def affine_plan(geometry: Geometry, storage_name: str, scales: np.ndarray | None,
@@ -332,9 +329,8 @@ def _scale(plan: Plan, box: Box, out: np.ndarray) -> None:
 
 def _from_bytes(plan: Plan, raw: np.ndarray, box: Box, out: np.ndarray) -> None:
     """One take of the per-byte table: every byte's elements share their key (checked by the caller)."""
-    per = 8 // storage_bits(plan.table)
-    if (plan.key_base is None and per <= 2 and not plan.table.flags.writeable and raw.size % 2 == 0
-            and box.start % (2 * per) == 0):  # two bytes per take, from a shared table (built once)
+    if (plan.key_base is None and plan.table.shape[1] == 256 and not plan.table.flags.writeable
+            and raw.size % 2 == 0 and box.start % 2 == 0):  # two bytes per take, from a shared table (built once)
         pairs = plan.pairs
         np.take(pairs, raw.view(np.uint16), out=out.reshape(-1).view(pairs.dtype), mode="wrap")
         _scale(plan, box, out)

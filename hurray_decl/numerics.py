@@ -98,7 +98,8 @@ class Plan:
     """How a scheme dequantizes one tensor: ``out = table[key, q] * scale``.
 
     ``table`` is float32 ``(keys, 2**bits)`` for storage of at most 8 bits (None above: then
-    ``out = float32(value(q) - zeros) * scale``, the difference exact). ``keys``, ``scales``
+    ``out = float32(value(q) - zeros) * scale``, the difference exact). ``scales`` are float32,
+    or float16 / bfloat16 widened to float32 chunk by chunk. ``keys``, ``scales``
     and ``zeros`` are None or arrays of shape ``(n, 1, B)``, ``(n, 1, 1)`` or ``(1, 1, B)``,
     read at block row ``r mod n`` (n is ``block_rows``, or the period of a per-channel
     pattern). A private scheme may give ``kernel`` instead: it receives the decoded values.
@@ -324,6 +325,8 @@ def _spread(values: np.ndarray, shape: tuple[int, int, int]) -> np.ndarray:
 def _scale(plan: Plan, box: Box, out: np.ndarray) -> None:
     scales = _at(plan.scales, box)
     if scales is not None:
+        if scales.dtype != np.float32:  # float16 / bfloat16 widen exactly (HQ-PB-21), chunk by chunk, on every thread
+            scales = scales.astype(np.float32)
         np.multiply(out, _spread(scales, out.shape), out=out)
 
 

@@ -400,10 +400,12 @@ def test_bench_reports_every_layout_and_case():
 
 
 @pytest.mark.parametrize("shape, tile", [((64,), (16,)), ((16, 24, 32), (4, 8, 16)), ((5, 40), (2, 16)),
-                                         ((6, 48), (3, 24)), ((7, 20), (4, 6))])
+                                         ((6, 48), (3, 24)), ((7, 20), (4, 6)), ((5, 192), (2, 64)),
+                                         ((3, 5, 128), (2, 3, 64)), ((5, 100), (2, 64))])
 def test_tiles_of_every_rank_move_whole_words_correctly(shape, tile):
-    """Tile rows 8 bytes wide are moved as uint64; the others code by code: both give the codes
-    of the tiles laid out here (row-major grid of row-major tiles, the edges padded)."""
+    """Tile rows of 64 bytes and more are moved as one raw element, rows of whole 8-byte words as
+    uint64, the others code by code: each gives the codes of the tiles laid out here (row-major
+    grid of row-major tiles, the edges padded)."""
     x = np.random.default_rng(1).standard_normal(shape)
     descriptor, buffers = codec.quantize(x, "per_tensor_affine", storage="int8")
     codes = logical_codes(descriptor, buffers)

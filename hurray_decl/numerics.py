@@ -31,8 +31,9 @@ from .lazy_modules import numpy as np
 from . import storage
 from .errors import ArgumentError, RuleViolation
 
-CHUNK_ELEMENTS = 1 << 18
-"""Elements per chunk (8K blocks of 32): its temporaries stay within a core's cache. Tests
+CHUNK_ELEMENTS = 1 << 17
+"""Elements per chunk (4K blocks of 32): a chunk's output (512 KiB) and its temporaries stay
+within one core's 2 MiB L2 (measured 3-15% faster single-threaded than 8K blocks). Tests
 lower it (``monkeypatch.setattr(numerics, "CHUNK_ELEMENTS", 5)``) to cross chunk edges; it is
 read at every call."""
 

@@ -326,7 +326,7 @@ def _spread(values: np.ndarray, shape: tuple[int, int, int]) -> np.ndarray:
 def _scale(plan: Plan, box: Box, out: np.ndarray) -> None:
     scales = _at(plan.scales, box)
     if scales is not None:
-        if scales.dtype.name in storage.HALF_EXPONENTS:  # float16 / bfloat16 widen exactly (HQ-PB-21), chunk by chunk
+        if scales.dtype.itemsize == 2:  # float16 / bfloat16 widen exactly (HQ-PB-21), chunk by chunk
             scales = scales.astype(np.float32)
         np.multiply(out, _spread(scales, out.shape), out=out)
 

@@ -37,6 +37,10 @@ within one core's 2 MiB L2 (measured 3-15% faster single-threaded than 8K blocks
 lower it (``monkeypatch.setattr(numerics, "CHUNK_ELEMENTS", 5)``) to cross chunk edges; it is
 read at every call."""
 
+THREAD_CHUNKS = 2
+"""Several threads take chunks this many times larger: fewer hand-offs between them (measured
+on 2 cores: 20-25% faster than single-thread chunks, which suit one thread better)."""
+
 
 @dataclass(frozen=True)
 class Geometry:
@@ -245,13 +249,13 @@ def fold_zero_points(storage_name: str, zeros: np.ndarray) -> tuple[np.ndarray, 
 
 # --- chunks --------------------------------------------------------------------------------
 
-def boxes(geometry: Geometry, bits: int) -> Iterator[Box]:
-    """The chunks of a tensor, in stored order, each at most about :data:`CHUNK_ELEMENTS`
-    elements: whole outer indices when they fit, else whole block rows of one outer index, else
+def boxes(geometry: Geometry, bits: int, scale: int = 1) -> Iterator[Box]:
+    """The chunks of a tensor, in stored order, each at most about ``scale`` times
+    :data:`CHUNK_ELEMENTS` elements: whole outer indices when they fit, else whole block rows of one outer index, else
     part of one block row (``ks``), else part of one row of it (``lanes``). Row counts are
     multiples of whole packing units where that keeps the bound, so chunks start on a byte."""
     g = geometry
-    budget = max(1, CHUNK_ELEMENTS)
+    budget = max(1, CHUNK_ELEMENTS * scale)
     k, b, nb = g.block, g.after, g.blocks_per_axis
     length = g.row_elements
     unit = storage.packing(bits).elements
@@ -315,29 +319,42 @@ def _at(array: np.ndarray | None, box: Box) -> np.ndarray | None:
     return array[np.arange(rows.start, rows.stop) % n][:, :, lanes]
 
 
-def _spread(values: np.ndarray, shape: tuple[int, int, int]) -> np.ndarray:
+Repeat = Callable[["np.ndarray", int], "np.ndarray"]
+"""``np.repeat`` of a 1-D array, or :func:`broadcast_repeat` (the same values) on threads."""
+
+
+def broadcast_repeat(values: np.ndarray, count: int) -> np.ndarray:
+    """``np.repeat(values, count)`` of a 1-D array by a broadcast copy: ``np.repeat`` holds the
+    GIL throughout (NumPy's PyArray_Repeat never releases it), a copy releases it, so threads
+    expand their chunks' parameters at the same time (single-threaded, ``np.repeat`` is faster)."""
+    result = np.empty(values.size * count, dtype=values.dtype)
+    np.copyto(result.reshape(values.size, count), values.reshape(-1, 1))
+    return result
+
+
+def _spread(values: np.ndarray, shape: tuple[int, int, int], repeat: Repeat) -> np.ndarray:
     """Row parameters (rows, 1, 1) repeated into a contiguous chunk when rows are short (a
     broadcast multiply over short rows costs twice a contiguous one)."""
     if values.shape[0] > 1 and values.shape[2] == 1 and shape[1] * shape[2] < 256:
-        return np.repeat(values.reshape(-1), shape[1] * shape[2]).reshape(shape)
+        return repeat(values.reshape(-1), shape[1] * shape[2]).reshape(shape)
     return values
 
 
-def _scale(plan: Plan, box: Box, out: np.ndarray) -> None:
+def _scale(plan: Plan, box: Box, out: np.ndarray, repeat: Repeat) -> None:
     scales = _at(plan.scales, box)
     if scales is not None:
         if scales.dtype.itemsize == 2:  # float16 / bfloat16 widen exactly (HQ-PB-21), chunk by chunk
             scales = scales.astype(np.float32)
-        np.multiply(out, _spread(scales, out.shape), out=out)
+        np.multiply(out, _spread(scales, out.shape, repeat), out=out)
 
 
-def _from_bytes(plan: Plan, raw: np.ndarray, box: Box, out: np.ndarray) -> None:
+def _from_bytes(plan: Plan, raw: np.ndarray, box: Box, out: np.ndarray, repeat: Repeat) -> None:
     """One take of the per-byte table: every byte's elements share their key (checked by the caller)."""
     if (plan.key_base is None and plan.table.shape[1] == 256 and not plan.table.flags.writeable
             and raw.size % 2 == 0 and box.start % 2 == 0):  # two bytes per take, from a shared table (built once)
         pairs = plan.pairs
         np.take(pairs, raw.view(np.uint16), out=out.reshape(-1).view(pairs.dtype), mode="wrap")
-        _scale(plan, box, out)
+        _scale(plan, box, out, repeat)
         return
     packed = plan.packed
     target = out.reshape(-1).view(packed.dtype)
@@ -345,13 +362,13 @@ def _from_bytes(plan: Plan, raw: np.ndarray, box: Box, out: np.ndarray) -> None:
         np.take(packed, raw, out=target, mode="wrap")
     else:
         base = _at(plan.key_base, box).reshape(-1)
-        index = np.repeat(base, raw.size // base.size)  # contiguous: a broadcast add over short rows costs more
+        index = repeat(base, raw.size // base.size)  # contiguous: a broadcast add over short rows costs more
         np.add(index, raw, out=index)
         np.take(packed, index, out=target, mode="wrap")
-    _scale(plan, box, out)
+    _scale(plan, box, out, repeat)
 
 
-def _from_codes(plan: Plan, codes: np.ndarray, box: Box, out: np.ndarray, storage_name: str) -> None:
+def _from_codes(plan: Plan, codes: np.ndarray, box: Box, out: np.ndarray, storage_name: str, repeat: Repeat) -> None:
     """One take per element: ``table[key, q]``, or the wide-storage formula."""
     shape = box.shape
     codes = codes.reshape(shape)
@@ -364,9 +381,9 @@ def _from_codes(plan: Plan, codes: np.ndarray, box: Box, out: np.ndarray, storag
         if keys is None:
             np.take(table, codes, out=out, mode="wrap")
         else:
-            index = (_spread(keys, shape).astype(np.uint16) << np.uint16(storage_bits(plan.table))) + codes
+            index = (_spread(keys, shape, repeat).astype(np.uint16) << np.uint16(storage_bits(plan.table))) + codes
             np.take(table, index, out=out, mode="wrap")
-        _scale(plan, box, out)
+        _scale(plan, box, out, repeat)
         return
     values = _decoded(codes, storage_name, None)
     zeros = _at(plan.zeros, box)
@@ -375,8 +392,8 @@ def _from_codes(plan: Plan, codes: np.ndarray, box: Box, out: np.ndarray, storag
     else:  # codes up to 16 bits and their zero points are exact in float32, so is the difference
         np.copyto(out, values, casting="unsafe")
         if zeros is not None:
-            np.subtract(out, _spread(zeros, shape), out=out)
-    _scale(plan, box, out)
+            np.subtract(out, _spread(zeros, shape, repeat), out=out)
+    _scale(plan, box, out, repeat)
 
 
 def _decoded(codes: np.ndarray, storage_name: str, value_map: tuple[float, ...] | None) -> np.ndarray:
@@ -446,6 +463,7 @@ def run(plan: Plan, storage_name: str, out: np.ndarray, *, data: np.ndarray | No
                 and (plan.keys is None or (plan.keys.shape[2] == 1 and g.row_elements % unit.elements == 0)))
     place = _writer(g, out)
     total = g.stored_elements
+    repeat = np.repeat if count == 1 else broadcast_repeat
 
     def one(box: Box) -> int:
         target, copy = place(box)
@@ -455,14 +473,14 @@ def run(plan: Plan, storage_name: str, out: np.ndarray, *, data: np.ndarray | No
                 plan.keys is None or box.ks.stop - box.ks.start == g.block):
             raw = packed(box.start, box.stop)
         if raw is not None:
-            _from_bytes(plan, raw, box, target)
+            _from_bytes(plan, raw, box, target, repeat)
         else:
-            _from_codes(plan, codes(box.start, box.stop), box, target, storage_name)
+            _from_codes(plan, codes(box.start, box.stop), box, target, storage_name, repeat)
         if copy is not None:
             copy(target)
         return box.stop - box.start
 
-    work = boxes(g, bits)
+    work = boxes(g, bits, 1 if count == 1 else THREAD_CHUNKS)
     done = 0
     if count == 1:
         for box in work:

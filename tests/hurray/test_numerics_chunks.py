@@ -431,3 +431,13 @@ def test_pair_tables_of_shared_code_tables_are_built_once(storage_name):
              for scale in (1, 3)]
     assert plans[0].pairs is plans[1].pairs and not plans[0].pairs.flags.writeable
     assert plans[0].pairs.shape == (65536,) and plans[0].pairs.dtype == np.uint64
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "uint16", "uint8"])
+def test_broadcast_repeat_is_np_repeat(dtype):
+    """Threads expand chunk parameters by a broadcast copy (np.repeat holds the GIL): the same
+    array, element for element, as np.repeat."""
+    values = np.random.default_rng(6).integers(0, 200, 37).astype(dtype)
+    for count in (1, 2, 32):
+        ours = numerics.broadcast_repeat(values, count)
+        assert ours.dtype == values.dtype and np.array_equal(ours, np.repeat(values, count))

@@ -505,7 +505,9 @@ class _Reader:
                 # faster than 8-byte words (16-32 byte raw elements are slower than words)
                 wide, unit_type = rest_tile[-1], np.dtype(f"V{rest_tile[-1] * item}")
             if r > 1 and wide > 1 and rest_tile[-1] % wide == 0 and rest_e[-1] % wide == 0:  # 8 bytes or more at a time
-                codes = np.ascontiguousarray(codes).view(unit_type)
+                if codes.strides[-1] != item:  # a view of another width needs its last axis contiguous
+                    codes = np.ascontiguousarray(codes)
+                codes = codes.view(unit_type)  # no copy of part of a tile row: the transpose below copies once
                 rest_tile[-1] //= wide
                 rest_e[-1] //= wide
             sides = tuple(gk * tk for gk, tk in zip(grid[1:], rest_tile))

@@ -7,6 +7,11 @@ the default threads, as ratios to the copy, to the ``gguf`` package's NumPy dequ
 its nearest type (Q4_0, Q8_0, IQ4_NL, MXFP4; when gguf is installed) and, for the other
 layouts, to the same tensor stored row-major. Peak extra memory is tracemalloc's peak during
 one run, beyond the output.
+
+On a shared machine the load changes from one second to the next, so the figures compared are
+taken together: each case runs its layouts, thread counts, a copy and its gguf type in turn,
+``repeat`` rounds, and keeps each one's fastest; the baselines are the fastest copy and gguf
+runs of the whole run (the least disturbed, so no ratio is flattered by a slowed baseline).
 """
 
 from __future__ import annotations
@@ -113,7 +118,8 @@ def relaid(descriptor: Any, buffers: list[bytes], layout: str) -> tuple[Any, lis
     return read_tensor_descriptor(write_tensor_descriptor(changed)), [data, *buffers[1:]]
 
 
-def _gguf_time(x: np.ndarray, name: str, repeat: int) -> float | None:
+def _gguf_work(x: np.ndarray, name: str) -> Callable[[], object] | None:
+    """gguf's dequantization of ``x`` quantized to type ``name`` (None without gguf or the type)."""
     try:
         import gguf
     except ImportError:
@@ -129,7 +135,19 @@ def _gguf_time(x: np.ndarray, name: str, repeat: int) -> float | None:
         raw = rng.integers(0, 256, (x.shape[0], x.shape[1] // size * block_bytes), dtype=np.uint8)
         blocks = raw.reshape(-1, block_bytes)
         blocks[:, :2] = np.frombuffer(np.float16(0.01).tobytes(), dtype=np.uint8)
-    return best_of(repeat, lambda: gguf.quants.dequantize(raw, kind))
+    return lambda: gguf.quants.dequantize(raw, kind)
+
+
+def interleaved(repeat: int, works: dict[Any, Callable[[], object]]) -> dict[Any, float]:
+    """The fastest of ``repeat`` runs of each of ``works``, in seconds, run in turn round after
+    round, so that every figure meets the same load."""
+    times: dict[Any, float] = {key: float("inf") for key in works}
+    for _ in range(repeat):
+        for key, work in works.items():
+            start = time.perf_counter()
+            work()
+            times[key] = min(times[key], time.perf_counter() - start)
+    return times
 
 
 def run(size: int = 4096, repeat: int = 5, threads: int | None = None, out: TextIO | None = None,
@@ -141,23 +159,42 @@ def run(size: int = 4096, repeat: int = 5, threads: int | None = None, out: Text
     target = np.empty_like(x)
     copy = best_of(repeat, lambda: np.copyto(target, x))
     default = threads or workers()
-    result: dict[str, Any] = {"copyto": copy, "threads": default, "cases": {}}
-    gguf_times = {name: _gguf_time(x, name, max(1, repeat // 2)) for name in {c.gguf for c in cases if c.gguf}}
+    result: dict[str, Any] = {"threads": default, "cases": {}}
+    gguf_works = {name: _gguf_work(x, name) for name in sorted({c.gguf for c in cases if c.gguf})}
+    gguf_times: dict[str, float | None] = {name: None for name in gguf_works}
     result["gguf"] = gguf_times
-    for layout in layouts:
-        for case in cases:
-            descriptor, buffers = relaid(*quantize(x, case.scheme, **case.options), layout)
-            one = best_of(repeat, lambda: dequantize(descriptor, buffers, out=target, threads=1))
-            many = best_of(repeat, lambda: dequantize(descriptor, buffers, out=target, threads=default))
-            peak = peak_extra(lambda: dequantize(descriptor, buffers, out=target, threads=1))
-            figures = {"single": one, "default": many, "single_to_copy": one / copy, "default_to_copy": many / copy,
-                       "peak_bytes": peak}
+    measured: dict[tuple[str, str], dict[str, Any]] = {}
+    for case in cases:
+        quantized = quantize(x, case.scheme, **case.options)
+        tensors = {layout: relaid(*quantized, layout) for layout in layouts}
+        works: dict[Any, Callable[[], object]] = {"copy": lambda: np.copyto(target, x)}
+        if case.gguf and gguf_works.get(case.gguf) is not None:
+            works["gguf"] = gguf_works[case.gguf]
+        for layout, (descriptor, buffers) in tensors.items():
+            for key, count in (("single", 1), ("default", default)):
+                works[layout, key] = (lambda d=descriptor, b=buffers, n=count:  # noqa: E731
+                                      dequantize(d, b, out=target, threads=n))
+        times = interleaved(repeat, works)
+        copy = min(copy, times.pop("copy"))
+        if "gguf" in times:
+            known = gguf_times[case.gguf]
+            gguf_times[case.gguf] = times.pop("gguf") if known is None else min(known, times.pop("gguf"))
+        for layout, (descriptor, buffers) in tensors.items():
+            measured[case.label, layout] = {
+                "single": times[layout, "single"], "default": times[layout, "default"],
+                "peak_bytes": peak_extra(lambda: dequantize(descriptor, buffers, out=target, threads=1))}
+    result["copyto"] = copy  # the fastest copy and gguf times of the whole run are the baselines
+    for case in cases:
+        for layout in layouts:
+            figures = measured[case.label, layout]
+            one, many = figures["single"], figures["default"]
+            figures.update(single_to_copy=one / copy, default_to_copy=many / copy)
             reference = gguf_times.get(case.gguf) if case.gguf else None
             if reference:
                 figures["single_to_gguf"] = one / reference
                 figures["default_to_gguf"] = many / reference
-            if layout != "row-major" and (case.label, "row-major") in result["cases"]:
-                figures["single_to_row_major"] = one / result["cases"][(case.label, "row-major")]["single"]
+            if layout != "row-major" and (case.label, "row-major") in measured:
+                figures["single_to_row_major"] = one / measured[case.label, "row-major"]["single"]
             result["cases"][(case.label, layout)] = figures
     if out is not None:
         report(result, size, repeat, layouts, cases, out)
@@ -169,7 +206,8 @@ def report(result: dict[str, Any], size: int, repeat: int, layouts: tuple[str, .
     """The tables: one per layout, one row per case."""
     copy = result["copyto"]
     print(f"dequantize {size}x{size} float32 into a preallocated out, best of {repeat}; "
-          f"np.copyto baseline {copy * 1e3:.2f} ms; default threads = {result['threads']}", file=out)
+          f"np.copyto baseline {copy * 1e3:.2f} ms (the fastest of the run); default threads = {result['threads']}; "
+          "each case's layouts, thread counts, a copy and gguf measured in turn", file=out)
     for name, seconds in sorted(result["gguf"].items()):
         print(f"  gguf {name:<7} dequantize {'not available' if seconds is None else f'{seconds * 1e3:.2f} ms'}",
               file=out)
@@ -190,4 +228,5 @@ def report(result: dict[str, Any], size: int, repeat: int, layouts: tuple[str, .
                   file=out)
 
 
-__all__ = ["CASES", "Case", "LAYOUTS", "best_of", "check_options", "peak_extra", "relaid", "report", "run"]
+__all__ = ["CASES", "Case", "LAYOUTS", "best_of", "check_options", "interleaved", "peak_extra", "relaid", "report",
+           "run"]

@@ -111,7 +111,7 @@ def prepare_dequantize(descriptor: TensorDescriptor, buffers: Sequence[Any]) -> 
                                path="descriptor -> shape", actual=list(d.shape), expected="static sizes")
     storage.check_output_size(tuple(d.shape), 4, "dequantize")
     contents = _contents(buffers)
-    params = validate_buffers(d, contents, padding=False)
+    params = validate_buffers(d, contents, padding=False, checked=True)  # d is checked above
     plan = plan_for(q, tuple(d.shape), params)
     storage.check_output_size(tuple(plan.geometry.shape), 1, "dequantize")
     name = BY_TAG[d.type_tag].name

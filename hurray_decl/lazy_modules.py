@@ -20,7 +20,9 @@ class LazyModule:
         self.__name = name
 
     def __getattr__(self, attribute: str) -> Any:
-        return getattr(importlib.import_module(self.__name), attribute)
+        value = getattr(importlib.import_module(self.__name), attribute)
+        setattr(self, attribute, value)  # later reads find it here: hot loops make no import call
+        return value
 
     def __repr__(self) -> str:
         return f"<module {self.__name!r}, imported on first use>"

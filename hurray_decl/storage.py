@@ -95,6 +95,27 @@ def value_table(name: str) -> np.ndarray:
     return read_only(codes.view(NARROW_FLOATS[name]).astype(np.float32))
 
 
+HALF_EXPONENTS = {"float16": 0x7C00, "bfloat16": 0x7F80}
+"""The 16-bit scale types and their exponent masks: their values are checked on the bits, which
+NumPy does many times faster than it converts them to float32."""
+
+
+def not_finite(values: np.ndarray) -> np.ndarray:
+    """Mask of the NaN and infinite entries of a float16, bfloat16 or float32 array."""
+    mask = HALF_EXPONENTS.get(values.dtype.name)
+    if mask is None:
+        return ~np.isfinite(np.asarray(values, dtype=np.float32))
+    exponent = np.uint16(mask)
+    return (values.view(np.uint16) & exponent) == exponent
+
+
+def is_zero(values: np.ndarray) -> np.ndarray:
+    """Mask of the zero entries (either sign) of a float16, bfloat16 or float32 array."""
+    if values.dtype.name not in HALF_EXPONENTS:
+        return np.asarray(values, dtype=np.float32) == 0
+    return (values.view(np.uint16) & np.uint16(0x7FFF)) == 0
+
+
 def read_only(array: np.ndarray) -> np.ndarray:
     """``array`` made unwriteable: cached tables are shared by every caller and thread."""
     array.flags.writeable = False

@@ -113,10 +113,10 @@ def check_data(descriptor: PerBlockAffine, data: Any) -> None:
 
 def plan(descriptor: PerBlockAffine, shape: tuple[int, ...], params: Any) -> Plan:
     """One scale (and zero point, folded into the code table) per block; float16/bfloat16 scales
-    widen exactly (HQ-PB-21); ``float32(q - z) * s`` (HQ-PB-15)."""
+    widen exactly (HQ-PB-21), chunk by chunk in the kernel; ``float32(q - z) * s`` (HQ-PB-15)."""
     geometry = Geometry(shape, descriptor.axis, descriptor.block_size)
     scale_type = SCALE_TYPES[descriptor.scale_type_tag]
-    scales = by_block_row(params.array("scale_buffer_index", scale_type).astype(np.float32), geometry)
+    scales = by_block_row(params.array("scale_buffer_index", scale_type), geometry)
     zeros = None if descriptor.symmetric else by_block_row(params.array("zero_point_buffer_index", "<i4"), geometry)
     return affine_plan(geometry, params.element.name, scales, zeros)
 

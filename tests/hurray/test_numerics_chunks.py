@@ -400,10 +400,12 @@ def test_bench_reports_every_layout_and_case():
 
 
 @pytest.mark.parametrize("shape, tile", [((64,), (16,)), ((16, 24, 32), (4, 8, 16)), ((5, 40), (2, 16)),
-                                         ((6, 48), (3, 24)), ((7, 20), (4, 6))])
+                                         ((6, 48), (3, 24)), ((7, 20), (4, 6)), ((5, 192), (2, 64)),
+                                         ((3, 5, 128), (2, 3, 64)), ((5, 100), (2, 64))])
 def test_tiles_of_every_rank_move_whole_words_correctly(shape, tile):
-    """Tile rows 8 bytes wide are moved as uint64; the others code by code: both give the codes
-    of the tiles laid out here (row-major grid of row-major tiles, the edges padded)."""
+    """Tile rows of 64 bytes and more are moved as one raw element, rows of whole 8-byte words as
+    uint64, the others code by code: each gives the codes of the tiles laid out here (row-major
+    grid of row-major tiles, the edges padded)."""
     x = np.random.default_rng(1).standard_normal(shape)
     descriptor, buffers = codec.quantize(x, "per_tensor_affine", storage="int8")
     codes = logical_codes(descriptor, buffers)
@@ -417,3 +419,25 @@ def test_tiles_of_every_rank_move_whole_words_correctly(shape, tile):
         layout=Tiled(tile_shape=tile), buffers=(BufferHandle(byte_size=len(data)),))))
     assert np.array_equal(logical_codes(tiled, [data]).view(np.uint8), codes.view(np.uint8))
     same_bits(hd.dequantize(tiled, [data]), hd.dequantize(descriptor, buffers))
+
+
+@pytest.mark.parametrize("storage_name", ["float8_e4m3", "int8"])
+def test_pair_tables_of_shared_code_tables_are_built_once(storage_name):
+    """Two bytes per take read a 65536-row table (512 KiB): every plan over the same shared code
+    table gets the same one, so repeated dequantization keeps no table per call (memory bounded
+    whatever the number of calls)."""
+    x = np.random.default_rng(5).standard_normal((8, 64))
+    plans = [codec.prepare_dequantize(*codec.quantize(x * scale, "mxfp", block_size=32, storage=storage_name)).plan
+             for scale in (1, 3)]
+    assert plans[0].pairs is plans[1].pairs and not plans[0].pairs.flags.writeable
+    assert plans[0].pairs.shape == (65536,) and plans[0].pairs.dtype == np.uint64
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "uint16", "uint8"])
+def test_broadcast_repeat_is_np_repeat(dtype):
+    """Threads expand chunk parameters by a broadcast copy (np.repeat holds the GIL): the same
+    array, element for element, as np.repeat."""
+    values = np.random.default_rng(6).integers(0, 200, 37).astype(dtype)
+    for count in (1, 2, 32):
+        ours = numerics.broadcast_repeat(values, count)
+        assert ours.dtype == values.dtype and np.array_equal(ours, np.repeat(values, count))

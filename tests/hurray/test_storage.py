@@ -124,3 +124,18 @@ def test_whole_byte_types_are_little_endian():
     pair = struct.pack("<ff", 1.5, -2.0)
     assert storage.decode(np.frombuffer(pair, np.uint8), "complex64", 1).tolist() == [complex(1.5, -2.0)]
     assert storage.decode(raw("ffffffff"), "uint32", 1).tolist() == [0xFFFF_FFFF]
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16", "float32"])
+def test_scale_checks_on_the_bits_agree_with_float32_for_every_value(name):
+    """The checks dequantization runs on 16-bit scales read the bits (no float32 copy): for every
+    one of the 65536 bit patterns (and float32's specials), the same NaN/infinity and zero masks as
+    comparing the float32 values; a mask shifted by one bit position would disagree here."""
+    if name == "float32":
+        values = np.array([0.0, -0.0, 1.0, -2.5, np.inf, -np.inf, np.nan, 1e-45, 3.4e38], dtype=np.float32)
+    else:
+        values = np.arange(1 << 16, dtype=np.uint16).view(storage.dtype(name))
+    wide = values.astype(np.float32)
+    assert np.array_equal(storage.not_finite(values), ~np.isfinite(wide))
+    assert np.array_equal(storage.is_zero(values), wide == 0)
+    assert storage.not_finite(values).sum() == {"float16": 2048, "bfloat16": 256, "float32": 3}[name]

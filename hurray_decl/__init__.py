@@ -25,7 +25,7 @@ def _lazy_names() -> dict[str, tuple[str, str | None]]:
         if isinstance(statement, ast.ImportFrom):
             base = "." * statement.level + (statement.module or "")
             for alias in statement.names:
-                if statement.module is None:  # "from . import numerics": a submodule
+                if statement.module is None:  # "from . import kernels": a submodule
                     names[alias.asname or alias.name] = (base + alias.name, None)
                 else:
                     names[alias.asname or alias.name] = (base, alias.name)
@@ -65,11 +65,11 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # the public names: imported lazily at run time (see the module's documentation)
     __version__: str
-    from . import numerics
-    from .codec import dequantize, quantize
+    from . import kernels
+    from .tensor_numerics import dequantize, quantize
     from .convert.hurray import from_awq, from_gguf, from_gguf_file, from_gptq
-    from .engine import SCHEMES, decode_quantization, encode_quantization, kernel_for, load_quantization
-    from .engine import register_private_scheme, scheme, unregister_private_scheme
+    from .quantization import SCHEMES, decode_quantization, encode_quantization, kernel_for, load_quantization
+    from .quantization import register_private_scheme, scheme, unregister_private_scheme
     from .errors import HurrayDeclError
     from .schemes.mxfp import MXFP
     from .schemes.nf4 import NF4

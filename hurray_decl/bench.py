@@ -24,10 +24,10 @@ from typing import Any, Callable, TextIO
 import numpy as np
 
 from . import storage
-from .codec import dequantize, quantize
+from .tensor_numerics import dequantize, quantize
 from .element_types import BY_TAG
 from .errors import ArgumentError
-from .numerics import workers
+from .kernels import workers
 from .tensor import BufferHandle, ColumnMajor, Tiled, read_tensor_descriptor, write_tensor_descriptor
 from .tensor.access import stored_codes_row_major
 

@@ -98,7 +98,7 @@ SCHEME_EXAMPLES: dict[str, tuple[str, dict]] = {
 def _quantized(options: dict) -> bytes:
     import numpy as np
 
-    from .codec import quantize  # imported here: auditing the shipped corpus needs no numerics
+    from .tensor_numerics import quantize  # imported here: auditing the shipped corpus needs no numerics
 
     options = dict(options)
     rows = options.pop("rows", 4)

@@ -1,6 +1,6 @@
 """Coverage-guided fuzz target (atheris, that is libFuzzer for Python) over the two byte entry
 points: :func:`~hurray_decl.tensor.read_tensor_descriptor` and
-:func:`~hurray_decl.engine.decode_quantization`, each strict and permissive.
+:func:`~hurray_decl.quantization.decode_quantization`, each strict and permissive.
 
 Every input goes through all four calls. The oracle:
 
@@ -36,7 +36,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from .engine import decode_quantization, encode_quantization
+from .quantization import decode_quantization, encode_quantization
 from .errors import HurrayDeclError
 from .fuzz_harness import run_libfuzzer, within
 from .tensor import read_tensor_descriptor, write_tensor_descriptor

@@ -15,7 +15,7 @@ from importlib import resources
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
-from . import engine
+from . import quantization
 from .element_types import BY_TAG
 from .errors import HurrayDeclError
 from .html_dump import render_html
@@ -62,7 +62,7 @@ class Dump:
 
 
 def _scheme_tag(value: int) -> str:
-    row = engine.SCHEMES.get(value)
+    row = quantization.SCHEMES.get(value)
     return f"0x{value:02X} ({row.title if row else tag_range(value).cls.value})"
 
 
@@ -146,11 +146,11 @@ def quantization_dump(data: bytes, *, permissive: bool = False, base: int = 0, p
     data = bytes(data)
     error: HurrayDeclError | None = None
     try:
-        engine.decode_quantization(data, permissive=permissive)
+        quantization.decode_quantization(data, permissive=permissive)
     except HurrayDeclError as err:
         error = err
     spans: list[Span] = []
-    row = engine.SCHEMES.get(data[0]) if data else None
+    row = quantization.SCHEMES.get(data[0]) if data else None
     if row is not None:
         spans, stopped = trace(row.struct, data[: row.length], prefix=prefix)
         if len(data) > row.length and stopped is None:

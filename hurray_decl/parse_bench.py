@@ -62,7 +62,7 @@ def run(repeat: int = 5, rounds: int = 20, out: TextIO | None = None) -> dict[st
                             actual=str(exc), expected="a run from the repository") from exc
     finally:
         sys.path.remove(str(_REPO))
-    from .engine import decode_quantization
+    from .quantization import decode_quantization
     from .tensor import read_tensor_descriptor, write_tensor_descriptor
     from .tensor.reader import field_positions
 

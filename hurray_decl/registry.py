@@ -84,10 +84,10 @@ class SchemeRow:
     version: int = 1
     private: bool = False
     kernel: Callable[..., Any] | None = None
-    """``kernel(descriptor, shape, params)``: the :class:`~hurray_decl.numerics.Plan` that
+    """``kernel(descriptor, shape, params)``: the :class:`~hurray_decl.kernels.Plan` that
     dequantizes a tensor (``params`` reads the parameter arrays from the buffers)."""
     quantize: Callable[..., Any] | None = None
-    """``quantize(x, options)``: a :class:`~hurray_decl.numerics.Quantized` for a float array."""
+    """``quantize(x, options)``: a :class:`~hurray_decl.kernels.Quantized` for a float array."""
     quantize_defaults: Mapping[str, Any] = field(default_factory=dict)
     """The options ``quantize`` takes when the caller gives none (``axis`` -1 is the last axis,
     ``block_size``, ``storage``)."""

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import hurray_decl as hd
-from hurray_decl import cli, codec, examples
+from hurray_decl import cli, tensor_numerics, examples
 from hurray_decl.hexdump import UNDECODED, hexdump
 from hurray_decl.tensor.layouts import LAYOUTS
 from tests.hurray.test_hexdump import assert_rows_cover
@@ -43,7 +43,7 @@ def test_json_rows_cover_every_conformance_vector(name, capsys):
        seed=st.integers(0, 2**31))
 def test_json_rows_cover_quantized_tensors(scheme, rows, seed):
     x = np.random.default_rng(seed).standard_normal((rows, 64)).astype(np.float32)
-    descriptor, _ = codec.quantize(x, scheme)
+    descriptor, _ = tensor_numerics.quantize(x, scheme)
     data = hd.write_tensor_descriptor(descriptor)
     dump = json.loads(hexdump(data, format="json"))
     assert dump["error"] is None
@@ -64,7 +64,7 @@ MUTATIONS = [
 
 @pytest.mark.parametrize("label, where, value, code", MUTATIONS, ids=[m[0] for m in MUTATIONS])
 def test_inspect_and_validate_name_the_broken_rule(label, where, value, code, capsys, tmp_path):
-    descriptor, _ = codec.quantize(np.ones((2, 32), np.float32), "per_block_affine", block_size=16)
+    descriptor, _ = tensor_numerics.quantize(np.ones((2, 32), np.float32), "per_block_affine", block_size=16)
     data = bytearray(hd.write_tensor_descriptor(descriptor))
     q = len(data) - 24
     offsets = {"scheme_tag": q, "scale_buffer_index": q + 12, "reserved": q + 21}
@@ -104,7 +104,7 @@ def test_quantization_payloads_decode_and_encode(capsys, tmp_path):
 
 def test_dequantize_writes_an_npy(capsys, tmp_path):
     x = np.linspace(-2, 2, 96, dtype=np.float32).reshape(3, 32)
-    descriptor, buffers = codec.quantize(x, "nf4", block_size=32)
+    descriptor, buffers = tensor_numerics.quantize(x, "nf4", block_size=32)
     (tmp_path / "d.bin").write_bytes(hd.write_tensor_descriptor(descriptor))
     names = []
     for i, content in enumerate(buffers):

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from hurray_decl import cli
-from hurray_decl.codec import dequantize
+from hurray_decl.tensor_numerics import dequantize
 from hurray_decl.container import validate_container
 
 FILES = Path(__file__).resolve().parents[1].parent / "shared" / "conformance" / "hurray" / "files"

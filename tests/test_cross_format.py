@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import hurray_decl as hd
-from hurray_decl import codec
+from hurray_decl import tensor_numerics
 from hurray_decl import onnx_light as ol
 from hurray_decl.onnx_light.convert import from_block_parts, to_block_parts
 from tests.helpers import raises_rule
@@ -23,10 +23,10 @@ def test_hurray_to_ort_to_hurray_is_byte_identical(bits, k, n, block, seed):
     block = min(block, 1 << (k.bit_length() - 1))
     x = np.random.default_rng(seed).standard_normal((k, n)).astype(np.float32)
     storage = f"uint{bits}"
-    descriptor, buffers = codec.quantize(x, "per_block_affine", axis=0, block_size=block, storage=storage,
+    descriptor, buffers = tensor_numerics.quantize(x, "per_block_affine", axis=0, block_size=block, storage=storage,
                                          symmetric=False)
-    value = from_block_parts(codec.block_parts(descriptor, buffers), FORMATS[bits])
-    again, again_buffers = codec.from_block_parts(to_block_parts(value, storage=storage, symmetric=False))
+    value = from_block_parts(tensor_numerics.block_parts(descriptor, buffers), FORMATS[bits])
+    again, again_buffers = tensor_numerics.from_block_parts(to_block_parts(value, storage=storage, symmetric=False))
     assert hd.write_tensor_descriptor(again) == hd.write_tensor_descriptor(descriptor)
     assert again_buffers == buffers
     assert np.array_equal(ol.dequantize_value(value), hd.dequantize(descriptor, buffers))
@@ -39,16 +39,16 @@ def test_ort_to_hurray_to_ort_is_byte_identical(bits, k, n, block, seed):
     x = np.random.default_rng(seed).standard_normal((k, n)).astype(np.float32)
     value = ol.quantize_array(x, ol.make_matmul_nbits_plan(FORMATS[bits], k, n, block_size=block))
     try:
-        descriptor, buffers = codec.from_block_parts(to_block_parts(value))
+        descriptor, buffers = tensor_numerics.from_block_parts(to_block_parts(value))
     except hd.HurrayDeclError as err:  # a block wider than K: Hurray needs block_size <= shape[axis]
         assert err.code == "HQ-PB-05" and block > k
         return
-    back = from_block_parts(codec.block_parts(descriptor, buffers), FORMATS[bits])
+    back = from_block_parts(tensor_numerics.block_parts(descriptor, buffers), FORMATS[bits])
     assert back.SerializeToString() == value.SerializeToString()
     assert np.array_equal(hd.dequantize(descriptor, buffers), ol.dequantize_value(value))
 
 
 def test_block_parts_need_a_per_block_tensor():
-    descriptor, buffers = codec.quantize(np.ones((4, 4), np.float32), "per_channel_affine")
+    descriptor, buffers = tensor_numerics.quantize(np.ones((4, 4), np.float32), "per_channel_affine")
     with raises_rule("HQ-PB-01"):
-        codec.block_parts(descriptor, buffers)
+        tensor_numerics.block_parts(descriptor, buffers)

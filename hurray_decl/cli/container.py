@@ -214,7 +214,7 @@ def extract(args: argparse.Namespace) -> int:
 def dequantize(args: argparse.Namespace, data: Any) -> int:
     import numpy as np
 
-    from ..codec import dequantize as run_dequantize
+    from ..tensor_numerics import dequantize as run_dequantize
 
     def run() -> int:
         if args.buffers:

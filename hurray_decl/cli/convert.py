@@ -394,7 +394,7 @@ def cmd_quantize(args: argparse.Namespace) -> int:
     source = Path(args.source)
     if not source.is_file():
         raise CommandError(FILE_ERROR, f"no such file: {source}")
-    from ..engine import scheme
+    from ..quantization import scheme
     from ..errors import HurrayDeclError
 
     try:
@@ -409,7 +409,7 @@ def cmd_quantize(args: argparse.Namespace) -> int:
     if not isinstance(array, np.ndarray) or array.dtype.kind not in "fiu":
         raise CommandError(INVALID, f"invalid input: {source} holds {getattr(array, 'dtype', 'no array')}, not real "
                            "numbers")
-    from ..codec import quantize
+    from ..tensor_numerics import quantize
 
     descriptor, buffers = quantize(array, args.scheme, axis=args.axis, block_size=args.block_size,
                                    storage=args.storage, symmetric=not args.asymmetric, scale_type=args.scale_type)

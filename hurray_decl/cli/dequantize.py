@@ -21,7 +21,7 @@ def cmd_dequantize(args: argparse.Namespace) -> int:
     """Refusals are HurrayDeclErrors: main() prints their rule (exit 1), no file having been created."""
     import numpy as np
 
-    from ..codec import prepare_dequantize
+    from ..tensor_numerics import prepare_dequantize
     from ..tensor import read_tensor_descriptor
 
     if not args.buffers:

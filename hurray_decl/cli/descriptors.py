@@ -51,7 +51,7 @@ def read(args: argparse.Namespace) -> Input:
 def decode(data: bytes, args: argparse.Namespace) -> Any:
     """The descriptor model of ``data``, as ``args`` says (kind, permissive)."""
     if args.quantization:
-        from ..engine import decode_quantization
+        from ..quantization import decode_quantization
 
         return decode_quantization(data, permissive=args.permissive)
     from ..tensor import read_tensor_descriptor
@@ -131,7 +131,7 @@ def load(text: str, args: argparse.Namespace) -> Any:
 
     try:
         if args.quantization:
-            from ..engine import load_quantization
+            from ..quantization import load_quantization
 
             return load_quantization(document)
         from ..tensor import TensorDescriptor
@@ -165,7 +165,7 @@ def schema_error(err: Any) -> Any:
 def cmd_encode(args: argparse.Namespace) -> int:
     model = load(read_text(args.input), args)  # a value the format refuses: main() prints its rule, exit 1
     if args.quantization:
-        from ..engine import encode_quantization
+        from ..quantization import encode_quantization
 
         data = encode_quantization(model, permissive=args.permissive)
     else:

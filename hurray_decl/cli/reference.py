@@ -9,7 +9,7 @@ from .common import OK, UsageError
 
 
 def cmd_schemes(args: argparse.Namespace) -> int:
-    from ..engine import scheme_table
+    from ..quantization import scheme_table
 
     print(scheme_table())
     return OK

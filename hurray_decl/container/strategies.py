@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 from hypothesis import strategies as st
 
-from ..codec import quantize
+from ..tensor_numerics import quantize
 from ..element_types import BY_NAME
 from ..schema import field_offsets
 from ..tensor import BufferHandle, CompositeHead, RowMajor, TensorDescriptor

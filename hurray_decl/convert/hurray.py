@@ -1,7 +1,7 @@
 """GGUF, GPTQ and AWQ weights as Hurray per-block affine tensors, bit for bit or refused.
 
 Each function splits its source into :class:`~hurray_decl.convert.parts.BlockParts`
-(:mod:`.gguf`, :mod:`.group`) and builds the tensor with :func:`hurray_decl.codec.from_block_parts`,
+(:mod:`.gguf`, :mod:`.group`) and builds the tensor with :func:`hurray_decl.tensor_numerics.from_block_parts`,
 which checks it by the same rules as any input.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..codec import from_block_parts
+from ..tensor_numerics import from_block_parts
 from ..errors import ArgumentError
 from ..tensor import TensorDescriptor
 from .gguf import gguf_parts, read_gguf

@@ -18,7 +18,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import codec
+from .. import tensor_numerics
 from ..errors import ArgumentError
 from ..onnx_light import (
     EncodedValueProto,
@@ -64,7 +64,7 @@ def to_matmul_nbits(parts: BlockParts, *, scale_type: str | None = None) -> Enco
 
 def tensor_to_matmul_nbits(descriptor: Any, buffers: Sequence[Any], *, scale_type: str | None = None) -> EncodedValueProto:
     """A row-major per-block affine Hurray tensor as an ORT MatMulNBits value (see :func:`to_matmul_nbits`)."""
-    return to_matmul_nbits(codec.block_parts(descriptor, buffers), scale_type=scale_type)
+    return to_matmul_nbits(tensor_numerics.block_parts(descriptor, buffers), scale_type=scale_type)
 
 
 def _int_attribute(node: Any, name: str, value: int) -> None:

@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import storage as element_storage
 from ..element_types import BY_NAME
-from ..engine import scheme
+from ..quantization import scheme
 from ..errors import ArgumentError, RuleViolation
 from ..schemes.per_block_affine import SCALE_TYPES
 

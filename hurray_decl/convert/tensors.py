@@ -18,7 +18,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import codec
+from .. import tensor_numerics
 from ..element_types import BY_NAME
 from ..errors import ArgumentError, UnsupportedError
 from ..onnx_light import EncodedValueProto, QuantizationFormat, TensorProto, from_block_parts, to_block_parts
@@ -90,7 +90,7 @@ def hurray_to_ort(descriptor: TensorDescriptor, buffers: Sequence[Any], *, scale
 
 def hurray_to_onnx_light(descriptor: TensorDescriptor, buffers: Sequence[Any]) -> EncodedValueProto:
     """A row-major per-block affine tensor of 4- or 8-bit codes as an onnx-light int4/int8 value (float32)."""
-    parts = codec.block_parts(descriptor, buffers)
+    parts = tensor_numerics.block_parts(descriptor, buffers)
     bits = BY_NAME[parts.storage].bits
     if bits not in _PORTABLE:
         raise UnsupportedError("HQ-PB-14", "onnx-light int4/int8 values hold 4- and 8-bit codes", path="storage",
@@ -100,7 +100,7 @@ def hurray_to_onnx_light(descriptor: TensorDescriptor, buffers: Sequence[Any]) -
 
 def onnx_light_to_hurray(value: EncodedValueProto, model: Any = None) -> Tensor:
     """An onnx-light int4/int8 or ORT MatMulNBits value as a per-block affine tensor, codes copied."""
-    return codec.from_block_parts(to_block_parts(value, model))
+    return tensor_numerics.from_block_parts(to_block_parts(value, model))
 
 
 def initializer_to_hurray(value: Any, model: Any = None) -> Tensor:

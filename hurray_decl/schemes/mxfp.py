@@ -11,7 +11,7 @@ from ..lazy_modules import numpy as np
 from ..element_types import by_name
 from .. import storage
 from ..errors import RuleViolation
-from ..numerics import Geometry, Plan, Quantized, block_order, by_block_row, code_values, grouped
+from ..kernels import Geometry, Plan, Quantized, block_order, by_block_row, code_values, grouped
 from ..registry import SchemeRow
 from ..schema import power_of_two
 from ..model import U32

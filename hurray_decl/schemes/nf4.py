@@ -7,7 +7,7 @@ from typing import Any, ClassVar, Literal
 import construct as cs
 from ..lazy_modules import numpy as np
 
-from ..numerics import Geometry, Plan, Quantized, block_order, by_block_row, cast_up, code_values, grouped
+from ..kernels import Geometry, Plan, Quantized, block_order, by_block_row, cast_up, code_values, grouped
 from ..registry import SchemeRow
 from ..schema import power_of_two
 from ..model import U32

@@ -9,7 +9,7 @@ from ..lazy_modules import numpy as np
 
 from ..element_types import by_name
 from .. import storage
-from ..numerics import (
+from ..kernels import (
     Geometry,
     Plan,
     Quantized,
@@ -122,7 +122,7 @@ def plan(descriptor: PerBlockAffine, shape: tuple[int, ...], params: Any) -> Pla
 
 
 def quantize(x: np.ndarray, options: Any) -> Quantized:
-    """Calibration: one group per block (:func:`~hurray_decl.numerics.affine_calibration`), scales
+    """Calibration: one group per block (:func:`~hurray_decl.kernels.affine_calibration`), scales
     rounded up into the scale type; padding elements are code 0 (HQ-PB-18)."""
     g = Geometry(x.shape, options.axis, options.block_size)
     blocks = grouped(x, options.axis, options.block_size)

@@ -7,7 +7,7 @@ from typing import Any, ClassVar, Literal
 import construct as cs
 from ..lazy_modules import numpy as np
 
-from ..numerics import Geometry, Plan, Quantized, affine_calibration, affine_codes, affine_plan
+from ..kernels import Geometry, Plan, Quantized, affine_calibration, affine_codes, affine_plan
 from ..registry import SchemeRow
 from ..schema import equals, zero_bytes
 from .per_tensor_affine import ROW as PER_TENSOR
@@ -84,7 +84,7 @@ def plan(descriptor: PerChannelAffine, shape: tuple[int, ...], params: Any) -> P
 
 
 def quantize(x: np.ndarray, options: Any) -> Quantized:
-    """Calibration: one group per index along the axis (:func:`~hurray_decl.numerics.affine_calibration`)."""
+    """Calibration: one group per index along the axis (:func:`~hurray_decl.kernels.affine_calibration`)."""
     g = Geometry(x.shape, options.axis, 1)
     x3 = x.reshape(g.before, g.extent, g.after)
     scales, zeros = affine_calibration(x3.min(axis=(0, 2), initial=0.0), x3.max(axis=(0, 2), initial=0.0),

@@ -11,7 +11,7 @@ from pydantic import computed_field, field_validator, model_validator
 
 from ..element_types import by_name
 from ..errors import RuleViolation
-from ..numerics import Geometry, Plan, Quantized, affine_calibration, affine_codes, affine_plan, code_values
+from ..kernels import Geometry, Plan, Quantized, affine_calibration, affine_codes, affine_plan, code_values
 from ..registry import SchemeRow
 from ..schema import zero_bytes
 from ..model import I32
@@ -94,7 +94,7 @@ def plan(descriptor: PerTensorAffine, shape: tuple[int, ...], params: Any) -> Pl
 
 
 def quantize(x: np.ndarray, options: Any) -> Quantized:
-    """Calibration: the whole tensor is one group (:func:`~hurray_decl.numerics.affine_calibration`)."""
+    """Calibration: the whole tensor is one group (:func:`~hurray_decl.kernels.affine_calibration`)."""
     scales, zeros = affine_calibration(np.min(x, initial=0.0), np.max(x, initial=0.0),
                                        options.storage, options.symmetric)
     model = PerTensorAffine(scale=float(scales), zero_point=int(zeros))

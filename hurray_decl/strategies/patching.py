@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 import construct as cs
 
-from ..engine import SCHEMES, encode_quantization
+from ..quantization import SCHEMES, encode_quantization
 from ..tensor import BufferHandle, TensorDescriptor
 from ..tensor.reader import trace_tensor_descriptor
 from ..tensor.buffers import BUFFER_COUNT, MIN_ALIGNMENT

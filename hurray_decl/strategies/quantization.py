@@ -30,7 +30,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from ..engine import encode_quantization, scheme as scheme_row
+from ..quantization import encode_quantization, scheme as scheme_row
 from ..registry import SchemeRow
 from ..schemes import BUILTIN
 from ..schemes.quantization import Descriptor

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable, Sequence
 from hypothesis import strategies as st
 
 from ..element_types import BY_NAME, ELEMENT_TYPES, Kind
-from ..engine import scheme as scheme_row
+from ..quantization import scheme as scheme_row
 from ..errors import ArgumentError
 from ..storage import byte_size
 from ..tensor import BufferHandle, ExtensionType, TensorDescriptor

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from ..element_types import BY_TAG, ElementType
-from ..engine import scheme
+from ..quantization import scheme
 from ..errors import RuleViolation
 from ..storage import byte_size, packing
 from ..tags import is_private

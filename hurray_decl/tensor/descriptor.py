@@ -3,7 +3,7 @@ DIGEST Appendix A placed in it as zero-width checkpoints where Appendix A checks
 
 :data:`DESCRIPTOR` is composed of the section declarations (``HEADER``, the layout rows'
 ``struct(rank)``, ``HANDLE``, ``STATISTICS``, ``EXTENSION_TYPE``, ``COMPOSITE_MEMBER``, the
-scheme rows' structs through :func:`~hurray_decl.engine.decode_quantization`): fixed header,
+scheme rows' structs through :func:`~hurray_decl.quantization.decode_quantization`): fixed header,
 shape, byte_offset, the layout fields chosen by ``layout_tag`` for the rank, the buffer table,
 each optional section under its flag in wire order, the length-prefixed quantization payload
 (writer padding kept), and the trailing bytes of a newer minor version.
@@ -29,7 +29,7 @@ from typing import Any, Callable
 import construct as cs
 from construct import this
 
-from ..engine import SCHEMES, decode_quantization, encode_quantization
+from ..quantization import SCHEMES, decode_quantization, encode_quantization
 from ..errors import HurrayDeclError, RuleViolation, TruncatedError
 from ..schema import Bytes, Record, compiled, construct_path, fast_parser, field_offsets
 from ..trace import parse_tree, positions_of

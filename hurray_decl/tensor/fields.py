@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from ..engine import SCHEMES
+from ..quantization import SCHEMES
 from ..errors import ArgumentError
 from ..schema import field_offsets
 from ..trace import trace

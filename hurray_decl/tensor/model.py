@@ -9,7 +9,7 @@ import construct as cs
 
 from pydantic import SerializeAsAny, model_validator
 
-from ..engine import load_quantization
+from ..quantization import load_quantization
 
 from ..schemes.quantization import Descriptor as QuantizationDescriptor
 from .buffers import BufferHandle

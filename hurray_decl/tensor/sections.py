@@ -1,6 +1,6 @@
 """The optional sections after the buffer table (DIGEST § 5.9-5.12): shard, statistics,
 extension type and composite member. The quantization section is framed by the reader and its
-payload decoded by :func:`hurray_decl.engine.decode_quantization`.
+payload decoded by :func:`hurray_decl.quantization.decode_quantization`.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from typing import Any, NoReturn, Sequence
 from ..lazy_modules import numpy as np
 
 from ..element_types import BY_NAME, BY_TAG
-from ..engine import scheme
+from ..quantization import scheme
 from ..errors import OpaqueDataAccess, RuleViolation
 from ..schemes.quantization import OpaqueQuantization
 from .. import storage

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hurray_decl import schema, strategies
-from hurray_decl.engine import decode_quantization, encode_quantization, register_private_scheme, \
+from hurray_decl.quantization import decode_quantization, encode_quantization, register_private_scheme, \
     unregister_private_scheme
 from hurray_decl.errors import HurrayDeclError
 from hurray_decl.schema import Rule, compiled, field_offsets
@@ -247,7 +247,7 @@ def test_a_copy_of_a_read_descriptor_is_validated_again_by_the_writer():
 
 def test_every_builtin_declaration_compiles():
     """A declaration that cannot compile is parsed interpreted, silently and slowly: none of ours."""
-    from hurray_decl.engine import SCHEMES
+    from hurray_decl.quantization import SCHEMES
     from hurray_decl.tensor.header import PREAMBLE
 
     for rank in range(5):

@@ -14,7 +14,7 @@ from typing import Callable
 import pytest
 
 from hurray_decl import MXFP, NF4, PerBlockAffine, PerChannelAffine, PerTensorAffine
-from hurray_decl.engine import decode_quantization, encode_quantization
+from hurray_decl.quantization import decode_quantization, encode_quantization
 from hurray_decl.errors import HurrayDeclError
 from hurray_decl.tensor import (
     COO,

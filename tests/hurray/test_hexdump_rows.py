@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hurray_decl import read_tensor_descriptor, write_tensor_descriptor
-from hurray_decl.engine import decode_quantization
+from hurray_decl.quantization import decode_quantization
 from hurray_decl.errors import HurrayDeclError
 from hurray_decl.hexdump import dump, render
 from hurray_decl.strategies import MUTANTS, tensor_descriptors

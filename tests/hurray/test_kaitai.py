@@ -36,7 +36,7 @@ from hypothesis import strategies as st
 
 import hurray_decl
 from hurray_decl import HurrayDeclError, decode_quantization
-from hurray_decl.engine import SCHEMES
+from hurray_decl.quantization import SCHEMES
 from hurray_decl.strategies import quantization_descriptors
 
 from generated.hurray.quantization import Quantization

@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import hurray_decl as hd
-from hurray_decl import codec, storage
+from hurray_decl import tensor_numerics, storage
 from hurray_decl.element_types import BY_NAME, BY_TAG
-from hurray_decl.numerics import CHUNK_ELEMENTS
+from hurray_decl.kernels import CHUNK_ELEMENTS
 from tests.helpers import covers, raises_rule
 from tests.hurray.test_storage import formula_values
 
@@ -126,7 +126,7 @@ def quantized_tensors(draw, scheme_name: str):
         else:
             shape[axis] = draw(st.integers(minimum, 3 * minimum))
             block = draw(st.sampled_from(powers(minimum, shape[axis])))
-    g = hd.numerics.Geometry(tuple(shape), axis, block or 1)
+    g = hd.kernels.Geometry(tuple(shape), axis, block or 1)
     stored = g.stored_elements if block else int(np.prod(shape))
     if storage_name in FLOAT_LAYOUTS:
         table = storage.value_table(storage_name)
@@ -169,7 +169,7 @@ def quantized_tensors(draw, scheme_name: str):
         params.append(np.array(draw(st.lists(st.integers(100, 150), min_size=g.num_blocks, max_size=g.num_blocks)),
                                dtype=np.uint8))
         model = hd.MXFP(axis=axis, block_size=block, scale_buffer_index=1)
-    return codec.assemble(model, shape, storage_name, elements, params)
+    return tensor_numerics.assemble(model, shape, storage_name, elements, params)
 
 
 @covers("HQ-PT-08", "HQ-PC-12", "HQ-PB-15", "HQ-PB-19", "HQ-PB-21", "HQ-PB-22", "HQ-NF4-12", "HQ-MX-11",
@@ -200,7 +200,7 @@ def test_nf4_table_is_bit_exact():
 
 @covers("HQ-PB-19")
 def test_padding_content_never_refuses_dequantization():
-    descriptor, buffers = codec.quantize(np.arange(6, dtype=np.float32).reshape(2, 3), "per_block_affine",
+    descriptor, buffers = tensor_numerics.quantize(np.arange(6, dtype=np.float32).reshape(2, 3), "per_block_affine",
                                          block_size=2, symmetric=False)
     clean = hd.dequantize(descriptor, buffers)
     dirty = bytearray(buffers[0])
@@ -214,7 +214,7 @@ def test_padding_content_never_refuses_dequantization():
 @covers("HQ-PB-21")
 def test_half_precision_scales_widen_exactly():
     for scale_type, dtype in (("float16", np.float16), ("bfloat16", ml_dtypes.bfloat16)):
-        descriptor, buffers = codec.quantize(np.linspace(-3, 3, 64).reshape(2, 32), "per_block_affine",
+        descriptor, buffers = tensor_numerics.quantize(np.linspace(-3, 3, 64).reshape(2, 32), "per_block_affine",
                                              block_size=32, scale_type=scale_type)
         scales = np.frombuffer(buffers[1], dtype=dtype).astype(np.float32)
         codes = np.frombuffer(buffers[0], dtype=np.int8).reshape(2, 32).astype(np.float32)
@@ -266,7 +266,7 @@ def test_quantize_stays_within_half_a_step(scheme_name, options, data):
     cols = 32 if scheme_name == "mxfp" else data.draw(st.integers(16, 40))
     x = np.array(data.draw(st.lists(st.floats(-100, 100, width=32), min_size=rows * cols, max_size=rows * cols)),
                  dtype=np.float32).reshape(rows, cols)
-    descriptor, buffers = codec.quantize(x, scheme_name, **options)
+    descriptor, buffers = tensor_numerics.quantize(x, scheme_name, **options)
     assert hd.read_tensor_descriptor(hd.write_tensor_descriptor(descriptor)) == descriptor
     hd.validate_buffers(descriptor, buffers)
     y = hd.dequantize(descriptor, buffers).astype(np.float64)
@@ -294,7 +294,7 @@ def test_on_grid_values_come_back_exactly(scheme_name, options, step):
     codes = np.arange(-qmax, qmax + 1)
     x = (np.resize(codes, 4 * 16 * 4)[: 4 * 16].reshape(4, 16) * step).astype(np.float32)
     x[:, ::8] = qmax * step  # every group reaches the largest code, so calibration finds the grid
-    descriptor, buffers = codec.quantize(x, scheme_name, **options)
+    descriptor, buffers = tensor_numerics.quantize(x, scheme_name, **options)
     assert np.array_equal(hd.dequantize(descriptor, buffers), x)
 
 
@@ -302,7 +302,7 @@ def test_affine_error_is_within_half_a_step():
     rng = np.random.default_rng(7)
     x = rng.standard_normal((8, 96)).astype(np.float32) * 10
     for symmetric in (True, False):
-        descriptor, buffers = codec.quantize(x, "per_block_affine", block_size=32, symmetric=symmetric,
+        descriptor, buffers = tensor_numerics.quantize(x, "per_block_affine", block_size=32, symmetric=symmetric,
                                              storage="int4" if symmetric else "uint4")
         scales = np.repeat(np.frombuffer(buffers[1], "<f4").reshape(8, 3), 32, axis=1)
         error = np.abs(hd.dequantize(descriptor, buffers).astype(np.float64) - x)
@@ -313,7 +313,7 @@ def test_affine_error_is_within_half_a_step():
 def test_mxfp_exponent_keeps_the_block_finite(name):
     # float8_e5m2's value table holds infinities: the scale must come from its largest finite value.
     x = np.linspace(-100, 100, 32, dtype=np.float32).reshape(1, 32)
-    descriptor, buffers = codec.quantize(x, "mxfp", block_size=32, storage=name)
+    descriptor, buffers = tensor_numerics.quantize(x, "mxfp", block_size=32, storage=name)
     y = hd.dequantize(descriptor, buffers)
     assert np.isfinite(y).all() and np.abs(y - x).max() < 20
 
@@ -321,7 +321,7 @@ def test_mxfp_exponent_keeps_the_block_finite(name):
 def test_nf4_picks_the_nearest_level():
     rng = np.random.default_rng(3)
     x = rng.standard_normal((4, 64)).astype(np.float32)
-    descriptor, buffers = codec.quantize(x, "nf4", block_size=64)
+    descriptor, buffers = tensor_numerics.quantize(x, "nf4", block_size=64)
     absmax = np.frombuffer(buffers[1], "<f4")[:, None]
     y = hd.dequantize(descriptor, buffers)
     candidates = absmax[..., None] * np.array(NF4_TABLE, dtype=np.float32)
@@ -331,18 +331,18 @@ def test_nf4_picks_the_nearest_level():
 
 def test_quantize_refuses_non_finite_input():
     with raises_rule("HQ-PT-03", path="[1]"):
-        codec.quantize(np.array([1.0, np.nan]), "per_tensor_affine")
+        tensor_numerics.quantize(np.array([1.0, np.nan]), "per_tensor_affine")
 
 
 def test_mxfp_quantize_refuses_a_partial_block():
     with raises_rule("HQ-MX-08"):
-        codec.quantize(np.zeros((2, 24), np.float32), "mxfp", block_size=16)
+        tensor_numerics.quantize(np.zeros((2, 24), np.float32), "mxfp", block_size=16)
 
 
 # --- the dequantize contract --------------------------------------------------------------
 
 def test_dequantize_refuses_opaque_schemes():
-    descriptor, buffers = codec.quantize(np.ones((2, 4), np.float32), "per_tensor_affine")
+    descriptor, buffers = tensor_numerics.quantize(np.ones((2, 4), np.float32), "per_tensor_affine")
     data = bytearray(hd.write_tensor_descriptor(descriptor))
     at = data.index(hd.encode_quantization(descriptor.quantization))
     data[at] = 0x3A  # an unassigned scheme tag, skipped in permissive mode
@@ -352,14 +352,14 @@ def test_dequantize_refuses_opaque_schemes():
 
 
 def test_dequantize_refuses_unquantized_tensors():
-    descriptor, buffers = codec.quantize(np.ones((2, 4), np.float32), "per_tensor_affine")
+    descriptor, buffers = tensor_numerics.quantize(np.ones((2, 4), np.float32), "per_tensor_affine")
     plain = descriptor.replace(quantization=None, type_tag=BY_NAME["int8"].tag)
     with raises_rule("HT-SEC-01"):
         hd.dequantize(plain, buffers)
 
 
 def test_dequantize_checks_parameter_data_first():
-    descriptor, buffers = codec.quantize(np.ones((2, 32), np.float32), "per_block_affine", block_size=16)
+    descriptor, buffers = tensor_numerics.quantize(np.ones((2, 32), np.float32), "per_block_affine", block_size=16)
     scales = bytearray(buffers[1])
     scales[0:4] = struct.pack("<f", float("inf"))
     with raises_rule("HQ-PB-12"):
@@ -367,7 +367,7 @@ def test_dequantize_checks_parameter_data_first():
 
 
 def test_out_must_fit():
-    descriptor, buffers = codec.quantize(np.ones((2, 4), np.float32), "per_tensor_affine")
+    descriptor, buffers = tensor_numerics.quantize(np.ones((2, 4), np.float32), "per_tensor_affine")
     with raises_rule("ARGUMENT", path="out"):
         hd.dequantize(descriptor, buffers, out=np.empty((4, 2), np.float32))
 
@@ -375,7 +375,7 @@ def test_out_must_fit():
 def test_large_dequantization_stays_within_its_memory_bound(tmp_path):
     rows, cols = 512, 4096  # 2 Mi elements, 8 MiB of float32 output
     rng = np.random.default_rng(0)
-    descriptor, buffers = codec.quantize(rng.standard_normal((rows, cols)).astype(np.float32), "per_block_affine",
+    descriptor, buffers = tensor_numerics.quantize(rng.standard_normal((rows, cols)).astype(np.float32), "per_block_affine",
                                          block_size=32, storage="int4", scale_type="float16", symmetric=False)
     out = np.lib.format.open_memmap(tmp_path / "out.npy", mode="w+", dtype=np.float32, shape=(rows, cols))
     seen = []
@@ -396,11 +396,11 @@ def test_quantize_refuses_a_storage_type_the_scheme_does_not_list(scheme_name):
     row = hd.scheme(scheme_name)
     foreign = next(t.name for t in BY_NAME.values() if t.name not in row.storage_types)
     with raises_rule(row.storage_rule, path="storage"):
-        codec.quantize(np.ones((2, 64), np.float32), scheme_name, storage=foreign)
+        tensor_numerics.quantize(np.ones((2, 64), np.float32), scheme_name, storage=foreign)
 
 
 def test_symmetric_unsigned_storage_refuses_negative_values():
     with raises_rule("HQ-ZP-02", path="symmetric"):
-        codec.quantize(-np.ones((2, 64), np.float32), "per_block_affine", storage="uint4", symmetric=True)
-    descriptor, buffers = codec.quantize(np.full((2, 64), 3.0, np.float32), "per_block_affine", storage="uint4")
+        tensor_numerics.quantize(-np.ones((2, 64), np.float32), "per_block_affine", storage="uint4", symmetric=True)
+    descriptor, buffers = tensor_numerics.quantize(np.full((2, 64), 3.0, np.float32), "per_block_affine", storage="uint4")
     assert np.array_equal(hd.dequantize(descriptor, buffers), np.full((2, 64), 3.0, np.float32))

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import construct as cs
 import hurray_decl as hd
-from hurray_decl import bench, codec, numerics, storage
+from hurray_decl import bench, tensor_numerics, kernels, storage
 from hurray_decl.element_types import BY_NAME, BY_TAG
 from hurray_decl.errors import ArgumentError
 from hurray_decl.tensor import BufferHandle, ColumnMajor, Morton, Strided, TensorDescriptor, Tiled
@@ -34,7 +34,7 @@ SCHEMES = [row.name for row in hd.SCHEMES if row.kernel is not None]
 @pytest.fixture
 def tiny_chunks(monkeypatch):
     """Chunks of 5 elements: odd, smaller than a block, not a whole number of packing units."""
-    monkeypatch.setattr(numerics, "CHUNK_ELEMENTS", 5)
+    monkeypatch.setattr(kernels, "CHUNK_ELEMENTS", 5)
     monkeypatch.setattr(hd.tensor.access, "CHUNK", 7)
 
 
@@ -114,9 +114,9 @@ PACKED = [  # even extents: column-major pairs of 4-bit rows and byte-wide tile 
 @pytest.mark.parametrize("layout_name", ["column-major", "tiled"])
 @pytest.mark.parametrize("scheme_name, shape, options", PACKED, ids=[f"{c[0]}-{c[1]}" for c in PACKED])
 def test_byte_moving_paths_equal_the_reference(monkeypatch, scheme_name, shape, options, layout_name, chunk):
-    monkeypatch.setattr(numerics, "CHUNK_ELEMENTS", chunk)
+    monkeypatch.setattr(kernels, "CHUNK_ELEMENTS", chunk)
     x = np.random.default_rng(3).standard_normal(shape) * 4
-    descriptor, buffers = codec.quantize(x, scheme_name, **options)
+    descriptor, buffers = tensor_numerics.quantize(x, scheme_name, **options)
     expected = reference(descriptor, buffers)
     relaid, contents = relay(descriptor, buffers, layout_name, tile=(2, 4))
     same_bits(hd.dequantize(relaid, contents, threads=2), expected)
@@ -173,7 +173,7 @@ def vectorised_reference(descriptor, buffers) -> np.ndarray:
 @pytest.mark.parametrize("scheme_name, shape, options", LARGE, ids=[f"{c[0]}-{c[1]}" for c in LARGE])
 def test_large_odd_tensors_equal_the_formulas(scheme_name, shape, options, layout_name):
     x = np.random.default_rng(11).standard_normal(shape) * 5
-    descriptor, buffers = codec.quantize(x, scheme_name, **options)
+    descriptor, buffers = tensor_numerics.quantize(x, scheme_name, **options)
     expected = vectorised_reference(descriptor, buffers)
     if layout_name != "row-major" and len(shape) != 2:
         return
@@ -199,7 +199,7 @@ def test_sizes_past_the_platform_are_refused_before_any_output(shape):
     with raises_rule("HX-01", path="shape"):
         hd.dequantize(descriptor, buffers)
     with raises_rule("HX-01"):
-        codec.prepare_dequantize(descriptor, buffers)
+        tensor_numerics.prepare_dequantize(descriptor, buffers)
     if math.prod(n or 1 for n in shape) > sys.maxsize:  # one byte per code: refused past the index range
         with raises_rule("HX-01"):
             logical_codes(descriptor, buffers)
@@ -262,19 +262,19 @@ def test_bad_thread_counts_are_argument_errors(threads):
 @pytest.mark.parametrize("array", [np.array(["a", "b"]), object(), np.array([1 + 2j]), {"x": 1}])
 def test_quantize_refuses_non_numeric_input_with_argument_error(scheme_name, array):
     with raises_rule("ARGUMENT", path="array"):
-        codec.quantize(array, scheme_name)
+        tensor_numerics.quantize(array, scheme_name)
 
 
 def test_workers_needs_no_affinity_call(monkeypatch):
-    monkeypatch.delattr(numerics.os, "sched_getaffinity", raising=False)
-    monkeypatch.setattr(numerics.os, "cpu_count", lambda: 3)
-    monkeypatch.delattr(numerics.os, "process_cpu_count", raising=False)
-    assert numerics.workers() == 3
+    monkeypatch.delattr(kernels.os, "sched_getaffinity", raising=False)
+    monkeypatch.setattr(kernels.os, "cpu_count", lambda: 3)
+    monkeypatch.delattr(kernels.os, "process_cpu_count", raising=False)
+    assert kernels.workers() == 3
 
 
 def test_cached_tables_are_read_only():
-    for table in (numerics.code_values("int4"), numerics.code_values("uint4", NF4_TABLE),
-                  numerics.affine_table("uint8", 0, 255), storage.value_table("float8_e4m3")):
+    for table in (kernels.code_values("int4"), kernels.code_values("uint4", NF4_TABLE),
+                  kernels.affine_table("uint8", 0, 255), storage.value_table("float8_e4m3")):
         with pytest.raises(ValueError):
             table[:] = 0
 
@@ -297,7 +297,7 @@ class Private(hd.schemes.SchemeDescriptor):
 @covers("HX-02")
 def test_dequantizing_threads_meet_a_registering_thread(private_tags):
     rng = np.random.default_rng(5)
-    cases = [codec.quantize(rng.standard_normal((64, 96)), name, **opts) for name, opts in (
+    cases = [tensor_numerics.quantize(rng.standard_normal((64, 96)), name, **opts) for name, opts in (
         ("per_block_affine", {"block_size": 32, "storage": "uint4", "symmetric": False}), ("nf4", {"block_size": 32}),
         ("mxfp", {"block_size": 32, "storage": "float4_e2m1"}), ("per_channel_affine", {"axis": 1}))]
     expected = [hd.dequantize(d, b, threads=1) for d, b in cases]
@@ -338,7 +338,7 @@ def test_dequantizing_threads_meet_a_registering_thread(private_tags):
 def test_nf4_ties_go_to_the_lower_level():
     midpoints = [(NF4_TABLE[i] + NF4_TABLE[i + 1]) / 2 for i in range(15)]
     block = np.array([[1.0] + midpoints + [0.0] * 16])  # absmax 1: ratio = value, exactly
-    descriptor, buffers = codec.quantize(block, "nf4", block_size=32)
+    descriptor, buffers = tensor_numerics.quantize(block, "nf4", block_size=32)
     codes = storage.unpack_codes(np.frombuffer(buffers[0], np.uint8), 4, 32)
     assert codes[1:16].tolist() == list(range(15))  # the lower of the two levels each time
     assert codes[0] == 15 and codes[16:].tolist() == [7] * 16
@@ -356,15 +356,15 @@ def test_nf4_ties_go_to_the_lower_level():
 def test_mxfp_exponent_is_the_smallest_power_of_two(absmax, name, byte):
     block = np.zeros((1, 32))
     block[0, 3] = -absmax
-    _, buffers = codec.quantize(block, "mxfp", block_size=32, storage=name)
+    _, buffers = tensor_numerics.quantize(block, "mxfp", block_size=32, storage=name)
     assert buffers[1][0] == byte
 
 
 @pytest.mark.parametrize("value, code", [(1e41, "HQ-MX-10"), (448 * 2.0 ** 127, "HQ-MX-11"), (3.4e38, "HQ-MX-11")])
 def test_mxfp_quantize_refuses_what_e8m0_or_float32_cannot_hold(value, code):
     with raises_rule(code):
-        codec.quantize(np.full((2, 32), value), "mxfp", block_size=32)
-    descriptor, buffers = codec.quantize(np.full((2, 32), 3e38), "mxfp", block_size=32)
+        tensor_numerics.quantize(np.full((2, 32), value), "mxfp", block_size=32)
+    descriptor, buffers = tensor_numerics.quantize(np.full((2, 32), 3e38), "mxfp", block_size=32)
     assert np.isfinite(hd.dequantize(descriptor, buffers)).all()
 
 
@@ -407,7 +407,7 @@ def test_tiles_of_every_rank_move_whole_words_correctly(shape, tile):
     uint64, the others code by code: each gives the codes of the tiles laid out here (row-major
     grid of row-major tiles, the edges padded)."""
     x = np.random.default_rng(1).standard_normal(shape)
-    descriptor, buffers = codec.quantize(x, "per_tensor_affine", storage="int8")
+    descriptor, buffers = tensor_numerics.quantize(x, "per_tensor_affine", storage="int8")
     codes = logical_codes(descriptor, buffers)
     grid = [-(-n // t) for n, t in zip(shape, tile)]
     full = np.zeros([g * t for g, t in zip(grid, tile)], np.uint8)
@@ -427,7 +427,7 @@ def test_pair_tables_of_shared_code_tables_are_built_once(storage_name):
     table gets the same one, so repeated dequantization keeps no table per call (memory bounded
     whatever the number of calls)."""
     x = np.random.default_rng(5).standard_normal((8, 64))
-    plans = [codec.prepare_dequantize(*codec.quantize(x * scale, "mxfp", block_size=32, storage=storage_name)).plan
+    plans = [tensor_numerics.prepare_dequantize(*tensor_numerics.quantize(x * scale, "mxfp", block_size=32, storage=storage_name)).plan
              for scale in (1, 3)]
     assert plans[0].pairs is plans[1].pairs and not plans[0].pairs.flags.writeable
     assert plans[0].pairs.shape == (65536,) and plans[0].pairs.dtype == np.uint64
@@ -439,5 +439,5 @@ def test_broadcast_repeat_is_np_repeat(dtype):
     array, element for element, as np.repeat."""
     values = np.random.default_rng(6).integers(0, 200, 37).astype(dtype)
     for count in (1, 2, 32):
-        ours = numerics.broadcast_repeat(values, count)
+        ours = kernels.broadcast_repeat(values, count)
         assert ours.dtype == values.dtype and np.array_equal(ours, np.repeat(values, count))

@@ -11,7 +11,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 import hurray_decl as hd
-from hurray_decl.engine import ASSIGNED, tag_class
+from hurray_decl.quantization import ASSIGNED, tag_class
 from hurray_decl.errors import HurrayDeclError, OpaqueDataAccess, RegistrationError
 from hurray_decl.schemes import BUILTIN
 from hurray_decl.strategies import quantization_descriptors, quantization_payloads

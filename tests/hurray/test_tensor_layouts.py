@@ -384,7 +384,7 @@ def test_overlay_rules():
 
 
 def test_head_is_never_quantized():
-    from hurray_decl.engine import encode_quantization
+    from hurray_decl.quantization import encode_quantization
     from tests.hurray.tensor_support import with_length
 
     with raises_rule("HT-HDR-08"):  # the section is sliced first (Appendix A step 13), then the head rule

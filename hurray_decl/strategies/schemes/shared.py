@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence
 from hypothesis import strategies as st
 
 from ...element_types import BY_NAME, BY_TAG
-from ...engine import ASSIGNED, SCHEMES, scheme as scheme_row
+from ...quantization import ASSIGNED, SCHEMES, scheme as scheme_row
 from ...registry import SchemeRow
 from ...schemes.quantization import SYMMETRIC, SymmetricZeroPoint
 from ...storage import dtype as storage_dtype

@@ -1,7 +1,7 @@
 """Tensor-level numerics: dequantize, quantize and per-block parts, for every registered scheme.
 
 Each scheme's row carries two functions: ``kernel(descriptor, shape, params)`` returns the
-:class:`~hurray_decl.numerics.Plan` that dequantizes its data, ``quantize(x, options)`` the
+:class:`~hurray_decl.kernels.Plan` that dequantizes its data, ``quantize(x, options)`` the
 descriptor model, element codes and parameter arrays of a float array. This module turns them
 into whole tensors: buffer contents checked first, the output filled chunk by chunk.
 """
@@ -13,10 +13,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import numerics, storage
+from . import kernels, storage
 from .convert.parts import BlockParts
 from .element_types import BY_NAME, BY_TAG
-from .engine import kernel_for, scheme
+from .quantization import kernel_for, scheme
 from .errors import ArgumentError, RuleViolation, UnsupportedError
 from .schemes.per_block_affine import SCALE_TYPES, PerBlockAffine
 from .tensor import BufferHandle, RowMajor, TensorDescriptor, read_tensor_descriptor, validate_buffers, write_tensor_descriptor
@@ -67,7 +67,7 @@ class Dequantization:
     """
 
     descriptor: TensorDescriptor
-    plan: numerics.Plan
+    plan: kernels.Plan
     storage_name: str
     source: dict[str, Any]
     contents: tuple[memoryview, ...]
@@ -78,7 +78,7 @@ class Dequantization:
 
     def run(self, out: np.ndarray | None = None, *, progress: Progress | None = None,
             threads: int | None = None) -> np.ndarray:
-        numerics.thread_count(threads)  # a bad thread count is refused before any output exists
+        kernels.thread_count(threads)  # a bad thread count is refused before any output exists
         if out is None:
             result = storage.allocate(self.shape)
         else:
@@ -88,7 +88,7 @@ class Dequantization:
         source = self.source
         if "layout" in source:
             source = dict(zip(("codes", "packed"), access.dense_codes(source["layout"])))
-        return numerics.run(self.plan, self.storage_name, result, progress=progress, threads=threads, **source)
+        return kernels.run(self.plan, self.storage_name, result, progress=progress, threads=threads, **source)
 
 
 def prepare_dequantize(descriptor: TensorDescriptor, buffers: Sequence[Any]) -> Dequantization:
@@ -218,8 +218,8 @@ def from_block_parts(parts: BlockParts) -> tuple[TensorDescriptor, list[bytes]]:
     model = PerBlockAffine(axis=parts.axis, block_size=parts.block_size, scale_buffer_index=1,
                            zero_point_buffer_index=None if symmetric else 2, symmetric=symmetric,
                            scale_type_tag=scale_tag)
-    geometry = numerics.Geometry(parts.codes.shape, parts.axis, parts.block_size)
-    codes = numerics.padded_codes(parts.codes, geometry)
+    geometry = kernels.Geometry(parts.codes.shape, parts.axis, parts.block_size)
+    codes = kernels.padded_codes(parts.codes, geometry)
     params = [parts.scales]
     if not symmetric:
         params.append(parts.zero_points.astype("<i4"))
@@ -235,7 +235,7 @@ def block_parts(descriptor: TensorDescriptor, buffers: Sequence[Any]) -> BlockPa
     contents = _contents(buffers)
     params = validate_buffers(descriptor, contents)
     name = BY_TAG[descriptor.type_tag].name
-    g = numerics.Geometry(tuple(descriptor.shape), q.axis, q.block_size)
+    g = kernels.Geometry(tuple(descriptor.shape), q.axis, q.block_size)
     data = np.frombuffer(contents[0], dtype=np.uint8)[descriptor.byte_offset:]
     stored = storage.decode(data, name, g.stored_elements).astype(np.int16)  # signed, and 2 bytes a code
     codes = stored.reshape(g.before, g.padded, g.after)[:, : g.extent].reshape(descriptor.shape)

@@ -24,7 +24,7 @@ from .errors import ArgumentError
 from .rules import all_rules
 
 if TYPE_CHECKING:
-    from .hexdump import Dump
+    from .dump_rows import Dump
 
 ASSETS = "hexview"
 DEFAULT_TITLE = "hurray-decl hex dump"
@@ -126,7 +126,7 @@ def render_html(dump: Dump, title: str = DEFAULT_TITLE) -> str:
     """The dump as one self-contained HTML page (see the module's documentation)."""
     if not callable(getattr(dump, "to_json", None)):
         raise ArgumentError("render_html(dump=...)", "not a hex dump", actual=type(dump).__name__,
-                            expected="a hexdump.Dump")
+                            expected="a dump_rows.Dump")
     if not isinstance(title, str):
         raise ArgumentError("render_html(title=...)", "not a string", actual=type(title).__name__, expected="str")
     document = json_document(dump)

@@ -14,11 +14,10 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import kernels, storage
-from .convert.parts import BlockParts
 from .element_types import BY_NAME, BY_TAG
 from .quantization import kernel_for, scheme
 from .errors import ArgumentError, RuleViolation, UnsupportedError
-from .schemes.per_block_affine import SCALE_TYPES, PerBlockAffine
+from .schemes.per_block_affine import SCALE_TYPES
 from .tensor import BufferHandle, RowMajor, TensorDescriptor, read_tensor_descriptor, validate_buffers, write_tensor_descriptor
 from .tensor import access
 from .tensor.common import DYNAMIC
@@ -35,7 +34,7 @@ class QuantizeOptions:
     scale_type: str
 
 
-def _contents(buffers: Sequence[Any]) -> list[memoryview]:
+def buffer_contents(buffers: Sequence[Any]) -> list[memoryview]:
     try:
         return [memoryview(b).cast("B") for b in buffers]
     except TypeError as exc:
@@ -110,7 +109,7 @@ def prepare_dequantize(descriptor: TensorDescriptor, buffers: Sequence[Any]) -> 
         raise UnsupportedError("HT-HDR-18", "a dynamic dimension has no size to dequantize",
                                path="descriptor -> shape", actual=list(d.shape), expected="static sizes")
     storage.check_output_size(tuple(d.shape), 4, "dequantize")
-    contents = _contents(buffers)
+    contents = buffer_contents(buffers)
     params = validate_buffers(d, contents, padding=False, checked=True)  # d is checked above
     plan = plan_for(q, tuple(d.shape), params)
     storage.check_output_size(tuple(plan.geometry.shape), 1, "dequantize")
@@ -202,44 +201,3 @@ def assemble(model: Any, shape: Sequence[int], storage_name: str, elements: np.n
     encoded = write_tensor_descriptor(descriptor)
     validate_buffers(descriptor, buffers)
     return read_tensor_descriptor(encoded), buffers
-
-
-def from_block_parts(parts: BlockParts) -> tuple[TensorDescriptor, list[bytes]]:
-    """A per-block affine tensor from converter output (zero points kept exactly as given).
-
-    ``parts`` is a checked :class:`~hurray_decl.convert.BlockParts`; the tensor is then checked
-    by the same rules as any input (non-zero, finite scales: HQ-PB-12, HQ-PB-13).
-    """
-    if not isinstance(parts, BlockParts):
-        raise ArgumentError("parts", "from_block_parts takes BlockParts", actual=type(parts).__name__,
-                            expected="BlockParts")
-    scale_tag = {name: tag for tag, name in SCALE_TYPES.items()}[parts.scale_type]
-    symmetric = parts.zero_points is None
-    model = PerBlockAffine(axis=parts.axis, block_size=parts.block_size, scale_buffer_index=1,
-                           zero_point_buffer_index=None if symmetric else 2, symmetric=symmetric,
-                           scale_type_tag=scale_tag)
-    geometry = kernels.Geometry(parts.codes.shape, parts.axis, parts.block_size)
-    codes = kernels.padded_codes(parts.codes, geometry)
-    params = [parts.scales]
-    if not symmetric:
-        params.append(parts.zero_points.astype("<i4"))
-    return assemble(model, parts.codes.shape, parts.storage, codes, params)
-
-
-def block_parts(descriptor: TensorDescriptor, buffers: Sequence[Any]) -> BlockParts:
-    """The pieces of a row-major per-block affine tensor: the inverse of :func:`from_block_parts`."""
-    q = descriptor.quantization
-    if not isinstance(q, PerBlockAffine) or not isinstance(descriptor.layout, RowMajor):
-        raise UnsupportedError("HQ-PB-01", "block parts exist for row-major per-block affine tensors only",
-                               path="descriptor -> quantization", actual=type(q).__name__, expected="PerBlockAffine")
-    contents = _contents(buffers)
-    params = validate_buffers(descriptor, contents)
-    name = BY_TAG[descriptor.type_tag].name
-    g = kernels.Geometry(tuple(descriptor.shape), q.axis, q.block_size)
-    data = np.frombuffer(contents[0], dtype=np.uint8)[descriptor.byte_offset:]
-    stored = storage.decode(data, name, g.stored_elements).astype(np.int16)  # signed, and 2 bytes a code
-    codes = stored.reshape(g.before, g.padded, g.after)[:, : g.extent].reshape(descriptor.shape)
-    scale_type = SCALE_TYPES[q.scale_type_tag]
-    zeros = None if q.symmetric else params.array("zero_point_buffer_index", "<i4").astype(np.int64)
-    return BlockParts.from_block_order(codes, name, q.axis, q.block_size,
-                                       params.array("scale_buffer_index", scale_type).copy(), scale_type, zeros)

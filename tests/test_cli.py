@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import hurray_decl as hd
-from hurray_decl import cli, tensor_numerics, examples
+from hurray_decl import cli, dump_rows, examples, tensor_numerics
 from hurray_decl.hexdump import UNDECODED, hexdump
 from hurray_decl.tensor.layouts import LAYOUTS
 from tests.hurray.test_hexdump import assert_rows_cover
@@ -160,7 +160,7 @@ def test_every_help_runs(command):
 def test_json_dumps_follow_the_shipped_schema(capsys):
     import jsonschema
 
-    schema = hd.hexdump.json_schema()
+    schema = dump_rows.json_schema()
     jsonschema.Draft202012Validator.check_schema(schema)
     validator = jsonschema.Draft202012Validator(schema)
     for example in examples.examples():

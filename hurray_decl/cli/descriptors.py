@@ -31,7 +31,7 @@ class LazyChoices:
         return iter(self.values())
 
 
-DUMP_FORMATS = LazyChoices("hurray_decl.hexdump", "FORMATS")
+DUMP_FORMATS = LazyChoices("hurray_decl.dump_rows", "FORMATS")
 
 
 def kind(args: argparse.Namespace) -> str:

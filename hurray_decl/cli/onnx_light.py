@@ -78,7 +78,7 @@ def cmd_inspect(args: argparse.Namespace, hurray) -> int:
     kind = _kind(args, data)
     if kind == HURRAY:
         return hurray(args)
-    from ..hexdump import FORMATS, render
+    from ..dump_rows import FORMATS, render
     from ..onnx_light.dump import dump
 
     if args.format not in FORMATS:

@@ -1,7 +1,7 @@
 """GGUF, GPTQ and AWQ weights as Hurray per-block affine tensors, bit for bit or refused.
 
 Each function splits its source into :class:`~hurray_decl.convert.parts.BlockParts`
-(:mod:`.gguf`, :mod:`.group`) and builds the tensor with :func:`hurray_decl.tensor_numerics.from_block_parts`,
+(:mod:`.gguf`, :mod:`.group`) and builds the tensor with :func:`from_block_parts`,
 which checks it by the same rules as any input.
 """
 
@@ -10,13 +10,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..tensor_numerics import from_block_parts
-from ..errors import ArgumentError
-from ..tensor import TensorDescriptor
+import numpy as np
+
+from .. import kernels, storage
+from ..element_types import BY_TAG
+from ..errors import ArgumentError, UnsupportedError
+from ..schemes.per_block_affine import SCALE_TYPES, PerBlockAffine
+from ..tensor import RowMajor, TensorDescriptor, validate_buffers
+from ..tensor_numerics import assemble, buffer_contents
+from .parts import BlockParts
 from .gguf import gguf_parts, read_gguf
 from .group import awq_parts, gptq_parts
 
-__all__ = ["from_gguf", "from_gguf_file", "from_gptq", "from_awq"]
+__all__ = ["from_block_parts", "block_parts", "from_gguf", "from_gguf_file", "from_gptq", "from_awq"]
 
 
 def from_gguf(raw: Any, ggml_type: Any, shape: Sequence[int]) -> tuple[TensorDescriptor, list[bytes]]:
@@ -49,3 +55,44 @@ def from_gptq(qweight: Any, qzeros: Any, scales: Any, *, bits: int = 4, group_si
 def from_awq(qweight: Any, qzeros: Any, scales: Any, *, group_size: int = 128) -> tuple[TensorDescriptor, list[bytes]]:
     """An AWQ (GEMM packing) linear weight (in_features, out_features) as per-block affine along axis 0."""
     return from_block_parts(awq_parts(qweight, qzeros, scales, group_size=group_size))
+
+
+def from_block_parts(parts: BlockParts) -> tuple[TensorDescriptor, list[bytes]]:
+    """A per-block affine tensor from converter output (zero points kept exactly as given).
+
+    ``parts`` is a checked :class:`~hurray_decl.convert.BlockParts`; the tensor is then checked
+    by the same rules as any input (non-zero, finite scales: HQ-PB-12, HQ-PB-13).
+    """
+    if not isinstance(parts, BlockParts):
+        raise ArgumentError("parts", "from_block_parts takes BlockParts", actual=type(parts).__name__,
+                            expected="BlockParts")
+    scale_tag = {name: tag for tag, name in SCALE_TYPES.items()}[parts.scale_type]
+    symmetric = parts.zero_points is None
+    model = PerBlockAffine(axis=parts.axis, block_size=parts.block_size, scale_buffer_index=1,
+                           zero_point_buffer_index=None if symmetric else 2, symmetric=symmetric,
+                           scale_type_tag=scale_tag)
+    geometry = kernels.Geometry(parts.codes.shape, parts.axis, parts.block_size)
+    codes = kernels.padded_codes(parts.codes, geometry)
+    params = [parts.scales]
+    if not symmetric:
+        params.append(parts.zero_points.astype("<i4"))
+    return assemble(model, parts.codes.shape, parts.storage, codes, params)
+
+
+def block_parts(descriptor: TensorDescriptor, buffers: Sequence[Any]) -> BlockParts:
+    """The pieces of a row-major per-block affine tensor: the inverse of :func:`from_block_parts`."""
+    q = descriptor.quantization
+    if not isinstance(q, PerBlockAffine) or not isinstance(descriptor.layout, RowMajor):
+        raise UnsupportedError("HQ-PB-01", "block parts exist for row-major per-block affine tensors only",
+                               path="descriptor -> quantization", actual=type(q).__name__, expected="PerBlockAffine")
+    contents = buffer_contents(buffers)
+    params = validate_buffers(descriptor, contents)
+    name = BY_TAG[descriptor.type_tag].name
+    g = kernels.Geometry(tuple(descriptor.shape), q.axis, q.block_size)
+    data = np.frombuffer(contents[0], dtype=np.uint8)[descriptor.byte_offset:]
+    stored = storage.decode(data, name, g.stored_elements).astype(np.int16)  # signed, and 2 bytes a code
+    codes = stored.reshape(g.before, g.padded, g.after)[:, : g.extent].reshape(descriptor.shape)
+    scale_type = SCALE_TYPES[q.scale_type_tag]
+    zeros = None if q.symmetric else params.array("zero_point_buffer_index", "<i4").astype(np.int64)
+    return BlockParts.from_block_order(codes, name, q.axis, q.block_size,
+                                       params.array("scale_buffer_index", scale_type).copy(), scale_type, zeros)

@@ -18,16 +18,16 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import tensor_numerics
 from ..errors import ArgumentError
 from ..onnx_light import (
     EncodedValueProto,
     ModelProto,
     QuantizationFormat,
     export_matmul_nbits_inputs,
-    from_block_parts,
 )
+from .hurray import block_parts
 from .parts import BlockParts
+from .portable import from_block_parts
 
 __all__ = ["to_matmul_nbits", "tensor_to_matmul_nbits", "matmul_nbits_model", "empty_model", "ORT_FORMATS",
            "MODEL_INPUT", "MODEL_OUTPUT"]
@@ -64,7 +64,7 @@ def to_matmul_nbits(parts: BlockParts, *, scale_type: str | None = None) -> Enco
 
 def tensor_to_matmul_nbits(descriptor: Any, buffers: Sequence[Any], *, scale_type: str | None = None) -> EncodedValueProto:
     """A row-major per-block affine Hurray tensor as an ORT MatMulNBits value (see :func:`to_matmul_nbits`)."""
-    return to_matmul_nbits(tensor_numerics.block_parts(descriptor, buffers), scale_type=scale_type)
+    return to_matmul_nbits(block_parts(descriptor, buffers), scale_type=scale_type)
 
 
 def _int_attribute(node: Any, name: str, value: int) -> None:

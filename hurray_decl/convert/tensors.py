@@ -18,10 +18,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import tensor_numerics
 from ..element_types import BY_NAME
 from ..errors import ArgumentError, UnsupportedError
-from ..onnx_light import EncodedValueProto, QuantizationFormat, TensorProto, from_block_parts, to_block_parts
+from ..onnx_light import EncodedValueProto, QuantizationFormat, TensorProto
+from .hurray import block_parts, from_block_parts as tensor_from_parts
+from .portable import from_block_parts, to_block_parts
 from ..tensor import BufferHandle, RowMajor, TensorDescriptor, read_tensor_descriptor, validate_buffers, write_tensor_descriptor
 from .gguf import FLOAT_TYPES, GgufTensor
 from .hurray import from_gguf
@@ -90,7 +91,7 @@ def hurray_to_ort(descriptor: TensorDescriptor, buffers: Sequence[Any], *, scale
 
 def hurray_to_onnx_light(descriptor: TensorDescriptor, buffers: Sequence[Any]) -> EncodedValueProto:
     """A row-major per-block affine tensor of 4- or 8-bit codes as an onnx-light int4/int8 value (float32)."""
-    parts = tensor_numerics.block_parts(descriptor, buffers)
+    parts = block_parts(descriptor, buffers)
     bits = BY_NAME[parts.storage].bits
     if bits not in _PORTABLE:
         raise UnsupportedError("HQ-PB-14", "onnx-light int4/int8 values hold 4- and 8-bit codes", path="storage",
@@ -100,7 +101,7 @@ def hurray_to_onnx_light(descriptor: TensorDescriptor, buffers: Sequence[Any]) -
 
 def onnx_light_to_hurray(value: EncodedValueProto, model: Any = None) -> Tensor:
     """An onnx-light int4/int8 or ORT MatMulNBits value as a per-block affine tensor, codes copied."""
-    return tensor_numerics.from_block_parts(to_block_parts(value, model))
+    return tensor_from_parts(to_block_parts(value, model))
 
 
 def initializer_to_hurray(value: Any, model: Any = None) -> Tensor:

@@ -46,7 +46,6 @@ from .profiles import (
     quantization_format_name,
     quantization_formats,
 )
-from .convert import from_block_parts, ort_to_portable, portable_to_ort, to_block_parts
 from .ort import MatMulNBitsInputs, make_matmul_nbits_plan
 from .shared import (
     ParameterSet,
@@ -85,10 +84,6 @@ __all__ = [
     "make_matmul_nbits_plan",
     "export_matmul_nbits_inputs",
     "MatMulNBitsInputs",
-    "to_block_parts",
-    "from_block_parts",
-    "ort_to_portable",
-    "portable_to_ort",
     "check_model_values",
     "check_model",
     "serialize_for_ort",

@@ -27,7 +27,7 @@ from dataclasses import fields as dataclass_fields
 import numpy as np
 
 from ..errors import ArgumentError, HurrayDeclError, OnnxLightError
-from ..hexdump import RAW_ROW, UNDECODED, Dump, Row, render
+from ..dump_rows import RAW_ROW, UNDECODED, Dump, Row, render
 from ..trace import trace
 from .inputs import (
     MESSAGES,

@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 
 import hurray_decl as hd
-from hurray_decl import tensor_numerics
 from hurray_decl import onnx_light as ol
 from hurray_decl.convert import BlockParts
 from hurray_decl.convert.ort import matmul_nbits_model, tensor_to_matmul_nbits, to_matmul_nbits
+from hurray_decl.convert import hurray as hurray_parts
+from hurray_decl.convert import portable
 from tests.helpers import raises_rule
 
 Q = gguf.GGMLQuantizationType
@@ -72,7 +73,7 @@ def test_transposed_parts_hold_the_transposed_tensor():
                        "float32", rng.integers(0, 16, (5, 4)))
     flipped = parts.transposed()
     assert (flipped.axis, flipped.codes.shape, flipped.grid_shape) == (0, (64, 5), (4, 5))
-    assert np.array_equal(hd.dequantize(*tensor_numerics.from_block_parts(flipped)), hd.dequantize(*tensor_numerics.from_block_parts(parts)).T)
+    assert np.array_equal(hd.dequantize(*hurray_parts.from_block_parts(flipped)), hd.dequantize(*hurray_parts.from_block_parts(parts)).T)
     assert np.array_equal(flipped.transposed().scales, parts.scales)
 
 
@@ -98,10 +99,10 @@ def test_from_gguf_file_runs_in_onnxruntime_through_public_functions(tmp_path):
         expected = a.astype(np.float64) @ hd.dequantize(descriptor, buffers).astype(np.float64).T
         np.testing.assert_allclose(y, expected, rtol=0, atol=1e-4 * np.abs(expected).max())
         if kind == Q.Q4_0:  # the same through onnx-light's own export, the parts transposed explicitly
-            parts = tensor_numerics.block_parts(descriptor, buffers)
+            parts = hurray_parts.block_parts(descriptor, buffers)
             with raises_rule("OL-ORT-07"):  # (N, K) along K is W, not MatMulNBits' B
-                ol.from_block_parts(parts, ol.QuantizationFormat.ORT_MATMULNBITS_INT4)
-            direct = ol.from_block_parts(parts.transposed(), ol.QuantizationFormat.ORT_MATMULNBITS_INT4)
+                portable.from_block_parts(parts, ol.QuantizationFormat.ORT_MATMULNBITS_INT4)
+            direct = portable.from_block_parts(parts.transposed(), ol.QuantizationFormat.ORT_MATMULNBITS_INT4)
             expected16 = hd.dequantize(descriptor, buffers).T.astype(np.float16)  # an f16 matrix: one rounding
             assert np.array_equal(ol.dequantize_value(direct), expected16)
     with raises_rule("ARGUMENT", path="parts"):

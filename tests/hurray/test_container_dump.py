@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hurray_decl import hexdump
+from hurray_decl import dump_rows, hexdump
 from hurray_decl.container.dump import container_dump
 from hurray_decl.container.strategies import invalid_containers, valid_containers
 from hurray_decl.container.writer import write_container
@@ -42,7 +42,7 @@ def test_every_byte_of_each_vector_exactly_once(entry):
     data = (FILES / entry["file"]).read_bytes()
     dump = container_dump(data)
     document = dump.to_json()
-    jsonschema.validate(document, hexdump.json_schema())
+    jsonschema.validate(document, dump_rows.json_schema())
     assert_covers(data, document["rows"])
     if entry["expect"] == "valid":
         assert dump.error is None

@@ -423,7 +423,7 @@ def test_ort_destination_must_match():
 from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from hurray_decl.onnx_light import from_block_parts, to_block_parts  # noqa: E402
+from hurray_decl.convert.portable import from_block_parts, to_block_parts  # noqa: E402
 
 
 @st.composite

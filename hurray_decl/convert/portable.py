@@ -23,10 +23,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import UnsupportedError
-from .codec import unwrap_value
-from .portable import Prepared, build_payload, decode_runs, open_value, read_portable, reconstruct
-from .numerics import BFLOAT16, DOUBLE, FLOAT, FLOAT16, LOGICAL_DTYPES, to_logical
-from .ort import (
+from .parts import BlockParts
+from ..onnx_light.codec import unwrap_value
+from ..onnx_light.portable import Prepared, build_payload, decode_runs, open_value, read_portable, reconstruct
+from ..onnx_light.numerics import BFLOAT16, DOUBLE, FLOAT, FLOAT16, LOGICAL_DTYPES, to_logical
+from ..onnx_light.ort import (
     FLOATING,
     ORT_FORMATS,
     OrtGeometry,
@@ -36,10 +37,10 @@ from .ort import (
     read_ort,
     zero_point_storage,
 )
-from .packing import pack_bits, sign_extend, unpack_bits
-from .plan import QuantizationBlockLayout, RunArrays
-from .profiles import QuantizationFormat
-from .wire import canonical_type, make_logical_type, pb
+from ..onnx_light.packing import pack_bits, sign_extend, unpack_bits
+from ..onnx_light.plan import QuantizationBlockLayout, RunArrays
+from ..onnx_light.profiles import QuantizationFormat
+from ..onnx_light.wire import canonical_type, make_logical_type, pb
 
 __all__ = ["to_block_parts", "from_block_parts", "ort_to_portable", "portable_to_ort", "PORTABLE_FORMATS"]
 
@@ -58,10 +59,6 @@ def _refuse(code: str, why: str, path: str, actual=None, expected=None) -> Unsup
     return UnsupportedError(code, why, path=path, actual=actual, expected=expected)
 
 
-def _parts_class():
-    from ..convert import BlockParts
-
-    return BlockParts
 
 
 def _storage(name: str) -> tuple[int, bool]:
@@ -91,7 +88,7 @@ def _finish(codes: np.ndarray, zps: np.ndarray, bits: int, signed_source: bool, 
         raise _refuse("HQ-PB-22", "a symmetric tensor needs every zero point to be 0", "zero_points",
                       int(zps[np.flatnonzero(zps)[0]]), 0)
     zero_points = None if (all_zero if symmetric is None else symmetric) else zps.astype(np.int64)
-    return _parts_class().from_block_order(codes.astype(np.int64), target, axis, block, scales, scale_type, zero_points)
+    return BlockParts.from_block_order(codes.astype(np.int64), target, axis, block, scales, scale_type, zero_points)
 
 
 # --- ORT ---------------------------------------------------------------------------------------------

@@ -32,12 +32,11 @@ from hurray_decl.onnx_light import (  # noqa: E402
     make_quantization_type,
     make_shared_quantization_type,
     materialize_quantized_value,
-    ort_to_portable,
     parameter_catalogue,
     quantize_array,
     quantize_tensor_shared,
-    to_block_parts,
 )
+from hurray_decl.convert.portable import ort_to_portable, to_block_parts  # noqa: E402
 from hurray_decl.onnx_light.codec import validate_value  # noqa: E402
 from tests.helpers import raises_rule  # noqa: E402
 

@@ -16,7 +16,7 @@ from google.protobuf.message import DecodeError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hurray_decl import hexdump as hurray_hexdump
+from hurray_decl import dump_rows
 from hurray_decl.onnx_light import (
     EncodedValueProto,
     ModelProto,
@@ -114,7 +114,7 @@ def test_bytes_that_are_not_a_message_stop_at_the_failure():
         EncodedValueProto.FromString(cut)
     result = json_dump(cut, kind="value")
     assert result["error"]["code"] == "OL-WIRE-03"
-    assert result["rows"][-1]["field"] == hurray_hexdump.UNDECODED
+    assert result["rows"][-1]["field"] == dump_rows.UNDECODED
 
 
 @pytest.mark.parametrize("blob", [
@@ -344,7 +344,7 @@ def test_failing_field_is_marked_and_the_rest_is_raw():
     row = marked(result)
     assert row["field"] == "raw_data.reserved" and row["hex"] == "01"
     after = result["rows"][result["rows"].index(row) + 1:]
-    assert after and {r["field"] for r in after} == {hurray_hexdump.UNDECODED}
+    assert after and {r["field"] for r in after} == {dump_rows.UNDECODED}
     text = hexdump(data)
     assert "raw_data.reserved" in text and "<-- OL-WIRE-30" in text.splitlines()[result["rows"].index(row) + 2]
 
@@ -358,7 +358,7 @@ def test_every_bundled_example_dumps_every_byte(example):
     assert detect_kind(example.data) == entry["kind"]
     if entry["expect"] is None:
         assert result["error"] is None
-        assert hurray_hexdump.UNDECODED not in {r["field"] for r in result["rows"]}
+        assert dump_rows.UNDECODED not in {r["field"] for r in result["rows"]}
     else:
         assert result["error"]["code"] == entry["expect"]
         assert marked(result)["field"].startswith(entry["field"]), (marked(result)["field"], entry["field"])
@@ -367,7 +367,7 @@ def test_every_bundled_example_dumps_every_byte(example):
 def test_dumps_follow_the_shipped_json_schema():
     import jsonschema
 
-    validator = jsonschema.Draft202012Validator(hurray_hexdump.json_schema())
+    validator = jsonschema.Draft202012Validator(dump_rows.json_schema())
     for example in CORPUS[::7]:
         validator.validate(json.loads(hexdump(example.data, format="json")))
 

@@ -24,6 +24,8 @@ from .schema import fast_parser, parse_exact
 from .schemes import BUILTIN
 from .schemes.quantization import (
     HEADER_LENGTH,
+    HEADER_OFFSETS,
+    PAYLOAD_HEADER,
     Descriptor,
     OpaqueQuantization,
     SchemeDescriptor,
@@ -81,15 +83,12 @@ def decode_quantization(payload: bytes, *, permissive: bool = False) -> Descript
     row = SCHEMES.get(tag)
     if row is None:
         if not (permissive and skippable(tag)):
-            raise tag_error(tag)
+            raise tag_error(tag, offset=HEADER_OFFSETS["scheme_tag"])
         if len(data) < HEADER_LENGTH:
             raise _too_short(len(data), HEADER_LENGTH, "the 4-byte header")
-        return OpaqueQuantization(
-            scheme_tag=tag,
-            scheme_version=data[1],
-            flags=int.from_bytes(data[2:4], "little"),
-            payload=data[HEADER_LENGTH:],
-        )
+        header = PAYLOAD_HEADER.parse(data[:HEADER_LENGTH])
+        return OpaqueQuantization(scheme_tag=header.scheme_tag, scheme_version=header.scheme_version,
+                                  flags=header.flags, payload=data[HEADER_LENGTH:])
     if len(data) < HEADER_LENGTH:
         raise _too_short(len(data), HEADER_LENGTH, "the 4-byte header")
     parse_exact(row.version_check, data[:2])
@@ -135,7 +134,7 @@ def encode_quantization(descriptor: Descriptor, *, permissive: bool = False) -> 
     descriptor = descriptor.checked()  # a model_construct / model_copy(update=...) result too
     if isinstance(descriptor, OpaqueQuantization):
         if not permissive or not skippable(descriptor.scheme_tag):
-            raise tag_error(descriptor.scheme_tag, writing=True)
+            raise tag_error(descriptor.scheme_tag, offset=HEADER_OFFSETS["scheme_tag"], writing=True)
         return (
             bytes([descriptor.scheme_tag, descriptor.scheme_version])
             + descriptor.flags.to_bytes(2, "little")
@@ -143,7 +142,7 @@ def encode_quantization(descriptor: Descriptor, *, permissive: bool = False) -> 
         )
     row = SCHEMES.get(descriptor.scheme_tag)
     if row is None or not isinstance(descriptor, row.model):
-        raise tag_error(descriptor.scheme_tag, writing=True)
+        raise tag_error(descriptor.scheme_tag, offset=HEADER_OFFSETS["scheme_tag"], writing=True)
     try:
         fixed = row.struct.build(descriptor.to_wire())
     except HurrayDeclError:
@@ -223,14 +222,14 @@ def kernel_for(descriptor: Descriptor) -> Callable[..., Any]:
         raise OpaqueDataAccess(
             "HQ-EXT-02",
             f"scheme 0x{descriptor.scheme_tag:02X} was skipped in permissive mode; its data is never read",
-            path="descriptor -> scheme_tag", offset=0,
+            path="descriptor -> scheme_tag", offset=HEADER_OFFSETS["scheme_tag"],
         )
     row = scheme(descriptor.scheme_tag)
     if row.kernel is None:
         raise UnsupportedError(
             "HQ-EXT-03" if row.private else "HQ-HDR-14",
             f"no dequantization kernel is registered for {row.title}",
-            path="descriptor -> scheme_tag", offset=0,
+            path="descriptor -> scheme_tag", offset=HEADER_OFFSETS["scheme_tag"],
         )
     return row.kernel
 

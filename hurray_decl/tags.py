@@ -88,8 +88,8 @@ def skippable(tag: int) -> bool:
     return tag_range(tag).cls is not TagClass.INVALID
 
 
-def tag_error(tag: int, *, writing: bool = False) -> SchemeTagError:
-    """The error for a tag this reader (or writer) will not handle."""
+def tag_error(tag: int, *, offset: int, writing: bool = False) -> SchemeTagError:
+    """The error for a tag this reader (or writer) will not handle; ``offset``: where the tag is."""
     entry = tag_range(tag)
     verb = "written" if writing else "decoded"
     # A private tag without an agreed codec is never emitted (HQ-EXT-04); reading it is
@@ -99,7 +99,7 @@ def tag_error(tag: int, *, writing: bool = False) -> SchemeTagError:
         code,
         f"scheme_tag 0x{tag:02X} ({entry.cls.value}: {entry.meaning}) cannot be {verb}",
         path="descriptor -> scheme_tag",
-        offset=0,
+        offset=offset,
         actual=f"0x{tag:02X}",
         expected="an assigned or registered scheme tag",
     )

@@ -53,12 +53,6 @@ ALLOWED: list[tuple[str, str, str | None, str]] = [
      "a made-up error for an HTML escaping test; no descriptor is read"),
     ("hurray_decl/container/reader.py", "offset given as a number", 'offset=0, actual=f"{size} bytes"',
      "a file too short to hold any field is refused at its first byte, which no declaration names"),
-    # Files other helpers rewrite for issue #11 (branches fastread and strat): the lead removes
-    # these entries once their work is merged.
-    ("hurray_decl/quantization.py", "offset given as a number", "scheme_tag",
-     "fastread owns engine.py (offset=0 for scheme_tag): remove after merging"),
-    ("hurray_decl/tags.py", "offset given as a number", None,
-     "strat owns tags.py (offset=0 for a tag): remove after merging"),
 ]
 
 

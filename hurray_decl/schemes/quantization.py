@@ -16,10 +16,14 @@ from pydantic import computed_field, model_validator
 
 from ..errors import RuleViolation
 from ..model import U8, U16, FrozenModel
-from ..schema import NONE32, OrderedStruct, Rule, equals, reserved_flags
+from ..schema import NONE32, OrderedStruct, Rule, equals, field_offsets, reserved_flags
 
 
-HEADER_LENGTH = 1 + 1 + 2  # scheme_tag, scheme_version, flags
+PAYLOAD_HEADER = cs.Struct("scheme_tag" / cs.Int8ul, "scheme_version" / cs.Int8ul, "flags" / cs.Int16ul)
+"""The header every quantization payload starts with, before any rule: what a reader sees of a
+scheme it does not know (permissive mode keeps it with the opaque rest)."""
+HEADER_LENGTH = PAYLOAD_HEADER.sizeof()
+HEADER_OFFSETS = {name: offset for name, (offset, _) in field_offsets(PAYLOAD_HEADER).items()}
 SYMMETRIC = 0x0001
 
 

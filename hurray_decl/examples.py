@@ -15,6 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Callable
 
+from .element_types import BY_NAME
 from .tensor import (
     COO,
     CSC,
@@ -50,7 +51,7 @@ def _handles(*sizes: int) -> tuple[BufferHandle, ...]:
 
 
 def _float32(shape: tuple[int, ...], layout, *sizes: int) -> bytes:
-    return write_tensor_descriptor(TensorDescriptor(type_tag=0x03, shape=shape, layout=layout,
+    return write_tensor_descriptor(TensorDescriptor(type_tag=BY_NAME["float32"].tag, shape=shape, layout=layout,
                                                     buffers=_handles(*sizes)))
 
 

@@ -99,6 +99,7 @@ def inspect(args: argparse.Namespace, data: Any) -> int:
 
 def validate(args: argparse.Namespace, data: Any) -> int:
     from ..container import validate_container
+    from ..tensor.layouts import CompositeHead
 
     def run() -> int:
         if getattr(args, "buffers", None):
@@ -106,7 +107,7 @@ def validate(args: argparse.Namespace, data: Any) -> int:
                  sys.stderr)
             return USAGE
         c = validate_container(data, permissive=getattr(args, "permissive", False))
-        composites = sum(1 for t in c.tensors() if t.descriptor.layout_tag == 0x0B)
+        composites = sum(1 for t in c.tensors() if isinstance(t.descriptor.layout, CompositeHead))
         _say(f"valid: container {c.header.container_version_major}.{c.header.container_version_minor}, "
              f"{len(c.entries)} tensors ({composites} composite heads), {len(c.kv)} KV entries")
         return OK

@@ -42,6 +42,7 @@ from .layouts import (
     RowMajor,
     Strided,
     Tiled,
+    TileOrder,
     row_of,
 )
 from .model import TensorDescriptor
@@ -50,7 +51,7 @@ from .validate import DataContext, validate_buffers
 __all__ = ["PagedCodes", "block_paged_codes", "code_dtype", "dense_codes", "flat_boxes", "hilbert_index", "logical_codes",
            "read_codes", "refuse_unaddressable", "stored_codes_row_major"]
 
-GRID_ORDERS = {0x01: "row-major", 0x02: "column-major", 0x03: "strided"}
+GRID_ORDERS = {TileOrder.ROW_MAJOR: "row-major", TileOrder.COLUMN_MAJOR: "column-major", TileOrder.STRIDED: "strided"}
 """Orders a tiled level may give its tile grid or its tile interior (HT-LAY-07)."""
 
 
@@ -200,11 +201,11 @@ def _column_major_steps(extents: Sequence[int]) -> list[int]:
 
 
 def _order_steps(order: int, extents: Sequence[int], strides: Sequence[int] | None) -> list[int]:
-    if order == 0x01:
+    if order == TileOrder.ROW_MAJOR:
         return _row_major_steps(extents)
-    if order == 0x02:
+    if order == TileOrder.COLUMN_MAJOR:
         return _column_major_steps(extents)
-    if order == 0x03 and strides is not None and len(strides) == len(extents):
+    if order == TileOrder.STRIDED and strides is not None and len(strides) == len(extents):
         return list(strides)
     raise RuleViolation("HT-LAY-07", "a tiled level's order needs its strides, one per dimension",
                         path="descriptor -> layout", actual=GRID_ORDERS.get(order, order), expected="strides")
@@ -223,7 +224,7 @@ def _tiled_terms(level: Tiled, indices: list[np.ndarray], dims: Sequence[int], t
     per_tile = prod(tile)
     outer = _order_steps(level.outer_layout, grid, level.outer_strides)
     inside = [index % size for index, size in zip(indices, tile)]
-    if level.inner_layout == 0x04 and level.nested is not None:
+    if level.inner_layout == TileOrder.NESTED and level.nested is not None:
         inner = _tiled_terms(level.nested, inside, tile, terms)
     else:
         steps = _order_steps(level.inner_layout, tile, level.inner_strides)
@@ -371,8 +372,8 @@ class _Reader:
         self.dtype = code_dtype(t.element.bits)
         self.code, self.what = _size_code(t), f"{row_of(t.layout).title} addresses"
         layout = t.layout
-        self.plain_tiles = (isinstance(layout, Tiled) and layout.nested is None and layout.outer_layout == 0x01
-                            and layout.inner_layout == 0x01 and len(layout.tile_shape) == t.rank)
+        self.plain_tiles = (isinstance(layout, Tiled) and layout.nested is None and layout.outer_layout == TileOrder.ROW_MAJOR
+                            and layout.inner_layout == TileOrder.ROW_MAJOR and len(layout.tile_shape) == t.rank)
         if not isinstance(layout, (RowMajor, ColumnMajor)) and 0 not in self.extents:
             self._check_extremes()
 

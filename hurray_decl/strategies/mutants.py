@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from ..rules import all_rules
 from ..tensor import TensorDescriptor, write_tensor_descriptor
+from ..tensor.fields import dotted
 from .patching import fields, patched
 from .tensor import DATA, tensor_descriptors
 from .values import nonzero_bytes
@@ -103,7 +104,7 @@ def reserved_field(draw: st.DrawFn, base: st.SearchStrategy[TensorDescriptor], p
     """Non-zero bytes, as many as the declaration gives it, in the reserved field at ``path``."""
     data = write_tensor_descriptor(draw(base))
     where = fields(data)
-    return patched(data, path, draw(nonzero_bytes(where[path][1])), where)
+    return patched(data, path, draw(nonzero_bytes(where[dotted(path)][1])), where)
 
 
 def invalid_tensor_descriptors(rule: str | Iterable[str] | None = None) -> st.SearchStrategy[tuple[bytes, str]]:

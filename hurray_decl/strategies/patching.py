@@ -1,8 +1,8 @@
 """Mutant bytes made through the declarations, never through offsets written by hand.
 
 A mutant starts from a valid descriptor that :func:`~hurray_decl.tensor.write_tensor_descriptor`
-wrote. :func:`fields` asks the reader's trace where every field sits (offset and size, keyed
-by the hex dump's dotted path: ``buffers[0].byte_size``, ``layout.nested.inner_layout``,
+wrote. :func:`fields` asks the reader's trace where every field sits (offset and size, by the
+names of :mod:`hurray_decl.tensor.fields`: ``buffers.0.byte_size``, ``layout.nested.inner_layout``,
 ``quantization.block_size``), and :func:`patched` replaces the bytes of one field with a value
 packed to the width the declaration gives it.
 
@@ -15,63 +15,36 @@ checks the writer makes, so a rule *between* parts can be broken.
 
 from __future__ import annotations
 
-import struct
 from typing import Any, Mapping
 
 import construct as cs
 
-from ..quantization import SCHEMES, encode_quantization
+from ..quantization import encode_quantization
 from ..tensor import BufferHandle, TensorDescriptor
-from ..tensor.reader import trace_tensor_descriptor
 from ..tensor.buffers import BUFFER_COUNT, MIN_ALIGNMENT
+from ..tensor.fields import dotted, field_spans, packed
 from ..tensor.model import SECTION_FLAGS
 from ..tensor.sections import QUANTIZATION_LENGTH
 
 Fields = Mapping[str, tuple[int, int]]
 
-_FLOATS = {2: "<e", 4: "<f", 8: "<d"}
-
-
 def fields(data: bytes) -> dict[str, tuple[int, int]]:
-    """(offset, size) of every field of the valid descriptor ``data``, by dotted path.
-
-    Where the trace gives the quantization payload as one span, its fields are located with
-    the scheme row's declaration (``row.offsets``)."""
-    spans, err = trace_tensor_descriptor(data)
-    if err is not None:
-        raise err
-    found = {s.path: (s.offset, s.size) for s in spans}
-    payload = found.get("quantization")
-    if payload is not None and not any(p.startswith("quantization.") for p in found):
-        row = SCHEMES.get(data[payload[0]])
-        if row is not None:
-            for name, (offset, size) in row.offsets.items():
-                found[f"quantization.{name}"] = (payload[0] + offset, size)
-    return found
-
-
-def packed(value: Any, size: int) -> bytes:
-    """``value`` as ``size`` little-endian bytes: an int (two's complement when negative), a
-    float (binary16/32/64 by size) or bytes of exactly that size."""
-    if isinstance(value, (bytes, bytearray)):
-        if len(value) != size:
-            raise ValueError(f"{len(value)} bytes do not fill a {size}-byte field")
-        return bytes(value)
-    if isinstance(value, float):
-        return struct.pack(_FLOATS[size], value)
-    return int(value).to_bytes(size, "little", signed=value < 0)
+    """(offset, size) of every field of the valid descriptor ``data``, by dotted name
+    (:func:`hurray_decl.tensor.fields.field_spans`: ``buffers.0.byte_size``, ``quantization.block_size``)."""
+    return field_spans(data, permissive=False)
 
 
 def patched(data: bytes, path: str, value: Any, where: Fields | None = None) -> bytes:
-    """``data`` with the field at ``path`` replaced by ``value`` (located in ``where``, or in
-    ``data`` itself, which must then be a valid descriptor)."""
-    offset, size = (where if where is not None else fields(data))[path]
-    return data[:offset] + packed(value, size) + data[offset + size:]
+    """``data`` with the field at ``path`` (either spelling: ``buffers[0].byte_size`` or
+    ``buffers.0.byte_size``) replaced by ``value`` packed to its width, located in ``where``
+    or in ``data`` itself, which must then be a valid descriptor."""
+    offset, size = (where if where is not None else fields(data))[dotted(path)]
+    return data[:offset] + packed(value, size, path, negative=True) + data[offset + size:]
 
 
 def value_at(data: bytes, path: str, where: Fields) -> int:
     """The unsigned integer stored in the field at ``path``."""
-    offset, size = where[path]
+    offset, size = where[dotted(path)]
     return int.from_bytes(data[offset:offset + size], "little")
 
 

@@ -12,7 +12,9 @@ fields are found in any bytes, even where the reader stops before them.
 
 from __future__ import annotations
 
+import struct
 from functools import lru_cache
+from typing import Any
 
 from ..quantization import SCHEMES
 from ..errors import ArgumentError
@@ -25,14 +27,41 @@ HEADER_FIELDS: dict[str, tuple[int, int]] = field_offsets(HEADER)
 """name -> (offset, size) of the fixed header's fields, from its declaration."""
 
 
-def _dotted(path: str) -> str:
+FLOAT_FORMATS = {2: "<e", 4: "<f", 8: "<d"}
+"""struct formats of the IEEE binary16/32/64 fields, by width."""
+
+
+def dotted(path: str) -> str:
+    """A path as the hex dump writes it (``buffers[0].byte_size``) in this module's names
+    (``buffers.0.byte_size``)."""
     return path.replace("[", ".").replace("]", "")
+
+
+def packed(value: Any, size: int, name: str = "value", *, negative: bool = False) -> bytes:
+    """``value`` as the ``size`` bytes of a field: bytes of exactly that size, a float in the
+    IEEE format of that width, or an int little-endian; a negative int only with ``negative``
+    (two's complement, for the signed fields such as strides)."""
+    if isinstance(value, (bytes, bytearray)):
+        if len(value) != size:
+            raise ArgumentError("value", f"the field {name!r} is {size} bytes wide", actual=f"{len(value)} bytes",
+                                expected=f"{size} bytes")
+        return bytes(value)
+    if isinstance(value, float):
+        if size not in FLOAT_FORMATS:
+            raise ArgumentError("value", f"the {size}-byte field {name!r} holds no float", actual=value,
+                                expected="an int or bytes")
+        return struct.pack(FLOAT_FORMATS[size], value)
+    low, high = -(1 << (8 * size - 1)) if negative else 0, (1 << (8 * size)) - 1
+    if not low <= value <= high:
+        raise ArgumentError("value", f"does not fit the {size}-byte field {name!r}", actual=value,
+                            expected=f"{low} .. {high}")
+    return int(value).to_bytes(size, "little", signed=value < 0)
 
 
 @lru_cache(maxsize=256)
 def _spans(data: bytes, permissive: bool) -> tuple[tuple[str, int, int], ...]:
     spans, _ = trace_tensor_descriptor(data, permissive=permissive)
-    out = [(_dotted(s.path), s.offset, s.size) for s in spans]
+    out = [(dotted(s.path), s.offset, s.size) for s in spans]
     if any(name.startswith("quantization.") for name, _, _ in out):
         return tuple(out)
     for s in spans:  # the quantization payload, field by field through its scheme's declaration
@@ -40,7 +69,7 @@ def _spans(data: bytes, permissive: bool) -> tuple[tuple[str, int, int], ...]:
         if row is not None:
             found, _ = trace(row.struct, data[s.offset:s.offset + min(s.size, row.length)], base=s.offset,
                              prefix="quantization")
-            out += [(_dotted(f.path), f.offset, f.size) for f in found]
+            out += [(dotted(f.path), f.offset, f.size) for f in found]
     return tuple(out)
 
 
@@ -63,21 +92,14 @@ def field_span(data: bytes, name: str, *, permissive: bool = True) -> tuple[int,
     return start, max(offset + size for offset, size in inside) - start
 
 
-def with_field(data: bytes, name: str, value: int | bytes, *, permissive: bool = True) -> bytes:
-    """``data`` with the field ``name`` overwritten: an int little-endian in the field's width, or
-    bytes of exactly that width (anything else is refused, never resized)."""
+def with_field(data: bytes, name: str, value: int | float | bytes, *, permissive: bool = True) -> bytes:
+    """``data`` with the field ``name`` overwritten by ``value`` packed to the field's width
+    (:func:`packed`; a value of another width is refused, never resized)."""
     offset, size = field_span(data, name, permissive=permissive)
     if offset + size > len(data):
         raise ArgumentError("data", f"the field {name!r} ends past the input", actual=f"{len(data)} bytes",
                             expected=f">= {offset + size} bytes")
-    if isinstance(value, int):
-        if not 0 <= value < 1 << (8 * size):
-            raise ArgumentError("value", f"does not fit the {size}-byte field {name!r}", actual=value,
-                                expected=f"0 .. {(1 << (8 * size)) - 1}")
-        value = value.to_bytes(size, "little")
-    if len(value) != size:
-        raise ArgumentError("value", f"the field {name!r} is {size} bytes wide", actual=f"{len(value)} bytes",
-                            expected=f"{size} bytes")
+    value = packed(value, size, name)
     out = bytearray(data)
     out[offset:offset + size] = value
     return bytes(out)
@@ -88,4 +110,4 @@ def with_length(data: bytes) -> bytes:
     return with_field(data, "descriptor_length", len(data))
 
 
-__all__ = ["HEADER_FIELDS", "field_span", "field_spans", "with_field", "with_length"]
+__all__ = ["HEADER_FIELDS", "dotted", "field_span", "field_spans", "packed", "with_field", "with_length"]

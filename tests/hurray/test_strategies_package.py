@@ -16,7 +16,8 @@ from hurray_decl import read_tensor_descriptor, write_tensor_descriptor
 from hurray_decl.errors import ArgumentError
 from hurray_decl.schemes import BUILTIN
 from hurray_decl.strategies import LAYOUT_KINDS, LAYOUT_STRATEGIES, SCHEME_NAMES, strategy, tensor_descriptors
-from hurray_decl.strategies.patching import assembled, fields, packed, patched
+from hurray_decl.strategies.patching import assembled, fields, patched
+from hurray_decl.tensor.fields import dotted, packed
 from hurray_decl.tensor.layouts import LAYOUTS
 from hurray_decl.tensor.reader import trace_tensor_descriptor
 
@@ -78,7 +79,7 @@ def test_a_patched_field_reads_back_as_the_value_written(d, data):
     where = fields(raw)
     spans, _ = trace_tensor_descriptor(raw)
     span = data.draw(st.sampled_from([s for s in spans if isinstance(s.value, int) and s.path != "descriptor_length"]))
-    assert where[span.path] == (span.offset, span.size)
+    assert where[dotted(span.path)] == (span.offset, span.size)
     out = patched(raw, span.path, span.value)
     assert out == raw  # the same value packs to the same bytes: offset and width are the declaration's
     other = (span.value + 1) % (1 << (8 * span.size))
@@ -101,11 +102,13 @@ def test_quantization_fields_are_located_through_the_scheme_declaration(d):
 
 
 def test_packing_refuses_a_value_of_another_width():
-    assert packed(-1, 2) == b"\xff\xff" and packed(1.5, 4) == b"\x00\x00\xc0\x3f"
-    with pytest.raises(ValueError):
+    assert packed(-1, 2, negative=True) == b"\xff\xff" and packed(1.5, 4) == b"\x00\x00\xc0\x3f"
+    with pytest.raises(ArgumentError):
         packed(b"\x00", 2)
-    with pytest.raises(OverflowError):
+    with pytest.raises(ArgumentError):
         packed(256, 1)
+    with pytest.raises(ArgumentError):
+        packed(-1, 2)  # a negative value only where the caller says the field is signed
 
 
 @settings(max_examples=1, deadline=None)

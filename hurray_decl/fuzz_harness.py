@@ -24,12 +24,15 @@ class SlowInput(AssertionError):
 
 @contextmanager
 def within(seconds: float, what: str, data: bytes) -> Iterator[None]:
-    """Raise :class:`SlowInput` when the body takes longer than ``seconds`` on ``data``."""
+    """Raise :class:`SlowInput` when the body takes longer than ``seconds`` on ``data``, whether
+    it returns or raises (a slow refusal is a finding too)."""
     started = time.perf_counter()
-    yield
-    elapsed = time.perf_counter() - started
-    if elapsed > seconds:
-        raise SlowInput(f"{what} took {elapsed:.2f} s on {len(data)} bytes")
+    try:
+        yield
+    finally:
+        elapsed = time.perf_counter() - started
+        if elapsed > seconds:
+            raise SlowInput(f"{what} took {elapsed:.2f} s on {len(data)} bytes")
 
 
 def write_seeds(directory: Path, seeds: Sequence[bytes]) -> int:

@@ -88,3 +88,19 @@ def test_atheris_smoke_run(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Done 3000 runs" in done.stderr
     assert not list(tmp_path.glob("crash-*")) and not list(tmp_path.glob("timeout-*"))
+
+
+def test_a_slow_call_is_a_finding_whether_it_returns_or_refuses():
+    """within() checks the time after the body in both cases (a negative limit: always too slow)."""
+    from hurray_decl.errors import RuleViolation
+    from hurray_decl.fuzz_harness import SlowInput, within
+
+    with pytest.raises(SlowInput, match="read took"):
+        with within(-1.0, "read", b"\x00\x01"):
+            pass
+    with pytest.raises(SlowInput, match="on 2 bytes"):
+        with within(-1.0, "read", b"\x00\x01"):
+            raise RuleViolation("HT-HDR-08", "refused")
+    with pytest.raises(RuleViolation):  # within the limit, the refusal itself comes through
+        with within(60.0, "read", b"\x00\x01"):
+            raise RuleViolation("HT-HDR-08", "refused")

@@ -1,4 +1,4 @@
-"""Annotated hex dump of a ``.hrry`` file: every byte named, as :class:`~hurray_decl.hexdump.Row`
+"""Annotated hex dump of a ``.hrry`` file: every byte named, as :class:`~hurray_decl.dump_rows.Row`
 rows in file order, so the hex dump's text, Markdown and JSON renderers (and its JSON Schema)
 serve containers unchanged.
 
@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import hexdump
 from ..errors import HurrayDeclError
-from ..hexdump import Dump, Row
+from ..dump_rows import UNDECODED, Dump, Row
 from ..trace import Span, trace
 from .crc import crc32c
 from .declarations import (ENTRY_FIXED, FILE_HEADER, HEADER_LENGTH, INDEX_COUNT, INDEX_COUNT_LENGTH, INDEX_ENTRY,
@@ -28,7 +28,6 @@ from .reader import Container, open_container
 
 SHOWN = 16  # bytes of hex in a summary row
 SUMMARY_AFTER = 64  # raw runs longer than this get one summary row
-UNDECODED = hexdump.UNDECODED
 
 
 def _file_flags(value: int) -> str:

@@ -12,7 +12,7 @@ from ..tensor.common import MAX_RANK, SUPPORTED_MAJOR
 from ..tensor.header import DEFINED_FLAGS, HEADER_LENGTH, MAGIC
 from ..tensor.layouts import LAYOUTS
 from .mutants import field_mutant, header_field, mutant
-from .patching import fields, with_length
+from ..tensor.fields import with_length
 from .tensor import ANY, layouts_in, tensor_descriptors
 
 U32 = st.integers(0, 2**32 - 1)
@@ -45,15 +45,14 @@ def _truncated(draw: st.DrawFn) -> bytes:
     data = write_tensor_descriptor(draw(ANY))
     if draw(st.booleans()):  # the input ends before descriptor_length
         return data[:draw(st.integers(0, len(data) - 1))]
-    where = fields(data)  # descriptor_length ends inside a section
-    return with_length(data[:draw(st.integers(HEADER_LENGTH, len(data) - 1))], where)
+    return with_length(data[:draw(st.integers(HEADER_LENGTH, len(data) - 1))])  # descriptor_length ends inside a section
 
 
 @mutant("HT-HDR-09")
 @st.composite
 def _length_long(draw: st.DrawFn) -> bytes:
     data = write_tensor_descriptor(draw(ANY))
-    return with_length(data + draw(st.binary(min_size=1, max_size=16)), fields(data))
+    return with_length(data + draw(st.binary(min_size=1, max_size=16)))
 
 
 @mutant("HT-HDR-12")

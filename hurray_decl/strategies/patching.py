@@ -48,11 +48,6 @@ def value_at(data: bytes, path: str, where: Fields) -> int:
     return int.from_bytes(data[offset:offset + size], "little")
 
 
-def with_length(data: bytes, where: Fields) -> bytes:
-    """``data`` with descriptor_length set to its own length."""
-    return patched(data, "descriptor_length", len(data), where)
-
-
 def _built(declaration: cs.Construct, values: Any) -> bytes:
     return declaration.build(values, permissive=True)
 

@@ -22,7 +22,8 @@ from ...tensor.common import DYNAMIC
 from ...tensor.context import TensorContext, check_descriptor
 from ..buffers import moved_device
 from ..mutants import Value, data_mutant, drawn, field_mutant, header_field, mutant
-from ..patching import fields, patched, value_at, with_length
+from ...tensor.fields import with_length
+from ..patching import fields, patched, value_at
 from ..quantization import ROWS, SCHEME_NAMES, STORAGE, of, with_parameters
 from ..tensor import LAYOUT_STRATEGIES, buffers_for, contiguous, layouts_in, tensor_descriptors
 from ..values import INDICES, outside, pow2, product
@@ -78,7 +79,7 @@ def _payload_short(draw: st.DrawFn) -> bytes:
     start, length = prefix + size, value_at(data, "quantization_length", where)
     keep = draw(st.integers(0, scheme_row(data[start]).length - 1))  # shorter than the scheme's fixed fields
     cut = patched(data, "quantization_length", keep, where)
-    return with_length(cut[:start + keep] + cut[start + length:], where)
+    return with_length(cut[:start + keep] + cut[start + length:])
 
 
 def _scheme_tag(tags: Sequence[int]) -> Callable[[], st.SearchStrategy[bytes]]:

@@ -6,6 +6,7 @@ import contextvars
 import math
 import re
 import struct
+import weakref
 from typing import Annotated, Any, ClassVar
 
 import construct as cs
@@ -26,6 +27,27 @@ _PARSED: contextvars.ContextVar[bool] = contextvars.ContextVar("hurray_decl_pars
 """Set while a model is made from values a declaration has just parsed (and so checked). A
 context variable, not a validation context: pydantic calls a custom ``__init__`` for nested
 validation, which would drop the latter."""
+
+_VALIDATED: "weakref.WeakValueDictionary[int, FrozenModel]" = weakref.WeakValueDictionary()
+"""Models whose constructor ran every validator, nested models included, by id. A model made by
+``model_construct``, ``model_copy`` or ``copy.copy`` is a new object, so never found here."""
+
+
+def validated(value: Any) -> bool:
+    """Whether ``value`` (a model, a tuple of them, or a plain value) is exactly what a validating
+    constructor or a reader returned: frozen, so it needs no validation again."""
+    if isinstance(value, FrozenModel):
+        return _VALIDATED.get(id(value)) is value
+    if isinstance(value, (tuple, list)):
+        return all(validated(v) for v in value)
+    return True
+
+
+def remember_validated(model: "FrozenModel") -> "FrozenModel":
+    """Record ``model`` as validated in full: for a reader whose parse has just run every rule of
+    the values it built the model from."""
+    _VALIDATED[id(model)] = model
+    return model
 
 
 U8 = Annotated[int, Field(ge=0, le=0xFF)]
@@ -107,6 +129,8 @@ class FrozenModel(BaseModel):
     def checked(self) -> "FrozenModel":
         """This model validated again, nested models included: one made by ``model_construct``
         or ``model_copy(update=...)`` bypassed validation, and only a HurrayDeclError comes out."""
+        if validated(self):  # its constructor or a reader validated it; frozen, so still valid
+            return self
         values = {}
         for name in type(self).model_fields:
             if name in self.__dict__:
@@ -118,6 +142,8 @@ class FrozenModel(BaseModel):
             super().__init__(**data)
         except ValidationError as exc:
             raise model_error(exc, type(self)) from exc
+        if all(validated(value) for value in self.__dict__.values()):  # no unchecked nested model
+            remember_validated(self)
 
     @classmethod
     def load(cls, data: Any) -> "FrozenModel":

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import io
 import struct
-import weakref
 from typing import Any, Callable
 
 import construct as cs
@@ -31,6 +30,7 @@ from construct import this
 
 from ..quantization import SCHEMES, decode_quantization, encode_quantization
 from ..errors import HurrayDeclError, RuleViolation, TruncatedError
+from ..model import remember_validated
 from ..schema import Bytes, Record, compiled, construct_path, fast_parser, field_offsets
 from ..trace import parse_tree, positions_of
 from .buffers import BUFFER_COUNT, HANDLE, BufferHandle
@@ -450,21 +450,6 @@ _LENGTH = _format(LENGTH_FIELD)
 # ---------------------------------------------------------------- running it
 
 
-_READ: "weakref.WeakValueDictionary[int, TensorDescriptor]" = weakref.WeakValueDictionary()
-"""Descriptors this module parsed, by id: immutable, already validated in full."""
-
-
-def was_read(descriptor: TensorDescriptor) -> bool:
-    """Whether ``descriptor`` is exactly a descriptor the reader returned (not a copy, not one a
-    caller built): its models need no validation again before it is written."""
-    return _READ.get(id(descriptor)) is descriptor
-
-
-def _keep(descriptor: TensorDescriptor) -> TensorDescriptor:
-    _READ[id(descriptor)] = descriptor
-    return descriptor
-
-
 def locate(err: HurrayDeclError, positions: dict[str, int]) -> HurrayDeclError:
     """Give a context error the offset of the field its path names (longest known prefix)."""
     parts = err.path.split(" -> ")
@@ -481,7 +466,7 @@ def parse_traced(view: bytes, permissive: bool) -> tuple[Any, TensorDescriptor |
     root, value, error = parse_tree(DESCRIPTOR, io.BytesIO(view), params={"permissive": permissive})
     if error is not None:
         return root, None, locate(error, positions_of(root))
-    return root, _keep(value["_model"]), None
+    return root, remember_validated(value["_model"]), None
 
 
 def parse_fast(data: bytes | bytearray | memoryview, permissive: bool) -> TensorDescriptor | None:
@@ -493,7 +478,7 @@ def parse_fast(data: bytes | bytearray | memoryview, permissive: bool) -> Tensor
         descriptor = fast_parser(DESCRIPTOR).parse_stream(io.BytesIO(view), permissive=permissive)["_model"]
     except (HurrayDeclError, cs.ConstructError, struct.error):  # struct.error: a compiled integer cut short
         return None
-    return _keep(descriptor)
+    return remember_validated(descriptor)
 
 
 def preamble_fast(raw: bytes, permissive: bool) -> int | None:

@@ -67,15 +67,17 @@ class DataContext:
         return self._slices[field][0]
 
     def finite(self, values: np.ndarray, code: str, field: str) -> None:
-        bad = np.flatnonzero(storage.not_finite(values))
-        if bad.size:
+        mask = storage.not_finite(values)
+        bad = np.flatnonzero(mask) if mask.any() else ()  # any() first: the common case allocates no index
+        if len(bad):
             i = int(bad[0])
             self.fail(code, "a scale is NaN or infinite", self._where(field), field, i, values.itemsize,
                       repr(float(values[i])), "a finite value")
 
     def nonzero(self, values: np.ndarray, code: str, field: str) -> None:
-        bad = np.flatnonzero(storage.is_zero(values))
-        if bad.size:
+        mask = storage.is_zero(values)
+        bad = np.flatnonzero(mask) if mask.any() else ()
+        if len(bad):
             i = int(bad[0])
             self.fail(code, "a scale is zero", self._where(field), field, i, values.itemsize,
                       repr(float(values[i])), "a non-zero value")
@@ -89,8 +91,9 @@ class DataContext:
 
     def zero_points(self, values: np.ndarray, code: str) -> None:
         low, high = self.element.zero_point_range
-        bad = np.flatnonzero((values < low) | (values > high))
-        if bad.size:
+        inside = values.size == 0 or (low <= values.min() and values.max() <= high)  # two reductions, no mask
+        bad = () if inside else np.flatnonzero((values < low) | (values > high))
+        if len(bad):
             i = int(bad[0])
             self.fail(code, "a zero point is outside the storage type's range",
                       self._where("zero_point_buffer_index"), "zero_point_buffer_index", i, 4,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..errors import RuleViolation
 from .buffers import MAX_BUFFERS
-from .descriptor import build, was_read
+from .descriptor import build
 from .layouts import PrivateLayout
 from .model import TensorDescriptor
 
@@ -27,8 +27,8 @@ def write_tensor_descriptor(descriptor: TensorDescriptor, *, permissive: bool = 
         raise RuleViolation("HT-HDR-02", "write_tensor_descriptor takes a TensorDescriptor", path="descriptor",
                             actual=type(descriptor).__name__, expected="TensorDescriptor")
     # A descriptor made by model_construct / model_copy(update=...) is validated again; one the
-    # reader returned (immutable, validated as it was read) is not.
-    d = descriptor if was_read(descriptor) else descriptor.checked()
+    # reader or a constructor returned (immutable, validated in full) is not (FrozenModel.checked).
+    d = descriptor.checked()
     if len(d.buffers) > MAX_BUFFERS:
         raise RuleViolation("HT-BUFT-11", "more than 255 buffers: split the data across descriptors",
                             path="descriptor -> buffer_count", actual=len(d.buffers), expected=f"<= {MAX_BUFFERS}")

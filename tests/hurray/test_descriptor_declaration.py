@@ -19,6 +19,7 @@ from hurray_decl import schema, strategies
 from hurray_decl.quantization import decode_quantization, encode_quantization, register_private_scheme, \
     unregister_private_scheme
 from hurray_decl.errors import HurrayDeclError
+from hurray_decl.model import validated
 from hurray_decl.schema import Rule, compiled, field_offsets
 from hurray_decl.schemes.quantization import SchemeDescriptor
 from hurray_decl.tensor import descriptor as declaration
@@ -237,9 +238,9 @@ def test_threads_reading_at_once_read_alike():
 def test_a_copy_of_a_read_descriptor_is_validated_again_by_the_writer():
     data = VECTORS[0].read_bytes()
     d = read_tensor_descriptor(data)
-    assert declaration.was_read(d) and write_tensor_descriptor(d) == data
+    assert validated(d) and write_tensor_descriptor(d) == data
     changed = d.model_copy(update={"type_tag": 0x00})  # bypasses validation: the writer must not
-    assert not declaration.was_read(changed)
+    assert not validated(changed)
     with pytest.raises(HurrayDeclError) as caught:
         write_tensor_descriptor(changed)
     assert caught.value.code == "HE-02"

@@ -29,6 +29,7 @@ from hurray_decl.tensor import (
     Statistics,
     TensorDescriptor,
     Tiled,
+    read_tensor_descriptor,
     validate_buffers,
     write_tensor_descriptor,
 )
@@ -130,6 +131,26 @@ def test_a_bypassed_model_is_refused_by_writer_validation_and_dequantize():
         scale=math.nan, zero_point=0, scheme_tag=1), buffers=(BufferHandle(byte_size=4),))
     with raises_rule("HQ-PT-03"):
         dequantize(nan, [bytes(4)])
+
+
+def test_only_a_model_validated_in_full_skips_validation_again():
+    """checked() returns a model its constructor or a reader validated as it is (frozen, so still
+    valid), and rebuilds anything else: a model_copy of a validated model, and a copy given a
+    model_construct child."""
+    axis_ok = PerBlockAffine(axis=1, block_size=4, scale_buffer_index=1, symmetric=True, scale_type_tag=3)
+    good = TensorDescriptor(type_tag=0x10, shape=(4, 8), quantization=axis_ok,
+                            buffers=(BufferHandle(byte_size=32), BufferHandle(byte_size=32)))
+    assert good.checked() is good and axis_ok.checked() is axis_ok
+    read = read_tensor_descriptor(write_tensor_descriptor(good))
+    assert read.checked() is read
+    child = PerBlockAffine.model_construct(**{**dict(axis_ok), "block_size": 0})
+    with raises_rule("HQ-PB-04", path="block_size"):  # the constructor checks what it is given
+        TensorDescriptor(type_tag=0x10, shape=(4, 8), quantization=child, buffers=good.buffers)
+    holding = good.model_copy(update={"quantization": child})
+    with raises_rule("HQ-PB-04", path="block_size"):
+        holding.checked()
+    copied = good.model_copy()
+    assert copied.checked() is not copied and copied.checked() == good
 
 
 # ---------------------------------------------------------------- any model, however built

@@ -19,8 +19,7 @@ memory is a few chunk-sized temporaries per thread (RULES.md HX-02), whatever th
 from __future__ import annotations
 
 import os
-from collections import deque
-from concurrent.futures import ThreadPoolExecutor
+import threading
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from math import prod
@@ -492,18 +491,35 @@ def run(plan: Plan, storage_name: str, out: np.ndarray, *, data: np.ndarray | No
             if progress is not None:
                 progress(done, total)
         return out
-    with ThreadPoolExecutor(max_workers=count) as pool:
-        pending: deque = deque()
-        for box in work:
-            pending.append(pool.submit(one, box))
-            if len(pending) >= 2 * count:
-                done += pending.popleft().result()
-                if progress is not None:
-                    progress(done, total)
-        while pending:
-            done += pending.popleft().result()
-            if progress is not None:
-                progress(done, total)
+    lock = threading.Lock()
+    failures: list[BaseException] = []
+
+    def worker() -> None:  # each thread takes the next chunk until none is left or one failed
+        nonlocal done
+        while True:
+            with lock:
+                box = None if failures else next(work, None)
+            if box is None:
+                return
+            try:
+                finished = one(box)
+                with lock:
+                    done += finished
+                    if progress is not None:
+                        progress(done, total)
+            except BaseException as exc:  # re-raised in the calling thread below
+                with lock:
+                    failures.append(exc)
+                return
+
+    helpers = [threading.Thread(target=worker, daemon=True) for _ in range(count - 1)]
+    for thread in helpers:
+        thread.start()
+    worker()  # the calling thread works too
+    for thread in helpers:
+        thread.join()
+    if failures:
+        raise failures[0]
     return out
 
 

@@ -441,3 +441,44 @@ def test_broadcast_repeat_is_np_repeat(dtype):
     for count in (1, 2, 32):
         ours = kernels.broadcast_repeat(values, count)
         assert ours.dtype == values.dtype and np.array_equal(ours, np.repeat(values, count))
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_threads_report_progress_in_order_and_stop_on_a_failure(monkeypatch, threads):
+    """Every thread takes the next chunk in turn: progress counts up to the total, called one at a
+    time; an exception in any chunk (here the caller's progress function) stops every thread and
+    reaches the caller, with no thread left running."""
+    monkeypatch.setattr(kernels, "CHUNK_ELEMENTS", 64)
+    x = np.random.default_rng(3).standard_normal((37, 101)).astype(np.float32)
+    descriptor, buffers = tensor_numerics.quantize(x, "per_block_affine", block_size=32, storage="uint4",
+                                                   symmetric=False, scale_type="float16")
+    seen: list[tuple[int, int]] = []
+    inside = threading.Semaphore(1)
+
+    def record(done: int, total: int) -> None:
+        if not inside.acquire(blocking=False):
+            raise AssertionError("progress called by two threads at once")
+        seen.append((done, total))
+        inside.release()
+
+    same_bits(hd.dequantize(descriptor, buffers, threads=threads, progress=record),
+              hd.dequantize(descriptor, buffers, threads=1))
+    dones = [done for done, _ in seen]
+    assert dones == sorted(dones) and len(set(dones)) == len(dones) and len(seen) > 10
+    assert seen[-1][0] == seen[-1][1] == 37 * 128  # the padded row-major order: 4 blocks of 32 per row
+
+    class Stop(Exception):
+        pass
+
+    calls = []
+
+    def failing(done: int, total: int) -> None:
+        calls.append(done)
+        if len(calls) == 5:
+            raise Stop
+
+    before = threading.active_count()
+    with pytest.raises(Stop):
+        hd.dequantize(descriptor, buffers, threads=threads, progress=failing)
+    assert threading.active_count() == before
+    assert len(calls) <= 5 + threads  # chunks already taken may finish; no thread takes another

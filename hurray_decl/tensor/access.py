@@ -446,11 +446,12 @@ class _Reader:
         stored = self.source.raw[at: at + columns * e[0] // 2].reshape(tuple(e[1:][::-1]) + (e[0] // 2,))
         slab = np.ascontiguousarray(stored[..., lo // 2: hi // 2])  # first gathered run by run (page by page)
         part = np.ascontiguousarray(slab.transpose()).reshape(-1, columns)  # then transposed within the cache
-        result = np.empty((hi - lo, columns // 2), dtype=np.uint8)
-        even, odd = part[:, 0::2], part[:, 1::2]
-        np.bitwise_or(even & 0x0F, (odd & 0x0F) << 4, out=result[0::2])  # rows 2i: the low nibbles
-        np.bitwise_or(even >> 4, odd & 0xF0, out=result[1::2])  # rows 2i + 1: the high nibbles
-        return result
+        pairs = part.view(np.uint16)  # the bytes of columns 2j (low byte) and 2j + 1 of each row pair
+        shifted = pairs >> 4
+        result = np.empty((part.shape[0], 2, columns // 2), dtype=np.uint8)
+        np.copyto(result[:, 0], (pairs & 0x000F) | (shifted & 0x00F0), casting="unsafe")  # rows 2i: low nibbles
+        np.copyto(result[:, 1], (shifted & 0x000F) | ((pairs >> 8) & 0x00F0), casting="unsafe")  # 2i + 1: high
+        return result.reshape(hi - lo, columns // 2)
 
     def _bytes(self, start: int, rows: int, length: int, lo: int, hi: int) -> np.ndarray | None:
         """Elements ``lo .. hi`` of ``rows`` stored runs of ``length`` elements from element

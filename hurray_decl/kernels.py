@@ -54,41 +54,41 @@ class Geometry:
     axis: int
     block: int
 
-    @property
+    @cached_property
     def before(self) -> int:
         return prod(self.shape[: self.axis])
 
-    @property
+    @cached_property
     def extent(self) -> int:
         return self.shape[self.axis] if self.shape else 1
 
-    @property
+    @cached_property
     def after(self) -> int:
         return prod(self.shape[self.axis + 1:])
 
-    @property
+    @cached_property
     def blocks_per_axis(self) -> int:
         return -(-self.extent // self.block) if self.block else 0
 
-    @property
+    @cached_property
     def padded(self) -> int:
         return self.blocks_per_axis * self.block
 
-    @property
+    @cached_property
     def num_blocks(self) -> int:
         """Blocks in the tensor: blocks_per_axis times every other dimension."""
         return self.blocks_per_axis * self.before * self.after
 
-    @property
+    @cached_property
     def block_rows(self) -> int:
         return self.before * self.blocks_per_axis
 
-    @property
+    @cached_property
     def row_elements(self) -> int:
         """``L = K * B``: the elements of one block row."""
         return self.block * self.after
 
-    @property
+    @cached_property
     def stored_elements(self) -> int:
         """Elements the data buffer holds, padding included."""
         return self.before * self.padded * self.after
@@ -368,15 +368,15 @@ def _from_bytes(plan: Plan, raw: np.ndarray, box: Box, out: np.ndarray, repeat: 
     if (plan.key_base is None and plan.table.shape[1] == 256 and not plan.table.flags.writeable
             and raw.size % 2 == 0 and box.start % 2 == 0):  # two bytes per take, from a shared table (built once)
         pairs = plan.pairs
-        np.take(pairs, raw.view(np.uint16), out=out.reshape(-1).view(pairs.dtype), mode="wrap")
+        pairs.take(raw.view(np.uint16), out=out.reshape(-1).view(pairs.dtype), mode="wrap")
         _scale(plan, box, out, repeat)
         return
     packed = plan.packed
     target = out.reshape(-1).view(packed.dtype)
     if plan.key_base is None:
-        np.take(packed, raw, out=target, mode="wrap")
+        packed.take(raw, out=target, mode="wrap")
     else:
-        np.take(packed, _keyed_index(_at(plan.key_base, box).reshape(-1), raw, repeat), out=target, mode="wrap")
+        packed.take(_keyed_index(_at(plan.key_base, box).reshape(-1), raw, repeat), out=target, mode="wrap")
     _scale(plan, box, out, repeat)
 
 
@@ -391,10 +391,10 @@ def _from_codes(plan: Plan, codes: np.ndarray, box: Box, out: np.ndarray, storag
         table = plan.table.reshape(-1)
         keys = _at(plan.keys, box)
         if keys is None:
-            np.take(table, codes, out=out, mode="wrap")
+            table.take(codes, out=out, mode="wrap")
         else:
             index = (_spread(keys, shape, repeat).astype(np.uint16) << np.uint16(storage_bits(plan.table))) + codes
-            np.take(table, index, out=out, mode="wrap")
+            table.take(index, out=out, mode="wrap")
         _scale(plan, box, out, repeat)
         return
     values = _decoded(codes, storage_name, None)

@@ -525,9 +525,16 @@ def run(plan: Plan, storage_name: str, out: np.ndarray, *, data: np.ndarray | No
     helpers = [threading.Thread(target=worker, daemon=True) for _ in range(count - 1)]
     for thread in helpers:
         thread.start()
-    worker()  # the calling thread works too
-    for thread in helpers:
-        thread.join()
+    try:
+        worker()  # the calling thread works too
+        for thread in helpers:
+            thread.join()
+    except BaseException as exc:  # e.g. Ctrl-C while waiting: the helpers stop after their chunk
+        with lock:
+            failures.append(exc)
+        for thread in helpers:
+            thread.join()
+        raise
     if failures:
         raise failures[0]
     return out

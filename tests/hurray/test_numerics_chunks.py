@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import sys
 import threading
+import time
 import tracemalloc
 
 import numpy as np
@@ -482,3 +483,33 @@ def test_threads_report_progress_in_order_and_stop_on_a_failure(monkeypatch, thr
         hd.dequantize(descriptor, buffers, threads=threads, progress=failing)
     assert threading.active_count() == before
     assert len(calls) <= 5 + threads  # chunks already taken may finish; no thread takes another
+
+
+def test_an_interrupt_while_waiting_for_the_threads_stops_them(monkeypatch):
+    """Ctrl-C reaches the calling thread, possibly while it waits for the others: it still waits
+    for them (they take no further chunk), so no thread works on after the interrupt is raised."""
+    monkeypatch.setattr(kernels, "CHUNK_ELEMENTS", 64)
+    x = np.random.default_rng(4).standard_normal((64, 96)).astype(np.float32)
+    descriptor, buffers = tensor_numerics.quantize(x, "nf4", block_size=32)
+    taken: list[int] = []
+    real_join = threading.Thread.join
+    interrupted = []
+
+    def join(self, timeout=None):
+        if not interrupted:  # the first wait is interrupted, as by a signal
+            interrupted.append(True)
+            raise KeyboardInterrupt
+        return real_join(self, timeout)
+
+    monkeypatch.setattr(threading.Thread, "join", join)
+    def slow_progress(done: int, total: int) -> None:
+        taken.append(done)
+        time.sleep(0.002)  # chunks outlast the interrupt
+
+    before = threading.active_count()
+    with pytest.raises(KeyboardInterrupt):
+        hd.dequantize(descriptor, buffers, threads=3, progress=slow_progress)
+    seen = len(taken)
+    assert threading.active_count() == before  # every helper was waited for, none is still at work
+    time.sleep(0.05)
+    assert len(taken) == seen and taken == sorted(taken)

@@ -29,6 +29,12 @@ PADDING_BIT_RULES = {1: "HE-13", 2: "HE-17", 4: "HE-15", 6: "HE-19"}
 
 
 
+def first_true(mask: np.ndarray) -> int | None:
+    """The first index where ``mask`` holds, or None: a check's common case (nothing wrong)
+    scans the mask once and builds no index array."""
+    return int(np.argmax(mask)) if mask.any() else None
+
+
 class DataContext:
     """Buffer contents next to the checked descriptor; what each scheme's ``check_data`` gets."""
 
@@ -67,43 +73,35 @@ class DataContext:
         return self._slices[field][0]
 
     def finite(self, values: np.ndarray, code: str, field: str) -> None:
-        mask = storage.not_finite(values)
-        bad = np.flatnonzero(mask) if mask.any() else ()  # any() first: the common case allocates no index
-        if len(bad):
-            i = int(bad[0])
+        i = first_true(storage.not_finite(values))
+        if i is not None:
             self.fail(code, "a scale is NaN or infinite", self._where(field), field, i, values.itemsize,
                       repr(float(values[i])), "a finite value")
 
     def nonzero(self, values: np.ndarray, code: str, field: str) -> None:
-        mask = storage.is_zero(values)
-        bad = np.flatnonzero(mask) if mask.any() else ()
-        if len(bad):
-            i = int(bad[0])
+        i = first_true(storage.is_zero(values))
+        if i is not None:
             self.fail(code, "a scale is zero", self._where(field), field, i, values.itemsize,
                       repr(float(values[i])), "a non-zero value")
 
     def not_negative(self, values: np.ndarray, code: str, field: str) -> None:
-        bad = np.flatnonzero(np.asarray(values, dtype=np.float32) < 0)
-        if bad.size:
-            i = int(bad[0])
+        i = first_true(np.asarray(values, dtype=np.float32) < 0)
+        if i is not None:
             self.fail(code, "an absmax scale is negative", self._where(field), field, i, values.itemsize,
                       repr(float(values[i])), ">= 0")
 
     def zero_points(self, values: np.ndarray, code: str) -> None:
         low, high = self.element.zero_point_range
-        inside = values.size == 0 or (low <= values.min() and values.max() <= high)  # two reductions, no mask
-        bad = () if inside else np.flatnonzero((values < low) | (values > high))
-        if len(bad):
-            i = int(bad[0])
+        i = first_true((values < low) | (values > high))
+        if i is not None:
             self.fail(code, "a zero point is outside the storage type's range",
                       self._where("zero_point_buffer_index"), "zero_point_buffer_index", i, 4,
                       int(values[i]), f"[{low}, {high}]")
 
     def forbidden_bytes(self, raw: Any, forbidden: tuple[int, ...], code: str, field: str) -> None:
         data = np.frombuffer(raw, dtype=np.uint8)
-        bad = np.flatnonzero(np.logical_or.reduce([data == np.uint8(b) for b in forbidden]))  # isin sorts: slower
-        if bad.size:
-            i = int(bad[0])
+        i = first_true(np.logical_or.reduce([data == np.uint8(b) for b in forbidden]))  # isin sorts: slower
+        if i is not None:
             self.fail(code, "a float8_e8m0 byte is 0x00 or 0xFF", self._where(field), field, i, 1,
                       f"0x{int(data[i]):02X}", "0x01-0xFE")
 
@@ -129,9 +127,8 @@ class DataContext:
         region[along] = slice(t.shape[axis], padded[axis])
         inside = np.zeros(grid.shape, dtype=bool)
         inside[tuple(region)] = True
-        bad = np.flatnonzero((grid != 0) & inside)
-        if bad.size:
-            element = int(bad[0])
+        element = first_true((grid != 0) & inside)
+        if element is not None:
             raise RuleViolation(code, "padding elements of a partial block are zero codes",
                                 path=f"descriptor -> buffers -> 0 -> [{element}]",
                                 offset=start + element * self.element.bits // 8,
@@ -223,9 +220,8 @@ def _element_checks(t: TensorContext, contents: Sequence[memoryview]) -> None:
                                 actual=f"0x{word:0{2 * unit.size}X}", expected=f"bits 0x{mask:0{2 * unit.size}X} clear")
     if t.d.type_tag == FLOAT8_E8M0:
         values = np.frombuffer(data[start:start + count], dtype=np.uint8)
-        bad = np.flatnonzero((values == 0x00) | (values == 0xFF))
-        if bad.size:
-            i = int(bad[0])
+        i = first_true((values == 0x00) | (values == 0xFF))
+        if i is not None:
             raise RuleViolation("HE-26", "float8_e8m0 data never holds 0x00 or 0xFF",
                                 path=f"descriptor -> buffers -> 0 -> [{i}]", offset=start + i,
                                 actual=f"0x{int(values[i]):02X}", expected="0x01-0xFE")
@@ -248,9 +244,9 @@ def _pointers(ptr: np.ndarray, end: int, codes: tuple[str, str, str], index: int
     start_code, step_code, end_code = codes
     if ptr.size and ptr[0] != 0:
         _refuse(start_code, "the pointer array starts at 0", index, 0, 8, int(ptr[0]), 0)
-    drops = np.flatnonzero(ptr[1:] < ptr[:-1])
-    if drops.size:
-        i = int(drops[0]) + 1
+    drops = first_true(ptr[1:] < ptr[:-1])
+    if drops is not None:
+        i = drops + 1
         _refuse(step_code, "the pointer array never decreases", index, i, 8, int(ptr[i]), f">= {int(ptr[i - 1])}")
     if ptr.size and int(ptr[-1]) != end:
         _refuse(end_code, "the pointer array ends at the entry count", index, ptr.size - 1, 8, int(ptr[-1]), end)
@@ -262,9 +258,9 @@ def _increasing_within(idx: np.ndarray, ptr: np.ndarray, code: str, index: int) 
         return
     starts = np.zeros(idx.size + 1, dtype=bool)
     starts[ptr.astype(np.int64)] = True
-    bad = np.flatnonzero((idx[1:] <= idx[:-1]) & ~starts[1:idx.size])
-    if bad.size:
-        i = int(bad[0]) + 1
+    bad = first_true((idx[1:] <= idx[:-1]) & ~starts[1:idx.size])
+    if bad is not None:
+        i = bad + 1
         _refuse(code, "indices strictly increase within a segment", index, i, 8, int(idx[i]),
                 f"> {int(idx[i - 1])}")
 
@@ -272,9 +268,8 @@ def _increasing_within(idx: np.ndarray, ptr: np.ndarray, code: str, index: int) 
 def _bounded(idx: np.ndarray, limit: int, code: str, index: int) -> None:
     if limit == DYNAMIC:
         return
-    bad = np.flatnonzero(idx >= np.uint64(limit))
-    if bad.size:
-        i = int(bad[0])
+    i = first_true(idx >= np.uint64(limit))
+    if i is not None:
         _refuse(code, "an index is outside the dimension", index, i, 8, int(idx[i]), f"< {limit}")
 
 
@@ -286,9 +281,8 @@ def _layout_invariants(t: TensorContext, contents: Sequence[memoryview]) -> None
         for k in range(t.rank):
             column = coords[:, k]
             if shape[k] != DYNAMIC:
-                bad = np.flatnonzero(column >= np.uint64(shape[k]))
-                if bad.size:
-                    i = int(bad[0])
+                i = first_true(column >= np.uint64(shape[k]))
+                if i is not None:
                     _refuse("HT-LAY-22", "a COO coordinate is outside the shape", 1, i * t.rank + k, 8,
                             int(column[i]), f"< {shape[k]}")
         if np.unique(coords, axis=0).shape[0] != layout.nnz:
@@ -300,9 +294,9 @@ def _layout_invariants(t: TensorContext, contents: Sequence[memoryview]) -> None
             first = np.argmax(differ, axis=1)
             rows = np.arange(a.shape[0])
             ok = differ.any(axis=1) & (b[rows, first] > a[rows, first])
-            bad = np.flatnonzero(~ok)
-            if bad.size:
-                i = int(bad[0]) + 1
+            bad = first_true(~ok)
+            if bad is not None:
+                i = bad + 1
                 _refuse("HT-LAY-24", "is_sorted entries are in strictly increasing order", 1, i * t.rank, 8,
                         tuple(int(x) for x in coords[i]), f"> {tuple(int(x) for x in coords[i - 1])}")
     elif isinstance(layout, (CSR, CSC)) and len(contents) > 2:
@@ -326,9 +320,8 @@ def _layout_invariants(t: TensorContext, contents: Sequence[memoryview]) -> None
         table = np.frombuffer(contents[1], dtype=dtype)
         seq = np.frombuffer(contents[2][:(layout.num_seqs + 1) * width], dtype=dtype)
         _pointers(seq, table.size, ("HT-LAY-57", "HT-LAY-59", "HT-LAY-58"), 2)
-        bad = np.flatnonzero(table >= np.uint64(layout.num_pages))
-        if bad.size:
-            i = int(bad[0])
+        i = first_true(table >= np.uint64(layout.num_pages))
+        if i is not None:
             _refuse("HT-LAY-60", "a block_table entry names no page", 1, i, width, int(table[i]),
                     f"< num_pages {layout.num_pages}")
 

@@ -351,14 +351,13 @@ def _scale(plan: Plan, box: Box, out: np.ndarray, repeat: Repeat) -> None:
 
 def _keyed_index(base: np.ndarray, raw: np.ndarray, repeat: Repeat) -> np.ndarray:
     """``base[r] | byte`` for every byte of row ``r`` (uint16; ``base`` holds ``key * 256``, so OR
-    adds). Rows of a multiple of four bytes repeat four keys packed in one uint64: a quarter of
-    the items to copy, and a same-type OR instead of a mixed-type add."""
+    adds, and costs less). Rows of a multiple of four bytes repeat four keys packed in one uint64:
+    a quarter of the items to copy."""
     per = raw.size // base.size
     if per % 4 == 0:
         index = repeat(base.astype(np.uint64) * np.uint64(0x0001_0001_0001_0001), per // 4).view(np.uint16)
     else:
-        index = np.empty(raw.size, dtype=np.uint16)
-        np.copyto(index.reshape(base.size, per), base[:, None])
+        index = repeat(base, per)
     np.bitwise_or(index, raw, out=index)
     return index
 
@@ -460,7 +459,7 @@ def run(plan: Plan, storage_name: str, out: np.ndarray, *, data: np.ndarray | No
     the padded row-major order, or from ``codes(start, stop)``, the codes of any other layout in
     that order (and ``packed(start, stop)``, the same as packed bytes when the layout can give
     them cheaply, else None). Chunks write disjoint parts of ``out`` on ``threads`` threads (default: the
-    cores), at most two chunks per thread in flight; ``progress(done, total)`` counts elements.
+    cores), each thread taking the next chunk, one at a time; ``progress(done, total)`` counts elements.
     """
     g = plan.geometry
     bits = storage.element(storage_name).bits

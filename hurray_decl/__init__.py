@@ -13,22 +13,18 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 
-def _lazy_names() -> dict[str, tuple[str, str | None]]:
-    """public name -> (module, attribute or None for a submodule), read from the TYPE_CHECKING imports below."""
+def _lazy_names() -> dict[str, tuple[str, str]]:
+    """public name -> (module, attribute or submodule), read from the TYPE_CHECKING imports below."""
     import ast
 
     with open(__file__, encoding="utf-8") as source:
         tree = ast.parse(source.read())
     block = next(node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING")
-    names: dict[str, tuple[str, str | None]] = {}
+    names: dict[str, tuple[str, str]] = {}
     for statement in block.body:
         if isinstance(statement, ast.ImportFrom):
-            base = "." * statement.level + (statement.module or "")
             for alias in statement.names:
-                if statement.module is None:  # "from . import kernels": a submodule
-                    names[alias.asname or alias.name] = (base + alias.name, None)
-                else:
-                    names[alias.asname or alias.name] = (base, alias.name)
+                names[alias.asname or alias.name] = ("." * statement.level + (statement.module or ""), alias.name)
     return names
 
 
@@ -50,9 +46,11 @@ def __getattr__(name: str) -> Any:
         value: Any = _version()
     elif name in _LAZY:
         module, attribute = _LAZY[name]
-        value = importlib.import_module(module, __name__)
-        if attribute is not None:
-            value = getattr(value, attribute)
+        parent = importlib.import_module(module, __name__)
+        try:
+            value = getattr(parent, attribute)
+        except AttributeError:  # "from hurray_decl.hurray import kernels": a submodule not imported yet
+            value = importlib.import_module(f"{parent.__name__}.{attribute}")
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value
@@ -65,18 +63,18 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # the public names: imported lazily at run time (see the module's documentation)
     __version__: str
-    from . import kernels
-    from .tensor_numerics import dequantize, quantize
-    from .convert.hurray import from_awq, from_gguf, from_gguf_file, from_gptq
-    from .quantization import SCHEMES, decode_quantization, encode_quantization, kernel_for, load_quantization
-    from .quantization import register_private_scheme, scheme, unregister_private_scheme
-    from .errors import HurrayDeclError
-    from .schemes.mxfp import MXFP
-    from .schemes.nf4 import NF4
-    from .schemes.per_block_affine import PerBlockAffine
-    from .schemes.per_channel_affine import PerChannelAffine
-    from .schemes.per_tensor_affine import PerTensorAffine
-    from .schemes.quantization import Descriptor as QuantizationDescriptor
-    from .schemes.quantization import OpaqueQuantization, SchemeDescriptor
-    from .tensor import BufferHandle, TensorDescriptor, read_tensor_descriptor, validate_buffers
-    from .tensor import write_tensor_descriptor
+    from hurray_decl.hurray import kernels
+    from hurray_decl.hurray.numerics import dequantize, quantize
+    from hurray_decl.convert.hurray import from_awq, from_gguf, from_gguf_file, from_gptq
+    from hurray_decl.hurray.quantization import SCHEMES, decode_quantization, encode_quantization, kernel_for, load_quantization
+    from hurray_decl.hurray.quantization import register_private_scheme, scheme, unregister_private_scheme
+    from hurray_decl.errors import HurrayDeclError
+    from hurray_decl.hurray.schemes.mxfp import MXFP
+    from hurray_decl.hurray.schemes.nf4 import NF4
+    from hurray_decl.hurray.schemes.per_block_affine import PerBlockAffine
+    from hurray_decl.hurray.schemes.per_channel_affine import PerChannelAffine
+    from hurray_decl.hurray.schemes.per_tensor_affine import PerTensorAffine
+    from hurray_decl.hurray.schemes.quantization import Descriptor as QuantizationDescriptor
+    from hurray_decl.hurray.schemes.quantization import OpaqueQuantization, SchemeDescriptor
+    from hurray_decl.hurray.tensor import BufferHandle, TensorDescriptor, read_tensor_descriptor, validate_buffers
+    from hurray_decl.hurray.tensor import write_tensor_descriptor

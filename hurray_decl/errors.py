@@ -113,7 +113,7 @@ class TruncatedError(FormatError):
 
 
 class SchemeTagError(FormatError):
-    """The scheme tag's class forbids decoding it (see :mod:`hurray_decl.tags`)."""
+    """The scheme tag's class forbids decoding it (see :mod:`hurray_decl.hurray.tables.tags`)."""
 
 
 class InvalidSchemeTag(SchemeTagError):

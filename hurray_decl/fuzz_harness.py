@@ -1,7 +1,7 @@
 """What the atheris (libFuzzer for Python) targets share: the slow-call check, coverage
 instrumentation of chosen packages, seeding an empty corpus, and the libFuzzer entry.
 
-The targets themselves (:mod:`hurray_decl.fuzz_target` for Hurray,
+The targets themselves (:mod:`hurray_decl.hurray.fuzz_target` for Hurray,
 :mod:`hurray_decl.onnx_light.fuzz_target` for onnx-light) hold their oracles and seeds.
 """
 

@@ -15,8 +15,8 @@ from typing import Any, Callable, Generic, Iterator, Mapping, TypeVar
 
 import construct as cs
 
-from .errors import RegistrationError
-from .schema import field_offsets
+from hurray_decl.errors import RegistrationError
+from hurray_decl.declare.schema import field_offsets
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -84,19 +84,19 @@ class SchemeRow:
     version: int = 1
     private: bool = False
     kernel: Callable[..., Any] | None = None
-    """``kernel(descriptor, shape, params)``: the :class:`~hurray_decl.kernels.Plan` that
+    """``kernel(descriptor, shape, params)``: the :class:`~hurray_decl.hurray.kernels.Plan` that
     dequantizes a tensor (``params`` reads the parameter arrays from the buffers)."""
     quantize: Callable[..., Any] | None = None
-    """``quantize(x, options)``: a :class:`~hurray_decl.kernels.Quantized` for a float array."""
+    """``quantize(x, options)``: a :class:`~hurray_decl.hurray.kernels.Quantized` for a float array."""
     quantize_defaults: Mapping[str, Any] = field(default_factory=dict)
     """The options ``quantize`` takes when the caller gives none (``axis`` -1 is the last axis,
     ``block_size``, ``storage``)."""
     check_tensor: Callable[..., None] | None = None
     """``check_tensor(descriptor, tensor)``: the scheme's rules that need the tensor and its
-    buffer table (``tensor`` is a :class:`hurray_decl.tensor.context.TensorContext`)."""
+    buffer table (``tensor`` is a :class:`hurray_decl.hurray.tensor.context.TensorContext`)."""
     check_data: Callable[..., None] | None = None
     """``check_data(descriptor, data)``: the scheme's rules that need buffer contents
-    (``data`` is a :class:`hurray_decl.tensor.validate.DataContext`)."""
+    (``data`` is a :class:`hurray_decl.hurray.tensor.validate.DataContext`)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "quantize_defaults", MappingProxyType(dict(self.quantize_defaults)))

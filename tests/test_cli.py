@@ -14,9 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import hurray_decl as hd
-from hurray_decl import cli, dump_rows, examples, tensor_numerics
-from hurray_decl.hexdump import UNDECODED, hexdump
-from hurray_decl.tensor.layouts import LAYOUTS
+from hurray_decl import cli
+from hurray_decl.dump import rows as dump_rows
+from hurray_decl.hurray import examples
+from hurray_decl.hurray import numerics as tensor_numerics
+from hurray_decl.hurray.dump import UNDECODED, hexdump
+from hurray_decl.hurray.tensor.layouts import LAYOUTS
 from tests.hurray.test_hexdump import assert_rows_cover
 from tests.hurray.tensor_support import manifest, vector
 

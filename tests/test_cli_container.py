@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from hurray_decl import cli
-from hurray_decl.tensor_numerics import dequantize
-from hurray_decl.container import validate_container
+from hurray_decl.hurray.numerics import dequantize
+from hurray_decl.hurray.container import validate_container
 
 FILES = Path(__file__).resolve().parents[1].parent / "shared" / "conformance" / "hurray" / "files"
 BASIC = str(FILES / "basic.hrry")

@@ -20,7 +20,8 @@ import numpy as np
 import pytest
 
 import hurray_decl as hd
-from hurray_decl import cli, examples
+from hurray_decl import cli
+from hurray_decl.hurray import examples
 from hurray_decl.cli import common
 from tests.helpers import covers
 

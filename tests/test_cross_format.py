@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import hurray_decl as hd
-from hurray_decl import tensor_numerics
+from hurray_decl.hurray import numerics as tensor_numerics
 from hurray_decl import onnx_light as ol
 from hurray_decl.convert.portable import from_block_parts, to_block_parts
 from hurray_decl.convert import hurray as hurray_parts

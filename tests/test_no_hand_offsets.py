@@ -1,7 +1,7 @@
 """No absolute descriptor offsets written by hand, in the package or the tests (issue #11).
 
 Where a field of a tensor or quantization descriptor (or of a container) sits is the
-declaration's to say: code asks it (``hurray_decl.tensor.fields``: ``with_field(data,
+declaration's to say: code asks it (``hurray_decl.hurray.tensor.fields``: ``with_field(data,
 "buffers.0.byte_size", v)``; tests: ``tests/hurray/tensor_support.py`` ``at()``,
 ``patch_field()``; ``field_positions``, ``trace_tensor_descriptor``, ``field_offsets`` of a
 section's Struct; a container's ``Patch.header()``, ``kv_entries()``, ``descriptor_field()``).
@@ -51,7 +51,7 @@ ALLOWED: list[tuple[str, str, str | None, str]] = [
      "offset into the scale buffer's contents, not the descriptor"),
     ("tests/html/test_html_dump.py", "offset given as a number", 'HurrayDeclError("HQ-PB-03"',
      "a made-up error for an HTML escaping test; no descriptor is read"),
-    ("hurray_decl/container/reader.py", "offset given as a number", 'offset=0, actual=f"{size} bytes"',
+    ("hurray_decl/hurray/container/reader.py", "offset given as a number", 'offset=0, actual=f"{size} bytes"',
      "a file too short to hold any field is refused at its first byte, which no declaration names"),
 ]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from hurray_decl.quantization import scheme_table
+from hurray_decl.hurray.quantization import scheme_table
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")

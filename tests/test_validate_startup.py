@@ -17,16 +17,16 @@ ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 SHARED = ROOT.parent / "shared" / "conformance" / "hurray" / "descriptors" / "row_major_f32_3x4.bin"
 NOT_FOR_VALIDATE = ("numpy", "ml_dtypes", "onnx", "google.protobuf", "hypothesis", "gguf", "hurray_decl.rules",
-                    "hurray_decl.tensor.writer", "hurray_decl.tensor.validate", "hurray_decl.tensor.access",
-                    "hurray_decl.tensor_numerics", "hurray_decl.hexdump", "hurray_decl.onnx_light", "hurray_decl.convert")
+                    "hurray_decl.hurray.tensor.writer", "hurray_decl.hurray.tensor.validate", "hurray_decl.hurray.tensor.access",
+                    "hurray_decl.hurray.numerics", "hurray_decl.hurray.dump", "hurray_decl.onnx_light", "hurray_decl.convert")
 
 
 def hurray_inputs() -> list[Path]:
     """Every bundled example that is a Hurray descriptor (its magic is right: a wrong magic makes
     ``validate`` try the onnx-light reader, which needs NumPy), valid and invalid, every scheme."""
-    from hurray_decl.tensor.header import MAGIC
+    from hurray_decl.hurray.tensor.header import MAGIC
 
-    files = sorted((ROOT / "hurray_decl" / "examples").glob("*.bin"))
+    files = sorted((ROOT / "hurray_decl" / "hurray" / "examples").glob("*.bin"))
     return [f for f in files if f.read_bytes().startswith(MAGIC)] + ([SHARED] if SHARED.is_file() else [])
 
 
@@ -50,13 +50,13 @@ def test_validate_of_every_hurray_example_loads_no_numpy_writer_or_rules():
                         "    print(cli.main(['validate', f]))")
     codes = [line for line in lines if line in ("0", "1")]
     assert codes == ["1" if f.name.startswith("invalid") else "0" for f in files]  # every verdict given
-    assert {"hurray_decl.tensor.reader", "hurray_decl.schemes.mxfp", "hurray_decl.schemes.nf4"} <= loaded
+    assert {"hurray_decl.hurray.tensor.reader", "hurray_decl.hurray.schemes.mxfp", "hurray_decl.hurray.schemes.nf4"} <= loaded
     assert heavy(loaded) == set()
 
 
 def test_numpy_and_ml_dtypes_load_on_first_use():
     lines, loaded = run(
-        "from hurray_decl import storage\n"
+        "from hurray_decl.hurray.tables import storage\n"
         "from hurray_decl.lazy_modules import numpy as np\n"
         "import sys\n"
         "print('numpy' in sys.modules, 'ml_dtypes' in sys.modules, sorted(storage.NARROW_FLOATS))\n"
@@ -72,7 +72,9 @@ def test_lazy_module_is_the_module_and_names_missing_attributes():
     import ml_dtypes
     import numpy
 
-    from hurray_decl import lazy_modules, storage
+    from hurray_decl import lazy_modules
+
+    from hurray_decl.hurray.tables import storage
 
     assert lazy_modules.numpy.ndarray is numpy.ndarray and lazy_modules.numpy.uint8 is numpy.uint8
     assert dict(storage.NARROW_FLOATS) == {"float8_e4m3": ml_dtypes.float8_e4m3fn, "float8_e5m2": ml_dtypes.float8_e5m2,
@@ -87,12 +89,12 @@ def test_lazy_module_is_the_module_and_names_missing_attributes():
 
 
 def test_tensor_names_load_lazily_and_are_their_modules_attributes():
-    _, loaded = run("import hurray_decl.tensor")
-    assert {m for m in loaded if m.startswith("hurray_decl.tensor.")} == set()
-    import hurray_decl.tensor as tensor
+    _, loaded = run("import hurray_decl.hurray.tensor")
+    assert {m for m in loaded if m.startswith("hurray_decl.hurray.tensor.")} == set()
+    import hurray_decl.hurray.tensor as tensor
 
     for name in tensor.__all__:
-        module = importlib.import_module(f"hurray_decl.tensor.{tensor._MODULE_OF[name]}")
+        module = importlib.import_module(f"hurray_decl.hurray.tensor.{tensor._MODULE_OF[name]}")
         assert getattr(tensor, name) is getattr(module, name), name
     assert set(tensor.__all__) <= set(dir(tensor))
     with pytest.raises(AttributeError):

@@ -30,7 +30,7 @@ import os
 import sys
 from typing import NoReturn, Sequence
 
-from .common import BROKEN_PIPE, FILE, INTERNAL, INTERRUPTED, INVALID, USAGE, CommandError, one_line, verdict
+from hurray_decl.cli.common import BROKEN_PIPE, FILE, INTERNAL, INTERRUPTED, INVALID, USAGE, CommandError, one_line, verdict
 
 COMMAND_MODULES: list[str] = [
     "hurray_decl.cli.descriptors",  # inspect, decode, encode, validate
@@ -52,7 +52,7 @@ EPILOG = ("exit codes: 0 valid or done; 1 invalid input (the rule code is printe
 
 
 def version() -> str:
-    from .. import __version__
+    from hurray_decl import __version__
 
     return __version__
 
@@ -124,7 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CommandError as err:
         return fail(err.status, f"error: {err}")
     except Exception as err:  # noqa: BLE001 - the last line of defence: one line and its own exit code
-        from ..errors import ARGUMENT, HurrayDeclError
+        from hurray_decl.errors import ARGUMENT, HurrayDeclError
 
         if isinstance(err, HurrayDeclError):
             if err.code == ARGUMENT:

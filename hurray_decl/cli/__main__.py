@@ -2,6 +2,6 @@
 
 import sys
 
-from . import main
+from hurray_decl.cli import main
 
 sys.exit(main())

@@ -27,8 +27,8 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from .common import INVALID, OK, FileProblem, Style, progress_printer
-from .inputs import kind_options, read_descriptor
+from hurray_decl.cli.common import INVALID, OK, FileProblem, Style, progress_printer
+from hurray_decl.cli.inputs import kind_options, read_descriptor
 
 MANIFEST = "manifest.json"
 LISTS = ("descriptors", "files", "vectors")
@@ -36,12 +36,12 @@ LISTS = ("descriptors", "files", "vectors")
 
 def check_descriptor(path: Path, args: argparse.Namespace) -> dict[str, Any]:
     """Read one descriptor file; its properties, in the shared conformance manifest's terms."""
-    from .descriptors import decode
+    from hurray_decl.cli.descriptors import decode
 
     descriptor = decode(read_descriptor(str(path), quantization=args.quantization).data, args)
     if args.quantization:
         return {}
-    from ..element_types import BY_TAG
+    from hurray_decl.hurray.tables.element_types import BY_TAG
 
     element = BY_TAG.get(descriptor.type_tag)
     return {
@@ -107,7 +107,7 @@ def files_to_audit(folder: Path, listed: dict[str, Any]) -> list[str]:
 
 def audit(folder: Path, args: argparse.Namespace) -> dict[str, Any]:
     """Verdicts for every file of ``folder`` (see the module's documentation)."""
-    from ..errors import HurrayDeclError
+    from hurray_decl.errors import HurrayDeclError
 
     manifest = folder / MANIFEST
     listed = load_manifest(manifest) if manifest.is_file() else {}
@@ -209,7 +209,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     if args.folder:
         folder = Path(args.folder)
     else:
-        from ..examples import bundled
+        from hurray_decl.hurray.examples import bundled
 
         folder = bundled()
     if not folder.is_dir():
@@ -217,7 +217,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
                           else f"argument FOLDER: no such folder: {folder}")
     result = audit(folder, args)
     if args.format == PAGES:
-        from .html import write_audit
+        from hurray_decl.cli.html import write_audit
 
         return write_audit(result, folder, args)
     print(RENDERERS[args.format](result, Style(sys.stdout)))

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from .common import OK, UsageError, integer_at_least
+from hurray_decl.cli.common import OK, UsageError, integer_at_least
 
 BLOCK = 32
 """The benchmark's block size: --size must be a multiple of it."""
@@ -14,18 +14,18 @@ BLOCK = 32
 
 def cmd_bench(args: argparse.Namespace) -> int:
     if args.parse:
-        from .. import parse_bench
+        from hurray_decl.hurray import parse_bench
 
         parse_bench.run(repeat=args.repeat, out=sys.stdout)
         return OK
     if args.onnx_light:
-        from ..onnx_light import bench as onnx_light_bench
+        from hurray_decl.onnx_light import bench as onnx_light_bench
 
         onnx_light_bench.run(repeat=args.repeat, out=sys.stdout)
         return OK
     if args.size % BLOCK:
         raise UsageError(f"argument --size: {args.size} is not a multiple of the block size {BLOCK}")
-    from .. import bench
+    from hurray_decl.hurray import bench
 
     bench.run(size=args.size, repeat=args.repeat, threads=args.threads, out=sys.stdout)
     return OK

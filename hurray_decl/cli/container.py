@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import ARGUMENT, HurrayDeclError
+from hurray_decl.errors import ARGUMENT, HurrayDeclError
 
 OK, INVALID, USAGE, ENVIRONMENT = 0, 1, 2, 3
 MAGIC = b"HRRYFILE"
@@ -87,8 +87,8 @@ def _guarded(run: Callable[[], int]) -> int:
 
 
 def inspect(args: argparse.Namespace, data: Any) -> int:
-    from .. import hexdump
-    from ..container.dump import container_dump
+    from hurray_decl.hurray import dump as hexdump
+    from hurray_decl.hurray.container.dump import container_dump
 
     def run() -> int:
         dump = container_dump(data)
@@ -98,8 +98,8 @@ def inspect(args: argparse.Namespace, data: Any) -> int:
 
 
 def validate(args: argparse.Namespace, data: Any) -> int:
-    from ..container import validate_container
-    from ..tensor.layouts import CompositeHead
+    from hurray_decl.hurray.container import validate_container
+    from hurray_decl.hurray.tensor.layouts import CompositeHead
 
     def run() -> int:
         if getattr(args, "buffers", None):
@@ -117,7 +117,7 @@ def validate(args: argparse.Namespace, data: Any) -> int:
 def decode(args: argparse.Namespace, data: Any) -> int:
     """The whole container as JSON: header, trailer, KV values with their types, and each
     tensor's index entry and decoded descriptor, in index order."""
-    from ..container import validate_container
+    from hurray_decl.hurray.container import validate_container
 
     try:
         c = validate_container(data, permissive=getattr(args, "permissive", False))
@@ -173,8 +173,8 @@ class _Outputs:
 
 
 def _tensor(data: Any, name: str | None, permissive: bool) -> Any:
-    from ..container import validate_container
-    from ..errors import ArgumentError
+    from hurray_decl.hurray.container import validate_container
+    from hurray_decl.errors import ArgumentError
 
     c = validate_container(data, permissive=permissive)  # the whole file, before any output
     if name is None:
@@ -186,7 +186,7 @@ def _tensor(data: Any, name: str | None, permissive: bool) -> Any:
 
 
 def extract(args: argparse.Namespace) -> int:
-    from ..tensor import write_tensor_descriptor
+    from hurray_decl.hurray.tensor import write_tensor_descriptor
 
     def run() -> int:
         data = _load(args.input)
@@ -215,7 +215,7 @@ def extract(args: argparse.Namespace) -> int:
 def dequantize(args: argparse.Namespace, data: Any) -> int:
     import numpy as np
 
-    from ..tensor_numerics import dequantize as run_dequantize
+    from hurray_decl.hurray.numerics import dequantize as run_dequantize
 
     def run() -> int:
         if args.buffers:
@@ -272,8 +272,8 @@ def has_containers(folder: Path) -> bool:
 
 
 def audit(args: argparse.Namespace) -> int:
-    from ..container import validate_container
-    from ..tensor import read_tensor_descriptor
+    from hurray_decl.hurray.container import validate_container
+    from hurray_decl.hurray.tensor import read_tensor_descriptor
 
     folder = Path(args.folder)
     expected = _expectations(folder)

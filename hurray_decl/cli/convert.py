@@ -45,7 +45,7 @@ def _say(message: str) -> None:
 
 def _guarded(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
     """Run a handler, turning every expected failure into one line and its exit status."""
-    from ..errors import ARGUMENT, HurrayDeclError
+    from hurray_decl.errors import ARGUMENT, HurrayDeclError
 
     def run(args: argparse.Namespace) -> int:
         try:
@@ -137,7 +137,7 @@ def _commit(write: Callable[[Staging], None]) -> None:
 
 
 def _descriptor_files(folder_or_bin: Path, tensor: NamedTensor, stem: str) -> list[tuple[Path, bytes]]:
-    from ..tensor import write_tensor_descriptor
+    from hurray_decl.hurray.tensor import write_tensor_descriptor
 
     files = [(folder_or_bin / f"{stem}.bin", write_tensor_descriptor(tensor.descriptor))]
     files += [(folder_or_bin / f"{stem}.buf{i}.bin", bytes(b)) for i, b in enumerate(tensor.buffers)]
@@ -145,7 +145,7 @@ def _descriptor_files(folder_or_bin: Path, tensor: NamedTensor, stem: str) -> li
 
 
 def _container_package() -> None:
-    """Refuse .hrry files in a build without ``hurray_decl.container``."""
+    """Refuse .hrry files in a build without ``hurray_decl.hurray.container``."""
     if find_spec(f"{__package__}.container") is None:
         raise CommandError(FILE_ERROR, "this build has no .hrry container support; use -o NAME.bin for one tensor "
                            "or -o FOLDER for a folder of descriptors and buffers")
@@ -153,9 +153,9 @@ def _container_package() -> None:
 
 def write_container(path: Path, tensors: Sequence[NamedTensor]) -> None:
     """Write ``tensors`` as a ``.hrry`` container at ``path`` (a temporary file, renamed afterwards),
-    with the one-pass writer of ``hurray_decl.container``."""
+    with the one-pass writer of ``hurray_decl.hurray.container``."""
     _container_package()
-    from ..container.writer import ContainerWriter
+    from hurray_decl.hurray.container.writer import ContainerWriter
 
     with path.open("wb") as stream:
         writer = ContainerWriter(stream, tensor_count_hint=len(tensors))
@@ -165,9 +165,9 @@ def write_container(path: Path, tensors: Sequence[NamedTensor]) -> None:
 
 
 def read_container_tensors(path: Path) -> list[NamedTensor]:
-    """Every tensor of a ``.hrry`` container, read with ``hurray_decl.container`` (checked, memory-mapped)."""
+    """Every tensor of a ``.hrry`` container, read with ``hurray_decl.hurray.container`` (checked, memory-mapped)."""
     _container_package()
-    from ..container import read_container
+    from hurray_decl.hurray.container import read_container
 
     return [NamedTensor(t.name, t.descriptor, list(t.buffers)) for t in read_container(path).validate().tensors()]
 
@@ -227,7 +227,7 @@ def _progress(items: Sequence[Any], label: str) -> Iterable[Any]:
 def _convert_each(items: Sequence[Any], describe: Callable[[Any], tuple[str, str, tuple[int, ...]]],
                   convert: Callable[[Any], Any]) -> tuple[list[Row], list[tuple[str, Any]]]:
     """Convert every item, keeping the results and a row per item (the reason when there is none)."""
-    from ..errors import HurrayDeclError
+    from hurray_decl.errors import HurrayDeclError
 
     rows, results = [], []
     for item in _progress(items, "convert"):
@@ -258,15 +258,15 @@ def _report(rows: Sequence[Row], written: str | None, args: argparse.Namespace) 
 def _is_container(head: bytes) -> bool:
     if find_spec(f"{__package__}.container") is None:  # until the container package is merged: its FILE_MAGIC
         return head.startswith(b"HRRYFILE")
-    from ..container import is_container
+    from hurray_decl.hurray.container import is_container
 
     return is_container(head)
 
 
 def _source_kind(path: Path) -> str:
     """``gguf``, ``container``, ``hurray`` (a tensor descriptor) or ``onnx``, from the first bytes."""
-    from ..convert.gguf import GGUF_MAGIC
-    from ..tensor.header import MAGIC
+    from hurray_decl.convert.gguf import GGUF_MAGIC
+    from hurray_decl.hurray.tensor.header import MAGIC
 
     try:
         with path.open("rb") as handle:
@@ -285,7 +285,7 @@ def _source_kind(path: Path) -> str:
 def _read_model(path: Path) -> Any:
     from google.protobuf.message import DecodeError
 
-    from ..onnx_light import ModelProto
+    from hurray_decl.onnx_light import ModelProto
 
     try:
         return ModelProto.FromString(path.read_bytes())
@@ -295,7 +295,7 @@ def _read_model(path: Path) -> Any:
 
 
 def _read_hurray(args: argparse.Namespace) -> list[NamedTensor]:
-    from ..tensor import read_tensor_descriptor
+    from hurray_decl.hurray.tensor import read_tensor_descriptor
 
     if not args.buffer:
         raise CommandError(USAGE, "a Hurray descriptor needs its buffers: --buffer FILE, once per buffer")
@@ -306,7 +306,7 @@ def _read_hurray(args: argparse.Namespace) -> list[NamedTensor]:
 
 def _model_bytes(model: Any, check: bool) -> bytes:
     if check:
-        from ..onnx_light import check_model_values
+        from hurray_decl.onnx_light import check_model_values
 
         check_model_values(model)
     try:
@@ -332,12 +332,12 @@ def cmd_convert(args: argparse.Namespace) -> int:
     if (kind, args.to) not in pairs:
         raise CommandError(USAGE, f"no conversion from {kind} to {args.to}; converted: "
                            + ", ".join(f"{a} -> {b}" for a, b in sorted(pairs)))
-    from ..convert import tensors as convert
+    from hurray_decl.convert import tensors as convert
 
     scale_type = args.scale_type
     if kind == "gguf":
-        from ..convert.gguf import read_gguf
-        from ..errors import ArgumentError
+        from hurray_decl.convert.gguf import read_gguf
+        from hurray_decl.errors import ArgumentError
 
         try:
             items = read_gguf(source)
@@ -367,7 +367,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
             written.append(write_hurray(target, [NamedTensor(n, *t) for n, t in results], stage))
             return
         if args.to == "ort":
-            from ..convert.ort import matmul_nbits_model
+            from hurray_decl.convert.ort import matmul_nbits_model
 
             stage.write(target, _model_bytes(matmul_nbits_model(results), check=False))
         else:
@@ -380,7 +380,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
 
 def _describe_initializer(value: Any) -> tuple[str, str, tuple[int, ...]]:
-    from ..onnx_light import EncodedValueProto
+    from hurray_decl.onnx_light import EncodedValueProto
 
     if isinstance(value, EncodedValueProto):
         dims = value.logical_type.tensor_type.shape.dim
@@ -394,8 +394,8 @@ def cmd_quantize(args: argparse.Namespace) -> int:
     source = Path(args.source)
     if not source.is_file():
         raise CommandError(FILE_ERROR, f"no such file: {source}")
-    from ..quantization import scheme
-    from ..errors import HurrayDeclError
+    from hurray_decl.hurray.quantization import scheme
+    from hurray_decl.errors import HurrayDeclError
 
     try:
         scheme(args.scheme)
@@ -409,7 +409,7 @@ def cmd_quantize(args: argparse.Namespace) -> int:
     if not isinstance(array, np.ndarray) or array.dtype.kind not in "fiu":
         raise CommandError(INVALID, f"invalid input: {source} holds {getattr(array, 'dtype', 'no array')}, not real "
                            "numbers")
-    from ..tensor_numerics import quantize
+    from hurray_decl.hurray.numerics import quantize
 
     descriptor, buffers = quantize(array, args.scheme, axis=args.axis, block_size=args.block_size,
                                    storage=args.storage, symmetric=not args.asymmetric, scale_type=args.scale_type)

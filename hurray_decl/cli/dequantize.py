@@ -11,18 +11,18 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from . import outputs
-from .common import OK, UsageError, progress_printer
-from .descriptors import read
-from .inputs import map_file, window_options
+from hurray_decl.cli import outputs
+from hurray_decl.cli.common import OK, UsageError, progress_printer
+from hurray_decl.cli.descriptors import read
+from hurray_decl.cli.inputs import map_file, window_options
 
 
 def cmd_dequantize(args: argparse.Namespace) -> int:
     """Refusals are HurrayDeclErrors: main() prints their rule (exit 1), no file having been created."""
     import numpy as np
 
-    from ..tensor_numerics import prepare_dequantize
-    from ..tensor import read_tensor_descriptor
+    from hurray_decl.hurray.numerics import prepare_dequantize
+    from hurray_decl.hurray.tensor import read_tensor_descriptor
 
     if not args.buffers:
         raise UsageError("a Hurray tensor descriptor needs one buffer file per buffer-table entry")

@@ -7,9 +7,9 @@ import json
 import sys
 from typing import Any, Iterator
 
-from .common import INVALID, OK, Style, UsageError, colour_verdicts, note, verdict
-from .inputs import Input, input_argument, kind_options, map_file, read_descriptor, read_text
-from . import outputs
+from hurray_decl.cli.common import INVALID, OK, Style, UsageError, colour_verdicts, note, verdict
+from hurray_decl.cli.inputs import Input, input_argument, kind_options, map_file, read_descriptor, read_text
+from hurray_decl.cli import outputs
 
 
 class LazyChoices:
@@ -31,7 +31,7 @@ class LazyChoices:
         return iter(self.values())
 
 
-DUMP_FORMATS = LazyChoices("hurray_decl.dump_rows", "FORMATS")
+DUMP_FORMATS = LazyChoices("hurray_decl.dump.rows", "FORMATS")
 
 
 def kind(args: argparse.Namespace) -> str:
@@ -51,20 +51,20 @@ def read(args: argparse.Namespace) -> Input:
 def decode(data: bytes, args: argparse.Namespace) -> Any:
     """The descriptor model of ``data``, as ``args`` says (kind, permissive)."""
     if args.quantization:
-        from ..quantization import decode_quantization
+        from hurray_decl.hurray.quantization import decode_quantization
 
         return decode_quantization(data, permissive=args.permissive)
-    from ..tensor import read_tensor_descriptor
+    from hurray_decl.hurray.tensor import read_tensor_descriptor
 
     return read_tensor_descriptor(data, permissive=args.permissive)
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    from .. import hexdump
+    from hurray_decl.hurray import dump as hexdump
 
     result = hexdump.dump(read(args).data, kind=kind(args), permissive=args.permissive)
     if args.format == "html":
-        from .html import print_page
+        from hurray_decl.cli.html import print_page
 
         return print_page(result, args)
     text = hexdump.render(result, args.format)
@@ -73,7 +73,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def cmd_decode(args: argparse.Namespace) -> int:
-    from ..errors import HurrayDeclError
+    from hurray_decl.errors import HurrayDeclError
 
     try:
         descriptor = decode(read(args).data, args)
@@ -85,7 +85,7 @@ def cmd_decode(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from ..errors import ARGUMENT, HurrayDeclError
+    from hurray_decl.errors import ARGUMENT, HurrayDeclError
 
     if args.input is None:  # "validate --buffers A B DESC": the last file is the descriptor
         if not args.buffers:
@@ -98,7 +98,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if args.buffers:
             if args.quantization:
                 raise UsageError("argument --buffers: buffers belong to a tensor descriptor, not --quantization")
-            from ..tensor import validate_buffers
+            from hurray_decl.hurray.tensor import validate_buffers
 
             validate_buffers(descriptor, buffers, permissive=args.permissive)
     except HurrayDeclError as err:
@@ -116,7 +116,7 @@ def load(text: str, args: argparse.Namespace) -> Any:
     A document that is no JSON object, misses ``shape`` or holds a value of the wrong JSON type
     is an unusable argument (exit 2, no rule); a value the format refuses names its rule (exit 1).
     """
-    from ..errors import ArgumentError, HurrayDeclError
+    from hurray_decl.errors import ArgumentError, HurrayDeclError
 
     try:
         document = json.loads(text)
@@ -131,10 +131,10 @@ def load(text: str, args: argparse.Namespace) -> Any:
 
     try:
         if args.quantization:
-            from ..quantization import load_quantization
+            from hurray_decl.hurray.quantization import load_quantization
 
             return load_quantization(document)
-        from ..tensor import TensorDescriptor
+        from hurray_decl.hurray.tensor import TensorDescriptor
 
         return TensorDescriptor.model_validate(document)  # not load(): it drops the cause of a nested error
     except (HurrayDeclError, ValidationError) as err:
@@ -147,7 +147,7 @@ def schema_error(err: Any) -> Any:
     type, a missing field), which no rule covers."""
     from pydantic import ValidationError
 
-    from ..errors import ArgumentError, HurrayDeclError
+    from hurray_decl.errors import ArgumentError, HurrayDeclError
 
     problems = err.errors() if isinstance(err, ValidationError) else (
         err.__cause__.errors() if isinstance(err.__cause__, ValidationError) else None)
@@ -165,11 +165,11 @@ def schema_error(err: Any) -> Any:
 def cmd_encode(args: argparse.Namespace) -> int:
     model = load(read_text(args.input), args)  # a value the format refuses: main() prints its rule, exit 1
     if args.quantization:
-        from ..quantization import encode_quantization
+        from hurray_decl.hurray.quantization import encode_quantization
 
         data = encode_quantization(model, permissive=args.permissive)
     else:
-        from ..tensor import write_tensor_descriptor
+        from hurray_decl.hurray.tensor import write_tensor_descriptor
 
         data = write_tensor_descriptor(model, permissive=args.permissive)
     if args.output:

@@ -1,4 +1,4 @@
-"""``fuzz``: the external-reader harness of :mod:`hurray_decl.fuzz` as a command."""
+"""``fuzz``: the external-reader harness of :mod:`hurray_decl.hurray.fuzz` as a command."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from .common import FILE, INVALID, OK, USAGE, integer_at_least
-from .outputs import write_text
+from hurray_decl.cli.common import FILE, INVALID, OK, USAGE, integer_at_least
+from hurray_decl.cli.outputs import write_text
 
 DESCRIPTION = ("Run an external reader on valid and rule-labelled invalid tensor descriptors and report every "
                "disagreement. Exit 0 when there is none, 1 otherwise, 2 for a usage error, 3 for a file error.")
@@ -69,7 +69,7 @@ def _refuse_reader(template: str) -> str | None:
     """Why the reader command cannot be started (None when its program is found)."""
     import shutil
 
-    from ..fuzz import reader_command
+    from hurray_decl.hurray.fuzz import reader_command
 
     if not shlex.split(template):
         return "argument --reader: the command is empty"
@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     2 for a usage error, 3 for a file error (messages on standard error)."""
     import secrets
 
-    from ..fuzz import fuzz, report
+    from hurray_decl.hurray.fuzz import fuzz, report
 
     for problem, status in ((_refuse_reader(args.reader), USAGE), (_refuse_unwritable(args), FILE)):
         if problem is not None:
@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     out = args.out if args.out is not None else Path(tempfile.gettempdir()) / f"hurray-fuzz-{seed}-{os.getpid()}"
     from hypothesis.configuration import set_hypothesis_home_dir
 
-    from ..errors import ArgumentError
+    from hurray_decl.errors import ArgumentError
 
     # Hypothesis keeps caches in ./.hypothesis unless told otherwise: a temporary one, to leave nothing behind.
     with tempfile.TemporaryDirectory(prefix="hurray-fuzz-hypothesis-") as home:

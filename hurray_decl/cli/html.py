@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from .. import hexdump
-from ..html_dump import render_audit_index, render_html
+from hurray_decl.hurray import dump as hexdump
+from hurray_decl.dump.html import render_audit_index, render_html
 
 INVALID = 1
 USAGE = 2

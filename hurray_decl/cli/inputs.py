@@ -32,7 +32,7 @@ import sys
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from .common import FileProblem, UsageError, integer_at_least
+from hurray_decl.cli.common import FileProblem, UsageError, integer_at_least
 
 CHUNK = 1 << 20
 """Bytes per read when a stream's unread tail is counted or skipped."""
@@ -197,9 +197,9 @@ def read_descriptor(source: str, *, quantization: bool = False, offset: int = 0,
         window = Window(stream, offset, length)
         if quantization:
             return Input(window.read(), 0)
-        from ..tensor import skip_descriptor
-        from ..tensor.header import HEADER_LENGTH, PREAMBLE_LENGTH
-        from ..errors import HurrayDeclError
+        from hurray_decl.hurray.tensor import skip_descriptor
+        from hurray_decl.hurray.tensor.header import HEADER_LENGTH, PREAMBLE_LENGTH
+        from hurray_decl.errors import HurrayDeclError
 
         data = window.read(PREAMBLE_LENGTH)
         try:
@@ -218,7 +218,7 @@ def read_whole(source: str) -> bytes:
     (onnx-light messages). A Hurray descriptor or container, known by its magic, is read no
     further than the magic: the Hurray commands read it themselves, only as far as it declares.
     Standard input read here is handed on, so the next reader of ``-`` sees the same bytes."""
-    from ..tensor.header import MAGIC
+    from hurray_decl.hurray.tensor.header import MAGIC
 
     stream = source_stream(source)
     if isinstance(stream, bytes):

@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 
-from ..errors import ARGUMENT, HurrayDeclError
-from .audit import RENDERERS, audit
-from .common import Style, UsageError, colour_verdicts
+from hurray_decl.errors import ARGUMENT, HurrayDeclError
+from hurray_decl.cli.audit import RENDERERS, audit
+from hurray_decl.cli.common import Style, UsageError, colour_verdicts
 
 __all__ = ["register", "cmd_fuzz", "audit_folder", "profile_table", "KIND_CHOICES"]
 
@@ -42,19 +42,19 @@ internal error, reported in one line by :func:`hurray_decl.cli.main`)."""
 
 def read_input(source: str) -> bytes:
     """The bytes kinds are told apart by (see :func:`hurray_decl.cli.inputs.read_whole`)."""
-    from .inputs import read_whole
+    from hurray_decl.cli.inputs import read_whole
 
     return read_whole(source)
 
 
 def _kind(args: argparse.Namespace, data: bytes) -> str:
-    from ..tensor.header import MAGIC
+    from hurray_decl.hurray.tensor.header import MAGIC
 
     if args.kind != AUTO:
         return args.kind
     if data.startswith(MAGIC):
         return HURRAY  # a descriptor or a container: no onnx-light module is loaded for it
-    from ..onnx_light.inputs import CONTAINER, detect_kind
+    from hurray_decl.onnx_light.inputs import CONTAINER, detect_kind
 
     if getattr(args, "quantization", False) or getattr(args, "permissive", False):
         return HURRAY  # options only the Hurray side reads
@@ -78,8 +78,8 @@ def cmd_inspect(args: argparse.Namespace, hurray) -> int:
     kind = _kind(args, data)
     if kind == HURRAY:
         return hurray(args)
-    from ..dump_rows import FORMATS, render
-    from ..onnx_light.dump import dump
+    from hurray_decl.dump.rows import FORMATS, render
+    from hurray_decl.onnx_light.dump import dump
 
     if args.format not in FORMATS:
         raise UsageError(f"--format {args.format} is not available for onnx-light inputs ({', '.join(FORMATS)})")
@@ -97,7 +97,7 @@ def _load(args: argparse.Namespace, source: str):
     kind = _kind(args, data)
     if kind == HURRAY:
         return kind, None
-    from ..onnx_light.inputs import parse
+    from hurray_decl.onnx_light.inputs import parse
 
     return kind, parse(data, kind)
 
@@ -107,7 +107,7 @@ def cmd_validate(args: argparse.Namespace, hurray) -> int:
         kind, message = _load(args, args.input)
         if kind == HURRAY:
             return hurray(args)
-        from ..onnx_light.inputs import check, check_item, items
+        from hurray_decl.onnx_light.inputs import check, check_item, items
 
         if args.name is not None:
             for item in items(message, kind, args.name):
@@ -144,10 +144,10 @@ def cmd_decode(args: argparse.Namespace, hurray) -> int:
         kind, message = _load(args, args.input)
         if kind == HURRAY:
             return hurray(args)
-        from ..onnx_light import decode_plan
-        from ..onnx_light.inputs import check, check_item, items
-        from ..onnx_light.tensors import tensor_to_array
-        from ..onnx_light.wire import logical_shape
+        from hurray_decl.onnx_light import decode_plan
+        from hurray_decl.onnx_light.inputs import check, check_item, items
+        from hurray_decl.onnx_light.tensors import tensor_to_array
+        from hurray_decl.onnx_light.wire import logical_shape
 
         if kind == "tensor":
             check(message, kind)
@@ -178,7 +178,7 @@ def write_npy(path: Path, array: Any) -> None:
     """Write ``array`` to ``path`` through a temporary file in the same folder, then rename."""
     import numpy as np
 
-    from .outputs import atomic
+    from hurray_decl.cli.outputs import atomic
 
     with atomic(path) as temporary, open(temporary, "wb") as stream:
         np.save(stream, array, allow_pickle=False)
@@ -190,8 +190,8 @@ def cmd_dequantize(args: argparse.Namespace, hurray) -> int:
         if kind == HURRAY:
             return hurray(args)
         import ml_dtypes
-        from ..onnx_light.inputs import array_of, check, items
-        from ..onnx_light.tensors import tensor_to_array
+        from hurray_decl.onnx_light.inputs import array_of, check, items
+        from hurray_decl.onnx_light.tensors import tensor_to_array
 
         if args.buffers:
             raise UsageError("an onnx-light input carries its payload: give no buffer files")
@@ -220,8 +220,8 @@ def cmd_dequantize(args: argparse.Namespace, hurray) -> int:
 
 def audit_folder(folder: Path) -> dict[str, Any]:
     """Verdicts for every onnx-light file of ``folder``, compared with its manifest when there is one."""
-    from ..onnx_light.corpus import MANIFEST, read_manifest
-    from ..onnx_light.inputs import check, detect_kind, parse
+    from hurray_decl.onnx_light.corpus import MANIFEST, read_manifest
+    from hurray_decl.onnx_light.inputs import check, detect_kind, parse
 
     expected = read_manifest(folder)
     report = []
@@ -249,8 +249,8 @@ def audit_folder(folder: Path) -> dict[str, Any]:
 
 
 def _is_onnx_light_folder(folder: Path) -> bool:
-    from ..onnx_light.corpus import MANIFEST
-    from ..onnx_light.inputs import CONTAINER, HURRAY as HURRAY_KIND, detect_kind
+    from hurray_decl.onnx_light.corpus import MANIFEST
+    from hurray_decl.onnx_light.inputs import CONTAINER, HURRAY as HURRAY_KIND, detect_kind
 
     manifest = folder / MANIFEST
     if manifest.is_file():
@@ -273,8 +273,8 @@ def cmd_audit(args: argparse.Namespace, hurray) -> int:
         print(RENDERERS[args.format](result, Style(sys.stdout)))
         return INVALID if result["summary"]["disagreements"] else 0
     # The default run: the bundled Hurray corpus, then the bundled onnx-light corpus.
-    from ..examples import bundled as hurray_corpus
-    from ..onnx_light.corpus import bundled
+    from hurray_decl.hurray.examples import bundled as hurray_corpus
+    from hurray_decl.onnx_light.corpus import bundled
 
     if args.format not in RENDERERS:
         return hurray(args)  # the pages of the bundled Hurray corpus
@@ -290,7 +290,7 @@ def cmd_audit(args: argparse.Namespace, hurray) -> int:
 
 def profile_table() -> list[dict[str, Any]]:
     """One row per profile, in enum order, from the catalogue (DIGEST.md § 2.3)."""
-    from ..onnx_light.profiles import PROFILES, QuantizationMethod
+    from hurray_decl.onnx_light.profiles import PROFILES, QuantizationMethod
 
     rows = []
     for fmt, row in PROFILES.items():
@@ -364,8 +364,8 @@ def draw_cases(count: int, seed: int, rules: Sequence[str] | None = None):
     import random
     import zlib
 
-    from ..fuzz import ACCEPT, REJECT, VALID, VALID_SHARE, Case
-    from ..onnx_light.mutants import MUTANTS, RandomSource, valid_case
+    from hurray_decl.hurray.fuzz import ACCEPT, REJECT, VALID, VALID_SHARE, Case
+    from hurray_decl.onnx_light.mutants import MUTANTS, RandomSource, valid_case
 
     if rules:
         unknown = [r for r in rules if r not in MUTANTS]

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from .common import FileProblem
+from hurray_decl.cli.common import FileProblem
 
 
 def target(path: str | os.PathLike, what: str = "-o") -> Path:

@@ -5,18 +5,18 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import OK, UsageError
+from hurray_decl.cli.common import OK, UsageError
 
 
 def cmd_schemes(args: argparse.Namespace) -> int:
-    from ..quantization import scheme_table
+    from hurray_decl.hurray.quantization import scheme_table
 
     print(scheme_table())
     return OK
 
 
 def cmd_rule(args: argparse.Namespace) -> int:
-    from ..rules import all_rules
+    from hurray_decl.rules import all_rules
 
     rules = all_rules()
     missing = [code for code in args.codes if code not in rules]

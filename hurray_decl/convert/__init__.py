@@ -16,7 +16,7 @@ Only :class:`BlockParts` is imported with the package; the converters load on fi
 from importlib import import_module
 from typing import Any
 
-from .parts import BlockParts
+from hurray_decl.convert.parts import BlockParts
 
 __all__ = ["BlockParts", "GGUF_BLOCK", "AWQ_ORDER", "gguf_parts", "gptq_parts", "awq_parts"]
 

@@ -24,8 +24,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..errors import ArgumentError, RuleViolation, UnsupportedError
-from .parts import BlockParts
+from hurray_decl.errors import ArgumentError, RuleViolation, UnsupportedError
+from hurray_decl.convert.parts import BlockParts
 
 __all__ = ["GGUF_BLOCK", "GGUF_TYPES", "GgufType", "SubBlocks", "gguf_type", "sub_blocks", "gguf_parts",
            "FLOAT_TYPES", "GGUF_MAGIC", "GgufTensor", "read_gguf"]

@@ -12,8 +12,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..errors import RuleViolation, UnsupportedError
-from .parts import BlockParts
+from hurray_decl.errors import RuleViolation, UnsupportedError
+from hurray_decl.convert.parts import BlockParts
 
 __all__ = ["gptq_parts", "awq_parts", "AWQ_ORDER"]
 

@@ -12,15 +12,17 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import kernels, storage
-from ..element_types import BY_TAG
-from ..errors import ArgumentError, UnsupportedError
-from ..schemes.per_block_affine import SCALE_TYPES, PerBlockAffine
-from ..tensor import RowMajor, TensorDescriptor, validate_buffers
-from ..tensor_numerics import assemble, buffer_contents
-from .parts import BlockParts
-from .gguf import gguf_parts, read_gguf
-from .group import awq_parts, gptq_parts
+from hurray_decl.hurray import kernels
+
+from hurray_decl.hurray.tables import storage
+from hurray_decl.hurray.tables.element_types import BY_TAG
+from hurray_decl.errors import ArgumentError, UnsupportedError
+from hurray_decl.hurray.schemes.per_block_affine import SCALE_TYPES, PerBlockAffine
+from hurray_decl.hurray.tensor import RowMajor, TensorDescriptor, validate_buffers
+from hurray_decl.hurray.numerics import assemble, buffer_contents
+from hurray_decl.convert.parts import BlockParts
+from hurray_decl.convert.gguf import gguf_parts, read_gguf
+from hurray_decl.convert.group import awq_parts, gptq_parts
 
 __all__ = ["from_block_parts", "block_parts", "from_gguf", "from_gguf_file", "from_gptq", "from_awq"]
 

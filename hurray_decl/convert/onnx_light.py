@@ -25,9 +25,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..errors import RuleViolation
-from ..onnx_light import PROFILES as PROFILE_DEFAULTS
-from ..onnx_light import (
+from hurray_decl.errors import RuleViolation
+from hurray_decl.onnx_light import PROFILES as PROFILE_DEFAULTS
+from hurray_decl.onnx_light import (
     EncodedValueProto,
     QuantizationFormat,
     TensorProto,
@@ -35,7 +35,7 @@ from ..onnx_light import (
     make_quantization_type,
     quantize_with_type,
 )
-from .gguf import SubBlocks, sub_blocks
+from hurray_decl.convert.gguf import SubBlocks, sub_blocks
 
 __all__ = ["PROFILES", "gguf_to_onnx_light", "sub_blocks_to_onnx_light"]
 

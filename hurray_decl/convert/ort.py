@@ -18,16 +18,16 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..errors import ArgumentError
-from ..onnx_light import (
+from hurray_decl.errors import ArgumentError
+from hurray_decl.onnx_light import (
     EncodedValueProto,
     ModelProto,
     QuantizationFormat,
     export_matmul_nbits_inputs,
 )
-from .hurray import block_parts
-from .parts import BlockParts
-from .portable import from_block_parts
+from hurray_decl.convert.hurray import block_parts
+from hurray_decl.convert.parts import BlockParts
+from hurray_decl.convert.portable import from_block_parts
 
 __all__ = ["to_matmul_nbits", "tensor_to_matmul_nbits", "matmul_nbits_model", "empty_model", "ORT_FORMATS",
            "MODEL_INPUT", "MODEL_OUTPUT"]

@@ -20,11 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from .. import storage as element_storage
-from ..element_types import BY_NAME
-from ..quantization import scheme
-from ..errors import ArgumentError, RuleViolation
-from ..schemes.per_block_affine import SCALE_TYPES
+from hurray_decl.hurray.tables import storage as element_storage
+from hurray_decl.hurray.tables.element_types import BY_NAME
+from hurray_decl.hurray.quantization import scheme
+from hurray_decl.errors import ArgumentError, RuleViolation
+from hurray_decl.hurray.schemes.per_block_affine import SCALE_TYPES
 
 __all__ = ["BlockParts"]
 

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import UnsupportedError
-from .parts import BlockParts
-from ..onnx_light.codec import unwrap_value
-from ..onnx_light.portable import Prepared, build_payload, decode_runs, open_value, read_portable, reconstruct
-from ..onnx_light.numerics import BFLOAT16, DOUBLE, FLOAT, FLOAT16, LOGICAL_DTYPES, to_logical
-from ..onnx_light.ort import (
+from hurray_decl.errors import UnsupportedError
+from hurray_decl.convert.parts import BlockParts
+from hurray_decl.onnx_light.codec import unwrap_value
+from hurray_decl.onnx_light.portable import Prepared, build_payload, decode_runs, open_value, read_portable, reconstruct
+from hurray_decl.onnx_light.numerics import BFLOAT16, DOUBLE, FLOAT, FLOAT16, LOGICAL_DTYPES, to_logical
+from hurray_decl.onnx_light.ort import (
     FLOATING,
     ORT_FORMATS,
     OrtGeometry,
@@ -37,10 +37,10 @@ from ..onnx_light.ort import (
     read_ort,
     zero_point_storage,
 )
-from ..onnx_light.packing import pack_bits, sign_extend, unpack_bits
-from ..onnx_light.plan import QuantizationBlockLayout, RunArrays
-from ..onnx_light.profiles import QuantizationFormat
-from ..onnx_light.wire import canonical_type, make_logical_type, pb
+from hurray_decl.onnx_light.packing import pack_bits, sign_extend, unpack_bits
+from hurray_decl.onnx_light.plan import QuantizationBlockLayout, RunArrays
+from hurray_decl.onnx_light.profiles import QuantizationFormat
+from hurray_decl.onnx_light.wire import canonical_type, make_logical_type, pb
 
 __all__ = ["to_block_parts", "from_block_parts", "ort_to_portable", "portable_to_ort", "PORTABLE_FORMATS"]
 
@@ -49,7 +49,7 @@ PORTABLE_FORMATS = {QuantizationFormat.INT4: 4, QuantizationFormat.INT8: 8}
 
 SCALE_DATA_TYPES = {"float32": FLOAT, "float16": FLOAT16, "bfloat16": BFLOAT16}
 """The onnx-light data type of each scale type name (the Hurray scale_type_tag table is
-``hurray_decl.schemes.per_block_affine.SCALE_TYPES``)."""
+``hurray_decl.hurray.schemes.per_block_affine.SCALE_TYPES``)."""
 _SCALE_NAMES = {code: name for name, code in SCALE_DATA_TYPES.items()}
 _STORAGE = {f"{sign}int{bits}": (bits, sign == "") for bits in (2, 4, 8) for sign in ("", "u")}
 """Hurray per-block storage names: (bits, signed)."""

@@ -11,15 +11,15 @@ Spec: onnx-light/quantized-values.txt and DIGEST.md.
 
 from __future__ import annotations
 
-from ._generated.onnx_light_pb2 import (
+from hurray_decl.onnx_light._generated.onnx_light_pb2 import (
     EncodedValueProto,
     ModelProto,
     StructTypeProto,
     TensorProto,
     TypeProto,
 )
-from .calibrate import quantize_with_type
-from .codec import (
+from hurray_decl.onnx_light.calibrate import quantize_with_type
+from hurray_decl.onnx_light.codec import (
     decode_plan,
     dequantize_tensor_proto,
     dequantize_value,
@@ -28,17 +28,17 @@ from .codec import (
     quantize_array,
     quantize_tensor_proto,
 )
-from ..errors import OnnxLightTypeError
-from .methods import METHODS, MethodRow
-from .model import check_model, check_model_values, model_to_textproto, serialize_for_ort
-from .plan import (
+from hurray_decl.errors import OnnxLightTypeError
+from hurray_decl.onnx_light.methods import METHODS, MethodRow
+from hurray_decl.onnx_light.model import check_model, check_model_values, model_to_textproto, serialize_for_ort
+from hurray_decl.onnx_light.plan import (
     QuantizationBlockLayout,
     QuantizationBlockParameters,
     QuantizationPlan,
     QuantizationRun,
     make_quantization_plan,
 )
-from .profiles import (
+from hurray_decl.onnx_light.profiles import (
     PROFILES,
     QuantizationFormat,
     QuantizationMethod,
@@ -46,8 +46,8 @@ from .profiles import (
     quantization_format_name,
     quantization_formats,
 )
-from .ort import MatMulNBitsInputs, make_matmul_nbits_plan
-from .shared import (
+from hurray_decl.onnx_light.ort import MatMulNBitsInputs, make_matmul_nbits_plan
+from hurray_decl.onnx_light.shared import (
     ParameterSet,
     SharedQuantizedValue,
     add_quantization_parameters,
@@ -56,7 +56,7 @@ from .shared import (
     parameter_catalogue,
     quantize_tensor_shared,
 )
-from .wire import PARAMETER_REF_FIELD
+from hurray_decl.onnx_light.wire import PARAMETER_REF_FIELD
 
 __all__ = [
     "QuantizationFormat",
@@ -110,7 +110,7 @@ _OPERATOR_NAMES = {"Quantize", "Dequantize", "QuantizedValue", "quantization_ope
 def __getattr__(name: str):
     """The ai.rt operators need the ``onnx`` package: they are imported on first use."""
     if name in _OPERATOR_NAMES:
-        from . import operators
+        from hurray_decl.onnx_light import operators
 
         return getattr(operators, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

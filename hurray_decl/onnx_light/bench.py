@@ -22,10 +22,10 @@ from typing import Callable, TextIO
 
 import numpy as np
 
-from .codec import dequantize_value, export_matmul_nbits_inputs, quantize_array
-from .ort import make_matmul_nbits_plan
-from .plan import make_quantization_plan
-from .profiles import QuantizationFormat
+from hurray_decl.onnx_light.codec import dequantize_value, export_matmul_nbits_inputs, quantize_array
+from hurray_decl.onnx_light.ort import make_matmul_nbits_plan
+from hurray_decl.onnx_light.plan import make_quantization_plan
+from hurray_decl.onnx_light.profiles import QuantizationFormat
 
 __all__ = ["run", "TARGETS"]
 

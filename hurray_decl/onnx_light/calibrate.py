@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import OnnxLightError
-from .portable import Prepared, encode_prepared, forward_values, prepare_plan, source_array
-from .methods import method_row
-from .numerics import LOGICAL_DTYPES
-from .ort import quantize_ort_with_type
-from .plan import QuantizationPlan, RunArrays
-from .profiles import PROFILES, WIRE_PREFIX, QuantizationMethod, parse_quantization_format
-from .validate import validate_layout
-from .wire import canonical_type, pb, read_geometry, resolve_struct_type, same_message
+from hurray_decl.errors import OnnxLightError
+from hurray_decl.onnx_light.portable import Prepared, encode_prepared, forward_values, prepare_plan, source_array
+from hurray_decl.onnx_light.methods import method_row
+from hurray_decl.onnx_light.numerics import LOGICAL_DTYPES
+from hurray_decl.onnx_light.ort import quantize_ort_with_type
+from hurray_decl.onnx_light.plan import QuantizationPlan, RunArrays
+from hurray_decl.onnx_light.profiles import PROFILES, WIRE_PREFIX, QuantizationMethod, parse_quantization_format
+from hurray_decl.onnx_light.validate import validate_layout
+from hurray_decl.onnx_light.wire import canonical_type, pb, read_geometry, resolve_struct_type, same_message
 
 __all__ = ["quantize_with_type"]
 

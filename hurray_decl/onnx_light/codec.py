@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ort import MatMulNBitsInputs, quantize_ort
-from .plan import QuantizationPlan
-from .portable import as_encoded, make_quantization_type, quantize_portable
-from .profiles import QuantizationFormat
-from .shared import materialize_quantized_value
-from .tensors import array_to_tensor, as_tensor, tensor_to_array
-from .values import decode_plan_full, dequantize_full, export_full, validate_full
-from .wire import pb
+from hurray_decl.onnx_light.ort import MatMulNBitsInputs, quantize_ort
+from hurray_decl.onnx_light.plan import QuantizationPlan
+from hurray_decl.onnx_light.portable import as_encoded, make_quantization_type, quantize_portable
+from hurray_decl.onnx_light.profiles import QuantizationFormat
+from hurray_decl.onnx_light.shared import materialize_quantized_value
+from hurray_decl.onnx_light.tensors import array_to_tensor, as_tensor, tensor_to_array
+from hurray_decl.onnx_light.values import decode_plan_full, dequantize_full, export_full, validate_full
+from hurray_decl.onnx_light.wire import pb
 
 __all__ = [
     "quantize_array",

@@ -2,7 +2,7 @@
 catalogue and nested-graph models, a tensor, and one invalid input per mutated OL reader rule.
 
 The corpus is generated here from seeded builders (:mod:`.mutants`) and shipped in
-``hurray_decl/examples/onnx_light/`` (``.pb`` values and tensors, ``.onnx`` models, and
+``hurray_decl/hurray/examples/onnx_light/`` (``.pb`` values and tensors, ``.onnx`` models, and
 ``manifest.json`` with each file's kind, expected verdict and, for an invalid one, the field it
 breaks); a test keeps the shipped copy equal to this generator, and ``hurray-decl audit`` with
 no folder audits it beside the Hurray corpus. Regenerate with
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from .inputs import MODEL
-from .mutants import (
+from hurray_decl.onnx_light.inputs import MODEL
+from hurray_decl.onnx_light.mutants import (
     EXCLUDED,
     MUTANTS,
     PORTABLE,
@@ -28,12 +28,12 @@ from .mutants import (
     valid_case,
     valid_value,
 )
-from .ort import FLOATING, IMPLICIT, ORT_FORMATS, PACKED
-from .profiles import PROFILES, QuantizationFormat
+from hurray_decl.onnx_light.ort import FLOATING, IMPLICIT, ORT_FORMATS, PACKED
+from hurray_decl.onnx_light.profiles import PROFILES, QuantizationFormat
 
 __all__ = ["Example", "examples", "manifest", "bundled", "write", "read_manifest"]
 
-FOLDER = ("examples", "onnx_light")
+FOLDER = ("examples",)
 MANIFEST = "manifest.json"
 SEED = 12
 """The seed of every builder; examples differ by profile and rule, not by seed."""
@@ -103,7 +103,7 @@ def manifest(corpus: list[Example]) -> dict:
 
 def bundled() -> Path:
     """The folder the package ships the corpus in."""
-    return Path(str(resources.files("hurray_decl").joinpath(*FOLDER)))
+    return Path(str(resources.files("hurray_decl.onnx_light").joinpath(*FOLDER)))
 
 
 def write(folder: Path) -> None:

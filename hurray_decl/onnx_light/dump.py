@@ -1,4 +1,4 @@
-"""Annotated hex dumps of onnx-light inputs, in the rows and JSON format of :mod:`hurray_decl.hexdump`.
+"""Annotated hex dumps of onnx-light inputs, in the rows and JSON format of :mod:`hurray_decl.hurray.dump`.
 
 Every byte is named once, in order:
 
@@ -26,10 +26,10 @@ from dataclasses import fields as dataclass_fields
 
 import numpy as np
 
-from ..errors import ArgumentError, HurrayDeclError, OnnxLightError
-from ..dump_rows import RAW_ROW, UNDECODED, Dump, Row, render
-from ..trace import trace
-from .inputs import (
+from hurray_decl.errors import ArgumentError, HurrayDeclError, OnnxLightError
+from hurray_decl.dump.rows import RAW_ROW, UNDECODED, Dump, Row, render
+from hurray_decl.declare.trace import trace
+from hurray_decl.onnx_light.inputs import (
     MESSAGES,
     MODEL,
     PARSE_RULES,
@@ -40,14 +40,14 @@ from .inputs import (
     detect_kind,
     items,
 )
-from .numerics import LOGICAL_DTYPES
-from .ort import FLOATING, ORT_FORMATS, PACKED, OrtGeometry, read_ort_type
-from .packing import sign_extend, unpack_base3, unpack_bits
-from .plan import QuantizationBlockLayout
-from .profiles import WIRE_PREFIX, QuantizationMethod, parse_quantization_format
-from .protowire import Field, walk
-from .shared import COMPACT_NAME, parameter_catalogue
-from .wire import logical_shape, merge_runs, payload_schema, pb, read_geometry, resolve_struct_type
+from hurray_decl.onnx_light.numerics import LOGICAL_DTYPES
+from hurray_decl.onnx_light.ort import FLOATING, ORT_FORMATS, PACKED, OrtGeometry, read_ort_type
+from hurray_decl.onnx_light.packing import sign_extend, unpack_base3, unpack_bits
+from hurray_decl.onnx_light.plan import QuantizationBlockLayout
+from hurray_decl.onnx_light.profiles import WIRE_PREFIX, QuantizationMethod, parse_quantization_format
+from hurray_decl.onnx_light.protowire import Field, walk
+from hurray_decl.onnx_light.shared import COMPACT_NAME, parameter_catalogue
+from hurray_decl.onnx_light.wire import logical_shape, merge_runs, payload_schema, pb, read_geometry, resolve_struct_type
 
 __all__ = ["dump", "hexdump", "payload_rows"]
 

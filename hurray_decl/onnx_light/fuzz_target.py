@@ -34,11 +34,11 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from ..errors import HurrayDeclError
-from ..fuzz_harness import run_libfuzzer, within
-from .codec import decode_plan, dequantize_value
-from .dump import dump
-from .inputs import KINDS, MODEL, VALUE, check, items, parse
+from hurray_decl.errors import HurrayDeclError
+from hurray_decl.fuzz_harness import run_libfuzzer, within
+from hurray_decl.onnx_light.codec import decode_plan, dequantize_value
+from hurray_decl.onnx_light.dump import dump
+from hurray_decl.onnx_light.inputs import KINDS, MODEL, VALUE, check, items, parse
 
 SLOW_SECONDS = 2.0
 """The longest one call may take on one input."""
@@ -116,8 +116,8 @@ def test_one_input(data: bytes) -> None:
 
 def seed_inputs(generated: int = 100) -> list[bytes]:
     """The bundled corpus, then ``generated`` valid inputs and ``generated`` mutants (seeded)."""
-    from .corpus import bundled
-    from .mutants import MUTANTS, RandomSource, valid_case
+    from hurray_decl.onnx_light.corpus import bundled
+    from hurray_decl.onnx_light.mutants import MUTANTS, RandomSource, valid_case
 
     seeds = [p.read_bytes() for p in sorted(bundled().iterdir()) if p.suffix in (".pb", ".onnx")]
     rules = sorted(MUTANTS)
@@ -126,7 +126,7 @@ def seed_inputs(generated: int = 100) -> list[bytes]:
     return seeds
 
 
-INSTRUMENTED = ("hurray_decl.onnx_light", "hurray_decl.trace", "construct", "google.protobuf")
+INSTRUMENTED = ("hurray_decl.onnx_light", "hurray_decl.declare.trace", "construct", "google.protobuf")
 """Packages whose Python code atheris instruments for coverage feedback."""
 
 

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from ..errors import ArgumentError, HurrayDeclError, OnnxLightError
-from .codec import dequantize_value
-from .model import check_model
-from .protowire import walk
-from .tensors import tensor_to_array
-from .wire import pb
+from hurray_decl.errors import ArgumentError, HurrayDeclError, OnnxLightError
+from hurray_decl.onnx_light.codec import dequantize_value
+from hurray_decl.onnx_light.model import check_model
+from hurray_decl.onnx_light.protowire import walk
+from hurray_decl.onnx_light.tensors import tensor_to_array
+from hurray_decl.onnx_light.wire import pb
 
 __all__ = [
     "VALUE", "TENSOR", "MODEL", "KINDS", "MESSAGES", "HURRAY", "CONTAINER",

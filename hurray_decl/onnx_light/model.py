@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import HurrayDeclError, OnnxLightError
-from .codec import validate_value
-from .shared import PARAMETERS_PREFIX, as_pb_model, check_shared_value, parameter_catalogue
-from .wire import model_catalogue, pb
+from hurray_decl.errors import HurrayDeclError, OnnxLightError
+from hurray_decl.onnx_light.codec import validate_value
+from hurray_decl.onnx_light.shared import PARAMETERS_PREFIX, as_pb_model, check_shared_value, parameter_catalogue
+from hurray_decl.onnx_light.wire import model_catalogue, pb
 
 __all__ = ["check_model_values", "check_model", "validation_error_class", "serialize_for_ort", "model_to_textproto"]
 

@@ -23,15 +23,15 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .codec import make_quantization_type, quantize_array
-from .inputs import MODEL, TENSOR, VALUE
-from .numerics import BFLOAT16, FLOAT, FLOAT16, LOGICAL_DTYPES
-from .ort import FLOATING, IMPLICIT, ORT_FORMATS, PACKED, make_matmul_nbits_plan
-from .plan import make_quantization_plan
-from .profiles import PROFILES, WIRE_PREFIX, QuantizationFormat, QuantizationMethod
-from .shared import PARAMETERS_PREFIX, add_quantization_parameters, quantize_tensor_shared
-from .tensors import array_to_tensor
-from .wire import make_logical_type, pb
+from hurray_decl.onnx_light.codec import make_quantization_type, quantize_array
+from hurray_decl.onnx_light.inputs import MODEL, TENSOR, VALUE
+from hurray_decl.onnx_light.numerics import BFLOAT16, FLOAT, FLOAT16, LOGICAL_DTYPES
+from hurray_decl.onnx_light.ort import FLOATING, IMPLICIT, ORT_FORMATS, PACKED, make_matmul_nbits_plan
+from hurray_decl.onnx_light.plan import make_quantization_plan
+from hurray_decl.onnx_light.profiles import PROFILES, WIRE_PREFIX, QuantizationFormat, QuantizationMethod
+from hurray_decl.onnx_light.shared import PARAMETERS_PREFIX, add_quantization_parameters, quantize_tensor_shared
+from hurray_decl.onnx_light.tensors import array_to_tensor
+from hurray_decl.onnx_light.wire import make_logical_type, pb
 
 __all__ = [
     "Source", "RandomSource", "Case", "Mutant", "MUTANTS", "EXCLUDED",
@@ -256,7 +256,7 @@ def mutant(rule: str, doc: str):
 def _payload_rows(value: pb.EncodedValueProto, prefix: str) -> list[tuple[int, Any]]:
     """(offset within raw_data, row) of the dump rows whose path starts with ``prefix``: the dump
     names raw_data's bytes by the payload declaration."""
-    from .dump import dump
+    from hurray_decl.onnx_light.dump import dump
 
     rows = dump(value.SerializeToString(), kind=VALUE).rows
     start = next(r.offset + r.size for r in rows if r.field == "raw_data:length")
@@ -508,7 +508,7 @@ def _blocks_with(value, wanted) -> list[tuple[int, Any, Any]]:
 
 
 def _merged_layouts(value):
-    from .wire import merge_runs, read_geometry
+    from hurray_decl.onnx_light.wire import merge_runs, read_geometry
 
     return merge_runs(read_geometry(value.struct_type).runs)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from ..errors import OnnxLightError
+from hurray_decl.errors import OnnxLightError
 
 __all__ = [
     "FLOAT", "UINT8", "INT64", "FLOAT16", "DOUBLE", "BFLOAT16",

@@ -26,13 +26,13 @@ import numpy as np
 from onnx.reference import ReferenceEvaluator
 from onnx.reference.op_run import OpRun
 
-from ..errors import HurrayDeclError, OnnxLightError
-from .calibrate import quantize_with_type
-from .codec import dequantize_value
-from .model import check_model
-from .numerics import LOGICAL_DTYPES
-from .shared import EncodedValue, SharedQuantizedValue, as_pb_model, compact_value, parameter_catalogue
-from .wire import logical_shape, pb, resolve_struct_type, same_message
+from hurray_decl.errors import HurrayDeclError, OnnxLightError
+from hurray_decl.onnx_light.calibrate import quantize_with_type
+from hurray_decl.onnx_light.codec import dequantize_value
+from hurray_decl.onnx_light.model import check_model
+from hurray_decl.onnx_light.numerics import LOGICAL_DTYPES
+from hurray_decl.onnx_light.shared import EncodedValue, SharedQuantizedValue, as_pb_model, compact_value, parameter_catalogue
+from hurray_decl.onnx_light.wire import logical_shape, pb, resolve_struct_type, same_message
 
 __all__ = [
     "DOMAIN",

@@ -10,7 +10,7 @@ import functools
 
 import numpy as np
 
-from ..errors import OnnxLightError
+from hurray_decl.errors import OnnxLightError
 
 __all__ = ["pack_bits", "unpack_bits", "pack_base3", "unpack_base3", "sign_extend", "check_padding", "code_table",
            "decode_bytes"]

@@ -18,9 +18,9 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from ..errors import OnnxLightError
-from .methods.cast import CAST_WIDTHS  # the cast method owns its dtype widths
-from .profiles import PROFILES, QuantizationFormat, QuantizationMethod, require_format
+from hurray_decl.errors import OnnxLightError
+from hurray_decl.onnx_light.methods.cast import CAST_WIDTHS  # the cast method owns its dtype widths
+from hurray_decl.onnx_light.profiles import PROFILES, QuantizationFormat, QuantizationMethod, require_format
 
 __all__ = [
     "QuantizationBlockLayout",

@@ -21,10 +21,10 @@ from typing import Sequence
 import construct as cs
 import numpy as np
 
-from ..errors import HurrayDeclError, OnnxLightError
-from .extended import row_products
-from .methods import method_row
-from .numerics import (
+from hurray_decl.errors import HurrayDeclError, OnnxLightError
+from hurray_decl.onnx_light.extended import row_products
+from hurray_decl.onnx_light.methods import method_row
+from hurray_decl.onnx_light.numerics import (
     DOUBLE,
     FLOAT,
     LARGEST,
@@ -33,10 +33,10 @@ from .numerics import (
     narrow,
     to_logical,
 )
-from .plan import QuantizationPlan, RunArrays
-from .profiles import WIRE_PREFIX, QuantizationFormat, parse_quantization_format
-from .validate import validate_geometry, validate_layout, validate_run
-from .wire import (
+from hurray_decl.onnx_light.plan import QuantizationPlan, RunArrays
+from hurray_decl.onnx_light.profiles import WIRE_PREFIX, QuantizationFormat, parse_quantization_format
+from hurray_decl.onnx_light.validate import validate_geometry, validate_layout, validate_run
+from hurray_decl.onnx_light.wire import (
     Geometry,
     RunGeometry,
     block_dtype,

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
-from ..errors import OnnxLightTypeError
-from ..errors import OnnxLightError
+from hurray_decl.errors import OnnxLightTypeError
+from hurray_decl.errors import OnnxLightError
 
 __all__ = [
     "QuantizationFormat",

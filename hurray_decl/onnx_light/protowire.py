@@ -21,7 +21,7 @@ from typing import Any
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
-from ..dump_rows import Row
+from hurray_decl.dump.rows import Row
 
 __all__ = ["Field", "Walk", "WireError", "walk", "WIRE_TYPES", "MAX_DEPTH", "MAX_FIELD_NUMBER", "read_varint"]
 

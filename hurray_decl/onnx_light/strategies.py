@@ -22,8 +22,8 @@ from typing import Sequence
 
 from hypothesis import strategies as st
 
-from .mutants import EXCLUDED, MUTANTS, ORT, Case, Source, compact_model, ort_value, valid_case, valid_value
-from .profiles import QuantizationFormat
+from hurray_decl.onnx_light.mutants import EXCLUDED, MUTANTS, ORT, Case, Source, compact_model, ort_value, valid_case, valid_value
+from hurray_decl.onnx_light.profiles import QuantizationFormat
 
 __all__ = ["DrawSource", "encoded_values", "ort_values", "compact_models", "valid_inputs", "mutants",
            "MUTANTS", "EXCLUDED"]

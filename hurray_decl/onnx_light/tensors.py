@@ -12,9 +12,9 @@ import math
 
 import numpy as np
 
-from ..errors import OnnxLightError
-from .numerics import DOUBLE, FLOAT, LOGICAL_DTYPES
-from .wire import pb
+from hurray_decl.errors import OnnxLightError
+from hurray_decl.onnx_light.numerics import DOUBLE, FLOAT, LOGICAL_DTYPES
+from hurray_decl.onnx_light.wire import pb
 
 __all__ = ["as_tensor", "tensor_to_array", "array_to_tensor"]
 

@@ -10,12 +10,12 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import OnnxLightError
-from .methods.affine import code_range
-from .methods.cast import CAST_WIDTHS
-from .extended import inverse_deviation_ok
-from .plan import U32_MAX, U64_MAX, QuantizationBlockLayout, RunArrays
-from .profiles import PROFILES, QuantizationFormat, QuantizationMethod
+from hurray_decl.errors import OnnxLightError
+from hurray_decl.onnx_light.methods.affine import code_range
+from hurray_decl.onnx_light.methods.cast import CAST_WIDTHS
+from hurray_decl.onnx_light.extended import inverse_deviation_ok
+from hurray_decl.onnx_light.plan import U32_MAX, U64_MAX, QuantizationBlockLayout, RunArrays
+from hurray_decl.onnx_light.profiles import PROFILES, QuantizationFormat, QuantizationMethod
 
 __all__ = ["validate_layout", "validate_run", "validate_geometry"]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import OnnxLightError
-from .numerics import to_logical
-from .ort import (
+from hurray_decl.errors import OnnxLightError
+from hurray_decl.onnx_light.numerics import to_logical
+from hurray_decl.onnx_light.ort import (
     ORT_FORMATS,
     MatMulNBitsInputs,
     decode_ort,
@@ -15,8 +15,8 @@ from .ort import (
     ort_plan,
     read_ort,
 )
-from .plan import QuantizationPlan
-from .portable import (
+from hurray_decl.onnx_light.plan import QuantizationPlan
+from hurray_decl.onnx_light.portable import (
     Opened,
     dequantize_portable,
     open_value,

@@ -20,12 +20,12 @@ import construct as cs
 import numpy as np
 from construct.core import stream_read
 
-from ..errors import OnnxLightError
-from ..schema import Rule
-from ._generated import onnx_light_pb2 as pb
-from .numerics import BFLOAT16, DOUBLE, FLOAT, FLOAT16, INT64, LOGICAL_DTYPES, UINT8
-from .plan import U32_MAX, U64_MAX, QuantizationBlockLayout
-from .profiles import WIRE_PREFIX, QuantizationFormat, parse_quantization_format
+from hurray_decl.errors import OnnxLightError
+from hurray_decl.declare.schema import Rule
+from hurray_decl.onnx_light._generated import onnx_light_pb2 as pb
+from hurray_decl.onnx_light.numerics import BFLOAT16, DOUBLE, FLOAT, FLOAT16, INT64, LOGICAL_DTYPES, UINT8
+from hurray_decl.onnx_light.plan import U32_MAX, U64_MAX, QuantizationBlockLayout
+from hurray_decl.onnx_light.profiles import WIRE_PREFIX, QuantizationFormat, parse_quantization_format
 
 __all__ = [
     "PARAMETER_REF_FIELD",

@@ -29,7 +29,7 @@ import pytest
 import hurray_decl as hd
 from hurray_decl.convert.gguf import GGUF_TYPES
 from hurray_decl.onnx_light import ModelProto, dequantize_value
-from hurray_decl.tensor import read_tensor_descriptor
+from hurray_decl.hurray.tensor import read_tensor_descriptor
 
 Q = gguf.GGMLQuantizationType
 ROOT = Path(__file__).resolve().parents[2]
@@ -209,7 +209,7 @@ BAD = [
 ]
 
 
-if importlib.util.find_spec("hurray_decl.container") is None:  # until the container package is merged
+if importlib.util.find_spec("hurray_decl.hurray.container") is None:  # until the container package is merged
     BAD.append((["convert", "model.gguf", "-o", "out.hrry"], 3, ".hrry"))
 
 
@@ -283,7 +283,7 @@ def test_a_progress_bar_on_a_terminal_only(model, tmp_path):
 
 
 def test_containers_in_and_out(model, tmp_path):
-    container = pytest.importorskip("hurray_decl.container")
+    container = pytest.importorskip("hurray_decl.hurray.container")
     path, expected = model
     result = cli("convert", str(path), "-o", str(tmp_path / "m.hrry"), cwd=tmp_path)
     assert result.returncode == 0, result.stderr

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from hurray_decl import hexdump
-from hurray_decl.examples import bundled
-from hurray_decl.html_dump import render_html
+from hurray_decl.hurray import dump as hexdump
+from hurray_decl.hurray.examples import bundled
+from hurray_decl.dump.html import render_html
 from hurray_decl.rules import rule
 
 from .test_html_dump import EXPECT, FILES, hostile_dump
@@ -239,7 +239,7 @@ def test_markup_in_a_dump_is_shown_as_text_and_fetches_nothing(open_page):
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_colours_follow_the_system_setting(open_page, scheme):
-    from hurray_decl.html_dump import COLOURS
+    from hurray_decl.dump.html import COLOURS
 
     view = open_page(render_html(example("valid_row_major.bin")[1]), color_scheme=scheme).page
     background = view.evaluate("() => getComputedStyle(document.body).backgroundColor")
@@ -276,7 +276,7 @@ def screenshot(view, tmp_path, name: str):
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_screenshot_paints_the_failing_bytes_in_the_error_colour(open_page, tmp_path, scheme):
-    from hurray_decl.html_dump import COLOURS
+    from hurray_decl.dump.html import COLOURS
 
     _, dump = example("invalid_block_size_not_power_of_two.bin")
     view = open_page(render_html(dump), color_scheme=scheme).page
@@ -293,7 +293,7 @@ def test_screenshot_paints_the_failing_bytes_in_the_error_colour(open_page, tmp_
 
 
 def test_screenshot_of_a_valid_dump_shows_no_error_and_the_selection(open_page, tmp_path):
-    from hurray_decl.html_dump import COLOURS
+    from hurray_decl.dump.html import COLOURS
 
     _, dump = example("valid_per_block_affine_int4_f16.bin")
     view = open_page(render_html(dump)).page
@@ -409,7 +409,7 @@ def test_a_dump_of_100000_rows_opens_fast_and_scrolls(open_page, chromium):
     assert in_sight(view, "#tree .row.fail", "#tree") and in_sight(view, "#hex .b.err", "#hex")
     assert view.evaluate("() => +document.querySelector('#tree .row.fail').dataset.row") == failing_row(dump)
 
-    from hurray_decl.html_dump import ROW_HEIGHTS
+    from hurray_decl.dump.html import ROW_HEIGHTS
 
     spacer = view.evaluate("() => document.querySelector('#tree .spacer').offsetHeight")
     items = len(dump.rows) + LARGE_BLOCKS + 1  # a group per block, and "blocks"

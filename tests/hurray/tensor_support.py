@@ -7,8 +7,8 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from hurray_decl.tensor import BufferHandle, RowMajor, TensorDescriptor, read_tensor_descriptor, write_tensor_descriptor
-from hurray_decl.tensor.fields import HEADER_FIELDS, field_span, field_spans, with_field, with_length  # noqa: F401
+from hurray_decl.hurray.tensor import BufferHandle, RowMajor, TensorDescriptor, read_tensor_descriptor, write_tensor_descriptor
+from hurray_decl.hurray.tensor.fields import HEADER_FIELDS, field_span, field_spans, with_field, with_length  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[2]
 CONFORMANCE = REPO.parent / "shared" / "conformance" / "hurray"
@@ -64,7 +64,7 @@ def u64(v: int) -> bytes:
 # ---------------------------------------------------------------- fields by name, never by offset
 #
 # Tests never state where a field sits: they ask the reader's own declaration
-# (hurray_decl.tensor.fields). Names are dotted paths with indices as parts (``flags``,
+# (hurray_decl.hurray.tensor.fields). Names are dotted paths with indices as parts (``flags``,
 # ``shape.1``, ``buffers.0.byte_size``, ``layout.nnz``, ``quantization.block_size``); a name that
 # is a prefix of fields (``layout``, ``buffers.1``, ``statistics``) stands for the bytes they
 # cover together. A value of the wrong width is an error, never resized.

@@ -12,11 +12,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hurray_decl import dump_rows, hexdump
-from hurray_decl.container.dump import container_dump
-from hurray_decl.container.strategies import invalid_containers, valid_containers
-from hurray_decl.container.writer import write_container
-from hurray_decl.tensor import BufferHandle, TensorDescriptor
+from hurray_decl.dump import rows as dump_rows
+
+from hurray_decl.hurray import dump as hexdump
+from hurray_decl.hurray.container.dump import container_dump
+from hurray_decl.hurray.container.strategies import invalid_containers, valid_containers
+from hurray_decl.hurray.container.writer import write_container
+from hurray_decl.hurray.tensor import BufferHandle, TensorDescriptor
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 FILES = SHARED / "conformance" / "hurray" / "files"

@@ -1,4 +1,4 @@
-"""schemas/hurray/container.ksy against hurray_decl.container, field by field.
+"""schemas/hurray/container.ksy against hurray_decl.hurray.container, field by field.
 
 The compiled reader in generated/hurray/container.py is checked for staleness with the other
 schemas by test_kaitai.py::test_generated_readers_are_fresh (it compiles every .ksy). Here both
@@ -20,8 +20,8 @@ import pytest
 import yaml
 from hypothesis import given, settings
 
-from hurray_decl.container import KVTag, validate_container
-from hurray_decl.container.strategies import invalid_containers, valid_containers
+from hurray_decl.hurray.container import KVTag, validate_container
+from hurray_decl.hurray.container.strategies import invalid_containers, valid_containers
 
 from generated.hurray.container import Container as KaitaiContainer
 

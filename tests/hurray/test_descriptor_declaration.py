@@ -15,24 +15,26 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hurray_decl import schema, strategies
-from hurray_decl.quantization import decode_quantization, encode_quantization, register_private_scheme, \
+from hurray_decl.declare import schema
+
+from hurray_decl.hurray import strategies
+from hurray_decl.hurray.quantization import decode_quantization, encode_quantization, register_private_scheme, \
     unregister_private_scheme
 from hurray_decl.errors import HurrayDeclError
-from hurray_decl.model import validated
-from hurray_decl.schema import Rule, compiled, field_offsets
-from hurray_decl.schemes.quantization import SchemeDescriptor
-from hurray_decl.tensor import descriptor as declaration
-from hurray_decl.tensor import read_tensor_descriptor, write_tensor_descriptor
-from hurray_decl.tensor.buffers import HANDLE
-from hurray_decl.tensor.header import HEADER, PREAMBLE_LENGTH
-from hurray_decl.tensor.layouts import LAYOUTS
-from hurray_decl.tensor.reader import field_positions, trace_tensor_descriptor
-from hurray_decl.tensor.sections import COMPOSITE_MEMBER, EXTENSION_TYPE, STATISTICS
+from hurray_decl.declare.model import validated
+from hurray_decl.declare.schema import Rule, compiled, field_offsets
+from hurray_decl.hurray.schemes.quantization import SchemeDescriptor
+from hurray_decl.hurray.tensor import descriptor as declaration
+from hurray_decl.hurray.tensor import read_tensor_descriptor, write_tensor_descriptor
+from hurray_decl.hurray.tensor.buffers import HANDLE
+from hurray_decl.hurray.tensor.header import HEADER, PREAMBLE_LENGTH
+from hurray_decl.hurray.tensor.layouts import LAYOUTS
+from hurray_decl.hurray.tensor.reader import field_positions, trace_tensor_descriptor
+from hurray_decl.hurray.tensor.sections import COMPOSITE_MEMBER, EXTENSION_TYPE, STATISTICS
 
 from .tensor_support import CONFORMANCE, manifest
 
-EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "hurray_decl" / "examples").glob("*.bin"))
+EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "hurray_decl" / "hurray" / "examples").glob("*.bin"))
 VECTORS = [CONFORMANCE / entry["file"] for entry in manifest()]
 INPUTS = VECTORS + EXAMPLES
 
@@ -92,7 +94,7 @@ def test_a_valid_descriptor_is_read_by_the_compiled_parse_alone(path, monkeypatc
     monkeypatch.setattr(schema, "WARM_AFTER", 0)
     assert declaration.parse_fast(data, False) is not None
     monkeypatch.setattr(declaration, "parse_tree", None)  # the traced parse cannot run: never needed
-    from hurray_decl.tensor import reader
+    from hurray_decl.hurray.tensor import reader
     monkeypatch.setattr(reader, "parse_traced", None)
     assert read_tensor_descriptor(data).byte_offset >= 0
 
@@ -248,8 +250,8 @@ def test_a_copy_of_a_read_descriptor_is_validated_again_by_the_writer():
 
 def test_every_builtin_declaration_compiles():
     """A declaration that cannot compile is parsed interpreted, silently and slowly: none of ours."""
-    from hurray_decl.quantization import SCHEMES
-    from hurray_decl.tensor.header import PREAMBLE
+    from hurray_decl.hurray.quantization import SCHEMES
+    from hurray_decl.hurray.tensor.header import PREAMBLE
 
     for rank in range(5):
         for row in LAYOUTS:

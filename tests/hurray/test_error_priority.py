@@ -14,9 +14,9 @@ from typing import Callable
 import pytest
 
 from hurray_decl import MXFP, NF4, PerBlockAffine, PerChannelAffine, PerTensorAffine
-from hurray_decl.quantization import decode_quantization, encode_quantization
+from hurray_decl.hurray.quantization import decode_quantization, encode_quantization
 from hurray_decl.errors import HurrayDeclError
-from hurray_decl.tensor import (
+from hurray_decl.hurray.tensor import (
     COO,
     BufferHandle,
     CompositeHead,
@@ -28,7 +28,7 @@ from hurray_decl.tensor import (
     read_tensor_descriptor,
     write_tensor_descriptor,
 )
-from hurray_decl.tensor.reader import field_positions
+from hurray_decl.hurray.tensor.reader import field_positions
 from tests.hurray.tensor_support import end, field_bytes, patch_field, u8, u32, u64, with_length
 from tests.hurray.tensor_support import at as offset_of
 

@@ -1,6 +1,6 @@
 """hurray-decl fuzz (the external-reader harness) and the atheris fuzz target's smoke run.
 
-The long atheris run is documented in hurray_decl/fuzz_target.py; this runs a few thousand
+The long atheris run is documented in hurray_decl/hurray/fuzz_target.py; this runs a few thousand
 executions only.
 """
 
@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from hurray_decl import fuzz
+from hurray_decl.hurray import fuzz
 from hurray_decl import cli
-from hurray_decl.fuzz import ACCEPT, REJECT, VALID, draw_cases, reader_command
-from hurray_decl.strategies import MUTANTS
+from hurray_decl.hurray.fuzz import ACCEPT, REJECT, VALID, draw_cases, reader_command
+from hurray_decl.hurray.strategies import MUTANTS
 
 STRICT_READER = (f"{shlex.quote(sys.executable)} -c \"import sys, hurray_decl; "
                  f"hurray_decl.read_tensor_descriptor(open(sys.argv[1], 'rb').read())\" {{file}}")
@@ -82,7 +82,7 @@ def test_atheris_smoke_run(tmp_path):
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     env = dict(os.environ, HURRAY_FUZZ_SEEDS="10")
-    done = subprocess.run([sys.executable, "-m", "hurray_decl.fuzz_target", "-runs=3000", "-max_len=512",
+    done = subprocess.run([sys.executable, "-m", "hurray_decl.hurray.fuzz_target", "-runs=3000", "-max_len=512",
                            "-timeout=1", "-rss_limit_mb=1024", f"-artifact_prefix={tmp_path}/", str(corpus)],
                           capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hurray_decl import read_tensor_descriptor, validate_buffers, write_tensor_descriptor
 from hurray_decl.errors import HurrayDeclError
 from hurray_decl.rules import all_rules
-from hurray_decl.strategies import (
+from hurray_decl.hurray.strategies import (
     DATA_MUTANTS,
     DATA_NOT_GENERATED,
     MUTANTS,

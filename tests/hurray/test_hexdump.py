@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hurray_decl.hexdump import UNDECODED, hexdump, quantization_dump
-from hurray_decl.strategies import quantization_payloads
+from hurray_decl.hurray.dump import UNDECODED, hexdump, quantization_dump
+from hurray_decl.hurray.strategies import quantization_payloads
 
 SPEC = Path(__file__).resolve().parents[3] / "shared" / "spec" / "hurray" / "per-channel-affine.txt"
 WORKED_EXAMPLE = bytes.fromhex("0201000000000000010000000200000003000000")

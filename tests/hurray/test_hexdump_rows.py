@@ -22,14 +22,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hurray_decl import read_tensor_descriptor, write_tensor_descriptor
-from hurray_decl.quantization import decode_quantization
+from hurray_decl.hurray.quantization import decode_quantization
 from hurray_decl.errors import HurrayDeclError
-from hurray_decl.hexdump import dump, render
-from hurray_decl.strategies import MUTANTS, tensor_descriptors
+from hurray_decl.hurray.dump import dump, render
+from hurray_decl.hurray.strategies import MUTANTS, tensor_descriptors
 
 REPO = Path(__file__).resolve().parents[2]
 VECTORS = sorted((REPO.parent / "shared" / "conformance" / "hurray" / "descriptors").glob("*.bin"))
-EXAMPLES = sorted((REPO / "hurray_decl" / "examples").glob("*.bin"))
+EXAMPLES = sorted((REPO / "hurray_decl" / "hurray" / "examples").glob("*.bin"))
 INPUTS = VECTORS + EXAMPLES
 UNDECODED = "(undecoded)"
 BEYOND = "(after descriptor_length)"
@@ -387,7 +387,7 @@ def test_dumps_under_parsing_threads_match_a_single_threaded_run():
 def test_tracing_leaves_the_declaration_and_construct_untouched():
     import construct as cs
 
-    from hurray_decl.tensor.header import HEADER
+    from hurray_decl.hurray.tensor.header import HEADER
 
     method = cs.Construct.__dict__["_parsereport"]
     dump(INPUTS[0].read_bytes())

@@ -36,8 +36,8 @@ from hypothesis import strategies as st
 
 import hurray_decl
 from hurray_decl import HurrayDeclError, decode_quantization
-from hurray_decl.quantization import SCHEMES
-from hurray_decl.strategies import quantization_descriptors
+from hurray_decl.hurray.quantization import SCHEMES
+from hurray_decl.hurray.strategies import quantization_descriptors
 
 from generated.hurray.quantization import Quantization
 
@@ -668,9 +668,9 @@ def test_arbitrary_bytes_agree(payload: bytes) -> None:
 
 from unittest import mock  # noqa: E402
 
-from hurray_decl.tensor import read_tensor_descriptor, write_tensor_descriptor  # noqa: E402
-from hurray_decl.tensor import descriptor as tensor_reader  # noqa: E402
-from hurray_decl.tensor.layouts import PrivateLayout  # noqa: E402
+from hurray_decl.hurray.tensor import read_tensor_descriptor, write_tensor_descriptor  # noqa: E402
+from hurray_decl.hurray.tensor import descriptor as tensor_reader  # noqa: E402
+from hurray_decl.hurray.tensor.layouts import PrivateLayout  # noqa: E402
 
 from generated.hurray.tensor_descriptor import TensorDescriptor as KaitaiTensor  # noqa: E402
 from tests.hurray.tensor_support import header_field, patch_field, with_length  # noqa: E402
@@ -679,7 +679,7 @@ _AFTER_MAGIC = sum(header_field("magic"))  # mutations keep the magic, so that t
 _FLAGS, _ = header_field("flags")
 _RANK, _RANK_SIZE = header_field("rank")
 _LENGTH, _LENGTH_SIZE = header_field("descriptor_length")
-from hurray_decl.strategies import invalid_tensor_descriptors, tensor_descriptors  # noqa: E402
+from hurray_decl.hurray.strategies import invalid_tensor_descriptors, tensor_descriptors  # noqa: E402
 
 TENSOR_VECTORS = sorted((CONFORMANCE / "descriptors").glob("*.bin"))
 DYNAMIC = 0xFFFF_FFFF_FFFF_FFFF
@@ -872,10 +872,10 @@ def assert_tensor_agree(data: bytes) -> tuple[TensorOutcome, TensorOutcome]:
 
 
 def test_tensor_enums_are_the_registries() -> None:
-    from hurray_decl.element_types import BY_TAG
-    from hurray_decl.tensor.buffers import DEVICES, MEMORY_CLASSES, SYNC_MODES
-    from hurray_decl.tensor.layouts import LAYOUTS
-    from hurray_decl.tensor.sections import BASE, CORRECTION
+    from hurray_decl.hurray.tables.element_types import BY_TAG
+    from hurray_decl.hurray.tensor.buffers import DEVICES, MEMORY_CLASSES, SYNC_MODES
+    from hurray_decl.hurray.tensor.layouts import LAYOUTS
+    from hurray_decl.hurray.tensor.sections import BASE, CORRECTION
 
     enums = ksy("tensor_descriptor")["enums"]
     assert {tag: e["id"] for tag, e in enums["element_type"].items()} == {
@@ -1243,7 +1243,7 @@ def test_mutated_tensor_descriptors_agree(data: bytes) -> None:
                                                                    HealthCheck.data_too_large])
 @given(mutant=invalid_tensor_descriptors())
 def test_rule_labelled_mutants_agree(mutant: tuple[bytes, str]) -> None:
-    """hurray_decl.strategies' mutants: one valid descriptor changed to break one reader rule."""
+    """hurray_decl.hurray.strategies' mutants: one valid descriptor changed to break one reader rule."""
     data, rule = mutant
     k, c = assert_tensor_agree(data)
     assert not c.accepted

@@ -12,11 +12,11 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from hurray_decl import MXFP, NF4, PerBlockAffine, PerChannelAffine, PerTensorAffine
-from hurray_decl.tensor_numerics import dequantize
+from hurray_decl.hurray.numerics import dequantize
 from hurray_decl.errors import HurrayDeclError
-from hurray_decl.model import FrozenModel
-from hurray_decl.strategies import buffers_for, tensor_descriptors
-from hurray_decl.tensor import (
+from hurray_decl.declare.model import FrozenModel
+from hurray_decl.hurray.strategies import buffers_for, tensor_descriptors
+from hurray_decl.hurray.tensor import (
     CSF,
     BlockPaged,
     BufferHandle,

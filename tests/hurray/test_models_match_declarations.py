@@ -23,14 +23,14 @@ import construct as cs
 import pytest
 from pydantic.fields import FieldInfo
 
-from hurray_decl.model import F64
-from hurray_decl.schema import Rule
-from hurray_decl.schemes import BUILTIN
-from hurray_decl.tensor import BufferHandle, CompositeMember, ExtensionType, Shard, Statistics, TensorDescriptor
-from hurray_decl.tensor.buffers import HANDLE
-from hurray_decl.tensor.header import HEADER, core
-from hurray_decl.tensor.layouts import LAYOUTS, MODELS, BlockPaged, PrivateLayout
-from hurray_decl.tensor.sections import COMPOSITE_MEMBER, EXTENSION_TYPE, STATISTICS, shard_fields
+from hurray_decl.declare.model import F64
+from hurray_decl.declare.schema import Rule
+from hurray_decl.hurray.schemes import BUILTIN
+from hurray_decl.hurray.tensor import BufferHandle, CompositeMember, ExtensionType, Shard, Statistics, TensorDescriptor
+from hurray_decl.hurray.tensor.buffers import HANDLE
+from hurray_decl.hurray.tensor.header import HEADER, core
+from hurray_decl.hurray.tensor.layouts import LAYOUTS, MODELS, BlockPaged, PrivateLayout
+from hurray_decl.hurray.tensor.sections import COMPOSITE_MEMBER, EXTENSION_TYPE, STATISTICS, shard_fields
 
 RANK = 2
 """The rank rank-dependent declarations are built for (it changes array counts only)."""
@@ -268,7 +268,7 @@ def test_the_comparison_sees_a_changed_width_a_changed_default_and_a_missing_fie
     or one name is reported."""
     from pydantic import create_model
 
-    from hurray_decl.model import U8, U16
+    from hurray_decl.declare.model import U8, U16
 
     narrow = create_model("NarrowHandle", __base__=BufferHandle, alignment=(U16, 64))
     assert any("alignment" in p for p in compare(Pair("narrow", narrow, HANDLE)))

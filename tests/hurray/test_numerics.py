@@ -13,9 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import hurray_decl as hd
-from hurray_decl import tensor_numerics, storage
-from hurray_decl.element_types import BY_NAME, BY_TAG
-from hurray_decl.kernels import CHUNK_ELEMENTS
+from hurray_decl.hurray import numerics as tensor_numerics
+from hurray_decl.hurray.tables import storage
+from hurray_decl.hurray.tables.element_types import BY_NAME, BY_TAG
+from hurray_decl.hurray.kernels import CHUNK_ELEMENTS
 from tests.helpers import covers, raises_rule
 from tests.hurray.test_storage import formula_values
 
@@ -190,7 +191,7 @@ def test_dequantize_equals_the_per_element_reference(scheme_name, data):
 
 @covers("HQ-NF4-11")
 def test_nf4_table_is_bit_exact():
-    from hurray_decl.schemes.nf4 import LEVELS
+    from hurray_decl.hurray.schemes.nf4 import LEVELS
 
     bits = [struct.unpack("<I", struct.pack("<f", v))[0] for v in LEVELS]
     assert bits == [0xBF800000, 0xBF3239B1, 0xBF066B30, 0xBECA32A0, 0xBE91A24D, 0xBE3D353F, 0xBDBA7871, 0x00000000,

@@ -21,11 +21,14 @@ from hypothesis import strategies as st
 
 import construct as cs
 import hurray_decl as hd
-from hurray_decl import bench, tensor_numerics, kernels, storage
-from hurray_decl.element_types import BY_NAME, BY_TAG
+from hurray_decl.hurray import bench
+from hurray_decl.hurray import numerics as tensor_numerics
+from hurray_decl.hurray import kernels
+from hurray_decl.hurray.tables import storage
+from hurray_decl.hurray.tables.element_types import BY_NAME, BY_TAG
 from hurray_decl.errors import ArgumentError
-from hurray_decl.tensor import BufferHandle, ColumnMajor, Morton, Strided, TensorDescriptor, Tiled
-from hurray_decl.tensor.access import logical_codes, stored_codes_row_major
+from hurray_decl.hurray.tensor import BufferHandle, ColumnMajor, Morton, Strided, TensorDescriptor, Tiled
+from hurray_decl.hurray.tensor.access import logical_codes, stored_codes_row_major
 from tests.helpers import covers, raises_rule
 from tests.hurray.test_numerics import NF4_TABLE, quantized_tensors, reference
 
@@ -36,7 +39,7 @@ SCHEMES = [row.name for row in hd.SCHEMES if row.kernel is not None]
 def tiny_chunks(monkeypatch):
     """Chunks of 5 elements: odd, smaller than a block, not a whole number of packing units."""
     monkeypatch.setattr(kernels, "CHUNK_ELEMENTS", 5)
-    monkeypatch.setattr(hd.tensor.access, "CHUNK", 7)
+    monkeypatch.setattr(hd.hurray.tensor.access, "CHUNK", 7)
 
 
 def same_bits(ours: np.ndarray, expected: np.ndarray) -> None:
@@ -291,7 +294,7 @@ def private_tags():
         hd.unregister_private_scheme(tag)
 
 
-class Private(hd.schemes.SchemeDescriptor):
+class Private(hd.SchemeDescriptor):
     scheme_tag: int = 0xF0
 
 

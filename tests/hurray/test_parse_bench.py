@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import math
 
-from hurray_decl import parse_bench
+from hurray_decl.hurray import parse_bench
 
 
 def test_parse_bench_reports_three_ratios():

@@ -11,11 +11,11 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 import hurray_decl as hd
-from hurray_decl.quantization import ASSIGNED, tag_class
+from hurray_decl.hurray.quantization import ASSIGNED, tag_class
 from hurray_decl.errors import HurrayDeclError, OpaqueDataAccess, RegistrationError
-from hurray_decl.schemes import BUILTIN
-from hurray_decl.strategies import quantization_descriptors, quantization_payloads
-from hurray_decl.tags import TagClass
+from hurray_decl.hurray.schemes import BUILTIN
+from hurray_decl.hurray.strategies import quantization_descriptors, quantization_payloads
+from hurray_decl.hurray.tables.tags import TagClass
 from tests.helpers import covers, raises_rule
 from tests.hurray.tensor_support import field_bytes
 
@@ -196,7 +196,7 @@ def test_declared_layout_matches_the_specification_table(row):
     assert {k: row.offsets[k][0] for k in fields} == fields
     assert {k: row.offsets[k][0] for k in SPEC_HEADER} == SPEC_HEADER
     assert row.layout_rule == LAYOUT_RULES[row.name]
-    module = __import__(f"hurray_decl.schemes.{row.name}", fromlist=["LENGTH"])
+    module = __import__(f"hurray_decl.hurray.schemes.{row.name}", fromlist=["LENGTH"])
     assert module.LENGTH == row.length
 
 
@@ -378,8 +378,8 @@ def test_json_dump_uses_spec_field_names():
 import construct as cs  # noqa: E402
 from typing import Literal  # noqa: E402
 
-from hurray_decl.model import U32  # noqa: E402
-from hurray_decl.schemes.quantization import SchemeDescriptor  # noqa: E402
+from hurray_decl.declare.model import U32  # noqa: E402
+from hurray_decl.hurray.schemes.quantization import SchemeDescriptor  # noqa: E402
 
 
 class GroupPermuted(SchemeDescriptor):

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hurray_decl import storage
+from hurray_decl.hurray.tables import storage
 from tests.helpers import covers
 
 

@@ -14,12 +14,12 @@ from hypothesis import strategies as st
 
 from hurray_decl import read_tensor_descriptor, write_tensor_descriptor
 from hurray_decl.errors import ArgumentError
-from hurray_decl.schemes import BUILTIN
-from hurray_decl.strategies import LAYOUT_KINDS, LAYOUT_STRATEGIES, SCHEME_NAMES, strategy, tensor_descriptors
-from hurray_decl.strategies.patching import assembled, fields, patched
-from hurray_decl.tensor.fields import dotted, packed
-from hurray_decl.tensor.layouts import LAYOUTS
-from hurray_decl.tensor.reader import trace_tensor_descriptor
+from hurray_decl.hurray.schemes import BUILTIN
+from hurray_decl.hurray.strategies import LAYOUT_KINDS, LAYOUT_STRATEGIES, SCHEME_NAMES, strategy, tensor_descriptors
+from hurray_decl.hurray.strategies.patching import assembled, fields, patched
+from hurray_decl.hurray.tensor.fields import dotted, packed
+from hurray_decl.hurray.tensor.layouts import LAYOUTS
+from hurray_decl.hurray.tensor.reader import trace_tensor_descriptor
 
 PACKAGE = Path(__file__).resolve().parents[2] / "hurray_decl" / "strategies"
 quick = settings(max_examples=60, suppress_health_check=list(HealthCheck), deadline=None)

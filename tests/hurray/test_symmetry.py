@@ -18,7 +18,7 @@ import struct
 import pytest
 
 from hurray_decl.errors import HurrayDeclError
-from hurray_decl.tensor import TensorDescriptor, read_tensor_descriptor, write_tensor_descriptor
+from hurray_decl.hurray.tensor import TensorDescriptor, read_tensor_descriptor, write_tensor_descriptor
 from tests.hurray.tensor_support import CONFORMANCE, REPO, header_field
 
 MINOR, _ = header_field("version_minor")
@@ -32,10 +32,10 @@ EDGE_WIDE = [0, 1, 0xFFFF_FFFF, 1 << 32, (1 << 32) + 1, (1 << 64) - 1, 0x7FF8_00
 
 def bases() -> list[bytes]:
     found = [p.read_bytes() for p in sorted((CONFORMANCE / "descriptors").glob("*.bin"))]
-    found += [p.read_bytes() for p in sorted((REPO / "hurray_decl" / "examples").glob("*.bin"))]
+    found += [p.read_bytes() for p in sorted((REPO / "hurray_decl" / "hurray" / "examples").glob("*.bin"))]
     from hypothesis import HealthCheck, given, settings
 
-    from hurray_decl.strategies import tensor_descriptors
+    from hurray_decl.hurray.strategies import tensor_descriptors
 
     drawn: list[bytes] = []
 
@@ -102,7 +102,7 @@ def test_accepted_inputs_are_written_back_byte_for_byte():
 @pytest.mark.parametrize("bits", [0x7FF8_0000_0000_0001, 0xFFF8_0000_0000_0000, 0x7FF0_0000_0000_0001,
                                   0x8000_0000_0000_0000, 0x7FF0_0000_0000_0000])
 def test_statistics_floats_keep_their_bits_through_json(bits):
-    from hurray_decl.tensor import BufferHandle, Statistics
+    from hurray_decl.hurray.tensor import BufferHandle, Statistics
 
     value = struct.unpack("<d", struct.pack("<Q", bits))[0]
     d = TensorDescriptor(type_tag=0x03, shape=(2,), buffers=(BufferHandle(byte_size=8),),

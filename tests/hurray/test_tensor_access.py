@@ -1,4 +1,4 @@
-"""Element access (hurray_decl.tensor.access): logical codes of every dense layout, the
+"""Element access (hurray_decl.hurray.tensor.access): logical codes of every dense layout, the
 block-paged lookup, and dequantization of non-row-major layouts.
 
 Every buffer here is laid out by the per-element reference below: the address formulas of
@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from hurray_decl import NF4, PerBlockAffine, PerTensorAffine, dequantize, quantize
-from hurray_decl.element_types import BY_NAME, BY_TAG
+from hurray_decl.hurray.tables.element_types import BY_NAME, BY_TAG
 from hurray_decl.errors import OpaqueDataAccess, UnsupportedError
-from hurray_decl.tensor import (
+from hurray_decl.hurray.tensor import (
     COO,
     CSC,
     CSF,
@@ -38,14 +38,14 @@ from hurray_decl.tensor import (
     read_tensor_descriptor,
     write_tensor_descriptor,
 )
-from hurray_decl.tensor.access import (
+from hurray_decl.hurray.tensor.access import (
     block_paged_codes,
     hilbert_index,
     logical_codes,
     stored_codes_row_major,
 )
-from hurray_decl.tensor.common import DYNAMIC
-from hurray_decl.tensor.layouts import PRIVATE_LAYOUTS
+from hurray_decl.hurray.tensor.common import DYNAMIC
+from hurray_decl.hurray.tensor.layouts import PRIVATE_LAYOUTS
 from tests.helpers import covers, raises_rule
 
 RNG_SEED = 20261130

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from hurray_decl.element_types import BY_TAG
-from hurray_decl.tensor import read_tensor_descriptor, write_tensor_descriptor
+from hurray_decl.hurray.tables.element_types import BY_TAG
+from hurray_decl.hurray.tensor import read_tensor_descriptor, write_tensor_descriptor
 
 from tests.hurray.tensor_support import CONFORMANCE, manifest
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from hurray_decl import MXFP, NF4, PerBlockAffine, PerChannelAffine, PerTensorAffine
-from hurray_decl.element_types import BY_NAME
-from hurray_decl.tensor import COO, TensorDescriptor, read_tensor_descriptor, write_tensor_descriptor
-from hurray_decl.tensor.common import DYNAMIC
-from hurray_decl.tensor.context import TensorContext
+from hurray_decl.hurray.tables.element_types import BY_NAME
+from hurray_decl.hurray.tensor import COO, TensorDescriptor, read_tensor_descriptor, write_tensor_descriptor
+from hurray_decl.hurray.tensor.common import DYNAMIC
+from hurray_decl.hurray.tensor.context import TensorContext
 from tests.helpers import covers, raises_rule
 from tests.hurray.tensor_support import at, handle, patch_field, roundtrip, vector
 
@@ -60,7 +60,7 @@ def test_storage_type_lists(scheme, type_name):
 
 
 def test_private_storage_types_are_in_no_list():
-    from hurray_decl.tensor import ExtensionType
+    from hurray_decl.hurray.tensor import ExtensionType
     d = TensorDescriptor(type_tag=0xF1, shape=(4,), buffers=(handle(4),), quantization=PerTensorAffine(scale=1.0),
                          extension_type=ExtensionType(bit_width=8))
     with raises_rule("HQ-PT-07"):

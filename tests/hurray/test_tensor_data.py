@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from hurray_decl import MXFP, NF4, OpaqueQuantization, PerBlockAffine, PerChannelAffine
-from hurray_decl.element_types import BY_NAME
+from hurray_decl.hurray.tables.element_types import BY_NAME
 from hurray_decl.errors import OpaqueDataAccess
-from hurray_decl.tensor import (
+from hurray_decl.hurray.tensor import (
     COO,
     CSC,
     CSF,
@@ -24,7 +24,7 @@ from hurray_decl.tensor import (
     TensorDescriptor,
     read_tensor_descriptor,
 )
-from hurray_decl.tensor.validate import validate_buffers
+from hurray_decl.hurray.tensor.validate import validate_buffers
 from tests.helpers import covers, raises_rule
 from tests.hurray.tensor_support import encode, handle, u8, vector
 

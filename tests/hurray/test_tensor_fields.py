@@ -1,12 +1,12 @@
-"""hurray_decl.tensor.fields: a descriptor's fields by name, their widths from the declaration."""
+"""hurray_decl.hurray.tensor.fields: a descriptor's fields by name, their widths from the declaration."""
 
 from __future__ import annotations
 
 import pytest
 
 from hurray_decl.errors import ArgumentError
-from hurray_decl.tensor import read_tensor_descriptor
-from hurray_decl.tensor.fields import field_span, field_spans, with_field, with_length
+from hurray_decl.hurray.tensor import read_tensor_descriptor
+from hurray_decl.hurray.tensor.fields import field_span, field_spans, with_field, with_length
 from tests.hurray.tensor_support import vector
 
 BASE = vector("row_major_f32_3x4.bin")

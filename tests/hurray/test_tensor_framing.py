@@ -7,7 +7,7 @@ import pytest
 
 from hurray_decl import PerBlockAffine, PerTensorAffine
 from hurray_decl.errors import OpaqueDataAccess, TruncatedError
-from hurray_decl.tensor import (
+from hurray_decl.hurray.tensor import (
     COO,
     ColumnMajor,
     OpaqueLayout,
@@ -16,8 +16,8 @@ from hurray_decl.tensor import (
     skip_descriptor,
     write_tensor_descriptor,
 )
-from hurray_decl.tensor.common import DYNAMIC
-from hurray_decl.tensor.validate import validate_buffers
+from hurray_decl.hurray.tensor.common import DYNAMIC
+from hurray_decl.hurray.tensor.validate import validate_buffers
 from tests.helpers import covers, raises_rule
 from tests.hurray.tensor_support import (
     at, dense, encode, end, handle, patch_field, roundtrip, vector, with_length,

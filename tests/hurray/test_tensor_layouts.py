@@ -6,7 +6,7 @@ import pytest
 
 from hurray_decl import PerBlockAffine, PerChannelAffine
 from hurray_decl.errors import HurrayDeclError
-from hurray_decl.tensor import (
+from hurray_decl.hurray.tensor import (
     COO,
     CSC,
     CSF,
@@ -25,7 +25,7 @@ from hurray_decl.tensor import (
     read_tensor_descriptor,
     write_tensor_descriptor,
 )
-from hurray_decl.tensor.layouts import PRIVATE_LAYOUTS
+from hurray_decl.hurray.tensor.layouts import PRIVATE_LAYOUTS
 from tests.helpers import covers, raises_rule
 from tests.hurray.tensor_support import (
     at, dense, encode, end, field_bytes, fields, handle, patch_field, roundtrip, u32, u64, vector,
@@ -384,7 +384,7 @@ def test_overlay_rules():
 
 
 def test_head_is_never_quantized():
-    from hurray_decl.quantization import encode_quantization
+    from hurray_decl.hurray.quantization import encode_quantization
     from tests.hurray.tensor_support import with_length
 
     with raises_rule("HT-HDR-08"):  # the section is sliced first (Appendix A step 13), then the head rule
@@ -474,7 +474,7 @@ def test_layout_models_refuse_foreign_values():
 
 def test_bytes_past_a_component_array_are_never_read():
     """validate_buffers reads only the stated sizes: 0xFF after them breaks no invariant (HD-26)."""
-    from hurray_decl.tensor import validate_buffers
+    from hurray_decl.hurray.tensor import validate_buffers
 
     d = coo(nnz=2, is_sorted=1).replace(buffers=(handle(8), handle(40)))
     coords = u64(0) + u64(1) + u64(2) + u64(3)

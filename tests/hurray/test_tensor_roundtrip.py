@@ -12,12 +12,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hurray_decl import strategies
+from hurray_decl.hurray import strategies
 from hurray_decl.errors import HurrayDeclError
-from hurray_decl.strategies import SCHEME_NAMES
-from hurray_decl.tensor import TensorDescriptor, read_tensor_descriptor, write_tensor_descriptor
-from hurray_decl.tensor.header import HEADER
-from hurray_decl.tensor.layouts import PRIVATE_LAYOUTS
+from hurray_decl.hurray.strategies import SCHEME_NAMES
+from hurray_decl.hurray.tensor import TensorDescriptor, read_tensor_descriptor, write_tensor_descriptor
+from hurray_decl.hurray.tensor.header import HEADER
+from hurray_decl.hurray.tensor.layouts import PRIVATE_LAYOUTS
 from tests.hurray.tensor_support import CONFORMANCE, end, field_bytes, u32, u64, with_length
 
 PRIVATE_ID = 0x5EED

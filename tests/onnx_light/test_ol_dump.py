@@ -16,7 +16,7 @@ from google.protobuf.message import DecodeError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hurray_decl import dump_rows
+from hurray_decl.dump import rows as dump_rows
 from hurray_decl.onnx_light import (
     EncodedValueProto,
     ModelProto,

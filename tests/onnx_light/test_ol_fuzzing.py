@@ -17,7 +17,7 @@ from hypothesis import given, settings
 
 from hurray_decl import cli
 from hurray_decl.cli.onnx_light import draw_cases
-from hurray_decl.fuzz import ACCEPT, REJECT, VALID, fuzz
+from hurray_decl.hurray.fuzz import ACCEPT, REJECT, VALID, fuzz
 from hurray_decl.onnx_light import dequantize_value
 from hurray_decl.onnx_light.dump import dump
 from hurray_decl.onnx_light.inputs import MODEL, check, detect_kind, items, parse

@@ -12,9 +12,9 @@ from typing import Callable
 
 import numpy as np
 
-from ...errors import OnnxLightError
-from ...registry import Table
-from . import affine, cast, codebook
+from hurray_decl.errors import OnnxLightError
+from hurray_decl.registry import Table
+from hurray_decl.onnx_light.methods import affine, cast, codebook
 
 __all__ = ["MethodRow", "METHODS", "method_row"]
 

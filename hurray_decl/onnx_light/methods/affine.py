@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..extended import affine_values
-from ..packing import check_padding, decode_bytes, pack_bits, sign_extend, unpack_bits
+from hurray_decl.onnx_light.extended import affine_values
+from hurray_decl.onnx_light.packing import check_padding, decode_bytes, pack_bits, sign_extend, unpack_bits
 
 __all__ = ["encode", "decode", "calibrate", "magnitude", "affine_codes", "code_range", "nearest_even"]
 

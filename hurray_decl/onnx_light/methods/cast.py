@@ -10,8 +10,8 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from ...errors import OnnxLightError
-from ..numerics import narrow
+from hurray_decl.errors import OnnxLightError
+from hurray_decl.onnx_light.numerics import narrow
 
 __all__ = ["CAST_WIDTHS", "CAST_DTYPES", "encode", "decode", "calibrate"]
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import OnnxLightError
-from ..extended import nearest_entries
-from ..packing import pack_base3, pack_bits, unpack_base3, unpack_bits
-from .affine import ratio_scales
+from hurray_decl.errors import OnnxLightError
+from hurray_decl.onnx_light.extended import nearest_entries
+from hurray_decl.onnx_light.packing import pack_base3, pack_bits, unpack_base3, unpack_bits
+from hurray_decl.onnx_light.methods.affine import ratio_scales
 
 __all__ = ["encode", "decode", "calibrate", "magnitude"]
 

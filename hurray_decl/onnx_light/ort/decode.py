@@ -8,13 +8,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..numerics import LOGICAL_DTYPES
-from ..packing import decode_bytes, unpack_bits
-from ..plan import QuantizationPlan
-from ..profiles import QuantizationFormat
-from ..wire import pb, same_message
-from .descriptor import ort_type, read_ort_type
-from .geometry import (
+from hurray_decl.onnx_light.numerics import LOGICAL_DTYPES
+from hurray_decl.onnx_light.packing import decode_bytes, unpack_bits
+from hurray_decl.onnx_light.plan import QuantizationPlan
+from hurray_decl.onnx_light.profiles import QuantizationFormat
+from hurray_decl.onnx_light.wire import pb, same_message
+from hurray_decl.onnx_light.ort.descriptor import ort_type, read_ort_type
+from hurray_decl.onnx_light.ort.geometry import (
     IMPLICIT,
     PACKED,
     SOURCE_DTYPES,

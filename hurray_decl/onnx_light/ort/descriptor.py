@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..numerics import INT64, UINT8
-from ..profiles import WIRE_PREFIX, QuantizationFormat
-from ..wire import add_tensor, int64_constant, pb
-from .geometry import (
+from hurray_decl.onnx_light.numerics import INT64, UINT8
+from hurray_decl.onnx_light.profiles import WIRE_PREFIX, QuantizationFormat
+from hurray_decl.onnx_light.wire import add_tensor, int64_constant, pb
+from hurray_decl.onnx_light.ort.geometry import (
     FIELDS,
     FLOATING,
     IMPLICIT,

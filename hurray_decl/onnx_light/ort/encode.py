@@ -9,14 +9,14 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..methods.affine import affine_codes, ratio_scales
-from ..numerics import LOGICAL_DTYPES, narrow, to_logical
-from ..packing import pack_bits
-from ..plan import QuantizationPlan
-from ..profiles import QuantizationFormat
-from ..wire import make_logical_type, pb, same_message
-from .descriptor import ort_type, read_ort_type
-from .geometry import (
+from hurray_decl.onnx_light.methods.affine import affine_codes, ratio_scales
+from hurray_decl.onnx_light.numerics import LOGICAL_DTYPES, narrow, to_logical
+from hurray_decl.onnx_light.packing import pack_bits
+from hurray_decl.onnx_light.plan import QuantizationPlan
+from hurray_decl.onnx_light.profiles import QuantizationFormat
+from hurray_decl.onnx_light.wire import make_logical_type, pb, same_message
+from hurray_decl.onnx_light.ort.descriptor import ort_type, read_ort_type
+from hurray_decl.onnx_light.ort.geometry import (
     FLOATING,
     IMPLICIT,
     ORT_FORMATS,

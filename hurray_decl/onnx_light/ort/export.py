@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from ..numerics import LOGICAL_DTYPES, UINT8
-from ..wire import pb
-from .decode import OrtValue
-from .geometry import FLOATING, PACKED
+from hurray_decl.onnx_light.numerics import LOGICAL_DTYPES, UINT8
+from hurray_decl.onnx_light.wire import pb
+from hurray_decl.onnx_light.ort.decode import OrtValue
+from hurray_decl.onnx_light.ort.geometry import FLOATING, PACKED
 
 __all__ = [
     "MatMulNBitsInputs",

@@ -9,16 +9,16 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import OnnxLightError
-from ..numerics import BFLOAT16, FLOAT, FLOAT16, LOGICAL_DTYPES
-from ..plan import (
+from hurray_decl.errors import OnnxLightError
+from hurray_decl.onnx_light.numerics import BFLOAT16, FLOAT, FLOAT16, LOGICAL_DTYPES
+from hurray_decl.onnx_light.plan import (
     U32_MAX,
     QuantizationBlockLayout,
     QuantizationBlockParameters,
     QuantizationPlan,
     QuantizationRun,
 )
-from ..profiles import QuantizationFormat, require_format
+from hurray_decl.onnx_light.profiles import QuantizationFormat, require_format
 
 __all__ = [
     "ORT_FORMATS",

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..numerics import LOGICAL_DTYPES
-from ..portable import as_encoded
-from ..tensors import tensor_to_array
-from ..values import dequantize_full
-from ..wire import pb, resolve_struct_type, same_message
-from .parameters import (
+from hurray_decl.onnx_light.numerics import LOGICAL_DTYPES
+from hurray_decl.onnx_light.portable import as_encoded
+from hurray_decl.onnx_light.tensors import tensor_to_array
+from hurray_decl.onnx_light.values import dequantize_full
+from hurray_decl.onnx_light.wire import pb, resolve_struct_type, same_message
+from hurray_decl.onnx_light.shared.parameters import (
     COMPACT_NAME,
     ParameterSet,
     convert_message,

@@ -12,13 +12,13 @@ from typing import Any, Mapping
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from ...errors import HurrayDeclError, OnnxLightError
-from ..calibrate import quantize_with_type
-from ..numerics import INT64, LOGICAL_DTYPES, UINT8
-from ..ort import ORT_FORMATS
-from ..profiles import WIRE_PREFIX, parse_quantization_format
-from ..tensors import array_to_tensor, tensor_to_array
-from ..wire import (
+from hurray_decl.errors import HurrayDeclError, OnnxLightError
+from hurray_decl.onnx_light.calibrate import quantize_with_type
+from hurray_decl.onnx_light.numerics import INT64, LOGICAL_DTYPES, UINT8
+from hurray_decl.onnx_light.ort import ORT_FORMATS
+from hurray_decl.onnx_light.profiles import WIRE_PREFIX, parse_quantization_format
+from hurray_decl.onnx_light.tensors import array_to_tensor, tensor_to_array
+from hurray_decl.onnx_light.wire import (
     add_tensor,
     check_strings,
     logical_shape,

@@ -1,0 +1,1 @@
+"""The declaration machinery: Construct extensions, the model base, tracing."""

@@ -1,0 +1,324 @@
+"""Construct building blocks shared by every wire declaration.
+
+A field is declared once, with its type, its documentation and the rules that refuse bad
+values: ``"axis" / Int32ul * "quantized axis; < rank"``. :class:`Rule` wraps a field so that
+parsing *and* building refuse a value that breaks the rule, raising the rule's RULES.md code
+with the field's path and byte offset. The hex dump and the docs read names and documentation
+from the same declarations.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any, Callable
+
+import construct as cs
+from construct.core import stream_tell
+
+from hurray_decl.errors import HurrayDeclError, RuleViolation, TruncatedError
+
+NONE32 = 0xFFFF_FFFF
+"""The "no buffer" value of a ``*_buffer_index`` field."""
+
+Check = Callable[[Any, Any], bool]
+
+
+def construct_path(path: str, root: str = "descriptor") -> str:
+    """Turn Construct's ``(parsing) -> a -> b`` into ``descriptor -> a -> b``."""
+    parts = path.split(" -> ")
+    if parts and parts[0] in ("(parsing)", "(building)", "(sizeof)", ""):
+        parts[0] = root
+    # A field renamed twice (name, then docs) appears twice in Construct's path.
+    # A docs-only rename (``field * "docs"`` inside a rename) shows up as ``None``.
+    kept = [p for i, p in enumerate(parts) if i == 0 or (p != parts[i - 1] and p != "None")]
+    return " -> ".join(kept)
+
+
+class Rule(cs.Subconstruct):
+    """A field that refuses values breaking one rule, on parse and on build alike.
+
+    ``check(value, context)`` returns True for a valid value. ``expected`` is the human text
+    of what the rule wants; ``code`` is the RULES.md ID raised otherwise. Rules nest: the
+    innermost is checked first.
+    """
+
+    def __init__(
+        self,
+        subcon: cs.Construct,
+        check: Check,
+        code: str,
+        expected: Any,
+        message: str,
+        error: type[HurrayDeclError] = RuleViolation,
+    ) -> None:
+        super().__init__(subcon)
+        self.check = check
+        self.code = code
+        self.expected = expected
+        self.message = message
+        self.error = error
+
+    def _enforce(self, value: Any, context: Any, path: str, offset: int) -> None:
+        if not self.check(value, context):
+            raise self.error(
+                self.code,
+                self.message,
+                path=construct_path(path),
+                offset=offset,
+                actual=self._shown(value),
+                expected=self.expected,
+            )
+
+    def _shown(self, value: Any) -> Any:
+        """The value in the number base the expectation uses (``0x47``, never ``71`` beside hex)."""
+        if isinstance(value, int) and not isinstance(value, bool) and "0x" in str(self.expected):
+            field: cs.Construct = self
+            while isinstance(field, Rule):
+                field = field.subcon
+            try:
+                width = field.sizeof()
+            except (cs.SizeofError, KeyError, AttributeError):
+                width = 1
+            return f"0x{value:0{2 * width}X}" if value >= 0 else value
+        return show(value)
+
+    def _parse(self, stream, context, path):
+        offset = stream_tell(stream, path)
+        value = self.subcon._parsereport(stream, context, path)
+        pending = _pending(context)
+        if pending is None:
+            self._enforce(value, context, path, offset)
+        else:
+            pending.append((self, value, context, path, offset))
+        return value
+
+    def _build(self, obj, stream, context, path):
+        # The same order as parsing: the innermost rule first, then the field is built.
+        offset = stream_tell(stream, path)
+        field: cs.Construct = self
+        pending = _pending(context)
+        for rule in self.rules():
+            if pending is None:
+                rule._enforce(obj, context, path, offset)
+            else:
+                pending.append((rule, obj, context, path, offset))
+        while isinstance(field, Rule):
+            field = field.subcon
+        return field._build(obj, stream, context, path)
+
+    def _refused(self, value: Any, context: Any) -> None:
+        """The compiled parser's refusal: the rule's error without a position (whoever calls the
+        compiled parser re-runs the interpreted one to locate it)."""
+        self._enforce(value, context, "(parsing)", None)
+
+    def _emitparse(self, code):
+        code.linkedinstances[id(self)] = self
+        rule, value = f"linkedinstances[{id(self)}]", f"rule_value_{id(self)}"
+        return (f"({value} if {rule}.check(({value} := {self.subcon._compileparse(code)}), this) "
+                f"else {rule}._refused({value}, this))")
+
+    def rules(self) -> list["Rule"]:
+        """This rule and those nested inside it, innermost first."""
+        inner = self.subcon.rules() if isinstance(self.subcon, Rule) else []
+        return inner + [self]
+
+
+_DEFERRED = "_deferred_rules"
+
+
+def _pending(context: Any) -> list | None:
+    """The list an enclosing :class:`OrderedStruct` collects rule checks in, if any."""
+    params = getattr(context, "_params", None)
+    stack = params.get(_DEFERRED) if isinstance(params, dict) else None
+    return stack[-1] if stack else None
+
+
+class Record(cs.Struct):
+    """A Struct whose compiled parser gives each member a lighter context than Construct's own
+    (the outer context, the parse keywords and the three mode flags an interpreted member
+    reads): the same fields, checks and result, for less per record."""
+
+    def _emitparse(self, code):
+        name = f"parse_record_{code.allocateId()}"
+        lines = [f"def {name}(io, this):",
+                 "    result = Container()",
+                 "    this = Container(_ = this, _params = this['_params'], _parsing = True, _building = False, "
+                 "_sizing = False)",
+                 "    try:"]
+        for sc in self.subcons:
+            target = f"result[{sc.name!r}] = this[{sc.name!r}] = " if sc.name else ""
+            lines.append(f"        {target}{sc._compileparse(code)}")
+        lines += ["        pass", "    except StopFieldError:", "        pass", "    return result"]
+        code.append("\n".join(lines))
+        return f"{name}(io, this)"
+
+
+class OrderedStruct(Record):
+    """A Struct whose field rules run once all its fields are read (or built), the codes in
+    ``order`` last and in that order, the others first in field order: the check order of
+    DIGEST Appendix A where it differs from wire order (buffer handles, some schemes).
+
+    Compiled, it is a plain Struct checking each rule as its field is read: the same rules, in
+    another order, so a compiled parser refuses exactly what the interpreted one refuses (and
+    leaves saying which rule first to the interpreted parse)."""
+
+    def __init__(self, *subcons: Any, order: tuple[str, ...] = ()) -> None:
+        super().__init__(*subcons)
+        self.order = order
+
+    def _parse(self, stream, context, path):
+        return self._checked(super()._parse, stream, context, path)
+
+    def _build(self, obj, stream, context, path):
+        return self._checked(lambda s, c, p: super(OrderedStruct, self)._build(obj, s, c, p), stream, context, path)
+
+    def _checked(self, run, stream, context, path):
+        params = context._params
+        stack = params.setdefault(_DEFERRED, [])
+        pending: list = []
+        stack.append(pending)
+        try:
+            result = run(stream, context, path)
+        finally:
+            stack.pop()
+        rank = {code: i for i, code in enumerate(self.order)}
+        for rule, value, ctx, where, offset in sorted(pending, key=lambda p: rank.get(p[0].code, -1)):
+            rule._enforce(value, ctx, where, offset)
+        return result
+
+
+class Bytes(cs.Bytes):
+    """``cs.Bytes`` whose compiled parser refuses a short read as the interpreted one does
+    (Construct's compiled ``Bytes`` returns whatever the stream had left)."""
+
+    def _emitparse(self, code):
+        code.append("""
+            def read_exact(io, count):
+                data = io.read(count)
+                if len(data) != count:
+                    raise StreamError(f"stream read less than specified amount, expected {count}, found {len(data)}")
+                return data
+        """)
+        return f"read_exact(io, {self.length})"
+
+
+def show(value: Any) -> Any:
+    """Values as messages print them: small integers stay decimal, bytes become hex."""
+    if isinstance(value, float):
+        return repr(value)
+    return value
+
+
+def hex_byte(value: int) -> str:
+    return f"0x{value:02X}"
+
+
+def equals(expected_value: Any, code: str, message: str, subcon: cs.Construct) -> Rule:
+    shown = hex_byte(expected_value) if isinstance(expected_value, int) else expected_value
+    return Rule(subcon, lambda v, _: v == expected_value, code, shown, message)
+
+
+def zero_bytes(count: int, code: str) -> Rule:
+    """``count`` reserved bytes that must all be 0x00 (built as zeros by default)."""
+    zeros = bytes(count)
+    return cs.Default(
+        Rule(Bytes(count), lambda v, _: v == zeros, code, zeros, "reserved bytes must be zero"),
+        zeros,
+    )
+
+
+def reserved_flags(defined: int, code: str) -> Rule:
+    """A u16 flags field whose bits outside ``defined`` must be clear."""
+    return Rule(
+        cs.Int16ul,
+        lambda v, _: v & ~defined & 0xFFFF == 0,
+        code,
+        f"only bits 0x{defined:04X} may be set" if defined else "0x0000 (no flags defined)",
+        "a reserved flags bit is set",
+    )
+
+
+def power_of_two(minimum: int, maximum: int | None, codes: tuple[str, str, str | None]) -> cs.Construct:
+    """A u32 block size: at least ``minimum``, a power of two, at most ``maximum``.
+
+    ``codes`` gives the rule IDs for (below minimum, not a power of two, above maximum).
+    """
+    low_code, pow_code, high_code = codes
+    field: cs.Construct = Rule(
+        cs.Int32ul, lambda v, _: v >= minimum, low_code, f">= {minimum}",
+        "block_size is below the scheme's minimum",
+    )
+    field = Rule(
+        field, lambda v, _: v & (v - 1) == 0, pow_code, "a power of two",
+        "block_size is not a power of two",
+    )
+    if maximum is not None and high_code is not None:
+        field = Rule(
+            field, lambda v, _: v <= maximum, high_code, f"<= {maximum}",
+            "block_size is above the scheme's maximum",
+        )
+    return field
+
+
+def field_offsets(struct: cs.Construct) -> dict[str, tuple[int, int]]:
+    """Offset and size of a Struct's named fields, from its declaration, up to the first field
+    whose size depends on the data (that one is listed with size -1; later ones are not)."""
+    offsets: dict[str, tuple[int, int]] = {}
+    position = 0
+    for sub in getattr(struct, "subcons", ()):
+        try:
+            size = sub.sizeof()
+        except (cs.SizeofError, KeyError, AttributeError):  # `this`-dependent: known only when parsed
+            if sub.name:
+                offsets[sub.name] = (position, -1)
+            break
+        if sub.name:
+            offsets[sub.name] = (position, size)
+        position += size
+    return offsets
+
+
+@lru_cache(maxsize=None)
+def compiled(declaration: cs.Construct) -> cs.Construct | None:
+    """Construct's compiled parser of ``declaration``, built on first use and kept; None when a
+    part of it cannot be compiled (a caller's field written with a lambda), so the interpreted
+    declaration is used instead. The compiled parser checks every :class:`Rule` but records no
+    position: a caller re-runs the interpreted declaration to say where a refusal is."""
+    try:
+        return declaration.compile()
+    except (SyntaxError, NameError, TypeError, AttributeError, NotImplementedError, cs.ConstructError):
+        return None
+
+
+WARM_AFTER = 8
+"""Parses of a declaration before it is compiled: compiling costs a few milliseconds, more than
+a handful of interpreted parses, so a one-off read (``hurray-decl validate``) never pays it."""
+
+_USES: dict[int, int] = {}
+
+
+def fast_parser(declaration: cs.Construct) -> cs.Construct:
+    """The parser to try first: ``declaration`` itself for its first :data:`WARM_AFTER` uses,
+    then its compiled parser (when it compiles). Either checks every rule; neither is asked
+    where a refusal is (the traced parse says that)."""
+    uses = _USES.get(id(declaration), 0)
+    if uses < WARM_AFTER:
+        _USES[id(declaration)] = uses + 1
+        return declaration
+    return compiled(declaration) or declaration
+
+
+def parse_exact(struct: cs.Construct, data: bytes, path: str = "descriptor") -> Any:
+    """Parse ``data`` with ``struct``; Construct's own errors become :class:`TruncatedError`.
+
+    Rule violations propagate unchanged. Any other Construct failure here can only be a
+    stream running out, since the declarations have no other failing parts.
+    """
+    try:
+        return struct.parse(data)
+    except HurrayDeclError:
+        raise
+    except cs.StreamError as exc:
+        raise TruncatedError(
+            "HQ-HDR-04", "the input ends inside a field", path=path, offset=len(data)
+        ) from exc

@@ -1,0 +1,1 @@
+"""Format-neutral dump rows and their renderers (text, Markdown, JSON, HTML)."""

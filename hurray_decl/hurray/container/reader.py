@@ -1,0 +1,456 @@
+"""Reading a ``.hrry`` container with the check levels of FILE-FORMAT.md § 9.3.
+
+* :func:`open_container` (level **O**): header, trailer, checksum, index and KV section, in the
+  order of Appendix A. Nothing is returned from a file that fails them.
+* :meth:`Container.tensor` / :meth:`Container.composite` (level **T**): one tensor's descriptor,
+  through the public tensor reader, and its buffers, placed by offset arithmetic only.
+* :meth:`Container.validate` / :func:`validate_container` (level **V**): every tensor in write
+  order, the canonical layout without gaps, zero padding, the count hint, every composite,
+  and the buffer contents' own data rules.
+
+The input may be bytes, a memoryview or an mmap: sections and buffers are memoryview slices,
+and no size claimed by the file drives an allocation (counts are bounded by the bytes of
+their section before anything is read).
+"""
+
+from __future__ import annotations
+
+import io
+import mmap
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import construct as cs
+import numpy as np
+
+from hurray_decl.errors import ArgumentError, HurrayDeclError, RuleViolation, TruncatedError
+from hurray_decl.declare.schema import field_offsets
+from hurray_decl.hurray.tensor import CompositeHead, TensorDescriptor, read_tensor_descriptor, validate_buffers
+from hurray_decl.hurray.tensor.header import PREAMBLE_LENGTH  # a descriptor's magic, versions and descriptor_length
+from hurray_decl.hurray.container.composite import CompositeWalk
+from hurray_decl.hurray.container.crc import crc32c
+from hurray_decl.hurray.container.declarations import (
+    DESCRIPTOR_ALIGNMENT, FILE_HEADER, FILE_MAGIC, FILE_PREAMBLE, HEADER_LENGTH, INDEX_COUNT, INDEX_ENTRY, KV_COUNT,
+    KV_ENTRY, MIN_FILE_SIZE, TRAILER, TRAILER_LENGTH, TRAILER_MAGIC_STRUCT, UNKNOWN_COUNT, FileFlag,
+)
+from hurray_decl.hurray.container.model import FileHeader, IndexEntry, KVValue, Trailer
+
+COUNT_HINT_OFFSET = field_offsets(FILE_HEADER)["tensor_count_hint"][0]
+
+
+def _entry_offsets() -> dict[str, int]:
+    """Offset of each index-entry field from the entry start, the name's bytes not counted."""
+    offsets, position = {}, 0
+    for sub in INDEX_ENTRY.subcons:
+        offsets[sub.name] = position
+        position += 0 if sub.name == "name" else sub.sizeof()
+    return offsets
+
+
+ENTRY_OFFSETS = _entry_offsets()
+
+
+def is_container(data: Any) -> bool:
+    """Whether input starts with "HRRYFILE": then it is a container, never a descriptor (HF-HDR-19)."""
+    return bytes(memoryview(data)[:len(FILE_MAGIC)]) == FILE_MAGIC
+
+
+def align(value: int, alignment: int) -> int:
+    return -(-value // alignment) * alignment
+
+
+class Section:
+    """One section of the file, read front to back from a single copy of its bytes.
+
+    Errors carry absolute offsets and ``where`` as their path; a field cut by the section's
+    end is ``truncated`` (that section's truncation rule).
+    """
+
+    def __init__(self, view: memoryview, start: int, end: int, truncated: str) -> None:
+        self.stream = io.BytesIO(view[start:end])
+        self.start, self.end, self.truncated = start, end, truncated
+
+    @property
+    def position(self) -> int:
+        return self.start + self.stream.tell()
+
+    def parse(self, struct: cs.Construct, where: str, **params: Any) -> Any:
+        base = self.start
+        try:
+            return struct.parse_stream(self.stream, **params)
+        except HurrayDeclError as err:
+            raise err.rebased(base, where) from None
+        except cs.StreamError as exc:
+            raise TruncatedError(self.truncated, "the section ends inside this field", path=where,
+                                 offset=self.position, actual=f"{self.end - self.start} bytes in the section") from exc
+
+
+def parse_at(struct: cs.Construct, view: memoryview, start: int, end: int, where: str, truncated: str,
+             **params: Any) -> tuple[Any, int]:
+    """Parse ``struct`` from ``view[start:end]``; returns the value and the end offset."""
+    section = Section(view, start, end, truncated)
+    return section.parse(struct, where, **params), section.position
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where one tensor sits: its descriptor and each buffer, as absolute [start, end)."""
+
+    descriptor_start: int
+    descriptor_end: int
+    buffers: tuple[tuple[int, int], ...]
+
+    @property
+    def end(self) -> int:
+        """Where the tensor's bytes end: the last buffer, or the descriptor for a head."""
+        return self.buffers[-1][1] if self.buffers else self.descriptor_end
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """One tensor of a container: its index entry, decoded descriptor and buffer contents."""
+
+    name: str
+    entry: IndexEntry
+    descriptor: TensorDescriptor
+    buffers: tuple[memoryview, ...]
+    placement: Placement
+
+
+@dataclass(frozen=True)
+class Composite:
+    """A composite head and its members, pre-order (nested heads bring their members)."""
+
+    head: Tensor
+    members: tuple[Tensor, ...]
+
+
+class Container:
+    """An opened container: header, trailer, index and KV checked (level O)."""
+
+    def __init__(self, view: memoryview, header: FileHeader, trailer: Trailer, entries: tuple[IndexEntry, ...],
+                 kv: dict[str, KVValue], positions: dict[str, int], permissive: bool) -> None:
+        self.view = view
+        self.header = header
+        self.trailer = trailer
+        self.entries = entries
+        self.kv = kv
+        self.positions = positions
+        self.permissive = permissive
+        self._by_name = {e.name: i for i, e in enumerate(entries)}
+
+    # ------------------------------------------------------------------ what the index says
+
+    @property
+    def size(self) -> int:
+        return len(self.view)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Tensor names in index order."""
+        return tuple(e.name for e in self.entries)
+
+    @property
+    def region_end(self) -> int:
+        """kv_offset when a KV section is present, otherwise index_offset."""
+        t = self.trailer
+        return t.kv_offset if t.has_kv else t.index_offset
+
+    def write_order(self) -> list[int]:
+        """Entry positions sorted by descriptor_offset: the write order (HF-IDX-16)."""
+        return sorted(range(len(self.entries)), key=lambda i: self.entries[i].descriptor_offset)
+
+    def entry(self, name: str) -> IndexEntry:
+        return self.entries[self._position(name)]
+
+    def _position(self, name: str) -> int:
+        if not isinstance(name, str) or name not in self._by_name:
+            raise ArgumentError("name", "no tensor of that name in the container", actual=name,
+                                expected=", ".join(self.names[:20]) or "(the container holds no tensor)")
+        return self._by_name[name]
+
+    def field_offset(self, index: int, field: str) -> int:
+        """Absolute offset of one field of index entry ``index``."""
+        after_name = field not in ("name_length", "name")
+        name_length = len(self.entries[index].name.encode("utf-8")) if after_name else 0
+        return self.positions[f"index -> entries -> {index}"] + ENTRY_OFFSETS[field] + name_length
+
+    def locate(self, name: str) -> int:
+        """Where a tensor's index entry starts: errors about a whole tensor point there."""
+        return self.positions[f"index -> entries -> {self._position(name)}"]
+
+    def _fail(self, code: str, message: str, index: int, field: str, actual: Any, expected: Any) -> RuleViolation:
+        return RuleViolation(code, message, path=f"file -> index -> entries -> {index} -> {field}",
+                             offset=self.field_offset(index, field), actual=actual, expected=expected)
+
+    # ------------------------------------------------------------------ level T
+
+    def place(self, index: int) -> tuple[TensorDescriptor, Placement]:
+        """Read entry ``index``'s descriptor and locate its buffers (HF-DATA-02/04/05/06/07/10/12/13,
+        HF-IDX-18): the checks that decide which bytes become the tensor."""
+        e = self.entries[index]
+        start, region = self.header.first_descriptor_offset, self.region_end
+        off = e.descriptor_offset
+        if off % DESCRIPTOR_ALIGNMENT:
+            raise self._fail("HF-DATA-02", "a descriptor_offset is not 8-aligned", index, "descriptor_offset", off,
+                             "a multiple of 8")
+        if off < start or off + PREAMBLE_LENGTH > region:
+            raise self._fail("HF-DATA-13", "the descriptor lies outside the tensor region", index,
+                             "descriptor_offset", off, f"[{start}, {region})")
+        own = int.from_bytes(self.view[off + 6:off + 10], "little")
+        if own != e.descriptor_length:
+            raise self._fail("HF-IDX-18", "descriptor_length differs from the descriptor's own", index,
+                             "descriptor_length", e.descriptor_length, own)
+        end = off + own
+        if end > region:
+            raise self._fail("HF-DATA-13", "the descriptor reaches past the tensor region", index,
+                             "descriptor_length", own, f"<= {region - off}")
+        try:
+            descriptor = read_tensor_descriptor(self.view[off:end], permissive=self.permissive)
+        except HurrayDeclError as err:  # HF-DATA-04: the descriptor's own rule, at its byte in the file
+            raise err.rebased(off, f"file -> tensor {e.name!r} -> descriptor") from None
+        a = self.header.data_buffer_alignment
+        sizes = [h.byte_size for h in descriptor.buffers]
+        buffers: list[tuple[int, int]] = []
+        if sizes:
+            p = align(end, a)
+            if e.data_offset != p:
+                raise self._fail("HF-DATA-05", "data_offset is not alignA(descriptor end)", index, "data_offset",
+                                 e.data_offset, p)
+            for i, size in enumerate(sizes):
+                if i:
+                    p = align(p, a)
+                buffers.append((p, p + size))
+                p += size
+            if p > region:
+                raise self._fail("HF-DATA-13", "the buffers reach past the tensor region", index, "data_length",
+                                 e.data_length, f"buffers ending by {region}")
+            if e.data_length != p - e.data_offset:
+                raise self._fail("HF-DATA-07", "data_length is not the end of the last buffer - data_offset", index,
+                                 "data_length", e.data_length, p - e.data_offset)
+        else:
+            if e.data_length != 0:
+                raise self._fail("HF-DATA-07", "a tensor without buffers has data_length 0", index, "data_length",
+                                 e.data_length, 0)
+            if e.data_offset not in (end, align(end, a)):
+                raise self._fail("HF-DATA-10", "a head's data_offset is its descriptor end or alignA of it", index,
+                                 "data_offset", e.data_offset, f"{end} or {align(end, a)}")
+        return descriptor, Placement(off, end, tuple(buffers))
+
+    def _tensor(self, index: int) -> Tensor:
+        descriptor, placement = self.place(index)
+        views = tuple(self.view[s:t] for s, t in placement.buffers)
+        return Tensor(self.entries[index].name, self.entries[index], descriptor, views, placement)
+
+    def tensor(self, name: str) -> Tensor:
+        """One tensor, checked at level T; its buffers are slices of the file, not copies."""
+        return self._tensor(self._position(name))
+
+    def tensors(self) -> Iterator[Tensor]:
+        """Every tensor, in write order."""
+        for i in self.write_order():
+            yield self._tensor(i)
+
+    def composite(self, name: str) -> Composite:
+        """A composite head and its members in descriptor_offset order, torn composites, nesting
+        and the composite's own close-time checks included (HF-DATA-14..17)."""
+        position = self._position(name)
+        head = self._tensor(position)
+        if not isinstance(head.descriptor.layout, CompositeHead):
+            raise ArgumentError("name", "this tensor is not a composite head", actual=name,
+                                expected="a tensor with layout 0x0B")
+        order = self.write_order()
+        walk = CompositeWalk(self.locate)
+        walk.item(name, head.descriptor)
+        members: list[Tensor] = []
+        for i in order[order.index(position) + 1:]:
+            if walk.closed:
+                break
+            member = self._tensor(i)
+            members.append(member)
+            walk.item(member.name, member.descriptor)
+        walk.finish()
+        return Composite(head, tuple(members))
+
+    # ------------------------------------------------------------------ level V
+
+    def validate(self, *, data: bool = True) -> "Container":
+        """Every rule of a whole file (level V), then each tensor's data rules when ``data``."""
+        h, t = self.header, self.trailer
+        if h.tensor_count_hint not in (UNKNOWN_COUNT, len(self.entries)):
+            raise RuleViolation("HF-HDR-16", "tensor_count_hint is neither unknown nor the entry count",
+                                path="file -> header -> tensor_count_hint", offset=COUNT_HINT_OFFSET,
+                                actual=h.tensor_count_hint,
+                                expected=f"{len(self.entries)} or 0xFFFFFFFFFFFFFFFF")
+        self._zero(HEADER_LENGTH, h.first_descriptor_offset, "HF-HDR-15", "file -> padding before the first descriptor")
+        walk = CompositeWalk(self.locate)
+        expect = {h.first_descriptor_offset}
+        previous = h.first_descriptor_offset
+        for i in self.write_order():
+            e = self.entries[i]
+            tensor = self._tensor(i)  # the tensor's own placement first (Appendix A, row 16)
+            if e.descriptor_offset not in expect:
+                raise self._fail("HF-DATA-03", "a tensor does not start where the previous one ends", i,
+                                 "descriptor_offset", e.descriptor_offset, " or ".join(map(str, sorted(expect))))
+            self._zero(previous, e.descriptor_offset, "HF-DATA-11", "file -> padding")
+            p = tensor.placement
+            gap_from = p.descriptor_end
+            for s, end in p.buffers:
+                self._zero(gap_from, s, "HF-DATA-11", f"file -> tensor {e.name!r} -> padding")
+                gap_from = end
+            previous = p.end
+            expect = {align(p.end if p.buffers else e.data_offset, DESCRIPTOR_ALIGNMENT)}
+            walk.item(e.name, tensor.descriptor)
+            if data:
+                self._data(tensor)
+        region = self.region_end
+        if region not in expect:
+            code = "HF-META-20" if t.has_kv else "HF-IDX-07"
+            field = "kv_offset" if t.has_kv else "index_offset"
+            raise RuleViolation(code, "the section does not start where the tensor region ends",
+                                path=f"file -> trailer -> {field}", offset=self.positions[f"trailer -> {field}"],
+                                actual=region, expected=" or ".join(map(str, sorted(expect))))
+        self._zero(previous, region, "HF-DATA-11", "file -> padding")
+        if t.has_kv:
+            after = align(t.kv_offset + t.kv_length, DESCRIPTOR_ALIGNMENT)
+            if t.index_offset != after:
+                raise RuleViolation("HF-IDX-07", "the index does not start at align8(end of the KV section)",
+                                    path="file -> trailer -> index_offset",
+                                    offset=self.positions["trailer -> index_offset"], actual=t.index_offset,
+                                    expected=after)
+            self._zero(t.kv_offset + t.kv_length, t.index_offset, "HF-DATA-11", "file -> padding after the KV section")
+        if t.index_offset + t.index_length != self.size - TRAILER_LENGTH:
+            raise RuleViolation("HF-IDX-06", "the index does not end where the trailer begins",
+                                path="file -> trailer -> index_length",
+                                offset=self.positions["trailer -> index_length"],
+                                actual=t.index_offset + t.index_length, expected=self.size - TRAILER_LENGTH)
+        walk.finish()  # torn composites last (Appendix A, row 18)
+        return self
+
+    def _zero(self, start: int, end: int, code: str, where: str) -> None:
+        if end <= start:
+            return
+        raw = np.frombuffer(self.view[start:end], dtype=np.uint8)
+        nonzero = np.flatnonzero(raw)
+        if nonzero.size:
+            at = start + int(nonzero[0])
+            raise RuleViolation(code, "padding bytes are 0x00", path=where, offset=at,
+                                actual=f"0x{int(raw[nonzero[0]]):02X}", expected="0x00")
+
+    def _data(self, tensor: Tensor) -> None:
+        """The tensor's data rules (HQ-/HE-/HT- rules on buffer contents); an offset inside
+        buffer i becomes a file offset from that buffer's start, others from the descriptor's."""
+        try:
+            validate_buffers(tensor.descriptor, tensor.buffers, permissive=self.permissive)
+        except HurrayDeclError as err:
+            match = re.search(r"buffers -> (\d+) -> \[", err.path)
+            p = tensor.placement
+            base = p.buffers[int(match.group(1))][0] if match else p.descriptor_start
+            raise err.rebased(base, f"file -> tensor {tensor.name!r} -> descriptor") from None
+
+
+# ---------------------------------------------------------------------- level O
+
+def open_container(data: Any, *, permissive: bool = False) -> Container:
+    """Check everything a reader needs before returning any tensor (level O) and return the
+    :class:`Container`. ``data`` is bytes, a memoryview or an mmap; it is not copied.
+    ``permissive`` is handed to the tensor reader (unrecognised tags inside descriptors)."""
+    try:
+        view = memoryview(data).cast("B")
+    except TypeError:
+        raise ArgumentError("data", "a container is read from a bytes-like object", actual=type(data).__name__,
+                            expected="bytes, memoryview or mmap") from None
+    size = len(view)
+    positions: dict[str, int] = {}
+    if size < len(FILE_MAGIC):
+        raise TruncatedError("HF-HDR-03", "the input is shorter than the container magic", path="file -> header -> magic",
+                             offset=0, actual=f"{size} bytes", expected=">= 8 bytes")
+    parse_at(FILE_PREAMBLE, view, 0, min(size, HEADER_LENGTH), "file -> header", "HF-HDR-18")
+    if size < MIN_FILE_SIZE:
+        # The header fields the input holds are checked first, in wire order.
+        parse_at(FILE_HEADER, view, 0, size, "file -> header", "HF-HDR-18")
+        raise TruncatedError("HF-HDR-18", "a container is at least 112 bytes", path="file", offset=size,
+                             actual=f"{size} bytes", expected=f">= {MIN_FILE_SIZE} bytes")
+    wire, _ = parse_at(FILE_HEADER, view, 0, HEADER_LENGTH, "file -> header", "HF-HDR-18")
+    header = FileHeader.from_wire(wire)
+    minor = header.container_version_minor
+    base = size - TRAILER_LENGTH
+    for name, (offset, _) in field_offsets(TRAILER).items():
+        positions[f"trailer -> {name}"] = base + offset
+    parse_at(TRAILER_MAGIC_STRUCT, view, size - 4, size, "file -> trailer", "HF-HDR-18")
+
+    def index_crc(offset: int, length: int) -> int:
+        return crc32c(view[offset:offset + length])
+
+    wire, _ = parse_at(TRAILER, view, base, size, "file -> trailer", "HF-HDR-18", file_size=size,
+                       file_flags=header.file_flags, minor=minor, index_crc=index_crc)
+    trailer = Trailer.from_wire(wire)
+    entries = _index(view, trailer, header, positions)
+    kv = _kv(view, trailer, minor) if trailer.has_kv else {}
+    return Container(view, header, trailer, entries, kv, positions, permissive)
+
+
+def _index(view: memoryview, trailer: Trailer, header: FileHeader, positions: dict[str, int]) -> tuple[IndexEntry, ...]:
+    section = Section(view, trailer.index_offset, trailer.index_offset + trailer.index_length, "HF-IDX-09")
+    count = section.parse(INDEX_COUNT, "file -> index").index_entry_count
+    entries: list[IndexEntry] = []
+    seen: set[bytes] = set()
+    last: bytes | None = None
+    for i in range(count):
+        p = positions[f"index -> entries -> {i}"] = section.position
+        wire = section.parse(INDEX_ENTRY, f"file -> index -> entries -> {i}")
+        name = bytes(wire.name)
+        if name in seen:
+            raise RuleViolation("HF-IDX-13", "two index entries have the same name",
+                                path=f"file -> index -> entries -> {i} -> name", offset=p + 2, actual=name.decode())
+        if header.has(FileFlag.SORTED_INDEX) and last is not None and not last < name:
+            raise RuleViolation("HF-IDX-15", "SORTED_INDEX is set but the names do not strictly increase",
+                                path=f"file -> index -> entries -> {i} -> name", offset=p + 2,
+                                actual=name.decode(), expected=f"after {last.decode()!r}")
+        seen.add(name)
+        last = name
+        entries.append(IndexEntry.from_wire(wire))
+    if section.position != section.end and header.container_version_minor == 0:
+        raise RuleViolation("HF-IDX-10", "bytes are left inside index_length after the entries (minor 0)",
+                            path="file -> index", offset=section.position,
+                            actual=f"{section.end - section.position} bytes", expected="0 bytes")
+    return tuple(entries)
+
+
+def _kv(view: memoryview, trailer: Trailer, minor: int) -> dict[str, KVValue]:
+    # Inside the file: the KV section ends by index_offset (HF-META-06), the index by the trailer (HF-IDX-04).
+    section = Section(view, trailer.kv_offset, trailer.kv_offset + trailer.kv_length, "HF-META-07")
+    count = section.parse(KV_COUNT, "file -> kv").kv_count
+    kv: dict[str, KVValue] = {}
+    for i in range(count):
+        p = section.position
+        wire = section.parse(KV_ENTRY, f"file -> kv -> entries -> {i}")
+        key = bytes(wire.key).decode("utf-8")
+        if key in kv:
+            raise RuleViolation("HF-META-11", "two KV entries have the same key",
+                                path=f"file -> kv -> entries -> {i} -> key", offset=p + 2, actual=key)
+        kv[key] = KVValue.from_wire(wire.value_tag, wire.value)
+    if section.position != section.end and minor == 0:
+        raise RuleViolation("HF-META-08", "bytes are left inside kv_length after the entries (minor 0)",
+                            path="file -> kv", offset=section.position,
+                            actual=f"{section.end - section.position} bytes", expected="0 bytes")
+    return kv
+
+
+def validate_container(data: Any, *, permissive: bool = False, data_rules: bool = True) -> Container:
+    """Open ``data`` and check every rule of a whole file (levels O, T and V)."""
+    return open_container(data, permissive=permissive).validate(data=data_rules)
+
+
+def read_container(path: str | Path, *, permissive: bool = False) -> Container:
+    """Open a container file, memory-mapped (level O checks)."""
+    with open(path, "rb") as f:
+        size = Path(path).stat().st_size
+        data: Any = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+    return open_container(data, permissive=permissive)
+
+
+__all__ = ["Composite", "Container", "Placement", "Tensor", "is_container", "open_container", "read_container",
+           "validate_container"]

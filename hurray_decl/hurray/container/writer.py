@@ -1,0 +1,248 @@
+"""Writing a ``.hrry`` container in one forward pass (FILE-FORMAT.md § 11, HF-HDR-20).
+
+:class:`ContainerWriter` writes the header first, each tensor as it is added (descriptor,
+alignment padding, buffers), then the KV section, the index and the trailer; it never seeks
+back, so it writes to pipes as well as files. Everything it writes goes through the same
+declarations the reader parses, and it refuses whatever the reader would refuse: bad names
+and keys, buffer lists that do not match the descriptor (HF-DATA-23), lengths that do not fit
+their fields (HF-META-19), torn or badly nested composites, a count hint that turns out wrong.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any, BinaryIO, Iterable, Mapping, Sequence
+
+import construct as cs
+
+from hurray_decl.errors import ArgumentError, HurrayDeclError, RuleViolation
+from hurray_decl.hurray.tensor import TensorDescriptor, validate_buffers, write_tensor_descriptor
+from hurray_decl.hurray.container.composite import CompositeWalk
+from hurray_decl.hurray.container.crc import crc32c
+from hurray_decl.hurray.container.declarations import (
+    DESCRIPTOR_ALIGNMENT, FILE_HEADER, HEADER_LENGTH, INDEX_COUNT, INDEX_ENTRY, KV_COUNT, KV_ENTRY, TRAILER,
+    U16_MAX, U32_MAX, UNKNOWN_COUNT, FileFlag,
+)
+from hurray_decl.hurray.container.model import FileHeader, IndexEntry, KVValue, Trailer
+from hurray_decl.hurray.container.reader import Container, align
+
+CHUNK = 1 << 24  # buffers are written in slices of at most 16 MiB
+
+
+def _build(struct: cs.Construct, values: Any, where: str, **params: Any) -> bytes:
+    try:
+        return struct.build(values, **params)
+    except HurrayDeclError as err:
+        raise err.rebased(0, where) from None
+    except (cs.ConstructError, TypeError, KeyError, OverflowError) as exc:  # a value its field cannot hold
+        raise RuleViolation("HF-HDR-02", f"the value does not fit its field: {exc}", path=where) from exc
+
+
+def _name_bytes(name: Any, where: str, code_empty: str, code_utf8: str, code_long: str) -> bytes:
+    if not isinstance(name, str):
+        raise ArgumentError(where, "a name is a str", actual=type(name).__name__, expected="str")
+    try:
+        raw = name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise RuleViolation(code_utf8, "a name is not well-formed UTF-8 (lone surrogate)", path=where,
+                            actual=repr(name)) from None
+    if not raw:
+        raise RuleViolation(code_empty, "a name is empty", path=where, actual="''", expected=">= 1 byte")
+    if len(raw) > U16_MAX:
+        raise RuleViolation(code_long, "a name longer than its u16 length", path=where, actual=len(raw),
+                            expected=f"<= {U16_MAX} bytes")
+    return raw
+
+
+class ContainerWriter:
+    """Write tensors, then :meth:`finish` with the KV metadata, to a binary ``stream``.
+
+    ``sorted_index`` lists the index by name bytes and sets SORTED_INDEX; ``index_crc`` sets
+    HAS_INDEX_CRC32C and writes the checksum (default, HF-DATA-01-S); ``kv_promised`` sets
+    HAS_KV_METADATA, and :meth:`finish` then requires KV entries; ``tensor_count_hint`` is the
+    number of tensors that will be written, or None for "unknown" (it is checked at finish).
+    """
+
+    def __init__(self, stream: BinaryIO, *, alignment: int = 4096, sorted_index: bool = False,
+                 index_crc: bool = True, kv_promised: bool = False, tensor_count_hint: int | None = None,
+                 first_descriptor_offset: int = HEADER_LENGTH) -> None:
+        if not hasattr(stream, "write"):
+            raise ArgumentError("stream", "a binary stream with write()", actual=type(stream).__name__)
+        flags = (FileFlag.SORTED_INDEX * bool(sorted_index) | FileFlag.HAS_INDEX_CRC32C * bool(index_crc)
+                 | FileFlag.HAS_KV_METADATA * bool(kv_promised))
+        hint = UNKNOWN_COUNT if tensor_count_hint is None else tensor_count_hint
+        self.header = FileHeader(file_flags=int(flags), data_buffer_alignment=alignment,
+                                 first_descriptor_offset=first_descriptor_offset, tensor_count_hint=hint)
+        self.stream = stream
+        self.position = 0
+        self.entries: list[IndexEntry] = []
+        self.names: set[bytes] = set()
+        self.walk = CompositeWalk()
+        self.finished = False
+        self._write(_build(FILE_HEADER, self.header.to_wire(), "file -> header"))  # header first (HF-HDR-20)
+        self._pad_to(first_descriptor_offset)
+
+    def _write(self, data: Any) -> None:
+        view = memoryview(data).cast("B")
+        for start in range(0, len(view), CHUNK):
+            self.stream.write(view[start:start + CHUNK])
+        self.position += len(view)
+
+    def _pad_to(self, offset: int) -> None:
+        if offset > self.position:
+            self._write(bytes(offset - self.position))
+
+    def add(self, name: str, descriptor: TensorDescriptor, buffers: Sequence[Any] = (), *,
+            permissive: bool = False, head_padding: bool = False) -> IndexEntry:
+        """Write one tensor now: its descriptor, then each buffer at its aligned offset.
+
+        Composite members follow their head (pre-order); the buffers are checked against the
+        descriptor first (HF-DATA-23) and by the tensor data rules, so nothing is written for a
+        tensor the reader would refuse. A composite head gets no A padding (HF-DATA-09) unless
+        ``head_padding`` asks for the reference writer's placement (DIFF-02), which readers
+        accept (HF-DATA-10); only :func:`rewrite` of a file that has it uses it.
+        """
+        if self.finished:
+            raise ArgumentError("add", "the container is already finished")
+        where = f"file -> tensor {name!r}"
+        raw = _name_bytes(name, where, "HF-IDX-11", "HF-IDX-12", "HF-IDX-08")
+        if raw in self.names:
+            raise RuleViolation("HF-IDX-13", "two tensors have the same name", path=where, actual=name)
+        if not isinstance(descriptor, TensorDescriptor):
+            raise ArgumentError("descriptor", "a TensorDescriptor", actual=type(descriptor).__name__)
+        try:
+            contents = [memoryview(b).cast("B") for b in buffers]
+        except TypeError:
+            raise ArgumentError("buffers", "a sequence of bytes-like objects") from None
+        if len(contents) != len(descriptor.buffers):
+            raise RuleViolation("HF-DATA-23", "one buffer per buffer-table entry", path=f"{where} -> buffers",
+                                actual=len(contents), expected=len(descriptor.buffers))
+        for i, (content, handle) in enumerate(zip(contents, descriptor.buffers)):
+            if len(content) != handle.byte_size:
+                raise RuleViolation("HF-DATA-23", "a buffer's length differs from its handle's byte_size",
+                                    path=f"{where} -> buffers -> {i}", actual=len(content), expected=handle.byte_size)
+        try:
+            encoded = write_tensor_descriptor(descriptor, permissive=permissive)
+            validate_buffers(descriptor, contents, permissive=permissive)
+        except HurrayDeclError as err:
+            raise err.rebased(0, f"{where} -> descriptor") from None
+        self.walk.item(name, descriptor)  # nesting and the composite's own checks, before writing
+        a = self.header.data_buffer_alignment
+        start = self.position
+        self._write(encoded)
+        end = self.position
+        if contents:
+            data_offset = align(end, a)
+            for i, content in enumerate(contents):
+                self._pad_to(align(self.position, a) if i else data_offset)
+                self._write(content)
+            data_length = self.position - data_offset
+        else:  # a composite head: no A padding (HF-DATA-09)
+            data_offset, data_length = (align(end, a) if head_padding else end), 0
+            self._pad_to(data_offset)
+        self._pad_to(align(self.position, DESCRIPTOR_ALIGNMENT))
+        entry = IndexEntry(name=name, descriptor_offset=start, descriptor_length=len(encoded),
+                           data_offset=data_offset, data_length=data_length)
+        self.entries.append(entry)
+        self.names.add(raw)
+        return entry
+
+    def finish(self, kv: Mapping[str, Any] | None = None) -> Trailer:
+        """Write the KV section (when ``kv`` has entries), the index and the trailer."""
+        if self.finished:
+            raise ArgumentError("finish", "the container is already finished")
+        self.walk.finish()
+        header = self.header
+        if header.tensor_count_hint not in (UNKNOWN_COUNT, len(self.entries)):
+            raise RuleViolation("HF-HDR-16", "tensor_count_hint differs from the tensors written",
+                                path="file -> header -> tensor_count_hint", actual=header.tensor_count_hint,
+                                expected=len(self.entries))
+        kv_bytes = encode_kv(kv or {})
+        if header.has(FileFlag.HAS_KV_METADATA) and not kv_bytes:
+            raise RuleViolation("HF-META-03", "HAS_KV_METADATA was promised but there is no KV entry",
+                                path="file -> kv", expected="at least one KV entry")
+        kv_offset = self.position if kv_bytes else 0
+        self._write(kv_bytes)
+        self._pad_to(align(self.position, DESCRIPTOR_ALIGNMENT))
+        entries = self.entries
+        if header.has(FileFlag.SORTED_INDEX):
+            entries = sorted(entries, key=lambda e: e.name.encode("utf-8"))
+        index = _build(INDEX_COUNT, {"index_entry_count": len(entries)}, "file -> index") + b"".join(
+            _build(INDEX_ENTRY, e.to_wire(), f"file -> index -> entries -> {i}") for i, e in enumerate(entries))
+        index_offset = self.position
+        self._write(index)
+        crc = crc32c(index) if header.has(FileFlag.HAS_INDEX_CRC32C) else 0
+        trailer = Trailer(index_offset=index_offset, index_length=len(index), kv_offset=kv_offset,
+                          kv_length=len(kv_bytes), index_crc32c=crc)
+        size = self.position + 40
+        self._write(_build(TRAILER, trailer.to_wire(), "file -> trailer", file_size=size,
+                           file_flags=header.file_flags, minor=0, index_crc=lambda o, n: crc))
+        self.finished = True
+        return trailer
+
+
+def encode_kv(kv: Mapping[str, Any]) -> bytes:
+    """The KV section of ``kv`` (values are KVValue or plain Python values); b"" when empty.
+
+    Sizes are computed from lengths before anything is encoded: a section over 2^32 - 1 bytes
+    is refused without building it (HF-META-19).
+    """
+    if not isinstance(kv, Mapping):
+        raise ArgumentError("kv", "a mapping of str keys to values", actual=type(kv).__name__)
+    if not kv:
+        return b""
+    items = []
+    total = 4
+    for key, value in kv.items():
+        where = f"file -> kv -> {key!r}"
+        raw = _name_bytes(key, where, "HF-META-09", "HF-META-10", "HF-META-19")
+        try:
+            typed = KVValue.of(value)
+        except HurrayDeclError as err:
+            raise err.rebased(0, where) from None
+        total += 2 + len(raw) + 1 + typed.size()
+        items.append((raw, typed))
+    if total > U32_MAX:
+        raise RuleViolation("HF-META-19", "the KV section is longer than kv_length can say", path="file -> kv",
+                            actual=total, expected=f"<= {U32_MAX} bytes")
+    out = io.BytesIO()
+    out.write(_build(KV_COUNT, {"kv_count": len(items)}, "file -> kv"))
+    for raw, typed in items:
+        out.write(_build(KV_ENTRY, {"key_length": len(raw), "key": raw, "value_tag": typed.tag,
+                                    "value": typed.payload_wire()}, f"file -> kv -> {raw.decode()!r}"))
+    return out.getvalue()
+
+
+def write_container(tensors: Iterable[tuple[str, TensorDescriptor, Sequence[Any]]], kv: Mapping[str, Any] | None = None,
+                    **options: Any) -> bytes:
+    """The bytes of a container holding ``tensors`` ((name, descriptor, buffers), in write
+    order) and ``kv``; ``options`` are :class:`ContainerWriter`'s."""
+    out = io.BytesIO()
+    writer = ContainerWriter(out, **options)
+    for name, descriptor, buffers in tensors:
+        writer.add(name, descriptor, buffers)
+    writer.finish(kv)
+    return out.getvalue()
+
+
+def rewrite(container: Container, stream: BinaryIO | None = None, *, canonical: bool = False) -> bytes | None:
+    """Write ``container`` again with this writer: same header options, tensors in write order,
+    the same KV values, so that a valid file comes back byte for byte. ``canonical=True``
+    writes every composite head at the spec placement (HF-DATA-09) even where the file had
+    the reference writer's A padding."""
+    h = container.header
+    out = stream if stream is not None else io.BytesIO()
+    writer = ContainerWriter(
+        out, alignment=h.data_buffer_alignment, sorted_index=h.has(FileFlag.SORTED_INDEX),
+        index_crc=h.has(FileFlag.HAS_INDEX_CRC32C), kv_promised=h.has(FileFlag.HAS_KV_METADATA),
+        tensor_count_hint=None if h.tensor_count_hint == UNKNOWN_COUNT else h.tensor_count_hint,
+        first_descriptor_offset=h.first_descriptor_offset)
+    for tensor in container.tensors():
+        padded = not tensor.buffers and tensor.entry.data_offset != tensor.placement.descriptor_end
+        writer.add(tensor.name, tensor.descriptor, tensor.buffers, permissive=container.permissive,
+                   head_padding=padded and not canonical)
+    writer.finish(container.kv)
+    return out.getvalue() if stream is None else None
+
+
+__all__ = ["ContainerWriter", "encode_kv", "rewrite", "write_container"]

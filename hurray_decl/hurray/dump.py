@@ -1,0 +1,168 @@
+"""Annotated hex dumps: every byte of a descriptor named by the declaration that reads it.
+
+Rows come from :func:`hurray_decl.declare.trace.trace` over the same Construct declarations the codec
+uses; the verdict comes from the codec itself, so the dump and the decoder never disagree.
+For an invalid input the rows run up to the failing field, which carries the rule code, and
+the bytes after it follow as undecoded rows.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Callable
+
+from hurray_decl.hurray import quantization
+from hurray_decl.dump.rows import BEYOND, FORMATS, UNDECODED, Dump, Row, raw_rows, render
+from hurray_decl.hurray.tables.element_types import BY_TAG
+from hurray_decl.errors import HurrayDeclError
+from hurray_decl.declare.schema import NONE32
+from hurray_decl.hurray.tables.tags import tag_range
+from hurray_decl.hurray.tensor.buffers import DEVICES, MEMORY_CLASSES, SYNC_MODES
+from hurray_decl.hurray.tensor.header import PREAMBLE_LENGTH, Flag
+from hurray_decl.hurray.tensor.layouts import LAYOUTS
+from hurray_decl.hurray.tensor.reader import skip_descriptor, trace_tensor_descriptor
+from hurray_decl.declare.trace import Span, trace
+
+def _scheme_tag(value: int) -> str:
+    row = quantization.SCHEMES.get(value)
+    return f"0x{value:02X} ({row.title if row else tag_range(value).cls.value})"
+
+
+def _type_tag(value: int) -> str:
+    known = BY_TAG.get(value)
+    return f"0x{value:02X} ({known.name if known else 'unassigned'})"
+
+
+def _named(table: dict[int, str], width: int = 2) -> Callable[[int], str]:
+    return lambda value: f"0x{value:0{width}X}" + (f" ({table[value]})" if value in table else "")
+
+
+def _tensor_flags(value: int) -> str:
+    names = [flag.name for flag in Flag if value & flag]
+    return f"0x{value:08X}" + (f" ({', '.join(names)})" if names else "")
+
+
+QUANTIZATION_FORMATTERS: dict[str, Callable[[int], str]] = {
+    "scheme_tag": _scheme_tag,
+    "scale_type_tag": _type_tag,
+    "flags": lambda v: f"0x{v:04X}",
+}
+"""How a quantization payload field reads, by field name."""
+
+TENSOR_FORMATTERS: dict[str, Callable[[int], str]] = {
+    "flags": _tensor_flags,
+    "type_tag": _type_tag,
+    "layout_tag": _named({row.tag: row.title for row in LAYOUTS}),
+    "device_tag": _named(DEVICES),
+    "sync_mode": _named(SYNC_MODES),
+    "memory_class": _named(MEMORY_CLASSES),
+}
+"""How a tensor descriptor field reads, by field name (the last part of its path)."""
+
+
+def describe(field: str, value: Any, formatters: dict[str, Callable[[int], str]] = QUANTIZATION_FORMATTERS) -> str:
+    name = field.rsplit(".", 1)[-1].split("[", 1)[0]
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).hex(" ").upper() or "(empty)"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else str(value)
+    if isinstance(value, int):
+        if name.endswith("_buffer_index") and value == NONE32:
+            return "none (0xFFFFFFFF)"
+        if name in formatters:
+            return formatters[name](value)
+    if isinstance(value, list):
+        return "[" + ", ".join(describe(field, v, formatters) for v in value) + "]"
+    return str(value)
+
+
+_RESERVED = re.compile(r"(?:^|(?<=\.))(reserved\d*)(?=$|[.\[])")
+
+
+def spec_name(path: str) -> str:
+    """``path`` with its fields named as the spec tables write them: reserved bytes are ``_reserved``."""
+    return _RESERVED.sub(r"_\1", path)
+
+
+def _rows(data: bytes, spans: list[Span], start: int, end: int,
+          formatters: dict[str, Callable[[int], str]] = QUANTIZATION_FORMATTERS, label: str = UNDECODED) -> list[Row]:
+    rows = [
+        Row(s.offset, s.size, data[s.offset:s.offset + s.size].hex(" ").upper(), spec_name(s.path),
+            describe(s.path, s.value, formatters))
+        for s in spans
+    ]
+    position = max([start] + [s.offset + s.size for s in spans])
+    return rows + raw_rows(data, position, end, label)
+
+
+def quantization_dump(data: bytes, *, permissive: bool = False, base: int = 0, prefix: str = "") -> Dump:
+    """Rows and verdict for a bare quantization payload."""
+    data = bytes(data)
+    error: HurrayDeclError | None = None
+    try:
+        quantization.decode_quantization(data, permissive=permissive)
+    except HurrayDeclError as err:
+        error = err
+    spans: list[Span] = []
+    row = quantization.SCHEMES.get(data[0]) if data else None
+    if row is not None:
+        spans, stopped = trace(row.struct, data[: row.length], prefix=prefix)
+        if len(data) > row.length and stopped is None:
+            spans.append(Span(row.length, len(data) - row.length, _join(prefix, "padding"),
+                              data[row.length:], "writer padding, never interpreted"))
+    elif data:
+        spans = [Span(0, 1, _join(prefix, "scheme_tag"), data[0])]
+        if error is None and len(data) >= 4:  # opaque, permissive
+            spans += [Span(1, 1, _join(prefix, "scheme_version"), data[1]),
+                      Span(2, 2, _join(prefix, "flags"), int.from_bytes(data[2:4], "little"))]
+            if len(data) > 4:
+                spans.append(Span(4, len(data) - 4, _join(prefix, "payload"), data[4:]))
+    rows = _rows(data, spans, 0, len(data))
+    if base:
+        rows = [Row(r.offset + base, r.size, r.hex, r.field, r.value) for r in rows]
+        if error is not None:
+            error = error.rebased(base, "descriptor -> quantization")
+    return Dump(rows, error)
+
+
+def _join(prefix: str, name: str) -> str:
+    return f"{prefix}.{name}" if prefix else name
+
+
+def tensor_dump(data: bytes, *, permissive: bool = False) -> Dump:
+    """Rows and verdict for a tensor descriptor; its quantization payload is dumped field by field."""
+    data = bytes(data)
+    spans, error = trace_tensor_descriptor(data, permissive=permissive)
+    rows: list[Row] = []
+    position = 0
+    for span in spans:
+        if span.path == "quantization":  # the payload: named by the scheme's own declaration
+            payload = data[span.offset:span.offset + span.size]
+            rows += quantization_dump(payload, permissive=permissive, base=span.offset, prefix="quantization").rows
+        else:
+            rows += _rows(data, [span], span.offset, span.offset, TENSOR_FORMATTERS)
+        position = span.offset + span.size
+    end = len(data)
+    if error is None and len(data) >= PREAMBLE_LENGTH:  # valid: what follows descriptor_length is not ours
+        end = min(len(data), skip_descriptor(data))
+    rows += raw_rows(data, position, end, UNDECODED) + raw_rows(data, end, len(data), BEYOND)
+    return Dump(rows, error)
+
+
+def dump(data: bytes, *, kind: str = "tensor", permissive: bool = False) -> Dump:
+    """Rows and verdict of a descriptor (``kind="quantization"`` for a bare payload)."""
+    if kind == "quantization":
+        return quantization_dump(data, permissive=permissive)
+    if kind == "tensor":
+        return tensor_dump(data, permissive=permissive)
+    raise ValueError(f"kind must be 'tensor' or 'quantization', not {kind!r}")
+
+
+def hexdump(data: bytes, *, kind: str = "tensor", format: str = "text", permissive: bool = False) -> str:
+    """The annotated hex dump of a descriptor as text, Markdown, JSON or HTML."""
+    if format not in FORMATS:
+        raise ValueError(f"format must be one of {', '.join(FORMATS)}, not {format!r}")
+    return render(dump(data, kind=kind, permissive=permissive), format)

@@ -1,0 +1,215 @@
+"""Fuzz an external Hurray reader against hurray_decl: ``hurray-decl fuzz``.
+
+Each case is one tensor descriptor written to a file: either valid (drawn by
+:func:`hurray_decl.hurray.strategies.tensor_descriptors`, expected verdict *accept*) or a mutant
+labelled with the one rule it breaks (:func:`hurray_decl.hurray.strategies.invalid_tensor_descriptors`,
+expected verdict *reject*). The reader command runs once per case with ``{file}`` replaced by
+the case's path; exit status 0 means it accepted the descriptor, anything else that it refused
+it, and a run longer than ``--timeout`` seconds is a disagreement of kind ``timeout``.
+
+Every disagreement is reported with the expected verdict, the rule, the case number, the seed
+and the file, which is kept for replay in ``--out`` (default: a new temporary folder, named in
+the report, removed again when there is nothing to keep); agreeing cases are deleted.
+The same ``--seed`` and ``--count`` (and ``--rule``) draw the same cases again. The summary
+counts cases and disagreements by rule. Exit status: 0 when the reader agreed on every case,
+1 otherwise, 2 for a usage error (such as a reader command that cannot be started or an unknown
+rule), 3 for a file error (``--out`` or ``--json`` naming something that cannot be written).
+
+The cases need only descriptor bytes: rules that need buffer contents are not fuzzed here
+(see :data:`hurray_decl.hurray.strategies.DATA_MUTANTS` for those, with their buffers).
+
+Example::
+
+    hurray-decl fuzz --reader "hurray-decl validate {file}" --count 2000 --seed 7
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence, TextIO
+
+
+ACCEPT, REJECT = "accept", "reject"
+VALID = "valid"
+"""The rule column of a valid case."""
+
+
+
+@dataclass(frozen=True)
+class Case:
+    """One descriptor to hand to the reader."""
+
+    index: int
+    data: bytes
+    expected: str  # ACCEPT or REJECT
+    rule: str  # the rule a mutant breaks, or VALID
+
+
+@dataclass
+class Disagreement:
+    """A case on which the reader's verdict differs from the expected one."""
+
+    index: int
+    rule: str
+    expected: str
+    kind: str  # "accepted invalid", "rejected valid" or "timeout"
+    exit_status: int | None
+    file: str
+    seed: int
+    output: str
+
+
+VALID_SHARE = 4
+"""Without --rule, one case in VALID_SHARE is a valid descriptor; the rest are spread evenly over the rules."""
+
+
+def draw_examples(strategy, count: int, seed: int) -> list:
+    """``count`` examples of ``strategy``, reproducibly from ``seed`` (Hypothesis' generation phase)."""
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as fix_seed
+
+    drawn: list = []
+
+    @fix_seed(seed)
+    @settings(max_examples=count, database=None, deadline=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck))
+    @given(strategy)
+    def collect(example) -> None:
+        if len(drawn) < count:
+            drawn.append(example)
+
+    collect()
+    return drawn
+
+
+def draw_cases(count: int, seed: int, rules: Sequence[str] | None = None) -> list[Case]:
+    """``count`` cases drawn reproducibly from ``seed``: a quarter valid descriptors and the rest
+    mutants spread evenly over every rule, or only mutants of ``rules`` when given. Cases of one
+    rule come from one Hypothesis run, seeded by ``seed`` and the rule; the order is shuffled."""
+    import random
+    import zlib
+
+    from hurray_decl.errors import ArgumentError
+    from hurray_decl.hurray.strategies import MUTANTS, placements, tensor_descriptors
+    from hurray_decl.hurray.tensor import write_tensor_descriptor
+    from hurray_decl.hurray.tensor.buffers import DEVICES
+
+    if rules:
+        unknown = [r for r in rules if r not in MUTANTS]
+        if unknown:
+            raise ArgumentError("rules", f"no mutant generator for {', '.join(unknown)} "
+                                         "(see hurray_decl.hurray.strategies.MUTANTS)")
+    targets = sorted(set(rules)) if rules else sorted(MUTANTS)
+    quota: Counter = Counter()
+    if not rules:
+        quota[VALID] = max(1, count // VALID_SHARE)
+    rest = count - sum(quota.values())
+    for i, rule in enumerate(targets):
+        quota[rule] = rest // len(targets) + (1 if i < rest % len(targets) else 0)
+    drawn: list[tuple[bytes, str, str]] = []
+    for bucket, n in quota.items():
+        if not n:
+            continue
+        bucket_seed = seed ^ zlib.crc32(bucket.encode())
+        if bucket == VALID:
+            # Public devices only: a private device tag needs an agreement (HT-BUFT-16) another reader may lack.
+            valid = tensor_descriptors(placement=placements(sorted(DEVICES)))
+            drawn += [(write_tensor_descriptor(d), ACCEPT, VALID) for d in draw_examples(valid, n, bucket_seed)]
+        else:
+            drawn += [(data, REJECT, bucket) for data in draw_examples(MUTANTS[bucket](), n, bucket_seed)]
+    random.Random(seed).shuffle(drawn)
+    return [Case(i, data, expected, rule) for i, (data, expected, rule) in enumerate(drawn)]
+
+
+def reader_command(template: str, path: str) -> list[str]:
+    """The reader's argv: ``template`` split like a shell would, ``{file}`` replaced by ``path``
+    (appended when the template has no ``{file}``)."""
+    argv = shlex.split(template)
+    if not any("{file}" in token for token in argv):
+        return argv + [path]
+    return [token.replace("{file}", path) for token in argv]
+
+
+def run_case(case: Case, template: str, directory: Path, timeout: float) -> tuple[str, int | None, str, Path]:
+    """Write the case, run the reader; (verdict, exit status, output tail, file). The verdict is
+    ACCEPT, REJECT or "timeout"."""
+    path = directory / f"case-{case.index:05d}-{case.rule}.bin"
+    path.write_bytes(case.data)
+    try:
+        done = subprocess.run(reader_command(template, str(path)), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        return "timeout", None, "", path
+    tail = done.stdout.decode("utf-8", "replace").strip()[-300:]
+    return (ACCEPT if done.returncode == 0 else REJECT), done.returncode, tail, path
+
+
+def fuzz(template: str, count: int, seed: int, *, timeout: float = 10.0, rules: Sequence[str] | None = None,
+         out: Path, jobs: int = 1, progress: TextIO | None = sys.stderr,
+         draw=None) -> tuple[list[Disagreement], Counter, Counter]:
+    """Run every case; returns (disagreements, cases by rule, disagreements by rule). ``out`` is created
+    when the first disagreeing case is kept there; ``draw`` (default :func:`draw_cases`) draws the cases
+    from (count, seed, rules)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    started = time.monotonic()
+    cases = (draw or draw_cases)(count, seed, rules)
+    if progress is not None:
+        progress.write(f"[fuzz] seed {seed}: {len(cases)} cases drawn in {time.monotonic() - started:.1f} s; "
+                       f"running the reader ({jobs} at a time)\n")
+    by_rule: Counter = Counter(case.rule for case in cases)
+    bad_by_rule: Counter = Counter()
+    disagreements: list[Disagreement] = []
+    last = time.monotonic()
+    work = Path(tempfile.mkdtemp(prefix="hurray-fuzz-"))
+
+    def one(case: Case) -> tuple[Case, tuple[str, int | None, str, Path]]:
+        return case, run_case(case, template, work, timeout)
+
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+    try:
+        for done, (case, (verdict, status, tail, path)) in enumerate(pool.map(one, cases), 1):
+            if verdict != case.expected:
+                out.mkdir(parents=True, exist_ok=True)
+                kept = out / path.name
+                path.replace(kept)
+                kind = "timeout" if verdict == "timeout" else (
+                    "accepted invalid" if case.expected == REJECT else "rejected valid")
+                disagreements.append(Disagreement(case.index, case.rule, case.expected, kind, status, str(kept),
+                                                  seed, tail))
+                bad_by_rule[case.rule] += 1
+            else:
+                path.unlink(missing_ok=True)
+            now = time.monotonic()
+            if progress is not None and (now - last >= 2.0 or done == len(cases)):
+                progress.write(f"[fuzz] {done}/{len(cases)} cases, {len(disagreements)} disagreements, "
+                               f"{now - started:.0f} s\n")
+                progress.flush()
+                last = now
+    finally:  # on Ctrl-C too: cases not started are dropped, running ones finish (each within --timeout)
+        pool.shutdown(wait=True, cancel_futures=True)
+        for leftover in work.glob("*"):
+            leftover.unlink(missing_ok=True)
+        work.rmdir()
+    return disagreements, by_rule, bad_by_rule
+
+
+def report(disagreements: list[Disagreement], by_rule: Counter, bad_by_rule: Counter, seed: int,
+           stream: TextIO) -> None:
+    """The human summary: each disagreement, then the counts by rule."""
+    total = sum(by_rule.values())
+    for d in disagreements:
+        stream.write(f"DISAGREE case {d.index} (seed {d.seed}): rule {d.rule}, expected {d.expected}, "
+                     f"got {d.kind}" + (f" (exit {d.exit_status})" if d.exit_status is not None else "")
+                     + f"; replay: {d.file}\n")
+    stream.write(f"\n{total} cases, seed {seed}: {len(disagreements)} disagreements\n")
+    stream.write(f"{'rule':<12} {'cases':>6} {'disagreements':>14}\n")
+    for rule in sorted(by_rule, key=lambda r: (r != VALID, r)):
+        stream.write(f"{rule:<12} {by_rule[rule]:>6} {bad_by_rule.get(rule, 0):>14}\n")

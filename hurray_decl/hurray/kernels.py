@@ -1,0 +1,635 @@
+"""Vectorised, chunked dequantization machinery shared by the scheme kernels.
+
+A tensor quantized along ``axis`` is viewed, in its padded row-major order (HD-12), as
+``(A, P, B)``: ``A`` the product of the dimensions before the axis, ``P`` the padded extent of
+the axis, ``B`` the product of the dimensions after it. Blocks of ``K`` elements along the axis
+make it ``(A, nb, K, B)``; one *block row* ``(a, j)`` is ``L = K * B`` consecutive elements.
+
+A scheme's :class:`Plan` states its formula declaratively: ``out = table[key, q] * scale``,
+with ``table`` the float32 value of every code under every key (the zero point or the
+exponent folded in), ``key`` and ``scale`` given per block row and lane (the index along
+``B``), or, for storage wider than a byte, ``out = float32(value(q) - zero) * scale``. The
+driver walks the stored order in chunks of at most :data:`CHUNK_ELEMENTS` elements (whole
+block rows, part of one block row, or part of one row of it), picks the cheapest evaluation of
+the formula for the chunk (one ``take`` of a per-byte table of packed values when every byte
+of a chunk shares its key, else one ``take`` per element), and writes into the output. Extra
+memory is a few chunk-sized temporaries per thread (RULES.md HX-02), whatever the tensor.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
+from math import prod
+from typing import Any, Callable, Iterator, Protocol
+
+from hurray_decl.lazy_modules import numpy as np
+
+from hurray_decl.hurray.tables import storage
+from hurray_decl.errors import ArgumentError, RuleViolation
+
+CHUNK_ELEMENTS = 1 << 17
+"""Elements per chunk (4K blocks of 32): a chunk's output (512 KiB) and its temporaries stay
+within one core's 2 MiB L2 (measured 3-15% faster single-threaded than 8K blocks). Tests
+lower it (``monkeypatch.setattr(numerics, "CHUNK_ELEMENTS", 5)``) to cross chunk edges; it is
+read at every call."""
+
+LARGE_CHUNKS = 2
+"""Several threads, and layouts other than row-major (codes read chunk by chunk through the
+layout's reader), take chunks this many times larger: fewer hand-offs between threads and fewer
+reads (measured on 2 cores: threads 20-25% faster, tiled and column-major 3-10%; one thread on
+row-major data is faster with the smaller chunks)."""
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """Block geometry of one quantized axis (HQ-PB-15, HD-12).
+
+    ``block`` is ``K``; the per-tensor and per-channel schemes use blocks of one element.
+    """
+
+    shape: tuple[int, ...]
+    axis: int
+    block: int
+
+    @cached_property
+    def before(self) -> int:
+        return prod(self.shape[: self.axis])
+
+    @cached_property
+    def extent(self) -> int:
+        return self.shape[self.axis] if self.shape else 1
+
+    @cached_property
+    def after(self) -> int:
+        return prod(self.shape[self.axis + 1:])
+
+    @cached_property
+    def blocks_per_axis(self) -> int:
+        return -(-self.extent // self.block) if self.block else 0
+
+    @cached_property
+    def padded(self) -> int:
+        return self.blocks_per_axis * self.block
+
+    @cached_property
+    def num_blocks(self) -> int:
+        """Blocks in the tensor: blocks_per_axis times every other dimension."""
+        return self.blocks_per_axis * self.before * self.after
+
+    @cached_property
+    def block_rows(self) -> int:
+        return self.before * self.blocks_per_axis
+
+    @cached_property
+    def row_elements(self) -> int:
+        """``L = K * B``: the elements of one block row."""
+        return self.block * self.after
+
+    @cached_property
+    def stored_elements(self) -> int:
+        """Elements the data buffer holds, padding included."""
+        return self.before * self.padded * self.after
+
+
+class Kernel(Protocol):
+    def __call__(self, values: np.ndarray, box: "Box", out: np.ndarray) -> None:
+        """Write the dequantized ``values`` (rows, k, b) of ``box`` into ``out`` (same shape)."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How a scheme dequantizes one tensor: ``out = table[key, q] * scale``.
+
+    ``table`` is float32 ``(keys, 2**bits)`` for storage of at most 8 bits (None above: then
+    ``out = float32(value(q) - zeros) * scale``, the difference exact). ``scales`` are float32,
+    or float16 / bfloat16 widened to float32 chunk by chunk. ``keys``, ``scales``
+    and ``zeros`` are None or arrays of shape ``(n, 1, B)``, ``(n, 1, 1)`` or ``(1, 1, B)``,
+    read at block row ``r mod n`` (n is ``block_rows``, or the period of a per-channel
+    pattern). A private scheme may give ``kernel`` instead: it receives the decoded values.
+    """
+
+    geometry: Geometry
+    table: np.ndarray | None = None
+    keys: np.ndarray | None = None
+    scales: np.ndarray | None = None
+    zeros: np.ndarray | None = None
+    kernel: Kernel | None = None
+    value_map: tuple[float, ...] | None = None
+
+    @cached_property
+    def packed(self) -> np.ndarray:
+        """``table`` per byte value: row ``key * 256 + byte`` holds the values of the byte's
+        elements, viewed as one unsigned integer (or raw bytes), for one ``take`` per byte."""
+        return packed_table(self.table, storage_bits(self.table))
+
+    @cached_property
+    def pairs(self) -> np.ndarray:
+        """A one-key table of 8-bit codes for every pair of bytes (a uint16 index): one ``take``
+        per two elements."""
+        return pair_table(self.table)
+
+    @cached_property
+    def key_base(self) -> np.ndarray | None:
+        """``keys * 256`` as uint16, the first packed row of each key (None: key 0)."""
+        if self.keys is None:
+            return None
+        return (self.keys.astype(np.uint16) << np.uint16(8)).astype(np.uint16)
+
+
+@dataclass(frozen=True)
+class Quantized:
+    """What a scheme's ``quantize`` returns: the descriptor model, the element codes (or
+    narrow-float values) in stored order, and the parameter arrays in buffer order."""
+
+    model: Any
+    elements: np.ndarray
+    parameters: tuple[np.ndarray, ...]
+
+
+@dataclass(frozen=True)
+class Box:
+    """One chunk: block rows ``rows``, positions ``ks`` inside them, lanes ``lanes``; the
+    elements ``start .. stop`` of the padded row-major order, consecutive."""
+
+    rows: slice
+    ks: slice
+    lanes: slice
+    start: int
+    stop: int
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return (self.rows.stop - self.rows.start, self.ks.stop - self.ks.start, self.lanes.stop - self.lanes.start)
+
+
+# --- tables --------------------------------------------------------------------------------
+
+def storage_bits(table: np.ndarray) -> int:
+    return int(table.shape[1]).bit_length() - 1
+
+
+@lru_cache(maxsize=None)
+def byte_codes(bits: int) -> np.ndarray:
+    """(256, elements per byte): the codes packed in every byte value, LSB first (read-only)."""
+    per = storage.packing(bits).elements
+    return storage.read_only(storage.unpack_codes(np.arange(256, dtype=np.uint8), bits, 256 * per).reshape(256, per))
+
+
+@lru_cache(maxsize=None)
+def code_values(storage_name: str, value_map: tuple[float, ...] | None = None) -> np.ndarray:
+    """float32 value of every code of a storage type of at most 8 bits (read-only); ``value_map``
+    (NF4) gives the value of each code instead. Integer codes are exact in float32."""
+    bits = storage.element(storage_name).bits
+    if value_map is not None:
+        return storage.read_only(np.asarray(value_map, dtype=np.float32).copy())
+    codes = np.arange(1 << bits, dtype=np.uint8)
+    raw = np.frombuffer(storage.pack_codes(codes, bits), dtype=np.uint8)
+    return storage.read_only(storage.decode(raw, storage_name, 1 << bits).astype(np.float32))
+
+
+def packed_table(table: np.ndarray, bits: int) -> np.ndarray:
+    """(keys * 256,) rows of the values of every byte's elements under every key."""
+    per = storage.packing(bits).elements
+    rows = np.ascontiguousarray(table[:, byte_codes(bits)])  # (keys, 256, per) float32
+    width = 4 * per
+    kind = np.dtype(f"u{width}") if width <= 8 else np.dtype(f"V{width}")
+    return storage.read_only(rows.reshape(-1, per).view(kind).reshape(-1))
+
+
+def pair_table(table: np.ndarray) -> np.ndarray:
+    """(65536,) uint64: the two float32 values of every little-endian byte pair under a one-key
+    table of 8-bit codes (read-only); cached by content, so every plan over a shared table reuses
+    one (512 KiB) instead of building its own."""
+    return _pairs_of(table.tobytes())
+
+
+@lru_cache(maxsize=16)
+def _pairs_of(values: bytes) -> np.ndarray:
+    codes = np.frombuffer(values, dtype=np.float32)
+    pairs = np.empty((256, 256, 2), dtype=np.float32)  # [high byte, low byte]: element 0 is the low byte
+    pairs[:, :, 0] = codes[None, :]
+    pairs[:, :, 1] = codes[:, None]
+    return storage.read_only(pairs.reshape(-1, 2).view(np.uint64).reshape(-1))
+
+
+def affine_plan(geometry: Geometry, storage_name: str, scales: np.ndarray | None,
+                zeros: np.ndarray | None, keys: np.ndarray | None = None) -> Plan:
+    """``float32(q - z) * s`` (HQ-PT-08, HQ-PC-12, HQ-PB-15). Sub-byte codes go through a code
+    table with the zero point folded in (one ``take`` per byte); whole-byte integer codes are
+    converted exactly, then the zero point subtracted (exact in float32 up to 16 bits, in int64
+    for 32-bit codes, HD-13) and the scale applied."""
+    bits = storage.element(storage_name).bits
+    if bits >= 8:
+        if zeros is not None:
+            zeros = zeros.astype(np.int64 if bits > 16 else np.float32)
+        return Plan(geometry, zeros=zeros, scales=scales)
+    if zeros is None:
+        return Plan(geometry, table=code_values(storage_name)[None], scales=scales)
+    table, folded = fold_zero_points(storage_name, zeros)
+    return Plan(geometry, table=table, keys=folded, scales=scales)
+
+
+@lru_cache(maxsize=None)
+def affine_table(storage_name: str, low: int, high: int) -> np.ndarray:
+    """``table[z - low, q] = float32(value(q) - z)`` for zero points ``low..high`` (read-only):
+    the difference is exact for codes of at most 8 bits (HQ-PT-08)."""
+    values = code_values(storage_name)
+    zeros = np.arange(low, high + 1, dtype=np.float32)[:, None]
+    return storage.read_only(values[None, :] - zeros)
+
+
+def fold_zero_points(storage_name: str, zeros: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The table and keys that fold per-block integer zero points (in the storage range,
+    HQ-PB-22 / HQ-PC-10) into the code values."""
+    low, high = (int(zeros.min()), int(zeros.max())) if zeros.size else (0, 0)
+    return affine_table(storage_name, low, high), (zeros - low).astype(np.uint8)
+
+
+# --- chunks --------------------------------------------------------------------------------
+
+def boxes(geometry: Geometry, bits: int, scale: int = 1) -> Iterator[Box]:
+    """The chunks of a tensor, in stored order, each at most about ``scale`` times
+    :data:`CHUNK_ELEMENTS` elements: whole outer indices when they fit, else whole block rows of one outer index, else
+    part of one block row (``ks``), else part of one row of it (``lanes``). Row counts are
+    multiples of whole packing units where that keeps the bound, so chunks start on a byte."""
+    g = geometry
+    budget = max(1, CHUNK_ELEMENTS * scale)
+    k, b, nb = g.block, g.after, g.blocks_per_axis
+    length = g.row_elements
+    unit = storage.packing(bits).elements
+    full = slice(0, b)
+    per_outer = nb * length
+    if per_outer <= budget:
+        together = unit // np.gcd(per_outer, unit)  # outer indices that end on a unit boundary
+        step = max(together, budget // per_outer // together * together) * nb
+        for first in range(0, g.block_rows, step):
+            last = min(g.block_rows, first + step)
+            yield Box(slice(first, last), slice(0, k), full, first * length, last * length)
+    elif length <= budget:
+        step = budget // length
+        for a in range(g.before):
+            for j in range(0, nb, step):
+                first, last = a * nb + j, a * nb + min(nb, j + step)
+                yield Box(slice(first, last), slice(0, k), full, first * length, last * length)
+    elif b <= budget:
+        step = budget // b
+        for r in range(g.block_rows):
+            for first in range(0, k, step):
+                last = min(k, first + step)
+                yield Box(slice(r, r + 1), slice(first, last), full, r * length + first * b, r * length + last * b)
+    else:
+        for r in range(g.block_rows):
+            for i in range(k):
+                at = r * length + i * b
+                for first in range(0, b, budget):
+                    last = min(b, first + budget)
+                    yield Box(slice(r, r + 1), slice(i, i + 1), slice(first, last), at + first, at + last)
+
+
+def workers() -> int:
+    """Threads for dequantization: the usable cores (NumPy releases the GIL), at most 4."""
+    count = getattr(os, "process_cpu_count", os.cpu_count)() or 1
+    return max(1, min(4, count))
+
+
+def thread_count(threads: Any) -> int:
+    """``threads`` checked (a positive integer), or the default :func:`workers`."""
+    if threads is None:
+        return workers()
+    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
+        raise ArgumentError("threads", "threads is a positive integer", actual=threads, expected=">= 1")
+    return int(threads)
+
+
+# --- evaluation ----------------------------------------------------------------------------
+
+def _at(array: np.ndarray | None, box: Box) -> np.ndarray | None:
+    """A parameter array over the chunk's rows and lanes: (rows, 1, lanes), or (1, 1, lanes)."""
+    if array is None:
+        return None
+    n = array.shape[0]
+    lanes = box.lanes if array.shape[2] > 1 else slice(None)
+    if n == 1:
+        return array[:, :, lanes]
+    rows = box.rows
+    if rows.stop <= n:
+        return array[rows, :, lanes]
+    return array[np.arange(rows.start, rows.stop) % n][:, :, lanes]
+
+
+Repeat = Callable[["np.ndarray", int], "np.ndarray"]
+"""``np.repeat`` of a 1-D array, or :func:`broadcast_repeat` (the same values) on threads."""
+
+
+def broadcast_repeat(values: np.ndarray, count: int) -> np.ndarray:
+    """``np.repeat(values, count)`` of a 1-D array by a broadcast copy: ``np.repeat`` holds the
+    GIL throughout (NumPy's PyArray_Repeat never releases it), a copy releases it, so threads
+    expand their chunks' parameters at the same time (single-threaded, ``np.repeat`` is faster)."""
+    result = np.empty(values.size * count, dtype=values.dtype)
+    np.copyto(result.reshape(values.size, count), values.reshape(-1, 1))
+    return result
+
+
+def _spread(values: np.ndarray, shape: tuple[int, int, int], repeat: Repeat) -> np.ndarray:
+    """Row parameters (rows, 1, 1) repeated into a contiguous chunk when rows are short (a
+    broadcast multiply over short rows costs twice a contiguous one)."""
+    if values.shape[0] > 1 and values.shape[2] == 1 and shape[1] * shape[2] < 256:
+        return repeat(values.reshape(-1), shape[1] * shape[2]).reshape(shape)
+    return values
+
+
+def _scale(plan: Plan, box: Box, out: np.ndarray, repeat: Repeat) -> None:
+    scales = _at(plan.scales, box)
+    if scales is not None:
+        if scales.dtype.itemsize == 2:  # float16 / bfloat16 widen exactly (HQ-PB-21), chunk by chunk
+            scales = scales.astype(np.float32)
+        np.multiply(out, _spread(scales, out.shape, repeat), out=out)
+
+
+def _keyed_index(base: np.ndarray, raw: np.ndarray, repeat: Repeat) -> np.ndarray:
+    """``base[r] | byte`` for every byte of row ``r`` (uint16; ``base`` holds ``key * 256``, so OR
+    adds, and costs less). Rows of a multiple of four bytes repeat four keys packed in one uint64:
+    a quarter of the items to copy."""
+    per = raw.size // base.size
+    if per % 4 == 0:
+        index = repeat(base.astype(np.uint64) * np.uint64(0x0001_0001_0001_0001), per // 4).view(np.uint16)
+    else:
+        index = repeat(base, per)
+    np.bitwise_or(index, raw, out=index)
+    return index
+
+
+def _from_bytes(plan: Plan, raw: np.ndarray, box: Box, out: np.ndarray, repeat: Repeat) -> None:
+    """One take of the per-byte table: every byte's elements share their key (checked by the caller)."""
+    if (plan.key_base is None and plan.table.shape[1] == 256 and not plan.table.flags.writeable
+            and raw.size % 2 == 0 and box.start % 2 == 0):  # two bytes per take, from a shared table (built once)
+        pairs = plan.pairs
+        pairs.take(raw.view(np.uint16), out=out.reshape(-1).view(pairs.dtype), mode="wrap")
+        _scale(plan, box, out, repeat)
+        return
+    packed = plan.packed
+    target = out.reshape(-1).view(packed.dtype)
+    if plan.key_base is None:
+        packed.take(raw, out=target, mode="wrap")
+    else:
+        packed.take(_keyed_index(_at(plan.key_base, box).reshape(-1), raw, repeat), out=target, mode="wrap")
+    _scale(plan, box, out, repeat)
+
+
+def _from_codes(plan: Plan, codes: np.ndarray, box: Box, out: np.ndarray, storage_name: str, repeat: Repeat) -> None:
+    """One take per element: ``table[key, q]``, or the wide-storage formula."""
+    shape = box.shape
+    codes = codes.reshape(shape)
+    if plan.kernel is not None:
+        plan.kernel(_decoded(codes, storage_name, plan.value_map), box, out)
+        return
+    if plan.table is not None:
+        table = plan.table.reshape(-1)
+        keys = _at(plan.keys, box)
+        if keys is None:
+            table.take(codes, out=out, mode="wrap")
+        else:
+            index = (_spread(keys, shape, repeat).astype(np.uint16) << np.uint16(storage_bits(plan.table))) + codes
+            table.take(index, out=out, mode="wrap")
+        _scale(plan, box, out, repeat)
+        return
+    values = _decoded(codes, storage_name, None)
+    zeros = _at(plan.zeros, box)
+    if values.dtype == np.int64:  # 32-bit storage: the difference may exceed float32's integers
+        np.copyto(out, values if zeros is None else values - zeros, casting="unsafe")
+    else:  # codes up to 16 bits and their zero points are exact in float32, so is the difference
+        np.copyto(out, values, casting="unsafe")
+        if zeros is not None:
+            np.subtract(out, _spread(zeros, shape, repeat), out=out)
+    _scale(plan, box, out, repeat)
+
+
+def _decoded(codes: np.ndarray, storage_name: str, value_map: tuple[float, ...] | None) -> np.ndarray:
+    """Codes as numbers: float32 through the code table up to 8 bits, else the storage dtype
+    (32-bit integers as int64, so that ``q - z`` is exact, HD-13)."""
+    bits = storage.element(storage_name).bits
+    if bits < 8 or value_map is not None or storage_name in storage.NARROW_FLOATS:
+        return np.take(code_values(storage_name, value_map), codes)
+    values = storage.decode(np.ascontiguousarray(codes).view(np.uint8), storage_name, codes.size).reshape(codes.shape)
+    if values.dtype.kind in "iu" and values.dtype.itemsize >= 4:
+        return values.astype(np.int64)
+    return values if values.dtype.kind in "iu" else values.astype(np.float32)
+
+
+def row_major_codes(data: np.ndarray, bits: int) -> Callable[[int, int], np.ndarray]:
+    """Codes of stored elements ``start .. stop`` of contiguous packed ``data``."""
+    return lambda start, stop: storage.codes_at(data, bits, start, stop - start)
+
+
+def _writer(g: Geometry, out: np.ndarray) -> Callable[[Box], tuple[np.ndarray, Callable[[np.ndarray], None] | None]]:
+    """Where a chunk's values go: straight into ``out`` when stored and logical order coincide,
+    else a temporary whose logical part is copied (padding of partial blocks dropped, HQ-PB-19)."""
+    flat = out.reshape(-1)
+    if g.padded == g.extent:
+        return lambda box: (flat[box.start: box.stop].reshape(box.shape), None)
+    target = out.reshape(g.before, g.extent, g.after)
+    k, nb = g.block, g.blocks_per_axis
+
+    def place(box: Box) -> tuple[np.ndarray, Callable[[np.ndarray], None]]:
+        def copy(result: np.ndarray) -> None:
+            first, last = box.rows.start, box.rows.stop
+            a, j = divmod(first, nb)
+            if j == 0 and (last - first) % nb == 0:  # whole outer indices
+                whole = (last - first) // nb
+                target[a:a + whole] = result.reshape(whole, g.padded, g.after)[:, : g.extent]
+                return
+            lo = j * k + box.ks.start
+            hi = min(g.extent, (last - 1 - a * nb) * k + box.ks.stop)
+            if hi > lo:
+                target[a, lo:hi, box.lanes] = result.reshape(-1, box.lanes.stop - box.lanes.start)[: hi - lo]
+
+        return np.empty(box.shape, np.float32), copy
+
+    return place
+
+
+def run(plan: Plan, storage_name: str, out: np.ndarray, *, data: np.ndarray | None = None,
+        codes: Callable[[int, int], np.ndarray] | None = None,
+        packed: Callable[[int, int], np.ndarray | None] | None = None,
+        progress: Callable[[int, int], None] | None = None, threads: int | None = None) -> np.ndarray:
+    """Dequantize into ``out`` (the logical shape, C order): from ``data``, the packed bytes of
+    the padded row-major order, or from ``codes(start, stop)``, the codes of any other layout in
+    that order (and ``packed(start, stop)``, the same as packed bytes when the layout can give
+    them cheaply, else None). Chunks write disjoint parts of ``out`` on ``threads`` threads (default: the
+    cores), each thread taking the next chunk, one at a time; ``progress(done, total)`` counts elements.
+    """
+    g = plan.geometry
+    bits = storage.element(storage_name).bits
+    count = thread_count(threads)
+    unit = storage.packing(bits)
+    large = count > 1 or codes is not None
+    if codes is None:
+        if data is None:
+            raise ArgumentError("data", "dequantization reads data bytes or a codes function", expected="one of them")
+        codes = row_major_codes(data, bits)
+        packed = lambda start, stop: data[unit.byte_of(start): unit.bytes(stop)]  # noqa: E731
+    by_bytes = (packed is not None and plan.table is not None and plan.kernel is None and bits in (1, 2, 4, 8)
+                and (plan.keys is None or (plan.keys.shape[2] == 1 and g.row_elements % unit.elements == 0)))
+    place = _writer(g, out)
+    total = g.stored_elements
+    repeat = np.repeat if count == 1 else broadcast_repeat
+
+    def one(box: Box) -> int:
+        target, copy = place(box)
+        aligned = box.start % unit.elements == 0 and box.stop % unit.elements == 0
+        raw = None
+        if by_bytes and aligned and box.lanes.stop - box.lanes.start == g.after and (
+                plan.keys is None or box.ks.stop - box.ks.start == g.block):
+            raw = packed(box.start, box.stop)
+        if raw is not None:
+            _from_bytes(plan, raw, box, target, repeat)
+        else:
+            _from_codes(plan, codes(box.start, box.stop), box, target, storage_name, repeat)
+        if copy is not None:
+            copy(target)
+        return box.stop - box.start
+
+    work = boxes(g, bits, LARGE_CHUNKS if large else 1)
+    done = 0
+    if count == 1:
+        for box in work:
+            done += one(box)
+            if progress is not None:
+                progress(done, total)
+        return out
+    lock = threading.Lock()
+    failures: list[BaseException] = []
+
+    def worker() -> None:  # each thread takes the next chunk until none is left or one failed
+        nonlocal done
+        while True:
+            with lock:
+                box = None if failures else next(work, None)
+            if box is None:
+                return
+            try:
+                finished = one(box)
+                with lock:
+                    done += finished
+                    if progress is not None:
+                        progress(done, total)
+            except BaseException as exc:  # re-raised in the calling thread below
+                with lock:
+                    failures.append(exc)
+                return
+
+    helpers = [threading.Thread(target=worker, daemon=True) for _ in range(count - 1)]
+    for thread in helpers:
+        thread.start()
+    try:
+        worker()  # the calling thread works too
+        for thread in helpers:
+            thread.join()
+    except BaseException as exc:  # e.g. Ctrl-C while waiting: the helpers stop after their chunk
+        with lock:
+            failures.append(exc)
+        for thread in helpers:
+            thread.join()
+        raise
+    if failures:
+        raise failures[0]
+    return out
+
+
+# --- arithmetic shared by the affine schemes ----------------------------------------------
+
+def grouped(array: np.ndarray, axis: int, block: int) -> np.ndarray:
+    """``array`` as (A, nb, K, B) float64, the partial final block padded with NaN."""
+    g = Geometry(tuple(array.shape), axis, block)
+    x = np.asarray(array, dtype=np.float64).reshape(g.before, g.extent, g.after)
+    if g.padded != g.extent:
+        padded = np.full((g.before, g.padded, g.after), np.nan)
+        padded[:, : g.extent] = x
+        x = padded
+    return x.reshape(g.before, g.blocks_per_axis, block, g.after)
+
+
+def block_order(per_block: np.ndarray) -> np.ndarray:
+    """(A, nb, B) per-block values in the scheme's block order b = (a * B + i_after) * nb + j."""
+    return np.ascontiguousarray(per_block.transpose(0, 2, 1)).reshape(-1)
+
+
+def by_block_row(block_values: np.ndarray, geometry: Geometry) -> np.ndarray:
+    """Per-block values (block order) rearranged as (A * nb, 1, B): one row per block row."""
+    g = geometry
+    return np.ascontiguousarray(
+        np.asarray(block_values).reshape(g.before, g.after, g.blocks_per_axis).transpose(0, 2, 1)
+    ).reshape(g.block_rows, 1, g.after)
+
+
+def integer_range(storage_name: str) -> tuple[int, int]:
+    bounds = storage.element(storage_name).int_range
+    if bounds is None:
+        raise ValueError(f"{storage_name} is not an integer type")
+    return bounds
+
+
+def affine_calibration(low: np.ndarray, high: np.ndarray, storage_name: str, symmetric: bool,
+                       scale_dtype: Any = "float32") -> tuple[np.ndarray, np.ndarray]:
+    """Scales and zero points from each group's minimum and maximum.
+
+    Symmetric: ``s = max|x| / qmax``, ``z = 0``. Asymmetric: the range [min(x, 0), max(x, 0)]
+    spread over ``qmax - qmin - 1`` steps, ``z = qmin - floor(lo / s)``: one spare step keeps
+    every code of the group inside the storage range whatever the rounding. Scales are cast to
+    the scale type first (rounding up, :func:`cast_up`) and the codes are computed with the cast
+    scale; an all-zero group gets scale 1.
+    """
+    qmin, qmax = integer_range(storage_name)
+    if symmetric and qmin == 0 and np.nanmin(low, initial=0.0) < 0:
+        raise RuleViolation(
+            "HQ-ZP-02", "symmetric quantization subtracts no zero point, so unsigned codes cannot hold "
+            "negative values; use a signed storage type or symmetric=False",
+            path="symmetric", actual=f"{storage_name}, minimum {float(np.nanmin(low))!r}", expected="signed storage")
+    low = np.minimum(np.nan_to_num(low, nan=0.0), 0.0)
+    high = np.maximum(np.nan_to_num(high, nan=0.0), 0.0)
+    if symmetric:
+        span = np.maximum(-low, high) / qmax
+    else:
+        span = (high - low) / (qmax - qmin - 1)
+    scales = cast_up(np.where(span > 0, span, 1.0), scale_dtype)
+    if symmetric:
+        return scales, np.zeros(scales.shape, dtype=np.int64)
+    zero_points = qmin - np.floor(low / np.asarray(scales, dtype=np.float64))
+    return scales, np.clip(zero_points, qmin, qmax).astype(np.int64)
+
+
+def affine_codes(x: np.ndarray, scales: np.ndarray, zero_points: np.ndarray, storage_name: str) -> np.ndarray:
+    """Codes ``round(x / s) + z`` clipped to the storage range; NaN (padding) becomes code 0."""
+    qmin, qmax = integer_range(storage_name)
+    q = np.rint(x / np.asarray(scales, dtype=np.float64)) + zero_points
+    q = np.clip(np.nan_to_num(q, nan=0.0), qmin, qmax).astype(np.int64)
+    return np.where(np.isnan(x), 0, q)
+
+
+def cast_up(values: np.ndarray, dtype: Any) -> np.ndarray:
+    """Positive ``values`` in ``dtype`` (float16, bfloat16, float32), rounded up, never down.
+
+    A scale rounded down could push the extreme value of its group one code past the storage
+    range; rounding up keeps every code inside it.
+    """
+    wanted = np.asarray(values, dtype=np.float64)
+    cast = wanted.astype(dtype)
+    low = cast.astype(np.float64) < wanted
+    if low.any():
+        bits = cast.view(np.dtype(f"u{cast.dtype.itemsize}"))
+        cast = np.where(low, (bits + 1).view(cast.dtype), cast)
+    return cast
+
+
+def padded_codes(codes: np.ndarray, geometry: Geometry) -> np.ndarray:
+    """Logical codes in stored order, each partial final block padded with code 0 (HQ-PB-18)."""
+    g = geometry
+    x = np.asarray(codes).reshape(g.before, g.extent, g.after)
+    if g.padded == g.extent:
+        return x.reshape(-1)
+    stored = np.zeros((g.before, g.padded, g.after), dtype=x.dtype)
+    stored[:, : g.extent] = x
+    return stored.reshape(-1)

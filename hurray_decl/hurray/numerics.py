@@ -1,0 +1,205 @@
+"""Tensor-level numerics: dequantize, quantize and per-block parts, for every registered scheme.
+
+Each scheme's row carries two functions: ``kernel(descriptor, shape, params)`` returns the
+:class:`~hurray_decl.hurray.kernels.Plan` that dequantizes its data, ``quantize(x, options)`` the
+descriptor model, element codes and parameter arrays of a float array. This module turns them
+into whole tensors: buffer contents checked first, the output filled chunk by chunk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from hurray_decl.hurray import kernels
+
+from hurray_decl.hurray.tables import storage
+from hurray_decl.hurray.tables.element_types import BY_NAME, BY_TAG
+from hurray_decl.hurray.quantization import kernel_for, scheme
+from hurray_decl.errors import ArgumentError, RuleViolation, UnsupportedError
+from hurray_decl.hurray.schemes.per_block_affine import SCALE_TYPES
+from hurray_decl.hurray.tensor import BufferHandle, RowMajor, TensorDescriptor, read_tensor_descriptor, validate_buffers, write_tensor_descriptor
+from hurray_decl.hurray.tensor import access
+from hurray_decl.hurray.tensor.common import DYNAMIC
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class QuantizeOptions:
+    axis: int
+    block_size: int
+    storage: str
+    symmetric: bool
+    scale_type: str
+
+
+def buffer_contents(buffers: Sequence[Any]) -> list[memoryview]:
+    try:
+        return [memoryview(b).cast("B") for b in buffers]
+    except TypeError as exc:
+        raise RuleViolation("HT-BUFT-01", "buffers are bytes-like objects", path="descriptor -> buffers") from exc
+
+
+def _output(out: Any, shape: tuple[int, ...], contents: Sequence[memoryview]) -> np.ndarray:
+    """The caller's ``out``, checked: a writeable C-contiguous float32 array of the logical shape
+    that shares no memory with an input buffer (dequantizing in place would read values it has
+    already overwritten). A caller's argument, so an :class:`ArgumentError`."""
+    if not isinstance(out, np.ndarray) or out.shape != shape or out.dtype != np.float32 \
+            or not out.flags.c_contiguous or not out.flags.writeable:
+        actual = f"{out.dtype} {out.shape}" if isinstance(out, np.ndarray) else type(out).__name__
+        raise ArgumentError("out", "out must be a writeable C-contiguous float32 array of the tensor's logical shape",
+                            actual=actual, expected=f"float32 {shape}")
+    for index, content in enumerate(contents):
+        if content.nbytes and np.may_share_memory(out, np.frombuffer(content, dtype=np.uint8)):
+            raise ArgumentError("out", f"out overlaps buffer {index}: dequantizing would overwrite its own input",
+                                actual=f"buffer {index}", expected="an array sharing no memory with the buffers")
+    return out
+
+
+@dataclass(frozen=True)
+class Dequantization:
+    """A dequantization checked and ready to run: every refusal has happened, no output exists.
+
+    :func:`prepare_dequantize` builds it; :meth:`run` fills a caller's ``out`` (or a new array).
+    The command line prepares first, then creates its output file.
+    """
+
+    descriptor: TensorDescriptor
+    plan: kernels.Plan
+    storage_name: str
+    source: dict[str, Any]
+    contents: tuple[memoryview, ...]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.descriptor.shape)
+
+    def run(self, out: np.ndarray | None = None, *, progress: Progress | None = None,
+            threads: int | None = None) -> np.ndarray:
+        kernels.thread_count(threads)  # a bad thread count is refused before any output exists
+        if out is None:
+            result = storage.allocate(self.shape)
+        else:
+            result = _output(out, self.shape, self.contents)
+        if result.size == 0:
+            return result
+        source = self.source
+        if "layout" in source:
+            source = dict(zip(("codes", "packed"), access.dense_codes(source["layout"])))
+        return kernels.run(self.plan, self.storage_name, result, progress=progress, threads=threads, **source)
+
+
+def prepare_dequantize(descriptor: TensorDescriptor, buffers: Sequence[Any]) -> Dequantization:
+    """Every check :func:`dequantize` makes, before any output exists: the descriptor, the buffer
+    contents (every data rule but the padding one, which dequantization ignores, HQ-PB-19), and
+    the sizes (HX-01: a shape whose element count or output bytes NumPy cannot index)."""
+    d = descriptor
+    if not isinstance(d, TensorDescriptor):
+        raise RuleViolation("HT-HDR-02", "dequantize takes a TensorDescriptor", path="descriptor",
+                            actual=type(d).__name__, expected="TensorDescriptor")
+    d = d.checked()  # a model built bypassing validation is checked like any other
+    q = d.quantization
+    if q is None:
+        raise UnsupportedError("HT-SEC-01", "the tensor is not quantized (HAS_QUANTIZATION is clear)",
+                               path="descriptor -> flags", actual=d.flags, expected="bit 0 set")
+    plan_for = kernel_for(q)  # a scheme skipped in permissive mode is refused here (HQ-EXT-02)
+    access.refuse_unaddressable(d.layout, "dequantize")  # sparse, block-paged, composite, private
+    if DYNAMIC in d.shape:
+        raise UnsupportedError("HT-HDR-18", "a dynamic dimension has no size to dequantize",
+                               path="descriptor -> shape", actual=list(d.shape), expected="static sizes")
+    storage.check_output_size(tuple(d.shape), 4, "dequantize")
+    contents = buffer_contents(buffers)
+    params = validate_buffers(d, contents, padding=False, checked=True)  # d is checked above
+    plan = plan_for(q, tuple(d.shape), params)
+    storage.check_output_size(tuple(plan.geometry.shape), 1, "dequantize")
+    name = BY_TAG[d.type_tag].name
+    if isinstance(d.layout, RowMajor):  # zero-copy: the stored bytes are what the kernels read
+        source: dict[str, Any] = {"data": np.frombuffer(contents[0], dtype=np.uint8)[d.byte_offset:]}
+    else:  # other dense layouts: codes read chunk by chunk in the padded row-major order (HD-12)
+        source = {"layout": params}
+    return Dequantization(d, plan, name, source, tuple(contents))
+
+
+def dequantize(descriptor: TensorDescriptor, buffers: Sequence[Any], *, out: np.ndarray | None = None,
+               progress: Progress | None = None, threads: int | None = None) -> np.ndarray:
+    """The float32 values of a quantized tensor, in its logical shape.
+
+    Everything is checked first (:func:`prepare_dequantize`). ``out`` may be a caller-provided
+    or memory-mapped float32 array; it must not overlap the buffers. Every dense layout is read
+    chunk by chunk (row-major in place; the others through chunk-sized address arrays), so extra
+    memory stays at a few chunk temporaries per thread plus the parameter arrays (HX-02).
+    ``progress(done, total)`` is called as elements complete; ``threads`` defaults to the cores.
+    """
+    return prepare_dequantize(descriptor, buffers).run(out, progress=progress, threads=threads)
+
+
+def _options(row_name: str, shape: tuple[int, ...], axis: int | None, block_size: int | None,
+             storage_name: str | None, symmetric: bool, scale_type: str) -> QuantizeOptions:
+    defaults = scheme(row_name).quantize_defaults
+    axis = defaults.get("axis", 0) if axis is None else axis
+    rank = max(len(shape), 1)
+    if not -rank <= axis < rank:
+        raise RuleViolation("HQ-PB-02", "axis must name a dimension of the array", path="axis",
+                            actual=axis, expected=f"-{rank} <= axis < {rank}")
+    axis %= rank
+    if block_size is None:
+        block_size = defaults.get("block_size", 1)
+    if storage_name is None:
+        storage_name = defaults.get("storage", "int8" if symmetric else "uint8")
+    row = scheme(row_name)
+    if storage_name not in row.storage_types:
+        raise RuleViolation(row.storage_rule, f"{row.title} does not store {storage_name!r}", path="storage",
+                            actual=storage_name, expected=", ".join(row.storage_types))
+    if scale_type not in SCALE_TYPES.values():
+        raise RuleViolation("HQ-PB-08", f"unknown scale type {scale_type!r}", path="scale_type",
+                            actual=scale_type, expected=", ".join(SCALE_TYPES.values()))
+    return QuantizeOptions(axis, int(block_size), storage_name, bool(symmetric), scale_type)
+
+
+def quantize(array: Any, scheme_name: str, *, axis: int | None = None, block_size: int | None = None,
+             storage: str | None = None, symmetric: bool = True,
+             scale_type: str = "float32") -> tuple[TensorDescriptor, list[bytes]]:
+    """Quantize a float array into a row-major Hurray tensor: (descriptor, buffers).
+
+    ``scheme_name`` is the scheme's module name (``per_block_affine``, ``nf4``, ...). Each
+    scheme documents its calibration rule on its ``quantize`` function. The result is checked
+    by the same rules as any input: the writer refuses what a reader would refuse.
+    """
+    row = scheme(scheme_name)
+    if row.quantize is None:
+        raise UnsupportedError("HQ-EXT-03", f"{row.title} has no quantizer", path="scheme", actual=row.name)
+    try:
+        x = np.asarray(array)
+    except (TypeError, ValueError) as exc:
+        raise ArgumentError("array", f"quantize takes a numeric array: {exc}", actual=type(array).__name__,
+                            expected="a float or integer array") from exc
+    if x.dtype.kind not in "fiu":
+        raise ArgumentError("array", "quantize takes real numbers", actual=str(x.dtype),
+                            expected="a float or integer array")
+    x = x.astype(np.float64)
+    if not np.isfinite(x).all():
+        bad = int(np.flatnonzero(~np.isfinite(x.reshape(-1)))[0])
+        raise RuleViolation("HQ-PT-03", "a value to quantize is NaN or infinite; no finite scale maps it",
+                            path=f"array -> [{bad}]", actual=float(x.reshape(-1)[bad]), expected="finite values")
+    options = _options(row.name, x.shape, axis, block_size, storage, symmetric, scale_type)
+    result = row.quantize(x, options)
+    return assemble(result.model, x.shape, options.storage, result.elements, result.parameters)
+
+
+def assemble(model: Any, shape: Sequence[int], storage_name: str, elements: np.ndarray,
+             parameters: Sequence[np.ndarray]) -> tuple[TensorDescriptor, list[bytes]]:
+    """A row-major tensor from element codes (stored order) and parameter arrays, checked."""
+    buffers = [storage.encode(elements, storage_name)] + [np.ascontiguousarray(p).tobytes() for p in parameters]
+    descriptor = TensorDescriptor(
+        type_tag=BY_NAME[storage_name].tag,
+        shape=tuple(int(n) for n in shape),
+        layout=RowMajor(),
+        buffers=tuple(BufferHandle(byte_size=len(b)) for b in buffers),
+        quantization=model,
+    )
+    encoded = write_tensor_descriptor(descriptor)
+    validate_buffers(descriptor, buffers)
+    return read_tensor_descriptor(encoded), buffers

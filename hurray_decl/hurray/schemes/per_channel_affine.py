@@ -1,0 +1,114 @@
+"""Per-channel affine, scheme 0x02 (Tier 1): one scale and zero point per index along ``axis``."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+import construct as cs
+from hurray_decl.lazy_modules import numpy as np
+
+from hurray_decl.hurray.kernels import Geometry, Plan, Quantized, affine_calibration, affine_codes, affine_plan
+from hurray_decl.registry import SchemeRow
+from hurray_decl.declare.schema import equals, zero_bytes
+from hurray_decl.hurray.schemes.per_tensor_affine import ROW as PER_TENSOR
+from hurray_decl.declare.model import U8, U32
+from hurray_decl.hurray.schemes.quantization import AXIS, SYMMETRIC, SymmetricZeroPoint, descriptor_struct, index_field
+
+TAG = 0x02
+LENGTH = 4 + 4 + 4 + 4 + 1 + 3  # header, axis, scale index, zero-point index, scale type, reserved
+FLOAT32 = 0x03
+
+STRUCT = descriptor_struct(
+    TAG,
+    SYMMETRIC,
+    AXIS,
+    "scale_buffer_index" / index_field() * "buffer holding shape[axis] float32 scales",
+    "zero_point_buffer_index" / cs.Int32ul
+    * "buffer holding shape[axis] int32 zero points; 0xFFFFFFFF when SYMMETRIC",
+    "scale_type_tag" / equals(FLOAT32, "HQ-PC-06", "version 1 scales are float32 (0x03)", cs.Int8ul)
+    * "scale element type; 0x03 (float32) in version 1",
+    "reserved" / zero_bytes(3, "HQ-PC-07") * "_reserved: three zero bytes",
+)
+
+
+class PerChannelAffine(SymmetricZeroPoint):
+    """x = scale[c] * (q - zero_point[c]) with c = i_axis."""
+
+    rule: ClassVar[str] = "HQ-PC-01"
+    symmetric_code: ClassVar[str] = "HQ-PC-04"
+    asymmetric_code: ClassVar[str] = "HQ-PC-05"
+
+    scheme_tag: Literal[TAG] = TAG
+    declaration: ClassVar[cs.Construct] = STRUCT
+    axis: U32
+    scale_buffer_index: U32
+    zero_point_buffer_index: U32 | None = None
+    scale_type_tag: U8 = FLOAT32
+
+
+def check_tensor(descriptor: PerChannelAffine, tensor: Any) -> None:
+    """Storage type, axis, static axis, block-paged axis, then S-entry parameter buffers."""
+    tensor.storage_type(ROW.storage_types, ROW.storage_rule)
+    extent = tensor.axis_extent(descriptor.axis, "HQ-PC-02", "HQ-PC-03")
+    if tensor.block_paged is not None and descriptor.axis == 0:
+        tensor.fail("HT-LAY-65", "per-channel affine never runs along the paged axis 0",
+                    "descriptor -> quantization -> axis", actual=0, expected="1 or 2")
+    tensor.parameter("scale_buffer_index", descriptor.scale_buffer_index, 4 * extent, "HQ-BUF-07")
+    if not descriptor.symmetric:
+        tensor.parameter("zero_point_buffer_index", descriptor.zero_point_buffer_index, 4 * extent, "HQ-BUF-08")
+
+
+def check_data(descriptor: PerChannelAffine, data: Any) -> None:
+    """Each scale finite (HQ-PC-08) and non-zero (HQ-PC-09); zero points in range (HQ-PC-10)."""
+    scales = data.array("scale_buffer_index", "<f4")
+    data.finite(scales, "HQ-PC-08", "scale_buffer_index")
+    data.nonzero(scales, "HQ-PC-09", "scale_buffer_index")
+    if not descriptor.symmetric:
+        data.zero_points(data.array("zero_point_buffer_index", "<i4"), "HQ-PC-10")
+
+
+
+def plan(descriptor: PerChannelAffine, shape: tuple[int, ...], params: Any) -> Plan:
+    """x = scale[c] * (q - zero_point[c]) with c = i_axis (HQ-PC-12). Along the last axis the
+    parameters are one row broadcast over every row of the data (lanes); along another axis each
+    block row of one element holds one channel, ``c = r mod S``."""
+    full = Geometry(shape, descriptor.axis, 1)
+    channels = full.extent
+    if full.after == 1:  # the last axis: rows of S contiguous elements, one channel per lane
+        geometry, grid = Geometry((full.before, channels), 0, 1), (1, 1, channels)
+    else:
+        geometry, grid = full, (channels, 1, 1)
+    scales = params.array("scale_buffer_index", "float32").reshape(grid)
+    zeros = None if descriptor.symmetric else params.array("zero_point_buffer_index", "<i4").reshape(grid)
+    return affine_plan(geometry, params.element.name, scales, zeros)
+
+
+def quantize(x: np.ndarray, options: Any) -> Quantized:
+    """Calibration: one group per index along the axis (:func:`~hurray_decl.hurray.kernels.affine_calibration`)."""
+    g = Geometry(x.shape, options.axis, 1)
+    x3 = x.reshape(g.before, g.extent, g.after)
+    scales, zeros = affine_calibration(x3.min(axis=(0, 2), initial=0.0), x3.max(axis=(0, 2), initial=0.0),
+                                       options.storage, options.symmetric)
+    codes = affine_codes(x3, scales[None, :, None], zeros[None, :, None], options.storage)
+    model = PerChannelAffine(axis=options.axis, scale_buffer_index=1, symmetric=options.symmetric,
+                             zero_point_buffer_index=None if options.symmetric else 2)
+    parameters = (scales.astype("<f4"),) + (() if options.symmetric else (zeros.astype("<i4"),))
+    return Quantized(model, codes.reshape(-1), parameters)
+
+
+ROW = SchemeRow(
+    tag=TAG,
+    name="per_channel_affine",
+    title="per-channel affine",
+    tier=1,
+    struct=STRUCT,
+    model=PerChannelAffine,
+    storage_rule="HQ-PC-11",
+    storage_types=PER_TENSOR.storage_types,
+    flags_defined={0: "SYMMETRIC"},
+    check_tensor=check_tensor,
+    kernel=plan,
+    quantize=quantize,
+    quantize_defaults={"axis": 0},
+    check_data=check_data,
+)

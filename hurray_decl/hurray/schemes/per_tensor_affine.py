@@ -1,0 +1,116 @@
+"""Per-tensor affine, scheme 0x01 (Tier 1): one inline scale and zero point for the tensor."""
+
+from __future__ import annotations
+
+from math import prod
+from typing import Any, ClassVar, Literal
+
+import construct as cs
+from hurray_decl.lazy_modules import numpy as np
+from pydantic import computed_field, field_validator, model_validator
+
+from hurray_decl.hurray.tables.element_types import by_name
+from hurray_decl.errors import RuleViolation
+from hurray_decl.hurray.kernels import Geometry, Plan, Quantized, affine_calibration, affine_codes, affine_plan, code_values
+from hurray_decl.registry import SchemeRow
+from hurray_decl.declare.schema import zero_bytes
+from hurray_decl.declare.model import I32
+from hurray_decl.hurray.schemes.quantization import SchemeDescriptor, check_float32, descriptor_struct, f32_field
+
+TAG = 0x01
+LENGTH = 4 + 4 + 4 + 4  # header, scale, zero_point, reserved
+
+STRUCT = descriptor_struct(
+    TAG,
+    0x0000,
+    "scale" / f32_field("HQ-PT-03", "HQ-PT-02") * "float32 scale; finite and non-zero",
+    "zero_point" / cs.Int32sl * "int32 zero point, subtracted as stored; 0 when symmetric",
+    "reserved" / zero_bytes(4, "HQ-PT-05") * "_reserved: four zero bytes",
+    order=("HQ-PT-05", "HQ-PT-03", "HQ-PT-02"),  # reserved bytes, then the scale (Appendix A)
+)
+
+
+class PerTensorAffine(SchemeDescriptor):
+    """x = scale * (q - zero_point). ``symmetric=True`` asks for zero_point 0 (HQ-PT-06)."""
+
+    rule: ClassVar[str] = "HQ-PT-01"
+
+    scheme_tag: Literal[TAG] = TAG
+    declaration: ClassVar[cs.Construct] = STRUCT
+    scale: float
+    zero_point: I32 = 0
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def symmetric(self) -> bool:
+        """No flag records symmetry here: a zero point of 0 is what makes it symmetric."""
+        return self.zero_point == 0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _symmetric_means_zero(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or "symmetric" not in data:
+            return data
+        data = dict(data)
+        if data.pop("symmetric"):
+            if data.get("zero_point", 0) != 0:
+                raise RuleViolation(
+                    "HQ-PT-06", "a symmetric per-tensor descriptor is written with zero_point 0",
+                    path="descriptor -> zero_point", actual=data["zero_point"], expected=0,
+                )
+            data["zero_point"] = 0
+        return data
+
+    @field_validator("scale")
+    @classmethod
+    def _float32(cls, value: float) -> float:
+        return check_float32(value, "HQ-PT-01", "scale")
+
+
+def check_tensor(descriptor: PerTensorAffine, tensor: Any) -> None:
+    """Storage type (HQ-PT-07) and zero_point within its range (HQ-PT-04); no buffers (B = L)."""
+    tensor.storage_type(ROW.storage_types, ROW.storage_rule)
+    low, high = tensor.element.zero_point_range
+    if not low <= descriptor.zero_point <= high:
+        tensor.fail("HQ-PT-04", "zero_point is outside the storage type's range",
+                    "descriptor -> quantization -> zero_point", actual=descriptor.zero_point,
+                    expected=f"[{low}, {high}]")
+
+
+STORAGE_TYPES = tuple(t.name for t in by_name(
+    "int8", "uint8", "int16", "uint16", "int32", "uint32", "int4", "uint4", "int2", "uint2"))
+
+
+def plan(descriptor: PerTensorAffine, shape: tuple[int, ...], params: Any) -> Plan:
+    """One scale and zero point for every element (HQ-PT-08): up to 8 bits, one table of
+    ``float32(float32(q - z) * s)``; wider codes compute the difference exactly, then scale."""
+    scale, zero = np.float32(descriptor.scale), descriptor.zero_point
+    geometry = Geometry((prod(shape),), 0, 1)
+    if params.element.bits < 8:
+        values = code_values(params.element.name) - np.float32(zero)
+        return Plan(geometry, table=(values * scale)[None])
+    zeros = np.full((1, 1, 1), zero) if zero else None
+    return affine_plan(geometry, params.element.name, np.full((1, 1, 1), scale, dtype=np.float32), zeros)
+
+
+def quantize(x: np.ndarray, options: Any) -> Quantized:
+    """Calibration: the whole tensor is one group (:func:`~hurray_decl.hurray.kernels.affine_calibration`)."""
+    scales, zeros = affine_calibration(np.min(x, initial=0.0), np.max(x, initial=0.0),
+                                       options.storage, options.symmetric)
+    model = PerTensorAffine(scale=float(scales), zero_point=int(zeros))
+    return Quantized(model, affine_codes(x, scales, zeros, options.storage).reshape(-1), ())
+
+
+ROW = SchemeRow(
+    tag=TAG,
+    name="per_tensor_affine",
+    title="per-tensor affine",
+    tier=1,
+    struct=STRUCT,
+    model=PerTensorAffine,
+    storage_rule="HQ-PT-07",
+    storage_types=STORAGE_TYPES,
+    check_tensor=check_tensor,
+    kernel=plan,
+    quantize=quantize,
+)

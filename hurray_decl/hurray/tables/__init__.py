@@ -1,0 +1,1 @@
+"""Hurray's code tables: the tag space, element types and their storage packing."""

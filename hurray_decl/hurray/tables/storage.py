@@ -1,0 +1,246 @@
+"""Element storage: packing and unpacking every storage type a scheme admits, in NumPy.
+
+Integer types unpack to their integer codes, narrow floats to float32 values through
+``ml_dtypes`` lookup tables. Sub-byte types follow DIGEST § 4.4: element ``2k`` in the low
+nibble, four 2-bit elements per byte from the least significant bits, four 6-bit elements per
+3-byte little-endian group. No per-element Python runs here.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from math import prod
+from typing import Any
+
+from hurray_decl.lazy_modules import LazyAttributes, ml_dtypes
+from hurray_decl.lazy_modules import numpy as np
+
+from hurray_decl.hurray.tables.element_types import BY_NAME, ElementType, Kind
+from hurray_decl.errors import RuleViolation
+
+INDEX_LIMIT = sys.maxsize
+"""The largest byte size NumPy can index on this platform (HX-01)."""
+
+NARROW_FLOATS: LazyAttributes = LazyAttributes(ml_dtypes, {
+    "float8_e4m3": "float8_e4m3fn",
+    "float8_e5m2": "float8_e5m2",
+    "float8_e8m0": "float8_e8m0fnu",
+    "float4_e2m1": "float4_e2m1fn",
+    "float6_e2m3": "float6_e2m3fn",
+    "float6_e3m2": "float6_e3m2fn",
+    "bfloat16": "bfloat16",
+})
+"""The ml_dtypes type behind each narrow float (OCP value maps; DIGEST § 4.5); they decode to float32."""
+
+WHOLE_BYTE: dict[str, str] = {
+    "int8": "<i1", "uint8": "<u1", "int16": "<i2", "uint16": "<u2", "int32": "<i4", "uint32": "<u4",
+    "int64": "<i8", "uint64": "<u8", "float16": "<f2", "float32": "<f4", "float64": "<f8",
+    "complex64": "<c8", "complex128": "<c16",
+}
+"""Whole-byte types NumPy reads directly, little-endian (HE-01)."""
+
+
+def dtype(name: str) -> np.dtype:
+    """The NumPy dtype holding one element of a whole-byte type (scale types included)."""
+    return np.dtype(NARROW_FLOATS[name]) if name in NARROW_FLOATS else np.dtype(WHOLE_BYTE[name])
+
+
+def element(name: str) -> ElementType:
+    return BY_NAME[name]
+
+
+@dataclass(frozen=True)
+class Packing:
+    """The packing unit of one element width (DIGEST § 4.4, HD-10, HE-20): ``elements`` elements
+    share ``size`` bytes (eight 1-bit, four 2-bit, two 4-bit elements per byte; four 6-bit
+    elements per 3-byte group; one element per ``bits / 8`` bytes otherwise). The one source of
+    this geometry: storage, numerics, element access and validation derive from it."""
+
+    elements: int
+    size: int
+
+    def units(self, count: int) -> int:
+        """Whole units covering ``count`` contiguous elements."""
+        return -(-count // self.elements)
+
+    def bytes(self, count: int) -> int:
+        """Contiguous storage size of ``count`` elements: whole units, the last one padded."""
+        return self.units(count) * self.size
+
+    def byte_of(self, element: int) -> int:
+        """The first byte of the unit holding ``element`` (an element offset, may be negative)."""
+        return element // self.elements * self.size
+
+
+def packing(bits: int) -> Packing:
+    """The packing unit of ``bits``-wide elements."""
+    if bits == 6:
+        return Packing(4, 3)
+    if bits < 8:
+        return Packing(8 // bits, 1)
+    return Packing(1, bits // 8)
+
+
+def byte_size(name: str, count: int) -> int:
+    """Contiguous storage size of ``count`` elements (DIGEST § 4.4; 6-bit types per HD-10)."""
+    return packing(element(name).bits).bytes(count)
+
+
+@lru_cache(maxsize=None)
+def value_table(name: str) -> np.ndarray:
+    """float32 value of every code of a float type of at most 8 bits, indexed by code."""
+    codes = np.arange(1 << element(name).bits, dtype=np.uint8)
+    return read_only(codes.view(NARROW_FLOATS[name]).astype(np.float32))
+
+
+HALF_EXPONENTS = {"float16": 0x7C00, "bfloat16": 0x7F80}
+"""The 16-bit scale types and their exponent masks: their values are checked on the bits, which
+NumPy does many times faster than it converts them to float32."""
+
+
+def not_finite(values: np.ndarray) -> np.ndarray:
+    """Mask of the NaN and infinite entries of a float16, bfloat16 or float32 array."""
+    mask = HALF_EXPONENTS.get(values.dtype.name)
+    if mask is None:
+        return ~np.isfinite(np.asarray(values, dtype=np.float32))
+    exponent = np.uint16(mask)
+    return (values.view(np.uint16) & exponent) == exponent
+
+
+def is_zero(values: np.ndarray) -> np.ndarray:
+    """Mask of the zero entries (either sign) of a float16, bfloat16 or float32 array."""
+    if values.dtype.name not in HALF_EXPONENTS:
+        return np.asarray(values, dtype=np.float32) == 0
+    return (values.view(np.uint16) & np.uint16(0x7FFF)) == 0
+
+
+def read_only(array: np.ndarray) -> np.ndarray:
+    """``array`` made unwriteable: cached tables are shared by every caller and thread."""
+    array.flags.writeable = False
+    return array
+
+
+def unpack_codes(raw: np.ndarray, bits: int, count: int) -> np.ndarray:
+    """Raw ``bits``-wide codes (uint8) of the first ``count`` elements of packed bytes."""
+    raw = np.asarray(raw, dtype=np.uint8)
+    if bits == 8:
+        return raw[:count]
+    if bits == 6:
+        groups = raw[: packing(6).bytes(count)].reshape(-1, 3).astype(np.uint32)
+        word = groups[:, 0] | (groups[:, 1] << 8) | (groups[:, 2] << 16)
+        shifts = np.arange(0, 24, 6, dtype=np.uint32)
+        return ((word[:, None] >> shifts) & 0x3F).astype(np.uint8).reshape(-1)[:count]
+    used = raw[: packing(bits).bytes(count)]
+    shifts = np.arange(0, 8, bits, dtype=np.uint8)
+    return ((used[:, None] >> shifts) & ((1 << bits) - 1)).reshape(-1)[:count]
+
+
+def code_dtype(bits: int) -> np.dtype:
+    """The NumPy type of one raw code: uint8 up to 8 bits, then the unsigned type of the width
+    (16-byte types as ``V16`` raw bytes)."""
+    if bits <= 8:
+        return np.dtype(np.uint8)
+    if bits == 128:
+        return np.dtype("V16")
+    return np.dtype(f"u{bits // 8}")
+
+
+def codes_at(raw: np.ndarray, bits: int, start: int, count: int) -> np.ndarray:
+    """Raw codes of contiguous elements ``start .. start + count`` of packed ``raw`` (element 0
+    at byte 0), read from the packing unit holding ``start``: only those bytes are touched."""
+    unit = packing(bits)
+    skip = start % unit.elements
+    first = unit.byte_of(start)
+    used = raw[first: first + unit.bytes(count + skip)]
+    if bits <= 8:
+        return unpack_codes(used, bits, count + skip)[skip:]
+    stored = np.dtype("V16") if bits == 128 else np.dtype(f"<u{bits // 8}")
+    return np.frombuffer(used, dtype=stored, count=count).astype(code_dtype(bits), copy=False)
+
+
+def pack_codes(codes: np.ndarray, bits: int) -> bytes:
+    """Pack ``bits``-wide codes LSB-first; unused bits of the last unit are zero. Codes wider than
+    a byte (unsigned integers, or 16-byte void values) are written little-endian as they are."""
+    if bits > 8:
+        flat = np.ascontiguousarray(codes).reshape(-1)
+        return flat.tobytes() if flat.dtype.kind == "V" else flat.astype(flat.dtype.newbyteorder("<")).tobytes()
+    codes = np.asarray(codes, dtype=np.uint8).reshape(-1) & ((1 << bits) - 1)
+    if bits == 8:
+        return codes.tobytes()
+    unit = packing(bits).elements
+    if bits == 6:
+        padded = np.zeros(packing(6).units(codes.size) * unit, dtype=np.uint32)
+        padded[: codes.size] = codes
+        word = (padded.reshape(-1, 4) << np.arange(0, 24, 6, dtype=np.uint32)).sum(axis=1, dtype=np.uint32)
+        return np.stack([word & 0xFF, (word >> 8) & 0xFF, word >> 16], axis=1).astype(np.uint8).tobytes()
+    padded = np.zeros(packing(bits).units(codes.size) * unit, dtype=np.uint8)
+    padded[: codes.size] = codes
+    shifts = np.arange(0, 8, bits, dtype=np.uint8)
+    return np.bitwise_or.reduce(padded.reshape(-1, unit) << shifts, axis=1).astype(np.uint8).tobytes()
+
+
+def decode(raw: np.ndarray, name: str, count: int) -> np.ndarray:
+    """The first ``count`` elements of packed ``raw`` bytes as numbers.
+
+    Integers keep an integer dtype wide enough for them (int8 for int4 and int2), floats narrower
+    than 32 bits become float32 (exactly), the others keep their own dtype.
+    """
+    kind = element(name)
+    raw = np.asarray(raw, dtype=np.uint8)
+    if kind.bits < 8:
+        codes = unpack_codes(raw, kind.bits, count)
+        if name in NARROW_FLOATS:
+            return codes.view(NARROW_FLOATS[name]).astype(np.float32)
+        if kind.kind is Kind.SIGNED:
+            sign = np.uint8(1 << (kind.bits - 1))
+            return (codes ^ sign).view(np.int8) - np.int8(sign)
+        return codes
+    used = raw[: byte_size(name, count)]
+    if name in NARROW_FLOATS:
+        return used.view(NARROW_FLOATS[name]).astype(np.float32)
+    if name == "float16":
+        return used.view("<f2").astype(np.float32)
+    return used.view(WHOLE_BYTE[name])
+
+
+def encode(values: np.ndarray, name: str) -> bytes:
+    """Storage bytes of integer codes or (narrow float) values; values must already be in range."""
+    kind = element(name)
+    values = np.asarray(values).reshape(-1)
+    if name in NARROW_FLOATS:
+        values = values.astype(np.float32)
+        if kind.bits < 8:  # no infinity or NaN to overflow into: clamp to the largest magnitude (HE-30)
+            largest = np.float32(value_table(name).max())
+            values = np.clip(values, -largest, largest)
+        codes = values.astype(NARROW_FLOATS[name])
+        return codes.tobytes() if kind.bits >= 8 else pack_codes(codes.view(np.uint8), kind.bits)
+    if name in WHOLE_BYTE:
+        return values.astype(WHOLE_BYTE[name]).tobytes()
+    return pack_codes(values.astype(np.int64) & ((1 << kind.bits) - 1), kind.bits)
+
+
+def check_output_size(shape: tuple[int, ...], itemsize: int, purpose: str) -> None:
+    """Refuse (HX-01), before anything is allocated, an output of ``shape`` that NumPy cannot
+    represent: a dimension, an element count or a byte size past the platform's index range
+    (a zero dimension does not make the others representable)."""
+    need = itemsize
+    for size in shape:
+        need *= size or 1  # NumPy sizes an array by its non-zero dimensions
+    if need > INDEX_LIMIT:
+        raise RuleViolation(
+            "HX-01", f"{purpose} cannot represent an array of shape {list(shape)}: its non-zero dimensions "
+            f"times {itemsize} byte(s) exceed this platform's index range",
+            path="descriptor -> shape", actual=f"{need} bytes", expected=f"at most {INDEX_LIMIT} bytes")
+
+
+def allocate(shape: tuple[int, ...], dtype: Any = "float32", purpose: str = "dequantize") -> np.ndarray:
+    """``np.empty`` that refuses, with HX-01, what the system cannot allocate."""
+    check_output_size(shape, np.dtype(dtype).itemsize, purpose)
+    try:
+        return np.empty(shape, dtype=dtype)
+    except (MemoryError, ValueError) as exc:
+        raise RuleViolation("HX-01", f"{purpose} could not allocate its output of shape {list(shape)}",
+                            path="descriptor -> shape", actual=f"{prod(shape) * np.dtype(dtype).itemsize} bytes",
+                            expected="an allocation the system grants") from exc

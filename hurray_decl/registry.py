@@ -11,15 +11,19 @@ import threading
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
-from typing import Any, Callable, Generic, Iterator, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Generic, Iterator, Mapping, TypeVar
 
 import construct as cs
 
 from hurray_decl.errors import RegistrationError
 from hurray_decl.declare.schema import field_offsets
 
+if TYPE_CHECKING:
+    from hurray_decl.declare.model import FrozenModel
+
 K = TypeVar("K")
 V = TypeVar("V")
+M = TypeVar("M", bound="FrozenModel", covariant=True)
 
 
 class Table(Generic[K, V]):
@@ -63,7 +67,7 @@ class Table(Generic[K, V]):
 
 
 @dataclass(frozen=True)
-class SchemeRow:
+class SchemeRow(Generic[M]):
     """Everything hurray_decl knows about one quantization scheme.
 
     ``struct`` is the whole fixed encoding (header included) as one Construct declaration;
@@ -76,7 +80,7 @@ class SchemeRow:
     title: str
     tier: int | None
     struct: cs.Struct
-    model: type
+    model: type[M]
     storage_types: tuple[str, ...] = ()
     storage_rule: str = "HQ-EXT-03"
     """The rule refusing a storage type outside ``storage_types``."""

@@ -17,7 +17,7 @@ from hurray_decl.hurray import kernels
 from hurray_decl.hurray.tables import storage
 from hurray_decl.hurray.tables.element_types import BY_TAG
 from hurray_decl.errors import ArgumentError, UnsupportedError
-from hurray_decl.hurray.schemes.per_block_affine import SCALE_TYPES, PerBlockAffine
+from hurray_decl.hurray.schemes.per_block_affine import SCALE_TYPES, SYMMETRIC, PerBlockAffine
 from hurray_decl.hurray.tensor import RowMajor, TensorDescriptor, validate_buffers
 from hurray_decl.hurray.numerics import assemble, buffer_contents
 from hurray_decl.convert.parts import BlockParts
@@ -71,12 +71,12 @@ def from_block_parts(parts: BlockParts) -> tuple[TensorDescriptor, list[bytes]]:
     scale_tag = {name: tag for tag, name in SCALE_TYPES.items()}[parts.scale_type]
     symmetric = parts.zero_points is None
     model = PerBlockAffine(axis=parts.axis, block_size=parts.block_size, scale_buffer_index=1,
-                           zero_point_buffer_index=None if symmetric else 2, symmetric=symmetric,
+                           zero_point_buffer_index=None if symmetric else 2, flags=SYMMETRIC if symmetric else 0,
                            scale_type_tag=scale_tag)
     geometry = kernels.Geometry(parts.codes.shape, parts.axis, parts.block_size)
     codes = kernels.padded_codes(parts.codes, geometry)
     params = [parts.scales]
-    if not symmetric:
+    if parts.zero_points is not None:
         params.append(parts.zero_points.astype("<i4"))
     return assemble(model, parts.codes.shape, parts.storage, codes, params)
 

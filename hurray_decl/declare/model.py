@@ -7,7 +7,7 @@ import math
 import re
 import struct
 import weakref
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Self, TypeVar
 
 import construct as cs
 from pydantic import (
@@ -43,7 +43,10 @@ def validated(value: Any) -> bool:
     return True
 
 
-def remember_validated(model: "FrozenModel") -> "FrozenModel":
+_M = TypeVar("_M", bound="FrozenModel")
+
+
+def remember_validated(model: _M) -> _M:
     """Record ``model`` as validated in full: for a reader whose parse has just run every rule of
     the values it built the model from."""
     _VALIDATED[id(model)] = model
@@ -107,7 +110,7 @@ class FrozenModel(BaseModel):
         return {name: getattr(self, name) for name in type(self).model_fields}
 
     @model_validator(mode="after")
-    def _bytes_rules(self) -> "FrozenModel":
+    def _bytes_rules(self) -> Self:
         """Building a model runs its declaration's field rules, with the reader's codes, so no
         model holds what the reader would refuse in its bytes (permissive-relaxed rules aside:
         the strict writer applies them)."""
@@ -118,7 +121,7 @@ class FrozenModel(BaseModel):
         return self
 
     @classmethod
-    def parsed(cls, values: dict[str, Any]) -> "FrozenModel":
+    def parsed(cls, values: dict[str, Any]) -> Self:
         """The model from values a declaration has just parsed (its field rules are not run again)."""
         token = _PARSED.set(True)
         try:
@@ -126,7 +129,7 @@ class FrozenModel(BaseModel):
         finally:
             _PARSED.reset(token)
 
-    def checked(self) -> "FrozenModel":
+    def checked(self) -> Self:
         """This model validated again, nested models included: one made by ``model_construct``
         or ``model_copy(update=...)`` bypassed validation, and only a HurrayDeclError comes out."""
         if validated(self):  # its constructor or a reader validated it; frozen, so still valid
@@ -146,7 +149,7 @@ class FrozenModel(BaseModel):
             remember_validated(self)
 
     @classmethod
-    def load(cls, data: Any) -> "FrozenModel":
+    def load(cls, data: Any) -> Self:
         """Validate a mapping or JSON text into this model."""
         try:
             if isinstance(data, (str, bytes)):

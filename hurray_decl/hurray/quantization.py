@@ -33,7 +33,7 @@ from hurray_decl.hurray.schemes.quantization import (
 )
 from hurray_decl.hurray.tables.tags import PRIVATE_RANGE, TagClass, classify, skippable, tag_error
 
-SCHEMES: Table[int, SchemeRow] = Table("scheme", "HQ-EXT-03")
+SCHEMES: Table[int, SchemeRow[SchemeDescriptor]] = Table("scheme", "HQ-EXT-03")
 """Every scheme this reader decodes, keyed by tag: the built-in five and registered private ones."""
 
 for _row in BUILTIN:
@@ -42,7 +42,7 @@ for _row in BUILTIN:
 ASSIGNED: frozenset[int] = frozenset(row.tag for row in BUILTIN)
 
 
-def scheme(key: int | str) -> SchemeRow:
+def scheme(key: int | str) -> SchemeRow[SchemeDescriptor]:
     """The row of a scheme, by tag or by name (``per_block_affine``)."""
     for row in SCHEMES:
         if key in (row.tag, row.name):
@@ -98,7 +98,7 @@ def decode_quantization(payload: bytes, *, permissive: bool = False) -> Descript
     return _model_from_wire(row, wire, data[row.length:])
 
 
-def _decode_fast(row: SchemeRow, data: bytes) -> SchemeDescriptor | None:
+def _decode_fast(row: SchemeRow[SchemeDescriptor], data: bytes) -> SchemeDescriptor | None:
     """The untraced parse of a whole scheme encoding (compiled once warm); None when it refuses
     (the ordered parse then says which rule, where)."""
     try:
@@ -110,7 +110,7 @@ def _decode_fast(row: SchemeRow, data: bytes) -> SchemeDescriptor | None:
         return None
 
 
-def _model_from_wire(row: SchemeRow, wire: Any, padding: bytes) -> SchemeDescriptor:
+def _model_from_wire(row: SchemeRow[SchemeDescriptor], wire: Any, padding: bytes) -> SchemeDescriptor:
     values = row.model.wire_fields(dict(wire))
     values["padding"] = padding
     try:
@@ -180,7 +180,7 @@ def register_private_scheme(
     flags_defined: dict[int, str] | None = None,
     storage_types: tuple[str, ...] = (),
     title: str | None = None,
-) -> SchemeRow:
+) -> SchemeRow[SchemeDescriptor]:
     """Register a codec for a private scheme tag (0xF0-0xFE), agreed out of band (HQ-EXT-03).
 
     ``fields`` are the Construct fields after the 4-byte header, ``model`` a

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Final, Literal
 
 import construct as cs
 from hurray_decl.lazy_modules import numpy as np
@@ -17,7 +17,7 @@ from hurray_decl.declare.schema import power_of_two
 from hurray_decl.declare.model import U32
 from hurray_decl.hurray.schemes.quantization import AXIS, SchemeDescriptor, descriptor_struct, index_field
 
-TAG = 0x05
+TAG: Final = 0x05
 LENGTH = 4 + 4 + 4 + 4  # header, axis, block_size, scale index
 
 STRUCT = descriptor_struct(
@@ -35,7 +35,7 @@ class MXFP(SchemeDescriptor):
 
     rule: ClassVar[str] = "HQ-MX-01"
 
-    scheme_tag: Literal[TAG] = TAG
+    scheme_tag: Literal[0x05] = TAG
     declaration: ClassVar[cs.Construct] = STRUCT
     axis: U32
     block_size: U32

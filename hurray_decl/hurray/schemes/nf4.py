@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Final, Literal
 
 import construct as cs
 from hurray_decl.lazy_modules import numpy as np
@@ -13,7 +13,7 @@ from hurray_decl.declare.schema import power_of_two
 from hurray_decl.declare.model import U32
 from hurray_decl.hurray.schemes.quantization import AXIS, SchemeDescriptor, descriptor_struct, index_field
 
-TAG = 0x04
+TAG: Final = 0x04
 LENGTH = 4 + 4 + 4 + 4  # header, axis, block_size, scale index
 
 STRUCT = descriptor_struct(
@@ -31,7 +31,7 @@ class NF4(SchemeDescriptor):
 
     rule: ClassVar[str] = "HQ-NF4-01"
 
-    scheme_tag: Literal[TAG] = TAG
+    scheme_tag: Literal[0x04] = TAG
     declaration: ClassVar[cs.Construct] = STRUCT
     axis: U32
     block_size: U32

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Final, Literal
 
 import construct as cs
 from hurray_decl.lazy_modules import numpy as np
@@ -25,7 +25,7 @@ from hurray_decl.declare.schema import Rule, power_of_two, zero_bytes
 from hurray_decl.declare.model import U8, U32
 from hurray_decl.hurray.schemes.quantization import AXIS, SYMMETRIC, SymmetricZeroPoint, descriptor_struct, index_field
 
-TAG = 0x03
+TAG: Final = 0x03
 LENGTH = 4 + 4 + 4 + 4 + 4 + 1 + 3  # header, axis, block_size, two indices, scale type, reserved
 
 SCALE_TYPES = {0x01: "float16", 0x02: "bfloat16", 0x03: "float32"}
@@ -56,7 +56,7 @@ class PerBlockAffine(SymmetricZeroPoint):
     symmetric_code: ClassVar[str] = "HQ-PB-10"
     asymmetric_code: ClassVar[str] = "HQ-PB-11"
 
-    scheme_tag: Literal[TAG] = TAG
+    scheme_tag: Literal[0x03] = TAG
     declaration: ClassVar[cs.Construct] = STRUCT
     axis: U32
     block_size: U32
@@ -134,7 +134,7 @@ def quantize(x: np.ndarray, options: Any) -> Quantized:
                          options.storage)
     scale_tag = {name: tag for tag, name in SCALE_TYPES.items()}[options.scale_type]
     model = PerBlockAffine(axis=options.axis, block_size=options.block_size, scale_buffer_index=1,
-                           symmetric=options.symmetric, zero_point_buffer_index=None if options.symmetric else 2,
+                           flags=SYMMETRIC if options.symmetric else 0, zero_point_buffer_index=None if options.symmetric else 2,
                            scale_type_tag=scale_tag)
     parameters = (scales,) + (() if options.symmetric else (zeros.astype("<i4"),))
     return Quantized(model, codes.reshape(-1), parameters)

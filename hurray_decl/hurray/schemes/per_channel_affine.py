@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Final, Literal
 
 import construct as cs
 from hurray_decl.lazy_modules import numpy as np
@@ -14,7 +14,7 @@ from hurray_decl.hurray.schemes.per_tensor_affine import ROW as PER_TENSOR
 from hurray_decl.declare.model import U8, U32
 from hurray_decl.hurray.schemes.quantization import AXIS, SYMMETRIC, SymmetricZeroPoint, descriptor_struct, index_field
 
-TAG = 0x02
+TAG: Final = 0x02
 LENGTH = 4 + 4 + 4 + 4 + 1 + 3  # header, axis, scale index, zero-point index, scale type, reserved
 FLOAT32 = 0x03
 
@@ -38,7 +38,7 @@ class PerChannelAffine(SymmetricZeroPoint):
     symmetric_code: ClassVar[str] = "HQ-PC-04"
     asymmetric_code: ClassVar[str] = "HQ-PC-05"
 
-    scheme_tag: Literal[TAG] = TAG
+    scheme_tag: Literal[0x02] = TAG
     declaration: ClassVar[cs.Construct] = STRUCT
     axis: U32
     scale_buffer_index: U32
@@ -90,7 +90,7 @@ def quantize(x: np.ndarray, options: Any) -> Quantized:
     scales, zeros = affine_calibration(x3.min(axis=(0, 2), initial=0.0), x3.max(axis=(0, 2), initial=0.0),
                                        options.storage, options.symmetric)
     codes = affine_codes(x3, scales[None, :, None], zeros[None, :, None], options.storage)
-    model = PerChannelAffine(axis=options.axis, scale_buffer_index=1, symmetric=options.symmetric,
+    model = PerChannelAffine(axis=options.axis, scale_buffer_index=1, flags=SYMMETRIC if options.symmetric else 0,
                              zero_point_buffer_index=None if options.symmetric else 2)
     parameters = (scales.astype("<f4"),) + (() if options.symmetric else (zeros.astype("<i4"),))
     return Quantized(model, codes.reshape(-1), parameters)

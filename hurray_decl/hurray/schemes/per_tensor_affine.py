@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from math import prod
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Final, Literal
 
 import construct as cs
 from hurray_decl.lazy_modules import numpy as np
@@ -17,7 +17,7 @@ from hurray_decl.declare.schema import zero_bytes
 from hurray_decl.declare.model import I32
 from hurray_decl.hurray.schemes.quantization import SchemeDescriptor, check_float32, descriptor_struct, f32_field
 
-TAG = 0x01
+TAG: Final = 0x01
 LENGTH = 4 + 4 + 4 + 4  # header, scale, zero_point, reserved
 
 STRUCT = descriptor_struct(
@@ -35,7 +35,7 @@ class PerTensorAffine(SchemeDescriptor):
 
     rule: ClassVar[str] = "HQ-PT-01"
 
-    scheme_tag: Literal[TAG] = TAG
+    scheme_tag: Literal[0x01] = TAG
     declaration: ClassVar[cs.Construct] = STRUCT
     scale: float
     zero_point: I32 = 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import struct as _struct
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import construct as cs
 from pydantic import computed_field, model_validator
@@ -146,6 +146,8 @@ class SymmetricZeroPoint(SchemeDescriptor):
     symmetric_code: ClassVar[str]
     asymmetric_code: ClassVar[str]
     # Each scheme declares zero_point_buffer_index itself, so fields keep wire order.
+    if TYPE_CHECKING:
+        zero_point_buffer_index: int | None
 
     @computed_field  # type: ignore[prop-decorator]
     @property

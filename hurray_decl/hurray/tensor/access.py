@@ -31,6 +31,7 @@ import numpy as np
 from hurray_decl.hurray.tables import storage
 from hurray_decl.errors import RuleViolation, UnsupportedError
 from hurray_decl.hurray.tensor.common import DYNAMIC
+from hurray_decl.hurray.tables.element_types import ElementType
 from hurray_decl.hurray.tensor.context import TensorContext
 from hurray_decl.hurray.tensor.layouts import (
     BlockPaged,
@@ -51,7 +52,7 @@ from hurray_decl.hurray.tensor.validate import DataContext, validate_buffers
 __all__ = ["PagedCodes", "block_paged_codes", "code_dtype", "dense_codes", "flat_boxes", "hilbert_index", "logical_codes",
            "read_codes", "refuse_unaddressable", "stored_codes_row_major"]
 
-GRID_ORDERS = {TileOrder.ROW_MAJOR: "row-major", TileOrder.COLUMN_MAJOR: "column-major", TileOrder.STRIDED: "strided"}
+GRID_ORDERS: dict[int, str] = {TileOrder.ROW_MAJOR: "row-major", TileOrder.COLUMN_MAJOR: "column-major", TileOrder.STRIDED: "strided"}
 """Orders a tiled level may give its tile grid or its tile interior (HT-LAY-07)."""
 
 
@@ -103,11 +104,12 @@ def _checked(descriptor: Any, buffers: Sequence[Any], purpose: str) -> DataConte
     return validate_buffers(descriptor, buffers, padding=False)
 
 
-def _known_element(t: TensorContext) -> None:
+def _known_element(t: TensorContext) -> ElementType:
     if t.element is None:
         raise UnsupportedError("HE-08", "the elements of a private type are sized, never interpreted",
                                path="descriptor -> type_tag", actual=f"0x{t.d.type_tag:02X}",
                                expected="an assigned type tag")
+    return t.element
 
 
 # ---------------------------------------------------------------- buffer 0 as codes
@@ -278,7 +280,7 @@ def hilbert_index(coordinates: Sequence[np.ndarray], order: int) -> np.ndarray:
     """
     r = len(coordinates)
     kind = np.uint32 if order <= 32 else np.uint64
-    x = [np.array(c, dtype=kind) for c in coordinates]
+    x: list[np.ndarray] = [np.array(c, dtype=kind) for c in coordinates]
     has = np.empty(x[0].shape, dtype=bool)
     swap = np.empty_like(x[0])
     q = 1 << (order - 1)
@@ -368,12 +370,13 @@ class _Reader:
     def __init__(self, t: TensorContext, contents: Sequence[Any]) -> None:
         self.t = t
         self.extents = [t.padded.get(k, n) for k, n in enumerate(t.shape)]
-        self.source = _Source(contents[0], t.d.byte_offset, t.element.bits)
-        self.dtype = code_dtype(t.element.bits)
+        self.source = _Source(contents[0], t.d.byte_offset, _known_element(t).bits)
+        self.dtype = code_dtype(_known_element(t).bits)
         self.code, self.what = _size_code(t), f"{row_of(t.layout).title} addresses"
         layout = t.layout
-        self.plain_tiles = (isinstance(layout, Tiled) and layout.nested is None and layout.outer_layout == TileOrder.ROW_MAJOR
-                            and layout.inner_layout == TileOrder.ROW_MAJOR and len(layout.tile_shape) == t.rank)
+        plain = (isinstance(layout, Tiled) and layout.nested is None and layout.outer_layout == TileOrder.ROW_MAJOR
+                 and layout.inner_layout == TileOrder.ROW_MAJOR and len(layout.tile_shape) == t.rank)
+        self.plain_tiles: Tiled | None = layout if plain and isinstance(layout, Tiled) else None
         if not isinstance(layout, (RowMajor, ColumnMajor)) and 0 not in self.extents:
             self._check_extremes()
 
@@ -415,15 +418,15 @@ class _Reader:
             slab = self._column_slab(box[0])
             if slab is not None:
                 return np.ascontiguousarray(slab.reshape(tuple(e[1:][::-1]) + (shape[0],)).transpose())
-        if self.plain_tiles and trailing:
-            return self._tile_rows(box[0])
+        if self.plain_tiles is not None and trailing:
+            return self._tile_rows(self.plain_tiles, box[0])
         return self._gathered(box, shape)
 
     def packed_box(self, box: Sequence[tuple[int, int]]) -> np.ndarray | None:
         """The codes of ``box`` packed as row-major bytes, when whole bytes can be moved to get
         them: 8-bit codes always; sub-byte codes for boxes of whole rows of whole bytes, from
         plain tiles whose rows are whole bytes, or (4-bit) column-major pairs of rows."""
-        bits = self.t.element.bits
+        bits = _known_element(self.t).bits
         if bits == 8:
             return self.box(box)
         unit = storage.packing(bits)
@@ -431,8 +434,8 @@ class _Reader:
         if bits == 6 or len(e) < 2 or e[-1] % unit.elements or any(box[k] != (0, n) for k, n in enumerate(e) if k):
             return None
         lo, hi = box[0]
-        if self.plain_tiles and layout.tile_shape[-1] % unit.elements == 0:
-            return self._tile_rows(box[0], unit)
+        if self.plain_tiles is not None and self.plain_tiles.tile_shape[-1] % unit.elements == 0:
+            return self._tile_rows(self.plain_tiles, box[0], unit)
         if isinstance(layout, ColumnMajor) and bits == 4 and e[0] % 2 == 0 and lo % 2 == 0 and hi % 2 == 0:
             return self._column_pairs(lo, hi)
         return None
@@ -456,7 +459,7 @@ class _Reader:
     def _bytes(self, start: int, rows: int, length: int, lo: int, hi: int) -> np.ndarray | None:
         """Elements ``lo .. hi`` of ``rows`` stored runs of ``length`` elements from element
         ``start``: whole bytes sliced, then unpacked; None when runs do not start on a unit."""
-        unit = storage.packing(self.t.element.bits)
+        unit = storage.packing(_known_element(self.t).bits)
         if length % unit.elements or start % unit.elements:
             return None
         first, last = lo // unit.elements, -(-hi // unit.elements)
@@ -465,7 +468,7 @@ class _Reader:
         raw = self.source.raw[at: at + rows * per_run].reshape(rows, per_run)
         part = np.ascontiguousarray(raw[:, first * unit.size: last * unit.size]).reshape(-1)
         width = (last - first) * unit.elements
-        codes = storage.codes_at(part, self.t.element.bits, 0, rows * width).reshape(rows, width)
+        codes = storage.codes_at(part, _known_element(self.t).bits, 0, rows * width).reshape(rows, width)
         skip = lo - first * unit.elements
         return codes[:, skip: skip + hi - lo]
 
@@ -474,11 +477,11 @@ class _Reader:
         e = self.extents
         return self._bytes(0, prod(e[1:]), e[0], *rows)
 
-    def _tile_rows(self, rows: tuple[int, int], unit: storage.Packing | None = None) -> np.ndarray:
+    def _tile_rows(self, layout: Tiled, rows: tuple[int, int], unit: storage.Packing | None = None) -> np.ndarray:
         """Rows ``rows`` of axis 0, every other axis whole, of a tiled layout with row-major tile
         grid and interior: per tile row, the wanted rows of each tile, put side by side. With
         ``unit``, as packed bytes (each tile row a whole number of bytes, checked by the caller)."""
-        layout, e = self.t.layout, list(self.extents)
+        e = list(self.extents)
         tile = list(layout.tile_shape)
         grid = [-(-n // size) for n, size in zip(e, tile)]
         per_tile, others = prod(tile), prod(grid[1:])
@@ -501,7 +504,7 @@ class _Reader:
             codes = codes.reshape(tuple(grid[1:]) + (last - first,) + tuple(tile[1:]))
             item = codes.dtype.itemsize
             rest_tile, rest_e = list(tile[1:]), list(e[1:])
-            wide, unit_type = (max(1, 8 // item), np.dtype(np.uint64)) if codes.dtype.kind == "u" else (1, None)
+            wide, unit_type = (max(1, 8 // item), np.dtype(np.uint64)) if codes.dtype.kind == "u" else (1, codes.dtype)
             if r > 1 and wide > 1 and rest_tile[-1] * item >= 64 and rest_e[-1] % rest_tile[-1] == 0:
                 # a whole tile row at a time: NumPy copies raw elements of 64 bytes and more by memcpy,
                 # faster than 8-byte words (16-32 byte raw elements are slower than words)
@@ -528,9 +531,9 @@ class _Reader:
         terms = _axis_terms(self.t, self.extents, box, _Terms(window, self.code, self.what))
         still = [not term.any() for term in terms]  # stride 0: one read, broadcast
         rank = len(terms)
-        offsets = sum(term[:1 if still[k] else None].reshape((1,) * k + (-1,) + (1,) * (rank - k - 1))
-                      for k, term in enumerate(terms))
-        codes = self.source.gather(np.asarray(offsets, dtype=np.int64))
+        summed = sum(term[:1 if still[k] else None].reshape((1,) * k + (-1,) + (1,) * (rank - k - 1))
+                     for k, term in enumerate(terms))
+        codes = self.source.gather(np.asarray(summed, dtype=np.int64))
         return np.ascontiguousarray(np.broadcast_to(codes, shape)) if any(still) else codes
 
 
@@ -577,7 +580,7 @@ def read_codes(data: DataContext, *, padded: bool) -> np.ndarray:
     _known_element(t)
     _static(t, range(t.rank))
     limits = [t.padded.get(k, n) if padded else n for k, n in enumerate(t.shape)]
-    result = storage.allocate(tuple(limits), code_dtype(t.element.bits), "element access")  # HX-01
+    result = storage.allocate(tuple(limits), code_dtype(_known_element(t).bits), "element access")  # HX-01
     if result.size == 0:
         return result
     reader = _Reader(t, data.buffers)
@@ -662,7 +665,7 @@ def block_paged_codes(descriptor: TensorDescriptor, buffers: Sequence[Any], seq:
     slots = pages[token // layout.page_size] * layout.page_size + token % layout.page_size
     offsets = ((slots[:, None, None] * heads + np.arange(heads, dtype=np.int64)[None, :, None]) * dim
                + np.arange(dim, dtype=np.int64)[None, None, :])
-    codes = _Source(data.buffers[0], 0, t.element.bits).gather(offsets)
+    codes = _Source(data.buffers[0], 0, _known_element(t).bits).gather(offsets)
     return PagedCodes(codes, slots)
 
 

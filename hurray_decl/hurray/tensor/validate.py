@@ -91,7 +91,10 @@ class DataContext:
                       repr(float(values[i])), ">= 0")
 
     def zero_points(self, values: np.ndarray, code: str) -> None:
-        low, high = self.element.zero_point_range
+        bounds = None if self.element is None else self.element.zero_point_range
+        if bounds is None:  # a private type (never interpreted, HE-08) or one without integer codes
+            return
+        low, high = bounds
         i = first_true((values < low) | (values > high))
         if i is not None:
             self.fail(code, "a zero point is outside the storage type's range",
@@ -112,10 +115,11 @@ class DataContext:
             return
         padded = [t.padded.get(k, n) for k, n in enumerate(t.shape)]
         count = t.element_count(padded=True)
-        if count is None:  # a DYNAMIC dimension: nothing is addressed through it (HT-HDR-18)
+        size = t.packed(count)
+        if count is None or size is None:  # a DYNAMIC dimension: nothing is addressed through it (HT-HDR-18)
             return
         start = self.d.byte_offset
-        raw = np.frombuffer(self.buffers[0], dtype=np.uint8)[start:start + t.packed(count)]
+        raw = np.frombuffer(self.buffers[0], dtype=np.uint8)[start:start + size]
         codes = unpack_codes(raw, self.element.bits, count)
         if isinstance(t.layout, ColumnMajor):
             grid = codes.reshape(padded[::-1])
@@ -201,7 +205,7 @@ def _contiguous(t: TensorContext) -> tuple[int, int] | None:
 
 def _element_checks(t: TensorContext, contents: Sequence[memoryview]) -> None:
     where = _contiguous(t)
-    if where is None or not contents:
+    if where is None or not contents or t.element is None:  # private types: never interpreted (HE-08)
         return
     start, count = where
     bits = t.element.bits

@@ -10,7 +10,8 @@ is first read. Code at a module's top level must therefore not read ``np.anythin
 from __future__ import annotations
 
 import importlib
-from typing import Any, Iterator, Mapping
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 
 class LazyModule:
@@ -31,7 +32,7 @@ class LazyModule:
 class LazyAttributes(Mapping[str, Any]):
     """A fixed mapping of keys to attributes of a module, read when a value is first asked for."""
 
-    def __init__(self, module: LazyModule, attributes: dict[str, str]) -> None:
+    def __init__(self, module: LazyModule | ModuleType, attributes: dict[str, str]) -> None:
         self.module, self.attributes = module, attributes
 
     def __getitem__(self, key: str) -> Any:
@@ -44,5 +45,9 @@ class LazyAttributes(Mapping[str, Any]):
         return len(self.attributes)
 
 
-numpy: Any = LazyModule("numpy")
-ml_dtypes: Any = LazyModule("ml_dtypes")
+if TYPE_CHECKING:  # a type checker sees the modules themselves, with their types
+    import ml_dtypes
+    import numpy
+else:
+    numpy = LazyModule("numpy")
+    ml_dtypes = LazyModule("ml_dtypes")

@@ -58,7 +58,7 @@ class Rule(cs.Subconstruct):
         self.message = message
         self.error = error
 
-    def _enforce(self, value: Any, context: Any, path: str, offset: int) -> None:
+    def _enforce(self, value: Any, context: Any, path: str, offset: int | None) -> None:
         if not self.check(value, context):
             raise self.error(
                 self.code,

@@ -39,7 +39,7 @@ def _named(table: dict[int, str], width: int = 2) -> Callable[[int], str]:
 
 
 def _tensor_flags(value: int) -> str:
-    names = [flag.name for flag in Flag if value & flag]
+    names = [flag.name for flag in Flag if value & flag and flag.name]
     return f"0x{value:08X}" + (f" ({', '.join(names)})" if names else "")
 
 

@@ -23,7 +23,7 @@ import threading
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from math import prod
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Callable, Iterator, Protocol, overload
 
 from hurray_decl.lazy_modules import numpy as np
 
@@ -123,13 +123,20 @@ class Plan:
     def packed(self) -> np.ndarray:
         """``table`` per byte value: row ``key * 256 + byte`` holds the values of the byte's
         elements, viewed as one unsigned integer (or raw bytes), for one ``take`` per byte."""
-        return packed_table(self.table, storage_bits(self.table))
+        table = self._table()
+        return packed_table(table, storage_bits(table))
 
     @cached_property
     def pairs(self) -> np.ndarray:
         """A one-key table of 8-bit codes for every pair of bytes (a uint16 index): one ``take``
         per two elements."""
-        return pair_table(self.table)
+        return pair_table(self._table())
+
+    def _table(self) -> np.ndarray:
+        if self.table is None:
+            raise ArgumentError("plan", "byte tables are made from a plan's table", actual=None,
+                                expected="a table of at most 8-bit codes")
+        return self.table
 
     @cached_property
     def key_base(self) -> np.ndarray | None:
@@ -306,6 +313,18 @@ def thread_count(threads: Any) -> int:
 
 # --- evaluation ----------------------------------------------------------------------------
 
+@overload
+def _at(array: np.ndarray, box: Box) -> np.ndarray: ...
+
+
+@overload
+def _at(array: None, box: Box) -> None: ...
+
+
+@overload
+def _at(array: np.ndarray | None, box: Box) -> np.ndarray | None: ...
+
+
 def _at(array: np.ndarray | None, box: Box) -> np.ndarray | None:
     """A parameter array over the chunk's rows and lanes: (rows, 1, lanes), or (1, 1, lanes)."""
     if array is None:
@@ -362,9 +381,10 @@ def _keyed_index(base: np.ndarray, raw: np.ndarray, repeat: Repeat) -> np.ndarra
     return index
 
 
-def _from_bytes(plan: Plan, raw: np.ndarray, box: Box, out: np.ndarray, repeat: Repeat) -> None:
-    """One take of the per-byte table: every byte's elements share their key (checked by the caller)."""
-    if (plan.key_base is None and plan.table.shape[1] == 256 and not plan.table.flags.writeable
+def _from_bytes(plan: Plan, table: np.ndarray, raw: np.ndarray, box: Box, out: np.ndarray, repeat: Repeat) -> None:
+    """One take of the per-byte ``table`` (``plan.table``): every byte's elements share their key
+    (checked by the caller)."""
+    if (plan.key_base is None and table.shape[1] == 256 and not table.flags.writeable
             and raw.size % 2 == 0 and box.start % 2 == 0):  # two bytes per take, from a shared table (built once)
         pairs = plan.pairs
         pairs.take(raw.view(np.uint16), out=out.reshape(-1).view(pairs.dtype), mode="wrap")
@@ -372,10 +392,11 @@ def _from_bytes(plan: Plan, raw: np.ndarray, box: Box, out: np.ndarray, repeat: 
         return
     packed = plan.packed
     target = out.reshape(-1).view(packed.dtype)
-    if plan.key_base is None:
+    key_base = plan.key_base
+    if key_base is None:
         packed.take(raw, out=target, mode="wrap")
     else:
-        packed.take(_keyed_index(_at(plan.key_base, box).reshape(-1), raw, repeat), out=target, mode="wrap")
+        packed.take(_keyed_index(_at(key_base, box).reshape(-1), raw, repeat), out=target, mode="wrap")
     _scale(plan, box, out, repeat)
 
 
@@ -481,11 +502,11 @@ def run(plan: Plan, storage_name: str, out: np.ndarray, *, data: np.ndarray | No
         target, copy = place(box)
         aligned = box.start % unit.elements == 0 and box.stop % unit.elements == 0
         raw = None
-        if by_bytes and aligned and box.lanes.stop - box.lanes.start == g.after and (
+        if by_bytes and packed is not None and aligned and box.lanes.stop - box.lanes.start == g.after and (
                 plan.keys is None or box.ks.stop - box.ks.start == g.block):
             raw = packed(box.start, box.stop)
-        if raw is not None:
-            _from_bytes(plan, raw, box, target, repeat)
+        if raw is not None and plan.table is not None:  # by_bytes: there is a table
+            _from_bytes(plan, plan.table, raw, box, target, repeat)
         else:
             _from_codes(plan, codes(box.start, box.stop), box, target, storage_name, repeat)
         if copy is not None:

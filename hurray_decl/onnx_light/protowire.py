@@ -192,7 +192,7 @@ class _Walker:
             if pos + size > end:
                 raise WireError(pos, f"truncated {size * 8}-bit value")
             raw = data[pos:pos + size]
-            fmt = _FIXED.get(fd.type) if fd is not None else ("<Q" if size == 8 else "<I")
+            fmt = (_FIXED.get(fd.type) if fd is not None else None) or ("<Q" if size == 8 else "<I")
             node.value = struct.unpack(fmt, raw)[0]
             node.value_row = self.row(pos, pos + size, here, self.fixed(node.value))
             return pos + size
@@ -226,25 +226,25 @@ class _Walker:
             if length:
                 node.value_row = self.row(body, stop, here, self.text(fd, node.value))
             return stop
-        size = {1: 8, 5: 4}.get(_WIRE_OF_TYPE.get(fd.type, 0))
-        if not self.record and size is not None:  # fitting only: a fixed-width run needs a whole count
-            if length % size:
-                raise WireError(body + length - length % size, "a packed run ends inside an element")
+        width = {1: 8, 5: 4}.get(_WIRE_OF_TYPE.get(fd.type, 0))
+        if not self.record and width is not None:  # fitting only: a fixed-width run needs a whole count
+            if length % width:
+                raise WireError(body + length - length % width, "a packed run ends inside an element")
             return stop
         # A packed run of scalars: one row per element, indexed across runs of the same field.
         base_path = here
         index = counts.get(fd.name, 0)
         at = body
         while at < stop:
-            size = {1: 8, 5: 4}.get(_WIRE_OF_TYPE.get(fd.type, 0))
+            width = {1: 8, 5: 4}.get(_WIRE_OF_TYPE.get(fd.type, 0))
             element = Field(fd.name, f"{base_path}[{index}]", at, at, fd.number, 0, fd)
-            if size is None:
+            if width is None:
                 value, after = read_varint(data, at, stop)
                 text = self.scalar(fd, value)
             else:
-                if at + size > stop:
+                if at + width > stop:
                     raise WireError(at, "a packed run ends inside an element")
-                after = at + size
+                after = at + width
                 value = struct.unpack(_FIXED[fd.type], data[at:after])[0]
                 text = self.fixed(value)
             element.value, element.end = value, after

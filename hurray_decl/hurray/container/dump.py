@@ -31,7 +31,7 @@ SUMMARY_AFTER = 64  # raw runs longer than this get one summary row
 
 
 def _file_flags(value: int) -> str:
-    names = [flag.name for flag in FileFlag if value & flag]
+    names = [flag.name for flag in FileFlag if value & flag and flag.name]
     return f"0x{value:08X}" + (f" ({', '.join(names)})" if names else "")
 
 

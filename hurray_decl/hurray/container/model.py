@@ -9,7 +9,7 @@ fields (HF-META-19), checked before any value is converted or copied.
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 from pydantic import model_validator
 
@@ -25,7 +25,7 @@ class ContainerPart(FrozenModel):
     wire_name: ClassVar[str] = ""
 
     @classmethod
-    def from_wire(cls, wire: Any) -> "ContainerPart":
+    def from_wire(cls, wire: Any) -> Self:
         return cls(**{name: wire[name] for name in cls.model_fields})
 
     def to_wire(self) -> dict[str, Any]:
@@ -100,7 +100,7 @@ _SCALAR_TYPES: dict[int, tuple[type, ...]] = {
     KVTag.STRING: (str,), KVTag.INT64: (int,), KVTag.UINT64: (int,), KVTag.FLOAT64: (float,),
     KVTag.BOOL: (bool,), KVTag.BYTES: (bytes, bytearray, memoryview),
 }
-_RANGES = {KVTag.INT64: (-(1 << 63), (1 << 63) - 1), KVTag.UINT64: (0, (1 << 64) - 1)}
+_RANGES: dict[int, tuple[int, int]] = {KVTag.INT64: (-(1 << 63), (1 << 63) - 1), KVTag.UINT64: (0, (1 << 64) - 1)}
 
 
 def _length_ok(tag: int, value: Any, where: str) -> None:
@@ -113,14 +113,14 @@ def _length_ok(tag: int, value: Any, where: str) -> None:
 
 
 def _scalar_ok(tag: int, value: Any, where: str) -> None:
-    kinds = _SCALAR_TYPES[tag]
+    kinds: tuple[type[Any], ...] = _SCALAR_TYPES[tag]
     if not isinstance(value, kinds) or (tag != KVTag.BOOL and isinstance(value, bool)):
         raise ArgumentError(where, f"a value of tag 0x{tag:02X} is {kinds[0].__name__}",
                             actual=type(value).__name__, expected=kinds[0].__name__)
     if tag in _RANGES and not _RANGES[tag][0] <= value <= _RANGES[tag][1]:
         raise ArgumentError(where, "the integer does not fit the tag's type", actual=value,
                             expected=f"[{_RANGES[tag][0]}, {_RANGES[tag][1]}]")
-    if tag == KVTag.STRING:
+    if tag == KVTag.STRING and isinstance(value, str):
         try:
             value.encode("utf-8")
         except UnicodeEncodeError:
@@ -148,6 +148,7 @@ class KVValue(FrozenModel):
     def _check(cls, data: Any) -> Any:
         if not isinstance(data, dict):
             return data
+        value: Any
         tag, value, element = data.get("tag"), data.get("value"), data.get("element_tag")
         where = "kv -> value"
         if tag == KVTag.ARRAY:
@@ -208,17 +209,26 @@ class KVValue(FrozenModel):
             return cls(tag=tag, element_tag=payload.element_tag, value=items)
         return cls(tag=tag, value=_bare(tag, payload))
 
+    @property
+    def array_tag(self) -> int:
+        """An array's element tag (every array has one, HF-META-15)."""
+        if self.element_tag is None:
+            raise RuleViolation("HF-META-15", "an array's element tag is a scalar tag 0x01-0x06",
+                                path="kv -> element_tag", actual=None, expected="0x01-0x06")
+        return self.element_tag
+
     def payload_wire(self) -> Any:
         """The payload as the declaration builds it."""
         if self.tag == KVTag.ARRAY:
-            return {"element_tag": self.element_tag, "count": len(self.value),
-                    "items": [_wire(self.element_tag, v) for v in self.value]}
+            return {"element_tag": self.array_tag, "count": len(self.value),
+                    "items": [_wire(self.array_tag, v) for v in self.value]}
         return _wire(self.tag, self.value)
 
     def size(self) -> int:
         """Encoded payload size in bytes, from lengths only."""
         if self.tag == KVTag.ARRAY:
-            return 1 + 4 + sum(payload_size(self.element_tag, _raw(self.element_tag, v)) for v in self.value)
+            element = self.array_tag
+            return 1 + 4 + sum(payload_size(element, _raw(element, v)) for v in self.value)
         return payload_size(self.tag, _raw(self.tag, self.value))
 
     def plain(self) -> Any:
@@ -230,12 +240,12 @@ class KVValue(FrozenModel):
                 return repr(v)
             return v
         if self.tag == KVTag.ARRAY:
-            return [one(self.element_tag, v) for v in self.value]
+            return [one(self.array_tag, v) for v in self.value]
         return one(self.tag, self.value)
 
     def type_name(self) -> str:
         name = KVTag(self.tag).name.lower()
-        return f"array<{KVTag(self.element_tag).name.lower()}>" if self.tag == KVTag.ARRAY else name
+        return f"array<{KVTag(self.array_tag).name.lower()}>" if self.tag == KVTag.ARRAY else name
 
 
 def _raw(tag: int, value: Any) -> Any:

@@ -345,7 +345,7 @@ def _kv_tag(tag: int, values: st.SearchStrategy[int], payload: bool = False) -> 
     return mutate
 
 
-def _kv_key(draw: st.DrawFn, p: Patch, value: bytes | None = None, length: int | None = None) -> bytes:
+def _kv_key(draw: st.DrawFn, p: Patch, value: bytes = b"", length: int | None = None) -> bytes:
     first = p.kv_entries()[0]
     if length is not None:
         at, width = first["key_length"]

@@ -31,7 +31,7 @@ CHUNK = 1 << 24  # buffers are written in slices of at most 16 MiB
 
 def _build(struct: cs.Construct, values: Any, where: str, **params: Any) -> bytes:
     try:
-        return struct.build(values, **params)
+        return bytes(struct.build(values, **params))  # bytes already: construct is untyped
     except HurrayDeclError as err:
         raise err.rebased(0, where) from None
     except (cs.ConstructError, TypeError, KeyError, OverflowError) as exc:  # a value its field cannot hold
@@ -242,7 +242,7 @@ def rewrite(container: Container, stream: BinaryIO | None = None, *, canonical: 
         writer.add(tensor.name, tensor.descriptor, tensor.buffers, permissive=container.permissive,
                    head_padding=padded and not canonical)
     writer.finish(container.kv)
-    return out.getvalue() if stream is None else None
+    return out.getvalue() if stream is None and isinstance(out, io.BytesIO) else None
 
 
 __all__ = ["ContainerWriter", "encode_kv", "rewrite", "write_container"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, Self, TypeVar
 
 import construct as cs
 
@@ -40,10 +40,11 @@ def pow2_at_most(bits: int, limit_bits: int) -> int:
     return 1 << min(bits, limit_bits)
 
 
-_READY: set[type] = set()
+_READY: set[type[FrozenModel]] = set()
+_M = TypeVar("_M", bound=FrozenModel)
 
 
-def trusted(model: type, values: dict[str, Any], _set: Callable[..., None] = object.__setattr__) -> Any:
+def trusted(model: type[_M], values: dict[str, Any], _set: Callable[..., None] = object.__setattr__) -> _M:
     """A model from values a declaration has just parsed, every field given: the parse already
     checked each value (types, widths, field rules), so pydantic does not check them again.
     A model a caller builds runs every rule (``FrozenModel``)."""
@@ -59,7 +60,7 @@ def trusted(model: type, values: dict[str, Any], _set: Callable[..., None] = obj
 
 
 @lru_cache(maxsize=None)
-def field_names(model: type) -> tuple[str, ...]:
+def field_names(model: type[FrozenModel]) -> tuple[str, ...]:
     """A model's field names (pydantic computes ``model_fields`` on each access: read once)."""
     return tuple(model.model_fields)
 
@@ -71,7 +72,7 @@ class Section(FrozenModel):
     wire_name: ClassVar[str] = "section"
 
     @classmethod
-    def from_wire(cls, wire: Any) -> "Section":
+    def from_wire(cls, wire: Any) -> Self:
         """The model from a parsed Construct container: reserved fields are dropped, the values
         not validated again (the parse checked them)."""
         values = {}

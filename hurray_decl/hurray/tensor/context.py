@@ -126,9 +126,13 @@ class TensorContext:
             return
         lo = sum(min(0, s * (n - 1)) for s, n in zip(strides, extents))
         hi = sum(max(0, s * (n - 1)) for s, n in zip(strides, extents))
-        bits = self.element.bits if self.element is not None else self.d.extension_type.bit_width
+        extension = self.d.extension_type
+        bits = self.element.bits if self.element is not None else extension.bit_width if extension is not None else None
+        size = self.packed(hi + 1)
+        if bits is None or size is None:  # unsized, as packed(1) found
+            return
         start = 8 * (self.d.byte_offset + packing(bits).byte_of(lo))
-        end = self.d.byte_offset + self.packed(hi + 1)
+        end = self.d.byte_offset + size
         have = self.buffers[0].byte_size
         if start < 0 or end > have:
             self.fail("HT-LAY-05", "strided addresses reach outside buffer 0",
@@ -229,9 +233,10 @@ class TensorContext:
         for p in self.params:
             by_index.setdefault(p.index, []).append(p)
         for index, group in by_index.items():
-            if any(p.size is None for p in group):
+            sizes = [p.size for p in group if p.size is not None]
+            if len(sizes) < len(group):
                 continue
-            need = sum(p.size for p in group)
+            need = sum(sizes)
             have = self.buffers[index].byte_size
             if have != need:
                 code = "HQ-BUF-04" if len(group) > 1 else group[0].code

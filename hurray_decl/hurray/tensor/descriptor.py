@@ -34,7 +34,7 @@ from hurray_decl.declare.model import remember_validated
 from hurray_decl.declare.schema import Bytes, Record, compiled, construct_path, fast_parser, field_offsets
 from hurray_decl.declare.trace import parse_tree, positions_of
 from hurray_decl.hurray.tensor.buffers import BUFFER_COUNT, HANDLE, BufferHandle
-from hurray_decl.hurray.tensor.common import field_names, permissive, trusted
+from hurray_decl.hurray.tensor.common import Section, field_names, permissive, trusted
 from hurray_decl.hurray.tensor.context import (
     TensorContext,
     check_buffer_table,
@@ -139,7 +139,7 @@ class Framed(cs.Subconstruct):
 class ModelOf(cs.Adapter):
     """A section declaration that parses into its model and builds from it."""
 
-    def __init__(self, subcon: cs.Construct, model: type) -> None:
+    def __init__(self, subcon: cs.Construct, model: type[Section]) -> None:
         super().__init__(subcon)
         self.model = model
 
@@ -282,7 +282,8 @@ class QuantizationSection(cs.Subconstruct):
     @staticmethod
     def inner_positions(value: Any) -> dict[str, int]:
         """Where each payload field starts, from its scheme's declaration."""
-        row = SCHEMES.get(getattr(value, "scheme_tag", None))
+        tag = getattr(value, "scheme_tag", None)
+        row = SCHEMES.get(tag) if isinstance(tag, int) else None
         return {} if row is None else {name: offset for name, (offset, _) in row.offsets.items()}
 
 
@@ -460,7 +461,7 @@ def locate(err: HurrayDeclError, positions: dict[str, int]) -> HurrayDeclError:
     return err
 
 
-def parse_traced(view: bytes, permissive: bool) -> tuple[Any, TensorDescriptor | None, HurrayDeclError | None]:
+def parse_traced(view: bytes, permissive: bool) -> tuple[Any, TensorDescriptor, None] | tuple[Any, None, HurrayDeclError]:
     """The traced parse of ``view`` (a descriptor's first descriptor_length bytes): the recorded
     node tree, the descriptor (None when refused) and the located error."""
     root, value, error = parse_tree(DESCRIPTOR, io.BytesIO(view), params={"permissive": permissive})

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Callable, ClassVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Self
 
 import construct as cs
 from construct import this
@@ -157,7 +157,7 @@ class Tiled(Layout):
         return _tiled_fields(rank, 1)
 
     @classmethod
-    def from_wire(cls, wire: Any) -> "Tiled":
+    def from_wire(cls, wire: Any) -> Self:
         return cls.parsed(dict(
             tile_shape=tuple(wire.tile_shape), outer_layout=wire.outer_layout,
             inner_layout=wire.inner_layout,

@@ -58,10 +58,10 @@ def _read_from(data: Any, permissive: bool) -> TensorDescriptor:
         if descriptor is not None:
             return descriptor
     view = _preamble(data, permissive)
-    _, descriptor, error = parse_traced(view, permissive)  # refused: the traced parse says where
-    if error is not None:
-        raise error
-    return descriptor
+    traced = parse_traced(view, permissive)  # refused: the traced parse says where
+    if traced[2] is not None:
+        raise traced[2]
+    return traced[1]
 
 
 def _traced(data: Any, permissive: bool) -> tuple[Any, HurrayDeclError | None]:

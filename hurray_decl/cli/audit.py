@@ -167,7 +167,7 @@ def summary_line(result: dict[str, Any]) -> str:
 
 
 def rows(result: dict[str, Any]) -> list[tuple[str, ...]]:
-    out = []
+    out: list[tuple[str, ...]] = []
     for e in result["descriptors"]:
         agrees = {True: "yes", False: "NO"}.get(e.get("agrees"), "-")
         expected = e.get("expected") or ("valid" if "expected" in e else "")

@@ -308,7 +308,7 @@ def audit(args: argparse.Namespace) -> int:
         header = ("File", "Kind", "Verdict", "Rule", "Offset", "Expected", "Agrees")
         rows = [(e["file"], e["kind"], e["verdict"], e["code"] or "", "" if e["offset"] is None else str(e["offset"]),
                  ("valid" if e.get("expected") is None else e["expected"]) if "expected" in e else "",
-                 {True: "yes", False: "NO"}.get(e.get("agrees"), "-")) for e in report]
+                 "-" if e.get("agrees") is None else "yes" if e["agrees"] else "NO") for e in report]
         head = (f"{summary['files']} files in {folder}: {summary['valid']} valid, {summary['invalid']} invalid, "
                 f"{summary['missing']} missing, {summary['disagreements']} disagreeing with the manifest")
         if args.format == "markdown":

@@ -80,7 +80,7 @@ def _guarded(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse
 class NamedTensor:
     name: str
     descriptor: Any
-    buffers: list[bytes]
+    buffers: list[bytes] | list[memoryview]
 
 
 @dataclass
@@ -335,6 +335,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
     from hurray_decl.convert import tensors as convert
 
     scale_type = args.scale_type
+    items: list[Any]  # GGUF tensors, named Hurray tensors or ONNX initializers
     if kind == "gguf":
         from hurray_decl.convert.gguf import read_gguf
         from hurray_decl.errors import ArgumentError

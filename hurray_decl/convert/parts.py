@@ -43,7 +43,10 @@ def _integers(values: Any, argument: str) -> np.ndarray:
 
 
 def _in_range(values: np.ndarray, storage: str, argument: str, code: str | None) -> None:
-    lo, hi = BY_NAME[storage].int_range
+    bounds = BY_NAME[storage].int_range
+    if bounds is None:  # a float storage: no integer range to keep to
+        return
+    lo, hi = bounds
     bad = (values < lo) | (values > hi)
     if bad.any():
         j = int(np.flatnonzero(bad.ravel())[0])

@@ -230,7 +230,7 @@ def _portable_from_parts(parts, fmt: QuantizationFormat, dtype: int) -> pb.Encod
     runs, packed, start, first = [], [], 0, 0
     # consecutive blocks of one size form a run; the descriptor merges equal neighbours anyway
     boundaries = np.flatnonzero(np.diff(counts)) + 1
-    for stop in list(boundaries) + [counts.size]:
+    for stop in boundaries.tolist() + [counts.size]:
         count, blocks = int(counts[first]), stop - first
         layout = QuantizationBlockLayout(count, 0, bits, 1, 1, 0, 1, 0, 10)
         sl = slice(first, stop)

@@ -66,7 +66,7 @@ def gguf_to_onnx_light_tensor(tensor: GgufTensor) -> EncodedValueProto | Any:
         plain = TensorProto()
         plain.data_type = _ONNX_FLOATS[FLOAT_TYPES[tensor.type_name]]
         plain.dims.extend(tensor.shape)
-        plain.raw_data = bytes(memoryview(tensor.data).cast("B"))
+        plain.raw_data = tensor.data.tobytes()
         return plain
     if tensor.type_name not in PROFILES:
         raise _no_form(tensor, "onnx-light", f"the converted types are {', '.join(PROFILES)} and "

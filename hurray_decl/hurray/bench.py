@@ -19,6 +19,7 @@ from __future__ import annotations
 import time
 import tracemalloc
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Callable, TextIO
 
 import numpy as np
@@ -168,15 +169,15 @@ def run(size: int = 4096, repeat: int = 5, threads: int | None = None, out: Text
         quantized = quantize(x, case.scheme, **case.options)
         tensors = {layout: relaid(*quantized, layout) for layout in layouts}
         works: dict[Any, Callable[[], object]] = {"copy": lambda: np.copyto(target, x)}
-        if case.gguf and gguf_works.get(case.gguf) is not None:
-            works["gguf"] = gguf_works[case.gguf]
+        gguf_work = gguf_works.get(case.gguf) if case.gguf else None
+        if gguf_work is not None:
+            works["gguf"] = gguf_work
         for layout, (descriptor, buffers) in tensors.items():
             for key, count in (("single", 1), ("default", default)):
-                works[layout, key] = (lambda d=descriptor, b=buffers, n=count:  # noqa: E731
-                                      dequantize(d, b, out=target, threads=n))
+                works[layout, key] = partial(dequantize, descriptor, buffers, out=target, threads=count)
         times = interleaved(repeat, works)
         copy = min(copy, times.pop("copy"))
-        if "gguf" in times:
+        if "gguf" in times and case.gguf:
             known = gguf_times[case.gguf]
             gguf_times[case.gguf] = times.pop("gguf") if known is None else min(known, times.pop("gguf"))
         for layout, (descriptor, buffers) in tensors.items():

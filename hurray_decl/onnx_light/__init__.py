@@ -11,6 +11,8 @@ Spec: onnx-light/quantized-values.txt and DIGEST.md.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from hurray_decl.onnx_light._generated.onnx_light_pb2 import (
     EncodedValueProto,
     ModelProto,
@@ -107,10 +109,23 @@ _OPERATOR_NAMES = {"Quantize", "Dequantize", "QuantizedValue", "quantization_ope
                    "make_reference_evaluator", "QuantizationEvaluator", "infer_shapes_model", "struct_type_proto"}
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     """The ai.rt operators need the ``onnx`` package: they are imported on first use."""
     if name in _OPERATOR_NAMES:
         from hurray_decl.onnx_light import operators
 
         return getattr(operators, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+if TYPE_CHECKING:  # the operator names, as a type checker sees them (imported by __getattr__ at run time)
+    from hurray_decl.onnx_light.operators import (
+        Dequantize,
+        QuantizationEvaluator,
+        Quantize,
+        QuantizedValue,
+        infer_shapes_model,
+        make_reference_evaluator,
+        quantization_operators,
+        struct_type_proto,
+    )

@@ -8,6 +8,8 @@ an operator's ``QuantizedValue``: compact ones are materialized through their pa
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from hurray_decl.onnx_light.ort import MatMulNBitsInputs, quantize_ort
@@ -40,7 +42,7 @@ def quantize_array(array, plan: QuantizationPlan) -> pb.EncodedValueProto:
     return quantize_portable(array, plan)
 
 
-def unwrap_value(encoded, model):
+def unwrap_value(encoded: Any, model: Any) -> tuple[Any, Any]:
     """The self-contained message and model behind what a caller passes to a decoder.
 
     A :class:`~hurray_decl.onnx_light.shared.SharedQuantizedValue` is materialized through its

@@ -101,11 +101,14 @@ def _record_rows(records: np.ndarray, layout: QuantizationBlockLayout, raw: byte
                  base: int, path: str) -> list[Row]:
     """One row per record field (codebook entries one each), from the record dtype's offsets."""
     dtype = records.dtype
-    rows = []
+    rows: list[Row] = []
+    names, fields = dtype.names, dtype.fields
+    if names is None or fields is None:  # not a record dtype: no fields to name
+        return rows
     for j in range(records.size):
         at = offset + j * dtype.itemsize
-        for name in dtype.names:
-            sub, field_offset = dtype.fields[name][:2]
+        for name in names:
+            sub, field_offset = fields[name][:2]
             start = at + field_offset
             where = f"{path}.blocks[{j}].{name}"
             if name == "codes":
@@ -201,9 +204,9 @@ def _safe(text, part: bytes) -> str:
 
 # --- raw_data of a compact value -------------------------------------------------------------------
 
-def _compact_rows(value: pb.EncodedValueProto, raw: bytes, base: int, model, path: str) -> list[Row]:
+def _compact_rows(value: pb.EncodedValueProto | None, raw: bytes, base: int, model, path: str) -> list[Row]:
     rows = [Row(base, 1, _hex(raw[:1]), f"{path}.reserved", f"0x{raw[0]:02X}")] if raw else []
-    if model is None or len(raw) < 2:
+    if model is None or value is None or len(raw) < 2:
         return rows + ([Row(base + 1, len(raw) - 1, _hex(raw[1:]), f"{path}.local",
                             f"{len(raw) - 1} local bytes (the model's parameter set lays them out)")]
                        if len(raw) > 1 else [])

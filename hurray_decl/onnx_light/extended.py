@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import os
 from fractions import Fraction
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -112,7 +112,7 @@ def _affine_exact(x: float, offset: float, scale: float, zero_point: float) -> f
     return _to_double(t)
 
 
-def _dot_exact(row: Sequence[float], column: Sequence[float]) -> Fraction:
+def _dot_exact(row: Iterable[float], column: Iterable[float]) -> Fraction:
     total = Fraction(0)
     for a, b in zip(row, column):
         total = round64(total + round64(Fraction(float(a)) * Fraction(float(b))))
@@ -155,13 +155,12 @@ def _exact_product(a, b):
     return p, e, _risky(a, b, p) | ((p == 0) & (a != 0) & (b != 0))
 
 
-def _risky(*arrays) -> np.ndarray:
+def _risky(*arrays: np.ndarray) -> np.ndarray:
     """Non-zero magnitudes outside [2^-900, 2^990], or non-finite: the exact model decides."""
-    out = None
+    out = np.zeros((), dtype=bool)
     for a in arrays:
         m = np.abs(a)
-        r = ~(m <= _HIGH) | ((m < _LOW) & (m != 0))
-        out = r if out is None else out | r
+        out = out | ~(m <= _HIGH) | ((m < _LOW) & (m != 0))
     return out
 
 

@@ -61,7 +61,7 @@ def check_dump(data: bytes, kind: str, refused: HurrayDeclError | None) -> None:
         raise DumpMismatch(f"{kind} dump covers {at} of {len(data)} bytes")
     if (result.error is None) != (refused is None):
         raise DumpMismatch(f"{kind} dump verdict {result.error} but the decoder says {refused}")
-    if refused is not None and result.error.code != refused.code:
+    if refused is not None and result.error is not None and result.error.code != refused.code:
         raise DumpMismatch(f"{kind} dump code {result.error.code}, decoder {refused.code}")
 
 
@@ -87,7 +87,7 @@ was raised at) with its first input there and goes on, instead of stopping at th
 _SEEN: set[tuple[str, str]] = set()
 
 
-def _record(data: bytes, exc: BaseException) -> None:
+def _record(findings: str, data: bytes, exc: BaseException) -> None:
     import traceback
 
     where = traceback.extract_tb(exc.__traceback__)[-1]
@@ -95,7 +95,7 @@ def _record(data: bytes, exc: BaseException) -> None:
     if signature in _SEEN:
         return
     _SEEN.add(signature)
-    folder = Path(FINDINGS)
+    folder = Path(findings)
     folder.mkdir(parents=True, exist_ok=True)
     name = f"finding-{len(_SEEN):03d}-{signature[0]}-{signature[1].replace(':', '-')}"
     (folder / name).write_bytes(data)
@@ -111,7 +111,7 @@ def test_one_input(data: bytes) -> None:
     try:
         check_one(bytes(data))
     except Exception as exc:  # noqa: BLE001 - collect mode records every finding and goes on
-        _record(bytes(data), exc)
+        _record(FINDINGS, bytes(data), exc)
 
 
 def seed_inputs(generated: int = 100) -> list[bytes]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from google.protobuf.message import DecodeError
+from google.protobuf.message import DecodeError, Message
 
 from hurray_decl.errors import ArgumentError, HurrayDeclError, OnnxLightError
 from hurray_decl.onnx_light.codec import dequantize_value
@@ -32,7 +32,7 @@ __all__ = [
 VALUE, TENSOR, MODEL = "value", "tensor", "model"
 KINDS = (VALUE, TENSOR, MODEL)
 """The onnx-light input kinds, in the order ties are broken."""
-MESSAGES = {VALUE: pb.EncodedValueProto, TENSOR: pb.TensorProto, MODEL: pb.ModelProto}
+MESSAGES: dict[str, type[Message]] = {VALUE: pb.EncodedValueProto, TENSOR: pb.TensorProto, MODEL: pb.ModelProto}
 PARSE_RULES = {VALUE: "OL-WIRE-03", TENSOR: "OL-NUM-01", MODEL: "OL-WIRE-01"}
 """The rule reported when bytes do not parse as the kind's message."""
 HURRAY, CONTAINER = "hurray", "container"

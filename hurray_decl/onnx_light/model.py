@@ -60,7 +60,7 @@ def check_model_values(model) -> int:
 
 # --- check_model --------------------------------------------------------------------------------
 
-def validation_error_class():
+def validation_error_class() -> type[OnnxLightError]:
     """An error class that is both OnnxLightError and onnx's ValidationError (when installed)."""
     global _VALIDATION_ERROR
     if _VALIDATION_ERROR is None:
@@ -69,12 +69,15 @@ def validation_error_class():
         except ImportError:
             _VALIDATION_ERROR = OnnxLightError
         else:
-            _VALIDATION_ERROR = type("OnnxLightValidationError", (OnnxLightError, ValidationError),
-                                     {"__doc__": "An onnx-light model error reported as a ValidationError."})
+            class OnnxLightValidationError(OnnxLightError, ValidationError):
+                """An onnx-light model error reported as a ValidationError."""
+
+            OnnxLightValidationError.__qualname__ = OnnxLightValidationError.__name__
+            _VALIDATION_ERROR = OnnxLightValidationError
     return _VALIDATION_ERROR
 
 
-_VALIDATION_ERROR = None
+_VALIDATION_ERROR: type[OnnxLightError] | None = None
 _QUANTIZE = ("ai.rt", "Quantize")
 _STRING = 3
 

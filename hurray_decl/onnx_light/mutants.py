@@ -181,6 +181,7 @@ def compact_model(src: Source, fmt: QuantizationFormat | None = None) -> pb.Mode
                       QuantizationFormat.BINARY, QuantizationFormat.TQ2_0, QuantizationFormat.ORT_MATMULNBITS_INT4)) \
         if fmt is None else fmt
     model = _model()
+    shape: tuple[int, ...]
     if fmt in ORT_FORMATS:
         k, n = src.integer(1, 20), src.integer(1, 2)
         template = quantize_array(np.zeros((k, n), np.float32), make_matmul_nbits_plan(fmt, k, n, 16))

@@ -20,7 +20,7 @@ produce (OL-OP-10, -11); ``onnx.shape_inference.infer_shapes`` does not know the
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from onnx.reference import ReferenceEvaluator
@@ -212,7 +212,7 @@ class Dequantize(OpRun, _Bound):
                         err.actual, err.expected) from err
 
 
-def quantization_operators(model=None) -> list[type]:
+def quantization_operators(model: Any = None) -> list[type[Quantize] | type[Dequantize]]:
     """Quantize and Dequantize classes bound to ``model``'s catalogue and parameter sets.
 
     The snapshot is taken here: a later change to the model does not reach these classes.
@@ -222,7 +222,9 @@ def quantization_operators(model=None) -> list[type]:
         bound = pb.ModelProto.FromString(as_pb_model(model).SerializeToString())
     sets = parameter_catalogue(bound) if bound is not None else {}
     attributes = {"model": bound, "_sets": sets, "__module__": __name__}
-    return [type("Quantize", (Quantize,), dict(attributes)), type("Dequantize", (Dequantize,), dict(attributes))]
+    # type() makes a subclass of the one base it is given; typeshed types what it makes as plain ``type``
+    return [cast("type[Quantize]", type("Quantize", (Quantize,), dict(attributes))),
+            cast("type[Dequantize]", type("Dequantize", (Dequantize,), dict(attributes)))]
 
 
 class QuantizationEvaluator(ReferenceEvaluator):
@@ -247,7 +249,7 @@ class QuantizationEvaluator(ReferenceEvaluator):
             check_model(bound)
             self.__class__ = type(type(self).__name__, (type(self),), {"operators_": operators})
             sets = operators[0].parameter_sets()
-            for value in bound.graph.encoded_initializer:
+            for value in bound.graph.encoded_initializer if bound is not None else ():  # bound: proto is a model
                 self.encoded_initializers_[value.name] = (
                     SharedQuantizedValue(value, sets[value.parameter_ref]) if value.HasField("parameter_ref")
                     else QuantizedValue(value, bound))

@@ -120,6 +120,13 @@ class QuantizationRun:
     ``scales``, ``zero_points``, ``offsets`` and ``codebooks`` read and write every block at once.
     """
 
+    _scale: np.ndarray
+    _zero_point: np.ndarray
+    _offset: np.ndarray
+    _codebook: np.ndarray | None
+    """One table per row; None while the tables differ in length (then ``_ragged`` holds them)."""
+    _ragged: list[list[float]]  # empty while _codebook holds the tables
+
     def __init__(self, layout: QuantizationBlockLayout,
                  blocks: Iterable[QuantizationBlockParameters] = ()) -> None:
         self.layout = layout
@@ -175,7 +182,7 @@ class QuantizationRun:
             self._codebook, self._ragged = None, [list(t) for t in tables]
         else:
             width = widths.pop() if widths else 0
-            self._codebook, self._ragged = np.array(tables, dtype=np.float64).reshape(len(tables), width), None
+            self._codebook, self._ragged = np.array(tables, dtype=np.float64).reshape(len(tables), width), []
 
     def block(self, j: int) -> QuantizationBlockParameters:
         table = self._ragged[j] if self._codebook is None else self._codebook[j].tolist()
@@ -227,13 +234,13 @@ class QuantizationRun:
         array = np.array(values, dtype=np.float64)
         if array.ndim < 2:   # one table for every block
             array = np.broadcast_to(array.reshape(1, -1), (len(self), array.size))
-        self._codebook, self._ragged = array.reshape(len(self), -1).copy(), None
+        self._codebook, self._ragged = array.reshape(len(self), -1).copy(), []
 
     def copy(self) -> "QuantizationRun":
         run = QuantizationRun(copy.copy(self.layout))
         run._scale, run._zero_point, run._offset = self._scale.copy(), self._zero_point.copy(), self._offset.copy()
         run._codebook = None if self._codebook is None else self._codebook.copy()
-        run._ragged = None if self._ragged is None else [list(t) for t in self._ragged]
+        run._ragged = [list(t) for t in self._ragged]
         return run
 
     def __len__(self) -> int:
@@ -247,9 +254,9 @@ class QuantizationPlan:
     """A profile, its runs, and the optional permutation, transform pair and outliers."""
 
     def __init__(self, format: QuantizationFormat, runs: Iterable[QuantizationRun] = (),
-                 *, permutation: Sequence[int] = (), transform_size: int = 0,
-                 forward: Sequence[float] = (), inverse: Sequence[float] = (),
-                 outliers: Sequence[int] = (), matrix_shape: Sequence[int] = ()) -> None:
+                 *, permutation: Iterable[int] = (), transform_size: int = 0,
+                 forward: Iterable[float] = (), inverse: Iterable[float] = (),
+                 outliers: Iterable[int] = (), matrix_shape: Iterable[int] = ()) -> None:
         self.format = format
         self._runs = [r.copy() for r in runs]
         self.permutation = list(permutation)

@@ -109,8 +109,8 @@ def prepare_plan(plan: QuantizationPlan, count: int, runs: list[RunArrays] | Non
         for i, run in enumerate(plan._runs):
             validate_layout(run.layout, f"plan -> runs[{i}] -> layout")
             runs.append(RunArrays.from_run(run, f"plan -> runs[{i}]"))
-    for i, run in enumerate(runs):
-        validate_run(run, f"plan -> runs[{i}]")
+    for i, arrays in enumerate(runs):
+        validate_run(arrays, f"plan -> runs[{i}]")
     prepared = Prepared(
         fmt, runs,
         _int_array(plan.permutation, "permutation", "OL-PLAN-28"),
@@ -388,8 +388,8 @@ def read_portable(encoded, model, opened: Opened | None = None) -> Decoded:
                               records["offset"].copy(), records["codebook"].reshape(run.blocks, -1).copy()))
         codes.append(records["codes"].reshape(run.blocks, -1))
     count = element_count(shape)
-    for i, run in enumerate(runs):
-        validate_run(run, f"{path} -> blocks -> run[{i}]")
+    for i, arrays in enumerate(runs):
+        validate_run(arrays, f"{path} -> blocks -> run[{i}]")
     prepared = Prepared(geometry.format, runs, parsed.permutation.astype(np.int64),
                         parsed.outlier_indices.astype(np.int64), geometry.transform,
                         parsed.forward.astype(np.float64), parsed.inverse.astype(np.float64))

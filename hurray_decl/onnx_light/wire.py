@@ -18,6 +18,7 @@ from typing import Any, Sequence
 
 import construct as cs
 import numpy as np
+from numpy.typing import DTypeLike
 from construct.core import stream_read
 
 from hurray_decl.errors import OnnxLightError
@@ -117,7 +118,7 @@ def _block_element(layout: QuantizationBlockLayout) -> pb.TypeProto:
     p = s.field.add()
     p.name = BLOCK_FIELDS[0]
     p.constant.CopyFrom(int64_constant(layout.header(), [9]))
-    tensors = ((DOUBLE, []), (DOUBLE, []), (DOUBLE, []), (DOUBLE, [layout.table_size]),
+    tensors: tuple[tuple[int, list[int]], ...] = ((DOUBLE, []), (DOUBLE, []), (DOUBLE, []), (DOUBLE, [layout.table_size]),
                (UINT8, [layout.code_bytes]))
     for name, (elem_type, dims) in zip(BLOCK_FIELDS[1:], tensors):
         add_tensor(s, name, elem_type, dims)
@@ -399,7 +400,7 @@ class NumpyArray(cs.Construct):
     With a structured dtype this is an array of block records: one item per block.
     """
 
-    def __init__(self, dtype: np.dtype, count: int, doc: str = "") -> None:
+    def __init__(self, dtype: DTypeLike, count: int, doc: str = "") -> None:
         super().__init__()
         self.dtype = np.dtype(dtype)
         self.count = int(count)
@@ -419,7 +420,7 @@ class NumpyArray(cs.Construct):
 
     def _build(self, obj, stream, context, path):
         array = np.ascontiguousarray(np.asarray(obj, dtype=self.dtype)).reshape(self.count)
-        stream.write(memoryview(array).cast("B"))   # the array's own bytes, without a copy
+        stream.write(array.data.cast("B"))   # the array's own bytes, without a copy
         return obj
 
     def _sizeof(self, context, path):

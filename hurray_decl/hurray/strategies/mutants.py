@@ -8,6 +8,7 @@ replaced by its dotted path (:mod:`hurray_decl.hurray.strategies.patching`).
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Callable, Iterable
 
 from hypothesis import strategies as st
@@ -47,7 +48,7 @@ def mutant(*rules: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         for rule in rules:
             if rule in MUTANTS:
                 raise ValueError(f"{rule} has two mutant generators")
-            MUTANTS[rule] = (lambda r=rule: fn(r)) if len(rules) > 1 else fn
+            MUTANTS[rule] = partial(fn, rule) if len(rules) > 1 else fn
         return fn
     return register
 
@@ -115,7 +116,7 @@ def invalid_tensor_descriptors(rule: str | Iterable[str] | None = None) -> st.Se
     missing = [r for r in rules if r not in MUTANTS]
     if missing:
         raise KeyError(f"no mutant generator for {missing}")
-    return st.one_of([MUTANTS[r]().map(lambda data, r=r: (data, r)) for r in rules])
+    return st.one_of([MUTANTS[r]().map(partial(_named, r)) for r in rules])
 
 
 def invalid_buffers(rule: str | Iterable[str] | None = None) -> st.SearchStrategy[
@@ -123,4 +124,12 @@ def invalid_buffers(rule: str | Iterable[str] | None = None) -> st.SearchStrateg
     """``(descriptor bytes, buffer contents, rule_id)``: a valid descriptor whose buffer contents
     break the data rule ``rule_id`` (see :data:`DATA_MUTANTS`); the descriptor itself is valid."""
     rules = sorted(DATA_MUTANTS) if rule is None else ([rule] if isinstance(rule, str) else list(rule))
-    return st.one_of([DATA_MUTANTS[r]().map(lambda case, r=r: (case[0], case[1], r)) for r in rules])
+    return st.one_of([DATA_MUTANTS[r]().map(partial(_case_named, r)) for r in rules])
+
+
+def _named(rule: str, data: bytes) -> tuple[bytes, str]:
+    return data, rule
+
+
+def _case_named(rule: str, case: tuple[bytes, tuple[bytes, ...]]) -> tuple[bytes, tuple[bytes, ...], str]:
+    return case[0], case[1], rule

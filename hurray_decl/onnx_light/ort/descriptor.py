@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 from hurray_decl.onnx_light.numerics import INT64, UINT8
 from hurray_decl.onnx_light.profiles import WIRE_PREFIX, QuantizationFormat
@@ -65,7 +66,8 @@ def _tensor_field(field, path: str) -> tuple[int, list[int]]:
 def read_ort_type(root: pb.StructTypeProto, fmt: QuantizationFormat, path: str) -> OrtTypeInfo:
     """Interpret an ORT descriptor (OL-ORT-25 .. -27); the caller compares it canonically."""
     bits = ORT_FORMATS[fmt]
-    fields = root.structure.field if root.WhichOneof("kind") == "structure" else ()
+    fields: Sequence[pb.StructTypeProto.Structure.Field] = (
+        root.structure.field if root.WhichOneof("kind") == "structure" else ())
     if len(fields) not in (3, 4):
         raise ort_error("OL-ORT-27", "an ORT descriptor is a structure of 3 or 4 fields", path, len(fields), "3 or 4")
     first = fields[0]

@@ -55,9 +55,10 @@ def export_inputs(value: OrtValue) -> MatMulNBitsInputs:
     weights = _tensor(cls, "B", UINT8, [g.n, g.groups, g.blob], value.weights.tobytes())
     scales = _tensor(cls, "scales", g.dtype, [g.n, g.groups], value.scales.astype(target.newbyteorder("<")).tobytes())
     zero_points = None
-    if g.zero_points == PACKED:
-        zero_points = _tensor(cls, "zero_points", UINT8, g.zp_dims, value.zp_stored.tobytes())
-    elif g.zero_points == FLOATING:
+    stored = value.zp_stored  # None exactly when the zero points are implicit
+    if g.zero_points == PACKED and stored is not None:
+        zero_points = _tensor(cls, "zero_points", UINT8, g.zp_dims, stored.tobytes())
+    elif g.zero_points == FLOATING and stored is not None:
         zero_points = _tensor(cls, "zero_points", g.dtype, g.zp_dims,
-                              value.zp_stored.astype(target.newbyteorder("<")).tobytes())
+                              stored.astype(target.newbyteorder("<")).tobytes())
     return MatMulNBitsInputs(weights, scales, zero_points, g.k, g.n, g.bits, g.block_size)

@@ -22,7 +22,7 @@ from hurray_decl.hurray.strategies.values import pow2
 BYTES = range(256)
 
 
-def handle_field(field: str, values: Callable[[st.DrawFn, TensorDescriptor, int], int],
+def handle_field(field: str, values: Callable[[st.DrawFn, TensorDescriptor, int], int | bytes],
                  base: st.SearchStrategy[TensorDescriptor] = DATA,
                  which: Callable[[TensorDescriptor], list[int]] | None = None) -> st.SearchStrategy[bytes]:
     """A valid descriptor with ``field`` of one handle (chosen among ``which(d)``) replaced."""

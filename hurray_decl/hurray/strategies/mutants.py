@@ -77,7 +77,7 @@ def drawn(values: st.SearchStrategy[Any] | Callable[[TensorDescriptor], st.Searc
     return lambda draw, d: draw(values(d) if callable(values) else values)
 
 
-def header_field(path: str, values: st.SearchStrategy[int],
+def header_field(path: str, values: st.SearchStrategy[int | bytes],
                  base: st.SearchStrategy[TensorDescriptor] = DATA) -> st.SearchStrategy[bytes]:
     return field_mutant(base, path, drawn(values))
 

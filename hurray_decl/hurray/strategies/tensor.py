@@ -59,20 +59,27 @@ class Request:
     tiled_depth: int | None
     private_layout_id: int | None
 
+    @property
+    def name(self) -> str:
+        """The public storage type's name (a private extension type has none)."""
+        if self.type_name is None:
+            raise ValueError("a private extension type has no public type name")
+        return self.type_name
+
     def size_of(self, count: int) -> int:
         """Bytes of ``count`` contiguous elements of the storage type."""
-        return self.ext.packed_size(count) if self.ext is not None else byte_size(self.type_name, count)
+        return self.ext.packed_size(count) if self.ext is not None else byte_size(self.name, count)
 
     @property
     def bits(self) -> int:
-        return self.ext.bit_width if self.ext is not None else BY_NAME[self.type_name].bits
+        return self.ext.bit_width if self.ext is not None else BY_NAME[self.name].bits
 
     def quantization(self, draw: st.DrawFn, shape: tuple[int, ...], first: int,
                      paged: Any = None) -> tuple[Any, tuple[int, ...], tuple[int, int] | None]:
         """(descriptor, parameter buffer sizes, padding) of the requested scheme, or nothing."""
         if self.scheme is None:
             return None, (), None
-        return for_tensor(draw, self.scheme, Quantizing(shape, first, paged, self.type_name))
+        return for_tensor(draw, self.scheme, Quantizing(shape, first, paged, self.name))
 
     def scheme_attribute(self, name: str, default: Any) -> Any:
         """What the requested scheme's strategy module says under ``name`` (``default`` without one)."""
@@ -290,8 +297,10 @@ def buffers_for(draw: st.DrawFn, descriptor: TensorDescriptor) -> tuple[bytes, .
     for p in t.params:
         size = p.size if p.size is not None else d.buffers[p.index].byte_size
         if p.field == "zero_point_buffer_index":
-            low, high = t.element.zero_point_range
-            chunk = int32s(draw, size // 4, low, high)
+            bounds = t.element.zero_point_range if t.element is not None else None
+            if bounds is None:
+                raise ValueError("zero points need an integer storage type")
+            chunk = int32s(draw, size // 4, *bounds)
         else:
             chunk = of(scheme_row(q.scheme_tag).name).parameters(draw, q, size)
         by_index.setdefault(p.index, []).append(chunk)

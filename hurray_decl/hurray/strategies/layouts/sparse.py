@@ -66,7 +66,7 @@ def _sparse(kind: str) -> Callable[[st.DrawFn, Request], Part]:
                 layout = COO(nnz=nnz, is_sorted=draw(st.integers(0, 1)))
                 sizes = (want.size_of(nnz), U64 * nnz * len(shape))
             else:
-                layout = LAYOUT_ROWS[kind].model(nnz=nnz)
+                layout = (CSR if kind == "csr" else CSC)(nnz=nnz)
                 sizes = (want.size_of(nnz), U64 * nnz, U64 * (shape[layout.pointer_axis] + 1))
         q, params, _ = want.quantization(draw, shape, len(sizes))
         return Part(shape, layout, sizes + params, 0, q)

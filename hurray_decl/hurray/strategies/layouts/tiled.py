@@ -25,7 +25,7 @@ def _tiled(draw: st.DrawFn, want: Request) -> Part:
     shape = draw(shapes(1, 3, 5))
     rank = len(shape)
     depth = draw(st.integers(1, 3)) if want.tiled_depth is None else want.tiled_depth
-    level = None
+    level: Tiled | None = None
     for _ in range(depth):  # built from the innermost level out
         outer = draw(st.sampled_from(OUTER_ORDERS))
         inner = draw(st.sampled_from(OUTER_ORDERS)) if level is None else TileOrder.NESTED
@@ -33,6 +33,8 @@ def _tiled(draw: st.DrawFn, want: Request) -> Part:
         level = Tiled(tile_shape=tile, outer_layout=outer, inner_layout=inner,
                       outer_strides=_strides(draw, outer, rank),
                       inner_strides=_strides(draw, inner, rank), nested=level)
+    if level is None:
+        raise ValueError(f"a tiled layout has at least one level, not {depth}")
     tiles = product(-(-n // t) for n, t in zip(shape, level.tile_shape))
     return Part(shape, level, (want.size_of(tiles * product(level.tile_shape)),))
 

@@ -29,7 +29,10 @@ def shape(draw: st.DrawFn, shape: list[int]) -> list[int]:
 
 
 def for_tensor(draw: st.DrawFn, want: Quantizing) -> tuple[PerTensorAffine, tuple[int, ...], None]:
-    low, high = BY_NAME[want.type_name].zero_point_range
+    bounds = BY_NAME[want.type_name].zero_point_range
+    if bounds is None:
+        raise ValueError(f"{want.type_name} holds no integer codes")
+    low, high = bounds
     return PerTensorAffine(scale=draw(float32s()), zero_point=draw(st.integers(low, high)),
                            padding=draw(st.binary(max_size=4))), (), None
 

@@ -42,7 +42,28 @@ def quant_field(scheme: str | Sequence[str], field: str, value: Value, **kw: Any
 
 
 def storage_range(d: TensorDescriptor) -> tuple[int, int]:
-    return BY_TAG[d.type_tag].zero_point_range
+    bounds = BY_TAG[d.type_tag].zero_point_range
+    if bounds is None:
+        raise ValueError(f"type 0x{d.type_tag:02X} holds no integer codes")
+    return bounds
+
+
+def param_size(d: TensorDescriptor, field: str) -> int:
+    """The byte size of the parameter array ``field`` names, which the descriptor fixes."""
+    size = next(p.size for p in check_descriptor(d).params if p.field == field)
+    if size is None:
+        raise ValueError(f"the size of {field}'s array is not fixed by the descriptor")
+    return size
+
+
+def owned_buffers(d: TensorDescriptor) -> int:
+    """How many buffers the descriptor's layout owns."""
+    from hurray_decl.hurray.tensor.layouts import row_of
+
+    owned = row_of(d.layout).owned
+    if owned is None:
+        raise ValueError("the layout owns no fixed number of buffers")
+    return owned(d.rank)
 
 
 # ================================================================ affine parameters
@@ -181,11 +202,9 @@ def _index_data() -> st.SearchStrategy[bytes]:
 
 @mutant("HQ-BUF-03")
 def _index_owned() -> st.SearchStrategy[bytes]:
-    from hurray_decl.hurray.tensor.layouts import row_of
-
     owning = tuple(k for k in layouts_in("sparse", "indirect") if LAYOUT_STRATEGIES[k].quantizable)
     return field_mutant(tensor_descriptors(scheme=PARAMETERIZED, layout=owning), "quantization.scale_buffer_index",
-                        lambda draw, d: draw(st.integers(1, row_of(d.layout).owned(d.rank) - 1)))
+                        lambda draw, d: draw(st.integers(1, owned_buffers(d) - 1)))
 
 
 def shared(d: TensorDescriptor) -> bool:
@@ -324,7 +343,7 @@ def _data_base(scheme: str) -> st.SearchStrategy[TensorDescriptor]:
 
 
 def _scale_count(d: TensorDescriptor, width: int) -> int:
-    return next(p.size for p in check_descriptor(d).params if p.field == "scale_buffer_index") // width
+    return param_size(d, "scale_buffer_index") // width
 
 
 def scale_mutant(scheme: str, rule: str, bad: Callable[[st.DrawFn, str], bytes]) -> None:
@@ -355,9 +374,9 @@ def zero_point_mutant(scheme: str, rule: str) -> None:
         d = draw(quantized(scheme).filter(usable))
         contents = list(draw(buffers_for(d)))
         q = d.quantization
-        zero_points = next(p for p in check_descriptor(d).params if p.field == "zero_point_buffer_index")
-        count = zero_points.size // 4
-        start = len(contents[q.zero_point_buffer_index]) - zero_points.size  # after the scales when shared
+        size = param_size(d, "zero_point_buffer_index")
+        count = size // 4
+        start = len(contents[q.zero_point_buffer_index]) - size  # after the scales when shared
         i = draw(st.integers(0, count - 1))
         raw = bytearray(contents[q.zero_point_buffer_index])
         raw[start + 4 * i:start + 4 * i + 4] = draw(outside(storage_range(d))).to_bytes(4, "little", signed=True)

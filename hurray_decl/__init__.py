@@ -12,28 +12,14 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from hurray_decl.lazy_modules import lazy_exports
 
-def _lazy_names() -> dict[str, tuple[str, str]]:
-    """public name -> (module, attribute or submodule), read from the TYPE_CHECKING imports below."""
-    import ast
-
-    with open(__file__, encoding="utf-8") as source:
-        tree = ast.parse(source.read())
-    block = next(node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING")
-    names: dict[str, tuple[str, str]] = {}
-    for statement in block.body:
-        if isinstance(statement, ast.ImportFrom):
-            for alias in statement.names:
-                names[alias.asname or alias.name] = ("." * statement.level + (statement.module or ""), alias.name)
-    return names
-
-
-_LAZY = _lazy_names()
+_LAZY = lazy_exports(__file__)  # public name -> (module, attribute or submodule)
 __all__ = sorted([*_LAZY, "__version__"])
 
 
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
+    from importlib.metadata import PackageNotFoundError as PackageNotFoundError, version as version
 
     try:
         return version("hurray_decl")
@@ -63,18 +49,41 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # the public names: imported lazily at run time (see the module's documentation)
     __version__: str
-    from hurray_decl.hurray import kernels
-    from hurray_decl.hurray.numerics import dequantize, quantize
-    from hurray_decl.convert.hurray import from_awq, from_gguf, from_gguf_file, from_gptq
-    from hurray_decl.hurray.quantization import SCHEMES, decode_quantization, encode_quantization, kernel_for, load_quantization
-    from hurray_decl.hurray.quantization import register_private_scheme, scheme, unregister_private_scheme
-    from hurray_decl.errors import HurrayDeclError
-    from hurray_decl.hurray.schemes.mxfp import MXFP
-    from hurray_decl.hurray.schemes.nf4 import NF4
-    from hurray_decl.hurray.schemes.per_block_affine import PerBlockAffine
-    from hurray_decl.hurray.schemes.per_channel_affine import PerChannelAffine
-    from hurray_decl.hurray.schemes.per_tensor_affine import PerTensorAffine
-    from hurray_decl.hurray.schemes.quantization import Descriptor as QuantizationDescriptor
-    from hurray_decl.hurray.schemes.quantization import OpaqueQuantization, SchemeDescriptor
-    from hurray_decl.hurray.tensor import BufferHandle, TensorDescriptor, read_tensor_descriptor, validate_buffers
-    from hurray_decl.hurray.tensor import write_tensor_descriptor
+    from hurray_decl.hurray import kernels as kernels
+    from hurray_decl.hurray.numerics import dequantize as dequantize, quantize as quantize
+    from hurray_decl.convert.hurray import (
+        from_awq as from_awq,
+        from_gguf as from_gguf,
+        from_gguf_file as from_gguf_file,
+        from_gptq as from_gptq,
+    )
+    from hurray_decl.hurray.quantization import (
+        SCHEMES as SCHEMES,
+        decode_quantization as decode_quantization,
+        encode_quantization as encode_quantization,
+        kernel_for as kernel_for,
+        load_quantization as load_quantization,
+    )
+    from hurray_decl.hurray.quantization import (
+        register_private_scheme as register_private_scheme,
+        scheme as scheme,
+        unregister_private_scheme as unregister_private_scheme,
+    )
+    from hurray_decl.errors import HurrayDeclError as HurrayDeclError
+    from hurray_decl.hurray.schemes.mxfp import MXFP as MXFP
+    from hurray_decl.hurray.schemes.nf4 import NF4 as NF4
+    from hurray_decl.hurray.schemes.per_block_affine import PerBlockAffine as PerBlockAffine
+    from hurray_decl.hurray.schemes.per_channel_affine import PerChannelAffine as PerChannelAffine
+    from hurray_decl.hurray.schemes.per_tensor_affine import PerTensorAffine as PerTensorAffine
+    from hurray_decl.hurray.schemes.quantization import QuantizationDescriptor as QuantizationDescriptor
+    from hurray_decl.hurray.schemes.quantization import (
+        OpaqueQuantization as OpaqueQuantization,
+        SchemeDescriptor as SchemeDescriptor,
+    )
+    from hurray_decl.hurray.tensor import (
+        BufferHandle as BufferHandle,
+        TensorDescriptor as TensorDescriptor,
+        read_tensor_descriptor as read_tensor_descriptor,
+        validate_buffers as validate_buffers,
+    )
+    from hurray_decl.hurray.tensor import write_tensor_descriptor as write_tensor_descriptor

@@ -29,6 +29,26 @@ class LazyModule:
         return f"<module {self.__name!r}, imported on first use>"
 
 
+def lazy_exports(path: str) -> dict[str, tuple[str, str]]:
+    """public name -> (module, attribute or submodule) of the package whose ``__init__`` is at
+    ``path``: the imports of its ``if TYPE_CHECKING:`` blocks, written ``name as name`` so that
+    a type checker sees each name with its type, exported. The package's ``__getattr__`` imports
+    them on first use; they are declared there once."""
+    import ast
+
+    with open(path, encoding="utf-8") as source:
+        tree = ast.parse(source.read())
+    names: dict[str, tuple[str, str]] = {}
+    for block in tree.body:
+        if isinstance(block, ast.If) and ast.unparse(block.test) == "TYPE_CHECKING":
+            for statement in block.body:
+                if isinstance(statement, ast.ImportFrom):
+                    for alias in statement.names:
+                        module = "." * statement.level + (statement.module or "")
+                        names[alias.asname or alias.name] = (module, alias.name)
+    return names
+
+
 class LazyAttributes(Mapping[str, Any]):
     """A fixed mapping of keys to attributes of a module, read when a value is first asked for."""
 

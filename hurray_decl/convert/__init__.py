@@ -14,17 +14,27 @@ Only :class:`BlockParts` is imported with the package; the converters load on fi
 """
 
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hurray_decl.convert.parts import BlockParts
+from hurray_decl.lazy_modules import lazy_exports
 
-__all__ = ["BlockParts", "GGUF_BLOCK", "AWQ_ORDER", "gguf_parts", "gptq_parts", "awq_parts"]
+_LAZY = lazy_exports(__file__)
+"""The converters' names, read from the TYPE_CHECKING imports at the end: imported on first use."""
 
-_LAZY = {"GGUF_BLOCK": "gguf", "gguf_parts": "gguf", "AWQ_ORDER": "group", "gptq_parts": "group",
-         "awq_parts": "group"}
+__all__ = ["BlockParts", *_LAZY]
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        return getattr(import_module(f"{__name__}.{_LAZY[name]}"), name)
+        module, attribute = _LAZY[name]
+        return getattr(import_module(module), attribute)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+if TYPE_CHECKING:
+    from hurray_decl.convert.gguf import GGUF_BLOCK as GGUF_BLOCK
+    from hurray_decl.convert.gguf import gguf_parts as gguf_parts
+    from hurray_decl.convert.group import AWQ_ORDER as AWQ_ORDER
+    from hurray_decl.convert.group import awq_parts as awq_parts
+    from hurray_decl.convert.group import gptq_parts as gptq_parts

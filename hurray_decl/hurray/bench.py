@@ -29,7 +29,7 @@ from hurray_decl.hurray.numerics import dequantize, quantize
 from hurray_decl.hurray.tables.element_types import BY_TAG
 from hurray_decl.errors import ArgumentError
 from hurray_decl.hurray.kernels import workers
-from hurray_decl.hurray.tensor import BufferHandle, ColumnMajor, Tiled, read_tensor_descriptor, write_tensor_descriptor
+from hurray_decl.hurray.tensor import BufferHandle, ColumnMajor, Layout, Tiled, read_tensor_descriptor, write_tensor_descriptor
 from hurray_decl.hurray.tensor.access import stored_codes_row_major
 
 TILE = 64
@@ -109,6 +109,7 @@ def relaid(descriptor: Any, buffers: list[bytes], layout: str) -> tuple[Any, lis
         return descriptor, buffers
     codes = stored_codes_row_major(descriptor, buffers)
     rows, cols = codes.shape
+    target: Layout
     if layout == "column-major":
         order, target = codes.T, ColumnMajor()
     else:

@@ -59,6 +59,7 @@ from hurray_decl.onnx_light.shared import (
     quantize_tensor_shared,
 )
 from hurray_decl.onnx_light.wire import PARAMETER_REF_FIELD
+from hurray_decl.lazy_modules import lazy_exports
 
 __all__ = [
     "QuantizationFormat",
@@ -104,9 +105,8 @@ __all__ = [
     "ModelProto",
 ]
 
-# Not in __all__, so that ``import *`` works without onnx installed.
-_OPERATOR_NAMES = {"Quantize", "Dequantize", "QuantizedValue", "quantization_operators",
-                   "make_reference_evaluator", "QuantizationEvaluator", "infer_shapes_model", "struct_type_proto"}
+# Not in __all__, so that ``import *`` works without onnx installed: the TYPE_CHECKING imports at the end.
+_OPERATOR_NAMES = set(lazy_exports(__file__))
 
 
 def __getattr__(name: str) -> Any:
@@ -120,12 +120,12 @@ def __getattr__(name: str) -> Any:
 
 if TYPE_CHECKING:  # the operator names, as a type checker sees them (imported by __getattr__ at run time)
     from hurray_decl.onnx_light.operators import (
-        Dequantize,
-        QuantizationEvaluator,
-        Quantize,
-        QuantizedValue,
-        infer_shapes_model,
-        make_reference_evaluator,
-        quantization_operators,
-        struct_type_proto,
+        Dequantize as Dequantize,
+        QuantizationEvaluator as QuantizationEvaluator,
+        Quantize as Quantize,
+        QuantizedValue as QuantizedValue,
+        infer_shapes_model as infer_shapes_model,
+        make_reference_evaluator as make_reference_evaluator,
+        quantization_operators as quantization_operators,
+        struct_type_proto as struct_type_proto,
     )

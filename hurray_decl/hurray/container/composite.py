@@ -26,6 +26,7 @@ PARTITION, OVERLAY, GROUP = 0x01, 0x02, 0x03
 class _Frame:
     name: str
     head: TensorDescriptor
+    layout: CompositeHead  # the head's
     remaining: int
     members: list[tuple[str, TensorDescriptor]] = field(default_factory=list)
 
@@ -56,14 +57,14 @@ class CompositeWalk:
             top = self.stack[-1]
             self._member(top, name, descriptor)
             top.remaining -= 1
-            if top.head.layout.composition_rule == PARTITION:
+            if top.layout.composition_rule == PARTITION:
                 top.members.append((name, descriptor))
         if isinstance(descriptor.layout, CompositeHead):
             depth = len(self.stack) + 1
             if depth > self.max_depth:
                 raise self._fail("HF-DATA-17", "composite nesting deeper than 8 heads", name, depth,
                                  f"<= {self.max_depth}")
-            self.stack.append(_Frame(name, descriptor, descriptor.layout.member_count))
+            self.stack.append(_Frame(name, descriptor, descriptor.layout, descriptor.layout.member_count))
         while self.stack and self.stack[-1].remaining == 0:
             self._close(self.stack.pop())
 
@@ -71,18 +72,18 @@ class CompositeWalk:
         if self.stack:
             frame = self.stack[-1]  # the innermost head still waiting
             raise self._fail("HF-DATA-15", "a torn composite: the tensor region ends before its members",
-                             frame.name, f"{frame.head.layout.member_count - frame.remaining} members",
-                             f"{frame.head.layout.member_count} members")
+                             frame.name, f"{frame.layout.member_count - frame.remaining} members",
+                             f"{frame.layout.member_count} members")
 
     # ------------------------------------------------------------ the composite's own checks
 
     def _member(self, frame: _Frame, name: str, d: TensorDescriptor) -> None:
         """Per-member checks (composite.md § Validation, immediate)."""
         head = frame.head
-        rule = head.layout.composition_rule
-        position = head.layout.member_count - frame.remaining
+        rule = frame.layout.composition_rule
+        position = frame.layout.member_count - frame.remaining
+        shard = d.shard
         if rule in (PARTITION, OVERLAY):
-            shard = d.shard
             if shard is None or tuple(shard.parent_shape) != tuple(head.shape):
                 raise self._fail("HF-DATA-16", "a partition or overlay member carries a shard of the head's shape",
                                  name, None if shard is None else list(shard.parent_shape), list(head.shape))
@@ -98,7 +99,7 @@ class CompositeWalk:
             if role != wanted:
                 raise self._fail("HF-DATA-16", "an overlay's first member is its base, the others corrections",
                                  name, role, wanted)
-            if position == 0 and (any(d.shard.shard_offset) or tuple(d.shape) != tuple(head.shape)):
+            if position == 0 and ((shard is not None and any(shard.shard_offset)) or tuple(d.shape) != tuple(head.shape)):
                 raise self._fail("HF-DATA-16", "an overlay's base spans the whole index space", name,
                                  list(d.shape), list(head.shape))
         elif d.composite_member is not None:
@@ -107,9 +108,10 @@ class CompositeWalk:
 
     def _close(self, frame: _Frame) -> None:
         """Close-time checks at the N-th member: a partition covers its index space exactly."""
-        if frame.head.layout.composition_rule != PARTITION:
+        if frame.layout.composition_rule != PARTITION:
             return
-        boxes = [(tuple(d.shard.shard_offset), tuple(d.shape), name) for name, d in frame.members]
+        boxes = [(tuple(d.shard.shard_offset) if d.shard is not None else (), tuple(d.shape), name)
+                 for name, d in frame.members]  # every member has a shard (_member)
         volume = 1
         for n in frame.head.shape:
             volume *= n

@@ -81,6 +81,10 @@ class Descriptor(FrozenModel):
     flags: U16 = 0
 
 
+QuantizationDescriptor = Descriptor
+"""The name ``hurray_decl`` gives :class:`Descriptor`."""
+
+
 class SchemeDescriptor(Descriptor):
     """A descriptor of a scheme this reader implements.
 

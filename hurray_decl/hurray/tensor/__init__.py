@@ -8,21 +8,12 @@ does not load the writer or the buffer validation (see ``tests/test_cli_startup.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-_SOURCES: dict[str, tuple[str, ...]] = {
-    "buffers": ("BufferHandle",),
-    "layouts": ("COO", "CSC", "CSF", "CSR", "LAYOUTS", "BlockPaged", "ColumnMajor", "CompositeHead", "Hilbert",
-                "Layout", "Morton", "OpaqueLayout", "PrivateLayout", "RowMajor", "Strided", "Tiled"),
-    "model": ("TensorDescriptor",),
-    "reader": ("read_tensor_descriptor", "skip_descriptor"),
-    "sections": ("CompositeMember", "ExtensionType", "Shard", "Statistics"),
-    "validate": ("validate_buffers",),
-    "writer": ("write_tensor_descriptor",),
-}
-"""submodule -> the public names it defines."""
+from hurray_decl.lazy_modules import lazy_exports
 
-_MODULE_OF = {name: module for module, names in _SOURCES.items() for name in names}
+_MODULE_OF = {name: module.rsplit(".", 1)[-1] for name, (module, _) in lazy_exports(__file__).items()}
+"""public name -> the submodule defining it, read from the TYPE_CHECKING imports at the end."""
 
 __all__ = sorted(_MODULE_OF)
 
@@ -37,3 +28,36 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:  # the public names, each imported from its submodule on first use (see __getattr__)
+    from hurray_decl.hurray.tensor.buffers import BufferHandle as BufferHandle
+    from hurray_decl.hurray.tensor.layouts import (
+        COO as COO,
+        CSC as CSC,
+        CSF as CSF,
+        CSR as CSR,
+        LAYOUTS as LAYOUTS,
+        BlockPaged as BlockPaged,
+        ColumnMajor as ColumnMajor,
+        CompositeHead as CompositeHead,
+        Hilbert as Hilbert,
+        Layout as Layout,
+        Morton as Morton,
+        OpaqueLayout as OpaqueLayout,
+        PrivateLayout as PrivateLayout,
+        RowMajor as RowMajor,
+        Strided as Strided,
+        Tiled as Tiled,
+    )
+    from hurray_decl.hurray.tensor.model import TensorDescriptor as TensorDescriptor
+    from hurray_decl.hurray.tensor.reader import read_tensor_descriptor as read_tensor_descriptor
+    from hurray_decl.hurray.tensor.reader import skip_descriptor as skip_descriptor
+    from hurray_decl.hurray.tensor.sections import (
+        CompositeMember as CompositeMember,
+        ExtensionType as ExtensionType,
+        Shard as Shard,
+        Statistics as Statistics,
+    )
+    from hurray_decl.hurray.tensor.validate import validate_buffers as validate_buffers
+    from hurray_decl.hurray.tensor.writer import write_tensor_descriptor as write_tensor_descriptor

@@ -11,7 +11,7 @@ from hurray_decl.hurray.tensor.header import HEADER, HEADER_LENGTH, PREAMBLE, PR
 from hurray_decl.hurray.tensor.model import TensorDescriptor
 
 
-def read_tensor_descriptor(data: bytes, *, permissive: bool = False) -> TensorDescriptor:
+def read_tensor_descriptor(data: bytes | bytearray | memoryview, *, permissive: bool = False) -> TensorDescriptor:
     """Decode and validate one tensor descriptor from the start of ``data``.
 
     Only the first ``descriptor_length`` bytes are read; bytes after them belong to whatever

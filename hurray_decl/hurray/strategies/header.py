@@ -58,7 +58,7 @@ def _length_long(draw: st.DrawFn) -> bytes:
 @mutant("HT-HDR-12")
 def _reserved_flags() -> st.SearchStrategy[bytes]:
     reserved = U32.map(lambda v: v & ~DEFINED_FLAGS).filter(bool)
-    return field_mutant(ANY, "flags", lambda draw, d: d.flags | draw(reserved))
+    return field_mutant(ANY, "flags", lambda draw, d: (d.flags or 0) | draw(reserved))  # validated: never None
 
 
 @mutant("HT-HDR-13")

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from hurray_decl.hurray.tables.element_types import BY_TAG
 from hurray_decl.hurray.tables.tags import PRIVATE_TAGS
-from hurray_decl.hurray.tensor import CompositeMember, ExtensionType, Shard, Statistics, write_tensor_descriptor
+from hurray_decl.hurray.tensor import COO, CSF, CSR, CompositeMember, ExtensionType, Shard, Statistics, TensorDescriptor, write_tensor_descriptor
 from hurray_decl.hurray.tensor.common import DYNAMIC
 from hurray_decl.hurray.tensor.sections import BASE, CORRECTION, MASK_DEFINED, NAN_INF_VALID, NM_SPARSITY_VALID, NNZ_VALID, \
     VALUE_STATS_VALID
@@ -106,8 +106,22 @@ for _row in LAYOUTS:
 # ================================================================ statistics
 
 
+def stats_of(d: TensorDescriptor) -> Statistics:
+    """The statistics section of a descriptor drawn with one."""
+    if d.statistics is None:
+        raise ValueError("a descriptor with statistics was drawn, not one without")
+    return d.statistics
+
+
+def ext_of(d: TensorDescriptor) -> ExtensionType:
+    """The extension type section of a descriptor drawn with a private type."""
+    if d.extension_type is None:
+        raise ValueError("a descriptor of a private type was drawn, not a public one")
+    return d.extension_type
+
+
 def _stats_field(field: str, value: Value, need: int = 0) -> st.SearchStrategy[bytes]:
-    base = tensor_descriptors(statistics=True).filter(lambda d: d.statistics.computed_mask & need == need)
+    base = tensor_descriptors(statistics=True).filter(lambda d: stats_of(d).computed_mask & need == need)
     return field_mutant(base, f"statistics.{field}", value)
 
 
@@ -121,7 +135,7 @@ def _stats_flag_byte(draw: st.DrawFn) -> bytes:
 @mutant("HT-SEC-09")
 def _stats_mask() -> st.SearchStrategy[bytes]:
     reserved = st.integers(0, 2**32 - 1).map(lambda v: v & ~MASK_DEFINED).filter(bool)
-    return _stats_field("computed_mask", lambda draw, d: d.statistics.computed_mask | draw(reserved))
+    return _stats_field("computed_mask", lambda draw, d: stats_of(d).computed_mask | draw(reserved))
 
 
 @mutant("HT-SEC-10")
@@ -143,16 +157,23 @@ def _stats_stddev() -> st.SearchStrategy[bytes]:
 @mutant("HT-SEC-15")
 def _stats_nm() -> st.SearchStrategy[bytes]:
     base = tensor_descriptors(statistics=True).filter(
-        lambda d: d.statistics.computed_mask & NM_SPARSITY_VALID and d.statistics.nm_m < 255)
-    return field_mutant(base, "statistics.nm_n", lambda draw, d: draw(st.integers(d.statistics.nm_m + 1, 255)))
+        lambda d: stats_of(d).computed_mask & NM_SPARSITY_VALID and stats_of(d).nm_m < 255)
+    return field_mutant(base, "statistics.nm_n", lambda draw, d: draw(st.integers(stats_of(d).nm_m + 1, 255)))
 
 
 @mutant("HT-SEC-16")
 def _stats_nnz() -> st.SearchStrategy[bytes]:
     base = tensor_descriptors(layout=layouts_in("sparse"), statistics=True).filter(
-        lambda d: d.statistics.computed_mask & NNZ_VALID)
+        lambda d: stats_of(d).computed_mask & NNZ_VALID)
     return field_mutant(base, "statistics.nnz", lambda draw, d: draw(other_than(st.integers(0, 2**64 - 1),
-                                                                                 d.layout.nnz)))
+                                                                                 _nnz(d))))
+
+
+def _nnz(d: TensorDescriptor) -> int:
+    layout = d.layout
+    if not isinstance(layout, (COO, CSR, CSF)):  # CSC is a CSR
+        raise ValueError(f"a sparse layout was drawn, not {type(layout).__name__}")
+    return layout.nnz
 
 # ================================================================ extension type
 
@@ -172,7 +193,7 @@ def _section_public_type() -> st.SearchStrategy[bytes]:
 
 def _ext_field(field: str, value: Value, keep: Callable[[ExtensionType], bool] = lambda e: True
                ) -> st.SearchStrategy[bytes]:
-    return field_mutant(_PRIVATE_TYPED.filter(lambda d: keep(d.extension_type)), f"extension_type.{field}", value)
+    return field_mutant(_PRIVATE_TYPED.filter(lambda d: keep(ext_of(d))), f"extension_type.{field}", value)
 
 
 def _whole_bytes(e: ExtensionType) -> bool:
@@ -208,7 +229,7 @@ def _ext_width_odd() -> st.SearchStrategy[bytes]:
 @mutant("HT-SEC-25")
 def _ext_packing_narrow() -> st.SearchStrategy[bytes]:
     return _ext_field("packing_factor",
-                      drawn(lambda d: other_than(BYTE, packing(d.extension_type.bit_width).elements)),
+                      drawn(lambda d: other_than(BYTE, packing(ext_of(d).bit_width).elements)),
                       lambda e: not _whole_bytes(e))
 
 

@@ -10,7 +10,7 @@ per layout row, a section's module (``strategies/sections.py``) its section stra
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 from hypothesis import strategies as st
 
@@ -45,6 +45,25 @@ def layouts_in(*categories: str) -> tuple[str, ...]:
 
 WITH_DATA = tuple(name for name in LAYOUT_KINDS if _CATEGORY[name] != "virtual")
 """Every layout that owns buffers (all but the composite head)."""
+
+
+_L = TypeVar("_L", bound=Layout)
+
+
+def layout_as(d: TensorDescriptor, kind: type[_L]) -> _L:
+    """``d``'s layout, a ``kind``: the strategy that drew ``d`` asked for one."""
+    layout = d.layout
+    if not isinstance(layout, kind):
+        raise ValueError(f"a {kind.__name__} layout was drawn, not {type(layout).__name__}")
+    return layout
+
+
+def scheme_of(d: TensorDescriptor) -> Any:
+    """``d``'s quantization model, for strategies that read its fields by name (``axis``,
+    ``block_size``, ``scale_buffer_index``, ...) whichever scheme drew it."""
+    if d.quantization is None:
+        raise ValueError("a quantized descriptor was drawn, not a plain one")
+    return d.quantization
 
 
 @dataclass(frozen=True)
@@ -302,7 +321,7 @@ def buffers_for(draw: st.DrawFn, descriptor: TensorDescriptor) -> tuple[bytes, .
                 raise ValueError("zero points need an integer storage type")
             chunk = int32s(draw, size // 4, *bounds)
         else:
-            chunk = of(scheme_row(q.scheme_tag).name).parameters(draw, q, size)
+            chunk = of(scheme_row(scheme_of(d).scheme_tag).name).parameters(draw, q, size)
         by_index.setdefault(p.index, []).append(chunk)
     for index, chunks in by_index.items():
         contents[index] = b"".join(chunks)

@@ -10,7 +10,7 @@ from hurray_decl.hurray.tensor.layouts import GROUP, OPEN_COMPOSITE, OVERLAY, PA
 from hurray_decl.hurray.strategies.mutants import field_mutant, layout_field, mutant, reserved_field
 from hurray_decl.hurray.strategies.patching import assembled
 from hurray_decl.hurray.strategies.quantization import quantization_descriptors
-from hurray_decl.hurray.strategies.tensor import LayoutStrategy, Part, Request, register_layout, shapes, tensor_descriptors
+from hurray_decl.hurray.strategies.tensor import LayoutStrategy, Part, Request, layout_as, register_layout, shapes, tensor_descriptors
 from hurray_decl.hurray.strategies.values import other_than
 
 RULES = (PARTITION, OVERLAY, GROUP)
@@ -29,8 +29,8 @@ def _head(draw: st.DrawFn, want: Request) -> Part:
 register_layout(LayoutStrategy("composite_head", _head))
 
 HEADS = tensor_descriptors(layout="composite_head")
-_NOT_OVERLAY = HEADS.filter(lambda d: d.layout.composition_rule != OVERLAY)
-_OVERLAY = HEADS.filter(lambda d: d.layout.composition_rule == OVERLAY)
+_NOT_OVERLAY = HEADS.filter(lambda d: layout_as(d, CompositeHead).composition_rule != OVERLAY)
+_OVERLAY = HEADS.filter(lambda d: layout_as(d, CompositeHead).composition_rule == OVERLAY)
 
 
 @mutant("HT-LAY-69")

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from hurray_decl.hurray.tensor import Hilbert, Morton, write_tensor_descriptor
 from hurray_decl.hurray.strategies.mutants import data_too_small, layout_entry, layout_field, mutant
 from hurray_decl.hurray.strategies.patching import patched
-from hurray_decl.hurray.strategies.tensor import LayoutStrategy, Part, Request, register_layout, shapes, tensor_descriptors
+from hurray_decl.hurray.strategies.tensor import LayoutStrategy, Part, Request, layout_as, register_layout, shapes, tensor_descriptors
 from hurray_decl.hurray.strategies.values import other_than
 
 U32 = st.integers(0, 2**32 - 1)
@@ -72,7 +72,7 @@ def _hilbert_rank_low() -> st.SearchStrategy[bytes]:
 def _hilbert_shape(draw: st.DrawFn) -> bytes:
     d = draw(tensor_descriptors(layout="hilbert", shard=False))
     k = draw(st.integers(0, d.rank - 1))
-    side = 1 << d.layout.hilbert_order
+    side = 1 << layout_as(d, Hilbert).hilbert_order
     return patched(write_tensor_descriptor(d), f"shape[{k}]", draw(other_than(st.integers(0, 2**64 - 1), side)))
 
 

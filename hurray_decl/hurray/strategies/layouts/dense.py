@@ -9,7 +9,7 @@ from hurray_decl.hurray.tensor import Strided, write_tensor_descriptor
 from hurray_decl.hurray.tensor.context import TensorContext
 from hurray_decl.hurray.strategies.mutants import mutant
 from hurray_decl.hurray.strategies.patching import patched
-from hurray_decl.hurray.strategies.tensor import LAYOUT_ROWS, LayoutStrategy, Part, Request, register_layout, shapes, tensor_descriptors
+from hurray_decl.hurray.strategies.tensor import LAYOUT_ROWS, LayoutStrategy, Part, Request, layout_as, register_layout, shapes, tensor_descriptors
 from hurray_decl.hurray.strategies.values import product
 
 
@@ -57,6 +57,9 @@ register_layout(LayoutStrategy("strided", _strided))
 @st.composite
 def _strided_outside(draw: st.DrawFn) -> bytes:
     d = draw(tensor_descriptors(layout="strided").filter(lambda d: 0 not in d.shape))
-    _, hi = _extent(d.layout.strides, d.shape)
-    end = d.byte_offset + TensorContext(d).packed(hi + 1)
+    _, hi = _extent(layout_as(d, Strided).strides, d.shape)
+    size = TensorContext(d).packed(hi + 1)
+    if size is None:  # a public type is always sized
+        raise ValueError("a strided tensor of a sized type was drawn")
+    end = d.byte_offset + size
     return patched(write_tensor_descriptor(d), "buffers[0].byte_size", draw(st.integers(d.byte_offset, end - 1)))

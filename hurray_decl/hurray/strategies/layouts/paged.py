@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from hurray_decl.hurray.tensor import BlockPaged, TensorDescriptor
 from hurray_decl.hurray.strategies.mutants import data_mutant, layout_field, mutant, reserved_field
-from hurray_decl.hurray.strategies.tensor import LayoutStrategy, Part, Request, register_layout, tensor_descriptors
+from hurray_decl.hurray.strategies.tensor import LayoutStrategy, Part, Request, layout_as, register_layout, tensor_descriptors
 from hurray_decl.hurray.strategies.layouts.sparse import can, layout_data, packed_pointers, pointer_change, pointers, undersized
 
 PAGE_SIZES = st.integers(1, 5)
@@ -28,7 +28,7 @@ def _paged(draw: st.DrawFn, want: Request) -> Part:
 
 
 def _paged_contents(draw: st.DrawFn, d: TensorDescriptor, contents: list) -> None:
-    layout = d.layout
+    layout = layout_as(d, BlockPaged)
     if len(d.buffers) < 3:
         return
     entries = d.buffers[1].byte_size // layout.index_width
@@ -74,8 +74,9 @@ data_mutant("HT-LAY-59", layout_data("block_paged", can("step"), pointer_change(
 
 def _page_beyond(draw: st.DrawFn, d: TensorDescriptor, out: list[bytes]) -> None:
     table = pointers(d, out[1])
-    top = (1 << (8 * d.layout.index_width)) - 1
-    table[draw(st.integers(0, len(table) - 1))] = draw(st.integers(d.layout.num_pages, top))
+    layout = layout_as(d, BlockPaged)
+    top = (1 << (8 * layout.index_width)) - 1
+    table[draw(st.integers(0, len(table) - 1))] = draw(st.integers(layout.num_pages, top))
     out[1] = packed_pointers(d, table)
 
 

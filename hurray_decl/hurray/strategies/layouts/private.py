@@ -11,6 +11,8 @@ from hurray_decl.hurray.strategies.tensor import PRIVATE_VALUES, LayoutStrategy,
 
 
 def _private(draw: st.DrawFn, want: Request) -> Part:
+    if want.private_layout_id is None:
+        raise ValueError("the private layout is drawn only for a registered private_layout_id")
     layout = PrivateLayout(extension_layout_id=want.private_layout_id, extension_data=draw(st.binary(max_size=12)))
     return Part(draw(shapes(1, 2)), layout, (draw(st.integers(0, 64)),), layout_tag=draw(PRIVATE_VALUES))
 

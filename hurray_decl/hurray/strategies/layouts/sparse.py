@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from hurray_decl.hurray.tensor import COO, CSC, CSF, CSR, TensorDescriptor, write_tensor_descriptor
 from hurray_decl.hurray.strategies.mutants import data_mutant, layout_field, mutant, reserved_field
 from hurray_decl.hurray.strategies.patching import patched
-from hurray_decl.hurray.strategies.tensor import LAYOUT_ROWS, LayoutStrategy, Part, Request, buffers_for, register_layout, tensor_descriptors
+from hurray_decl.hurray.strategies.tensor import LAYOUT_ROWS, LayoutStrategy, Part, Request, buffers_for, layout_as, register_layout, tensor_descriptors
 from hurray_decl.hurray.strategies.values import product
 
 U64 = 8
@@ -74,7 +74,7 @@ def _sparse(kind: str) -> Callable[[st.DrawFn, Request], Part]:
 
 
 def _coo_contents(draw: st.DrawFn, d: TensorDescriptor, contents: list) -> None:
-    layout, shape = d.layout, d.shape
+    layout, shape = layout_as(d, COO), d.shape
     if len(d.buffers) < 2:
         return
     cells = draw(st.lists(st.integers(0, max(product(shape) - 1, 0)), min_size=layout.nnz, max_size=layout.nnz,
@@ -92,7 +92,7 @@ def _coo_contents(draw: st.DrawFn, d: TensorDescriptor, contents: list) -> None:
 
 
 def _compressed_contents(draw: st.DrawFn, d: TensorDescriptor, contents: list) -> None:
-    layout, shape = d.layout, d.shape
+    layout, shape = layout_as(d, CSR), d.shape
     if len(d.buffers) < 3:
         return
     rows = shape[layout.pointer_axis]
@@ -109,7 +109,7 @@ def _compressed_contents(draw: st.DrawFn, d: TensorDescriptor, contents: list) -
 
 
 def _csf_contents(draw: st.DrawFn, d: TensorDescriptor, contents: list) -> None:
-    layout, shape = d.layout, d.shape
+    layout, shape = layout_as(d, CSF), d.shape
     rank = len(shape)
     if layout.nnz == 0:
         contents[1] = u64s([0, 0])
@@ -198,7 +198,7 @@ def _csf_sizes() -> st.SearchStrategy[bytes]:
 def _mode_order(draw: st.DrawFn) -> bytes:
     d = draw(tensor_descriptors(layout="csf"))
     k = draw(st.integers(0, d.rank - 1))
-    order = d.layout.mode_order
+    order = layout_as(d, CSF).mode_order
     if draw(st.booleans()):
         value = draw(st.integers(d.rank, 2**32 - 1))  # out of range
     else:
@@ -268,7 +268,7 @@ def can(how: str) -> Callable[[TensorDescriptor, tuple[bytes, ...]], bool]:
 def _index_change(how: str) -> Callable[[st.DrawFn, TensorDescriptor, list[bytes]], None]:
     def change(draw: st.DrawFn, d: TensorDescriptor, out: list[bytes]) -> None:
         idx = u64_list(out[1])
-        limit = d.shape[1 - d.layout.pointer_axis]
+        limit = d.shape[1 - layout_as(d, CSR).pointer_axis]
         if how == "range":
             idx[draw(st.integers(0, len(idx) - 1))] = draw(st.integers(limit, 2**64 - 1))
         else:  # a repeated index inside one segment
@@ -291,23 +291,24 @@ for _kind, (_start, _step, _end, _bound, _order) in {
     data_mutant(_start, layout_data(_kind, can("start"), pointer_change(2, "start")))
     data_mutant(_end, layout_data(_kind, can("end"), pointer_change(2, "end")))
     data_mutant(_step, layout_data(_kind, can("step"), pointer_change(2, "step")))
-    data_mutant(_bound, layout_data(_kind, lambda d, c: d.layout.nnz > 0, _index_change("range")))
+    data_mutant(_bound, layout_data(_kind, lambda d, c: layout_as(d, CSR).nnz > 0, _index_change("range")))
     data_mutant(_order, layout_data(_kind, _segments_of_two, _index_change("repeat")))
 
 
 def _coo_outside(draw: st.DrawFn, d: TensorDescriptor, out: list[bytes]) -> None:
     coords = u64_list(out[1])
-    i, k = draw(st.integers(0, d.layout.nnz - 1)), draw(st.integers(0, d.rank - 1))
+    i, k = draw(st.integers(0, layout_as(d, COO).nnz - 1)), draw(st.integers(0, d.rank - 1))
     coords[i * d.rank + k] = draw(st.integers(d.shape[k], 2**64 - 1))
     out[1] = u64s(coords)
 
 
 def _coo_repeat(draw: st.DrawFn, d: TensorDescriptor, out: list[bytes]) -> None:
     coords = u64_list(out[1])
-    i, j = draw(st.lists(st.integers(0, d.layout.nnz - 1), min_size=2, max_size=2, unique=True))
+    i, j = draw(st.lists(st.integers(0, layout_as(d, COO).nnz - 1), min_size=2, max_size=2, unique=True))
     coords[j * d.rank:(j + 1) * d.rank] = coords[i * d.rank:(i + 1) * d.rank]
     out[1] = u64s(coords)
 
 
-data_mutant("HT-LAY-22", layout_data("coo", lambda d, c: d.layout.nnz > 0, _coo_outside))
-data_mutant("HT-LAY-23", layout_data("coo", lambda d, c: d.layout.nnz > 1 and not d.layout.is_sorted, _coo_repeat))
+data_mutant("HT-LAY-22", layout_data("coo", lambda d, c: layout_as(d, COO).nnz > 0, _coo_outside))
+data_mutant("HT-LAY-23", layout_data("coo", lambda d, c: layout_as(d, COO).nnz > 1 and not layout_as(d, COO).is_sorted,
+                                     _coo_repeat))

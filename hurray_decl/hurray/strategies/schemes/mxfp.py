@@ -8,7 +8,7 @@ from hurray_decl.hurray.schemes.mxfp import MXFP, ROW
 from hurray_decl.hurray.tensor import write_tensor_descriptor
 from hurray_decl.hurray.strategies.mutants import data_mutant, field_mutant, mutant
 from hurray_decl.hurray.strategies.quantization import Quantizing
-from hurray_decl.hurray.strategies.tensor import buffers_for
+from hurray_decl.hurray.strategies.tensor import buffers_for, scheme_of
 from hurray_decl.hurray.strategies.values import AXES, INDICES, non_pow2, pow2, powers_of_two, product
 from hurray_decl.hurray.strategies.schemes import shared
 
@@ -56,14 +56,14 @@ mutant("HQ-MX-05")(shared.block(NAME, pow2(MAX_BLOCK.bit_length(), 31)))
 
 @mutant("HQ-MX-07")
 def _mx_axis_empty() -> st.SearchStrategy[bytes]:
-    return field_mutant(shared.quantized(NAME, shard=False), lambda draw, d: f"shape[{d.quantization.axis}]",
+    return field_mutant(shared.quantized(NAME, shard=False), lambda draw, d: f"shape[{scheme_of(d).axis}]",
                         lambda draw, d: 0)
 
 
 @mutant("HQ-MX-08")
 def _mx_partial() -> st.SearchStrategy[bytes]:
-    return field_mutant(shared.quantized(NAME, shard=False), lambda draw, d: f"shape[{d.quantization.axis}]",
-                        lambda draw, d: draw(st.integers(1, 4096).filter(lambda n: n % d.quantization.block_size)))
+    return field_mutant(shared.quantized(NAME, shard=False), lambda draw, d: f"shape[{scheme_of(d).axis}]",
+                        lambda draw, d: draw(st.integers(1, 4096).filter(lambda n: n % scheme_of(d).block_size)))
 
 
 @mutant("HQ-BUF-12")
@@ -73,9 +73,9 @@ def _mx_scale_size() -> st.SearchStrategy[bytes]:
 
 @st.composite
 def _mx_scale_byte(draw: st.DrawFn) -> tuple[bytes, tuple[bytes, ...]]:
-    d = draw(shared.quantized(NAME).filter(lambda d: d.buffers[d.quantization.scale_buffer_index].byte_size))
+    d = draw(shared.quantized(NAME).filter(lambda d: d.buffers[scheme_of(d).scale_buffer_index].byte_size))
     contents = list(draw(buffers_for(d)))
-    index = d.quantization.scale_buffer_index
+    index = scheme_of(d).scale_buffer_index
     raw = bytearray(contents[index])
     raw[draw(st.integers(0, len(raw) - 1))] = draw(st.sampled_from([0x00, 0xFF]))  # the two exponents refused
     contents[index] = bytes(raw)

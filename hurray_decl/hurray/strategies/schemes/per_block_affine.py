@@ -7,11 +7,11 @@ from hypothesis import strategies as st
 
 from hurray_decl.hurray.schemes.per_block_affine import ROW, SCALE_TYPES, PerBlockAffine
 from hurray_decl.hurray.tables.storage import dtype
-from hurray_decl.hurray.tensor import write_tensor_descriptor
+from hurray_decl.hurray.tensor import BlockPaged, write_tensor_descriptor
 from hurray_decl.hurray.strategies.mutants import drawn, mutant, reserved_field
 from hurray_decl.hurray.strategies.patching import patched
 from hurray_decl.hurray.strategies.quantization import Quantizing
-from hurray_decl.hurray.strategies.tensor import tensor_descriptors
+from hurray_decl.hurray.strategies.tensor import layout_as, tensor_descriptors
 from hurray_decl.hurray.strategies.values import AXES, non_pow2, other_than, pow2, powers_of_two, product
 from hurray_decl.hurray.strategies.schemes import shared
 from hurray_decl.hurray.strategies.schemes.shared import quant_field, quantized
@@ -111,7 +111,7 @@ def _paged_axis(draw: st.DrawFn) -> bytes:
 def _paged_block(draw: st.DrawFn) -> bytes:
     d = draw(_PAGED)
     return patched(write_tensor_descriptor(d), "quantization.block_size",
-                   draw(other_than(pow2(1, 31), d.layout.page_size)))
+                   draw(other_than(pow2(1, 31), layout_as(d, BlockPaged).page_size)))
 
 
 shared.scale_mutant(NAME, "HQ-PB-12", shared.nonfinite)

@@ -25,7 +25,7 @@ from hurray_decl.hurray.strategies.mutants import Value, data_mutant, drawn, fie
 from hurray_decl.hurray.tensor.fields import with_length
 from hurray_decl.hurray.strategies.patching import fields, patched, value_at
 from hurray_decl.hurray.strategies.quantization import ROWS, SCHEME_NAMES, STORAGE, of, with_parameters
-from hurray_decl.hurray.strategies.tensor import LAYOUT_STRATEGIES, buffers_for, contiguous, layouts_in, tensor_descriptors
+from hurray_decl.hurray.strategies.tensor import LAYOUT_STRATEGIES, buffers_for, contiguous, layouts_in, scheme_of, tensor_descriptors
 from hurray_decl.hurray.strategies.values import INDICES, outside, pow2, product
 
 INT32 = (-(1 << 31), (1 << 31) - 1)
@@ -46,6 +46,13 @@ def storage_range(d: TensorDescriptor) -> tuple[int, int]:
     if bounds is None:
         raise ValueError(f"type 0x{d.type_tag:02X} holds no integer codes")
     return bounds
+
+
+def _packed(t: TensorContext, count: int) -> int:
+    size = t.packed(count)
+    if size is None:
+        raise ValueError("a tensor of a sized type was drawn")
+    return size
 
 
 def param_size(d: TensorDescriptor, field: str) -> int:
@@ -118,7 +125,7 @@ for _code, _tags in _UNUSABLE.items():
 @mutant("HQ-HDR-11")
 def _version_new() -> st.SearchStrategy[bytes]:
     return quant_field(SCHEME_NAMES, "scheme_version",
-                       lambda draw, d: draw(st.integers(scheme_row(d.quantization.scheme_tag).version + 1, 255)))
+                       lambda draw, d: draw(st.integers(scheme_row(scheme_of(d).scheme_tag).version + 1, 255)))
 
 
 @mutant("HQ-HDR-12")
@@ -129,8 +136,8 @@ def _version_zero() -> st.SearchStrategy[bytes]:
 @mutant("HQ-HDR-13")
 def _scheme_flags() -> st.SearchStrategy[bytes]:
     def value(draw: st.DrawFn, d: TensorDescriptor) -> int:
-        defined = sum(1 << bit for bit in scheme_row(d.quantization.scheme_tag).flags_defined)
-        return d.quantization.flags | draw(st.integers(1, 0xFFFF).map(lambda v: v & ~defined).filter(bool))
+        defined = sum(1 << bit for bit in scheme_row(scheme_of(d).scheme_tag).flags_defined)
+        return scheme_of(d).flags | draw(st.integers(1, 0xFFFF).map(lambda v: v & ~defined).filter(bool))
     return quant_field(SCHEME_NAMES, "flags", value)
 
 
@@ -151,7 +158,7 @@ for _row in ROWS:
 
 
 def symmetric_base(scheme: str, symmetric: bool) -> st.SearchStrategy[TensorDescriptor]:
-    return quantized(scheme).filter(lambda d: d.quantization.symmetric is symmetric)
+    return quantized(scheme).filter(lambda d: scheme_of(d).symmetric is symmetric)
 
 
 def _symmetric_with_index(scheme: str) -> Callable[[], st.SearchStrategy[bytes]]:
@@ -160,7 +167,7 @@ def _symmetric_with_index(scheme: str) -> Callable[[], st.SearchStrategy[bytes]]
     def build(draw: st.DrawFn) -> bytes:
         if draw(st.booleans()):
             return draw(field_mutant(symmetric_base(scheme, False), "quantization.flags",
-                                     lambda draw, d: d.quantization.flags | SYMMETRIC))
+                                     lambda draw, d: scheme_of(d).flags | SYMMETRIC))
         return draw(field_mutant(symmetric_base(scheme, True), "quantization.zero_point_buffer_index",
                                  drawn(st.integers(0, 0xFFFF_FFFE))))
     return build
@@ -168,7 +175,7 @@ def _symmetric_with_index(scheme: str) -> Callable[[], st.SearchStrategy[bytes]]
 
 def _asymmetric_without_index(scheme: str) -> Callable[[], st.SearchStrategy[bytes]]:
     return lambda: field_mutant(symmetric_base(scheme, True), "quantization.flags",
-                                lambda draw, d: d.quantization.flags & ~SYMMETRIC)
+                                lambda draw, d: scheme_of(d).flags & ~SYMMETRIC)
 
 
 for _row in ROWS:
@@ -187,7 +194,7 @@ PARAMETERIZED = with_parameters("scale_buffer_index")
 @st.composite
 def _index_beyond(draw: st.DrawFn) -> bytes:
     d = draw(tensor_descriptors(scheme=PARAMETERIZED))
-    indices = ["scale_buffer_index"] + ([] if getattr(d.quantization, "symmetric", True) else
+    indices = ["scale_buffer_index"] + ([] if getattr(scheme_of(d), "symmetric", True) else
                                         ["zero_point_buffer_index"])
     field = draw(st.sampled_from(indices))
     top = 0xFFFF_FFFF if field == "scale_buffer_index" else 0xFFFF_FFFE  # 0xFFFFFFFF: no zero-point buffer
@@ -209,7 +216,7 @@ def _index_owned() -> st.SearchStrategy[bytes]:
 
 def shared(d: TensorDescriptor) -> bool:
     """Scales and zero points share one buffer (HQ-BUF-04)."""
-    q = d.quantization
+    q = scheme_of(d)
     return not q.symmetric and q.zero_point_buffer_index == q.scale_buffer_index
 
 
@@ -229,29 +236,29 @@ def resized_buffer(draw: st.DrawFn, d: TensorDescriptor, index: int) -> bytes:
 @st.composite
 def _shared_short(draw: st.DrawFn) -> bytes:
     d = draw(tensor_descriptors(scheme=with_parameters("zero_point_buffer_index")).filter(
-        lambda d: shared(d) and _resizable(d, d.quantization.scale_buffer_index)))
-    return resized_buffer(draw, d, d.quantization.scale_buffer_index)
+        lambda d: shared(d) and _resizable(d, scheme_of(d).scale_buffer_index)))
+    return resized_buffer(draw, d, scheme_of(d).scale_buffer_index)
 
 
 @mutant("HQ-BUF-06")
 @st.composite
 def _parameter_device(draw: st.DrawFn) -> bytes:
     d = draw(tensor_descriptors(scheme=PARAMETERIZED))
-    index = d.quantization.scale_buffer_index
+    index = scheme_of(d).scale_buffer_index
     return patched(write_tensor_descriptor(d), f"buffers[{index}].device_tag", moved_device(draw, d.buffers[index]))
 
 
 def parameter_size(scheme: str, field: str, **kw: Any) -> st.SearchStrategy[bytes]:
     """A parameter buffer of ``scheme`` (named by ``field``) of any other size than it needs."""
     def separate(d: TensorDescriptor) -> bool:
-        index = getattr(d.quantization, field)
+        index = getattr(scheme_of(d), field)
         return index is not None and _resizable(d, index) and not (
-            hasattr(d.quantization, "symmetric") and shared(d))
+            hasattr(scheme_of(d), "symmetric") and shared(d))
 
     @st.composite
     def build(draw: st.DrawFn) -> bytes:
         d = draw(tensor_descriptors(scheme=scheme, shard=False, **kw).filter(separate))
-        return resized_buffer(draw, d, getattr(d.quantization, field))
+        return resized_buffer(draw, d, getattr(scheme_of(d), field))
     return build()
 
 
@@ -267,7 +274,7 @@ def axis_high(scheme: str) -> Callable[[], st.SearchStrategy[bytes]]:
 
 
 def axis_dynamic(scheme: str) -> Callable[[], st.SearchStrategy[bytes]]:
-    return lambda: field_mutant(quantized(scheme, shard=False), lambda draw, d: f"shape[{d.quantization.axis}]",
+    return lambda: field_mutant(quantized(scheme, shard=False), lambda draw, d: f"shape[{scheme_of(d).axis}]",
                                 lambda draw, d: DYNAMIC)
 
 
@@ -278,10 +285,10 @@ def block(scheme: str, values: st.SearchStrategy[int]) -> Callable[[], st.Search
 def block_beyond(scheme: str) -> Callable[[], st.SearchStrategy[bytes]]:
     """block_size larger than a non-empty axis."""
     def nonzero_axis(d: TensorDescriptor) -> bool:
-        return 0 < d.shape[d.quantization.axis] < 1 << 31
+        return 0 < d.shape[scheme_of(d).axis] < 1 << 31
 
     return lambda: field_mutant(quantized(scheme).filter(nonzero_axis), "quantization.block_size",
-                                lambda draw, d: draw(pow2(d.shape[d.quantization.axis].bit_length(), 31)))
+                                lambda draw, d: draw(pow2(d.shape[scheme_of(d).axis].bit_length(), 31)))
 
 
 def padded_schemes() -> tuple[str, ...]:
@@ -292,16 +299,16 @@ def padded_schemes() -> tuple[str, ...]:
 @st.composite
 def _unpadded(draw: st.DrawFn) -> bytes:
     def partial(d: TensorDescriptor) -> bool:
-        q = d.quantization
+        q = scheme_of(d)
         return d.shape[q.axis] % q.block_size != 0 and 0 not in d.shape
 
     d = draw(quantized(padded_schemes()).filter(partial))
     t = TensorContext(d)
-    q = d.quantization
+    q = scheme_of(d)
     padded = list(d.shape)
     padded[q.axis] = -(-d.shape[q.axis] // q.block_size) * q.block_size
-    need = d.byte_offset + t.packed(product(padded))
-    low = min(d.byte_offset + t.packed(product(d.shape)), need - 1)  # room for the elements, not the padding
+    need = d.byte_offset + _packed(t, product(padded))
+    low = min(d.byte_offset + _packed(t, product(d.shape)), need - 1)  # room for the elements, not the padding
     return patched(write_tensor_descriptor(d), "buffers[0].byte_size", draw(st.integers(low, need - 1)))
 
 
@@ -339,7 +346,7 @@ def negative(draw: st.DrawFn, type_name: str) -> bytes:
 
 
 def _data_base(scheme: str) -> st.SearchStrategy[TensorDescriptor]:
-    return quantized(scheme).filter(lambda d: d.buffers[d.quantization.scale_buffer_index].byte_size > 0)
+    return quantized(scheme).filter(lambda d: d.buffers[scheme_of(d).scale_buffer_index].byte_size > 0)
 
 
 def _scale_count(d: TensorDescriptor, width: int) -> int:
@@ -352,7 +359,7 @@ def scale_mutant(scheme: str, rule: str, bad: Callable[[st.DrawFn, str], bytes])
     def build(draw: st.DrawFn) -> tuple[bytes, tuple[bytes, ...]]:
         d = draw(_data_base(scheme))
         contents = list(draw(buffers_for(d)))
-        q = d.quantization
+        q = scheme_of(d)
         type_name = of(scheme).scale_type(q)
         width = storage_dtype(type_name).itemsize
         i = draw(st.integers(0, max(_scale_count(d, width) - 1, 0)))  # a shared entry holds the scales first
@@ -366,14 +373,14 @@ def scale_mutant(scheme: str, rule: str, bad: Callable[[st.DrawFn, str], bytes])
 def zero_point_mutant(scheme: str, rule: str) -> None:
     """Register a data mutant of ``rule``: one zero point outside the storage range."""
     def usable(d: TensorDescriptor) -> bool:
-        q = d.quantization
+        q = scheme_of(d)
         return not q.symmetric and d.shape[q.axis] > 0 and storage_range(d) != INT32
 
     @st.composite
     def build(draw: st.DrawFn) -> tuple[bytes, tuple[bytes, ...]]:
         d = draw(quantized(scheme).filter(usable))
         contents = list(draw(buffers_for(d)))
-        q = d.quantization
+        q = scheme_of(d)
         size = param_size(d, "zero_point_buffer_index")
         count = size // 4
         start = len(contents[q.zero_point_buffer_index]) - size  # after the scales when shared

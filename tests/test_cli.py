@@ -100,6 +100,7 @@ def test_decode_then_encode_reproduces_the_input(name, capsys, tmp_path):
 def test_quantization_payloads_decode_and_encode(capsys, tmp_path):
     payload = "0201000000000000010000000200000003000000"
     code, out = run(capsys, "decode", "--quantization", payload)
+    assert code == 0
     model = tmp_path / "q.json"
     model.write_text(out)
     assert run(capsys, "encode", "--quantization", "--hex", str(model)) == (0, payload + "\n")

@@ -41,8 +41,9 @@ def test_import_and_parser_load_nothing_heavy():
 def test_validate_loads_no_numerics_onnx_protobuf_or_hypothesis():
     loaded = modules_after(f"from hurray_decl import cli\nassert cli.main(['validate', {str(VECTOR)!r}]) == 0")
     assert "hurray_decl.hurray.tensor.reader" in loaded  # it did read
-    unneeded = {"onnx", "google.protobuf", "hypothesis", "gguf", "hurray_decl.hurray.numerics", "hurray_decl.hurray.dump",
-                "hurray_decl.onnx_light", "hurray_decl.convert", "hurray_decl.hurray.tensor.access", "hurray_decl.hurray.fuzz"}
+    unneeded = {"onnx", "google.protobuf", "hypothesis", "gguf", "hurray_decl.hurray.numerics",
+                "hurray_decl.hurray.dump", "hurray_decl.onnx_light", "hurray_decl.convert",
+                "hurray_decl.hurray.tensor.access", "hurray_decl.hurray.fuzz"}
     assert not {m for m in loaded for u in unneeded if m == u or m.startswith(u + ".")}
 
 

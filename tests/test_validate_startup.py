@@ -17,8 +17,9 @@ ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 SHARED = ROOT.parent / "shared" / "conformance" / "hurray" / "descriptors" / "row_major_f32_3x4.bin"
 NOT_FOR_VALIDATE = ("numpy", "ml_dtypes", "onnx", "google.protobuf", "hypothesis", "gguf", "hurray_decl.rules",
-                    "hurray_decl.hurray.tensor.writer", "hurray_decl.hurray.tensor.validate", "hurray_decl.hurray.tensor.access",
-                    "hurray_decl.hurray.numerics", "hurray_decl.hurray.dump", "hurray_decl.onnx_light", "hurray_decl.convert")
+                    "hurray_decl.hurray.tensor.writer", "hurray_decl.hurray.tensor.validate",
+                    "hurray_decl.hurray.tensor.access", "hurray_decl.hurray.numerics", "hurray_decl.hurray.dump",
+                    "hurray_decl.onnx_light", "hurray_decl.convert")
 
 
 def hurray_inputs() -> list[Path]:
@@ -50,7 +51,8 @@ def test_validate_of_every_hurray_example_loads_no_numpy_writer_or_rules():
                         "    print(cli.main(['validate', f]))")
     codes = [line for line in lines if line in ("0", "1")]
     assert codes == ["1" if f.name.startswith("invalid") else "0" for f in files]  # every verdict given
-    assert {"hurray_decl.hurray.tensor.reader", "hurray_decl.hurray.schemes.mxfp", "hurray_decl.hurray.schemes.nf4"} <= loaded
+    assert {"hurray_decl.hurray.tensor.reader", "hurray_decl.hurray.schemes.mxfp",
+            "hurray_decl.hurray.schemes.nf4"} <= loaded
     assert heavy(loaded) == set()
 
 

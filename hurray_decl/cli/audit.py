@@ -233,7 +233,8 @@ def register(sub: Any) -> None:
                     "a listed file missing, a file not listed), 3 for a missing folder or a bad manifest.")
     command.add_argument("folder", nargs="?", metavar="FOLDER", help="the folder (default: the bundled examples)")
     command.add_argument("--format", choices=(*RENDERERS, PAGES), default="text", metavar="FORMAT",
-                         help="one of %(choices)s (default: text); html writes an index and one page per file to -o DIR")
+                         help="one of %(choices)s (default: text); html writes an index and one page per file "
+                              "to -o DIR")
     command.add_argument("-o", "--output", metavar="DIR", help="the folder --format html writes its pages to")
     kind_options(command)
     command.set_defaults(run=cmd_audit)

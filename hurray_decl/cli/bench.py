@@ -33,9 +33,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     command = sub.add_parser("bench", help="time dequantization, parsing or onnx-light as ratios to baselines",
-                             description="Time dequantization of a square matrix for every scheme and layout (row-major, "
-                                         "column-major, tiled) as ratios to np.copyto into a preallocated array, to "
-                                         "gguf's nearest type and to row-major, single-threaded and with --threads; "
+                             description="Time dequantization of a square matrix for every scheme and layout "
+                                         "(row-major, column-major, tiled) as ratios to np.copyto into a "
+                                         "preallocated array, to gguf's nearest type and to row-major, "
+                                         "single-threaded and with --threads; "
                                          "--parse times the descriptor reader, writer and quantization decoder against "
                                          "the Kaitai-generated readers; --onnx-light times onnx-light plan, quantize, "
                                          "dequantize and ORT export on 16M elements. All ratios come from one run.")

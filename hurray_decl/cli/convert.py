@@ -195,7 +195,8 @@ def write_hurray(target: Path, tensors: Sequence[NamedTensor], stage: Staging) -
         files = _descriptor_files(folder, tensor, stem)
         for path, data in files:
             path.write_bytes(data)
-        manifest.append({"name": tensor.name, "descriptor": files[0][0].name, "buffers": [p.name for p, _ in files[1:]]})
+        manifest.append({"name": tensor.name, "descriptor": files[0][0].name,
+                         "buffers": [p.name for p, _ in files[1:]]})
     (folder / "manifest.json").write_text(json.dumps({"tensors": manifest}, indent=2) + "\n", encoding="utf-8")
     return f"the folder {target} ({len(tensors)} tensors and manifest.json)"
 

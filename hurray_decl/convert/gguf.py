@@ -185,7 +185,8 @@ def _record(*fields: tuple) -> np.dtype:
 GGUF_TYPES: dict[str, GgufType] = {t.name: t for t in (
     GgufType("Q4_0", 32, _record(("d", F16), ("qs", "u1", (16,))), 32, 4, -8, _q4_0),  # 2 + 16 = 18
     GgufType("Q4_1", 32, _record(("d", F16), ("m", F16), ("qs", "u1", (16,))), 32, 4, 0, _q4_1),  # 2 + 2 + 16 = 20
-    GgufType("Q5_0", 32, _record(("d", F16), ("qh", "u1", (4,)), ("qs", "u1", (16,))), 32, 5, -16, _q5_0),  # 2+4+16 = 22
+    GgufType("Q5_0", 32, _record(("d", F16), ("qh", "u1", (4,)), ("qs", "u1", (16,))), 32, 5, -16,
+             _q5_0),  # 2 + 4 + 16 = 22
     GgufType("Q5_1", 32, _record(("d", F16), ("m", F16), ("qh", "u1", (4,)), ("qs", "u1", (16,))), 32, 5, 0,
              _q5_1),  # 2 + 2 + 4 + 16 = 24
     GgufType("Q8_0", 32, _record(("d", F16), ("qs", "i1", (32,))), 32, 8, -128, _q8_0),  # 2 + 32 = 34

@@ -39,7 +39,7 @@ AWQ_ORDER = (0, 2, 4, 6, 1, 3, 5, 7)
 
 def _group_parts(q: np.ndarray, zeros: np.ndarray, scales: np.ndarray, bits: int, group_size: int) -> BlockParts:
     """(in, out) codes with groups of ``group_size`` along the input axis 0."""
-    in_features, out_features = q.shape
+    in_features, _ = q.shape
     if group_size <= 0 or group_size & (group_size - 1) or in_features % group_size:
         raise RuleViolation("HQ-PB-03", "groups must be a power of two dividing in_features", path="group_size",
                                actual=group_size, expected=f"a power of two dividing {in_features}")

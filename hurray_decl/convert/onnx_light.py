@@ -53,7 +53,7 @@ def _parameters(sb: SubBlocks) -> tuple[np.ndarray, ...]:
     row = sb.type
     lo = -(1 << (PROFILE_DEFAULTS[PROFILES[row.name]].bits - 1))  # the profile's smallest signed code
     S = sb.scales.astype(np.float64)
-    O = np.zeros_like(S) if sb.offsets is None else sb.offsets.astype(np.float64)
+    O = np.zeros_like(S) if sb.offsets is None else sb.offsets.astype(np.float64)  # noqa: E741 - GGUF's name, beside S
     for name, values, code in (("S", S, "OL-PLAN-10"), ("O", O, "OL-PLAN-13")):
         if not np.isfinite(values).all():
             j = int(np.flatnonzero(~np.isfinite(values))[0])

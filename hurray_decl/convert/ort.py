@@ -62,7 +62,8 @@ def to_matmul_nbits(parts: BlockParts, *, scale_type: str | None = None) -> Enco
     return from_block_parts(parts, ORT_FORMATS[bits])
 
 
-def tensor_to_matmul_nbits(descriptor: Any, buffers: Sequence[Any], *, scale_type: str | None = None) -> EncodedValueProto:
+def tensor_to_matmul_nbits(descriptor: Any, buffers: Sequence[Any], *,
+                           scale_type: str | None = None) -> EncodedValueProto:
     """A row-major per-block affine Hurray tensor as an ORT MatMulNBits value (see :func:`to_matmul_nbits`)."""
     return to_matmul_nbits(block_parts(descriptor, buffers), scale_type=scale_type)
 

@@ -154,7 +154,8 @@ class BlockParts:
         self._set("axis", int(self.axis) % codes.ndim)
         block = self.block_size
         if not isinstance(block, (int, np.integer)) or block < 2:
-            raise RuleViolation("HQ-PB-04", "block_size is at least 2", path="block_size", actual=block, expected=">= 2")
+            raise RuleViolation("HQ-PB-04", "block_size is at least 2", path="block_size", actual=block,
+                                expected=">= 2")
         if block & (block - 1):
             raise RuleViolation("HQ-PB-03", "block_size is a power of two", path="block_size", actual=block,
                                 expected="a power of two")

@@ -74,7 +74,8 @@ def _finish(codes: np.ndarray, zps: np.ndarray, bits: int, signed_source: bool, 
     target = storage or f"{'' if signed_source else 'u'}int{bits}"
     target_bits, signed = _storage(target)
     if target_bits != bits:
-        raise _refuse("HQ-PB-14", f"{bits}-bit codes need {bits}-bit storage", "storage", target, f"int{bits}/uint{bits}")
+        raise _refuse("HQ-PB-14", f"{bits}-bit codes need {bits}-bit storage", "storage", target,
+                      f"int{bits}/uint{bits}")
     shift = 0 if signed == signed_source else (-(1 << (bits - 1)) if signed else 1 << (bits - 1))
     codes = codes + shift
     zps = zps + shift

@@ -40,7 +40,8 @@ _PORTABLE = {4: QuantizationFormat.INT4, 8: QuantizationFormat.INT8}
 
 
 def _no_form(tensor: GgufTensor, target: str, reason: str) -> ArgumentError:
-    return ArgumentError("ggml_type", f"{tensor.type_name} has no {target} form here: {reason}", actual=tensor.type_name)
+    return ArgumentError("ggml_type", f"{tensor.type_name} has no {target} form here: {reason}",
+                         actual=tensor.type_name)
 
 
 def float_tensor(raw: Any, element_type: str, shape: Sequence[int]) -> Tensor:
@@ -120,7 +121,8 @@ def onnx_light_model(values: Sequence[tuple[str, Any]]) -> Any:
     """An ONNX model whose graph holds the named onnx-light encoded values and plain initializers."""
     model = empty_model("onnx_light")
     for name, value in values:
-        slot = (model.graph.encoded_initializer if isinstance(value, EncodedValueProto) else model.graph.initializer).add()
+        graph = model.graph
+        slot = (graph.encoded_initializer if isinstance(value, EncodedValueProto) else graph.initializer).add()
         slot.ParseFromString(value.SerializeToString())
         slot.name = name
     return model

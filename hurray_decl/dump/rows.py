@@ -64,8 +64,8 @@ def render(dump: Dump, fmt: str = "text") -> str:
     failing = dump.error.offset if dump.error is not None else None
     marked = failing_row(dump.rows, failing)
     header = ("Offset", "Value (hex)", "Field", "Value")
-    cells = [(str(r.offset), r.hex, r.field, r.value + (f"  <-- {dump.error.code}" if dump.error is not None and i == marked else ""))
-             for i, r in enumerate(dump.rows)]
+    mark = f"  <-- {dump.error.code}" if dump.error is not None else ""
+    cells = [(str(r.offset), r.hex, r.field, r.value + (mark if i == marked else "")) for i, r in enumerate(dump.rows)]
     if fmt == "markdown":
         lines = ["| " + " | ".join(header) + " |", "|---:|---|---|---|"]
         lines += ["| " + " | ".join(markdown_cell(c) for c in row) + " |" for row in cells]

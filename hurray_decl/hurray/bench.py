@@ -184,7 +184,7 @@ def run(size: int = 4096, repeat: int = 5, threads: int | None = None, out: Text
         for layout, (descriptor, buffers) in tensors.items():
             measured[case.label, layout] = {
                 "single": times[layout, "single"], "default": times[layout, "default"],
-                "peak_bytes": peak_extra(lambda: dequantize(descriptor, buffers, out=target, threads=1))}
+                "peak_bytes": peak_extra(partial(dequantize, descriptor, buffers, out=target, threads=1))}
     result["copyto"] = copy  # the fastest copy and gguf times of the whole run are the baselines
     for case in cases:
         for layout in layouts:
@@ -221,7 +221,7 @@ def report(result: dict[str, Any], size: int, repeat: int, layouts: tuple[str, .
         for case in cases:
             f = result["cases"][(case.label, layout)]
 
-            def ratio(key: str) -> str:
+            def ratio(key: str, f: dict[str, Any] = f) -> str:
                 return f"{f[key]:.2f}" if key in f else "-"
 
             print(f"  {case.label:<32} {f['single'] * 1e3:7.2f}ms {ratio('single_to_copy'):>7} "

@@ -60,8 +60,8 @@ def _valid() -> list[Example]:
     for fmt in PORTABLE:
         block = 12 if PROFILES[fmt].learned else 4
         value = valid_value(RandomSource(SEED + int(fmt)), fmt, count=12, block_size=block, name=fmt.wire_name)
-        out.append(Example(f"valid_{fmt.wire_name}", "value", f"{fmt.wire_name}, 12 elements", value.SerializeToString(),
-                           None))
+        out.append(Example(f"valid_{fmt.wire_name}", "value", f"{fmt.wire_name}, 12 elements",
+                           value.SerializeToString(), None))
     for fmt in ORT_FORMATS:
         for storage in (IMPLICIT, PACKED, FLOATING):
             value = ort_value(fmt, RandomSource(SEED + int(fmt)), storage)

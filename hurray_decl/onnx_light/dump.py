@@ -217,7 +217,8 @@ def _compact_rows(value: pb.EncodedValueProto | None, raw: bytes, base: int, mod
         inside = [r for r in full if start <= r.offset and r.offset + r.size <= start + length]
         shift = at - start
         rows += [Row(base + r.offset + shift, r.size, _hex(raw[r.offset + shift:r.offset + shift + r.size]),
-                     r.field, "(local bytes, laid out by the parameter set)") for r in inside if r.offset + shift + r.size <= len(raw)]
+                     r.field, "(local bytes, laid out by the parameter set)")
+                 for r in inside if r.offset + shift + r.size <= len(raw)]
         at += length
     return rows
 
@@ -326,7 +327,7 @@ def _locate(err: HurrayDeclError, start: Field, raw_rows: dict[int, dict[str, in
         if hit and value is not None:
             run, block, part = hit.group(1), hit.group(2), hit.group(3) or "codes"
             prefix = f"raw_data.runs[{run}].blocks[{block}].{part}"
-            found = _raw_row(raw_rows, value, lambda path: path.startswith(prefix))
+            found = _raw_row(raw_rows, value, lambda path, prefix=prefix: path.startswith(prefix))
             if found is not None:
                 return rows[found].offset, None
     for token in tokens:

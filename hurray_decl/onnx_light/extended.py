@@ -199,7 +199,7 @@ def _sum_terms(terms):
     return _round_dd(hi, lo, slack)
 
 
-def _divide(h, l, s):
+def _divide(h, l, s):  # noqa: E741 - (h, l): a double-double's high and low parts, as in the papers
     """The 64-bit rounding of ``(h + l) / s``. No quotient of this kind is a tie, so near a
     boundary the element is handed to the exact model."""
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
@@ -231,7 +231,7 @@ def affine_values(values: np.ndarray, offset: np.ndarray, scale: np.ndarray, zer
     ``values`` may be float32 (widened exactly); callers chunk large inputs.
     """
     values = np.asarray(values)
-    blocks, count = values.shape
+    _blocks, _count = values.shape  # one row per block
     out = np.empty(values.shape, dtype=np.float64)
     if values.size == 0:
         return out

@@ -22,8 +22,8 @@ The long run (10 minutes)::
         -timeout=5 -rss_limit_mb=1536 -print_final_stats=1 ol-corpus
 
 With ``OL_FUZZ_FINDINGS=DIR`` the run records each distinct finding in DIR (``findings.txt`` and
-the first input of each) and continues. An empty CORPUS_DIR is seeded with the bundled onnx-light corpus and ``HURRAY_FUZZ_SEEDS``
-(default 100) generated valid inputs and as many mutants. Replay one input with
+the first input of each) and continues. An empty CORPUS_DIR is seeded with the bundled onnx-light
+corpus and ``HURRAY_FUZZ_SEEDS`` (default 100) generated valid inputs and as many mutants. Replay one input with
 ``python -m hurray_decl.onnx_light.fuzz_target crash-FILE``.
 """
 

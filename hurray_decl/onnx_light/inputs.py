@@ -121,7 +121,7 @@ def check(message, kind: str) -> None:
             try:
                 check_item(item)
             except HurrayDeclError as err:
-                raise err.rebased(0, " -> ".join(["model", *item.path.split(".")]))
+                raise err.rebased(0, " -> ".join(["model", *item.path.split(".")])) from None
     else:
         values = tensor_to_array(message)
         if values.size and not np.isfinite(values.astype(np.float64)).all():

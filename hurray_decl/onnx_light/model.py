@@ -53,7 +53,7 @@ def check_model_values(model) -> int:
                 else:
                     validate_value(value, model)
             except HurrayDeclError as err:
-                raise err.rebased(0, where)
+                raise err.rebased(0, where) from None
             checked += 1
     return checked
 

@@ -529,8 +529,8 @@ _BASE3 = tuple(f for f in PORTABLE if PROFILES[f].base3)
 @mutant("OL-WIRE-34", "non-zero unused high bits in a block's last code byte")
 def _(src):
     value, found = _value_with_blocks(src, _BINARY_PACKED,
-                                      lambda l: not int(l.base3) and l.method != QuantizationMethod.CAST
-                                      and (l.code_count * int(l.bits)) % 8 != 0)
+                                      lambda layout: not int(layout.base3) and layout.method != QuantizationMethod.CAST
+                                      and (layout.code_count * int(layout.bits)) % 8 != 0)
     at, row, layout = src.choice(found)
     used = (layout.code_count * int(layout.bits)) % 8
     last = at + row.size - 1
@@ -541,7 +541,7 @@ def _(src):
 
 @mutant("OL-WIRE-36", "a base-3 byte of 243 or more")
 def _(src):
-    value, found = _value_with_blocks(src, _BASE3, lambda l: bool(int(l.base3)))
+    value, found = _value_with_blocks(src, _BASE3, lambda layout: bool(int(layout.base3)))
     at, row, _layout = src.choice(found)
     k = src.integer(0, row.size - 1)
     return _value_case(_patched(value, at + k, bytes([src.integer(243, 255)])), "OL-WIRE-36", row.field,
@@ -550,7 +550,8 @@ def _(src):
 
 @mutant("OL-WIRE-37", "a base-3 byte with a non-zero trit after the real ones")
 def _(src):
-    value, found = _value_with_blocks(src, _BASE3, lambda l: bool(int(l.base3)) and l.code_count % 5 != 0)
+    value, found = _value_with_blocks(src, _BASE3,
+                                      lambda layout: bool(int(layout.base3)) and layout.code_count % 5 != 0)
     at, row, layout = src.choice(found)
     last = at + row.size - 1
     used = layout.code_count % 5
@@ -566,9 +567,9 @@ _SHORT_TABLES = tuple(f for f in PORTABLE if PROFILES[f].method == QuantizationM
 
 @mutant("OL-NUM-18", "a codebook index >= entries")
 def _(src):
-    value, found = _value_with_blocks(src, _SHORT_TABLES, lambda l: l.method == QuantizationMethod.CODEBOOK
-                                      and not int(l.base3) and int(l.entries) < (1 << int(l.bits))
-                                      and int(l.bits) in (1, 2, 4, 8))
+    value, found = _value_with_blocks(src, _SHORT_TABLES, lambda layout: layout.method == QuantizationMethod.CODEBOOK
+                                      and not int(layout.base3) and int(layout.entries) < (1 << int(layout.bits))
+                                      and int(layout.bits) in (1, 2, 4, 8))
     at, row, layout = src.choice(found)
     bits = int(layout.bits)
     k = src.integer(0, layout.code_count - 1)

@@ -378,11 +378,11 @@ def read_portable(encoded, model, opened: Opened | None = None) -> Decoded:
     try:
         parsed = payload_schema(geometry).parse(raw, buffer=raw)   # arrays view raw, uncopied
     except HurrayDeclError as err:
-        raise err.rebased(0, path)
+        raise err.rebased(0, path) from None
     except cs.ConstructError as exc:  # the length was checked above; this is a guard
         raise OnnxLightError("OL-WIRE-28", f"raw_data does not parse: {exc}", path=f"{path} -> raw_data") from exc
     runs, codes = [], []
-    for run, (name, records) in zip(merge_runs(geometry.runs),
+    for run, (_name, records) in zip(merge_runs(geometry.runs),
                                     ((k, v) for k, v in parsed.blocks.items() if k.startswith("run_"))):
         runs.append(RunArrays(run.layout, records["scale"].copy(), records["zero_point"].copy(),
                               records["offset"].copy(), records["codebook"].reshape(run.blocks, -1).copy()))

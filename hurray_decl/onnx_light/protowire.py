@@ -152,7 +152,8 @@ class _Walker:
             if wire == 4:
                 if group != number:
                     raise WireError(pos, f"end-group key for field {number} outside its group")
-                self.row(pos, after, f"{path}:end_group" if path else "end_group", f"field {number}, wire type 4 (end group)")
+                self.row(pos, after, f"{path}:end_group" if path else "end_group",
+                         f"field {number}, wire type 4 (end group)")
                 return after
             fd = descriptor.fields_by_number.get(number) if descriptor is not None else None
             expected = None if fd is None else _WIRE_OF_TYPE.get(fd.type, 0)

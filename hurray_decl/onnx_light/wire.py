@@ -118,8 +118,8 @@ def _block_element(layout: QuantizationBlockLayout) -> pb.TypeProto:
     p = s.field.add()
     p.name = BLOCK_FIELDS[0]
     p.constant.CopyFrom(int64_constant(layout.header(), [9]))
-    tensors: tuple[tuple[int, list[int]], ...] = ((DOUBLE, []), (DOUBLE, []), (DOUBLE, []), (DOUBLE, [layout.table_size]),
-               (UINT8, [layout.code_bytes]))
+    tensors: tuple[tuple[int, list[int]], ...] = (
+        (DOUBLE, []), (DOUBLE, []), (DOUBLE, []), (DOUBLE, [layout.table_size]), (UINT8, [layout.code_bytes]))
     for name, (elem_type, dims) in zip(BLOCK_FIELDS[1:], tensors):
         add_tensor(s, name, elem_type, dims)
     return element

@@ -170,7 +170,8 @@ def test_the_other_conversions_round_trip(model, tmp_path):
     entry = {e["name"]: e for e in json.loads((tmp_path / "back" / "manifest.json").read_text())["tensors"]}["q8_0"]
     files = [str(tmp_path / "back" / entry["descriptor"])]
     buffers = [arg for b in entry["buffers"] for arg in ("--buffer", str(tmp_path / "back" / b))]
-    to_ort = cli("convert", *files, *buffers, "--to", "ort", "--name", "w", "-o", str(tmp_path / "w.onnx"), cwd=tmp_path)
+    to_ort = cli("convert", *files, *buffers, "--to", "ort", "--name", "w", "-o", str(tmp_path / "w.onnx"),
+                 cwd=tmp_path)
     assert to_ort.returncode == 0, to_ort.stderr
     to_ol = cli("convert", *files, *buffers, "--to", "onnx-light", "-o", str(tmp_path / "w2.onnx"), cwd=tmp_path)
     assert to_ol.returncode == 0, to_ol.stderr
@@ -224,7 +225,7 @@ def workplace(model, tmp_path_factory):
     (folder / "full" / "keep.txt").write_text("mine\n")
     np.save(folder / "x.npy", np.ones((4, 32), np.float32))
     np.save(folder / "words.npy", np.array(["a", "b"]))
-    descriptor, buffers = hd.quantize(np.ones((4, 32), np.float32), "per_block_affine")
+    descriptor, _ = hd.quantize(np.ones((4, 32), np.float32), "per_block_affine")
     (folder / "desc.bin").write_bytes(hd.write_tensor_descriptor(descriptor))
     assert cli("convert", "model.gguf", "--to", "onnx-light", "-o", "model.onnx", cwd=folder).returncode == 0
     return folder

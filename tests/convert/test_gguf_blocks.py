@@ -74,7 +74,8 @@ def test_negative_zero_and_zero_scale_blocks_are_pinned():
     blocks["qs"][1] = 0x0F                            # d = +0: q - 8 < 0 gives -0, q - 8 >= 0 gives +0
     raw = blocks.view(np.uint8)
     expected = gguf.quants.dequantize(raw, Q.Q4_0).reshape(3, 32)
-    assert np.signbit(expected[0]).all() and not np.signbit(expected[1, :16]).any() and np.signbit(expected[1, 16:]).all()
+    assert np.signbit(expected[0]).all()
+    assert not np.signbit(expected[1, :16]).any() and np.signbit(expected[1, 16:]).all()
     value = gguf_to_onnx_light(raw, "Q4_0", (96,))
     assert np.array_equal(bits(dequantize_value(value)), bits(expected))
     first, second, third = decode_plan(value).runs[0].blocks

@@ -73,7 +73,8 @@ def test_transposed_parts_hold_the_transposed_tensor():
                        "float32", rng.integers(0, 16, (5, 4)))
     flipped = parts.transposed()
     assert (flipped.axis, flipped.codes.shape, flipped.grid_shape) == (0, (64, 5), (4, 5))
-    assert np.array_equal(hd.dequantize(*hurray_parts.from_block_parts(flipped)), hd.dequantize(*hurray_parts.from_block_parts(parts)).T)
+    assert np.array_equal(hd.dequantize(*hurray_parts.from_block_parts(flipped)),
+                          hd.dequantize(*hurray_parts.from_block_parts(parts)).T)
     assert np.array_equal(flipped.transposed().scales, parts.scales)
 
 

@@ -143,7 +143,8 @@ def test_failing_field_is_marked_with_the_manifest_rule_and_in_sight(open_page, 
     assert errs == span(dump, failing_row(dump))
     problem = view.evaluate("""() => { const p = document.getElementById('problem');
         return {hidden: p.hidden, code: p.querySelector('.code').textContent,
-                message: p.querySelector('.message').textContent, rule: p.querySelector('.rule-text').textContent}; }""")
+                message: p.querySelector('.message').textContent,
+                rule: p.querySelector('.rule-text').textContent}; }""")
     assert problem == {"hidden": False, "code": code, "message": str(dump.error), "rule": rule(code).text}
     assert view.text_content("#verdict") == f"invalid {code}"
     assert in_sight(view, "#tree .row.fail", "#tree") and in_sight(view, "#hex .b.err", "#hex")

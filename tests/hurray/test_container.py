@@ -187,7 +187,8 @@ def test_crc_flag_clear_with_zero_is_not_verified():
 
 
 @pytest.mark.rules("HF-HDR-03", "HF-HDR-18")
-@pytest.mark.parametrize("data,code", [(b"", "HF-HDR-03"), (b"HRRYFIL", "HF-HDR-03"), (b"HRRYFILF" + bytes(200), "HF-HDR-03"),
+@pytest.mark.parametrize("data,code", [(b"", "HF-HDR-03"), (b"HRRYFIL", "HF-HDR-03"),
+                                       (b"HRRYFILF" + bytes(200), "HF-HDR-03"),
                                        (vector("v04-no-tensors.hrry")[:MIN_FILE_SIZE - 1], "HF-HDR-18"),
                                        (vector("v04-no-tensors.hrry")[:FILE_PREAMBLE.sizeof()], "HF-HDR-18")])
 def test_short_or_foreign_input(data, code):
@@ -274,7 +275,8 @@ def test_empty_tensor_is_placed_like_any_other():
 
 @pytest.mark.rules("HF-DATA-14", "HF-DATA-10", "HF-DATA-09")
 def test_composites_pre_order_both_placements():
-    for name, head_offset in (("v06-composite-reference-placement.hrry", 4096), ("v07-composite-spec-placement.hrry", 117)):
+    for name, head_offset in (("v06-composite-reference-placement.hrry", 4096),
+                              ("v07-composite-spec-placement.hrry", 117)):
         c = validate_container(vector(name))
         comp = c.composite("w")
         assert [m.name for m in comp.members] == ["w.c0", "w.c1"]
@@ -316,8 +318,8 @@ def test_composite_checks_on_write_and_read():
     validate_container(write_container([("o", overlay, []), *members]))
     with pytest.raises(HurrayDeclError, match="HF-DATA-16"):  # the base must come first
         write_container([("o", overlay, []), *members[::-1]])
-    heads = [(f"h{i}", TensorDescriptor(type_tag=3, shape=(1,), layout=CompositeHead(composition_rule=3, member_count=1)),
-              []) for i in range(9)]
+    head = CompositeHead(composition_rule=3, member_count=1)
+    heads = [(f"h{i}", TensorDescriptor(type_tag=3, shape=(1,), layout=head), []) for i in range(9)]
     write_container(heads[1:] + [("leaf", *f32((1,)))])  # 8 levels
     with pytest.raises(HurrayDeclError, match="HF-DATA-17"):
         write_container(heads + [("leaf", *f32((1,)))])

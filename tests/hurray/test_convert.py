@@ -15,7 +15,8 @@ Q = gguf.GGMLQuantizationType
 
 
 def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
-    return a.shape == b.shape and np.array_equal(a.astype(np.float32).view(np.uint32), b.astype(np.float32).view(np.uint32))
+    return a.shape == b.shape and np.array_equal(a.astype(np.float32).view(np.uint32),
+                                                 b.astype(np.float32).view(np.uint32))
 
 
 @pytest.mark.parametrize("kind", [Q.Q4_0, Q.Q8_0, Q.Q5_0, "Q4_0", "Q8_0"])

@@ -121,7 +121,7 @@ def test_a_refusal_is_never_decided_by_the_compiled_parse(case):
             assert declaration.parse_fast(data, False) is None
     with pytest.raises(HurrayDeclError) as caught:
         read_tensor_descriptor(data)
-    spans, traced = trace_tensor_descriptor(data)
+    _, traced = trace_tensor_descriptor(data)
     assert traced is not None
     assert _outcome(caught.value) == _outcome(traced)
     assert caught.value.code == rule

@@ -9,6 +9,7 @@ hand-written offset.
 from __future__ import annotations
 
 import struct
+from itertools import pairwise
 from typing import Callable
 
 import pytest
@@ -137,7 +138,7 @@ HANDLE_STEPS = [
     (at("buffers -> 0 -> memory_class", u8(0x03)), "HT-BUFT-22"),
 ]
 HANDLE_PAIRS = [
-    (f"12 handle {a[1]} < {b[1]}", DENSE, *a, *b) for a, b in zip(HANDLE_STEPS, HANDLE_STEPS[1:])
+    (f"12 handle {a[1]} < {b[1]}", DENSE, *a, *b) for a, b in pairwise(HANDLE_STEPS)
     if not (a[1] in ("HT-BUFT-12",) and b[1] == "HT-BUFT-13")  # the same field: see below
 ] + [("12 handle HT-BUFT-12 < HT-BUFT-18", DENSE, HANDLE_STEPS[4][0], "HT-BUFT-12", HANDLE_STEPS[6][0],
       "HT-BUFT-18")]

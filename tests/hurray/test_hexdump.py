@@ -41,8 +41,8 @@ def spec_table() -> list[tuple[int, str, str, str]]:
 
 def test_markdown_of_the_worked_example_matches_the_specification_table():
     markdown = hexdump(WORKED_EXAMPLE, kind="quantization", format="markdown")
-    lines = [l for l in markdown.splitlines() if l.startswith("| ") and not l.startswith("| Offset")]
-    ours = [tuple(c.strip() for c in l.strip("|").split("|")) for l in lines]
+    lines = [line for line in markdown.splitlines() if line.startswith("| ") and not line.startswith("| Offset")]
+    ours = [tuple(c.strip() for c in line.strip("|").split("|")) for line in lines]
     expected = spec_table()
     assert len(expected) == 8 and len(ours) == 8
     for (offset, hexbytes, field, value), (o, h, f, v) in zip(expected, ours):

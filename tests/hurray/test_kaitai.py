@@ -778,8 +778,8 @@ def read_kaitai_tensor(data: bytes) -> TensorOutcome:
 def _without_cross_checks(data: bytes) -> set[str]:
     """The rule read_tensor_descriptor refuses ``data`` with when its cross-section checks
     (which the .ksy partly cannot express) are switched off; empty when it then accepts."""
-    stages = ("check_descriptor", "check_scalar", "check_layout_rank", "check_buffer_table", "check_quantization", "check_shard",
-              "check_statistics", "check_composite_member", "check_extents")
+    stages = ("check_descriptor", "check_scalar", "check_layout_rank", "check_buffer_table", "check_quantization",
+              "check_shard", "check_statistics", "check_composite_member", "check_extents")
     with mock.patch.multiple(tensor_reader, **{name: lambda *a, **k: None for name in stages}):
         try:
             read_tensor_descriptor(data)
@@ -1244,7 +1244,7 @@ def test_mutated_tensor_descriptors_agree(data: bytes) -> None:
 @given(mutant=invalid_tensor_descriptors())
 def test_rule_labelled_mutants_agree(mutant: tuple[bytes, str]) -> None:
     """hurray_decl.hurray.strategies' mutants: one valid descriptor changed to break one reader rule."""
-    data, rule = mutant
+    data, _ = mutant
     k, c = assert_tensor_agree(data)
     assert not c.accepted
     if not c.unexpressed:

@@ -95,7 +95,8 @@ def reference(descriptor, buffers) -> np.ndarray:
                 s = np.float32(2.0 ** (bytes(buffers[q.scale_buffer_index])[b] - 127))
                 x = np.float32(s * np.float32(value))
             elif isinstance(q, hd.NF4):
-                x = np.float32(scale_value(bytes(buffers[q.scale_buffer_index]), b, "float32") * np.float32(NF4_TABLE[value]))
+                scale = scale_value(bytes(buffers[q.scale_buffer_index]), b, "float32")
+                x = np.float32(scale * np.float32(NF4_TABLE[value]))
             else:
                 s = scale_value(bytes(buffers[q.scale_buffer_index]), b, scale_type)
                 z = 0 if q.symmetric else struct.unpack_from("<i", bytes(buffers[q.zero_point_buffer_index]), 4 * b)[0]
@@ -228,7 +229,8 @@ CASES = [
     ("per_tensor_affine", {}), ("per_tensor_affine", {"symmetric": False, "storage": "uint4"}),
     ("per_tensor_affine", {"storage": "int32"}), ("per_channel_affine", {"axis": 1, "symmetric": False}),
     ("per_channel_affine", {"storage": "int16"}), ("per_block_affine", {"storage": "int4", "block_size": 8}),
-    ("per_block_affine", {"symmetric": False, "storage": "uint2", "axis": 0, "block_size": 4, "scale_type": "bfloat16"}),
+    ("per_block_affine",
+     {"symmetric": False, "storage": "uint2", "axis": 0, "block_size": 4, "scale_type": "bfloat16"}),
     ("per_block_affine", {"symmetric": False, "scale_type": "float16", "block_size": 16}),
     ("nf4", {"block_size": 8}), ("mxfp", {"block_size": 16}), ("mxfp", {"block_size": 16, "storage": "float8_e5m2"}),
     ("mxfp", {"block_size": 16, "storage": "float4_e2m1"}), ("mxfp", {"block_size": 16, "storage": "float6_e2m3"}),
@@ -376,8 +378,9 @@ def test_out_must_fit():
 def test_large_dequantization_stays_within_its_memory_bound(tmp_path):
     rows, cols = 512, 4096  # 2 Mi elements, 8 MiB of float32 output
     rng = np.random.default_rng(0)
-    descriptor, buffers = tensor_numerics.quantize(rng.standard_normal((rows, cols)).astype(np.float32), "per_block_affine",
-                                         block_size=32, storage="int4", scale_type="float16", symmetric=False)
+    descriptor, buffers = tensor_numerics.quantize(rng.standard_normal((rows, cols)).astype(np.float32),
+                                                   "per_block_affine", block_size=32, storage="int4",
+                                                   scale_type="float16", symmetric=False)
     out = np.lib.format.open_memmap(tmp_path / "out.npy", mode="w+", dtype=np.float32, shape=(rows, cols))
     seen = []
     tracemalloc.start()
@@ -403,5 +406,6 @@ def test_quantize_refuses_a_storage_type_the_scheme_does_not_list(scheme_name):
 def test_symmetric_unsigned_storage_refuses_negative_values():
     with raises_rule("HQ-ZP-02", path="symmetric"):
         tensor_numerics.quantize(-np.ones((2, 64), np.float32), "per_block_affine", storage="uint4", symmetric=True)
-    descriptor, buffers = tensor_numerics.quantize(np.full((2, 64), 3.0, np.float32), "per_block_affine", storage="uint4")
+    descriptor, buffers = tensor_numerics.quantize(np.full((2, 64), 3.0, np.float32), "per_block_affine",
+                                                   storage="uint4")
     assert np.array_equal(hd.dequantize(descriptor, buffers), np.full((2, 64), 3.0, np.float32))

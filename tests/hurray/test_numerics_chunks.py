@@ -342,7 +342,7 @@ def test_dequantizing_threads_meet_a_registering_thread(private_tags):
 def test_nf4_ties_go_to_the_lower_level():
     midpoints = [(NF4_TABLE[i] + NF4_TABLE[i + 1]) / 2 for i in range(15)]
     block = np.array([[1.0] + midpoints + [0.0] * 16])  # absmax 1: ratio = value, exactly
-    descriptor, buffers = tensor_numerics.quantize(block, "nf4", block_size=32)
+    _, buffers = tensor_numerics.quantize(block, "nf4", block_size=32)
     codes = storage.unpack_codes(np.frombuffer(buffers[0], np.uint8), 4, 32)
     assert codes[1:16].tolist() == list(range(15))  # the lower of the two levels each time
     assert codes[0] == 15 and codes[16:].tolist() == [7] * 16
@@ -431,7 +431,8 @@ def test_pair_tables_of_shared_code_tables_are_built_once(storage_name):
     table gets the same one, so repeated dequantization keeps no table per call (memory bounded
     whatever the number of calls)."""
     x = np.random.default_rng(5).standard_normal((8, 64))
-    plans = [tensor_numerics.prepare_dequantize(*tensor_numerics.quantize(x * scale, "mxfp", block_size=32, storage=storage_name)).plan
+    plans = [tensor_numerics.prepare_dequantize(*tensor_numerics.quantize(x * scale, "mxfp", block_size=32,
+                                                                          storage=storage_name)).plan
              for scale in (1, 3)]
     assert plans[0].pairs is plans[1].pairs and not plans[0].pairs.flags.writeable
     assert plans[0].pairs.shape == (65536,) and plans[0].pairs.dtype == np.uint64

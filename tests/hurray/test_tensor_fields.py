@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 
 from hurray_decl.errors import ArgumentError
@@ -18,7 +20,7 @@ def test_fields_follow_each_other_without_gaps():
     for data in (BASE, QUANTIZED, vector("sharded_f32_8x4.bin"), vector("csr_f32_3x3.bin")):
         leaves = sorted((o, s) for n, (o, s) in field_spans(data).items() if n != "quantization")
         assert leaves[0][0] == 0 and sum(s for _, s in leaves) == len(data)
-        assert all(a + s == b for (a, s), (b, _) in zip(leaves, leaves[1:]))
+        assert all(a + s == b for (a, s), (b, _) in pairwise(leaves))
 
 
 def test_quantization_fields_sit_inside_the_payload():

@@ -125,7 +125,8 @@ CLAIMS = {
                                  + b"\x02" + handle_bytes(LARGEST) + handle_bytes(LARGEST)),
     "per-block 2^63 axis": framed(header(0x48, 0x01, 64, flags=1) + u64(HUGE) * 64 + u64(0) + b"\x02"
                                   + handle_bytes(LARGEST) + handle_bytes(LARGEST) + u32(24)
-                                  + bytes([3, 1, 1, 0]) + u32(5) + u32(2) + u32(1) + u32(0xFFFFFFFF) + b"\x03\x00\x00\x00"),
+                                  + bytes([3, 1, 1, 0]) + u32(5) + u32(2) + u32(1) + u32(0xFFFFFFFF)
+                                  + b"\x03\x00\x00\x00"),
     "paged 2^64-1 pages": framed(header(0x03, 0x0A, 3) + u64(HUGE) * 3 + u64(0) + u32(2**32 - 1) + u64(LARGEST)
                                  + u32(0) + u32(2**32 - 1) + b"\x02" + u32(0) + b"\x00" + bytes(6) + b"\x03"
                                  + handle_bytes(LARGEST) * 3),

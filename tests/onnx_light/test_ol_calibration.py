@@ -209,7 +209,8 @@ def test_explicit_parameters_and_caller_type():
     np.testing.assert_array_equal(dequantize_value(encoded, model), X8)
     inline = quantize_with_type(X8, t)
     assert inline.struct_type == t
-    assert inline.raw_data == quantize_array(X8, edit_blocks(make_quantization_plan(F.INT4, 8, 4), scale=[1, 2])).raw_data
+    plan = edit_blocks(make_quantization_plan(F.INT4, 8, 4), scale=[1, 2])
+    assert inline.raw_data == quantize_array(X8, plan).raw_data
 
 
 def test_unnamed_type_driven_encodes_carry_an_empty_name():

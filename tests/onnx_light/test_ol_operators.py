@@ -217,7 +217,8 @@ def test_type_and_shape_inference():
     # without a concrete encoded initializer only the dtype is known
     graph2 = helper.make_graph([quantize_node(), dequantize_node(T.FLOAT)], "g2",
                                [helper.make_tensor_value_info("X", T.FLOAT, [8])], [])
-    info2 = {v.name: v.type for v in infer_shapes_model(helper.make_model(graph2, opset_imports=OPSETS)).graph.value_info}
+    inferred2 = infer_shapes_model(helper.make_model(graph2, opset_imports=OPSETS))
+    info2 = {v.name: v.type for v in inferred2.graph.value_info}
     assert info2["Y"].tensor_type.elem_type == T.FLOAT and not info2["Y"].tensor_type.HasField("shape")
     # with parameter_ref, Quantize's physical type is the compact one
     model3 = helper.make_model(helper.make_graph([quantize_node(parameter_ref="s")], "g3",
@@ -225,7 +226,8 @@ def test_type_and_shape_inference():
                                opset_imports=OPSETS)
     compact = add_quantization_parameters(model3, "s", int4_type(), helper.make_tensor_type_proto(T.FLOAT, [8]),
                                           scales=np.array(1, np.float32))
-    info3 = {v.name: TypeProto.FromString(v.type.SerializeToString()) for v in infer_shapes_model(model3).graph.value_info}
+    info3 = {v.name: TypeProto.FromString(v.type.SerializeToString())
+             for v in infer_shapes_model(model3).graph.value_info}
     assert info3["Q"].struct_type == compact
 
 

@@ -477,7 +477,7 @@ from hurray_decl.onnx_light import StructTypeProto  # noqa: E402
 
 @given(ort_cases(), st.data())
 def test_mutated_ort_values_raise_only_hurray_errors(case, data):
-    bits, block, dtype, scales, zps, x = case
+    bits, block, _, scales, zps, x = case
     plan = edit_blocks(make_matmul_nbits_plan(ORT[bits], *x.shape, block), scale=scales, zero_point=zps)
     encoded = quantize_array(x, plan)
     mutated = type(encoded)()

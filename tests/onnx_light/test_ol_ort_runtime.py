@@ -39,7 +39,8 @@ def _model(inputs, k):
     graph = helper.make_graph(
         [node], "matmul_nbits", [helper.make_tensor_value_info("A", TensorProto.FLOAT, [M, k])],
         [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [M, inputs.n])], initializer=initializers)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("com.microsoft", 1)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21),
+                                                    helper.make_opsetid("com.microsoft", 1)])
     onnx.checker.check_model(model)
     return model
 
@@ -110,7 +111,8 @@ def test_float16_matrices_in_onnxruntime(bits, zero_points):
     graph = helper.make_graph([node], "f16", [helper.make_tensor_value_info("A", TensorProto.FLOAT16, [M, k])],
                               [helper.make_tensor_value_info("Y", TensorProto.FLOAT16, [M, N])],
                               initializer=initializers)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("com.microsoft", 1)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21),
+                                                    helper.make_opsetid("com.microsoft", 1)])
     a = rng.standard_normal((M, k)).astype(np.float16)
     (y,) = _session(model).run(None, {"A": a})
     w = dequantize_value(encoded).astype(np.float64)

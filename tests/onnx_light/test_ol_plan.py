@@ -43,7 +43,8 @@ def test_factory_runs():
     plan = edit_blocks(make_quantization_plan(F.INT8, 16, 4), scale=[1, 2, 4, 8])
     x = np.arange(16, dtype=np.float32).reshape(2, 8)
     _, decoded = roundtrip(x, plan)
-    np.testing.assert_array_equal(decoded, np.array([0, 1, 2, 3, 4, 4, 6, 8, 8, 8, 8, 12, 16, 16, 16, 16]).reshape(2, 8))
+    np.testing.assert_array_equal(decoded,
+                                  np.array([0, 1, 2, 3, 4, 4, 6, 8, 8, 8, 8, 12, 16, 16, 16, 16]).reshape(2, 8))
 
 
 @pytest.mark.parametrize("fmt", [F.ORT_MATMULNBITS_INT2, F.ORT_MATMULNBITS_INT4, F.ORT_MATMULNBITS_INT8])
@@ -142,7 +143,8 @@ REFUSALS = [
     (lambda: raises_rule("OL-PLAN-23"), F.TILED_FLOAT, 4, _block(codebook=[1.0, 2.0])),
     (lambda: raises_rule("OL-PLAN-24"), F.INT4, 4, _layout(base3=1)),
     (lambda: raises_rule("OL-PLAN-24"), F.NF4, 4, _layout(base3=1)),
-    (lambda: raises_rule("OL-PLAN-25"), F.SQUEEZELLM, 4, _layout(books=2**32 - 1, vector_size=2**32 - 1, bits=16, entries=2**16)),
+    (lambda: raises_rule("OL-PLAN-25"), F.SQUEEZELLM, 4,
+     _layout(books=2**32 - 1, vector_size=2**32 - 1, bits=16, entries=2**16)),
     (lambda: raises_rule("OL-PLAN-26"), F.INT4, 4, _plan(matrix_shape=[2, 2])),
     (lambda: raises_rule("OL-PLAN-27"), F.INT4, 4, _count(3)),
     (lambda: raises_rule("OL-PLAN-27"), F.INT4, 4, _count(1)),
@@ -157,7 +159,8 @@ REFUSALS = [
     (lambda: raises_rule("OL-PLAN-31"), F.INT4, 4, _plan(transform_size=2, forward=[1, 0, 0], inverse=[1, 0, 0, 1])),
     (lambda: raises_rule("OL-PLAN-32"), F.INT4, 4, _plan(transform_size=3, forward=np.eye(3).ravel().tolist(),
                                     inverse=np.eye(3).ravel().tolist())),
-    (lambda: raises_rule("OL-PLAN-33"), F.INT4, 4, _plan(transform_size=2, forward=[1, 0, 0, NAN], inverse=[1, 0, 0, 1])),
+    (lambda: raises_rule("OL-PLAN-33"), F.INT4, 4,
+     _plan(transform_size=2, forward=[1, 0, 0, NAN], inverse=[1, 0, 0, 1])),
     (lambda: raises_rule("OL-PLAN-34"), F.INT4, 4, _plan(transform_size=2, forward=[1, 0, 0, 2], inverse=[1, 0, 0, 1])),
     (lambda: raises_rule("OL-PLAN-35"), F.QUAROT, 4, lambda p: p),
     (lambda: raises_rule("OL-PLAN-35"), F.SMOOTHQUANT, 4, lambda p: p),

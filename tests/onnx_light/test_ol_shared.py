@@ -299,8 +299,9 @@ def test_shared_type_ref_shares_no_parameters():
                                                  type=onnx.TypeProto.FromString(reference.SerializeToString())))
         model.graph.node.append(helper.make_node("Dequantize", [f"Q{index}"], [f"Y{index}"], domain="ai.rt",
                                                  dtype=T.FLOAT))
-    model.graph.output.extend([helper.make_value_info("Q0", onnx.TypeProto()), helper.make_value_info("Q1", onnx.TypeProto())])
-    y0, y1, q0, q1 = make_reference_evaluator(model).run(["Y0", "Y1", "Q0", "Q1"], {"X0": X0, "X1": X1})
+    model.graph.output.extend([helper.make_value_info("Q0", onnx.TypeProto()),
+                               helper.make_value_info("Q1", onnx.TypeProto())])
+    _, y1, q0, q1 = make_reference_evaluator(model).run(["Y0", "Y1", "Q0", "Q1"], {"X0": X0, "X1": X1})
     np.testing.assert_array_equal(y1, X1)            # calibrated on its own: no saturation
     assert not q0.encoded.HasField("parameter_ref") and q0.encoded.struct_type.type_ref == 1
     assert q0.raw_data[1:9] != q1.raw_data[1:9]       # different scales, each in its own payload
@@ -321,7 +322,8 @@ def _with_initializer(mutate):
 def test_shared_encoded_initializers():
     assert check_model_values(_with_initializer(lambda v: None)) == 1
     with raises_rule("OL-SHR-21"):
-        check_model_values(_with_initializer(lambda v: v.logical_type.tensor_type.shape.dim[0].__setattr__("dim_value", 5)))
+        check_model_values(_with_initializer(
+            lambda v: v.logical_type.tensor_type.shape.dim[0].__setattr__("dim_value", 5)))
     with raises_rule("OL-SHR-22"):
         check_model_values(_with_initializer(lambda v: v.struct_type.__setattr__("name", "other")))
     with raises_rule("OL-SHR-23"):

@@ -275,7 +275,8 @@ def test_14_14_nearest_level(fmt, scale):
 
 def test_14_14_affine_formula():
     x = np.linspace(-2, 8, 201)
-    plan = edit_blocks(make_quantization_plan(F.GPTQ, x.size, block_size=x.size), scale=0.125, zero_point=3.0, offset=3.141)
+    plan = edit_blocks(make_quantization_plan(F.GPTQ, x.size, block_size=x.size), scale=0.125, zero_point=3.0,
+                       offset=3.141)
     codes = np.clip(np.rint((x - 3.141) / 0.125 + 3), 0, 15)
     np.testing.assert_allclose(roundtrip(x, plan)[1], (codes - 3) * 0.125 + 3.141, rtol=0, atol=1e-15)
 
@@ -305,7 +306,7 @@ def test_14_14_catalogue_sweep(fmt):
 def test_bfloat16_source_widened_exactly():
     x = np.array([1.5, -2.25, 3.0], dtype=ml_dtypes.bfloat16)
     plan = edit_layout(make_quantization_plan(F.TILED_FLOAT, 3), cast_type=11)
-    encoded, decoded = roundtrip(x, plan)
+    _, decoded = roundtrip(x, plan)
     assert decoded.dtype == x.dtype
     np.testing.assert_array_equal(decoded.astype(np.float32), x.astype(np.float32))
 

@@ -155,9 +155,9 @@ def set_header(value: EncodedValueProto, position: int, number: int) -> EncodedV
 
 def _model_with(entries) -> ModelProto:
     model = ModelProto()
-    for type_id, struct in entries:
+    for type_id, struct_type in entries:
         entry = model.struct_types.add()
-        entry.CopyFrom(struct)
+        entry.CopyFrom(struct_type)
         if type_id is not None:
             entry.type_id = type_id
     return model

@@ -47,7 +47,8 @@ class CompositeWalk:
         """True once the first head given and all it binds are complete."""
         return self.started and not self.stack
 
-    def _fail(self, code: str, message: str, name: str, actual: object = None, expected: object = None) -> RuleViolation:
+    def _fail(self, code: str, message: str, name: str, actual: object = None,
+              expected: object = None) -> RuleViolation:
         return RuleViolation(code, message, path=f"file -> tensor {name!r}", offset=self.locate(name),
                              actual=actual, expected=expected)
 
@@ -99,7 +100,8 @@ class CompositeWalk:
             if role != wanted:
                 raise self._fail("HF-DATA-16", "an overlay's first member is its base, the others corrections",
                                  name, role, wanted)
-            if position == 0 and ((shard is not None and any(shard.shard_offset)) or tuple(d.shape) != tuple(head.shape)):
+            moved = any(shard.shard_offset) if shard is not None else False
+            if position == 0 and (moved or tuple(d.shape) != tuple(head.shape)):
                 raise self._fail("HF-DATA-16", "an overlay's base spans the whole index space", name,
                                  list(d.shape), list(head.shape))
         elif d.composite_member is not None:

@@ -102,7 +102,8 @@ class CountWithin(cs.Subconstruct):
         if count * size > left:
             raise TruncatedError(
                 self.code, f"{self.what} cannot fit in the bytes left in its section",
-                path=construct_path(path), offset=offset, actual=count, expected=f"<= {left // size} ({left} bytes left)")
+                path=construct_path(path), offset=offset, actual=count,
+                expected=f"<= {left // size} ({left} bytes left)")
         return count
 
     def _build(self, obj, stream, context, path):

@@ -365,8 +365,8 @@ def open_container(data: Any, *, permissive: bool = False) -> Container:
     size = len(view)
     positions: dict[str, int] = {}
     if size < len(FILE_MAGIC):
-        raise TruncatedError("HF-HDR-03", "the input is shorter than the container magic", path="file -> header -> magic",
-                             offset=0, actual=f"{size} bytes", expected=">= 8 bytes")
+        raise TruncatedError("HF-HDR-03", "the input is shorter than the container magic",
+                             path="file -> header -> magic", offset=0, actual=f"{size} bytes", expected=">= 8 bytes")
     parse_at(FILE_PREAMBLE, view, 0, min(size, HEADER_LENGTH), "file -> header", "HF-HDR-18")
     if size < MIN_FILE_SIZE:
         # The header fields the input holds are checked first, in wire order.

@@ -46,7 +46,8 @@ class _Stream:
         data = b"".join(parts)
         if len(data) != count:
             raise TruncatedError("HF-DATA-24", "the stream ends inside a tensor", path=where,
-                                 offset=self.position + len(data), actual=f"{len(data)} bytes", expected=f"{count} bytes")
+                                 offset=self.position + len(data), actual=f"{len(data)} bytes",
+                                 expected=f"{count} bytes")
         self.position += count
         return data
 

@@ -324,7 +324,7 @@ def _moved_descriptor(draw: st.DrawFn, p: Patch) -> bytes:
     """A later tensor's descriptor moved 8 bytes into its own alignment padding: still placed
     right for its buffers, but no longer where the previous tensor ends."""
     for i in p.c.write_order()[1:]:
-        d, where = p.c.place(i)
+        _, where = p.c.place(i)
         if where.buffers and where.descriptor_end + 8 <= where.buffers[0][0]:
             start, end = where.descriptor_start, where.descriptor_end
             raw = bytes(p.data[start:end])

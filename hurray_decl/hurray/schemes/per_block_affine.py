@@ -134,7 +134,8 @@ def quantize(x: np.ndarray, options: Any) -> Quantized:
                          options.storage)
     scale_tag = {name: tag for tag, name in SCALE_TYPES.items()}[options.scale_type]
     model = PerBlockAffine(axis=options.axis, block_size=options.block_size, scale_buffer_index=1,
-                           flags=SYMMETRIC if options.symmetric else 0, zero_point_buffer_index=None if options.symmetric else 2,
+                           flags=SYMMETRIC if options.symmetric else 0,
+                           zero_point_buffer_index=None if options.symmetric else 2,
                            scale_type_tag=scale_tag)
     parameters = (scales,) + (() if options.symmetric else (zeros.astype("<i4"),))
     return Quantized(model, codes.reshape(-1), parameters)

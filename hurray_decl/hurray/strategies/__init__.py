@@ -32,7 +32,8 @@ valid descriptor written by :func:`~hurray_decl.hurray.tensor.write_tensor_descr
 its path in the reader's trace and packed to the width its declaration gives it
 (:mod:`.patching`); the few that change the structure itself (rank, buffer count, a section
 added) build the parts from their own declarations. No offset is written by hand. Shrinking
-stays local: a failing case shrinks to a small descriptor with the smallest offending value. Where changing the field necessarily disturbs a later check too
+stays local: a failing case shrinks to a small descriptor with the smallest offending value.
+Where changing the field necessarily disturbs a later check too
 (a CSF tensor of rank 2 cannot keep the 2 x 3 + 1 buffers of rank 3), the rule the mutant is
 labelled with is the one a reader meets first in the order of DIGEST Appendix A.
 

@@ -45,7 +45,8 @@ def _truncated(draw: st.DrawFn) -> bytes:
     data = write_tensor_descriptor(draw(ANY))
     if draw(st.booleans()):  # the input ends before descriptor_length
         return data[:draw(st.integers(0, len(data) - 1))]
-    return with_length(data[:draw(st.integers(HEADER_LENGTH, len(data) - 1))])  # descriptor_length ends inside a section
+    # descriptor_length ends inside a section
+    return with_length(data[:draw(st.integers(HEADER_LENGTH, len(data) - 1))])
 
 
 @mutant("HT-HDR-09")

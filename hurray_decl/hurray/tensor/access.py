@@ -49,10 +49,11 @@ from hurray_decl.hurray.tensor.layouts import (
 from hurray_decl.hurray.tensor.model import TensorDescriptor
 from hurray_decl.hurray.tensor.validate import DataContext, validate_buffers
 
-__all__ = ["PagedCodes", "block_paged_codes", "code_dtype", "dense_codes", "flat_boxes", "hilbert_index", "logical_codes",
-           "read_codes", "refuse_unaddressable", "stored_codes_row_major"]
+__all__ = ["PagedCodes", "block_paged_codes", "code_dtype", "dense_codes", "flat_boxes", "hilbert_index",
+           "logical_codes", "read_codes", "refuse_unaddressable", "stored_codes_row_major"]
 
-GRID_ORDERS: dict[int, str] = {TileOrder.ROW_MAJOR: "row-major", TileOrder.COLUMN_MAJOR: "column-major", TileOrder.STRIDED: "strided"}
+GRID_ORDERS: dict[int, str] = {TileOrder.ROW_MAJOR: "row-major", TileOrder.COLUMN_MAJOR: "column-major",
+                               TileOrder.STRIDED: "strided"}
 """Orders a tiled level may give its tile grid or its tile interior (HT-LAY-07)."""
 
 

@@ -139,7 +139,8 @@ class TensorContext:
                       "descriptor -> layout -> strides", actual=f"bytes {start // 8}..{end}",
                       expected=f"inside 0..{have}")
 
-    def component_size(self, index: int, size: int | None, code: str, what: str, writer_code: str = "HT-LAY-92") -> None:
+    def component_size(self, index: int, size: int | None, code: str, what: str,
+                       writer_code: str = "HT-LAY-92") -> None:
         """A sparse or paged component array whose length the descriptor fixes: a lower bound
         for readers (``code``, HD-26 revised), exact for writers (``writer_code``, HT-LAY-92)."""
         if size is None or index >= len(self.buffers):

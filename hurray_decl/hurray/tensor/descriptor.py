@@ -461,7 +461,8 @@ def locate(err: HurrayDeclError, positions: dict[str, int]) -> HurrayDeclError:
     return err
 
 
-def parse_traced(view: bytes, permissive: bool) -> tuple[Any, TensorDescriptor, None] | tuple[Any, None, HurrayDeclError]:
+def parse_traced(view: bytes, permissive: bool) -> (
+        tuple[Any, TensorDescriptor, None] | tuple[Any, None, HurrayDeclError]):
     """The traced parse of ``view`` (a descriptor's first descriptor_length bytes): the recorded
     node tree, the descriptor (None when refused) and the located error."""
     root, value, error = parse_tree(DESCRIPTOR, io.BytesIO(view), params={"permissive": permissive})

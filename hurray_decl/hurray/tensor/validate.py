@@ -111,7 +111,8 @@ class DataContext:
     def padding_zero(self, axis: int, block_size: int, code: str) -> None:
         """Codes of the padding of partial blocks are zero (HQ-PB-18), for row/column-major data."""
         t = self.t
-        if not self.check_padding or axis not in t.padded or not isinstance(t.layout, (RowMajor, ColumnMajor)) or self.element is None:
+        if (not self.check_padding or axis not in t.padded or not isinstance(t.layout, (RowMajor, ColumnMajor))
+                or self.element is None):
             return
         padded = [t.padded.get(k, n) for k, n in enumerate(t.shape)]
         count = t.element_count(padded=True)

@@ -358,7 +358,7 @@ def add_quantization_parameters(model, name: str, storage_type, logical_type, *,
         entry = annotation.quant_parameter_tensor_names.add()
         entry.key, entry.value = role, tensor.name
     sets = parameter_catalogue(trial)
-    for role, tensor in tensors:
+    for _role, tensor in tensors:
         model.graph.initializer.add().ParseFromString(tensor.SerializeToString())
     model.graph.quantization_annotation.add().ParseFromString(annotation.SerializeToString())
     result = pb.StructTypeProto()

@@ -1,0 +1,117 @@
+"""A type checker sees the public API as its real objects, lazy names included.
+
+``hurray_decl``, ``hurray_decl.hurray.tensor``, ``hurray_decl.convert`` and ``hurray_decl.onnx_light``
+import their public names on first use (``__getattr__``); the names are declared as the imports
+of an ``if TYPE_CHECKING:`` block, which is what mypy reads. Were a name left out of that block,
+or the block's import not an explicit re-export, mypy would type it ``Any`` (or refuse it), and
+a misspelt attribute of what it returns would pass unseen. mypy runs here on a small snippet
+with the project's configuration.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SNIPPET = '''
+import numpy as np
+
+import hurray_decl
+from hurray_decl.hurray.container import read_container
+from hurray_decl.hurray.tensor import TensorDescriptor
+from hurray_decl.onnx_light import dequantize_value, quantization_operators
+
+
+def check(data: bytes) -> None:
+    reveal_type(hurray_decl.read_tensor_descriptor(data))
+    reveal_type(hurray_decl.quantize(np.zeros(8, np.float32), "per_tensor_affine"))
+    reveal_type(hurray_decl.dequantize(hurray_decl.read_tensor_descriptor(data), []))
+    reveal_type(read_container("model.hrry").tensor("w").descriptor)
+    reveal_type(hurray_decl.QuantizationDescriptor)
+    reveal_type(hurray_decl.kernels.Plan)
+    reveal_type(TensorDescriptor.model_validate_json)
+    reveal_type(dequantize_value)
+    reveal_type(quantization_operators)
+    hurray_decl.read_tensor_descriptor(data).shapee
+    hurray_decl.quantize(np.zeros(8, np.float32), "nf4")[0].layuot
+'''
+
+EXPECTED = [
+    "hurray_decl.hurray.tensor.model.TensorDescriptor",
+    "tuple[hurray_decl.hurray.tensor.model.TensorDescriptor, list[bytes]]",
+    "numpy.ndarray",
+    "hurray_decl.hurray.tensor.model.TensorDescriptor",
+    "def (*, scheme_tag: int, scheme_version: int =, flags: int =) -> "
+    "hurray_decl.hurray.schemes.quantization.Descriptor",
+    "def (geometry: hurray_decl.hurray.kernels.Geometry,",
+    "-> hurray_decl.hurray.tensor.model.TensorDescriptor",
+    "-> numpy.ndarray",
+    "-> list[type[hurray_decl.onnx_light.operators.Quantize] | type[hurray_decl.onnx_light.operators.Dequantize]]",
+]
+"""What each ``reveal_type`` of the snippet shows (the start of it, or a part naming the real types)."""
+
+
+@pytest.fixture(scope="module")
+def checked(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], list[str]]:
+    api = pytest.importorskip("mypy.api")
+    snippet = tmp_path_factory.mktemp("typing") / "snippet.py"
+    snippet.write_text(SNIPPET)
+    out, err, _ = api.run([str(snippet), "--config-file", str(ROOT / "pyproject.toml"), "--show-error-codes",
+                           "--no-error-summary", "--no-pretty", "--show-absolute-path"])
+    assert not err.strip(), err
+    lines = [line for line in out.splitlines() if line.startswith(str(snippet))]
+    revealed = [m.group(1) for line in lines if (m := re.search(r'note: Revealed type is "(.*)"$', line))]
+    errors = [line for line in lines if ": error: " in line]
+    return revealed, errors
+
+
+def test_the_public_api_reveals_its_real_types(checked: tuple[list[str], list[str]]) -> None:
+    revealed, _ = checked
+    assert len(revealed) == len(EXPECTED), revealed
+    for shown, wanted in zip(revealed, EXPECTED):
+        assert shown != "Any" and wanted in shown, (wanted, shown)
+    assert revealed[0] == EXPECTED[0]  # read_tensor_descriptor(b)
+    assert revealed[1] == EXPECTED[1]  # quantize(...): (descriptor, buffers)
+
+
+def test_a_misspelt_attribute_of_a_result_is_an_error(checked: tuple[list[str], list[str]]) -> None:
+    _, errors = checked
+    assert len(errors) == 2, errors
+    assert '"TensorDescriptor" has no attribute "shapee"' in errors[0] and "[attr-defined]" in errors[0]
+    assert '"TensorDescriptor" has no attribute "layuot"' in errors[1]
+
+
+@pytest.mark.parametrize("package", ["hurray_decl", "hurray_decl.hurray.tensor", "hurray_decl.convert",
+                                     "hurray_decl.onnx_light"])
+def test_lazy_names_are_explicit_re_exports(package: str) -> None:
+    """Every TYPE_CHECKING import of a lazy package is ``name as name``: an explicit re-export,
+    which a checker with ``implicit_reexport = false`` (``--strict``) exports. A plain import
+    there would be a name the package gives at run time and hides from a strict checker."""
+    path = ROOT.joinpath(*package.split("."), "__init__.py")
+    tree = ast.parse(path.read_text())
+    blocks = [node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"]
+    aliases = [alias for block in blocks for node in block.body if isinstance(node, ast.ImportFrom)
+               for alias in node.names]
+    assert aliases, package
+    assert [a.name for a in aliases if a.asname != a.name] == []
+
+
+def test_lazy_names_are_the_type_checking_imports() -> None:
+    """What ``__getattr__`` serves is read from those imports: each name resolves to the object
+    the import names."""
+    import importlib
+
+    from hurray_decl.lazy_modules import lazy_exports
+
+    for package in ("hurray_decl", "hurray_decl.hurray.tensor", "hurray_decl.convert"):
+        module = importlib.import_module(package)
+        declared = lazy_exports(module.__file__)
+        assert set(declared) <= set(module.__all__), package
+        for name, (source, attribute) in declared.items():
+            origin = importlib.import_module(source)
+            assert getattr(module, name) is getattr(origin, attribute), (package, name)

@@ -66,8 +66,8 @@ class LazyAttributes(Mapping[str, Any]):
 
 
 if TYPE_CHECKING:  # a type checker sees the modules themselves, with their types
-    import ml_dtypes
-    import numpy
+    import ml_dtypes as ml_dtypes
+    import numpy as numpy
 else:
     numpy = LazyModule("numpy")
     ml_dtypes = LazyModule("ml_dtypes")

@@ -113,7 +113,8 @@ class SchemeRow(Generic[M]):
     @cached_property
     def length(self) -> int:
         """The fixed encoded length, header included, from the declaration."""
-        return self.struct.sizeof()
+        size: int = self.struct.sizeof()  # construct is untyped
+        return size
 
     @cached_property
     def offsets(self) -> dict[str, tuple[int, int]]:

@@ -17,7 +17,8 @@ from hurray_decl.hurray import kernels
 from hurray_decl.hurray.tables import storage
 from hurray_decl.hurray.tables.element_types import BY_TAG
 from hurray_decl.errors import ArgumentError, UnsupportedError
-from hurray_decl.hurray.schemes.per_block_affine import SCALE_TYPES, SYMMETRIC, PerBlockAffine
+from hurray_decl.hurray.schemes.per_block_affine import SCALE_TYPES, PerBlockAffine
+from hurray_decl.hurray.schemes.quantization import SYMMETRIC
 from hurray_decl.hurray.tensor import RowMajor, TensorDescriptor, validate_buffers
 from hurray_decl.hurray.numerics import assemble, buffer_contents
 from hurray_decl.convert.parts import BlockParts

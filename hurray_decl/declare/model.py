@@ -185,7 +185,8 @@ def build_checked(declaration: cs.Construct, values: Any, where: str, rule: str)
     """Build ``values`` with ``declaration`` (permissive), as a model's own check: a rule error
     keeps its code, with the path under ``where`` and no byte offset (a model has none)."""
     try:
-        return declaration.build(values, permissive=True)
+        built: bytes = declaration.build(values, permissive=True)  # construct is untyped
+        return built
     except HurrayDeclError as err:
         err.offset = None
         raise err.rebased(0, " -> ".join(p for p in ("descriptor", where) if p)) from None

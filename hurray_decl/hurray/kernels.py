@@ -336,7 +336,8 @@ def _at(array: np.ndarray | None, box: Box) -> np.ndarray | None:
     rows = box.rows
     if rows.stop <= n:
         return array[rows, :, lanes]
-    return array[np.arange(rows.start, rows.stop) % n][:, :, lanes]
+    picked: np.ndarray = array[np.arange(rows.start, rows.stop) % n]
+    return picked[:, :, lanes]
 
 
 Repeat = Callable[["np.ndarray", int], "np.ndarray"]

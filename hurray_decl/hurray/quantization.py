@@ -144,7 +144,7 @@ def encode_quantization(descriptor: Descriptor, *, permissive: bool = False) -> 
     if row is None or not isinstance(descriptor, row.model):
         raise tag_error(descriptor.scheme_tag, offset=HEADER_OFFSETS["scheme_tag"], writing=True)
     try:
-        fixed = row.struct.build(descriptor.to_wire())
+        fixed: bytes = row.struct.build(descriptor.to_wire())  # construct is untyped
     except HurrayDeclError:
         raise
     except cs.ConstructError as exc:

@@ -121,11 +121,13 @@ class Statistics(Section):
 
 
 def _packing_ok(value: int, ctx: Any) -> bool:
-    return ctx.bit_width < 8 or value == 1
+    width: int = ctx.bit_width  # a construct context (untyped)
+    return width < 8 or value == 1
 
 
 def _sub_byte_packing(value: int, ctx: Any) -> bool:
-    return ctx.bit_width >= 8 or value * ctx.bit_width == 8
+    width: int = ctx.bit_width
+    return width >= 8 or value * width == 8
 
 
 def _integer_zero(code: str, name: str, subcon: cs.Construct = cs.Int8ul) -> Rule:

@@ -4,7 +4,11 @@ Validating a descriptor needs neither, yet the modules it loads (the schemes, th
 ``numerics``, ``storage``) name them at their top; importing NumPy costs more than the whole
 validation. Those modules write ``from .lazy_modules import numpy as np``: the name stands for
 the module and imports it (thread-safely, through the import system's lock) when an attribute
-is first read. Code at a module's top level must therefore not read ``np.anything``.
+is first read. Code at a module's top level must therefore not read ``np.anything``. A type
+checker sees the modules themselves.
+
+:func:`lazy_exports` reads the public names a package imports on first use from the imports of
+its ``if TYPE_CHECKING:`` block, which is what a type checker reads too.
 """
 
 from __future__ import annotations

@@ -24,9 +24,9 @@ from hurray_decl import cli
 from hurray_decl.hurray import examples
 from hurray_decl.cli import common
 from tests.helpers import covers
+from tests.paths import CONFORMANCE
+from tests.paths import REPO as ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "conformance" / "hurray"
 SCRIPT = Path(sys.executable).parent / "hurray-decl"
 COMMAND = [str(SCRIPT)] if SCRIPT.is_file() else [sys.executable, "-m", "hurray_decl"]
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
@@ -141,8 +141,8 @@ CASES: dict[str, Case] = {
                                         lines=0),
     "audit a file not listed": Case(["audit", "{in}/unlisted"], common.INVALID, stdout="1 not in the manifest",
                                     lines=0),
-    "audit the shared conformance folder": Case(["audit", "{shared}"], 0, stdout="0 disagreeing with the manifest",
-                                                lines=0),
+    "audit the conformance folder": Case(["audit", "{conformance}"], 0, stdout="0 disagreeing with the manifest",
+                                         lines=0),
     "audit a missing folder": Case(["audit", "{in}/nope"], common.FILE, "no such folder"),
     "audit a file for a folder": Case(["audit", "{in}/a-file"], common.FILE, "is not a folder"),
     # bench
@@ -175,15 +175,13 @@ CASES: dict[str, Case] = {
 
 
 def substitute(text: str, folder: Path, row: bytes) -> str:
-    return (text.replace("{in}", str(folder)).replace("{shared}", str(SHARED))
+    return (text.replace("{in}", str(folder)).replace("{conformance}", str(CONFORMANCE))
             .replace("{row0x}", " ".join(f"0x{b:02x}" for b in row)))
 
 
 @pytest.mark.parametrize("name", CASES)
 def test_bad_input(name, inputs, tmp_path):
     case = CASES[name]
-    if "{shared}" in case.argv and not SHARED.is_dir():
-        pytest.skip("needs ../shared/conformance")
     row = (inputs / "row.bin").read_bytes()
     stdin = case.stdin.replace(b"{row}", row) if case.stdin is not None else None
     before_inputs = sorted(p.name for p in inputs.rglob("*"))

@@ -1,4 +1,4 @@
-"""The .hrry container: the shared vectors read in place, byte-exact rewrites, the declared
+"""The .hrry container: the conformance vectors, byte-exact rewrites, the declared
 layout, the reader's check levels, the writer's refusals and the memory bound on claimed counts."""
 
 from __future__ import annotations
@@ -8,7 +8,6 @@ import json
 import mmap
 import struct
 import tracemalloc
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,8 +24,8 @@ from hurray_decl.errors import ArgumentError, HurrayDeclError
 from hurray_decl.declare.schema import field_offsets
 from hurray_decl.hurray.tensor import BufferHandle, CompositeHead, Shard, TensorDescriptor
 from hurray_decl.hurray.tensor.sections import BASE, CORRECTION, CompositeMember
+from tests.paths import FILES
 
-FILES = Path(__file__).resolve().parents[2].parent / "shared" / "conformance" / "hurray" / "files"
 MANIFEST = json.loads((FILES / "manifest.json").read_text())
 VECTORS = MANIFEST["vectors"]
 VALID = [v for v in VECTORS if v["expect"] == "valid"]
@@ -49,7 +48,7 @@ def f32(shape, fill=0):
     return TensorDescriptor(type_tag=0x03, shape=shape, buffers=(BufferHandle(byte_size=size),)), [bytes([fill]) * size]
 
 
-# ------------------------------------------------------------------ acceptance 2: the shared vectors
+# ------------------------------------------------------------------ acceptance 2: the conformance vectors
 
 
 def test_the_manifest_lists_every_file_there():

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import jsonschema
 import pytest
@@ -19,9 +18,8 @@ from hurray_decl.hurray.container.dump import container_dump
 from hurray_decl.hurray.container.strategies import invalid_containers, valid_containers
 from hurray_decl.hurray.container.writer import write_container
 from hurray_decl.hurray.tensor import BufferHandle, TensorDescriptor
+from tests.paths import FILES, HURRAY_SPEC
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-FILES = SHARED / "conformance" / "hurray" / "files"
 VECTORS = json.loads((FILES / "manifest.json").read_text())["vectors"]
 
 
@@ -57,7 +55,7 @@ def test_every_byte_of_each_vector_exactly_once(entry):
 
 def _worked_example() -> list[tuple[int, int, str]]:
     """(offset, length, field) of every row of the § 12 table of FILE-FORMAT.md."""
-    text = (SHARED / "spec" / "hurray" / "FILE-FORMAT.md").read_text(encoding="utf-8")
+    text = (HURRAY_SPEC / "FILE-FORMAT.md").read_text(encoding="utf-8")
     section = text.split("## 12. Worked example", 1)[1].split("## 13.", 1)[0]
     rows = []
     for line in section.splitlines():

@@ -40,15 +40,12 @@ from hurray_decl.hurray.quantization import SCHEMES
 from hurray_decl.hurray.strategies import quantization_descriptors
 
 from generated.hurray.quantization import Quantization
+from tests.paths import CONFORMANCE, REPO, RULES
 
-REPO = Path(__file__).resolve().parents[2]
-SHARED = REPO.parent / "shared"
 SCHEMAS = REPO / "schemas"
 GENERATED = REPO / "generated"
 KSY_DIR = SCHEMAS / "hurray"
 REGENERATE = "schemas/regenerate"
-RULES = SHARED / "spec" / "RULES.md"
-CONFORMANCE = SHARED / "conformance" / "hurray"
 
 NONE32 = 0xFFFF_FFFF
 RULE_ID = re.compile(r"\b(?:HQ|HT|OL|HF)-[A-Z0-9]+-\d+\b|\bHE-\d+\b")

@@ -2,7 +2,9 @@
 :data:`LAYOUTS`, from which the reader's and the writer's dispatch derive.
 
 Each layout supplies its fields as Construct declarations (which depend on the rank), its
-immutable model, the number of buffers it owns (``L``, § 5.7) and its tensor-context checks.
+immutable model, the number of buffers it owns (``L``, § 5.7) and its own checks against the
+tensor around it: the methods of :class:`Layout`, which the tensor context calls stage by stage
+without knowing which layout it holds.
 """
 
 from __future__ import annotations
@@ -10,19 +12,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar
 
 import construct as cs
 from construct import this
 
+from hurray_decl.errors import RuleViolation
 from hurray_decl.registry import Table
 from hurray_decl.declare.schema import Bytes, Record, Rule, zero_bytes
 from hurray_decl.hurray.tables.tags import PRIVATE_RANGE, is_private
 from hurray_decl.declare.model import I64, U8, U32, U64
-from hurray_decl.hurray.tensor.common import DYNAMIC, Section, boolean, one_of, permissive, pow2_at_most
-
-if TYPE_CHECKING:
-    from hurray_decl.hurray.tensor.context import TensorContext
+from hurray_decl.hurray.tensor.common import (
+    DYNAMIC,
+    Section,
+    TensorChecks,
+    boolean,
+    one_of,
+    permissive,
+    pow2_at_most,
+)
 
 MAX_TILED_DEPTH = 8
 """Tiled payloads allowed, the top one included; a 9th is refused (HD-20, HT-LAY-12)."""
@@ -33,8 +41,34 @@ class Layout(Section):
 
     wire_name: ClassVar[str] = "layout"
     tag: ClassVar[int] = 0
+    opaque: ClassVar[bool] = False
+    """Fields not understood (permissive mode): no rule past the layout tag applies to the tensor."""
 
-    def check_tensor(self, t: "TensorContext") -> None:
+    def matches_tag(self, tag: int | None) -> bool:
+        """Whether the descriptor's layout_tag is the one these fields are written under (HT-HDR-03)."""
+        return tag == self.tag
+
+    def check_buffer_table(self, count: int) -> None:
+        """Appendix A step 12: only a composite head has an empty buffer table (HT-BUFT-02)."""
+        if not count:
+            raise RuleViolation("HT-BUFT-02", "only a composite head has an empty buffer table",
+                                path="descriptor -> buffer_count", actual=0, expected=">= 1")
+
+    def check_quantized(self, quantized: bool, flags: int) -> None:
+        """Appendix A step 13, first: whether this layout may carry a quantization payload."""
+
+    def check_member(self, member: Any, flags: int) -> None:
+        """Appendix A step 17: whether this layout may carry a composite-member section."""
+
+    def paging(self) -> "BlockPaged | None":
+        """The block-paged fields, when the tensor is a paged KV cache (schemes check their axis)."""
+        return None
+
+    def stored_entries(self) -> int | None:
+        """The number of stored entries the layout declares (sparse layouts' nnz), else None."""
+        return None
+
+    def check_tensor(self, t: TensorChecks) -> None:
         """Rules that need the tensor around the layout fields (rank, shape, buffers)."""
 
     def wire_rank(self) -> int:
@@ -53,7 +87,7 @@ class RowMajor(Layout):
     tag: ClassVar[int] = 0x01
     rule: ClassVar[str] = "HT-LAY-01"
 
-    def check_tensor(self, t: "TensorContext") -> None:
+    def check_tensor(self, t: TensorChecks) -> None:
         t.dense_extent(t.element_count(padded=True), "HE-21")
 
 
@@ -63,7 +97,7 @@ class ColumnMajor(Layout):
     tag: ClassVar[int] = 0x02
     rule: ClassVar[str] = "HT-LAY-02"
 
-    def check_tensor(self, t: "TensorContext") -> None:
+    def check_tensor(self, t: TensorChecks) -> None:
         t.dense_extent(t.element_count(padded=True), "HE-21")
 
 
@@ -83,7 +117,7 @@ class Strided(Layout):
         return ("strides" / cs.Array(rank, cs.Int64sl)
                 * "i64[rank]: step between neighbours along each axis, in logical elements",)
 
-    def check_tensor(self, t: "TensorContext") -> None:
+    def check_tensor(self, t: TensorChecks) -> None:
         t.strided_extent(self.strides)
 
 
@@ -171,7 +205,7 @@ class Tiled(Layout):
         values["nested"] = None if self.nested is None else self.nested.to_wire()
         return values
 
-    def check_tensor(self, t: "TensorContext") -> None:
+    def check_tensor(self, t: TensorChecks) -> None:
         self.check_presence(t)
         if not t.static():
             return
@@ -183,7 +217,7 @@ class Tiled(Layout):
             per_tile *= tile
         t.dense_extent(tiles * per_tile, "HT-LAY-13")
 
-    def check_presence(self, t: "TensorContext", prefix: str = "layout") -> None:
+    def check_presence(self, t: TensorChecks, prefix: str = "layout") -> None:
         """Optional parts present exactly when their selector asks for them (HT-LAY-07)."""
         parts = (("outer_strides", self.outer_layout == TileOrder.STRIDED),
                  ("inner_strides", self.inner_layout == TileOrder.STRIDED),
@@ -218,7 +252,7 @@ class Morton(Layout):
                                                     "a morton_bits entry is 0"))
                 * "u32[rank]: index bits per axis; shape[k] <= 2^morton_bits[k]",)
 
-    def check_tensor(self, t: "TensorContext") -> None:
+    def check_tensor(self, t: TensorChecks) -> None:
         for k, (size, bits) in enumerate(zip(t.shape, self.morton_bits)):
             if size != DYNAMIC and size > pow2_at_most(bits, 65):
                 t.fail("HT-LAY-18", "shape[k] exceeds 2^morton_bits[k]",
@@ -247,7 +281,10 @@ class COO(Layout):
             "reserved" / zero_bytes(7, "HT-LAY-21") * "_reserved: seven zero bytes",
         )
 
-    def check_tensor(self, t: "TensorContext") -> None:
+    def stored_entries(self) -> int | None:
+        return self.nnz
+
+    def check_tensor(self, t: TensorChecks) -> None:
         t.component_size(0, t.packed(self.nnz), "HT-LAY-87", "values: nnz elements")
         t.component_size(1, 8 * self.nnz * t.rank, "HT-LAY-87", "indices: nnz x rank u64")
 
@@ -270,7 +307,10 @@ class CSR(Layout):
             "reserved" / zero_bytes(8, cls.reserved_code) * "_reserved: eight zero bytes",
         )
 
-    def check_tensor(self, t: "TensorContext") -> None:
+    def stored_entries(self) -> int | None:
+        return self.nnz
+
+    def check_tensor(self, t: TensorChecks) -> None:
         t.component_size(0, t.packed(self.nnz), self.size_code, "values: nnz elements")
         t.component_size(1, 8 * self.nnz, self.size_code, "indices: nnz u64")
         extent = t.shape[self.pointer_axis]
@@ -314,7 +354,10 @@ class CSF(Layout):
             "reserved" / zero_bytes(8, "HT-LAY-43") * "_reserved: eight zero bytes",
         )
 
-    def check_tensor(self, t: "TensorContext") -> None:
+    def stored_entries(self) -> int | None:
+        return self.nnz
+
+    def check_tensor(self, t: TensorChecks) -> None:
         t.component_size(0, t.packed(self.nnz), "HT-LAY-90", "values: nnz elements")
         t.component_size(1, 16, "HT-LAY-90", "pos_0: two u64")
         t.component_size(2 * t.rank, 8 * self.nnz, "HT-LAY-90", "leaf coordinates: nnz u64")
@@ -355,11 +398,14 @@ class BlockPaged(Layout):
             "reserved" / zero_bytes(6, "HT-LAY-54") * "_reserved: six zero bytes",
         )
 
+    def paging(self) -> "BlockPaged | None":
+        return self
+
     @property
     def index_width(self) -> int:
         return 4 if self.block_table_index_type == 0 else 8
 
-    def check_tensor(self, t: "TensorContext") -> None:
+    def check_tensor(self, t: TensorChecks) -> None:
         heads, dim = t.shape[1], t.shape[2]
         if DYNAMIC not in (heads, dim):
             count = self.num_pages * self.page_size * heads * dim
@@ -423,6 +469,22 @@ class CompositeHead(Layout):
             * "number of member descriptors that follow",
         )
 
+    def check_buffer_table(self, count: int) -> None:
+        if count:
+            raise RuleViolation("HT-BUFT-03", "a composite head owns no buffers", path="descriptor -> buffer_count",
+                                actual=count, expected=0)
+
+    def check_quantized(self, quantized: bool, flags: int) -> None:
+        if quantized:
+            raise RuleViolation("HT-LAY-76", "a composite head is never quantized", path="descriptor -> flags",
+                                actual=f"0x{flags:08X}", expected="HAS_QUANTIZATION clear")
+
+    def check_member(self, member: Any, flags: int) -> None:
+        if member is not None:
+            raise RuleViolation("HT-SEC-38", "a composite head is not itself a member section carrier",
+                                path="descriptor -> flags", actual=f"0x{flags:08X}",
+                                expected="HAS_COMPOSITE_MEMBER clear")
+
 
 # ---------------------------------------------------------------- Hilbert 0x40
 
@@ -445,7 +507,7 @@ class Hilbert(Layout):
             * "dimensions of the curve; equals rank",
         )
 
-    def check_tensor(self, t: "TensorContext") -> None:
+    def check_tensor(self, t: TensorChecks) -> None:
         if self.hilbert_rank != t.rank:
             t.fail("HT-LAY-79", "hilbert_rank differs from rank", "descriptor -> layout -> hilbert_rank",
                    actual=self.hilbert_rank, expected=t.rank)
@@ -489,6 +551,9 @@ class PrivateLayout(Layout):
             "extension_data" / Bytes(this.extension_data_length) * "u8[n]: opaque layout data",
         )
 
+    def matches_tag(self, tag: int | None) -> bool:
+        return tag is not None and is_private(tag)
+
     @property
     def registered(self) -> bool:
         return self.extension_layout_id in PRIVATE_LAYOUTS
@@ -503,8 +568,12 @@ class OpaqueLayout(Layout):
 
     tag: ClassVar[int] = 0x00
     rule: ClassVar[str] = "HT-HDR-17"
+    opaque: ClassVar[bool] = True
 
     payload: bytes = b""
+
+    def matches_tag(self, tag: int | None) -> bool:
+        return tag is not None
 
     def wire_declaration(self) -> None:
         return None

@@ -7,7 +7,7 @@ from typing import Any, Callable, ClassVar, NoReturn, Protocol
 
 import construct as cs
 
-from hurray_decl.declare.model import FrozenModel
+from hurray_decl.declare.model import DeclaredModel
 from hurray_decl.declare.schema import Rule
 
 DYNAMIC = 0xFFFF_FFFF_FFFF_FFFF
@@ -91,8 +91,8 @@ def field_names(model: type) -> tuple[str, ...]:
     return tuple(model.model_fields)
 
 
-class Section(FrozenModel):
-    """Base of the immutable models of descriptor parts."""
+class Section(DeclaredModel):
+    """Base of the immutable models of descriptor parts; each derives its fields from its declaration."""
 
     rule: ClassVar[str] = "HT-HDR-02"
     wire_name: ClassVar[str] = "section"

@@ -1,8 +1,8 @@
 """Layout-specific fields (DIGEST § 5.4): one declaration per layout tag, registered in
 :data:`LAYOUTS`, from which the reader's and the writer's dispatch derive.
 
-Each layout supplies its fields as Construct declarations (which depend on the rank), its
-immutable model, the number of buffers it owns (``L``, § 5.7) and its own checks against the
+Each layout supplies its fields as Construct declarations (which depend on the rank, its
+``fields(rank)``; the model's pydantic fields are derived from them), its immutable model, the number of buffers it owns (``L``, § 5.7) and its own checks against the
 tensor around it: the methods of :class:`Layout`, which the tensor context calls stage by stage
 without knowing which layout it holds.
 """
@@ -21,7 +21,6 @@ from hurray_decl.errors import RuleViolation
 from hurray_decl.registry import Table
 from hurray_decl.declare.schema import Bytes, Record, Rule, zero_bytes
 from hurray_decl.hurray.tables.tags import PRIVATE_RANGE, is_private
-from hurray_decl.declare.model import I64, U8, U32, U64
 from hurray_decl.hurray.tensor.common import (
     DYNAMIC,
     Section,
@@ -107,7 +106,6 @@ class Strided(Layout):
     tag: ClassVar[int] = 0x03
     rule: ClassVar[str] = "HT-LAY-03"
 
-    strides: tuple[I64, ...]
 
     def wire_rank(self) -> int:
         return len(self.strides)
@@ -145,14 +143,14 @@ def _tiled_fields(rank: int, depth: int) -> tuple[cs.Construct, ...]:
         "tile_shape" / cs.Array(rank, Rule(cs.Int64ul, lambda v, _: v > 0, "HT-LAY-08", "> 0",
                                            "a tile_shape entry is 0"))
         * "u64[rank]: elements per tile along each axis; each > 0",
-        "outer_layout" / one_of(cs.Int8ul, OUTER_ORDERS, "HT-LAY-09", "0x01, 0x02 or 0x03",
-                                "unknown order of the tile grid")
+        "outer_layout" / cs.Default(one_of(cs.Int8ul, OUTER_ORDERS, "HT-LAY-09", "0x01, 0x02 or 0x03",
+                                           "unknown order of the tile grid"), int(TileOrder.ROW_MAJOR))
         * "order of the tile grid: 0x01 row-major, 0x02 column-major, 0x03 strided",
-        "inner_layout" / Rule(
+        "inner_layout" / cs.Default(Rule(
             one_of(cs.Int8ul, INNER_ORDERS, "HT-LAY-10", "0x01, 0x02, 0x03 or 0x04",
                    "unknown order inside a tile"),
             no_deeper, "HT-LAY-12", f"at most {MAX_TILED_DEPTH} nested tiled payloads",
-            "tiled nesting is deeper than the limit")
+            "tiled nesting is deeper than the limit"), int(TileOrder.ROW_MAJOR))
         * "order inside a tile: 0x01 row-major, 0x02 column-major, 0x03 strided, 0x04 nested tiling",
         "reserved" / zero_bytes(2, "HT-LAY-11") * "_reserved: two zero bytes",
         "outer_strides" / cs.If(this.outer_layout == int(TileOrder.STRIDED), cs.Array(rank, cs.Int64sl))
@@ -176,12 +174,8 @@ class Tiled(Layout):
     tag: ClassVar[int] = 0x04
     rule: ClassVar[str] = "HT-LAY-07"
 
-    tile_shape: tuple[U64, ...]
-    outer_layout: U8 = int(TileOrder.ROW_MAJOR)
-    inner_layout: U8 = int(TileOrder.ROW_MAJOR)
-    outer_strides: tuple[I64, ...] | None = None
-    inner_strides: tuple[I64, ...] | None = None
     nested: "Tiled | None" = None
+    """The next tiled level (``cs.LazyBound`` in the declaration): the same model again."""
 
     def wire_rank(self) -> int:
         return len(self.tile_shape)
@@ -241,7 +235,6 @@ class Morton(Layout):
     tag: ClassVar[int] = 0x05
     rule: ClassVar[str] = "HT-LAY-16"
 
-    morton_bits: tuple[U32, ...]
 
     def wire_rank(self) -> int:
         return len(self.morton_bits)
@@ -269,14 +262,12 @@ class COO(Layout):
     tag: ClassVar[int] = 0x06
     rule: ClassVar[str] = "HT-LAY-20"
 
-    nnz: U64 = 0
-    is_sorted: U8 = 0
 
     @staticmethod
     def fields(rank: int) -> tuple[cs.Construct, ...]:
         return (
-            "nnz" / cs.Int64ul * "number of stored entries; may be 0",
-            "is_sorted" / boolean("HT-LAY-20", "is_sorted")
+            "nnz" / cs.Default(cs.Int64ul, 0) * "number of stored entries; may be 0",
+            "is_sorted" / cs.Default(boolean("HT-LAY-20", "is_sorted"), 0)
             * "0x01: entries in strictly increasing lexicographic order; 0x00: any order",
             "reserved" / zero_bytes(7, "HT-LAY-21") * "_reserved: seven zero bytes",
         )
@@ -298,12 +289,10 @@ class CSR(Layout):
     size_code: ClassVar[str] = "HT-LAY-88"
     pointer_axis: ClassVar[int] = 0
 
-    nnz: U64 = 0
-
     @classmethod
     def fields(cls, rank: int) -> tuple[cs.Construct, ...]:
         return (
-            "nnz" / cs.Int64ul * "number of stored entries; may be 0",
+            "nnz" / cs.Default(cs.Int64ul, 0) * "number of stored entries; may be 0",
             "reserved" / zero_bytes(8, cls.reserved_code) * "_reserved: eight zero bytes",
         )
 
@@ -338,8 +327,6 @@ class CSF(Layout):
     tag: ClassVar[int] = 0x09
     rule: ClassVar[str] = "HT-LAY-42"
 
-    nnz: U64 = 0
-    mode_order: tuple[U32, ...]
 
     def wire_rank(self) -> int:
         return len(self.mode_order)
@@ -347,7 +334,7 @@ class CSF(Layout):
     @staticmethod
     def fields(rank: int) -> tuple[cs.Construct, ...]:
         return (
-            "nnz" / cs.Int64ul * "number of stored entries; may be 0",
+            "nnz" / cs.Default(cs.Int64ul, 0) * "number of stored entries; may be 0",
             "mode_order" / Rule(cs.Array(rank, cs.Int32ul), _is_permutation, "HT-LAY-44",
                                 f"a permutation of 0..{rank - 1}", "mode_order is not a permutation")
             * "u32[rank]: the dimension stored at each level; a permutation of 0..rank-1",
@@ -371,13 +358,6 @@ class BlockPaged(Layout):
     tag: ClassVar[int] = 0x0A
     rule: ClassVar[str] = "HT-LAY-53"
 
-    page_size: U32
-    num_pages: U64
-    paged_axis: U32 = 0
-    num_seqs: U32 = 0
-    kv_role: U8 = 0x02
-    layer_index: U32 = 0xFFFF_FFFF
-    block_table_index_type: U8 = 0x00
 
     @staticmethod
     def fields(rank: int) -> tuple[cs.Construct, ...]:
@@ -385,15 +365,16 @@ class BlockPaged(Layout):
             "page_size" / Rule(cs.Int32ul, lambda v, _: v >= 1, "HT-LAY-55", ">= 1", "page_size is 0")
             * "tokens per page; >= 1",
             "num_pages" / cs.Int64ul * "physical pages in the pool",
-            "paged_axis" / Rule(cs.Int32ul, lambda v, ctx: v == 0 or permissive(ctx), "HT-LAY-56", 0,
-                                "only axis 0 (tokens) is paged")
+            "paged_axis" / cs.Default(Rule(cs.Int32ul, lambda v, ctx: v == 0 or permissive(ctx), "HT-LAY-56", 0,
+                                           "only axis 0 (tokens) is paged"), 0)
             * "the paged logical axis; must be 0",
-            "num_seqs" / cs.Int32ul * "number of sequences; may be 0",
-            "kv_role" / one_of(cs.Int8ul, (0, 1, 2), "HT-LAY-53", "0x00, 0x01 or 0x02", "unknown kv_role")
+            "num_seqs" / cs.Default(cs.Int32ul, 0) * "number of sequences; may be 0",
+            "kv_role" / cs.Default(one_of(cs.Int8ul, (0, 1, 2), "HT-LAY-53", "0x00, 0x01 or 0x02", "unknown kv_role"),
+                                   0x02)
             * "0x00 key, 0x01 value, 0x02 fused or generic",
-            "layer_index" / cs.Int32ul * "model layer; 0xFFFFFFFF means not tied to a layer",
-            "block_table_index_type" / one_of(cs.Int8ul, (0, 1), "HT-LAY-53", "0x00 or 0x01",
-                                              "unknown index type")
+            "layer_index" / cs.Default(cs.Int32ul, 0xFFFF_FFFF) * "model layer; 0xFFFFFFFF means not tied to a layer",
+            "block_table_index_type" / cs.Default(one_of(cs.Int8ul, (0, 1), "HT-LAY-53", "0x00 or 0x01",
+                                                         "unknown index type"), 0x00)
             * "element type of buffers 1 and 2: 0x00 u32, 0x01 u64",
             "reserved" / zero_bytes(6, "HT-LAY-54") * "_reserved: six zero bytes",
         )
@@ -443,9 +424,6 @@ class CompositeHead(Layout):
     tag: ClassVar[int] = 0x0B
     rule: ClassVar[str] = "HT-LAY-68"
 
-    composition_rule: U8
-    combine_op: U8 = 0
-    member_count: U32
 
     @staticmethod
     def fields(rank: int) -> tuple[cs.Construct, ...]:
@@ -456,9 +434,9 @@ class CompositeHead(Layout):
                 lambda v, _: not is_private(v), "HT-LAY-70", "0x01, 0x02 or 0x03",
                 "private composition rules need an agreement; none is registered")
             * "0x01 partition, 0x02 overlay, 0x03 group",
-            "combine_op" / Rule(
+            "combine_op" / cs.Default(Rule(
                 Rule(cs.Int8ul, _combine_ok, "HT-LAY-71", "0x00", "partition and group take no combine_op"),
-                _overlay_op, "HT-LAY-72", "0x01 replace or 0x02 add", "unknown overlay combine_op")
+                _overlay_op, "HT-LAY-72", "0x01 replace or 0x02 add", "unknown overlay combine_op"), 0)
             * "0x00 for partition and group; 0x01 replace or 0x02 add for overlay",
             "reserved" / zero_bytes(2, "HT-LAY-73") * "_reserved: two zero bytes",
             "member_count" / Rule(
@@ -494,8 +472,6 @@ class Hilbert(Layout):
     tag: ClassVar[int] = 0x40
     rule: ClassVar[str] = "HT-LAY-77"
 
-    hilbert_order: U32
-    hilbert_rank: U32
 
     @staticmethod
     def fields(rank: int) -> tuple[cs.Construct, ...]:
@@ -536,8 +512,6 @@ class PrivateLayout(Layout):
     tag: ClassVar[int] = PRIVATE_RANGE.first
     rule: ClassVar[str] = "HT-LAY-84"
 
-    extension_layout_id: U64
-    extension_data: bytes = b""
 
     @staticmethod
     def fields(rank: int) -> tuple[cs.Construct, ...]:
@@ -548,7 +522,7 @@ class PrivateLayout(Layout):
             * "identifies the private layout; meaningful only by agreement",
             "extension_data_length" / cs.Rebuild(cs.Int32ul, cs.len_(this.extension_data))
             * "n: bytes of extension_data",
-            "extension_data" / Bytes(this.extension_data_length) * "u8[n]: opaque layout data",
+            "extension_data" / cs.Default(Bytes(this.extension_data_length), b"") * "u8[n]: opaque layout data",
         )
 
     def matches_tag(self, tag: int | None) -> bool:

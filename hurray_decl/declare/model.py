@@ -21,7 +21,7 @@ import struct
 import types
 import weakref
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypeVar
 
 import construct as cs
 from pydantic import (
@@ -368,7 +368,18 @@ def build_checked(declaration: cs.Construct, values: Any, where: str, rule: str)
                             path=" -> ".join(p for p in ("descriptor", where) if p)) from exc
 
 
-class DeclaredModel(FrozenModel):
+_M = TypeVar("_M")
+
+if TYPE_CHECKING:  # a type checker sees no derived field: a declared model's constructor takes any field
+    from pydantic._internal._model_construction import ModelMetaclass
+
+    class _DeclaredMeta(ModelMetaclass):
+        def __call__(cls: type[_M], **data: Any) -> _M: ...
+else:
+    _DeclaredMeta = type(BaseModel)
+
+
+class DeclaredModel(FrozenModel, metaclass=_DeclaredMeta):
     """A model whose fields are derived from its Construct declaration (see the module's
     documentation): the base of the tensor descriptor's parts and of the quantization descriptors."""
 

@@ -40,7 +40,7 @@ class PerTensorAffine(SchemeDescriptor):
     @property
     def symmetric(self) -> bool:
         """No flag records symmetry here: a zero point of 0 is what makes it symmetric."""
-        return self.zero_point == 0
+        return bool(self.zero_point == 0)
 
     @model_validator(mode="before")
     @classmethod

@@ -46,7 +46,7 @@ class TensorContext:
         self.d = descriptor
         self.permissive = permissive
         self.writer_rules = writer_rules
-        self.shape = descriptor.shape
+        self.shape: tuple[int, ...] = descriptor.shape
         self.rank = len(descriptor.shape)
         self.layout: Layout = descriptor.layout
         self.row: LayoutRow = row_of(descriptor.layout)

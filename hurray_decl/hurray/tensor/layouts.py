@@ -273,7 +273,7 @@ class COO(Layout):
         )
 
     def stored_entries(self) -> int | None:
-        return self.nnz
+        return int(self.nnz)
 
     def check_tensor(self, t: TensorChecks) -> None:
         t.component_size(0, t.packed(self.nnz), "HT-LAY-87", "values: nnz elements")
@@ -297,7 +297,7 @@ class CSR(Layout):
         )
 
     def stored_entries(self) -> int | None:
-        return self.nnz
+        return int(self.nnz)
 
     def check_tensor(self, t: TensorChecks) -> None:
         t.component_size(0, t.packed(self.nnz), self.size_code, "values: nnz elements")
@@ -342,7 +342,7 @@ class CSF(Layout):
         )
 
     def stored_entries(self) -> int | None:
-        return self.nnz
+        return int(self.nnz)
 
     def check_tensor(self, t: TensorChecks) -> None:
         t.component_size(0, t.packed(self.nnz), "HT-LAY-90", "values: nnz elements")

@@ -167,8 +167,8 @@ class ExtensionType(Section):
     def packed_size(self, count: int) -> int:
         """Bytes of ``count`` elements of this type (HT-SEC-34)."""
         if self.bit_width < 8:
-            return -(-count // self.packing_factor)
-        return count * (self.bit_width // 8)
+            return -(-count // int(self.packing_factor))
+        return count * (int(self.bit_width) // 8)
 
 
 # ---------------------------------------------------------------- composite member (flags bit 4)

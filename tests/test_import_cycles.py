@@ -121,3 +121,13 @@ AREAS = {
 def test_no_import_cycles(area):
     found = [c for c in cycles(edges(modules())) if any(AREAS[area](m) for m in c)]
     assert not found, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in found)
+
+
+def test_dump_rows_know_no_renderer():
+    """The rows are the model; the renderers (and the chooser over them) import the rows, never the reverse."""
+    graph = edges(modules())
+    assert not {m for m in graph[f"{PACKAGE}.dump.rows"] if m.startswith(f"{PACKAGE}.dump.")}
+    assert {f"{PACKAGE}.dump.table", f"{PACKAGE}.dump.html"} <= graph[f"{PACKAGE}.dump.render"]
+    users = [m for m, targets in graph.items() if f"{PACKAGE}.dump.render" in targets]
+    for caller in ("hurray.dump", "onnx_light.dump", "cli.descriptors", "cli.container", "cli.onnx_light", "cli.html"):
+        assert f"{PACKAGE}.{caller}" in users, f"{caller} renders without the chooser"

@@ -66,7 +66,8 @@ _LEADING = (
         lambda v, _: v <= SUPPORTED_MAJOR, "HT-HDR-05", SUPPORTED_MAJOR,
         "newer major version than this reader supports"), SUPPORTED_MAJOR)
     * "format major version; 1",
-    "version_minor" / cs.Default(cs.Int8ul, 0) * "format minor version; newer minors are read, their extra bytes skipped",
+    "version_minor" / cs.Default(cs.Int8ul, 0)
+    * "format minor version; newer minors are read, their extra bytes skipped",
 )
 _LENGTH = cs.Int32ul
 _TRAILING = (

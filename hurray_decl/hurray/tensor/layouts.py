@@ -2,9 +2,10 @@
 :data:`LAYOUTS`, from which the reader's and the writer's dispatch derive.
 
 Each layout supplies its fields as Construct declarations (which depend on the rank, its
-``fields(rank)``; the model's pydantic fields are derived from them), its immutable model, the number of buffers it owns (``L``, § 5.7) and its own checks against the
-tensor around it: the methods of :class:`Layout`, which the tensor context calls stage by stage
-without knowing which layout it holds.
+``fields(rank)``; the model's pydantic fields are derived from them), its immutable model,
+the number of buffers it owns (``L``, § 5.7) and its own checks against the tensor around it:
+the methods of :class:`Layout`, which the tensor context calls stage by stage without knowing
+which layout it holds.
 """
 
 from __future__ import annotations

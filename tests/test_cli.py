@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import hurray_decl as hd
 from hurray_decl import cli
-from hurray_decl.dump import rows as dump_rows
+from hurray_decl.dump.render import json_schema
 from hurray_decl.hurray import examples
 from hurray_decl.hurray import numerics as tensor_numerics
 from hurray_decl.hurray.dump import UNDECODED, hexdump
@@ -163,7 +163,7 @@ def test_every_help_runs(command):
 def test_json_dumps_follow_the_shipped_schema(capsys):
     import jsonschema
 
-    schema = dump_rows.json_schema()
+    schema = json_schema()
     jsonschema.Draft202012Validator.check_schema(schema)
     validator = jsonschema.Draft202012Validator(schema)
     for example in examples.examples():

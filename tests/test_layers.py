@@ -1,5 +1,5 @@
-"""The package's floors: every import points down (or sideways within a floor), and no module
-imports another module's private (``_name``) names.
+"""The package's floors: every import points down (or sideways within a floor), type-only imports
+included, and no module imports another module's private (``_name``) names.
 
 The floors are the design's (README, "Layers"): errors and tables at the ground, declarations
 above, then the registry and schemes, the quantization payload, the tensor descriptor, the

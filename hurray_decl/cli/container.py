@@ -87,12 +87,12 @@ def _guarded(run: Callable[[], int]) -> int:
 
 
 def inspect(args: argparse.Namespace, data: Any) -> int:
-    from hurray_decl.hurray import dump as hexdump
+    from hurray_decl.dump.render import render
     from hurray_decl.hurray.container.dump import container_dump
 
     def run() -> int:
         dump = container_dump(data)
-        print(hexdump.render(dump, args.format))
+        print(render(dump, args.format))
         return INVALID if dump.error is not None else OK
     return _guarded(run)
 

@@ -13,7 +13,8 @@ import re
 from typing import Any, Callable
 
 from hurray_decl.hurray import quantization
-from hurray_decl.dump.rows import BEYOND, FORMATS, UNDECODED, Dump, Row, raw_rows, render
+from hurray_decl.dump.render import FORMATS, render
+from hurray_decl.dump.rows import BEYOND, UNDECODED, Dump, Row, raw_rows
 from hurray_decl.hurray.tables.element_types import BY_TAG
 from hurray_decl.errors import HurrayDeclError
 from hurray_decl.declare.schema import NONE32

@@ -137,7 +137,7 @@ def encode_quantization(descriptor: Descriptor, *, permissive: bool = False) -> 
             raise tag_error(descriptor.scheme_tag, offset=HEADER_OFFSETS["scheme_tag"], writing=True)
         return (
             bytes([descriptor.scheme_tag, descriptor.scheme_version])
-            + descriptor.flags.to_bytes(2, "little")
+            + int(descriptor.flags).to_bytes(2, "little")
             + descriptor.payload
         )
     row = SCHEMES.get(descriptor.scheme_tag)

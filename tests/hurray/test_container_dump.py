@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hurray_decl.dump import rows as dump_rows
+from hurray_decl.dump.render import json_schema
 
 from hurray_decl.hurray import dump as hexdump
 from hurray_decl.hurray.container.dump import container_dump
@@ -42,7 +42,7 @@ def test_every_byte_of_each_vector_exactly_once(entry):
     data = (FILES / entry["file"]).read_bytes()
     dump = container_dump(data)
     document = dump.to_json()
-    jsonschema.validate(document, dump_rows.json_schema())
+    jsonschema.validate(document, json_schema())
     assert_covers(data, document["rows"])
     if entry["expect"] == "valid":
         assert dump.error is None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 import construct as cs
 from hurray_decl.lazy_modules import numpy as np
@@ -22,7 +22,6 @@ from hurray_decl.hurray.kernels import (
 )
 from hurray_decl.registry import SchemeRow
 from hurray_decl.declare.schema import Rule, power_of_two, zero_bytes
-from hurray_decl.declare.model import U8, U32
 from hurray_decl.hurray.schemes.quantization import AXIS, SYMMETRIC, SymmetricZeroPoint, descriptor_struct, index_field
 
 TAG = 0x03
@@ -40,9 +39,9 @@ STRUCT = descriptor_struct(
     "scale_buffer_index" / index_field() * "buffer holding one scale per block",
     "zero_point_buffer_index" / cs.Int32ul
     * "buffer holding one int32 zero point per block; 0xFFFFFFFF when SYMMETRIC",
-    "scale_type_tag" / Rule(cs.Int8ul, lambda v, _: v in SCALE_TYPES, "HQ-PB-08",
-                            "0x01 (float16), 0x02 (bfloat16) or 0x03 (float32)",
-                            "unknown scale type")
+    "scale_type_tag" / cs.Default(Rule(cs.Int8ul, lambda v, _: v in SCALE_TYPES, "HQ-PB-08",
+                                       "0x01 (float16), 0x02 (bfloat16) or 0x03 (float32)",
+                                       "unknown scale type"), 0x03)
     * "scale element type: 0x01 float16, 0x02 bfloat16, 0x03 float32",
     "reserved" / zero_bytes(3, "HQ-PB-09") * "_reserved: three zero bytes",
     order=("HQ-PB-04", "HQ-PB-03", "HQ-PB-08", "HQ-PB-09", "HQ-BUF-01"),  # Appendix A: index NONE32 last
@@ -56,13 +55,7 @@ class PerBlockAffine(SymmetricZeroPoint):
     symmetric_code: ClassVar[str] = "HQ-PB-10"
     asymmetric_code: ClassVar[str] = "HQ-PB-11"
 
-    scheme_tag: Literal[TAG] = TAG
-    declaration: ClassVar[cs.Construct] = STRUCT
-    axis: U32
-    block_size: U32
-    scale_buffer_index: U32
-    zero_point_buffer_index: U32 | None = None
-    scale_type_tag: U8 = 0x03
+    declaration: ClassVar[cs.Construct] = STRUCT  # the model's fields are derived from it
 
 
 

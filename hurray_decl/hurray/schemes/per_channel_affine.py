@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 import construct as cs
 from hurray_decl.lazy_modules import numpy as np
@@ -11,7 +11,6 @@ from hurray_decl.hurray.kernels import Geometry, Plan, Quantized, affine_calibra
 from hurray_decl.registry import SchemeRow
 from hurray_decl.declare.schema import equals, zero_bytes
 from hurray_decl.hurray.schemes.per_tensor_affine import ROW as PER_TENSOR
-from hurray_decl.declare.model import U8, U32
 from hurray_decl.hurray.schemes.quantization import AXIS, SYMMETRIC, SymmetricZeroPoint, descriptor_struct, index_field
 
 TAG = 0x02
@@ -25,7 +24,8 @@ STRUCT = descriptor_struct(
     "scale_buffer_index" / index_field() * "buffer holding shape[axis] float32 scales",
     "zero_point_buffer_index" / cs.Int32ul
     * "buffer holding shape[axis] int32 zero points; 0xFFFFFFFF when SYMMETRIC",
-    "scale_type_tag" / equals(FLOAT32, "HQ-PC-06", "version 1 scales are float32 (0x03)", cs.Int8ul)
+    "scale_type_tag" / cs.Default(equals(FLOAT32, "HQ-PC-06", "version 1 scales are float32 (0x03)", cs.Int8ul),
+                                  FLOAT32)
     * "scale element type; 0x03 (float32) in version 1",
     "reserved" / zero_bytes(3, "HQ-PC-07") * "_reserved: three zero bytes",
 )
@@ -38,12 +38,7 @@ class PerChannelAffine(SymmetricZeroPoint):
     symmetric_code: ClassVar[str] = "HQ-PC-04"
     asymmetric_code: ClassVar[str] = "HQ-PC-05"
 
-    scheme_tag: Literal[TAG] = TAG
-    declaration: ClassVar[cs.Construct] = STRUCT
-    axis: U32
-    scale_buffer_index: U32
-    zero_point_buffer_index: U32 | None = None
-    scale_type_tag: U8 = FLOAT32
+    declaration: ClassVar[cs.Construct] = STRUCT  # the model's fields are derived from it
 
 
 def check_tensor(descriptor: PerChannelAffine, tensor: Any) -> None:

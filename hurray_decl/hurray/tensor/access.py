@@ -672,7 +672,7 @@ def _sequence_tokens(t: TensorContext, layout: BlockPaged, pages: np.ndarray, se
     Sequence s holds between (pages_s − 1)·page_size + 1 and pages_s·page_size tokens (0 with no
     page); the others' bounds narrow that range given the total.
     """
-    total = t.shape[0]
+    total: int = t.shape[0]
     high = pages * layout.page_size
     low = np.where(pages > 0, high - layout.page_size + 1, 0)
     if total != DYNAMIC:

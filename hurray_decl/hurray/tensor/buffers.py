@@ -11,7 +11,6 @@ import construct as cs
 from hurray_decl.registry import Table
 from hurray_decl.hurray.tables.tags import is_private
 from hurray_decl.declare.schema import OrderedStruct, Rule, zero_bytes
-from hurray_decl.declare.model import U8, U32, U64
 from hurray_decl.hurray.tensor.common import Section, permissive
 
 HANDLE_LENGTH = 8 + 4 + 1 + 1 + 1 + 1  # byte_size, alignment, device, sync, class, reserved
@@ -67,25 +66,25 @@ HANDLE_ORDER = ("HT-BUFT-23", "HT-BUFT-14", "HT-BUFT-15", "HT-BUFT-17", "HT-BUFT
 then the per-device pair."""
 
 HANDLE = OrderedStruct(
-    "byte_size" / cs.Int64ul * "bytes in the buffer; 0 means an empty buffer",
-    "alignment" / Rule(
+    "byte_size" / cs.Default(cs.Int64ul, 0) * "bytes in the buffer; 0 means an empty buffer",
+    "alignment" / cs.Default(Rule(
         Rule(cs.Int32ul, lambda v, _: v > 0 and v & (v - 1) == 0, "HT-BUFT-12", "a power of two",
              "alignment is not a power of two"),
         lambda v, ctx: ctx.byte_size == 0 or v >= MIN_ALIGNMENT, "HT-BUFT-13", f">= {MIN_ALIGNMENT}",
-        "a non-empty buffer needs 64-byte alignment")
+        "a non-empty buffer needs 64-byte alignment"), MIN_ALIGNMENT)
     * "power of two; >= 64 for a non-empty buffer",
-    "device_tag" / Rule(
+    "device_tag" / cs.Default(Rule(
         Rule(cs.Int8ul, lambda v, _: v != 0xFF, "HT-BUFT-14", "a device tag", "0xFF is never a device"),
-        _device_not_reserved, "HT-BUFT-15", "0x00-0x08 or private 0xF0-0xFE", "reserved device tag")
+        _device_not_reserved, "HT-BUFT-15", "0x00-0x08 or private 0xF0-0xFE", "reserved device tag"), CPU)
     * "0x00 CPU, 0x01 CUDA, 0x02 ROCm, 0x03 Metal, 0x04 Vulkan, 0x05 WebGPU, 0x06 Hexagon, "
       "0x07 Level Zero, 0x08 OpenCL, 0xF0-0xFE private",
-    "sync_mode" / Rule(
+    "sync_mode" / cs.Default(Rule(
         Rule(cs.Int8ul, lambda v, _: v in SYNC_MODES, "HT-BUFT-17", "0x00, 0x01 or 0x02",
              "unknown sync_mode"),
         lambda v, ctx: ctx.device_tag != CPU or v == 0, "HT-BUFT-18", "0x00 on CPU",
-        "CPU buffers are producer-synced")
+        "CPU buffers are producer-synced"), 0)
     * "0x00 producer-synced, 0x01 event, 0x02 consumer-stream; 0x00 on CPU",
-    "memory_class" / Rule(Rule(Rule(Rule(
+    "memory_class" / cs.Default(Rule(Rule(Rule(Rule(
         cs.Int8ul, _class_known, "HT-BUFT-19", "0x00-0x03 or private 0xF0-0xFE",
         "reserved or invalid memory class"),
         _class_on_private_device, "HT-BUFT-20", "a public class on a public device",
@@ -93,7 +92,7 @@ HANDLE = OrderedStruct(
         _class_registered, "HT-BUFT-21", "a registered private memory class",
         "private memory class not agreed out of band"),
         lambda v, ctx: valid_pair(ctx.device_tag, v), "HT-BUFT-22", "a pair from the per-device table",
-        "this device does not offer this memory class")
+        "this device does not offer this memory class"), STANDARD)
     * "0x00 STANDARD, 0x01 HOST_PINNED, 0x02 UNIFIED, 0x03 PEER, 0xF0-0xFE private",
     "reserved" / zero_bytes(1, "HT-BUFT-23") * "_reserved: one zero byte",
     order=HANDLE_ORDER,
@@ -109,11 +108,7 @@ class BufferHandle(Section):
     rule: ClassVar[str] = "HT-BUFT-01"
     wire_name: ClassVar[str] = "buffers"
 
-    byte_size: U64 = 0
-    alignment: U32 = MIN_ALIGNMENT
-    device_tag: U8 = CPU
-    sync_mode: U8 = 0
-    memory_class: U8 = STANDARD
+    declaration: ClassVar[cs.Construct] = HANDLE  # the model's fields are derived from it
 
     def wire_declaration(self) -> cs.Construct:
         return HANDLE

@@ -60,13 +60,14 @@ LAYOUT_TAG = Rule(Rule(
 _LEADING = (
     "magic" / Rule(Bytes(4), lambda v, _: v == MAGIC, "HT-HDR-04", MAGIC, "not a Hurray descriptor")
     * "48 52 52 59 (\"HRRY\")",
-    "version_major" / Rule(
+    "version_major" / cs.Default(Rule(
         Rule(cs.Int8ul, lambda v, _: v >= SUPPORTED_MAJOR, "HT-HDR-06", SUPPORTED_MAJOR,
              "no migration path from an older major version"),
         lambda v, _: v <= SUPPORTED_MAJOR, "HT-HDR-05", SUPPORTED_MAJOR,
-        "newer major version than this reader supports")
+        "newer major version than this reader supports"), SUPPORTED_MAJOR)
     * "format major version; 1",
-    "version_minor" / cs.Int8ul * "format minor version; newer minors are read, their extra bytes skipped",
+    "version_minor" / cs.Default(cs.Int8ul, 0)
+    * "format minor version; newer minors are read, their extra bytes skipped",
 )
 _LENGTH = cs.Int32ul
 _TRAILING = (
@@ -99,9 +100,9 @@ PREAMBLE_LENGTH = PREAMBLE.sizeof()  # enough to skip a whole descriptor (HT-HDR
 def core_fields(rank: Any) -> tuple[cs.Construct, ...]:
     """shape and byte_offset for ``rank`` dimensions (a number, or ``this.rank``)."""
     return (
-        "shape" / cs.Array(rank, cs.Int64ul)
+        "shape" / cs.Default(cs.Array(rank, cs.Int64ul), ())
         * "u64[rank], dimension 0 first; 0xFFFFFFFFFFFFFFFF is DYNAMIC",
-        "byte_offset" / cs.Int64ul * "bytes from the start of buffer 0 to element [0, ..., 0]",
+        "byte_offset" / cs.Default(cs.Int64ul, 0) * "bytes from the start of buffer 0 to element [0, ..., 0]",
     )
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from enum import IntFlag
 from functools import lru_cache
 from typing import Any
 
@@ -10,21 +9,13 @@ import construct as cs
 
 from hurray_decl.hurray.tables.element_types import BY_TAG, RESERVED_TYPE_TAGS, TypeTagClass, type_tag_range
 from hurray_decl.declare.schema import Bytes, Rule
+from hurray_decl.hurray.tables.codes import Flag as Flag  # re-exported: the header's code space
+from hurray_decl.hurray.tables.codes import bit_legend, clear_above
 from hurray_decl.hurray.tables.tags import is_private
 from hurray_decl.hurray.tensor.common import MAX_RANK, SUPPORTED_MAJOR, permissive
 from hurray_decl.hurray.tensor.layouts import LAYOUTS
 
 MAGIC = b"HRRY"
-
-
-class Flag(IntFlag):
-    """Fixed-header flags; each gates one optional section."""
-
-    HAS_QUANTIZATION = 1 << 0
-    HAS_SHARD = 1 << 1
-    HAS_EXTENSION_TYPE = 1 << 2
-    HAS_STATISTICS = 1 << 3
-    HAS_COMPOSITE_MEMBER = 1 << 4
 
 
 DEFINED_FLAGS = int(sum(Flag))
@@ -70,9 +61,9 @@ _LEADING = (
 )
 _LENGTH = cs.Int32ul
 _TRAILING = (
-    "flags" / Rule(cs.Int32ul, lambda v, _: v & ~DEFINED_FLAGS == 0, "HT-HDR-12", "bits 5-31 clear",
+    "flags" / Rule(cs.Int32ul, lambda v, _: v & ~DEFINED_FLAGS == 0, "HT-HDR-12", clear_above(Flag),
                    "a reserved flags bit is set")
-    * "bit 0 quantization, 1 shard, 2 extension type, 3 statistics, 4 composite member",
+    * bit_legend(Flag),
     "type_tag" / TYPE_TAG * "element (storage) type of the tensor",
     "layout_tag" / LAYOUT_TAG * "memory layout; selects the layout-specific fields",
     "rank" / Rule(cs.Int32ul, lambda v, _: v <= MAX_RANK, "HT-HDR-13", f"<= {MAX_RANK}", "rank above 64")

@@ -1,6 +1,7 @@
 """Hurray's small code spaces, one enum each: devices, sync modes, memory classes (DIGEST § 5.6),
 scale types, tile orders, KV roles, block-table index types, composition rules, combine ops,
-member roles (§ 5.4, § 5.12), the header flags and the statistics mask (§ 5.2, § 5.10).
+member roles (§ 5.4, § 5.12), the header flags and the statistics mask (§ 5.2, § 5.10), and the
+container's file flags and KV value tags (FILE-FORMAT.md § 3.1, § 5.3).
 
 Each member carries its title, the name the spec and the dump give it. The field
 documentation, the expected values of the rules, the dump's names, the strategies' pools and
@@ -15,10 +16,12 @@ from enum import IntEnum, IntFlag
 
 from hurray_decl.errors import RuleViolation
 from hurray_decl.hurray.tables.element_types import BY_NAME
-from hurray_decl.hurray.tables.tags import PRIVATE_RANGE
+from hurray_decl.hurray.tables.tags import INVALID_TAGS, PRIVATE_RANGE
 
 PRIVATE_SPAN = f"0x{PRIVATE_RANGE.first:02X}-0x{PRIVATE_RANGE.last:02X}"
 """The private range every Hurray code space shares, as the rules write it."""
+NOT_INVALID = " and ".join(f"0x{tag:02X}" for tag in INVALID_TAGS)
+"""``0x00 and 0xFF``: the two bytes no Hurray code space uses."""
 
 
 class Code(IntEnum):
@@ -82,6 +85,18 @@ def span(codes: Iterable[int]) -> str:
     if values != list(range(values[0], values[-1] + 1)):
         raise ValueError(f"codes {values} are not contiguous")
     return f"0x{values[0]:02X}-0x{values[-1]:02X}"
+
+
+def runs(codes: Iterable[int]) -> str:
+    """``0x01-0x0B, 0x40``: the codes as their contiguous runs, in order."""
+    values = sorted(int(c) for c in codes)
+    parts, start = [], 0
+    for i in range(1, len(values) + 1):
+        if i == len(values) or values[i] != values[i - 1] + 1:
+            first, last = values[start], values[i - 1]
+            parts.append(f"0x{first:02X}" if first == last else f"0x{first:02X}-0x{last:02X}")
+            start = i
+    return ", ".join(parts)
 
 
 def bit_legend(flags: Iterable[CodeFlag]) -> str:
@@ -258,3 +273,26 @@ class Statistic(CodeFlag):
     NM_SPARSITY_VALID = 1 << 4, "N:M"
     NAN_INF_VALID = 1 << 5, "NaN/inf"
 
+
+
+# ---------------------------------------------------------------- the container (FILE-FORMAT.md)
+
+class FileFlag(CodeFlag):
+    """``file_flags`` bits (FILE-FORMAT.md § 3.1)."""
+
+    HAS_KV_METADATA = 1 << 0, "KV metadata"
+    SORTED_INDEX = 1 << 1, "sorted index"
+    HAS_INDEX_CRC32C = 1 << 2, "index CRC-32C"
+
+
+class KVTag(Code):
+    """KV value tags (§ 5.3); the tags after the last one up to the private range are reserved,
+    0x00 and 0xFF are invalid."""
+
+    STRING = 0x01, "string"
+    INT64 = 0x02, "int64"
+    UINT64 = 0x03, "uint64"
+    FLOAT64 = 0x04, "float64"
+    BOOL = 0x05, "bool"
+    BYTES = 0x06, "bytes"
+    ARRAY = 0x07, "array"

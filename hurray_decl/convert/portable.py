@@ -37,7 +37,7 @@ from hurray_decl.onnx_light.ort import (
     read_ort,
     zero_point_storage,
 )
-from hurray_decl.onnx_light.ort.geometry import SOURCE_DTYPE_NAMES, SOURCE_NAMES
+from hurray_decl.onnx_light.ort.geometry import SOURCE_DTYPE_NAMES, SOURCE_DTYPES, SOURCE_NAMES
 from hurray_decl.onnx_light.packing import pack_bits, sign_extend, unpack_bits
 from hurray_decl.onnx_light.plan import QuantizationBlockLayout, RunArrays
 from hurray_decl.onnx_light.profiles import QuantizationFormat
@@ -48,8 +48,7 @@ __all__ = ["to_block_parts", "from_block_parts", "ort_to_portable", "portable_to
 PORTABLE_FORMATS = {QuantizationFormat.INT4: 4, QuantizationFormat.INT8: 8}
 """The onnx-light affine profiles these conversions read and write: signed codes, zero point 0."""
 
-SCALE_DATA_TYPES: dict[str, int] = {
-    "float32": DataType.FLOAT, "float16": DataType.FLOAT16, "bfloat16": DataType.BFLOAT16}
+SCALE_DATA_TYPES: dict[str, int] = {code.dtype.name: code for code in SOURCE_DTYPES}
 """The onnx-light data type of each scale type name (the Hurray scale_type_tag code space is
 :class:`hurray_decl.hurray.tables.codes.ScaleType`)."""
 _SCALE_NAMES = {code: name for name, code in SCALE_DATA_TYPES.items()}

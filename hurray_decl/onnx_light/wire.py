@@ -115,7 +115,6 @@ ROOT_FIELDS = (*(f.name for f in ROOT), BLOCKS)
 BLOCK_FIELDS = (PARAMETERS, *(f.name for f in BLOCK))
 
 
-
 def _introduced() -> dict[str, int]:
     first: dict[str, int] = {}
     for i, f in enumerate(ROOT):
@@ -317,12 +316,12 @@ def read_geometry(root: pb.StructTypeProto, path: str = "value -> struct_type") 
     for i in dict.fromkeys(_INTRODUCED.values()):  # each size from the first field that carries it
         f = ROOT[i]
         dims = _tensor_dims(fields[i], f.data_type, len(f.dims), "OL-WIRE-17", f"{path} -> {f.name}")
-        if len(set(dims)) > 1:  # every dim of one field names the same size: a square matrix
-            raise _fail("OL-WIRE-17", f"{f.name} is not square", f"{path} -> {f.name}", dims,
-                        f"[{', '.join(str(d) for d in f.dims)}]")
+        read: dict[str, int] = {}
         for d, value in zip(f.dims, dims):
-            if isinstance(d, str):
-                sizes[d] = value
+            if isinstance(d, str) and read.setdefault(d, value) != value:  # n x n: a square matrix
+                raise _fail("OL-WIRE-17", f"{f.name} is not square", f"{path} -> {f.name}", dims,
+                            f"[{', '.join(str(d) for d in f.dims)}]")
+        sizes.update(read)
     if fields[last].WhichOneof("content") != "type":
         raise _fail("OL-WIRE-17", "blocks must be a structure type", f"{path} -> {BLOCKS}")
     blocks = _structure(fields[last].type, "OL-WIRE-17", f"{path} -> {BLOCKS}")

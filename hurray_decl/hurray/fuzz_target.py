@@ -91,6 +91,7 @@ def seed_inputs(generated: int = 200) -> list[bytes]:
     from hurray_decl.hurray.schemes.per_block_affine import PerBlockAffine
     from hurray_decl.hurray.schemes.per_channel_affine import PerChannelAffine
     from hurray_decl.hurray.schemes.per_tensor_affine import PerTensorAffine
+    from hurray_decl.hurray.tables.codes import ScaleType
     from hurray_decl.hurray.tensor import BufferHandle, TensorDescriptor
 
     seeds: list[bytes] = []
@@ -99,7 +100,7 @@ def seed_inputs(generated: int = 200) -> list[bytes]:
         (0x10, (4, 8), (32,), PerTensorAffine(scale=0.5, zero_point=3)),
         (0x10, (4, 8), (32, 16, 16), PerChannelAffine(axis=0, scale_buffer_index=1, zero_point_buffer_index=2)),
         (0x48, (4, 8), (16, 16), PerBlockAffine(axis=1, block_size=4, scale_buffer_index=1, symmetric=True,
-                                                 scale_type_tag=1)),
+                                                 scale_type_tag=int(ScaleType.FLOAT16))),
         (0x49, (4, 16), (32, 32), NF4(axis=1, block_size=8, scale_buffer_index=1)),
         (0x10, (4, 32), (128, 8), MXFP(axis=1, block_size=16, scale_buffer_index=1)),
     ]

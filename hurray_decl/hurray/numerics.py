@@ -19,7 +19,7 @@ from hurray_decl.hurray.tables import storage
 from hurray_decl.hurray.tables.element_types import BY_NAME, BY_TAG
 from hurray_decl.hurray.quantization import kernel_for, scheme
 from hurray_decl.errors import ArgumentError, RuleViolation, UnsupportedError
-from hurray_decl.hurray.schemes.per_block_affine import SCALE_TYPES
+from hurray_decl.hurray.tables.codes import ScaleType
 from hurray_decl.hurray.tensor import BufferHandle, RowMajor, TensorDescriptor, read_tensor_descriptor, validate_buffers, write_tensor_descriptor
 from hurray_decl.hurray.tensor import access
 from hurray_decl.hurray.tensor.common import DYNAMIC
@@ -153,9 +153,7 @@ def _options(row_name: str, shape: tuple[int, ...], axis: int | None, block_size
     if storage_name not in row.storage_types:
         raise RuleViolation(row.storage_rule, f"{row.title} does not store {storage_name!r}", path="storage",
                             actual=storage_name, expected=", ".join(row.storage_types))
-    if scale_type not in SCALE_TYPES.values():
-        raise RuleViolation("HQ-PB-08", f"unknown scale type {scale_type!r}", path="scale_type",
-                            actual=scale_type, expected=", ".join(SCALE_TYPES.values()))
+    ScaleType.named(scale_type)  # HQ-PB-08 for an unknown name
     return QuantizeOptions(axis, int(block_size), storage_name, bool(symmetric), scale_type)
 
 

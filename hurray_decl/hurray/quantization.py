@@ -31,6 +31,7 @@ from hurray_decl.hurray.schemes.quantization import (
     SchemeDescriptor,
     descriptor_struct,
 )
+from hurray_decl.hurray.tables.codes import PRIVATE_SPAN
 from hurray_decl.hurray.tables.tags import PRIVATE_RANGE, TagClass, classify, skippable, tag_error
 
 SCHEMES: Table[int, SchemeRow] = Table("scheme", "HQ-EXT-03")
@@ -189,8 +190,8 @@ def register_private_scheme(
     """
     if not isinstance(tag, int) or not PRIVATE_RANGE.first <= tag <= PRIVATE_RANGE.last:
         raise RegistrationError(
-            "HQ-EXT-03", "private schemes use tags 0xF0-0xFE only", path="scheme_tag",
-            actual=tag, expected="0xF0-0xFE",
+            "HQ-EXT-03", f"private schemes use tags {PRIVATE_SPAN} only", path="scheme_tag",
+            actual=tag, expected=PRIVATE_SPAN,
         )
     defined = flags_defined or {}
     mask = sum(1 << bit for bit in defined)

@@ -23,7 +23,8 @@ from hurray_decl.hurray.container.writer import ContainerWriter, encode_kv, rewr
 from hurray_decl.errors import ArgumentError, HurrayDeclError
 from hurray_decl.declare.schema import field_offsets
 from hurray_decl.hurray.tensor import BufferHandle, CompositeHead, Shard, TensorDescriptor
-from hurray_decl.hurray.tensor.sections import BASE, CORRECTION, CompositeMember
+from hurray_decl.hurray.tables.codes import MemberRole
+from hurray_decl.hurray.tensor.sections import CompositeMember
 from tests.paths import FILES
 
 MANIFEST = json.loads((FILES / "manifest.json").read_text())
@@ -309,9 +310,9 @@ def test_composite_checks_on_write_and_read():
     base, b0 = f32((4,))
     corr, b1 = f32((1,))
     shard = Shard(parent_shape=(4,), shard_offset=(0,))
-    members = [("b", base.replace(shard=shard, composite_member=CompositeMember(member_role=BASE)), b0),
+    members = [("b", base.replace(shard=shard, composite_member=CompositeMember(member_role=MemberRole.BASE)), b0),
                ("c", corr.replace(shard=Shard(parent_shape=(4,), shard_offset=(3,)),
-                                  composite_member=CompositeMember(member_role=CORRECTION)), b1)]
+                                  composite_member=CompositeMember(member_role=MemberRole.CORRECTION)), b1)]
     validate_container(write_container([("o", overlay, []), *members]))
     with pytest.raises(HurrayDeclError, match="HF-DATA-16"):  # the base must come first
         write_container([("o", overlay, []), *members[::-1]])

@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 import construct as cs
 from hurray_decl.lazy_modules import numpy as np
 
+from hurray_decl.hurray.tables.codes import ScaleType
 from hurray_decl.hurray.kernels import Geometry, Plan, Quantized, affine_calibration, affine_codes, affine_plan
 from hurray_decl.registry import SchemeRow
 from hurray_decl.declare.schema import equals, zero_bytes
@@ -15,7 +16,7 @@ from hurray_decl.hurray.schemes.quantization import AXIS, SYMMETRIC, SymmetricZe
 
 TAG = 0x02
 LENGTH = 4 + 4 + 4 + 4 + 1 + 3  # header, axis, scale index, zero-point index, scale type, reserved
-FLOAT32 = 0x03
+FLOAT32 = ScaleType.FLOAT32
 
 STRUCT = descriptor_struct(
     TAG,
@@ -24,9 +25,9 @@ STRUCT = descriptor_struct(
     "scale_buffer_index" / index_field() * "buffer holding shape[axis] float32 scales",
     "zero_point_buffer_index" / cs.Int32ul
     * "buffer holding shape[axis] int32 zero points; 0xFFFFFFFF when SYMMETRIC",
-    "scale_type_tag" / cs.Default(equals(FLOAT32, "HQ-PC-06", "version 1 scales are float32 (0x03)", cs.Int8ul),
-                                  FLOAT32)
-    * "scale element type; 0x03 (float32) in version 1",
+    "scale_type_tag" / cs.Default(equals(int(FLOAT32), "HQ-PC-06", f"version 1 scales are {FLOAT32.title} ({FLOAT32.hex})",
+                                         cs.Int8ul), int(FLOAT32))
+    * f"scale element type; {FLOAT32.hex} ({FLOAT32.title}) in version 1",
     "reserved" / zero_bytes(3, "HQ-PC-07") * "_reserved: three zero bytes",
 )
 

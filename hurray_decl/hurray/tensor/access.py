@@ -41,19 +41,16 @@ from hurray_decl.hurray.tensor.layouts import (
     PrivateLayout,
     RowMajor,
     Strided,
+    OUTER_ORDERS,
     Tiled,
-    TileOrder,
     row_of,
 )
+from hurray_decl.hurray.tables.codes import TileOrder
 from hurray_decl.hurray.tensor.model import TensorDescriptor
 from hurray_decl.hurray.tensor.validate import DataContext, validate_buffers
 
 __all__ = ["PagedCodes", "block_paged_codes", "code_dtype", "dense_codes", "flat_boxes", "hilbert_index", "logical_codes",
            "read_codes", "refuse_unaddressable", "stored_codes_row_major"]
-
-GRID_ORDERS = {TileOrder.ROW_MAJOR: "row-major", TileOrder.COLUMN_MAJOR: "column-major", TileOrder.STRIDED: "strided"}
-"""Orders a tiled level may give its tile grid or its tile interior (HT-LAY-07)."""
-
 
 code_dtype = storage.code_dtype
 
@@ -208,7 +205,8 @@ def _order_steps(order: int, extents: Sequence[int], strides: Sequence[int] | No
     if order == TileOrder.STRIDED and strides is not None and len(strides) == len(extents):
         return list(strides)
     raise RuleViolation("HT-LAY-07", "a tiled level's order needs its strides, one per dimension",
-                        path="descriptor -> layout", actual=GRID_ORDERS.get(order, order), expected="strides")
+                        path="descriptor -> layout", actual=TileOrder(order).title if order in OUTER_ORDERS else order,
+                        expected="strides")
 
 
 def _tiled_terms(level: Tiled, indices: list[np.ndarray], dims: Sequence[int], terms: _Terms) -> list[np.ndarray]:

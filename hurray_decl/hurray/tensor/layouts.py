@@ -11,7 +11,6 @@ which layout it holds.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import IntEnum
 from functools import lru_cache
 from typing import Any, Callable, ClassVar
 
@@ -21,6 +20,8 @@ from construct import this
 from hurray_decl.errors import RuleViolation
 from hurray_decl.registry import Table
 from hurray_decl.declare.schema import Bytes, Record, Rule, zero_bytes
+from hurray_decl.hurray.tables.codes import OVERLAY_OPS, BlockTableIndexType, CombineOp, CompositionRule, KVRole, \
+    TileOrder, alternatives, legend
 from hurray_decl.hurray.tables.tags import PRIVATE_RANGE, is_private
 from hurray_decl.hurray.tensor.common import (
     DYNAMIC,
@@ -122,16 +123,6 @@ class Strided(Layout):
 
 # ---------------------------------------------------------------- tiled 0x04
 
-class TileOrder(IntEnum):
-    """outer_layout / inner_layout: the order of the tile grid and of the elements in a tile."""
-
-    ROW_MAJOR = 0x01
-    COLUMN_MAJOR = 0x02
-    STRIDED = 0x03
-    NESTED = 0x04
-    """inner_layout only: the tile holds another tiled level."""
-
-
 OUTER_ORDERS = (TileOrder.ROW_MAJOR, TileOrder.COLUMN_MAJOR, TileOrder.STRIDED)
 INNER_ORDERS = (*OUTER_ORDERS, TileOrder.NESTED)
 
@@ -144,22 +135,22 @@ def _tiled_fields(rank: int, depth: int) -> tuple[cs.Construct, ...]:
         "tile_shape" / cs.Array(rank, Rule(cs.Int64ul, lambda v, _: v > 0, "HT-LAY-08", "> 0",
                                            "a tile_shape entry is 0"))
         * "u64[rank]: elements per tile along each axis; each > 0",
-        "outer_layout" / cs.Default(one_of(cs.Int8ul, OUTER_ORDERS, "HT-LAY-09", "0x01, 0x02 or 0x03",
+        "outer_layout" / cs.Default(one_of(cs.Int8ul, OUTER_ORDERS, "HT-LAY-09", alternatives(OUTER_ORDERS),
                                            "unknown order of the tile grid"), int(TileOrder.ROW_MAJOR))
-        * "order of the tile grid: 0x01 row-major, 0x02 column-major, 0x03 strided",
+        * f"order of the tile grid: {legend(OUTER_ORDERS)}",
         "inner_layout" / cs.Default(Rule(
-            one_of(cs.Int8ul, INNER_ORDERS, "HT-LAY-10", "0x01, 0x02, 0x03 or 0x04",
+            one_of(cs.Int8ul, INNER_ORDERS, "HT-LAY-10", alternatives(INNER_ORDERS),
                    "unknown order inside a tile"),
             no_deeper, "HT-LAY-12", f"at most {MAX_TILED_DEPTH} nested tiled payloads",
             "tiled nesting is deeper than the limit"), int(TileOrder.ROW_MAJOR))
-        * "order inside a tile: 0x01 row-major, 0x02 column-major, 0x03 strided, 0x04 nested tiling",
+        * f"order inside a tile: {legend(INNER_ORDERS)}",
         "reserved" / zero_bytes(2, "HT-LAY-11") * "_reserved: two zero bytes",
         "outer_strides" / cs.If(this.outer_layout == int(TileOrder.STRIDED), cs.Array(rank, cs.Int64sl))
-        * "i64[rank], only when outer_layout = 0x03: tile-grid strides, in tiles",
+        * f"i64[rank], only when outer_layout = {TileOrder.STRIDED.hex}: tile-grid strides, in tiles",
         "inner_strides" / cs.If(this.inner_layout == int(TileOrder.STRIDED), cs.Array(rank, cs.Int64sl))
-        * "i64[rank], only when inner_layout = 0x03: strides inside a tile, in elements",
+        * f"i64[rank], only when inner_layout = {TileOrder.STRIDED.hex}: strides inside a tile, in elements",
         "nested" / cs.If(this.inner_layout == int(TileOrder.NESTED), cs.LazyBound(lambda: tiled_level(rank, depth + 1)))
-        * "only when inner_layout = 0x04: the same tiled structure again, one level down",
+        * f"only when inner_layout = {TileOrder.NESTED.hex}: the same tiled structure again, one level down",
     )
 
 
@@ -370,13 +361,14 @@ class BlockPaged(Layout):
                                            "only axis 0 (tokens) is paged"), 0)
             * "the paged logical axis; must be 0",
             "num_seqs" / cs.Default(cs.Int32ul, 0) * "number of sequences; may be 0",
-            "kv_role" / cs.Default(one_of(cs.Int8ul, (0, 1, 2), "HT-LAY-53", "0x00, 0x01 or 0x02", "unknown kv_role"),
-                                   0x02)
-            * "0x00 key, 0x01 value, 0x02 fused or generic",
+            "kv_role" / cs.Default(one_of(cs.Int8ul, KVRole.codes(), "HT-LAY-53", alternatives(KVRole),
+                                          "unknown kv_role"), int(KVRole.FUSED))
+            * legend(KVRole),
             "layer_index" / cs.Default(cs.Int32ul, 0xFFFF_FFFF) * "model layer; 0xFFFFFFFF means not tied to a layer",
-            "block_table_index_type" / cs.Default(one_of(cs.Int8ul, (0, 1), "HT-LAY-53", "0x00 or 0x01",
-                                                         "unknown index type"), 0x00)
-            * "element type of buffers 1 and 2: 0x00 u32, 0x01 u64",
+            "block_table_index_type" / cs.Default(one_of(cs.Int8ul, BlockTableIndexType.codes(), "HT-LAY-53",
+                                                         alternatives(BlockTableIndexType), "unknown index type"),
+                                                  int(BlockTableIndexType.U32))
+            * f"element type of buffers 1 and 2: {legend(BlockTableIndexType)}",
             "reserved" / zero_bytes(6, "HT-LAY-54") * "_reserved: six zero bytes",
         )
 
@@ -385,7 +377,7 @@ class BlockPaged(Layout):
 
     @property
     def index_width(self) -> int:
-        return 4 if self.block_table_index_type == 0 else 8
+        return BlockTableIndexType(self.block_table_index_type).width
 
     def check_tensor(self, t: TensorChecks) -> None:
         heads, dim = t.shape[1], t.shape[2]
@@ -394,29 +386,33 @@ class BlockPaged(Layout):
             t.component_size(0, t.packed(count), "HT-LAY-91", "page_pool: num_pages x page_size x heads x dim",
                              "HT-LAY-61")
         t.component_size(2, (self.num_seqs + 1) * self.index_width, "HT-LAY-91", "seq_ptr: num_seqs + 1 entries")
-        if t.writer_rules and self.block_table_index_type == 0 and self.num_pages > 1 << 32:
+        if t.writer_rules and self.block_table_index_type == BlockTableIndexType.U32 and self.num_pages > 1 << 32:
             t.fail("HT-LAY-62", "page ids above 0xFFFFFFFF need the u64 block table",
-                   "descriptor -> layout -> block_table_index_type", actual="0x00", expected="0x01")
+                   "descriptor -> layout -> block_table_index_type", actual=BlockTableIndexType.U32.hex,
+                   expected=BlockTableIndexType.U64.hex)
 
 
 # ---------------------------------------------------------------- composite head 0x0B
 
-PARTITION, OVERLAY, GROUP = 0x01, 0x02, 0x03
 OPEN_COMPOSITE = 0xFFFF_FFFF
 
 
 def _public_rule(value: int, _: Any) -> bool:
-    return value in (PARTITION, OVERLAY, GROUP) or is_private(value)
+    return CompositionRule.has(value) or is_private(value)
 
 
 def _combine_ok(value: int, ctx: Any) -> bool:
-    if ctx.composition_rule == OVERLAY:
+    if ctx.composition_rule == CompositionRule.OVERLAY:
         return True
-    return value == 0
+    return value == CombineOp.NONE
 
 
 def _overlay_op(value: int, ctx: Any) -> bool:
-    return ctx.composition_rule != OVERLAY or value in (1, 2)
+    return ctx.composition_rule != CompositionRule.OVERLAY or value in OVERLAY_OPS
+
+
+_NOT_OVERLAY = " and ".join(rule.title for rule in CompositionRule if rule != CompositionRule.OVERLAY)
+_OVERLAY_OPS = alternatives(OVERLAY_OPS, form="{hex} {title}")
 
 
 class CompositeHead(Layout):
@@ -430,20 +426,20 @@ class CompositeHead(Layout):
     def fields(rank: int) -> tuple[cs.Construct, ...]:
         return (
             "composition_rule" / Rule(
-                Rule(cs.Int8ul, _public_rule, "HT-LAY-69", "0x01, 0x02 or 0x03",
+                Rule(cs.Int8ul, _public_rule, "HT-LAY-69", alternatives(CompositionRule),
                      "reserved or invalid composition rule"),
-                lambda v, _: not is_private(v), "HT-LAY-70", "0x01, 0x02 or 0x03",
+                lambda v, _: not is_private(v), "HT-LAY-70", alternatives(CompositionRule),
                 "private composition rules need an agreement; none is registered")
-            * "0x01 partition, 0x02 overlay, 0x03 group",
+            * legend(CompositionRule),
             "combine_op" / cs.Default(Rule(
-                Rule(cs.Int8ul, _combine_ok, "HT-LAY-71", "0x00", "partition and group take no combine_op"),
-                _overlay_op, "HT-LAY-72", "0x01 replace or 0x02 add", "unknown overlay combine_op"), 0)
-            * "0x00 for partition and group; 0x01 replace or 0x02 add for overlay",
+                Rule(cs.Int8ul, _combine_ok, "HT-LAY-71", CombineOp.NONE.hex, f"{_NOT_OVERLAY} take no combine_op"),
+                _overlay_op, "HT-LAY-72", _OVERLAY_OPS, "unknown overlay combine_op"), int(CombineOp.NONE))
+            * f"{CombineOp.NONE.hex} for {_NOT_OVERLAY}; {_OVERLAY_OPS} for {CompositionRule.OVERLAY.title}",
             "reserved" / zero_bytes(2, "HT-LAY-73") * "_reserved: two zero bytes",
             "member_count" / Rule(
                 Rule(cs.Int32ul, lambda v, _: v != OPEN_COMPOSITE, "HT-LAY-74", "a definite count",
                      "open composites (0xFFFFFFFF) are reserved"),
-                lambda v, ctx: v > 0 or ctx.composition_rule != OVERLAY, "HT-LAY-75", ">= 1",
+                lambda v, ctx: v > 0 or ctx.composition_rule != CompositionRule.OVERLAY, "HT-LAY-75", ">= 1",
                 "an overlay needs its base member")
             * "number of member descriptors that follow",
         )

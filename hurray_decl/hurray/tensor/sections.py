@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 import construct as cs
 
 from hurray_decl.declare.schema import Record, Rule, zero_bytes
+from hurray_decl.hurray.tables.codes import MemberRole, Statistic, alternatives, bit_legend, clear_above, legend
 from hurray_decl.hurray.tensor.common import Section, boolean, one_of
 
 QUANTIZATION_LENGTH = "quantization_length" / cs.Int32ul * (
@@ -40,18 +41,23 @@ class Shard(Section):
 
 # ---------------------------------------------------------------- statistics (flags bit 3)
 
-NNZ_VALID, SPARSITY_VALID, VALUE_RANGE_VALID, VALUE_STATS_VALID, NM_SPARSITY_VALID, NAN_INF_VALID = (
-    1 << 0, 1 << 1, 1 << 2, 1 << 3, 1 << 4, 1 << 5)
-MASK_DEFINED = 0x3F
+MASK_DEFINED = int(sum(Statistic))
+"""Every defined computed_mask bit."""
 
+_S = Statistic
 _GUARDED = {
-    "nnz": NNZ_VALID, "sparsity_ratio": SPARSITY_VALID,
-    "value_min": VALUE_RANGE_VALID, "value_max": VALUE_RANGE_VALID, "value_abs_max": VALUE_RANGE_VALID,
-    "value_mean": VALUE_STATS_VALID, "value_stddev": VALUE_STATS_VALID,
-    "nm_n": NM_SPARSITY_VALID, "nm_m": NM_SPARSITY_VALID,
-    "has_nan": NAN_INF_VALID, "has_inf": NAN_INF_VALID,
+    "nnz": _S.NNZ_VALID, "sparsity_ratio": _S.SPARSITY_VALID,
+    "value_min": _S.VALUE_RANGE_VALID, "value_max": _S.VALUE_RANGE_VALID, "value_abs_max": _S.VALUE_RANGE_VALID,
+    "value_mean": _S.VALUE_STATS_VALID, "value_stddev": _S.VALUE_STATS_VALID,
+    "nm_n": _S.NM_SPARSITY_VALID, "nm_m": _S.NM_SPARSITY_VALID,
+    "has_nan": _S.NAN_INF_VALID, "has_inf": _S.NAN_INF_VALID,
 }
 """The computed_mask bit that makes each statistic known (HT-SEC-12)."""
+
+
+def _guarded(name: str, text: str) -> str:
+    """A statistic's documentation, led by the name of the bit that makes it known."""
+    return f"{_GUARDED[name].name}: {text}"
 
 
 def _valid(bit: int, check: Any) -> Any:
@@ -59,28 +65,29 @@ def _valid(bit: int, check: Any) -> Any:
 
 
 def _flag_byte(name: str) -> cs.Construct:
-    return cs.Default(Rule(cs.Int8ul, _valid(NAN_INF_VALID, lambda v, _: v in (0, 1)), "HT-SEC-08", "0x00 or 0x01",
-                           f"{name} is a 0/1 byte"), 0) * f"NAN_INF_VALID: 1 if any element is {name[4:]}"
+    return cs.Default(Rule(cs.Int8ul, _valid(_GUARDED[name], lambda v, _: v in (0, 1)), "HT-SEC-08", "0x00 or 0x01",
+                           f"{name} is a 0/1 byte"), 0) * _guarded(name, f"1 if any element is {name[4:]}")
 
 
 STATISTICS = Record(
     "computed_mask" / cs.Default(Rule(cs.Int32ul, lambda v, _: v & ~MASK_DEFINED == 0, "HT-SEC-09",
-                                      "bits 6-31 clear", "a reserved computed_mask bit is set"), 0)
-    * "which statistics are known: bit 0 nnz, 1 sparsity, 2 value range, 3 mean/stddev, 4 N:M, 5 NaN/inf",
+                                      clear_above(Statistic), "a reserved computed_mask bit is set"), 0)
+    * f"which statistics are known: {bit_legend(Statistic)}",
     "reserved" / zero_bytes(4, "HT-SEC-10") * "_reserved: u32 zero",
-    "nnz" / cs.Default(cs.Int64ul, 0) * "NNZ_VALID: non-zero elements; equals a sparse layout's nnz",
-    "sparsity_ratio" / cs.Default(cs.Float64l, 0.0) * "SPARSITY_VALID: fraction of zero elements, nominally [0, 1]",
-    "value_min" / cs.Default(cs.Float64l, 0.0) * "VALUE_RANGE_VALID: smallest dequantized value",
-    "value_max" / cs.Default(cs.Float64l, 0.0) * "VALUE_RANGE_VALID: largest dequantized value",
-    "value_abs_max" / cs.Default(cs.Float64l, 0.0) * "VALUE_RANGE_VALID: max(|min|, |max|)",
-    "value_mean" / cs.Default(cs.Float64l, 0.0) * "VALUE_STATS_VALID: mean of the values",
-    "value_stddev" / cs.Default(Rule(cs.Float64l, _valid(VALUE_STATS_VALID, lambda v, _: v >= 0), "HT-SEC-14",
+    "nnz" / cs.Default(cs.Int64ul, 0) * _guarded("nnz", "non-zero elements; equals a sparse layout's nnz"),
+    "sparsity_ratio" / cs.Default(cs.Float64l, 0.0)
+    * _guarded("sparsity_ratio", "fraction of zero elements, nominally [0, 1]"),
+    "value_min" / cs.Default(cs.Float64l, 0.0) * _guarded("value_min", "smallest dequantized value"),
+    "value_max" / cs.Default(cs.Float64l, 0.0) * _guarded("value_max", "largest dequantized value"),
+    "value_abs_max" / cs.Default(cs.Float64l, 0.0) * _guarded("value_abs_max", "max(|min|, |max|)"),
+    "value_mean" / cs.Default(cs.Float64l, 0.0) * _guarded("value_mean", "mean of the values"),
+    "value_stddev" / cs.Default(Rule(cs.Float64l, _valid(_GUARDED["value_stddev"], lambda v, _: v >= 0), "HT-SEC-14",
                                      ">= 0", "a standard deviation is never negative or NaN"), 0.0)
-    * "VALUE_STATS_VALID: standard deviation; >= 0",
-    "nm_n" / cs.Default(cs.Int8ul, 0) * "NM_SPARSITY_VALID: N of N:M structured sparsity",
-    "nm_m" / cs.Default(Rule(cs.Int8ul, _valid(NM_SPARSITY_VALID, lambda v, ctx: ctx.nm_n <= v), "HT-SEC-15",
+    * _guarded("value_stddev", "standard deviation; >= 0"),
+    "nm_n" / cs.Default(cs.Int8ul, 0) * _guarded("nm_n", "N of N:M structured sparsity"),
+    "nm_m" / cs.Default(Rule(cs.Int8ul, _valid(_GUARDED["nm_m"], lambda v, ctx: ctx.nm_n <= v), "HT-SEC-15",
                              ">= nm_n", "N:M sparsity needs nm_n <= nm_m"), 0)
-    * "NM_SPARSITY_VALID: M of N:M structured sparsity",
+    * _guarded("nm_m", "M of N:M structured sparsity"),
     "has_nan" / _flag_byte("has_nan"),
     "has_inf" / _flag_byte("has_inf"),
     "reserved2" / zero_bytes(4, "HT-SEC-11") * "_reserved2: four zero bytes",
@@ -173,12 +180,10 @@ class ExtensionType(Section):
 
 # ---------------------------------------------------------------- composite member (flags bit 4)
 
-CORRECTION, BASE = 0x00, 0x01
-
 COMPOSITE_MEMBER = Record(
-    "member_role" / cs.Default(one_of(cs.Int8ul, (CORRECTION, BASE), "HT-SEC-36", "0x00 or 0x01",
-                                      "reserved member role"), CORRECTION)
-    * "0x00 correction, 0x01 base",
+    "member_role" / cs.Default(one_of(cs.Int8ul, MemberRole.codes(), "HT-SEC-36", alternatives(MemberRole),
+                                      "reserved member role"), int(MemberRole.CORRECTION))
+    * legend(MemberRole),
     "reserved" / zero_bytes(15, "HT-SEC-37") * "_reserved: fifteen zero bytes",
 )
 """The 16-byte composite-member section (HT-SEC-35)."""

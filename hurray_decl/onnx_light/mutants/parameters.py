@@ -8,7 +8,7 @@ import numpy as np
 
 from hurray_decl.onnx_light.mutants.base import model_case, mutant, value_case
 from hurray_decl.onnx_light.mutants.valid import Case, Source, compact_model
-from hurray_decl.onnx_light.numerics import FLOAT
+from hurray_decl.onnx_light.numerics import DataType
 from hurray_decl.onnx_light.shared import PARAMETERS_PREFIX
 from hurray_decl.onnx_light.tensors import array_to_tensor
 from hurray_decl.onnx_light.wire import pb
@@ -84,7 +84,7 @@ def _(src: Source) -> Case:
     tensor = _initializer(model, src.choice(("storage_type", "logical_type")))
     how = src.integer(0, 2)
     if how == 0:
-        tensor.data_type = src.choice((1, 3, 7))
+        tensor.data_type = src.choice((DataType.FLOAT, DataType.INT8, DataType.INT64))
     elif how == 1:
         tensor.dims[0] += src.integer(1, 5)
     else:
@@ -108,7 +108,7 @@ def _(src: Source) -> Case:
     model = compact_model(src)
     tensor = _initializer(model, "scales")
     count = (tensor.dims[0] if len(tensor.dims) else 1) + src.integer(1, 3)
-    tensor.CopyFrom(array_to_tensor(np.ones(count, np.float32), FLOAT))
+    tensor.CopyFrom(array_to_tensor(np.ones(count, np.float32), DataType.FLOAT))
     tensor.name = _initializer_name(model, "scales")
     return model_case(model, "OL-SHR-10", ROLES, "scales of the wrong size")
 

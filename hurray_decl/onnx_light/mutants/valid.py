@@ -12,7 +12,7 @@ import numpy as np
 
 from hurray_decl.onnx_light.codec import make_quantization_type, quantize_array
 from hurray_decl.onnx_light.inputs import MODEL, TENSOR, VALUE
-from hurray_decl.onnx_light.numerics import BFLOAT16, FLOAT, FLOAT16, LOGICAL_DTYPES
+from hurray_decl.onnx_light.numerics import LOGICAL_DTYPES, DataType
 from hurray_decl.onnx_light.ort import FLOATING, IMPLICIT, ORT_FORMATS, PACKED, make_matmul_nbits_plan
 from hurray_decl.onnx_light.plan import make_quantization_plan
 from hurray_decl.onnx_light.profiles import PROFILES, QuantizationFormat, QuantizationMethod
@@ -114,7 +114,7 @@ def valid_value(src: Source, fmt: QuantizationFormat | None = None, *, count: in
         value = ort_value(fmt, src)
     else:
         count = src.integer(0, 24) if count is None else count
-        dtype = LOGICAL_DTYPES[src.choice((FLOAT, FLOAT16, BFLOAT16, 11))]
+        dtype = LOGICAL_DTYPES[src.choice((DataType.FLOAT, DataType.FLOAT16, DataType.BFLOAT16, DataType.DOUBLE))]
         data = src.floats(count, -6.0, 6.0).astype(dtype).reshape(_shape(count, src))
         value = quantize_array(data, _portable_plan(fmt, count, src, block_size))
     if name is not None:
@@ -141,7 +141,7 @@ def ort_value(fmt: QuantizationFormat, src: Source, storage: str | None = None) 
         blocks[0].zero_point = 0.0
     run.blocks = blocks
     plan.set_run(0, run)
-    dtype = LOGICAL_DTYPES[src.choice((FLOAT, FLOAT16, BFLOAT16))]
+    dtype = LOGICAL_DTYPES[src.choice((DataType.FLOAT, DataType.FLOAT16, DataType.BFLOAT16))]
     return quantize_array(src.floats(k * n, -3.0, 3.0).reshape(k, n).astype(dtype), plan)
 
 
@@ -172,7 +172,7 @@ def compact_model(src: Source, fmt: QuantizationFormat | None = None) -> pb.Mode
         plan = make_quantization_plan(fmt, count, block_size=block)
         storage, shape, blocks = make_quantization_type(plan), (count,), sum(len(r) for r in plan.runs)
     scales = np.array([src.choice((0.5, 1.0, 2.0)) for _ in range(blocks)], np.float32)
-    add_quantization_parameters(model, "common", storage, make_logical_type(FLOAT, shape), scales=scales)
+    add_quantization_parameters(model, "common", storage, make_logical_type(DataType.FLOAT, shape), scales=scales)
     x = src.floats(int(np.prod(shape)), -4.0, 4.0).astype(np.float32).reshape(shape)
     compact = quantize_tensor_shared(x, model, "common").encoded
     compact.name = "w"
@@ -188,7 +188,7 @@ def valid_case(src: Source, kind: str | None = None) -> Case:
         return Case(value.SerializeToString(), VALUE, None, description=value.struct_type.name)
     if kind == TENSOR:
         count = src.integer(0, 12)
-        code = src.choice((FLOAT, FLOAT16, BFLOAT16, 11))
+        code = src.choice((DataType.FLOAT, DataType.FLOAT16, DataType.BFLOAT16, DataType.DOUBLE))
         tensor = array_to_tensor(src.floats(count, -4, 4).astype(LOGICAL_DTYPES[code]), code)
         tensor.name = "t"
         return Case(tensor.SerializeToString(), TENSOR, None, description="a floating TensorProto")

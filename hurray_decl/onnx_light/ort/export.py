@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from hurray_decl.onnx_light.numerics import LOGICAL_DTYPES, UINT8
+from hurray_decl.onnx_light.numerics import LOGICAL_DTYPES, DataType
 from hurray_decl.onnx_light.wire import pb
 from hurray_decl.onnx_light.ort.decode import OrtValue
 from hurray_decl.onnx_light.ort.geometry import FLOATING, PACKED
@@ -52,11 +52,11 @@ def export_inputs(value: OrtValue) -> MatMulNBitsInputs:
     g = value.geometry
     cls = _tensor_class()
     target = LOGICAL_DTYPES[g.dtype]
-    weights = _tensor(cls, "B", UINT8, [g.n, g.groups, g.blob], value.weights.tobytes())
+    weights = _tensor(cls, "B", DataType.UINT8, [g.n, g.groups, g.blob], value.weights.tobytes())
     scales = _tensor(cls, "scales", g.dtype, [g.n, g.groups], value.scales.astype(target.newbyteorder("<")).tobytes())
     zero_points = None
     if g.zero_points == PACKED:
-        zero_points = _tensor(cls, "zero_points", UINT8, g.zp_dims, value.zp_stored.tobytes())
+        zero_points = _tensor(cls, "zero_points", DataType.UINT8, g.zp_dims, value.zp_stored.tobytes())
     elif g.zero_points == FLOATING:
         zero_points = _tensor(cls, "zero_points", g.dtype, g.zp_dims,
                               value.zp_stored.astype(target.newbyteorder("<")).tobytes())

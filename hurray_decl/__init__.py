@@ -64,7 +64,11 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # the public names: imported lazily at run time (see the module's documentation)
     __version__: str
     from hurray_decl.hurray import kernels
-    from hurray_decl.hurray.numerics import dequantize, quantize
+    from hurray_decl.hurray import dask_arrays as dask
+    from hurray_decl.hurray.numerics import dequantize
+    from hurray_decl.hurray.values import SparseValues, Tensor, element_type, quantize
+    from hurray_decl.hurray.files import File, load, load_kv, save
+    from hurray_decl.hurray.files import open_file as open
     from hurray_decl.convert.hurray import from_awq, from_gguf, from_gguf_file, from_gptq
     from hurray_decl.hurray.quantization import SCHEMES, decode_quantization, encode_quantization, kernel_for, load_quantization
     from hurray_decl.hurray.quantization import register_private_scheme, scheme, unregister_private_scheme

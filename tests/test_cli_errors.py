@@ -46,8 +46,9 @@ def inputs(tmp_path_factory) -> Path:
     (folder / "row.bin").write_bytes(row)
     (folder / "b48.bin").write_bytes(bytes(48))
     (folder / "sub").mkdir()
-    descriptor, buffers = hd.quantize(np.linspace(-1, 1, 4 * 64, dtype=np.float32).reshape(4, 64),
-                                      "per_block_affine", block_size=32)
+    quantized = hd.quantize(np.linspace(-1, 1, 4 * 64, dtype=np.float32).reshape(4, 64), "per_block_affine",
+                            block_size=32)
+    descriptor, buffers = quantized.descriptor, quantized.buffers
     (folder / "q.bin").write_bytes(hd.write_tensor_descriptor(descriptor))
     for i, content in enumerate(buffers):
         (folder / f"qb{i}.bin").write_bytes(content)

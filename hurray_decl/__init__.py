@@ -66,9 +66,11 @@ if TYPE_CHECKING:  # the public names: imported lazily at run time (see the modu
     from hurray_decl.hurray import kernels
     from hurray_decl.hurray import dask_arrays as dask
     from hurray_decl.hurray.numerics import dequantize
-    from hurray_decl.hurray.values import SparseValues, Tensor, element_type, quantize
-    from hurray_decl.hurray.files import File, load, load_kv, save
-    from hurray_decl.hurray.files import open_file as open
+    # "name as name": an explicit re-export, which mypy's strict mode (no implicit re-export) sees
+    from hurray_decl.hurray.values import SparseValues as SparseValues, Tensor as Tensor
+    from hurray_decl.hurray.values import element_type as element_type, quantize as quantize
+    from hurray_decl.hurray.files import File as File, load as load, load_kv as load_kv, save as save
+    from hurray_decl.hurray.files import open as open
     from hurray_decl.convert.hurray import from_awq, from_gguf, from_gguf_file, from_gptq
     from hurray_decl.hurray.quantization import SCHEMES, decode_quantization, encode_quantization, kernel_for, load_quantization
     from hurray_decl.hurray.quantization import register_private_scheme, scheme, unregister_private_scheme

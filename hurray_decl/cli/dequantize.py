@@ -1,4 +1,5 @@
-"""``dequantize``: a quantized tensor's float32 values into a ``.npy`` file.
+"""``dequantize``: a tensor's values into a ``.npy`` file: a quantized tensor's float32
+dequantization, any other tensor's values (plain, sparse as dense, block-paged, composite).
 
 Everything is checked before the output exists: the output path, the descriptor, and every rule
 ``dequantize`` checks (the scheme, the layout, the shape, the buffer contents). The values are
@@ -17,12 +18,36 @@ from hurray_decl.cli.descriptors import read
 from hurray_decl.cli.inputs import map_file, window_options
 
 
+def streamed(tensor: Any) -> Any:
+    """The checked dequantization of a quantized dense tensor (written through a memory map),
+    or None for every other tensor (its values are computed whole, :func:`npy_values`)."""
+    from hurray_decl.hurray.numerics import prepare_dequantize
+    from hurray_decl.hurray.values import SPARSE
+    from hurray_decl.hurray.tensor import BlockPaged, CompositeHead
+
+    if tensor.descriptor.quantization is None or isinstance(tensor.layout, (*SPARSE, BlockPaged, CompositeHead)):
+        return None
+    return prepare_dequantize(tensor.descriptor, tensor.buffers)
+
+
+def npy_values(tensor: Any) -> Any:
+    """A tensor's values as a .npy file holds them: types NumPy lacks (bfloat16, float8/6/4)
+    widened exactly to float32."""
+    import numpy as np
+
+    values = tensor.numpy()
+    if values.dtype.kind == "V" or type(values.dtype).__module__.startswith("ml_dtypes") or \
+            values.dtype.type.__module__.startswith("ml_dtypes"):
+        values = values.astype(np.float32)
+    return values
+
+
 def cmd_dequantize(args: argparse.Namespace) -> int:
     """Refusals are HurrayDeclErrors: main() prints their rule (exit 1), no file having been created."""
     import numpy as np
 
-    from hurray_decl.hurray.numerics import prepare_dequantize
     from hurray_decl.hurray.tensor import read_tensor_descriptor
+    from hurray_decl.hurray.values import Tensor
 
     if not args.buffers:
         raise UsageError("a Hurray tensor descriptor needs one buffer file per buffer-table entry")
@@ -30,21 +55,30 @@ def cmd_dequantize(args: argparse.Namespace) -> int:
     buffers = [map_file(path, what="BUFFER") for path in args.buffers]
     args.quantization = False
     descriptor = read_tensor_descriptor(read(args).data, permissive=args.permissive)
-    prepared = prepare_dequantize(descriptor, buffers)  # every refusal before the output file exists
+    tensor = Tensor(descriptor, buffers)
+    prepared = streamed(tensor)  # every refusal before the output file exists
+    values = None if prepared is not None else npy_values(tensor)
     with outputs.atomic(args.output) as temporary:
-        out = np.lib.format.open_memmap(temporary, mode="w+", dtype=np.float32, shape=tuple(descriptor.shape))
-        prepared.run(out, progress=progress_printer("dequantize"))
-        out.flush()
-        del out
-    print(f"wrote float32 {list(descriptor.shape)} to {args.output}")
+        if prepared is not None:
+            out = np.lib.format.open_memmap(temporary, mode="w+", dtype=np.float32, shape=tuple(descriptor.shape))
+            prepared.run(out, progress=progress_printer("dequantize"))
+            out.flush()
+            del out
+            kind = "float32"
+        else:
+            with open(temporary, "wb") as stream:
+                np.save(stream, values)
+            kind = str(values.dtype)
+    print(f"wrote {kind} {list(descriptor.shape)} to {args.output}")
     return OK
 
 
 def register(sub: Any) -> None:
-    command = sub.add_parser("dequantize", help="dequantize a quantized tensor into a float32 .npy file",
-                             description="Dequantize a quantized tensor into a float32 .npy file, written through a "
-                                         "memory map, with progress on a terminal. Everything is checked before the "
-                                         "file is created. Exit 0 done, 1 invalid (the rule code is printed), "
+    command = sub.add_parser("dequantize", help="write a tensor's values into a .npy file (quantized: float32)",
+                             description="Write a tensor's values into a .npy file: a quantized tensor dequantized to "
+                                         "float32 through a memory map, with progress on a terminal; any other tensor's "
+                                         "values in its own type (bfloat16 and float8/6/4 widened exactly to float32; "
+                                         "sparse tensors dense). Everything is checked before the file is created. Exit 0 done, 1 invalid (the rule code is printed), "
                                          "3 a file problem.")
     command.add_argument("input", metavar="DESCRIPTOR",
                          help="the tensor descriptor: a file, - for standard input, or hex bytes")

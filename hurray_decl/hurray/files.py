@@ -21,7 +21,7 @@ from hurray_decl.hurray.container.writer import ContainerWriter
 from hurray_decl.hurray.tensor.layouts import CompositeHead
 from hurray_decl.hurray.values import Tensor, iterate_members, path_of
 
-__all__ = ["File", "load", "load_kv", "open_file", "plain_kv", "save"]
+__all__ = ["File", "load", "load_kv", "open", "open_file", "plain_kv", "save", "tensor_of"]
 
 
 def plain_kv(entry: KVValue) -> Any:
@@ -78,11 +78,7 @@ class File:
             container.entry(name)  # an ArgumentError naming what the file holds
             raise ArgumentError("name", "a composite member is read through its head's members", actual=name,
                                 expected=", ".join(self._names[:20]))
-        record = container.tensor(name)
-        if not isinstance(record.descriptor.layout, CompositeHead):
-            return Tensor(record.descriptor, record.buffers, name, source=(self.path, name))
-        composite = container.composite(name)
-        return _tree(name, record, list(composite.members), self.path)
+        return tensor_of(container, name, self.path)
 
     def __contains__(self, name: object) -> bool:
         return name in self._names
@@ -114,7 +110,16 @@ class File:
         return f"File({self.path!r}, {len(self._names)} tensors)"
 
 
-def _tree(name: str, record: Any, rest: list[Any], path: str) -> Tensor:
+def tensor_of(container: Container, name: str, path: str | None = None) -> Tensor:
+    """Tensor ``name`` of an opened container (level T); a composite head with its members.
+    ``path`` (the file's) lets the tensor pickle as a reference to the file."""
+    record = container.tensor(name)
+    if not isinstance(record.descriptor.layout, CompositeHead):
+        return Tensor(record.descriptor, record.buffers, name, source=None if path is None else (path, name))
+    return _tree(name, record, list(container.composite(name).members), path)
+
+
+def _tree(name: str, record: Any, rest: list[Any], path: str | None) -> Tensor:
     """A head and its members, taken pre-order from ``rest`` (nested heads take their own)."""
     members = []
     for _ in range(record.descriptor.layout.member_count):
@@ -122,7 +127,8 @@ def _tree(name: str, record: Any, rest: list[Any], path: str) -> Tensor:
         if isinstance(member.descriptor.layout, CompositeHead):
             members.append(_tree(member.name, member, rest, path))
         else:
-            members.append(Tensor(member.descriptor, member.buffers, member.name, source=(path, member.name)))
+            members.append(Tensor(member.descriptor, member.buffers, member.name,
+                                  source=None if path is None else (path, member.name)))
     return Tensor(record.descriptor, record.buffers, name, members=members)
 
 
@@ -180,3 +186,6 @@ def save(path: str | Path, tensors: Mapping[str, Any], kv: Mapping[str, Any] | N
     finally:
         if os.path.exists(temporary):
             os.unlink(temporary)
+
+
+open = open_file  # noqa: A001 -- public as hurray_decl.open, pyhurray's name (the builtin is not used here)

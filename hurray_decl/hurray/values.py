@@ -429,8 +429,9 @@ def _codes(values: np.ndarray, type_: Any) -> tuple[int, np.ndarray]:
     element = BY_NAME[name]
     if element.bits == 128 and element.kind.value == "float":
         storage.value_dtype(name)  # refused: no NumPy binary128 (HE-11)
-    if values.dtype != storage.value_dtype(name) and storage.element_of_dtype(values.dtype) != name:
-        bounds = element.int_range
+    bounds = element.int_range
+    if values.dtype != storage.value_dtype(name) and storage.element_of_dtype(values.dtype) != name or (
+            bounds is not None and element.bits < 8 and values.dtype.kind in "iu"):
         if bounds is not None and values.dtype.kind in "iu":
             if values.size and (values.min() < bounds[0] or values.max() > bounds[1]):
                 bad = int(np.flatnonzero((values.reshape(-1) < bounds[0]) | (values.reshape(-1) > bounds[1]))[0])

@@ -27,6 +27,10 @@ from hurray_decl.hurray.tensor.validate import DataContext
 
 Progress = Callable[[int, int], None]
 
+SMALL_WINDOW = 1 << 20
+"""Windows of at most this many elements are dequantized on the calling thread by default:
+starting helper threads costs milliseconds, about what a window of this size takes."""
+
 
 @dataclass(frozen=True)
 class QuantizeOptions:
@@ -110,9 +114,15 @@ class Dequantization:
             return np.ascontiguousarray(self.run(threads=threads)[box])
         plan, origin, extents, keep = restricted
         result = storage.allocate(tuple(extents))
+        if threads is None and result.size <= SMALL_WINDOW:
+            threads = 1  # starting threads costs more than a few chunks take
         if result.size:
-            kernels.run(plan, self.storage_name, result, codes=access.window_codes(self.data, origin, extents),
-                        threads=threads)
+            packed = access.window_bytes(self.data, origin, extents)  # row-major: the box's bytes, strided
+            if packed is not None:
+                kernels.run(plan, self.storage_name, result, data=packed, threads=threads)
+            else:
+                kernels.run(plan, self.storage_name, result, codes=access.window_codes(self.data, origin, extents),
+                            threads=threads)
         return np.ascontiguousarray(result.reshape(tuple(extents))[keep])
 
 

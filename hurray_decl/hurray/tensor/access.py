@@ -49,7 +49,7 @@ from hurray_decl.hurray.tensor.model import TensorDescriptor
 from hurray_decl.hurray.tensor.validate import DataContext, validate_buffers
 
 __all__ = ["PagedCodes", "block_paged_codes", "code_dtype", "dense_codes", "flat_boxes", "hilbert_index", "logical_codes",
-           "padded_extents", "read_codes", "refuse_unaddressable", "stored_codes_row_major", "window_codes"]
+           "padded_extents", "read_codes", "refuse_unaddressable", "stored_codes_row_major", "window_bytes", "window_codes"]
 
 GRID_ORDERS = {TileOrder.ROW_MAJOR: "row-major", TileOrder.COLUMN_MAJOR: "column-major", TileOrder.STRIDED: "strided"}
 """Orders a tiled level may give its tile grid or its tile interior (HT-LAY-07)."""
@@ -599,6 +599,31 @@ def window_codes(data: DataContext, origin: Sequence[int], extents: Sequence[int
         raise ArgumentError("window", "a window lies inside the tensor's index space",
                             actual=f"origin {list(origin)}, extents {list(extents)}", expected=f"within {reader.extents}")
     return _window(reader, origin, extents)
+
+
+def window_bytes(data: DataContext, origin: Sequence[int], extents: Sequence[int]) -> np.ndarray | None:
+    """The codes of the box :func:`window_codes` reads, packed as the row-major bytes of a tensor
+    of shape ``extents``, when whole bytes can be moved to get them: a row-major tensor whose
+    stored rows and box edges along the last axis fall on packing units (every width of a
+    byte or more; 1-, 2- and 4-bit codes on even units). A strided copy of the box's rows: only
+    their bytes are touched. None otherwise (read the codes instead)."""
+    t = data.t
+    _known_element(t)
+    _static(t, range(t.rank))
+    if not isinstance(t.layout, RowMajor) or not t.rank or 0 in extents:
+        return None
+    bits = t.element.bits
+    unit = storage.packing(bits)
+    e = [t.padded.get(k, n) for k, n in enumerate(t.shape)]
+    lo, hi = origin[-1], origin[-1] + extents[-1]
+    if e[-1] % unit.elements or lo % unit.elements or (hi % unit.elements and hi != e[-1]):
+        return None
+    row_bytes = unit.bytes(e[-1])
+    raw = np.frombuffer(data.buffers[0], dtype=np.uint8)[t.d.byte_offset: t.d.byte_offset + prod(e[:-1]) * row_bytes]
+    grid = raw.reshape(tuple(e[:-1]) + (row_bytes,))
+    box = tuple(slice(o, o + n) for o, n in zip(origin[:-1], extents[:-1])) + (
+        slice(unit.byte_of(lo), unit.bytes(hi)),)
+    return np.ascontiguousarray(grid[box]).reshape(-1)
 
 
 # ---------------------------------------------------------------- public API

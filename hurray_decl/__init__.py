@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 def _lazy_names() -> dict[str, tuple[str, str]]:
     """public name -> (module, attribute or submodule), read from the TYPE_CHECKING imports below."""
     import ast
+    import io
 
-    with open(__file__, encoding="utf-8") as source:
+    with io.open(__file__, encoding="utf-8") as source:  # io.open: "open" is also a public name below
         tree = ast.parse(source.read())
     block = next(node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING")
     names: dict[str, tuple[str, str]] = {}

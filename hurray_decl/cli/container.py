@@ -236,16 +236,16 @@ def dequantize(args: argparse.Namespace, data: Any) -> int:
         outputs = _Outputs(final.parent if str(final.parent) else Path("."))
         try:
             temp = outputs.temporary(final)
-            if prepared is not None:
+            if values is not None:
+                with open(temp, "wb") as stream:
+                    np.save(stream, values, allow_pickle=False)
+                kind = str(values.dtype)
+            else:
                 out = np.lib.format.open_memmap(temp, mode="w+", dtype=np.float32, shape=tensor.shape)
                 prepared.run(out)
                 out.flush()
                 del out
                 kind = "float32"
-            else:
-                with open(temp, "wb") as stream:
-                    np.save(stream, values)
-                kind = str(values.dtype)
             outputs.commit()
         finally:
             outputs.discard()

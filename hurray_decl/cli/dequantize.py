@@ -22,8 +22,8 @@ def streamed(tensor: Any) -> Any:
     """The checked dequantization of a quantized dense tensor (written through a memory map),
     or None for every other tensor (its values are computed whole, :func:`npy_values`)."""
     from hurray_decl.hurray.numerics import prepare_dequantize
-    from hurray_decl.hurray.values import SPARSE
     from hurray_decl.hurray.tensor import BlockPaged, CompositeHead
+    from hurray_decl.hurray.values import SPARSE
 
     if tensor.descriptor.quantization is None or isinstance(tensor.layout, (*SPARSE, BlockPaged, CompositeHead)):
         return None
@@ -36,8 +36,7 @@ def npy_values(tensor: Any) -> Any:
     import numpy as np
 
     values = tensor.numpy()
-    if values.dtype.kind == "V" or type(values.dtype).__module__.startswith("ml_dtypes") or \
-            values.dtype.type.__module__.startswith("ml_dtypes"):
+    if values.dtype.kind == "V":  # the ml_dtypes types: .npy has no name for them
         values = values.astype(np.float32)
     return values
 
@@ -59,16 +58,16 @@ def cmd_dequantize(args: argparse.Namespace) -> int:
     prepared = streamed(tensor)  # every refusal before the output file exists
     values = None if prepared is not None else npy_values(tensor)
     with outputs.atomic(args.output) as temporary:
-        if prepared is not None:
+        if values is not None:
+            with open(temporary, "wb") as stream:
+                np.save(stream, values, allow_pickle=False)
+            kind = str(values.dtype)
+        else:
             out = np.lib.format.open_memmap(temporary, mode="w+", dtype=np.float32, shape=tuple(descriptor.shape))
             prepared.run(out, progress=progress_printer("dequantize"))
             out.flush()
             del out
             kind = "float32"
-        else:
-            with open(temporary, "wb") as stream:
-                np.save(stream, values)
-            kind = str(values.dtype)
     print(f"wrote {kind} {list(descriptor.shape)} to {args.output}")
     return OK
 
@@ -76,10 +75,10 @@ def cmd_dequantize(args: argparse.Namespace) -> int:
 def register(sub: Any) -> None:
     command = sub.add_parser("dequantize", help="write a tensor's values into a .npy file (quantized: float32)",
                              description="Write a tensor's values into a .npy file: a quantized tensor dequantized to "
-                                         "float32 through a memory map, with progress on a terminal; any other tensor's "
-                                         "values in its own type (bfloat16 and float8/6/4 widened exactly to float32; "
-                                         "sparse tensors dense). Everything is checked before the file is created. Exit 0 done, 1 invalid (the rule code is printed), "
-                                         "3 a file problem.")
+                                         "float32 through a memory map, with progress on a terminal; any other "
+                                         "tensor's values in its own type (bfloat16 and float8/6/4 widened exactly to "
+                                         "float32; sparse tensors dense). Everything is checked before the file is "
+                                         "created. Exit 0 done, 1 invalid (the rule code is printed), 3 a file problem.")
     command.add_argument("input", metavar="DESCRIPTOR",
                          help="the tensor descriptor: a file, - for standard input, or hex bytes")
     command.add_argument("buffers", nargs="*", metavar="BUFFER", help="one file per buffer-table entry, in order "

@@ -254,19 +254,21 @@ def window_run(size: int = 4096, repeat: int = 5, out: TextIO | None = None, fol
         del whole
         times = interleaved(repeat, {
             "full": lambda: opened.numpy(out=target), "window": lambda: opened[box],
-            "full cold": lambda: open_file(path)["w"].numpy(out=target), "window cold": lambda: open_file(path)["w"][box]})
-    result = {"size": size, "window": [side, side], **times,
-              "warm_ratio": times["window"] / times["full"], "cold_ratio": times["window cold"] / times["full cold"]}
+            "full cold": lambda: open_file(path)["w"].numpy(out=target),
+            "window cold": lambda: open_file(path)["w"][box]})
+    result: dict[str, Any] = {"size": size, "window": [side, side], **times, "warm_ratio": times["window"] / times["full"],
+                              "cold_ratio": times["window cold"] / times["full cold"]}
     if out is not None:
         print(f"per-block int4 K32 {size}x{size} in a memory-mapped .hrry file, best of {repeat}, measured in turn: "
               f"a {side}x{side} window (1/64 of the elements) against the whole tensor", file=out)
         print(f"  warm (buffers checked by an earlier read): window {times['window'] * 1e3:.2f} ms, whole "
-              f"{times['full'] * 1e3:.2f} ms, ratio {result['warm_ratio']:.4f} (1/{1 / result['warm_ratio']:.1f})", file=out)
+              f"{times['full'] * 1e3:.2f} ms, ratio {result['warm_ratio']:.4f} (1/{1 / result['warm_ratio']:.1f})",
+              file=out)
         print(f"  cold (file opened and checked each time):  window {times['window cold'] * 1e3:.2f} ms, whole "
               f"{times['full cold'] * 1e3:.2f} ms, ratio {result['cold_ratio']:.4f} (1/{1 / result['cold_ratio']:.1f})",
               file=out)
     return result
 
 
-__all__ = ["CASES", "Case", "LAYOUTS", "best_of", "check_options", "interleaved", "peak_extra", "relaid", "report",
+__all__ = ["CASES", "LAYOUTS", "Case", "best_of", "check_options", "interleaved", "peak_extra", "relaid", "report",
            "run", "window_run"]

@@ -21,12 +21,12 @@ if TYPE_CHECKING:
 __all__ = ["from_tensor", "open"]
 
 
-def from_tensor(tensor: Tensor, chunks: Any = "auto") -> "dask.array.Array":
+def from_tensor(tensor: Tensor, chunks: Any = "auto") -> dask.array.Array:
     """A dask array of ``tensor``'s values in ``chunks`` (dask's chunk forms), one window per task."""
     return tensor.to_dask(chunks)
 
 
-def open(path: str | Path, chunks: Any = "auto") -> dict[str, "dask.array.Array"]:  # noqa: A001 (hd.dask.open)
+def open(path: str | Path, chunks: Any = "auto") -> dict[str, dask.array.Array]:
     """Every tensor of a file as a lazy dask array, by name."""
     f = open_file(path)
     return {name: from_tensor(f[name], chunks) for name in f}

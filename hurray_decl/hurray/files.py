@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -100,7 +101,7 @@ class File:
         """Forget the mapping; it is unmapped once no tensor's buffers refer to it."""
         self._container = None
 
-    def __enter__(self) -> "File":
+    def __enter__(self) -> File:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -188,4 +189,4 @@ def save(path: str | Path, tensors: Mapping[str, Any], kv: Mapping[str, Any] | N
             os.unlink(temporary)
 
 
-open = open_file  # noqa: A001 -- public as hurray_decl.open, pyhurray's name (the builtin is not used here)
+open = open_file

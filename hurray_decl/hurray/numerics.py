@@ -173,7 +173,8 @@ def window_plan(plan: kernels.Plan, shape: Sequence[int], lo: Sequence[int], hi:
         part = array if n == 1 else array[rows % n]
         return np.ascontiguousarray(part[:, :, lanes] if array.shape[2] > 1 else part)
 
-    restricted = replace(plan, geometry=geometry, **{name: restrict(a) for name, a in arrays.items()})
+    restricted = replace(plan, geometry=geometry, keys=restrict(plan.keys), scales=restrict(plan.scales),
+                         zeros=restrict(plan.zeros))
     return restricted, origin, extents, keep
 
 

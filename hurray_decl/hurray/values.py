@@ -23,10 +23,11 @@ tensor (:meth:`~hurray_decl.hurray.numerics.Dequantization.window`,
 from __future__ import annotations
 
 import operator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from math import prod
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -99,16 +100,17 @@ class Tensor:
     buffers: ``Tensor(descriptor, buffers, name)``. A composite head carries its ``members``.
     """
 
-    __slots__ = ("descriptor", "buffers", "name", "members", "source", "_cache")
+    _cache: dict[str, Any]
+    __slots__ = ("_cache", "buffers", "descriptor", "members", "name", "source")
 
     descriptor: TensorDescriptor
     buffers: tuple[memoryview, ...]
     name: str | None
-    members: tuple["Tensor", ...]
+    members: tuple[Tensor, ...]
     source: tuple[str, str] | None
 
     def __init__(self, descriptor: TensorDescriptor, buffers: Sequence[Any] = (), name: str | None = None, *,
-                 members: Sequence["Tensor"] = (), source: tuple[str, str] | None = None) -> None:
+                 members: Sequence[Tensor] = (), source: tuple[str, str] | None = None) -> None:
         if not isinstance(descriptor, TensorDescriptor):
             raise RuleViolation("HT-HDR-02", "a Tensor holds a TensorDescriptor", path="descriptor",
                                 actual=type(descriptor).__name__, expected="TensorDescriptor")
@@ -179,13 +181,15 @@ class Tensor:
         """The NumPy dtype of :meth:`numpy`: float32 when quantized, else the element type's values."""
         if self.descriptor.quantization is not None:
             return np.dtype(np.float32)
-        return storage.value_dtype(self._element_name())
+        dtype: np.dtype = storage.value_dtype(self._element_name())
+        return dtype
 
     def _element_name(self) -> str:
         element = BY_TAG.get(self.descriptor.type_tag)
         if element is None:
             raise UnsupportedError("HE-08", "the elements of a private type are sized, never interpreted",
-                                   path="descriptor -> type_tag", actual=self.type_name, expected="an assigned type tag")
+                                   path="descriptor -> type_tag", actual=self.type_name,
+                                   expected="an assigned type tag")
         return element.name
 
     # ------------------------------------------------------------------ values
@@ -224,7 +228,9 @@ class Tensor:
             return np.concatenate(parts) if parts else np.empty((0,) + shape, self.dtype)
         if self.descriptor.quantization is not None:
             return self._dequantization().run()
-        return storage.values_of_codes(access.read_codes(self._data(), padded=False), self._element_name())
+        values: np.ndarray = storage.values_of_codes(access.read_codes(self._data(), padded=False),
+                                                     self._element_name())
+        return values
 
     def _data(self) -> DataContext:
         """The buffers validated once (every data rule but the padding of partial blocks)."""
@@ -245,7 +251,8 @@ class Tensor:
         lo, hi, after = _window(key, self.shape)
         layout = self.descriptor.layout
         if isinstance(layout, (*SPARSE, BlockPaged, CompositeHead)) or DYNAMIC in self.shape:
-            return self.numpy()[tuple(slice(a, b) for a, b in zip(lo, hi))][after]
+            whole: np.ndarray = self.numpy()[tuple(slice(a, b) for a, b in zip(lo, hi))][after]
+            return whole
         if self.descriptor.quantization is not None:
             values = self._dequantization().window(lo, hi)
         else:
@@ -269,7 +276,8 @@ class Tensor:
                                    expected="COO, CSR, CSC or CSF")
         if self.descriptor.quantization is not None:
             raise UnsupportedError(layout.rule, "the values of a quantized sparse tensor are not dequantized yet",
-                                   path="descriptor -> quantization", actual=type(self.descriptor.quantization).__name__,
+                                   path="descriptor -> quantization",
+                                   actual=type(self.descriptor.quantization).__name__,
                                    expected="an unquantized sparse tensor")
         if DYNAMIC in self.shape:
             raise UnsupportedError("HT-HDR-18", "a dynamic dimension has no size to address entries through",
@@ -300,7 +308,7 @@ class Tensor:
 
     def _dense_of_sparse(self) -> np.ndarray:
         entries = self.sparse()
-        result = storage.allocate(self.shape, self.dtype, "a dense view of a sparse tensor")  # HX-01
+        result: np.ndarray = storage.allocate(self.shape, self.dtype, "a dense view of a sparse tensor")  # HX-01
         result.fill(0)
         if entries.values.size:
             result[tuple(entries.coords.T)] = entries.values
@@ -328,7 +336,7 @@ class Tensor:
         return sp.coo_array((entries.values, (coords[:, 0], coords[:, 1])), shape=self.shape)
 
     @classmethod
-    def from_scipy(cls, matrix: Any, *, name: str | None = None, type: Any = None) -> "Tensor":
+    def from_scipy(cls, matrix: Any, *, name: str | None = None, type: Any = None) -> Tensor:
         """A CSR, CSC or COO tensor from a scipy sparse matrix or array of that format (others
         are converted to COO); values keep their element type (or ``type``)."""
         import scipy.sparse as sp
@@ -356,10 +364,10 @@ class Tensor:
 
     @classmethod
     def _built(cls, tag: int, shape: tuple[int, ...], layout: Layout, buffers: list[bytes], name: str | None,
-               quantization: Any = None) -> "Tensor":
+               quantization: Any = None) -> Tensor:
         descriptor = TensorDescriptor(type_tag=tag, shape=shape, layout=layout, quantization=quantization,
                                       buffers=tuple(BufferHandle(byte_size=len(b)) for b in buffers))
-        descriptor = read_tensor_descriptor(write_tensor_descriptor(descriptor))  # the writer's rules, then the reader's
+        descriptor = read_tensor_descriptor(write_tensor_descriptor(descriptor))  # the writer's rules, the reader's
         validate_buffers(descriptor, buffers)
         return cls(descriptor, buffers, name)
 
@@ -370,16 +378,18 @@ class Tensor:
         (:func:`~hurray_decl.hurray.tensor.access.block_paged_codes`; quantized ones refused)."""
         if self.descriptor.quantization is not None:
             raise UnsupportedError("HT-LAY-67", "the values of a quantized block-paged tensor are not dequantized yet",
-                                   path="descriptor -> quantization", actual=type(self.descriptor.quantization).__name__,
+                                   path="descriptor -> quantization",
+                                   actual=type(self.descriptor.quantization).__name__,
                                    expected="an unquantized block-paged tensor")
         paged = access.block_paged_codes(self.descriptor, self.buffers, seq, tokens=tokens)
-        return storage.values_of_codes(np.array(paged.codes), self._element_name())
+        values: np.ndarray = storage.values_of_codes(np.array(paged.codes), self._element_name())
+        return values
 
     # ------------------------------------------------------------------ from NumPy
 
     @classmethod
     def from_numpy(cls, array: Any, *, layout: Any = "row-major", name: str | None = None,
-                   type: Any = None) -> "Tensor":
+                   type: Any = None) -> Tensor:
         """An unquantized tensor holding ``array``'s values, same bits: its element type is the
         array's (bfloat16 and float8/6/4 through ``ml_dtypes``), or ``type`` (a name or a tag:
         ``type="int4"`` for an int8 array of values in -8..7). ``layout`` is ``"row-major"``,
@@ -403,18 +413,22 @@ class Tensor:
 
     # ------------------------------------------------------------------ dask
 
-    def to_dask(self, chunks: Any = "auto") -> "dask.array.Array":
+    def to_dask(self, chunks: Any = "auto") -> dask.array.Array:
         """A lazy dask array of the values: each task computes one window (``t[box]``). A tensor
         read from a file travels as its path and name, so no data sits in the graph."""
         import dask.array as da
+        from dask.base import tokenize
 
-        return da.from_array(self, chunks=chunks, asarray=False, fancy=False, lock=False,
-                             name=f"hurray-{self.name or 'tensor'}-{da.core.tokenize(self.source or id(self))}",
-                             meta=self[(slice(0, 0),) * self.ndim] if self.ndim else None)
+        array: da.Array = da.from_array(  # type: ignore[no-untyped-call]
+            self, chunks=chunks, asarray=False, fancy=False, lock=False,
+            name=f"hurray-{self.name or 'tensor'}-{tokenize(self.source or id(self))}",
+            meta=self[(slice(0, 0),) * self.ndim] if self.ndim else None)
+        return array
 
 
 def type_name(value: Any) -> str:
-    return value.__class__.__name__
+    name: str = value.__class__.__name__
+    return name
 
 
 def _codes(values: np.ndarray, type_: Any) -> tuple[int, np.ndarray]:
@@ -430,7 +444,7 @@ def _codes(values: np.ndarray, type_: Any) -> tuple[int, np.ndarray]:
     if element.bits == 128 and element.kind.value == "float":
         storage.value_dtype(name)  # refused: no NumPy binary128 (HE-11)
     bounds = element.int_range
-    if values.dtype != storage.value_dtype(name) and storage.element_of_dtype(values.dtype) != name or (
+    if (values.dtype != storage.value_dtype(name) and storage.element_of_dtype(values.dtype) != name) or (
             bounds is not None and element.bits < 8 and values.dtype.kind in "iu"):
         if bounds is not None and values.dtype.kind in "iu":
             if values.size and (values.min() < bounds[0] or values.max() > bounds[1]):
@@ -480,15 +494,20 @@ def _window(key: Any, shape: tuple[int, ...]) -> tuple[list[int], list[int], tup
     if len(items) > len(shape):
         raise ArgumentError("index", "too many indices for the tensor", actual=len(items), expected=f"<= {len(shape)}")
     items = items + (slice(None),) * (len(shape) - len(items))
-    lo, hi, after = [], [], []
+    lo: list[int] = []
+    hi: list[int] = []
+    after: list[slice | int] = []
     for axis, (item, n) in enumerate(zip(items, shape)):
         if isinstance(item, slice):
             r = range(*item.indices(n))
             if not r:
-                lo.append(0), hi.append(0), after.append(slice(None))
+                lo.append(0)
+                hi.append(0)
+                after.append(slice(None))
                 continue
             first, last = min(r[0], r[-1]), max(r[0], r[-1])
-            lo.append(first), hi.append(last + 1)
+            lo.append(first)
+            hi.append(last + 1)
             stop = r[-1] - first + (1 if r.step > 0 else -1)
             after.append(slice(r[0] - first, None if stop < 0 else stop, r.step))
             continue
@@ -501,13 +520,18 @@ def _window(key: Any, shape: tuple[int, ...]) -> tuple[list[int], list[int], tup
             raise ArgumentError("index", f"index {i} is out of bounds for axis {axis} of size {n}", actual=i,
                                 expected=f"{-n} <= index < {n}")
         i %= n
-        lo.append(i), hi.append(i + 1), after.append(0)
+        lo.append(i)
+        hi.append(i + 1)
+        after.append(0)
     return lo, hi, tuple(after)
 
 
 def _assemble(head: Tensor) -> np.ndarray:
     """The array a partition or overlay composite presents (nested composites assembled first)."""
     layout = head.descriptor.layout
+    if not isinstance(layout, CompositeHead):
+        raise UnsupportedError("HT-LAY-68", "only a composite head assembles its members", path="descriptor -> layout",
+                               actual=row_of(layout).title, expected="a composite head")
     rule = layout.composition_rule
     if rule not in (PARTITION, OVERLAY):
         raise UnsupportedError("HT-LAY-69", "a group composite presents no single array; read its members",
@@ -518,7 +542,7 @@ def _assemble(head: Tensor) -> np.ndarray:
                             actual=len(head.members), expected=layout.member_count)
     shape = head.shape
     dtype = head.dtype
-    result = storage.allocate(shape, dtype, "a composite")
+    result: np.ndarray = storage.allocate(shape, dtype, "a composite")
     result.fill(0)
     members = list(head.members)
     if rule == OVERLAY:

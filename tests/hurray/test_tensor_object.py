@@ -61,7 +61,8 @@ def reference(name: str, raw: bytes, count: int) -> np.ndarray:
         return np.frombuffer(raw, dtype=target.newbyteorder("<"), count=count).astype(target)
     codes = unpack(raw, BITS[name], count)
     if name.startswith("int"):
-        return np.where(codes >= 1 << (BITS[name] - 1), codes.astype(np.int16) - (1 << BITS[name]), codes).astype(np.int8)
+        signed = codes.astype(np.int16)
+        return np.where(codes >= 1 << (BITS[name] - 1), signed - (1 << BITS[name]), signed).astype(np.int8)
     if name == "bool":
         return codes.astype(bool)
     return codes.view(target) if name.startswith("float") else codes
@@ -410,8 +411,8 @@ def test_to_dask_on_a_two_process_cluster(tmp_path):
     assert isinstance(lazy, da.Array) and lazy.numblocks == (3, 2)
     assert len(pickle.dumps(dict(lazy.__dask_graph__()))) < 4096  # path and name, no values
     arrays = hd.dask.open(path, chunks=32)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as client:
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    with cluster, distributed.Client(cluster) as client:
         got = client.compute(lazy).result()
         bias = client.compute(arrays["b"][5:70]).result()
     assert same(got, t.numpy()) and same(bias, x.astype(np.float16)[5:70])

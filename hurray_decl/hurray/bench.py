@@ -228,7 +228,8 @@ def report(result: dict[str, Any], size: int, repeat: int, layouts: tuple[str, .
                   file=out)
 
 
-def window_run(size: int = 4096, repeat: int = 5, out: TextIO | None = None, folder: str | None = None) -> dict[str, Any]:
+def window_run(size: int = 4096, repeat: int = 5, out: TextIO | None = None,
+               folder: str | None = None) -> dict[str, Any]:
     """A window of 1/64 of a ``size`` x ``size`` per-block int4 tensor (K32 along the rows, float16
     scales) in a memory-mapped ``.hrry`` file, against the whole tensor dequantized, both through
     :class:`~hurray_decl.hurray.values.Tensor` and measured in turn: ``warm`` on a tensor whose
@@ -247,16 +248,13 @@ def window_run(size: int = 4096, repeat: int = 5, out: TextIO | None = None, fol
     with tempfile.TemporaryDirectory(dir=folder) as place:
         path = f"{place}/window.hrry"
         save(path, {"w": tensor})
-        opened = open_file(path)["w"]
-        whole = opened.numpy()
-        if not np.array_equal(opened[box], whole[box]):
-            raise AssertionError("a window differs from the whole result sliced")  # the bench measures right results only
-        del whole
+        opened = open_file(path)["w"]  # tests/hurray/test_tensor_object.py checks windows against whole results
         times = interleaved(repeat, {
             "full": lambda: opened.numpy(out=target), "window": lambda: opened[box],
             "full cold": lambda: open_file(path)["w"].numpy(out=target),
             "window cold": lambda: open_file(path)["w"][box]})
-    result: dict[str, Any] = {"size": size, "window": [side, side], **times, "warm_ratio": times["window"] / times["full"],
+    result: dict[str, Any] = {"size": size, "window": [side, side], **times,
+                              "warm_ratio": times["window"] / times["full"],
                               "cold_ratio": times["window cold"] / times["full cold"]}
     if out is not None:
         print(f"per-block int4 K32 {size}x{size} in a memory-mapped .hrry file, best of {repeat}, measured in turn: "

@@ -458,3 +458,16 @@ def test_mypy_sees_tensors_and_arrays(tmp_path):
     assert 'Revealed type is "hurray_decl.hurray.values.Tensor"' in lines[0]
     assert "numpy.ndarray" in lines[1] and "numpy.ndarray" in lines[2]
     assert "Incompatible types in assignment" in lines[3] and status == 1  # ndarray is not int: mypy checks it
+
+
+def test_bench_window_reports_both_ratios(capsys):
+    """``bench --window``: a 1/64 window against the whole tensor, warm and cold, from one run."""
+    import re
+
+    from hurray_decl import cli
+
+    assert cli.main(["bench", "--window", "--size", "256", "--repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "32x32 window (1/64 of the elements)" in out
+    ratios = [float(r) for r in re.findall(r"ratio ([0-9.]+) \(1/", out)]
+    assert len(ratios) == 2 and all(0 < r for r in ratios)

@@ -10,6 +10,7 @@ logical values, whatever its element type and layout:
 - quantized dense tensors: the scheme's dequantization (float32, :mod:`~hurray_decl.hurray.numerics`);
 - sparse tensors (COO, CSR, CSC, CSF): :meth:`Tensor.sparse` gives coordinates and values,
   :meth:`Tensor.numpy` the dense array (HX-01 when it cannot be allocated), ``to_scipy`` /
+  (stored values dequantized under per-tensor affine; other schemes refused),
   :meth:`Tensor.from_scipy` the scipy forms;
 - block-paged tensors: :meth:`Tensor.sequence` the values of one sequence, :meth:`Tensor.numpy`
   the sequences one after the other (the logical ``[tokens, heads, head_dim]`` view);
@@ -32,8 +33,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from hurray_decl.errors import ArgumentError, RuleViolation, UnsupportedError
-from hurray_decl.hurray import numerics
+from hurray_decl.hurray import kernels, numerics
 from hurray_decl.hurray.container import read_container
+from hurray_decl.hurray.quantization import kernel_for
+from hurray_decl.hurray.schemes.per_tensor_affine import PerTensorAffine
 from hurray_decl.hurray.tables import storage
 from hurray_decl.hurray.tables.element_types import BY_NAME, BY_TAG
 from hurray_decl.hurray.tensor import access
@@ -56,7 +59,7 @@ from hurray_decl.hurray.tensor.layouts import (
 from hurray_decl.hurray.tensor.model import TensorDescriptor
 from hurray_decl.hurray.tensor.reader import read_tensor_descriptor
 from hurray_decl.hurray.tensor.sections import BASE
-from hurray_decl.hurray.tensor.validate import DataContext, validate_buffers
+from hurray_decl.hurray.tensor.validate import DataContext, sized_contents, validate_buffers
 from hurray_decl.hurray.tensor.writer import write_tensor_descriptor
 
 if TYPE_CHECKING:
@@ -114,14 +117,7 @@ class Tensor:
         if not isinstance(descriptor, TensorDescriptor):
             raise RuleViolation("HT-HDR-02", "a Tensor holds a TensorDescriptor", path="descriptor",
                                 actual=type(descriptor).__name__, expected="TensorDescriptor")
-        views = tuple(v.toreadonly() for v in numerics.buffer_contents(buffers))
-        if len(views) != len(descriptor.buffers):
-            raise RuleViolation("HF-DATA-23", "one buffer per buffer-table entry", path="descriptor -> buffers",
-                                actual=len(views), expected=len(descriptor.buffers))
-        for i, (view, handle) in enumerate(zip(views, descriptor.buffers)):
-            if len(view) != handle.byte_size:
-                raise RuleViolation("HF-DATA-23", "a buffer's length is its handle's byte_size",
-                                    path=f"descriptor -> buffers -> {i}", actual=len(view), expected=handle.byte_size)
+        views = tuple(v.toreadonly() for v in sized_contents(descriptor, buffers))
         if any(not isinstance(m, Tensor) for m in members):
             raise ArgumentError("members", "composite members are Tensors")
         for key, value in (("descriptor", descriptor.checked()), ("buffers", views), ("name", name),
@@ -274,11 +270,12 @@ class Tensor:
             raise UnsupportedError("HT-LAY-20", "sparse() reads sparse layouts (COO, CSR, CSC, CSF)",
                                    path="descriptor -> layout_tag", actual=row_of(layout).title,
                                    expected="COO, CSR, CSC or CSF")
-        if self.descriptor.quantization is not None:
-            raise UnsupportedError(layout.rule, "the values of a quantized sparse tensor are not dequantized yet",
-                                   path="descriptor -> quantization",
-                                   actual=type(self.descriptor.quantization).__name__,
-                                   expected="an unquantized sparse tensor")
+        q = self.descriptor.quantization
+        if q is not None and not isinstance(q, PerTensorAffine):
+            raise UnsupportedError(layout.rule, "the stored values of a sparse tensor are dequantized under "
+                                   "per-tensor affine only (the others' parameters follow coordinates)",
+                                   path="descriptor -> quantization", actual=type(q).__name__,
+                                   expected="PerTensorAffine or no quantization")
         if DYNAMIC in self.shape:
             raise UnsupportedError("HT-HDR-18", "a dynamic dimension has no size to address entries through",
                                    path="descriptor -> shape", actual=list(self.shape), expected="static sizes")
@@ -286,9 +283,15 @@ class Tensor:
         contents = data.buffers
         nnz = layout.nnz
         bits = BY_TAG[self.descriptor.type_tag].bits
-        codes = storage.codes_at(np.frombuffer(contents[0], np.uint8), bits, 0, nnz) if nnz else \
-            np.empty(0, storage.code_dtype(bits))
-        values = storage.values_of_codes(np.array(codes), self._element_name())
+        if q is not None:  # one scale and zero point for every stored value
+            values = storage.allocate((nnz,), np.float32, "sparse values")
+            if nnz:
+                plan = kernel_for(q)(q, (nnz,), data)
+                kernels.run(plan, self._element_name(), values, data=np.frombuffer(contents[0], np.uint8), threads=1)
+        else:
+            codes = storage.codes_at(np.frombuffer(contents[0], np.uint8), bits, 0, nnz) if nnz else \
+                np.empty(0, storage.code_dtype(bits))
+            values = storage.values_of_codes(np.array(codes), self._element_name())
         rank = self.ndim
 
         def u64(index: int, count: int) -> np.ndarray:

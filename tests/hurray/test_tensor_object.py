@@ -292,6 +292,21 @@ def test_a_dense_view_too_large_is_refused_but_entries_are_read():
     assert err.value.code == "HX-01"
 
 
+def test_a_per_tensor_quantized_coo_tensor_dequantizes_its_values():
+    from hurray_decl.hurray.schemes.per_tensor_affine import PerTensorAffine
+    from hurray_decl.hurray.tensor import COO
+
+    values, coords = np.array([3, -4, 7], np.int8), np.array([[0, 1], [1, 0], [2, 2]], "<u8")
+    d = TensorDescriptor(type_tag=0x10, shape=(3, 3), layout=COO(nnz=3, is_sorted=1),
+                         quantization=PerTensorAffine(scale=0.5, zero_point=-1),
+                         buffers=(BufferHandle(byte_size=3), BufferHandle(byte_size=coords.nbytes)))
+    t = hd.Tensor(hd.read_tensor_descriptor(hd.write_tensor_descriptor(d)), [values.tobytes(), coords.tobytes()])
+    assert same(t.sparse().values, np.array([2, -1.5, 4], np.float32))
+    expected = np.zeros((3, 3), np.float32)
+    expected[0, 1], expected[1, 0], expected[2, 2] = 2, -1.5, 4
+    assert same(t.numpy(), expected) and t.dtype == np.float32
+
+
 def test_csf_coordinates():
     from hurray_decl.hurray.tensor import CSF
 
@@ -355,37 +370,65 @@ def test_windows_of_every_dense_layout():
         assert same(t[key], x[key]), key
 
 
-def test_a_window_reads_only_the_blocks_it_touches():
-    """The restricted plan gathers the parameters of the window's blocks only; codes outside
-    the window are never read (a buffer with NaN scales elsewhere would not be noticed)."""
+def test_a_window_restricts_the_plan_to_its_blocks():
     t = hd.quantize(np.random.default_rng(2).standard_normal((64, 256)), "per_block_affine", axis=1, block_size=32,
                     storage="int4")
     prepared = numerics.prepare_dequantize(t.descriptor, t.buffers)
     plan, origin, extents, keep = numerics.window_plan(prepared.plan, (64, 256), (8, 40), (12, 100))
     assert (origin, extents) == ([8, 32], [4, 96]) and plan.scales.shape[0] == 4 * 3
     assert keep == (slice(None), slice(8, 68))
-    seen = []
-    real = prepared.data
+    rows = np.arange(8, 12)[:, None] * 8 + np.arange(1, 4)  # block rows (a, j) of the window, 8 blocks per row
+    assert same(plan.scales.reshape(-1), prepared.plan.scales.reshape(-1)[rows.reshape(-1)])
 
-    class Spy:
-        def __getattr__(self, name):
-            return getattr(real, name)
 
-    from hurray_decl.hurray.tensor import access
+def poisoned(t: hd.Tensor, keep: tuple[slice, ...]) -> tuple[hd.Tensor, np.ndarray, list[bytearray]]:
+    """``t`` over writable copies of its buffers, and the copies: what the window reads can be
+    found by changing everything else after the buffers were checked."""
+    copies = [bytearray(b) for b in t.buffers]
+    twin = hd.Tensor(t.descriptor, copies, t.name)
+    expected = twin.numpy()[keep]
+    return twin, expected, copies
 
-    codes = access.window_codes(real, origin, extents)
-    original = access._Reader.box
 
-    def box(self, b):
-        seen.append([tuple(p) for p in b])
-        return original(self, b)
+@pytest.mark.parametrize("layout", ["row-major", "column-major"])
+def test_a_window_reads_nothing_outside_its_blocks(layout):
+    """After the first read checked the buffers, every code byte outside the window's rows and
+    blocks is scrambled and every scale outside its blocks made NaN: the window is unchanged,
+    the whole tensor is not (so the poison is real)."""
+    from hurray_decl.hurray.bench import relaid
 
-    access._Reader.box = box
-    try:
-        codes(0, 4 * 96)
-    finally:
-        access._Reader.box = original
-    assert all(8 <= lo and hi <= 12 for (lo, hi), _ in seen) and all(32 <= lo and hi <= 128 for _, (lo, hi) in seen)
+    x = np.random.default_rng(6).standard_normal((32, 128))
+    q = hd.quantize(x, "per_block_affine", axis=1, block_size=32, storage="int4")
+    d, buffers = relaid(q.descriptor, list(q.buffers), layout)
+    rows, cols = slice(9, 14), slice(40, 90)
+    twin, expected, copies = poisoned(hd.Tensor(d, buffers), (rows, cols))
+    codes = np.frombuffer(copies[0], np.uint8).copy()
+    touched = np.zeros((32, 128), bool)
+    touched[rows, 32:96] = True  # whole blocks 1 and 2 of rows 9..13
+    order = touched if layout == "row-major" else touched.T
+    nibbles = order.reshape(-1)
+    untouched_bytes = ~(nibbles[0::2] | nibbles[1::2])
+    codes[untouched_bytes] ^= 0x5A
+    copies[0][:] = codes.tobytes()
+    scales = np.frombuffer(copies[1], np.float32).copy().reshape(32, 4)
+    block_touched = touched.reshape(32, 4, 32).any(axis=2)
+    scales[~block_touched] = np.nan
+    copies[1][:] = scales.astype(np.float32).tobytes()
+    assert same(twin[rows, cols], expected)
+    assert not np.array_equal(twin._dequantization().run(), hd.quantize(x, "per_block_affine", axis=1, block_size=32,
+                                                                        storage="int4").numpy(), equal_nan=True)
+
+
+def test_a_plain_window_reads_nothing_outside_it():
+    x = np.arange(40 * 24, dtype=np.int16).reshape(40, 24)
+    twin, expected, copies = poisoned(hd.Tensor.from_numpy(x), (slice(5, 9), slice(3, 20)))
+    twin.numpy()  # checked once
+    values = np.frombuffer(copies[0], np.int16).copy().reshape(40, 24)
+    mask = np.ones_like(values, bool)
+    mask[5:9, 3:20] = False
+    values[mask] = -1
+    copies[0][:] = values.tobytes()
+    assert same(twin[5:9, 3:20], expected) and not np.array_equal(twin.numpy(), x)
 
 
 def test_window_index_errors():

@@ -19,6 +19,7 @@ import numpy as np
 from hurray_decl.errors import ArgumentError
 from hurray_decl.hurray.container import Container, KVTag, KVValue, read_container
 from hurray_decl.hurray.container.writer import ContainerWriter
+from hurray_decl.hurray.tensor.fields import HEADER_FIELDS
 from hurray_decl.hurray.tensor.layouts import CompositeHead
 from hurray_decl.hurray.values import Tensor, iterate_members, path_of
 
@@ -43,14 +44,10 @@ class File:
         self.path = path
         self._container: Container | None = container
         members: set[str] = set()
-        for name in container.names:
-            if name not in members and isinstance(self._read_descriptor(container, name).layout, CompositeHead):
-                members.update(t.name for t in container.composite(name).members)
+        for entry in container.entries:  # only composite heads are read now: the layout tag tells them
+            if entry.name not in members and _layout_tag(container, entry.descriptor_offset) == CompositeHead.tag:
+                members.update(t.name for t in container.composite(entry.name).members)
         self._names = tuple(n for n in container.names if n not in members)
-
-    @staticmethod
-    def _read_descriptor(container: Container, name: str) -> Any:
-        return container.place(container.names.index(name))[0]
 
     @property
     def container(self) -> Container:
@@ -109,6 +106,13 @@ class File:
 
     def __repr__(self) -> str:
         return f"File({self.path!r}, {len(self._names)} tensors)"
+
+
+def _layout_tag(container: Container, offset: int) -> int | None:
+    """The layout_tag byte of the descriptor at ``offset`` (None past the file: reading the
+    tensor then refuses it with its rule)."""
+    at = offset + HEADER_FIELDS["layout_tag"][0]
+    return container.view[at] if 0 <= at < len(container.view) else None
 
 
 def tensor_of(container: Container, name: str, path: str | None = None) -> Tensor:

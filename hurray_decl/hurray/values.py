@@ -12,8 +12,9 @@ logical values, whatever its element type and layout:
   :meth:`Tensor.numpy` the dense array (HX-01 when it cannot be allocated), ``to_scipy`` /
   (stored values dequantized under per-tensor affine; other schemes refused),
   :meth:`Tensor.from_scipy` the scipy forms;
-- block-paged tensors: :meth:`Tensor.sequence` the values of one sequence, :meth:`Tensor.numpy`
-  the sequences one after the other (the logical ``[tokens, heads, head_dim]`` view);
+- block-paged tensors: :meth:`Tensor.sequence` the values of one sequence (dequantized per page
+  slot under per-block affine), :meth:`Tensor.numpy` the sequences one after the other (the
+  logical ``[tokens, heads, head_dim]`` view);
 - composite heads: the assembled array (partition, overlay, nested), members in :attr:`Tensor.members`.
 
 ``t[i:j, ...]`` (basic slices and integers) reads and dequantizes only the window of a dense
@@ -36,6 +37,7 @@ from hurray_decl.errors import ArgumentError, RuleViolation, UnsupportedError
 from hurray_decl.hurray import kernels, numerics
 from hurray_decl.hurray.container import read_container
 from hurray_decl.hurray.quantization import kernel_for
+from hurray_decl.hurray.schemes.per_block_affine import SCALE_TYPES, PerBlockAffine
 from hurray_decl.hurray.schemes.per_tensor_affine import PerTensorAffine
 from hurray_decl.hurray.tables import storage
 from hurray_decl.hurray.tables.element_types import BY_NAME, BY_TAG
@@ -223,7 +225,7 @@ class Tensor:
             shape = tuple(self.shape[1:]) if DYNAMIC not in self.shape[1:] else (0, 0)
             return np.concatenate(parts) if parts else np.empty((0,) + shape, self.dtype)
         if self.descriptor.quantization is not None:
-            return self._dequantization().run()
+            return self._dequantization().run()  # numerics refuses what it cannot dequantize, with its rule
         values: np.ndarray = storage.values_of_codes(access.read_codes(self._data(), padded=False),
                                                      self._element_name())
         return values
@@ -378,15 +380,25 @@ class Tensor:
 
     def sequence(self, seq: int, *, tokens: int | None = None) -> np.ndarray:
         """The values of sequence ``seq`` of a block-paged tensor, ``[tokens, heads, head_dim]``
-        (:func:`~hurray_decl.hurray.tensor.access.block_paged_codes`; quantized ones refused)."""
-        if self.descriptor.quantization is not None:
-            raise UnsupportedError("HT-LAY-67", "the values of a quantized block-paged tensor are not dequantized yet",
-                                   path="descriptor -> quantization",
-                                   actual=type(self.descriptor.quantization).__name__,
-                                   expected="an unquantized block-paged tensor")
+        (:func:`~hurray_decl.hurray.tensor.access.block_paged_codes`). Under per-block affine
+        each token's page slot indexes its scale and zero point (HT-LAY-67, HD-17):
+        ``float32(q - z[slot]) * s[slot]`` (HQ-PB-15); other schemes are refused."""
+        q = self.descriptor.quantization
+        if q is not None and not isinstance(q, PerBlockAffine):
+            raise UnsupportedError("HT-LAY-67", "a block-paged tensor is dequantized under per-block affine only",
+                                   path="descriptor -> quantization", actual=type(q).__name__,
+                                   expected="PerBlockAffine or no quantization")
         paged = access.block_paged_codes(self.descriptor, self.buffers, seq, tokens=tokens)
         values: np.ndarray = storage.values_of_codes(np.array(paged.codes), self._element_name())
-        return values
+        if q is None:
+            return values
+        data = self._data()
+        scales = data.array("scale_buffer_index", SCALE_TYPES[q.scale_type_tag])[paged.slots].astype(np.float32)
+        difference = values.astype(np.int64)
+        if not q.symmetric:
+            difference -= data.array("zero_point_buffer_index", "<i4")[paged.slots].astype(np.int64)[:, None, None]
+        result: np.ndarray = difference.astype(np.float32) * scales[:, None, None]
+        return result
 
     # ------------------------------------------------------------------ from NumPy
 

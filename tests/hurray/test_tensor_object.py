@@ -335,6 +335,16 @@ def test_block_paged_sequences():
     assert same(t.numpy(), np.concatenate(parts).astype(np.uint8)) and t.shape == t.numpy().shape
 
 
+def test_quantized_block_paged_sequences_use_their_page_slots():
+    from tests.hurray.test_tensor_access import paged_tensor, ref_sequence
+
+    d, contents = paged_tensor((([2, 4], 5),), quantized=True)
+    t = hd.Tensor(d, contents)
+    want = ref_sequence(contents[0], [2, 4], 5).view(np.int8) * np.array([9, 10, 11, 12, 17], "f4")[:, None, None]
+    assert same(t.sequence(0), want.astype(np.float32)) and same(t.numpy(), want.astype(np.float32))
+    assert t.dtype == np.float32
+
+
 # ---------------------------------------------------------------- windows
 
 KEYS = [np.s_[3:17, 5:70], np.s_[:, 33], np.s_[::-3, 1:90:7], np.s_[-1], np.s_[..., 95], np.s_[2:2], np.s_[5, 7],

@@ -221,7 +221,7 @@ def extract(args: argparse.Namespace) -> int:
 def dequantize(args: argparse.Namespace, data: Any) -> int:
     import numpy as np
 
-    from hurray_decl.cli.dequantize import npy_values, streamed
+    from hurray_decl.cli.dequantize import region, streamed, values_of
     from hurray_decl.hurray.files import tensor_of
 
     def run() -> int:
@@ -230,8 +230,8 @@ def dequantize(args: argparse.Namespace, data: Any) -> int:
             return USAGE
         container, name = _named(data, getattr(args, "name", None), args.permissive)
         tensor = tensor_of(container, name)
-        prepared = streamed(tensor)  # every refusal before the output file exists
-        values = None if prepared is not None else npy_values(tensor)
+        values = values_of(tensor, region(getattr(args, "region", None)))  # every refusal before the output exists
+        prepared: Any = streamed(tensor) if values is None else None
         final = Path(args.output)
         outputs = _Outputs(final.parent if str(final.parent) else Path("."))
         try:
@@ -249,7 +249,7 @@ def dequantize(args: argparse.Namespace, data: Any) -> int:
             outputs.commit()
         finally:
             outputs.discard()
-        _say(f"wrote {kind} {list(tensor.shape)} of {tensor.name!r} to {final}")
+        _say(f"wrote {kind} {list(tensor.shape if values is None else values.shape)} of {tensor.name!r} to {final}")
         return OK
     return _guarded(run)
 

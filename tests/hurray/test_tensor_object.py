@@ -492,6 +492,22 @@ def test_cli_dequantize_writes_an_f16_tensor_from_convert(tmp_path):
     assert same(np.load(tmp_path / "n.npy"), norm) and "float16" in done.stdout
 
 
+def test_cli_dequantize_region_writes_a_window(tmp_path):
+    from tests.convert.test_cli_convert import cli
+
+    x = np.random.default_rng(8).standard_normal((16, 64))
+    w = hd.quantize(x, "per_block_affine", axis=1, block_size=32, storage="int4")
+    hd.save(tmp_path / "m.hrry", {"w": w, "b": x.astype(np.float16)})
+    done = cli("dequantize", "m.hrry", "--name", "w", "--region", "3:9, ::-5", "-o", "r.npy", cwd=tmp_path)
+    assert done.returncode == 0 and "[6, 13]" in done.stdout, done.stderr
+    assert same(np.load(tmp_path / "r.npy"), w.numpy()[3:9, ::-5])
+    done = cli("dequantize", "m.hrry", "--name", "b", "--region", "...,7", "-o", "b.npy", cwd=tmp_path)
+    assert done.returncode == 0 and same(np.load(tmp_path / "b.npy"), x.astype(np.float16)[..., 7])
+    for bad in ("1:x", "99", "1:2:3:4"):
+        done = cli("dequantize", "m.hrry", "--name", "w", "--region", bad, "-o", "z.npy", cwd=tmp_path)
+        assert done.returncode == 2 and "Traceback" not in done.stderr and not (tmp_path / "z.npy").exists()
+
+
 def test_mypy_sees_tensors_and_arrays(tmp_path):
     """Acceptance 6: hd.load's values are Tensors, Tensor.numpy() an ndarray."""
     api = pytest.importorskip("mypy.api")

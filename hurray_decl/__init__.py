@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 def _lazy_names() -> dict[str, tuple[str, str]]:
     """public name -> (module, attribute or submodule), read from the TYPE_CHECKING imports below."""
     import ast
+    import io
 
-    with open(__file__, encoding="utf-8") as source:
+    with io.open(__file__, encoding="utf-8") as source:  # io.open: "open" is also a public name below
         tree = ast.parse(source.read())
     block = next(node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING")
     names: dict[str, tuple[str, str]] = {}
@@ -64,7 +65,13 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # the public names: imported lazily at run time (see the module's documentation)
     __version__: str
     from hurray_decl.hurray import kernels
-    from hurray_decl.hurray.numerics import dequantize, quantize
+    from hurray_decl.hurray import dask_arrays as dask
+    from hurray_decl.hurray.numerics import dequantize
+    # "name as name": an explicit re-export, which mypy's strict mode (no implicit re-export) sees
+    from hurray_decl.hurray.values import SparseValues as SparseValues, Tensor as Tensor
+    from hurray_decl.hurray.values import element_type as element_type, quantize as quantize
+    from hurray_decl.hurray.files import File as File, load as load, load_kv as load_kv, save as save
+    from hurray_decl.hurray.files import open as open
     from hurray_decl.convert.hurray import from_awq, from_gguf, from_gguf_file, from_gptq
     from hurray_decl.hurray.quantization import SCHEMES, decode_quantization, encode_quantization, kernel_for, load_quantization
     from hurray_decl.hurray.quantization import register_private_scheme, scheme, unregister_private_scheme

@@ -37,11 +37,12 @@ from hurray_decl.errors import ArgumentError, RuleViolation, UnsupportedError
 from hurray_decl.hurray import kernels, numerics
 from hurray_decl.hurray.container import read_container
 from hurray_decl.hurray.quantization import kernel_for
-from hurray_decl.hurray.schemes.per_block_affine import SCALE_TYPES, PerBlockAffine
+from hurray_decl.hurray.schemes.per_block_affine import PerBlockAffine
 from hurray_decl.hurray.schemes.per_tensor_affine import PerTensorAffine
 from hurray_decl.hurray.tables import storage
 from hurray_decl.hurray.tables.element_types import BY_NAME, BY_TAG
 from hurray_decl.hurray.tensor import access
+from hurray_decl.hurray.tables.codes import CombineOp, CompositionRule, MemberRole, ScaleType, alternatives
 from hurray_decl.hurray.tensor.buffers import BufferHandle
 from hurray_decl.hurray.tensor.common import DYNAMIC
 from hurray_decl.hurray.tensor.layouts import (
@@ -49,8 +50,6 @@ from hurray_decl.hurray.tensor.layouts import (
     CSC,
     CSF,
     CSR,
-    OVERLAY,
-    PARTITION,
     BlockPaged,
     ColumnMajor,
     CompositeHead,
@@ -60,7 +59,6 @@ from hurray_decl.hurray.tensor.layouts import (
 )
 from hurray_decl.hurray.tensor.model import TensorDescriptor
 from hurray_decl.hurray.tensor.reader import read_tensor_descriptor
-from hurray_decl.hurray.tensor.sections import BASE
 from hurray_decl.hurray.tensor.validate import DataContext, sized_contents, validate_buffers
 from hurray_decl.hurray.tensor.writer import write_tensor_descriptor
 
@@ -393,7 +391,7 @@ class Tensor:
         if q is None:
             return values
         data = self._data()
-        scales = data.array("scale_buffer_index", SCALE_TYPES[q.scale_type_tag])[paged.slots].astype(np.float32)
+        scales = data.array("scale_buffer_index", ScaleType(q.scale_type_tag).title)[paged.slots].astype(np.float32)
         difference = values.astype(np.int64)
         if not q.symmetric:
             difference -= data.array("zero_point_buffer_index", "<i4")[paged.slots].astype(np.int64)[:, None, None]
@@ -548,10 +546,11 @@ def _assemble(head: Tensor) -> np.ndarray:
         raise UnsupportedError("HT-LAY-68", "only a composite head assembles its members", path="descriptor -> layout",
                                actual=row_of(layout).title, expected="a composite head")
     rule = layout.composition_rule
-    if rule not in (PARTITION, OVERLAY):
+    assembled = (CompositionRule.PARTITION, CompositionRule.OVERLAY)
+    if rule not in assembled:
         raise UnsupportedError("HT-LAY-69", "a group composite presents no single array; read its members",
                                path="descriptor -> layout -> composition_rule", actual=rule,
-                               expected="0x01 partition or 0x02 overlay")
+                               expected=alternatives(assembled, form="{hex} {title}"))
     if len(head.members) != layout.member_count:
         raise RuleViolation("HT-LAY-68", "a composite's members come with it", path="members",
                             actual=len(head.members), expected=layout.member_count)
@@ -560,17 +559,17 @@ def _assemble(head: Tensor) -> np.ndarray:
     result: np.ndarray = storage.allocate(shape, dtype, "a composite")
     result.fill(0)
     members = list(head.members)
-    if rule == OVERLAY:
+    if rule == CompositionRule.OVERLAY:
         base = [m for m in members if m.descriptor.composite_member is not None
-                and m.descriptor.composite_member.member_role == BASE]
+                and m.descriptor.composite_member.member_role == MemberRole.BASE]
         members = base + [m for m in members if m not in base]
     for i, member in enumerate(members):
         values = member.numpy()
         offset = member.descriptor.shard.shard_offset if member.descriptor.shard is not None else (0,) * len(shape)
         box = tuple(slice(o, o + n) for o, n in zip(offset, member.shape))
-        if rule == OVERLAY and i and layout.combine_op == 0x02:
+        if rule == CompositionRule.OVERLAY and i and layout.combine_op == CombineOp.ADD:
             result[box] += values.astype(dtype, copy=False)
-        elif rule == OVERLAY and i and isinstance(member.descriptor.layout, SPARSE):
+        elif rule == CompositionRule.OVERLAY and i and isinstance(member.descriptor.layout, SPARSE):
             entries = member.sparse()
             result[tuple((entries.coords + np.asarray(offset)).T)] = entries.values
         else:

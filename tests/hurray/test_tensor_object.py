@@ -18,7 +18,8 @@ from hurray_decl.errors import HurrayDeclError
 from hurray_decl.hurray import kernels, numerics
 from hurray_decl.hurray.container import KVTag
 from hurray_decl.hurray.tensor import BufferHandle, ColumnMajor, CompositeHead, TensorDescriptor, Tiled
-from hurray_decl.hurray.tensor.sections import BASE, CORRECTION, CompositeMember
+from hurray_decl.hurray.tables.codes import MemberRole
+from hurray_decl.hurray.tensor.sections import CompositeMember
 
 hurray = pytest.importorskip("hurray")
 
@@ -228,9 +229,9 @@ def test_nested_overlay_composites_assemble(op):
     base_values = np.arange(16, dtype=np.float32).reshape(4, 4)
     fix = np.full((2, 2), 100, np.float32)
     base_d, base_raw = plain(base_values, shard=Shard(parent_shape=(4, 4), shard_offset=(0, 0)),
-                             composite_member=CompositeMember(member_role=BASE))
+                             composite_member=CompositeMember(member_role=MemberRole.BASE))
     fix_d, fix_raw = plain(fix, shard=Shard(parent_shape=(4, 4), shard_offset=(1, 2)),
-                           composite_member=CompositeMember(member_role=CORRECTION))
+                           composite_member=CompositeMember(member_role=MemberRole.CORRECTION))
     head = TensorDescriptor(type_tag=0x03, shape=(4, 4),
                             layout=CompositeHead(composition_rule=0x02, combine_op=op, member_count=2))
     inner = hd.Tensor(head, (), "o", members=[hd.Tensor(base_d, [base_raw], "b"), hd.Tensor(fix_d, [fix_raw], "f")])

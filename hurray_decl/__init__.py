@@ -50,7 +50,12 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # the public names: imported lazily at run time (see the module's documentation)
     __version__: str
     from hurray_decl.hurray import kernels as kernels
-    from hurray_decl.hurray.numerics import dequantize as dequantize, quantize as quantize
+    from hurray_decl.hurray import dask_arrays as dask
+    from hurray_decl.hurray.numerics import dequantize as dequantize
+    from hurray_decl.hurray.values import SparseValues as SparseValues, Tensor as Tensor
+    from hurray_decl.hurray.values import element_type as element_type, quantize as quantize
+    from hurray_decl.hurray.files import File as File, load as load, load_kv as load_kv, save as save
+    from hurray_decl.hurray.files import open as open
     from hurray_decl.convert.hurray import (
         from_awq as from_awq,
         from_gguf as from_gguf,

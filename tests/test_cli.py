@@ -6,7 +6,6 @@ import json
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,13 +14,14 @@ from hypothesis import strategies as st
 
 import hurray_decl as hd
 from hurray_decl import cli
-from hurray_decl.dump import rows as dump_rows
+from hurray_decl.dump.render import json_schema
 from hurray_decl.hurray import examples
 from hurray_decl.hurray import numerics as tensor_numerics
 from hurray_decl.hurray.dump import UNDECODED, hexdump
 from hurray_decl.hurray.tensor.layouts import LAYOUTS
 from tests.hurray.test_hexdump import assert_rows_cover
 from tests.hurray.tensor_support import manifest, vector
+from tests.paths import CONFORMANCE
 
 VECTORS = [entry["file"].split("/")[-1] for entry in manifest()]
 
@@ -164,7 +164,7 @@ def test_every_help_runs(command):
 def test_json_dumps_follow_the_shipped_schema(capsys):
     import jsonschema
 
-    schema = dump_rows.json_schema()
+    schema = json_schema()
     jsonschema.Draft202012Validator.check_schema(schema)
     validator = jsonschema.Draft202012Validator(schema)
     for example in examples.examples():
@@ -203,12 +203,10 @@ def test_streams_honour_offset_and_length(tmp_path):
     assert short.returncode == 1 and json.loads(short.stdout)["error"]["code"] == "HT-HDR-08"
 
 
-def test_audit_of_the_shared_conformance_folder(capsys):
+def test_audit_of_the_conformance_folder(capsys):
     """Its manifest lists descriptors in a subfolder with expected properties; README.md is no descriptor;
     files/ has a manifest of its own and is not scanned, but the basic.hrry it lists is reported."""
-    folder = Path(__file__).resolve().parents[2] / "shared" / "conformance" / "hurray"
-    if not folder.is_dir():
-        pytest.skip("needs ../shared/conformance")
+    folder = CONFORMANCE
     code, out = run(capsys, "audit", str(folder), "--format", "json")
     report = json.loads(out)
     entries = {e["file"]: e for e in report["descriptors"]}
@@ -233,7 +231,7 @@ def test_audit_compares_the_manifest_properties(capsys, tmp_path):
 
 
 def test_audit_reads_the_container_manifest_format(capsys, tmp_path):
-    """The verdict-and-rule form of ../shared/conformance/hurray/files/manifest.json."""
+    """The verdict-and-rule form of tests/conformance/hurray/files/manifest.json."""
     (tmp_path / "good.bin").write_bytes(vector("row_major_f32_3x4.bin"))
     (tmp_path / "bad.bin").write_bytes(b"HRRX" + vector("row_major_f32_3x4.bin")[4:])
     (tmp_path / "manifest.json").write_text(json.dumps({"vectors": [

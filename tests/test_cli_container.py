@@ -15,8 +15,8 @@ import pytest
 from hurray_decl import cli
 from hurray_decl.hurray.numerics import dequantize
 from hurray_decl.hurray.container import validate_container
+from tests.paths import FILES
 
-FILES = Path(__file__).resolve().parents[1].parent / "shared" / "conformance" / "hurray" / "files"
 BASIC = str(FILES / "basic.hrry")
 QUANT = str(FILES / "v02-quant-three-buffers.hrry")
 

@@ -37,3 +37,11 @@ def test_every_command_runs_without_extras():
     names = {re.split(r"[<>=!~ ;\[]", r, maxsplit=1)[0].lower() for r in PROJECT["project"]["dependencies"]}
     assert {"hypothesis", "numpy", "pydantic", "construct"} <= names
     assert PROJECT["project"]["scripts"] == {"hurray-decl": "hurray_decl.cli:main"}
+
+
+def test_rules_md_ships_and_the_spec_texts_stay_in_the_repository():
+    """``hurray_decl.rules`` reads RULES.md at run time (rule texts, codes); the spec texts beside it
+    (``spec/hurray/``, ``spec/onnx-light/``) are read by the tests only, so the wheel leaves them out."""
+    data = PROJECT["tool"]["setuptools"]["package-data"]["hurray_decl"]
+    assert "spec/RULES.md" in data and (ROOT / "hurray_decl" / "spec" / "RULES.md").is_file()
+    assert [d for d in data if d.startswith("spec/")] == ["spec/RULES.md"]

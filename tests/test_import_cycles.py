@@ -1,9 +1,10 @@
-"""No import cycles in the package, function-level imports included.
+"""No import cycles in the package, function-level and type-only imports included.
 
 Every ``import`` and ``from ... import`` statement of every module is read with ``ast``
-(module level and inside functions alike; only ``if TYPE_CHECKING:`` blocks are skipped, they
-never run), resolved to the package's own modules, and the graph is searched for strongly
-connected components. A package's ``__init__`` is only an edge where a module names it.
+(module level, inside functions and inside ``if TYPE_CHECKING:`` blocks alike: a type-only
+import that closes a circle is still two modules that need each other), resolved to the
+package's own modules, and the graph is searched for strongly connected components. A
+package's ``__init__`` is only an edge where a module names it.
 """
 
 from __future__ import annotations
@@ -26,23 +27,10 @@ def modules() -> dict[str, Path]:
     return found
 
 
-def _type_checking(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
-
-
 def _imports(tree: ast.AST):
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and _type_checking(child):
-                stack.extend(child.orelse)
-                continue
-            if isinstance(child, (ast.Import, ast.ImportFrom)):
-                yield child
-            stack.append(child)
+    """Every import statement anywhere in ``tree``, in source order."""
+    found = [node for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))]
+    yield from sorted(found, key=lambda node: (node.lineno, node.col_offset))
 
 
 def edges(known: dict[str, Path]) -> dict[str, set[str]]:
@@ -104,10 +92,23 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def test_the_walker_sees_function_level_imports_and_cycles():
-    tree = ast.parse("def f():\n    from .b import x\nif TYPE_CHECKING:\n    from .c import y\n")
-    assert [n.module for n in _imports(tree)] == ["b"]
+def test_the_walker_sees_function_level_and_type_only_imports_and_cycles():
+    tree = ast.parse("def f():\n    from .b import x\nif TYPE_CHECKING:\n    from .c import y\n"
+                     "if typing.TYPE_CHECKING:\n    import p.d\nelse:\n    import p.e\n")
+    assert [getattr(n, "module", None) or n.names[0].name for n in _imports(tree)] == ["b", "c", "p.d", "p.e"]
     assert cycles({"p.a": {"p.b"}, "p.b": {"p.a"}, "p.c": set()}) == [["p.a", "p.b"]]
+
+
+def test_a_type_only_import_closes_a_cycle(tmp_path, monkeypatch):
+    """Two modules that need each other only for a type annotation are still a cycle."""
+    package = tmp_path / "hurray_decl"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from hurray_decl.b import B\n")
+    (package / "b.py").write_text("from typing import TYPE_CHECKING\n"
+                                  "if TYPE_CHECKING:\n    from hurray_decl.a import A\n")
+    monkeypatch.setattr(__import__(__name__, fromlist=["ROOT"]), "ROOT", package)
+    assert cycles(edges(modules())) == [["hurray_decl.a", "hurray_decl.b"]]
 
 
 AREAS = {
@@ -120,3 +121,13 @@ AREAS = {
 def test_no_import_cycles(area):
     found = [c for c in cycles(edges(modules())) if any(AREAS[area](m) for m in c)]
     assert not found, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in found)
+
+
+def test_dump_rows_know_no_renderer():
+    """The rows are the model; the renderers (and the chooser over them) import the rows, never the reverse."""
+    graph = edges(modules())
+    assert not {m for m in graph[f"{PACKAGE}.dump.rows"] if m.startswith(f"{PACKAGE}.dump.")}
+    assert {f"{PACKAGE}.dump.table", f"{PACKAGE}.dump.html"} <= graph[f"{PACKAGE}.dump.render"]
+    users = [m for m, targets in graph.items() if f"{PACKAGE}.dump.render" in targets]
+    for caller in ("hurray.dump", "onnx_light.dump", "cli.descriptors", "cli.container", "cli.onnx_light", "cli.html"):
+        assert f"{PACKAGE}.{caller}" in users, f"{caller} renders without the chooser"

@@ -1,5 +1,5 @@
-"""The package's floors: every import points down (or sideways within a floor), and no module
-imports another module's private (``_name``) names.
+"""The package's floors: every import points down (or sideways within a floor), type-only imports
+included, and no module imports another module's private (``_name``) names.
 
 The floors are the design's (README, "Layers"): errors and tables at the ground, declarations
 above, then the registry and schemes, the quantization payload, the tensor descriptor, the
@@ -26,6 +26,7 @@ FLOORS = {  # module prefix -> floor; the longest matching prefix decides
     "hurray.numerics": 7,
     "hurray.container.dump": 8, "hurray.container.strategies": 8, "hurray.dump": 8, "hurray.strategies": 8,
     "hurray.fuzz": 8, "hurray.fuzz_target": 8, "hurray.examples": 8, "hurray.bench": 8, "hurray.parse_bench": 8,
+    "hurray.values": 8, "hurray.files": 8, "hurray.dask_arrays": 8,
     "fuzz_harness": 8, "convert": 8,
     "cli": 9, "__main__": 9, "": 9,
     "onnx_light": 5, "onnx_light.dump": 8, "onnx_light.mutants": 8, "onnx_light.fuzz_target": 8,

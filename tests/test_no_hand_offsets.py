@@ -9,9 +9,10 @@ This test greps every
 ``.py`` file under ``hurray_decl/`` and ``tests/`` for the ways an offset gets written out
 instead, and fails on any line not in the short allow-list below, each entry with its reason.
 
-Not scanned: the ``onnx_light`` folders (another format: protobuf values, no Hurray descriptor)
-and this file. Offsets into buffer *contents* (element bytes) are not descriptor offsets; the
-one test file made of them is allowed by name.
+Not scanned: the ``onnx_light`` folders (another format: protobuf values, no Hurray descriptor),
+the copied conformance corpus (``tests/conformance/``) and this file. Offsets into buffer
+*contents* (element bytes) are not descriptor offsets; the one test file made of them is allowed
+by name.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.paths import REPO, suite_sources
 
 _HEADER_BOUNDS = r"(?:6|10|14|20|36|44|45|61)"  # ends of descriptor_length, flags, type_tag, the header ...
 
@@ -57,7 +58,7 @@ ALLOWED: list[tuple[str, str, str | None, str]] = [
 
 
 def _scanned() -> list[Path]:
-    files = sorted((REPO / "hurray_decl").rglob("*.py")) + sorted((REPO / "tests").rglob("*.py"))
+    files = sorted((REPO / "hurray_decl").rglob("*.py")) + suite_sources()
     return [f for f in files if "onnx_light" not in f.parts and f != Path(__file__).resolve()]
 
 

@@ -55,7 +55,7 @@ def example_inputs(folder: Path) -> None:
     from hurray_decl import quantize, write_tensor_descriptor
 
     rng = np.random.default_rng(7)
-    descriptor, _ = quantize(rng.standard_normal((8, 64)), "per_block_affine", block_size=32, storage="int4")
+    descriptor = quantize(rng.standard_normal((8, 64)), "per_block_affine", block_size=32, storage="int4").descriptor
     (folder / "tensor.bin").write_bytes(write_tensor_descriptor(descriptor))
     np.save(folder / "weights.npy", rng.standard_normal((64, 128)).astype(np.float32))
     writer = gguf.GGUFWriter(str(folder / "model.gguf"), "readme")

@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 
 from hurray_decl.rules import all_rules, rules_text
-
-ROOT = Path(__file__).resolve().parents[1]
-SHARED_RULES = ROOT.parent / "shared" / "spec" / "RULES.md"
+from tests.paths import REPO as ROOT
+from tests.paths import RULES, suite_sources
 
 # (area, needs that put a rule in scope): grows as issues land.
 SCOPE = [
@@ -37,7 +36,7 @@ def _ids_in(paths) -> set[str]:
 
 
 def named_in_tests() -> set[str]:
-    return _ids_in(p for p in (ROOT / "tests").rglob("*.py") if p.name != Path(__file__).name)
+    return _ids_in(p for p in suite_sources() if p.name != Path(__file__).name)
 
 
 def in_scope() -> list[str]:
@@ -45,10 +44,10 @@ def in_scope() -> list[str]:
             if any(r.area == area and r.needs <= needs for area, needs in SCOPE) and r.id not in PENDING]
 
 
-def test_packaged_rules_match_shared_copy():
-    assert SHARED_RULES.exists(), "../shared/spec/RULES.md is missing beside the repository"
-    assert rules_text() == SHARED_RULES.read_text(encoding="utf-8"), (
-        "hurray_decl/spec/RULES.md differs from ../shared/spec/RULES.md: copy it again")
+def test_the_rules_read_are_the_packaged_copy():
+    """The rule table comes from hurray_decl/spec/RULES.md, the file tests/test_shared_sync.py
+    compares with ../shared/spec/RULES.md."""
+    assert rules_text() == RULES.read_text(encoding="utf-8")
 
 
 def test_rules_table_parses_completely():

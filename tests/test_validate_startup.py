@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.paths import DESCRIPTORS
+from tests.paths import REPO as ROOT
+
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
-SHARED = ROOT.parent / "shared" / "conformance" / "hurray" / "descriptors" / "row_major_f32_3x4.bin"
 NOT_FOR_VALIDATE = ("numpy", "ml_dtypes", "onnx", "google.protobuf", "hypothesis", "gguf", "hurray_decl.rules",
                     "hurray_decl.hurray.tensor.writer", "hurray_decl.hurray.tensor.validate",
                     "hurray_decl.hurray.tensor.access", "hurray_decl.hurray.numerics", "hurray_decl.hurray.dump",
@@ -28,7 +29,7 @@ def hurray_inputs() -> list[Path]:
     from hurray_decl.hurray.tensor.header import MAGIC
 
     files = sorted((ROOT / "hurray_decl" / "hurray" / "examples").glob("*.bin"))
-    return [f for f in files if f.read_bytes().startswith(MAGIC)] + ([SHARED] if SHARED.is_file() else [])
+    return [f for f in files if f.read_bytes().startswith(MAGIC)] + [DESCRIPTORS / "row_major_f32_3x4.bin"]
 
 
 def run(code: str) -> tuple[list[str], set[str]]:

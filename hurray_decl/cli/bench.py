@@ -27,6 +27,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise UsageError(f"argument --size: {args.size} is not a multiple of the block size {BLOCK}")
     from hurray_decl.hurray import bench
 
+    if args.window:
+        bench.window_run(size=args.size, repeat=args.repeat, out=sys.stdout)
+        return OK
+
     bench.run(size=args.size, repeat=args.repeat, threads=args.threads, out=sys.stdout)
     return OK
 
@@ -49,4 +53,6 @@ def register(sub: Any) -> None:
     which = command.add_mutually_exclusive_group()
     which.add_argument("--parse", action="store_true", help="parse speed against the Kaitai readers")
     which.add_argument("--onnx-light", action="store_true", help="onnx-light speed (16M elements, int4, block 32)")
+    which.add_argument("--window", action="store_true", help="a 1/64 window of a per-block int4 tensor in a file "
+                       "against the whole tensor")
     command.set_defaults(run=cmd_bench)

@@ -87,12 +87,12 @@ def _guarded(run: Callable[[], int]) -> int:
 
 
 def inspect(args: argparse.Namespace, data: Any) -> int:
-    from hurray_decl.hurray import dump as hexdump
+    from hurray_decl.dump.render import render
     from hurray_decl.hurray.container.dump import container_dump
 
     def run() -> int:
         dump = container_dump(data)
-        print(hexdump.render(dump, args.format))
+        print(render(dump, args.format))
         return INVALID if dump.error is not None else OK
     return _guarded(run)
 
@@ -172,7 +172,8 @@ class _Outputs:
                 pass
 
 
-def _tensor(data: Any, name: str | None, permissive: bool) -> Any:
+def _named(data: Any, name: str | None, permissive: bool) -> tuple[Any, str]:
+    """The container, validated whole before any output, and the tensor name asked for."""
     from hurray_decl.hurray.container import validate_container
     from hurray_decl.errors import ArgumentError
 
@@ -182,6 +183,11 @@ def _tensor(data: Any, name: str | None, permissive: bool) -> Any:
             raise ArgumentError("--name", "the container holds several tensors; name one",
                                 expected=", ".join(c.names[:20]) or "(no tensors)")
         name = c.names[0]  # a single-tensor container: its sole entry (HF-IDX-02-S)
+    return c, name
+
+
+def _tensor(data: Any, name: str | None, permissive: bool) -> Any:
+    c, name = _named(data, name, permissive)
     return c.tensor(name)
 
 
@@ -215,27 +221,38 @@ def extract(args: argparse.Namespace) -> int:
 def dequantize(args: argparse.Namespace, data: Any) -> int:
     import numpy as np
 
-    from hurray_decl.hurray.numerics import dequantize as run_dequantize
+    from hurray_decl.cli.dequantize import region, streamed, values_of
+    from hurray_decl.hurray.files import tensor_of
 
     def run() -> int:
         if args.buffers:
             _say("hurray-decl: error: buffers: a container holds its buffers; use --name", sys.stderr)
             return USAGE
-        tensor = _tensor(data, getattr(args, "name", None), args.permissive)
+        container, name = _named(data, getattr(args, "name", None), args.permissive)
+        tensor = tensor_of(container, name)
+        values = values_of(tensor, region(getattr(args, "region", None)))  # every refusal before the output exists
+        prepared: Any = streamed(tensor) if values is None else None
         final = Path(args.output)
         outputs = _Outputs(final.parent if str(final.parent) else Path("."))
         try:
             temp = outputs.temporary(final)
-            out = np.lib.format.open_memmap(temp, mode="w+", dtype=np.float32, shape=tuple(tensor.descriptor.shape))
-            run_dequantize(tensor.descriptor, tensor.buffers, out=out)
-            out.flush()
-            del out
+            if values is not None:
+                with open(temp, "wb") as stream:
+                    np.save(stream, values, allow_pickle=False)
+                kind = str(values.dtype)
+            else:
+                out = np.lib.format.open_memmap(temp, mode="w+", dtype=np.float32, shape=tensor.shape)
+                prepared.run(out)
+                out.flush()
+                del out
+                kind = "float32"
             outputs.commit()
         finally:
             outputs.discard()
-        _say(f"wrote float32 {list(tensor.descriptor.shape)} of {tensor.name!r} to {final}")
+        _say(f"wrote {kind} {list(tensor.shape if values is None else values.shape)} of {tensor.name!r} to {final}")
         return OK
     return _guarded(run)
+
 
 
 # ------------------------------------------------------------------ audit

@@ -31,7 +31,7 @@ class LazyChoices:
         return iter(self.values())
 
 
-DUMP_FORMATS = LazyChoices("hurray_decl.dump.rows", "FORMATS")
+DUMP_FORMATS = LazyChoices("hurray_decl.dump.render", "FORMATS")
 
 
 def kind(args: argparse.Namespace) -> str:
@@ -60,6 +60,7 @@ def decode(data: bytes, args: argparse.Namespace) -> Any:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
+    from hurray_decl.dump.render import render
     from hurray_decl.hurray import dump as hexdump
 
     result = hexdump.dump(read(args).data, kind=kind(args), permissive=args.permissive)
@@ -67,7 +68,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         from hurray_decl.cli.html import print_page
 
         return print_page(result, args)
-    text = hexdump.render(result, args.format)
+    text = render(result, args.format)
     print(text if args.format == "json" else colour_verdicts(text, Style(sys.stdout)))
     return INVALID if result.error is not None else OK
 

@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from hurray_decl.dump.html import render_audit_index
+from hurray_decl.dump.render import render
+from hurray_decl.dump.rows import Dump
 from hurray_decl.hurray import dump as hexdump
-from hurray_decl.dump.html import render_audit_index, render_html
 
 INVALID = 1
 USAGE = 2
@@ -19,9 +21,9 @@ ENVIRONMENT = 3
 INDEX = "index.html"
 
 
-def print_page(result: hexdump.Dump, args: argparse.Namespace) -> int:
+def print_page(result: Dump, args: argparse.Namespace) -> int:
     """``inspect --format html``: the page on standard output; exit 1 if the input is invalid."""
-    sys.stdout.write(render_html(result, title=f"hurray-decl inspect {args.input}"))
+    sys.stdout.write(render(result, "html", title=f"hurray-decl inspect {args.input}"))
     return INVALID if result.error is not None else 0
 
 
@@ -58,7 +60,7 @@ def write_audit(result: dict[str, Any], folder: Path, args: argparse.Namespace) 
             data = (folder / entry["file"]).read_bytes()
             dump = hexdump.dump(data, kind=result["kind"], permissive=args.permissive)
             name = page_name(entry["file"])
-            write_atomically(out / name, render_html(dump, title=f"{entry['file']} ({result['kind']})"))
+            write_atomically(out / name, render(dump, "html", title=f"{entry['file']} ({result['kind']})"))
             pages[entry["file"]] = quote(name)
         write_atomically(out / INDEX, render_audit_index(result, pages))
     except OSError as err:

@@ -78,7 +78,7 @@ def cmd_inspect(args: argparse.Namespace, hurray) -> int:
     kind = _kind(args, data)
     if kind == HURRAY:
         return hurray(args)
-    from hurray_decl.dump.rows import FORMATS, render
+    from hurray_decl.dump.render import FORMATS, render
     from hurray_decl.onnx_light.dump import dump
 
     if args.format not in FORMATS:

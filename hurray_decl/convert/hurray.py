@@ -17,8 +17,8 @@ from hurray_decl.hurray import kernels
 from hurray_decl.hurray.tables import storage
 from hurray_decl.hurray.tables.element_types import BY_TAG
 from hurray_decl.errors import ArgumentError, UnsupportedError
-from hurray_decl.hurray.schemes.per_block_affine import SCALE_TYPES, PerBlockAffine
-from hurray_decl.hurray.schemes.quantization import SYMMETRIC
+from hurray_decl.hurray.schemes.per_block_affine import PerBlockAffine
+from hurray_decl.hurray.tables.codes import ScaleType
 from hurray_decl.hurray.tensor import RowMajor, TensorDescriptor, validate_buffers
 from hurray_decl.hurray.numerics import assemble, buffer_contents
 from hurray_decl.convert.parts import BlockParts
@@ -69,10 +69,10 @@ def from_block_parts(parts: BlockParts) -> tuple[TensorDescriptor, list[bytes]]:
     if not isinstance(parts, BlockParts):
         raise ArgumentError("parts", "from_block_parts takes BlockParts", actual=type(parts).__name__,
                             expected="BlockParts")
-    scale_tag = {name: tag for tag, name in SCALE_TYPES.items()}[parts.scale_type]
+    scale_tag = int(ScaleType.named(parts.scale_type))
     symmetric = parts.zero_points is None
     model = PerBlockAffine(axis=parts.axis, block_size=parts.block_size, scale_buffer_index=1,
-                           zero_point_buffer_index=None if symmetric else 2, flags=SYMMETRIC if symmetric else 0,
+                           zero_point_buffer_index=None if symmetric else 2, symmetric=symmetric,
                            scale_type_tag=scale_tag)
     geometry = kernels.Geometry(parts.codes.shape, parts.axis, parts.block_size)
     codes = kernels.padded_codes(parts.codes, geometry)
@@ -95,7 +95,7 @@ def block_parts(descriptor: TensorDescriptor, buffers: Sequence[Any]) -> BlockPa
     data = np.frombuffer(contents[0], dtype=np.uint8)[descriptor.byte_offset:]
     stored = storage.decode(data, name, g.stored_elements).astype(np.int16)  # signed, and 2 bytes a code
     codes = stored.reshape(g.before, g.padded, g.after)[:, : g.extent].reshape(descriptor.shape)
-    scale_type = SCALE_TYPES[q.scale_type_tag]
+    scale_type = ScaleType(q.scale_type_tag).title
     zeros = None if q.symmetric else params.array("zero_point_buffer_index", "<i4").astype(np.int64)
     return BlockParts.from_block_order(codes, name, q.axis, q.block_size,
                                        params.array("scale_buffer_index", scale_type).copy(), scale_type, zeros)

@@ -22,19 +22,18 @@ from hurray_decl.errors import ArgumentError
 from hurray_decl.onnx_light import (
     EncodedValueProto,
     ModelProto,
-    QuantizationFormat,
     export_matmul_nbits_inputs,
 )
 from hurray_decl.convert.hurray import block_parts
 from hurray_decl.convert.parts import BlockParts
 from hurray_decl.convert.portable import from_block_parts
+from hurray_decl.onnx_light.ort import ORT_FORMATS as ORT_WIDTHS
 
 __all__ = ["to_matmul_nbits", "tensor_to_matmul_nbits", "matmul_nbits_model", "empty_model", "ORT_FORMATS",
            "MODEL_INPUT", "MODEL_OUTPUT"]
 
-ORT_FORMATS = {2: QuantizationFormat.ORT_MATMULNBITS_INT2, 4: QuantizationFormat.ORT_MATMULNBITS_INT4,
-               8: QuantizationFormat.ORT_MATMULNBITS_INT8}
-"""The MatMulNBits profile for each code width."""
+ORT_FORMATS = {bits: fmt for fmt, bits in ORT_WIDTHS.items()}
+"""The MatMulNBits profile for each code width (the inverse of the onnx-light table)."""
 
 MODEL_INPUT = "{name}.A"
 MODEL_OUTPUT = "{name}.Y"

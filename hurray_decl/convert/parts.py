@@ -24,7 +24,7 @@ from hurray_decl.hurray.tables import storage as element_storage
 from hurray_decl.hurray.tables.element_types import BY_NAME
 from hurray_decl.hurray.quantization import scheme
 from hurray_decl.errors import ArgumentError, RuleViolation
-from hurray_decl.hurray.schemes.per_block_affine import SCALE_TYPES
+from hurray_decl.hurray.tables.codes import ScaleType
 
 __all__ = ["BlockParts"]
 
@@ -160,9 +160,7 @@ class BlockParts:
             raise RuleViolation("HQ-PB-03", "block_size is a power of two", path="block_size", actual=block,
                                 expected="a power of two")
         self._set("block_size", int(block))
-        if self.scale_type not in SCALE_TYPES.values():
-            raise RuleViolation("HQ-PB-08", f"unknown scale type {self.scale_type!r}", path="scale_type",
-                                actual=self.scale_type, expected=", ".join(SCALE_TYPES.values()))
+        ScaleType.named(self.scale_type)  # HQ-PB-08 for an unknown name
         scales = self._block_order(self.scales, "scales", flat_ok)
         try:
             wide = scales.astype(np.float64)

@@ -26,7 +26,7 @@ from hurray_decl.errors import UnsupportedError
 from hurray_decl.convert.parts import BlockParts
 from hurray_decl.onnx_light.codec import unwrap_value
 from hurray_decl.onnx_light.portable import Prepared, build_payload, decode_runs, open_value, read_portable, reconstruct
-from hurray_decl.onnx_light.numerics import BFLOAT16, DOUBLE, FLOAT, FLOAT16, LOGICAL_DTYPES, to_logical
+from hurray_decl.onnx_light.numerics import LOGICAL_DTYPES, LOGICAL_NAMES, DataType, to_logical
 from hurray_decl.onnx_light.ort import (
     FLOATING,
     ORT_FORMATS,
@@ -37,6 +37,7 @@ from hurray_decl.onnx_light.ort import (
     read_ort,
     zero_point_storage,
 )
+from hurray_decl.onnx_light.ort.geometry import SOURCE_DTYPE_NAMES, SOURCE_DTYPES, SOURCE_NAMES
 from hurray_decl.onnx_light.packing import pack_bits, sign_extend, unpack_bits
 from hurray_decl.onnx_light.plan import QuantizationBlockLayout, RunArrays
 from hurray_decl.onnx_light.profiles import QuantizationFormat
@@ -47,9 +48,9 @@ __all__ = ["to_block_parts", "from_block_parts", "ort_to_portable", "portable_to
 PORTABLE_FORMATS = {QuantizationFormat.INT4: 4, QuantizationFormat.INT8: 8}
 """The onnx-light affine profiles these conversions read and write: signed codes, zero point 0."""
 
-SCALE_DATA_TYPES = {"float32": FLOAT, "float16": FLOAT16, "bfloat16": BFLOAT16}
-"""The onnx-light data type of each scale type name (the Hurray scale_type_tag table is
-``hurray_decl.hurray.schemes.per_block_affine.SCALE_TYPES``)."""
+SCALE_DATA_TYPES: dict[str, int] = {code.dtype.name: code for code in SOURCE_DTYPES}
+"""The onnx-light data type of each scale type name (the Hurray scale_type_tag code space is
+:class:`hurray_decl.hurray.tables.codes.ScaleType`)."""
 _SCALE_NAMES = {code: name for name, code in SCALE_DATA_TYPES.items()}
 _STORAGE = {f"{sign}int{bits}": (bits, sign == "") for bits in (2, 4, 8) for sign in ("", "u")}
 """Hurray per-block storage names: (bits, signed)."""
@@ -281,7 +282,7 @@ def _common_checks(parts, bits: int, signed: bool = False) -> tuple[np.ndarray, 
 
 def _scale_code(parts) -> int:
     if parts.scale_type not in SCALE_DATA_TYPES:
-        raise _refuse("OL-ORT-08", "ORT scales are float32, float16 or bfloat16", "scale_type", parts.scale_type,
+        raise _refuse("OL-ORT-08", f"ORT scales are {SOURCE_DTYPE_NAMES}", "scale_type", parts.scale_type,
                       sorted(SCALE_DATA_TYPES))
     return SCALE_DATA_TYPES[parts.scale_type]
 
@@ -321,11 +322,11 @@ def from_block_parts(parts, format: QuantizationFormat, *, dtype=None) -> pb.Enc
     if format in ORT_FORMATS:
         return _ort_from_parts(parts, format)
     if format in PORTABLE_FORMATS:
-        code = FLOAT
+        code: int = DataType.FLOAT
         if dtype is not None:
             matches = [c for c, d in LOGICAL_DTYPES.items() if np.dtype(dtype) == d]
             if not matches:
-                raise _refuse("OL-NUM-01", "the logical dtype is FLOAT, DOUBLE, FLOAT16 or BFLOAT16", "dtype",
+                raise _refuse("OL-NUM-01", f"the logical dtype is {LOGICAL_NAMES}", "dtype",
                               str(dtype), "a floating dtype")
             code = matches[0]
         return _portable_from_parts(parts, format, code)
@@ -358,9 +359,9 @@ def portable_to_ort(encoded, model=None) -> pb.EncodedValueProto:
     if opened.format not in PORTABLE_FORMATS:
         raise _refuse("OL-PROF-02", "only int4 and int8 values convert to ORT MatMulNBits",
                       "value -> struct_type -> name", opened.resolved.name, "int4 or int8")
-    if opened.dtype == DOUBLE:
-        raise _refuse("OL-ORT-08", "an ORT matrix is FLOAT, FLOAT16 or BFLOAT16", "value -> logical_type", "DOUBLE",
-                      "float32, float16 or bfloat16")
+    if opened.dtype == DataType.DOUBLE:
+        raise _refuse("OL-ORT-08", f"an ORT matrix is {SOURCE_NAMES}", "value -> logical_type", DataType.DOUBLE.name,
+                      SOURCE_DTYPE_NAMES)
     parts = _portable_parts(opened, model, None, False, _SCALE_NAMES[opened.dtype])
     target = (QuantizationFormat.ORT_MATMULNBITS_INT4 if PORTABLE_FORMATS[opened.format] == 4
               else QuantizationFormat.ORT_MATMULNBITS_INT8)

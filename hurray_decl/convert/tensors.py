@@ -20,9 +20,9 @@ import numpy as np
 
 from hurray_decl.hurray.tables.element_types import BY_NAME
 from hurray_decl.errors import ArgumentError, UnsupportedError
-from hurray_decl.onnx_light import EncodedValueProto, QuantizationFormat, TensorProto
+from hurray_decl.onnx_light import EncodedValueProto, TensorProto
 from hurray_decl.convert.hurray import block_parts, from_block_parts as tensor_from_parts
-from hurray_decl.convert.portable import from_block_parts, to_block_parts
+from hurray_decl.convert.portable import PORTABLE_FORMATS, SCALE_DATA_TYPES, from_block_parts, to_block_parts
 from hurray_decl.hurray.tensor import BufferHandle, RowMajor, TensorDescriptor, read_tensor_descriptor, validate_buffers, write_tensor_descriptor
 from hurray_decl.convert.gguf import FLOAT_TYPES, GgufTensor
 from hurray_decl.convert.hurray import from_gguf
@@ -35,8 +35,9 @@ __all__ = ["float_tensor", "gguf_to_hurray", "gguf_to_onnx_light_tensor", "gguf_
 Tensor = tuple[TensorDescriptor, list[bytes]]
 """A Hurray tensor: its descriptor and its buffers' contents."""
 
-_ONNX_FLOATS = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16, "bfloat16": TensorProto.BFLOAT16}
-_PORTABLE = {4: QuantizationFormat.INT4, 8: QuantizationFormat.INT8}
+_ONNX_FLOATS = SCALE_DATA_TYPES
+"""The ONNX data type of each unquantized float element type (float32, float16, bfloat16)."""
+_PORTABLE = {bits: fmt for fmt, bits in PORTABLE_FORMATS.items()}
 
 
 def _no_form(tensor: GgufTensor, target: str, reason: str) -> ArgumentError:

@@ -1,13 +1,27 @@
-"""The base of every immutable model: pydantic's validation errors become rule errors."""
+"""The base of every immutable model: pydantic's validation errors become rule errors, and a
+model's fields are derived from its Construct declaration.
+
+A model class that names its declaration (a ``declaration`` class attribute, or a ``fields(rank)``
+builder of the declaration's fields) gets one pydantic field per wire field, in wire order:
+the name, an integer of the wire integer's range, a float of its width, a tuple for an array,
+``X | None = None`` for a part present only under a selector (``cs.If``), the default a field
+declares with ``cs.Default``, a literal for a constant that selects the model
+(:class:`~hurray_decl.declare.schema.Equals`). Reserved bytes and fields the writer rebuilds
+(``cs.Rebuild``) are no model fields. A class annotates only what a declaration cannot say (a
+nested model, another declaration's part); validators that need more than one field stay on it.
+"""
 
 from __future__ import annotations
 
 import contextvars
+import inspect
 import math
 import re
 import struct
+import types
 import weakref
-from typing import Annotated, Any, ClassVar, Self, TypeVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self, TypeVar
 
 import construct as cs
 from pydantic import (
@@ -20,8 +34,8 @@ from pydantic import (
     model_validator,
 )
 
+from hurray_decl.declare.schema import Equals, Rule, show
 from hurray_decl.errors import HurrayDeclError, RuleViolation
-from hurray_decl.declare.schema import show
 
 _PARSED: contextvars.ContextVar[bool] = contextvars.ContextVar("hurray_decl_parsed", default=False)
 """Set while a model is made from values a declaration has just parsed (and so checked). A
@@ -87,6 +101,170 @@ F64 = Annotated[float, BeforeValidator(_f64_from_json), PlainSerializer(_f64_to_
 ``"NaN(0x7FF8000000000001)"``, infinities as ``"Infinity"`` / ``"-Infinity"``, -0.0 as ``-0.0``."""
 
 
+# ---------------------------------------------------------------- fields read off a declaration
+
+INTEGERS = (U8, U16, U32, U64, I32, I64)
+"""The named model integer types; a wire integer of another range gets its own bounds."""
+_FORMATS = {"B": (False, 8), "H": (False, 16), "I": (False, 32), "L": (False, 32), "Q": (False, 64),
+            "b": (True, 8), "h": (True, 16), "i": (True, 32), "l": (True, 32), "q": (True, 64)}
+_FLOATS = {"e": 16, "f": 32, "d": 64}
+NO_DEFAULT: Any = ...
+"""A wire field without a declared default: the model field is required."""
+DECLARED_RANK = 1
+"""The rank a rank-dependent declaration is built at to read its fields (arrays have any length)."""
+
+
+@dataclass
+class WireField:
+    """One named field of a declaration, unwrapped: its leaf construct, the rules around it and
+    its shape."""
+
+    name: str
+    leaf: cs.Construct
+    rules: list[Rule] = field(default_factory=list)
+    array: bool = False
+    optional: bool = False
+    derived: bool = False
+    """Built from other fields (a length prefix): no model field."""
+    nested: bool = False
+    """Another declaration (``cs.LazyBound``): the model annotates the field itself."""
+    default: Any = NO_DEFAULT
+
+    @property
+    def reserved(self) -> bool:
+        return self.name.startswith("reserved")
+
+    @property
+    def selector(self) -> Any:
+        """The constant value of a field that selects the model, else NO_DEFAULT."""
+        for rule in self.rules:
+            if isinstance(rule, Equals) and rule.selects:
+                return rule.value
+        return NO_DEFAULT
+
+
+def unwrap(name: str, con: cs.Construct) -> WireField:
+    """The wire field ``name`` declared by ``con``, its wrappers read down to the leaf."""
+    wire = WireField(name, con)
+    while True:
+        if isinstance(con, Rule):
+            wire.rules.append(con)
+            con = con.subcon
+        elif isinstance(con, cs.Rebuild):
+            wire.derived = True
+            con = con.subcon
+        elif isinstance(con, cs.Default):
+            if wire.default is NO_DEFAULT:
+                wire.default = con.value
+            con = con.subcon
+        elif isinstance(con, cs.IfThenElse):
+            wire.optional = True
+            con = con.thensubcon
+        elif isinstance(con, cs.Array):
+            wire.array = True
+            con = con.subcon
+        elif isinstance(con, cs.LazyBound):
+            wire.nested = True
+            break
+        elif isinstance(con, (cs.Renamed, cs.Transformed)) or type(con) is cs.Subconstruct:
+            con = con.subcon
+        else:
+            break
+    wire.leaf = con
+    return wire
+
+
+def wire_fields(declaration: cs.Construct) -> list[WireField]:
+    """The named fields of a Struct declaration, in wire order."""
+    return [unwrap(sub.name, sub) for sub in declaration.subcons if sub.name]
+
+
+def wire_range(leaf: cs.Construct) -> tuple[int, int] | None:
+    """The value range of a wire integer, or None for anything else."""
+    if isinstance(leaf, cs.FormatField) and leaf.fmtstr[-1] in _FORMATS:
+        signed, bits = _FORMATS[leaf.fmtstr[-1]]
+    elif isinstance(leaf, cs.BytesInteger) and isinstance(leaf.length, int):
+        signed, bits = leaf.signed, 8 * leaf.length
+    else:
+        return None
+    return (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+
+
+def float_width(leaf: cs.Construct) -> int | None:
+    """The bits of a wire float, or None for anything else."""
+    if isinstance(leaf, cs.FormatField) and leaf.fmtstr[-1] in _FLOATS:
+        return _FLOATS[leaf.fmtstr[-1]]
+    return None
+
+
+def _integer(low: int, high: int) -> Any:
+    for alias in INTEGERS:
+        if _alias_range(alias) == (low, high):
+            return alias
+    return Annotated[int, Field(ge=low, le=high)]
+
+
+def _alias_range(alias: Any) -> tuple[int, int]:
+    constraint = alias.__metadata__[0]
+    bounds = {type(m).__name__: m for m in constraint.metadata}
+    return bounds["Ge"].ge, bounds["Le"].le
+
+
+def leaf_type(wire: WireField) -> Any:
+    """The model type of one element of ``wire`` (None: the declaration cannot say)."""
+    if wire.nested:
+        return None
+    bounds = wire_range(wire.leaf)
+    if bounds is not None:
+        return _integer(*bounds)
+    width = float_width(wire.leaf)
+    if width is not None:
+        return F64 if width == 64 else float
+    if isinstance(wire.leaf, cs.Bytes):
+        return bytes
+    return None
+
+
+def model_field(wire: WireField, nullable: bool = False) -> tuple[Any, Any] | None:
+    """(annotation, default) of the model field of ``wire``; ``nullable``: None stands for a value
+    the writer derives or an absent index (the wire always has the field). None when the
+    declaration cannot say (a nested declaration)."""
+    selected = wire.selector
+    if selected is not NO_DEFAULT:
+        return Literal[selected], selected
+    element = leaf_type(wire)
+    if element is None:
+        return None
+    annotation: Any = types.GenericAlias(tuple, (element, ...)) if wire.array else element
+    if wire.optional or nullable:
+        return annotation | None, None
+    return annotation, wire.default
+
+
+def derive_fields(cls: type, declaration: cs.Construct, nullable: tuple[str, ...] = (),
+                  wire_only: tuple[str, ...] = ()) -> None:
+    """Give ``cls`` (a model class being created) one annotated field per field of ``declaration``,
+    in wire order, before pydantic collects them; the annotations the class writes itself win
+    (and say what the declaration cannot), the class's other annotations follow."""
+    own: dict[str, Any] = dict(inspect.get_annotations(cls))
+    merged: dict[str, Any] = {}
+    for wire in wire_fields(declaration):
+        if wire.reserved or wire.derived or wire.name in wire_only:
+            continue
+        if wire.name in own:
+            merged[wire.name] = own.pop(wire.name)
+            continue
+        derived = model_field(wire, wire.name in nullable)
+        if derived is None:
+            raise TypeError(f"{cls.__name__}.{wire.name}: the declaration does not say the model type; "
+                            "annotate the field")
+        merged[wire.name], default = derived
+        if default is not NO_DEFAULT:
+            setattr(cls, wire.name, default)
+    merged.update(own)
+    cls.__annotations__ = merged
+
+
 class FrozenModel(BaseModel):
     """An immutable model whose constructor and :meth:`load` raise only HurrayDeclError.
 
@@ -100,7 +278,6 @@ class FrozenModel(BaseModel):
 
     rule: ClassVar[str] = "HT-HDR-02"
     wire_name: ClassVar[str] = ""
-
     def wire_declaration(self) -> cs.Construct | None:
         """The Construct declaration this model's fields are written with (None: no bytes of its own)."""
         return None
@@ -193,3 +370,50 @@ def build_checked(declaration: cs.Construct, values: Any, where: str, rule: str)
     except (cs.ConstructError, TypeError, KeyError, ValueError, OverflowError) as exc:
         raise RuleViolation(rule, f"the values do not fit the encoding: {exc}",
                             path=" -> ".join(p for p in ("descriptor", where) if p)) from exc
+
+
+_D = TypeVar("_D")
+
+if TYPE_CHECKING:  # a type checker sees no derived field: a declared model's constructor takes any field
+    from pydantic._internal._model_construction import ModelMetaclass
+
+    class _DeclaredMeta(ModelMetaclass):
+        def __call__(cls: type[_D], **data: Any) -> _D: ...
+else:
+    _DeclaredMeta = type(BaseModel)
+
+
+class DeclaredModel(FrozenModel, metaclass=_DeclaredMeta):
+    """A model whose fields are derived from its Construct declaration (see the module's
+    documentation): the base of the tensor descriptor's parts and of the quantization descriptors."""
+
+    nullable: ClassVar[tuple[str, ...]] = ()
+    """Wire fields the model may hold as None (the wire always has them): derived by the writer."""
+    wire_only: ClassVar[tuple[str, ...]] = ()
+    """Wire fields that are no model fields: constants, or values the writer computes from others."""
+
+    if TYPE_CHECKING:  # fields derived from a declaration are unknown to a type checker
+        def __getattr__(self, name: str) -> Any: ...
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        declaration = cls.fields_declaration()
+        if declaration is not None:
+            derive_fields(cls, declaration, cls.nullable_fields(), cls.wire_only)
+
+    @classmethod
+    def fields_declaration(cls) -> cs.Construct | None:
+        """The declaration this class's own fields are derived from: its own ``declaration``
+        attribute, or its own ``fields(rank)`` builder at :data:`DECLARED_RANK`; None when the
+        class names neither (a subclass inherits its parent's fields)."""
+        own = cls.__dict__
+        if own.get("declaration") is not None:
+            declared: cs.Construct = own["declaration"]
+            return declared
+        if "fields" in own:
+            return cs.Struct(*own["fields"].__get__(None, cls)(DECLARED_RANK))
+        return None
+
+    @classmethod
+    def nullable_fields(cls) -> tuple[str, ...]:
+        return cls.nullable

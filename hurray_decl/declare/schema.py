@@ -213,9 +213,20 @@ def hex_byte(value: int) -> str:
     return f"0x{value:02X}"
 
 
-def equals(expected_value: Any, code: str, message: str, subcon: cs.Construct) -> Rule:
-    shown = hex_byte(expected_value) if isinstance(expected_value, int) else expected_value
-    return Rule(subcon, lambda v, _: v == expected_value, code, shown, message)
+class Equals(Rule):
+    """A field with one valid value, ``value``. When the value ``selects`` the model (a scheme's
+    tag), the model holds it as that literal; otherwise the model field is the plain integer and
+    this rule refuses the others, with its code."""
+
+    def __init__(self, subcon: cs.Construct, value: Any, code: str, message: str, selects: bool = False) -> None:
+        shown = hex_byte(value) if isinstance(value, int) else value
+        super().__init__(subcon, lambda v, _: v == value, code, shown, message)
+        self.value = value
+        self.selects = selects
+
+
+def equals(expected_value: Any, code: str, message: str, subcon: cs.Construct, *, selects: bool = False) -> Rule:
+    return Equals(subcon, expected_value, code, message, selects)
 
 
 def zero_bytes(count: int, code: str) -> Rule:

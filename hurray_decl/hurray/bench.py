@@ -230,5 +230,45 @@ def report(result: dict[str, Any], size: int, repeat: int, layouts: tuple[str, .
                   file=out)
 
 
-__all__ = ["CASES", "Case", "LAYOUTS", "best_of", "check_options", "interleaved", "peak_extra", "relaid", "report",
-           "run"]
+def window_run(size: int = 4096, repeat: int = 5, out: TextIO | None = None,
+               folder: str | None = None) -> dict[str, Any]:
+    """A window of 1/64 of a ``size`` x ``size`` per-block int4 tensor (K32 along the rows, float16
+    scales) in a memory-mapped ``.hrry`` file, against the whole tensor dequantized, both through
+    :class:`~hurray_decl.hurray.values.Tensor` and measured in turn: ``warm`` on a tensor whose
+    buffers were checked by an earlier read, ``cold`` from opening the file (checks included)."""
+    import tempfile
+
+    from hurray_decl.hurray.files import open_file, save
+    from hurray_decl.hurray.values import quantize as quantize_tensor
+
+    check_options(size, repeat, None)
+    x = np.random.default_rng(0).standard_normal((size, size)).astype(np.float32)
+    tensor = quantize_tensor(x, "per_block_affine", axis=1, block_size=32, storage="int4", scale_type="float16")
+    side = size // 8
+    box = (slice(3 * side, 4 * side), slice(5 * side, 6 * side))  # 1/64 of the elements, away from the edges
+    target = np.empty((size, size), np.float32)
+    with tempfile.TemporaryDirectory(dir=folder) as place:
+        path = f"{place}/window.hrry"
+        save(path, {"w": tensor})
+        opened = open_file(path)["w"]  # tests/hurray/test_tensor_object.py checks windows against whole results
+        times = interleaved(repeat, {
+            "full": lambda: opened.numpy(out=target), "window": lambda: opened[box],
+            "full cold": lambda: open_file(path)["w"].numpy(out=target),
+            "window cold": lambda: open_file(path)["w"][box]})
+    result: dict[str, Any] = {"size": size, "window": [side, side], **times,
+                              "warm_ratio": times["window"] / times["full"],
+                              "cold_ratio": times["window cold"] / times["full cold"]}
+    if out is not None:
+        print(f"per-block int4 K32 {size}x{size} in a memory-mapped .hrry file, best of {repeat}, measured in turn: "
+              f"a {side}x{side} window (1/64 of the elements) against the whole tensor", file=out)
+        print(f"  warm (buffers checked by an earlier read): window {times['window'] * 1e3:.2f} ms, whole "
+              f"{times['full'] * 1e3:.2f} ms, ratio {result['warm_ratio']:.4f} (1/{1 / result['warm_ratio']:.1f})",
+              file=out)
+        print(f"  cold (file opened and checked each time):  window {times['window cold'] * 1e3:.2f} ms, whole "
+              f"{times['full cold'] * 1e3:.2f} ms, ratio {result['cold_ratio']:.4f} (1/{1 / result['cold_ratio']:.1f})",
+              file=out)
+    return result
+
+
+__all__ = ["CASES", "LAYOUTS", "Case", "best_of", "check_options", "interleaved", "peak_extra", "relaid", "report",
+           "run", "window_run"]

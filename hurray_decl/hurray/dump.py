@@ -13,13 +13,14 @@ import re
 from typing import Any, Callable
 
 from hurray_decl.hurray import quantization
-from hurray_decl.dump.rows import BEYOND, FORMATS, UNDECODED, Dump, Row, raw_rows, render
+from hurray_decl.dump.render import FORMATS, render
+from hurray_decl.dump.rows import BEYOND, UNDECODED, Dump, Row, raw_rows
 from hurray_decl.hurray.tables.element_types import BY_TAG
 from hurray_decl.errors import HurrayDeclError
 from hurray_decl.declare.schema import NONE32
 from hurray_decl.hurray.tables.tags import tag_range
-from hurray_decl.hurray.tensor.buffers import DEVICES, MEMORY_CLASSES, SYNC_MODES
-from hurray_decl.hurray.tensor.header import PREAMBLE_LENGTH, Flag
+from hurray_decl.hurray.tables.codes import Code, Device, Flag, MemoryClass, SyncMode
+from hurray_decl.hurray.tensor.header import PREAMBLE_LENGTH
 from hurray_decl.hurray.tensor.layouts import LAYOUTS
 from hurray_decl.hurray.tensor.reader import skip_descriptor, trace_tensor_descriptor
 from hurray_decl.declare.trace import Span, trace
@@ -34,8 +35,12 @@ def _type_tag(value: int) -> str:
     return f"0x{value:02X} ({known.name if known else 'unassigned'})"
 
 
-def _named(table: dict[int, str], width: int = 2) -> Callable[[int], str]:
-    return lambda value: f"0x{value:0{width}X}" + (f" ({table[value]})" if value in table else "")
+def _named(table: dict[int, str] | type[Code], width: int = 2) -> Callable[[int], str]:
+    """``0x01 (CUDA)``: the code and, when it has one, its title (from an enum or a row table)."""
+    if isinstance(table, type):
+        table = {int(member): member.title for member in table}
+    names = table
+    return lambda value: f"0x{value:0{width}X}" + (f" ({names[value]})" if value in names else "")
 
 
 def _tensor_flags(value: int) -> str:
@@ -54,9 +59,9 @@ TENSOR_FORMATTERS: dict[str, Callable[[int], str]] = {
     "flags": _tensor_flags,
     "type_tag": _type_tag,
     "layout_tag": _named({row.tag: row.title for row in LAYOUTS}),
-    "device_tag": _named(DEVICES),
-    "sync_mode": _named(SYNC_MODES),
-    "memory_class": _named(MEMORY_CLASSES),
+    "device_tag": _named(Device),
+    "sync_mode": _named(SyncMode),
+    "memory_class": _named(MemoryClass),
 }
 """How a tensor descriptor field reads, by field name (the last part of its path)."""
 

@@ -156,6 +156,16 @@ def bundled() -> Path:
     return Path(str(resources.files("hurray_decl.hurray").joinpath(FOLDER)))
 
 
+def checkout_conformance_descriptors() -> list[Path]:
+    """The golden conformance descriptors of a source checkout (the repository's
+    ``tests/conformance/hurray/descriptors/``), or none when the package runs from an install,
+    which carries the bundled corpus but not the test suite's."""
+    root = Path(__file__).resolve().parents[2]
+    if not (root / "pyproject.toml").is_file():
+        return []
+    return sorted((root / "tests" / "conformance" / "hurray" / "descriptors").glob("*.bin"))
+
+
 def write(folder: Path) -> None:
     """Write the corpus and its manifest into ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)

@@ -98,8 +98,8 @@ def draw_cases(count: int, seed: int, rules: Sequence[str] | None = None) -> lis
 
     from hurray_decl.errors import ArgumentError
     from hurray_decl.hurray.strategies import MUTANTS, placements, tensor_descriptors
+    from hurray_decl.hurray.tables.codes import Device
     from hurray_decl.hurray.tensor import write_tensor_descriptor
-    from hurray_decl.hurray.tensor.buffers import DEVICES
 
     if rules:
         unknown = [r for r in rules if r not in MUTANTS]
@@ -120,7 +120,7 @@ def draw_cases(count: int, seed: int, rules: Sequence[str] | None = None) -> lis
         bucket_seed = seed ^ zlib.crc32(bucket.encode())
         if bucket == VALID:
             # Public devices only: a private device tag needs an agreement (HT-BUFT-16) another reader may lack.
-            valid = tensor_descriptors(placement=placements(sorted(DEVICES)))
+            valid = tensor_descriptors(placement=placements(Device.codes()))
             drawn += [(write_tensor_descriptor(d), ACCEPT, VALID) for d in draw_examples(valid, n, bucket_seed)]
         else:
             drawn += [(data, REJECT, bucket) for data in draw_examples(MUTANTS[bucket](), n, bucket_seed)]

@@ -23,7 +23,7 @@ The long run (10 minutes; new inputs are added to CORPUS_DIR, crashes written as
     mkdir -p fuzz-corpus && python -m hurray_decl.hurray.fuzz_target -max_total_time=600 -max_len=1024 \\
         -timeout=1 -rss_limit_mb=1024 -print_final_stats=1 fuzz-corpus
 
-The seed corpus (the conformance vectors, when found beside the repository, a payload per
+The seed corpus (the conformance vectors, when run from a source checkout, a payload per
 scheme, and ``HURRAY_FUZZ_SEEDS`` (default 200) generated valid descriptors and as many
 rule-labelled mutants) is written into CORPUS_DIR when that directory is empty.
 Replay one input with ``python -m hurray_decl.hurray.fuzz_target crash-FILE``.
@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import struct
 import sys
-from pathlib import Path
 from typing import Sequence
 
 from hurray_decl.hurray.quantization import decode_quantization, encode_quantization
@@ -83,26 +82,25 @@ def test_one_input(data: bytes) -> None:
 
 
 def seed_inputs(generated: int = 200) -> list[bytes]:
-    """Inputs to start from: the conformance vectors (when present beside the repository), one
+    """Inputs to start from: the conformance vectors (in a source checkout), one
     payload per scheme and the tensor descriptors they are embedded in, then (with hypothesis)
     ``generated`` valid descriptors of every layout and ``generated`` rule-labelled mutants."""
+    from hurray_decl.hurray.examples import checkout_conformance_descriptors
     from hurray_decl.hurray.schemes.mxfp import MXFP
     from hurray_decl.hurray.schemes.nf4 import NF4
     from hurray_decl.hurray.schemes.per_block_affine import PerBlockAffine
     from hurray_decl.hurray.schemes.per_channel_affine import PerChannelAffine
     from hurray_decl.hurray.schemes.per_tensor_affine import PerTensorAffine
-    from hurray_decl.hurray.schemes.quantization import SYMMETRIC
+    from hurray_decl.hurray.tables.codes import ScaleType
     from hurray_decl.hurray.tensor import BufferHandle, TensorDescriptor
 
     seeds: list[bytes] = []
-    vectors = Path(__file__).resolve().parents[2] / "shared" / "conformance" / "hurray" / "descriptors"
-    if vectors.is_dir():
-        seeds.extend(p.read_bytes() for p in sorted(vectors.glob("*.bin")))
+    seeds.extend(p.read_bytes() for p in checkout_conformance_descriptors())
     schemes = [
         (0x10, (4, 8), (32,), PerTensorAffine(scale=0.5, zero_point=3)),
         (0x10, (4, 8), (32, 16, 16), PerChannelAffine(axis=0, scale_buffer_index=1, zero_point_buffer_index=2)),
-        (0x48, (4, 8), (16, 16), PerBlockAffine(axis=1, block_size=4, scale_buffer_index=1, flags=SYMMETRIC,
-                                                 scale_type_tag=1)),
+        (0x48, (4, 8), (16, 16), PerBlockAffine(axis=1, block_size=4, scale_buffer_index=1, symmetric=True,
+                                                 scale_type_tag=int(ScaleType.FLOAT16))),
         (0x49, (4, 16), (32, 32), NF4(axis=1, block_size=8, scale_buffer_index=1)),
         (0x10, (4, 32), (128, 8), MXFP(axis=1, block_size=16, scale_buffer_index=1)),
     ]

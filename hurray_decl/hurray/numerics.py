@@ -8,7 +8,7 @@ into whole tensors: buffer contents checked first, the output filled chunk by ch
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -19,12 +19,17 @@ from hurray_decl.hurray.tables import storage
 from hurray_decl.hurray.tables.element_types import BY_NAME, BY_TAG
 from hurray_decl.hurray.quantization import kernel_for, scheme
 from hurray_decl.errors import ArgumentError, RuleViolation, UnsupportedError
-from hurray_decl.hurray.schemes.per_block_affine import SCALE_TYPES
+from hurray_decl.hurray.tables.codes import ScaleType
 from hurray_decl.hurray.tensor import BufferHandle, RowMajor, TensorDescriptor, read_tensor_descriptor, validate_buffers, write_tensor_descriptor
 from hurray_decl.hurray.tensor import access
 from hurray_decl.hurray.tensor.common import DYNAMIC
+from hurray_decl.hurray.tensor.validate import DataContext
 
 Progress = Callable[[int, int], None]
+
+SMALL_WINDOW = 1 << 20
+"""Windows of at most this many elements are dequantized on the calling thread by default:
+starting helper threads costs milliseconds, about what a window of this size takes."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,7 @@ class Dequantization:
     storage_name: str
     source: dict[str, Any]
     contents: tuple[memoryview, ...]
+    data: DataContext
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -90,6 +96,86 @@ class Dequantization:
         if "layout" in source:
             source = dict(zip(("codes", "packed"), access.dense_codes(source["layout"])))
         return kernels.run(self.plan, self.storage_name, result, progress=progress, threads=threads, **source)
+
+
+    def window(self, lo: Sequence[int], hi: Sequence[int], *, threads: int | None = None) -> np.ndarray:
+        """The float32 values of the logical box ``lo .. hi`` (one bound per axis): only the
+        block rows, lanes and parameters the box touches are read and dequantized, with the
+        scheme's own plan restricted to them (:func:`window_plan`); same values as the whole
+        result sliced. A plan the window cannot restrict (a private scheme's kernel) runs whole."""
+        shape = self.shape
+        if len(lo) != len(shape) or len(hi) != len(shape) or any(
+                not 0 <= a <= b <= n for a, b, n in zip(lo, hi, shape)):
+            raise ArgumentError("window", "a window lies inside the tensor", actual=f"{list(lo)} .. {list(hi)}",
+                                expected=f"within {list(shape)}")
+        box = tuple(slice(a, b) for a, b in zip(lo, hi))
+        restricted = window_plan(self.plan, shape, lo, hi)
+        if restricted is None:
+            return np.ascontiguousarray(self.run(threads=threads)[box])
+        plan, origin, extents, keep = restricted
+        result = storage.allocate(tuple(extents))
+        if threads is None and result.size <= SMALL_WINDOW:
+            threads = 1  # starting threads costs more than a few chunks take
+        if result.size:
+            packed = access.window_bytes(self.data, origin, extents)  # row-major: the box's bytes, strided
+            if packed is not None:
+                kernels.run(plan, self.storage_name, result, data=packed, threads=threads)
+            else:
+                kernels.run(plan, self.storage_name, result, codes=access.window_codes(self.data, origin, extents),
+                            threads=threads)
+        return np.ascontiguousarray(result.reshape(tuple(extents))[keep])
+
+
+def window_plan(plan: kernels.Plan, shape: Sequence[int], lo: Sequence[int], hi: Sequence[int]) -> \
+        tuple[kernels.Plan, list[int], list[int], tuple[slice, ...]] | None:
+    """``plan`` restricted to the logical box ``lo .. hi`` of a tensor of ``shape``: the plan
+    of the sub-tensor covering the box, whole blocks along the quantized axis, with the
+    parameter rows and lanes it reads gathered; its origin and extents in the padded index
+    space; and the slices that cut the box out of its result. None when the plan holds a
+    private kernel, or groups the axes in a way the box does not follow."""
+    g = plan.geometry
+    if plan.kernel is not None:
+        return None
+    arrays = {"keys": plan.keys, "scales": plan.scales, "zeros": plan.zeros}
+    rank = len(shape)
+    if tuple(g.shape) == tuple(shape) and rank:  # the geometry's axis is a logical axis
+        ax, k = g.axis, g.block
+        first, last = lo[ax] // k * k, min(-(-hi[ax] // k) * k, g.padded)
+        origin = list(lo)
+        origin[ax] = first
+        extents = [b - a for a, b in zip(lo, hi)]
+        extents[ax] = last - first
+        befores = np.ravel_multi_index(np.meshgrid(*[np.arange(a, b) for a, b in zip(lo[:ax], hi[:ax])], indexing="ij"),
+                                       tuple(shape[:ax])).reshape(-1) if ax else np.zeros(1, np.int64)
+        lanes = np.ravel_multi_index(np.meshgrid(*[np.arange(a, b) for a, b in zip(lo[ax + 1:], hi[ax + 1:])],
+                                                 indexing="ij"), tuple(shape[ax + 1:])).reshape(-1) \
+            if ax + 1 < rank else np.zeros(1, np.int64)
+        blocks = (last - first) // k
+        rows = (befores.astype(np.int64)[:, None] * g.blocks_per_axis + first // k + np.arange(blocks)).reshape(-1)
+        geometry = kernels.Geometry(tuple(extents), ax, k)
+        keep = tuple(slice(lo[ax] - first, hi[ax] - first) if i == ax else slice(None) for i in range(rank))
+    elif all(a is None or a.shape[0] == 1 for a in arrays.values()) and (
+            g.after == 1 or (rank and g.after == shape[-1])):  # parameters per lane at most (per tensor, per channel)
+        count = int(np.prod([b - a for a, b in zip(lo[:-1], hi[:-1])], dtype=np.int64)) if rank else 1
+        width = hi[-1] - lo[-1] if rank else 1
+        origin, extents = list(lo), [b - a for a, b in zip(lo, hi)]
+        geometry = kernels.Geometry((count, width), 0, 1)
+        rows = np.zeros(1, np.int64)
+        lanes = np.arange(lo[-1], hi[-1]) if rank and g.after > 1 else np.zeros(1, np.int64)
+        keep = tuple(slice(None) for _ in range(rank))
+    else:
+        return None
+
+    def restrict(array: np.ndarray | None) -> np.ndarray | None:
+        if array is None:
+            return None
+        n = array.shape[0]
+        part = array if n == 1 else array[rows % n]
+        return np.ascontiguousarray(part[:, :, lanes] if array.shape[2] > 1 else part)
+
+    restricted = replace(plan, geometry=geometry, keys=restrict(plan.keys), scales=restrict(plan.scales),
+                         zeros=restrict(plan.zeros))
+    return restricted, origin, extents, keep
 
 
 def prepare_dequantize(descriptor: TensorDescriptor, buffers: Sequence[Any]) -> Dequantization:
@@ -120,7 +206,7 @@ def prepare_dequantize(descriptor: TensorDescriptor, buffers: Sequence[Any]) -> 
         source: dict[str, Any] = {"data": np.frombuffer(contents[0], dtype=np.uint8)[d.byte_offset:]}
     else:  # other dense layouts: codes read chunk by chunk in the padded row-major order (HD-12)
         source = {"layout": params}
-    return Dequantization(d, plan, name, source, tuple(contents))
+    return Dequantization(d, plan, name, source, tuple(contents), params)
 
 
 def dequantize(descriptor: TensorDescriptor, buffers: Sequence[Any], *, out: np.ndarray | None = None,
@@ -153,9 +239,7 @@ def _options(row_name: str, shape: tuple[int, ...], axis: int | None, block_size
     if storage_name not in row.storage_types:
         raise RuleViolation(row.storage_rule, f"{row.title} does not store {storage_name!r}", path="storage",
                             actual=storage_name, expected=", ".join(row.storage_types))
-    if scale_type not in SCALE_TYPES.values():
-        raise RuleViolation("HQ-PB-08", f"unknown scale type {scale_type!r}", path="scale_type",
-                            actual=scale_type, expected=", ".join(SCALE_TYPES.values()))
+    ScaleType.named(scale_type)  # HQ-PB-08 for an unknown name
     return QuantizeOptions(axis, int(block_size), storage_name, bool(symmetric), scale_type)
 
 

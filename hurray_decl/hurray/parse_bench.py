@@ -1,10 +1,12 @@
 """Parse speed: ``read_tensor_descriptor``, ``write_tensor_descriptor`` and ``decode_quantization``
-over the conformance descriptors and the bundled examples, each as a ratio to the
-Kaitai-generated reader (``generated/hurray``) on the same bytes, from one run.
+over the bundled examples and, in a source checkout, the conformance descriptors
+(``tests/conformance/hurray/descriptors/``), each as a ratio to the Kaitai-generated reader
+(``generated/hurray``) on the same bytes, from one run.
 
 Run as ``python -m hurray_decl.hurray.parse_bench [--repeat N]`` (the ``bench --parse`` hook calls
-:func:`run`). The Kaitai readers live in the repository's ``generated/`` folder, which must be
-importable (run from the repository root).
+:func:`run`). The Kaitai readers live in the repository's ``generated/`` folder and need the
+``kaitaistruct`` runtime (the ``test`` extra): the benchmark runs from a source checkout, and an
+installed package without them refuses it with a message.
 """
 
 from __future__ import annotations
@@ -17,23 +19,24 @@ from typing import Callable, Sequence, TextIO
 
 from hurray_decl.errors import ArgumentError, HurrayDeclError
 
-_REPO = Path(__file__).resolve().parents[1]
+_REPO = Path(__file__).resolve().parents[2]
+"""The source checkout the package runs from, if it does: ``generated/`` is found there."""
 
 
 def inputs() -> list[bytes]:
-    """Every descriptor the reader accepts among the conformance vectors and bundled examples."""
+    """Every descriptor the reader accepts among the conformance vectors (in a source checkout)
+    and the bundled examples."""
+    from hurray_decl.hurray.examples import bundled, checkout_conformance_descriptors
     from hurray_decl.hurray.tensor import read_tensor_descriptor
 
-    folders = [_REPO.parent / "shared" / "conformance" / "hurray" / "descriptors", Path(__file__).parent / "examples"]
     found = []
-    for folder in folders:
-        for path in sorted(folder.glob("*.bin")):
-            data = path.read_bytes()
-            try:
-                read_tensor_descriptor(data)
-            except HurrayDeclError:
-                continue
-            found.append(data)
+    for path in checkout_conformance_descriptors() + sorted(bundled().glob("*.bin")):
+        data = path.read_bytes()
+        try:
+            read_tensor_descriptor(data)
+        except HurrayDeclError:
+            continue
+        found.append(data)
     return found
 
 

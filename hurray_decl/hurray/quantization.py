@@ -31,6 +31,7 @@ from hurray_decl.hurray.schemes.quantization import (
     SchemeDescriptor,
     descriptor_struct,
 )
+from hurray_decl.hurray.tables.codes import PRIVATE_SPAN
 from hurray_decl.hurray.tables.tags import PRIVATE_RANGE, TagClass, classify, skippable, tag_error
 
 SCHEMES: Table[int, SchemeRow[SchemeDescriptor]] = Table("scheme", "HQ-EXT-03")
@@ -137,7 +138,7 @@ def encode_quantization(descriptor: Descriptor, *, permissive: bool = False) -> 
             raise tag_error(descriptor.scheme_tag, offset=HEADER_OFFSETS["scheme_tag"], writing=True)
         return (
             bytes([descriptor.scheme_tag, descriptor.scheme_version])
-            + descriptor.flags.to_bytes(2, "little")
+            + int(descriptor.flags).to_bytes(2, "little")
             + descriptor.payload
         )
     row = SCHEMES.get(descriptor.scheme_tag)
@@ -189,8 +190,8 @@ def register_private_scheme(
     """
     if not isinstance(tag, int) or not PRIVATE_RANGE.first <= tag <= PRIVATE_RANGE.last:
         raise RegistrationError(
-            "HQ-EXT-03", "private schemes use tags 0xF0-0xFE only", path="scheme_tag",
-            actual=tag, expected="0xF0-0xFE",
+            "HQ-EXT-03", f"private schemes use tags {PRIVATE_SPAN} only", path="scheme_tag",
+            actual=tag, expected=PRIVATE_SPAN,
         )
     defined = flags_defined or {}
     mask = sum(1 << bit for bit in defined)

@@ -14,7 +14,7 @@ import numpy as np
 from hurray_decl.errors import OnnxLightError
 from hurray_decl.onnx_light.portable import Prepared, encode_prepared, forward_values, prepare_plan, source_array
 from hurray_decl.onnx_light.methods import method_row
-from hurray_decl.onnx_light.numerics import LOGICAL_DTYPES
+from hurray_decl.onnx_light.numerics import LOGICAL_DTYPE_NAMES, LOGICAL_DTYPES, LOGICAL_NAMES
 from hurray_decl.onnx_light.ort import quantize_ort_with_type
 from hurray_decl.onnx_light.plan import QuantizationPlan, RunArrays
 from hurray_decl.onnx_light.profiles import PROFILES, WIRE_PREFIX, QuantizationMethod, parse_quantization_format
@@ -33,8 +33,7 @@ def _fail(code: str, message: str, path: str, actual=None, expected=None) -> Onn
 def _float_input(value, name: str) -> np.ndarray:
     array = np.asarray(value)
     if array.dtype not in _FLOAT_DTYPES:
-        raise _fail("OL-CAL-06", f"{name} must be FLOAT, DOUBLE, FLOAT16 or BFLOAT16", name,
-                    str(array.dtype), "float32, float64, float16 or bfloat16")
+        raise _fail("OL-CAL-06", f"{name} must be {LOGICAL_NAMES}", name, str(array.dtype), LOGICAL_DTYPE_NAMES)
     return array
 
 

@@ -27,7 +27,8 @@ from dataclasses import fields as dataclass_fields
 import numpy as np
 
 from hurray_decl.errors import ArgumentError, HurrayDeclError, OnnxLightError
-from hurray_decl.dump.rows import RAW_ROW, UNDECODED, Dump, Row, render
+from hurray_decl.dump.render import render
+from hurray_decl.dump.rows import RAW_ROW, UNDECODED, Dump, Row
 from hurray_decl.declare.trace import trace
 from hurray_decl.onnx_light.inputs import (
     MESSAGES,

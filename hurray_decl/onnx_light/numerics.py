@@ -5,25 +5,68 @@ The original's extended-precision steps (OD-02) live in :mod:`.extended`.
 
 from __future__ import annotations
 
+import enum
+
 import ml_dtypes
 import numpy as np
 
 from hurray_decl.errors import OnnxLightError
 
 __all__ = [
-    "FLOAT", "UINT8", "INT64", "FLOAT16", "DOUBLE", "BFLOAT16",
-    "LOGICAL_DTYPES", "LARGEST", "dtype_code", "float16_bits", "narrow", "to_logical",
+    "DataType", "LOGICAL_TYPES", "LOGICAL_DTYPES", "LOGICAL_NAMES", "LOGICAL_CODES", "LOGICAL_DTYPE_NAMES", "LARGEST",
+    "dtype_code", "float16_bits", "narrow", "to_logical", "spelled",
 ]
 
-FLOAT, UINT8, INT8, INT64, STRING, FLOAT16, DOUBLE, BFLOAT16 = 1, 2, 3, 7, 8, 10, 11, 16
 
-LOGICAL_DTYPES: dict[int, np.dtype] = {
-    FLOAT: np.dtype(np.float32),
-    DOUBLE: np.dtype(np.float64),
-    FLOAT16: np.dtype(np.float16),
-    BFLOAT16: np.dtype(ml_dtypes.bfloat16),
-}
-"""The floating dtypes a source or a logical output may have (OL-NUM-01, OL-WIRE-15)."""
+class DataType(enum.IntEnum):
+    """The ONNX ``TensorProto.DataType`` codes onnx-light reads and writes, each with the NumPy
+    type of one element (the names and values are the .proto's; a test checks them against the
+    generated module)."""
+
+    _dtype: np.dtype | None
+
+    def __new__(cls, value: int, dtype: object = None) -> DataType:
+        member = int.__new__(cls, value)
+        member._value_ = value
+        member._dtype = None if dtype is None else np.dtype(dtype)  # type: ignore[call-overload]
+        return member
+
+    FLOAT = 1, np.float32
+    UINT8 = 2, np.uint8
+    INT8 = 3, np.int8
+    INT64 = 7, np.int64
+    STRING = 8, None
+    FLOAT16 = 10, np.float16
+    DOUBLE = 11, np.float64
+    BFLOAT16 = 16, ml_dtypes.bfloat16
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The NumPy dtype of one element (STRING has none: KeyError)."""
+        if self._dtype is None:
+            raise KeyError(self.name)
+        return self._dtype
+
+
+LOGICAL_TYPES: tuple[DataType, ...] = (DataType.FLOAT, DataType.DOUBLE, DataType.FLOAT16, DataType.BFLOAT16)
+"""The floating data types a source or a logical output may have (OL-NUM-01, OL-WIRE-15), in the
+order the messages name them."""
+
+LOGICAL_DTYPES: dict[int, np.dtype] = {code: code.dtype for code in LOGICAL_TYPES}
+"""The NumPy dtype of each logical data type."""
+
+
+def spelled(items: list[str], conjunction: str = "or") -> str:
+    """``a, b, c or d``."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} {conjunction} {items[-1]}"
+
+
+LOGICAL_NAMES = spelled([code.name for code in LOGICAL_TYPES])
+"""``FLOAT, DOUBLE, FLOAT16 or BFLOAT16``, as the messages write the logical types."""
+LOGICAL_CODES = spelled([str(int(code)) for code in LOGICAL_TYPES])
+"""``1, 11, 10 or 16``: the logical types' codes, as the messages write them."""
+LOGICAL_DTYPE_NAMES = spelled([code.dtype.name for code in LOGICAL_TYPES])
+"""``float32, float64, float16 or bfloat16``: the logical types' NumPy names."""
 
 LARGEST: dict[int, float] = {code: float(ml_dtypes.finfo(dtype).max) for code, dtype in LOGICAL_DTYPES.items()}
 """The largest finite value of each floating dtype."""
@@ -68,12 +111,12 @@ def narrow(values, code: int) -> np.ndarray:
     float32, FLOAT16 with its own converter (:func:`float16_bits`)."""
     values = np.asarray(values)
     with np.errstate(over="ignore", invalid="ignore"):
-        if code == DOUBLE:
+        if code == DataType.DOUBLE:
             return values.astype(np.float64, copy=True)
         single = values.astype(np.float32)
-    if code == FLOAT:
+    if code == DataType.FLOAT:
         return single
-    if code == FLOAT16:
+    if code == DataType.FLOAT16:
         return float16_bits(single).view(np.float16).reshape(single.shape)
     return single.astype(LOGICAL_DTYPES[code])
 

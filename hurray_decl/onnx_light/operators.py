@@ -30,7 +30,7 @@ from hurray_decl.errors import HurrayDeclError, OnnxLightError
 from hurray_decl.onnx_light.calibrate import quantize_with_type
 from hurray_decl.onnx_light.codec import dequantize_value
 from hurray_decl.onnx_light.model import check_model
-from hurray_decl.onnx_light.numerics import LOGICAL_DTYPES
+from hurray_decl.onnx_light.numerics import LOGICAL_CODES, LOGICAL_DTYPE_NAMES, LOGICAL_DTYPES, LOGICAL_NAMES
 from hurray_decl.onnx_light.shared import EncodedValue, SharedQuantizedValue, as_pb_model, compact_value, parameter_catalogue
 from hurray_decl.onnx_light.wire import logical_shape, pb, resolve_struct_type, same_message
 
@@ -136,8 +136,7 @@ def _input_array(value, name: str) -> np.ndarray | None:
         if array.dtype != np.int64:
             raise _fail("OL-OP-02", f"{name} must be INT64", name, str(array.dtype), "int64")
     elif array.dtype not in _FLOATING:
-        raise _fail("OL-OP-02", f"{name} must be FLOAT, DOUBLE, FLOAT16 or BFLOAT16", name, str(array.dtype),
-                    "float32, float64, float16 or bfloat16")
+        raise _fail("OL-OP-02", f"{name} must be {LOGICAL_NAMES}", name, str(array.dtype), LOGICAL_DTYPE_NAMES)
     return array
 
 
@@ -192,8 +191,7 @@ class Dequantize(OpRun, _Bound):
 
     def _run(self, x, dtype=None):
         if isinstance(dtype, bool) or not isinstance(dtype, (int, np.integer)) or int(dtype) not in LOGICAL_DTYPES:
-            raise _fail("OL-OP-07", "Dequantize's dtype must be FLOAT, DOUBLE, FLOAT16 or BFLOAT16", "dtype",
-                        dtype, "1, 11, 10 or 16")
+            raise _fail("OL-OP-07", f"Dequantize's dtype must be {LOGICAL_NAMES}", "dtype", dtype, LOGICAL_CODES)
         target = LOGICAL_DTYPES[int(dtype)]
         if isinstance(x, SharedQuantizedValue):
             value, model = x.materialize(), None

@@ -20,6 +20,7 @@ import numpy as np
 
 from hurray_decl.errors import OnnxLightError
 from hurray_decl.onnx_light.methods.cast import CAST_WIDTHS  # the cast method owns its dtype widths
+from hurray_decl.onnx_light.numerics import DataType
 from hurray_decl.onnx_light.profiles import PROFILES, QuantizationFormat, QuantizationMethod, require_format
 
 __all__ = [
@@ -48,7 +49,7 @@ class QuantizationBlockLayout:
     entries: int = 0
     vector_size: int = 1
     base3: int = 0
-    cast_type: int = 10
+    cast_type: int = int(DataType.FLOAT16)
 
     def header(self) -> tuple[int, ...]:
         return (int(self.count), int(self.method), int(self.bits), int(self.signed_codes),
@@ -84,11 +85,6 @@ class QuantizationBlockLayout:
         if int(self.base3):
             return -(-self.code_count // 5)
         return -(-self.code_count * int(self.bits) // 8)
-
-    @property
-    def record_size(self) -> int:
-        """Payload bytes of one block: scale, zero_point, offset (f64 each), table, codes."""
-        return 8 + 8 + 8 + 8 * self.table_size + self.code_bytes
 
 
 @dataclass

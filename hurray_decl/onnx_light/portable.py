@@ -25,10 +25,11 @@ from hurray_decl.errors import HurrayDeclError, OnnxLightError
 from hurray_decl.onnx_light.extended import row_products
 from hurray_decl.onnx_light.methods import method_row
 from hurray_decl.onnx_light.numerics import (
-    DOUBLE,
-    FLOAT,
     LARGEST,
+    LOGICAL_DTYPE_NAMES,
     LOGICAL_DTYPES,
+    LOGICAL_NAMES,
+    DataType,
     dtype_code,
     narrow,
     to_logical,
@@ -181,9 +182,8 @@ def source_array(array) -> tuple[np.ndarray, int]:
         array = np.asarray(array)
     code = dtype_code(array.dtype)
     if code is None:
-        raise OnnxLightError("OL-NUM-01", "the source dtype is not FLOAT, DOUBLE, FLOAT16 or BFLOAT16",
-                             path="source -> dtype", actual=str(array.dtype),
-                             expected="float32, float64, float16 or bfloat16")
+        raise OnnxLightError("OL-NUM-01", f"the source dtype is not {LOGICAL_NAMES}",
+                             path="source -> dtype", actual=str(array.dtype), expected=LOGICAL_DTYPE_NAMES)
     return array, code
 
 
@@ -191,7 +191,7 @@ def encode_prepared(array: np.ndarray, code: int, prepared: Prepared) -> pb.Enco
     # float32 and float64 sources are read in place (the kernels widen them exactly, OL-NUM-06);
     # the 16-bit ones are widened first. The source is never written.
     flat = array.reshape(-1)
-    if code not in (FLOAT, DOUBLE):
+    if code not in (DataType.FLOAT, DataType.DOUBLE):
         flat = flat.astype(np.float64)
     if not np.isfinite(flat).all():
         j = int(np.flatnonzero(~np.isfinite(flat))[0])
@@ -435,7 +435,7 @@ def decode_chunked(prepared: Prepared, codes: Sequence[np.ndarray], count: int, 
             at = start + j * size
             target = out[at:at + values.size].reshape(values.shape)
             with np.errstate(over="ignore", invalid="ignore"):   # an overflow is refused just below
-                if code in (FLOAT, DOUBLE):
+                if code in (DataType.FLOAT, DataType.DOUBLE):
                     target[...] = values        # the assignment rounds to nearest, as astype does
                 else:
                     target[...] = narrow(values, code)

@@ -14,6 +14,7 @@ import ml_dtypes
 import numpy as np
 
 from hurray_decl.errors import OnnxLightTypeError
+from hurray_decl.onnx_light.numerics import DataType
 from hurray_decl.errors import OnnxLightError
 
 __all__ = [
@@ -37,11 +38,17 @@ PORTABLE_COUNT = 40
 
 
 class QuantizationMethod(enum.IntEnum):
-    """The block method codes of the nine-value header (position 1)."""
+    """The block method codes of the nine-value header (position 1); each has one row in
+    :data:`hurray_decl.onnx_light.methods.METHODS`."""
 
     AFFINE = 0
     CODEBOOK = 1
     CAST = 2
+
+    @property
+    def wire_name(self) -> str:
+        """``affine``, ``codebook``, ``cast``: how messages and dumps name the method."""
+        return self.name.lower()
 
 
 class QuantizationFormat(enum.IntEnum):
@@ -155,7 +162,7 @@ class ProfileDefaults:
     entries: int = 0
     vector: int = 1
     base3: int = 0
-    cast_type: int = 10
+    cast_type: int = int(DataType.FLOAT16)
     zero_point: float = 0.0
     table: str | None = None
     learned: bool = False
@@ -214,8 +221,8 @@ def _catalogue() -> dict[QuantizationFormat, ProfileDefaults]:
         _fixed(F.LOG, "LOG"), _fixed(F.FP6_LLM, "E3M2"), _fixed(F.FP8_E4M3, "E4M3FN"),
         _fixed(F.MXFP4, "E2M1"), _fixed(F.MXFP6, "E3M2"), _fixed(F.NVFP4, "E2M1"),
         _affine(F.QUAROT, 4, needs_transform=True), _affine(F.SMOOTHQUANT, 8, needs_transform=True),
-        ProfileDefaults(F.TILED_FLOAT, method=QuantizationMethod.CAST, cast_type=1),
-        ProfileDefaults(F.COLUMN_MAJOR, method=QuantizationMethod.CAST, cast_type=1),
+        ProfileDefaults(F.TILED_FLOAT, method=QuantizationMethod.CAST, cast_type=int(DataType.FLOAT)),
+        ProfileDefaults(F.COLUMN_MAJOR, method=QuantizationMethod.CAST, cast_type=int(DataType.FLOAT)),
         _affine(F.ORT_MATMULNBITS_INT2, 2, 0, 2.0), _affine(F.ORT_MATMULNBITS_INT4, 4, 0, 8.0),
         _affine(F.ORT_MATMULNBITS_INT8, 8, 0, 128.0),
     ]

@@ -15,6 +15,7 @@ skipped as the runtime skips them.
 
 from __future__ import annotations
 
+import enum
 import struct
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,20 +24,49 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from hurray_decl.dump.rows import Row
 
-__all__ = ["Field", "Walk", "WireError", "walk", "WIRE_TYPES", "MAX_DEPTH", "MAX_FIELD_NUMBER", "read_varint"]
+__all__ = ["Field", "Walk", "WireError", "walk", "WireType", "WIRE_TYPES", "MAX_DEPTH", "MAX_FIELD_NUMBER",
+           "read_varint"]
 
-WIRE_TYPES = {0: "varint", 1: "64-bit", 2: "length-delimited", 3: "start group", 4: "end group", 5: "32-bit"}
+
+class WireType(enum.IntEnum):
+    """The wire type in the low three bits of a field key, with its title and, for a fixed-width
+    value, its size in bytes (6 and 7 are invalid)."""
+
+    title: str
+    size: int | None
+
+    def __new__(cls, value: int, title: str = "", size: int | None = None) -> WireType:
+        member = int.__new__(cls, value)
+        member._value_ = value
+        member.title = title
+        member.size = size
+        return member
+
+    VARINT = 0, "varint"
+    I64 = 1, "64-bit", 8
+    LEN = 2, "length-delimited"
+    SGROUP = 3, "start group"
+    EGROUP = 4, "end group"
+    I32 = 5, "32-bit", 4
+
+
+WIRE_TYPES = {int(wire): wire.title for wire in WireType}
+"""Each wire type's title, by code."""
+_PACKABLE = (WireType.VARINT, WireType.I64, WireType.I32)
+"""The wire types of scalars a packed repeated field may hold."""
 MAX_DEPTH = 100
 """The protobuf runtime's default recursion limit for nested messages."""
 MAX_FIELD_NUMBER = (1 << 29) - 1
 """The largest field number protobuf allows."""
 
 _T = FieldDescriptor
+_W = WireType
 _WIRE_OF_TYPE = {
-    _T.TYPE_DOUBLE: 1, _T.TYPE_FIXED64: 1, _T.TYPE_SFIXED64: 1,
-    _T.TYPE_FLOAT: 5, _T.TYPE_FIXED32: 5, _T.TYPE_SFIXED32: 5,
-    _T.TYPE_STRING: 2, _T.TYPE_BYTES: 2, _T.TYPE_MESSAGE: 2,
+    _T.TYPE_DOUBLE: _W.I64, _T.TYPE_FIXED64: _W.I64, _T.TYPE_SFIXED64: _W.I64,
+    _T.TYPE_FLOAT: _W.I32, _T.TYPE_FIXED32: _W.I32, _T.TYPE_SFIXED32: _W.I32,
+    _T.TYPE_STRING: _W.LEN, _T.TYPE_BYTES: _W.LEN, _T.TYPE_MESSAGE: _W.LEN,
 }
+"""The wire type of each field type that is not a varint."""
 _FIXED = {_T.TYPE_DOUBLE: "<d", _T.TYPE_FIXED64: "<Q", _T.TYPE_SFIXED64: "<q",
           _T.TYPE_FLOAT: "<f", _T.TYPE_FIXED32: "<I", _T.TYPE_SFIXED32: "<i"}
 _SIGNED64 = {_T.TYPE_INT64, _T.TYPE_INT32, _T.TYPE_ENUM}
@@ -145,19 +175,19 @@ class _Walker:
         while pos < end:
             key, after = read_varint(data, pos, end)
             number, wire = key >> 3, key & 7
-            if wire in (6, 7):
+            if wire not in WIRE_TYPES:  # 6 or 7
                 raise WireError(pos, f"invalid wire type {wire}")
             if number == 0 or number > MAX_FIELD_NUMBER:
                 raise WireError(pos, f"field number {number} outside 1 .. {MAX_FIELD_NUMBER}")
-            if wire == 4:
+            if wire == _W.EGROUP:
                 if group != number:
                     raise WireError(pos, f"end-group key for field {number} outside its group")
                 self.row(pos, after, f"{path}:end_group" if path else "end_group",
-                         f"field {number}, wire type 4 (end group)")
+                         f"field {number}, wire type {int(_W.EGROUP)} ({_W.EGROUP.title})")
                 return after
             fd = descriptor.fields_by_number.get(number) if descriptor is not None else None
-            expected = None if fd is None else _WIRE_OF_TYPE.get(fd.type, 0)
-            packed = fd is not None and fd.is_repeated and wire == 2 and expected in (0, 1, 5)
+            expected = None if fd is None else _WIRE_OF_TYPE.get(fd.type, _W.VARINT)
+            packed = fd is not None and fd.is_repeated and wire == _W.LEN and expected in _PACKABLE
             if fd is not None and wire != expected and not packed:
                 fd = None  # the runtime keeps a field sent with another wire type as unknown
             name = fd.name if fd is not None else f"[{number}]"
@@ -183,13 +213,13 @@ class _Walker:
 
     def value(self, node: Field, pos: int, end: int, depth: int, counts: dict[str, int], path: str) -> int:
         data, fd, wire, here = self.data, node.descriptor, node.wire_type, node.path
-        if wire == 0:
+        if wire == _W.VARINT:
             value, after = read_varint(data, pos, end)
             node.value = value
             node.value_row = self.row(pos, after, here, self.scalar(fd, value))
             return after
-        if wire in (1, 5):
-            size = 8 if wire == 1 else 4
+        size = _W(wire).size
+        if size is not None:  # I64 or I32
             if pos + size > end:
                 raise WireError(pos, f"truncated {size * 8}-bit value")
             raw = data[pos:pos + size]
@@ -197,7 +227,7 @@ class _Walker:
             node.value = struct.unpack(fmt, raw)[0]
             node.value_row = self.row(pos, pos + size, here, self.fixed(node.value))
             return pos + size
-        if wire == 3:
+        if wire == _W.SGROUP:
             node.value_row = node.first_row
             return self.message(pos, end, None, here, node, depth + 1, group=node.number)
         length, body = read_varint(data, pos, end)
@@ -227,25 +257,25 @@ class _Walker:
             if length:
                 node.value_row = self.row(body, stop, here, self.text(fd, node.value))
             return stop
-        width = {1: 8, 5: 4}.get(_WIRE_OF_TYPE.get(fd.type, 0))
-        if not self.record and width is not None:  # fitting only: a fixed-width run needs a whole count
-            if length % width:
-                raise WireError(body + length - length % width, "a packed run ends inside an element")
+        size = _WIRE_OF_TYPE.get(fd.type, _W.VARINT).size
+        if not self.record and size is not None:  # fitting only: a fixed-width run needs a whole count
+            if length % size:
+                raise WireError(body + length - length % size, "a packed run ends inside an element")
             return stop
         # A packed run of scalars: one row per element, indexed across runs of the same field.
         base_path = here
         index = counts.get(fd.name, 0)
         at = body
         while at < stop:
-            width = {1: 8, 5: 4}.get(_WIRE_OF_TYPE.get(fd.type, 0))
-            element = Field(fd.name, f"{base_path}[{index}]", at, at, fd.number, 0, fd)
-            if width is None:
+            size = _WIRE_OF_TYPE.get(fd.type, _W.VARINT).size
+            element = Field(fd.name, f"{base_path}[{index}]", at, at, fd.number, int(_W.VARINT), fd)
+            if size is None:
                 value, after = read_varint(data, at, stop)
                 text = self.scalar(fd, value)
             else:
-                if at + width > stop:
+                if at + size > stop:
                     raise WireError(at, "a packed run ends inside an element")
-                after = at + width
+                after = at + size
                 value = struct.unpack(_FIXED[fd.type], data[at:after])[0]
                 text = self.fixed(value)
             element.value, element.end = value, after

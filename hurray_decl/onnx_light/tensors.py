@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from hurray_decl.errors import OnnxLightError
-from hurray_decl.onnx_light.numerics import DOUBLE, FLOAT, LOGICAL_DTYPES
+from hurray_decl.onnx_light.numerics import LOGICAL_CODES, LOGICAL_DTYPES, LOGICAL_NAMES, DataType
 from hurray_decl.onnx_light.wire import pb
 
 __all__ = ["as_tensor", "tensor_to_array", "array_to_tensor"]
@@ -34,8 +34,8 @@ def tensor_to_array(tensor) -> np.ndarray:
     """The values of a floating TensorProto as a new NumPy array (OL-NUM-01 .. -04)."""
     t = as_tensor(tensor)
     if t.data_type not in LOGICAL_DTYPES:
-        raise OnnxLightError("OL-NUM-01", "the source dtype is not FLOAT, DOUBLE, FLOAT16 or BFLOAT16",
-                             path="source -> data_type", actual=t.data_type, expected="1, 11, 10 or 16")
+        raise OnnxLightError("OL-NUM-01", f"the source dtype is not {LOGICAL_NAMES}",
+                             path="source -> data_type", actual=t.data_type, expected=LOGICAL_CODES)
     dims = list(t.dims)
     if any(d < 0 for d in dims):
         raise OnnxLightError("OL-NUM-02", "the source shape is not concrete", path="source -> dims",
@@ -51,9 +51,9 @@ def tensor_to_array(tensor) -> np.ndarray:
     elif t.data_location == pb.TensorProto.EXTERNAL or len(t.external_data):
         raise OnnxLightError("OL-NUM-04", "the source payload is external and not loaded",
                              path="source -> external_data")
-    elif t.data_type == DOUBLE:
+    elif t.data_type == DataType.DOUBLE:
         values = np.array(t.double_data, dtype=np.float64)
-    elif t.data_type == FLOAT:
+    elif t.data_type == DataType.FLOAT:
         values = np.array(t.float_data, dtype=np.float32)
     else:  # FLOAT16 / BFLOAT16 bit patterns live in int32_data
         values = np.array(t.int32_data, dtype=np.uint16).view(dtype)

@@ -13,11 +13,18 @@ import numpy as np
 from hurray_decl.errors import OnnxLightError
 from hurray_decl.onnx_light.methods.affine import code_range
 from hurray_decl.onnx_light.methods.cast import CAST_WIDTHS
+from hurray_decl.onnx_light.numerics import LOGICAL_CODES, LOGICAL_NAMES, spelled
 from hurray_decl.onnx_light.extended import inverse_deviation_ok
 from hurray_decl.onnx_light.plan import U32_MAX, U64_MAX, QuantizationBlockLayout, RunArrays
+from hurray_decl.onnx_light.wire import record_bytes
 from hurray_decl.onnx_light.profiles import PROFILES, QuantizationFormat, QuantizationMethod
 
 __all__ = ["validate_layout", "validate_run", "validate_geometry"]
+
+
+_METHOD_CODES = frozenset(int(method) for method in QuantizationMethod)
+_METHODS = spelled([f"{int(method)} {method.wire_name}" for method in QuantizationMethod])
+"""``0 affine, 1 codebook or 2 cast``."""
 
 
 def _fail(code: str, message: str, path: str, actual=None, expected=None) -> OnnxLightError:
@@ -31,14 +38,13 @@ def validate_layout(layout: QuantizationBlockLayout, path: str) -> None:
         raise _fail("OL-PLAN-04", "block count is above 2^32 - 1", f"{path} -> count", count, "<= 4294967295")
     if count <= 0:
         raise _fail("OL-PLAN-05", "block count is 0", f"{path} -> count", count, ">= 1")
-    if method not in (0, 1, 2):
-        raise _fail("OL-PLAN-07", "unknown block method", f"{path} -> method", method,
-                    "0 affine, 1 codebook or 2 cast")
+    if method not in _METHOD_CODES:
+        raise _fail("OL-PLAN-07", "unknown block method", f"{path} -> method", method, _METHODS)
     if not 1 <= int(layout.bits) <= 16:
         raise _fail("OL-PLAN-08", "bits is outside [1, 16]", f"{path} -> bits", layout.bits, "1 .. 16")
     if int(layout.cast_type) not in CAST_WIDTHS:
-        raise _fail("OL-PLAN-09", "cast dtype is not FLOAT, DOUBLE, FLOAT16 or BFLOAT16",
-                    f"{path} -> cast_type", layout.cast_type, "1, 11, 10 or 16")
+        raise _fail("OL-PLAN-09", f"cast dtype is not {LOGICAL_NAMES}",
+                    f"{path} -> cast_type", layout.cast_type, LOGICAL_CODES)
     if int(layout.signed_codes) not in (0, 1):
         raise _fail("OL-WIRE-22", "the signed flag is not 0 or 1", f"{path} -> signed_codes",
                     layout.signed_codes, "0 or 1")
@@ -59,7 +65,7 @@ def validate_layout(layout: QuantizationBlockLayout, path: str) -> None:
     if min(books, entries, vector) < 0 or max(books, entries, vector) > U32_MAX:
         raise _fail("OL-WIRE-21", "a header value is outside [0, 2^32 - 1]", path, layout.header())
     sizes = (layout.table_size * 8, layout.code_count * int(layout.bits),
-             count * CAST_WIDTHS[int(layout.cast_type)], 24 + 8 * layout.table_size + layout.code_bytes)
+             count * CAST_WIDTHS[int(layout.cast_type)], record_bytes(layout))
     if max(sizes) > U64_MAX:
         raise _fail("OL-PLAN-25", "a size product overflows 64 bits", path, max(sizes), "<= 2^64 - 1")
 

@@ -4,6 +4,10 @@
 * :func:`read_geometry` interprets a descriptor far enough to rebuild that geometry (profile,
   P, n, O and the runs); the decoder then rebuilds the canonical descriptor from it and
   requires an exact match (OL-WIRE-26).
+* :data:`ROOT` and :data:`BLOCK` are the one field table of raw_data: each field's name, data
+  type and dims (named sizes of the geometry or of a run's layout). The canonical descriptor,
+  the descriptor reader, the Construct schema, the block record dtype and every byte offset
+  (:func:`field_spans`) are built from them.
 * :func:`payload_schema` declares raw_data as a Construct structure built from the geometry:
   the root fields, then one array of block records per run. NumPy does the bulk: each array is
   read or written as one structured-dtype buffer.
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass
+from math import prod
 from typing import Any, Sequence
 
 import construct as cs
@@ -24,7 +29,7 @@ from construct.core import stream_read
 from hurray_decl.errors import OnnxLightError
 from hurray_decl.declare.schema import Rule
 from hurray_decl.onnx_light._generated import onnx_light_pb2 as pb
-from hurray_decl.onnx_light.numerics import BFLOAT16, DOUBLE, FLOAT, FLOAT16, INT64, LOGICAL_DTYPES, UINT8
+from hurray_decl.onnx_light.numerics import LOGICAL_CODES, LOGICAL_DTYPES, LOGICAL_NAMES, LOGICAL_TYPES, DataType
 from hurray_decl.onnx_light.plan import U32_MAX, U64_MAX, QuantizationBlockLayout
 from hurray_decl.onnx_light.profiles import WIRE_PREFIX, QuantizationFormat, parse_quantization_format
 
@@ -47,9 +52,102 @@ PARAMETER_REF_FIELD = pb.EncodedValueProto.DESCRIPTOR.fields_by_name["parameter_
 
 INT64_MAX = 2**63 - 1
 
-ROOT_FIELDS = ("reserved", "permutation", "forward", "inverse", "outlier_indices", "outlier_values", "blocks")
-BLOCK_FIELDS = ("parameters", "scale", "zero_point", "offset", "codebook", "codes")
-_ELEMENT_BITS = {UINT8: 8, INT64: 64, DOUBLE: 64, FLOAT: 32, FLOAT16: 16, BFLOAT16: 16}
+
+# --- the raw_data field table (DIGEST.md § 6, § 7) --------------------------------------------
+
+SIZES = {"P": "permutation", "n": "transform", "O": "outliers", "T": "table_size", "C": "code_bytes"}
+"""The named sizes a field's dims use: the spec's letter, and the attribute of a
+:class:`Geometry` (P, n, O) or of a run's :class:`QuantizationBlockLayout` (T, C) holding it."""
+
+
+@dataclass(frozen=True)
+class PayloadField:
+    """One tensor field of raw_data: its name, data type and dims (numbers, or letters of
+    :data:`SIZES`), as the canonical descriptor declares it and the payload stores it."""
+
+    name: str
+    data_type: DataType
+    dims: tuple[int | str, ...]
+    doc: str
+
+    def shape(self, sizes: Any) -> list[int]:
+        """The dims with the named sizes read from ``sizes`` (a geometry or a layout)."""
+        return [d if isinstance(d, int) else int(getattr(sizes, SIZES[d])) for d in self.dims]
+
+    @property
+    def dtype(self) -> np.dtype:
+        """One element as stored: the data type's dtype, little-endian."""
+        return self.data_type.dtype.newbyteorder("<")
+
+    def count(self, sizes: Any) -> int:
+        return prod(self.shape(sizes))
+
+    def nbytes(self, sizes: Any) -> int:
+        """Bytes of the field, in exact integer arithmetic."""
+        return self.count(sizes) * self.dtype.itemsize
+
+
+ROOT: tuple[PayloadField, ...] = (
+    PayloadField("reserved", DataType.UINT8, (1,), "reserved; 0x00"),
+    PayloadField("permutation", DataType.INT64, ("P",), "gather indices"),
+    PayloadField("forward", DataType.DOUBLE, ("n", "n"), "row-major forward matrix"),
+    PayloadField("inverse", DataType.DOUBLE, ("n", "n"), "row-major inverse matrix"),
+    PayloadField("outlier_indices", DataType.INT64, ("O",), "original flat indices"),
+    PayloadField("outlier_values", DataType.DOUBLE, ("O",), "original source values"),
+)
+"""The root tensor fields of raw_data, in order; the block runs follow (:data:`BLOCKS`)."""
+
+BLOCKS = "blocks"
+"""The root field after :data:`ROOT`: ``count``, then one array of block records per run."""
+
+PARAMETERS = "parameters"
+"""A block record's first field: the nine-value header, a constant (it takes no bytes)."""
+
+BLOCK: tuple[PayloadField, ...] = (
+    PayloadField("scale", DataType.DOUBLE, (), "scale"),
+    PayloadField("zero_point", DataType.DOUBLE, (), "zero point"),
+    PayloadField("offset", DataType.DOUBLE, (), "offset"),
+    PayloadField("codebook", DataType.DOUBLE, ("T",), "table of T doubles"),
+    PayloadField("codes", DataType.UINT8, ("C",), "C packed code bytes"),
+)
+"""The stored fields of one block record, in order, after its constant :data:`PARAMETERS`."""
+
+ROOT_FIELDS = (*(f.name for f in ROOT), BLOCKS)
+BLOCK_FIELDS = (PARAMETERS, *(f.name for f in BLOCK))
+
+
+def _introduced() -> dict[str, int]:
+    first: dict[str, int] = {}
+    for i, f in enumerate(ROOT):
+        for d in f.dims:
+            if isinstance(d, str):
+                first.setdefault(d, i)
+    return first
+
+
+_INTRODUCED = _introduced()
+"""Each named root size and the first root field whose dims carry it (P: permutation, n: forward,
+O: outlier_indices): where the descriptor reader finds it."""
+
+_ELEMENT_BITS: dict[int, int] = {
+    code: 8 * code.dtype.itemsize for code in (DataType.UINT8, DataType.INT64, *LOGICAL_TYPES)}
+"""The element types a struct type may hold, and their widths (OL-WIRE-11)."""
+
+
+def field_spans(fields: Sequence[PayloadField], sizes: Any) -> dict[str, tuple[int, int]]:
+    """``{name: (offset, bytes)}`` of ``fields`` laid out one after another, in exact integers
+    (nothing is allocated from the sizes)."""
+    spans, at = {}, 0
+    for f in fields:
+        size = f.nbytes(sizes)
+        spans[f.name] = (at, size)
+        at += size
+    return spans
+
+
+def record_bytes(layout: QuantizationBlockLayout) -> int:
+    """Payload bytes of one block record of ``layout``."""
+    return sum(f.nbytes(layout) for f in BLOCK)
 
 
 @dataclass(frozen=True)
@@ -106,7 +204,7 @@ def add_tensor(structure, name: str, elem_type: int, dims: Sequence[int]) -> Non
 def int64_constant(values: Sequence[int], dims: Sequence[int]) -> pb.TensorProto:
     c = pb.TensorProto()
     c.dims.extend(dims)
-    c.data_type = INT64
+    c.data_type = DataType.INT64
     c.int64_data.extend(int(v) for v in values)
     return c
 
@@ -116,12 +214,10 @@ def _block_element(layout: QuantizationBlockLayout) -> pb.TypeProto:
     s = element.struct_type.structure
     s.SetInParent()
     p = s.field.add()
-    p.name = BLOCK_FIELDS[0]
+    p.name = PARAMETERS
     p.constant.CopyFrom(int64_constant(layout.header(), [9]))
-    tensors: tuple[tuple[int, list[int]], ...] = (
-        (DOUBLE, []), (DOUBLE, []), (DOUBLE, []), (DOUBLE, [layout.table_size]), (UINT8, [layout.code_bytes]))
-    for name, (elem_type, dims) in zip(BLOCK_FIELDS[1:], tensors):
-        add_tensor(s, name, elem_type, dims)
+    for f in BLOCK:
+        add_tensor(s, f.name, f.data_type, f.shape(layout))
     return element
 
 
@@ -131,13 +227,10 @@ def canonical_type(geometry: Geometry) -> pb.StructTypeProto:
     root.name = WIRE_PREFIX + geometry.format.wire_name
     s = root.structure
     s.SetInParent()
-    n, o = geometry.transform, geometry.outliers
-    tensors = ((UINT8, [1]), (INT64, [geometry.permutation]), (DOUBLE, [n, n]), (DOUBLE, [n, n]),
-               (INT64, [o]), (DOUBLE, [o]))
-    for name, (elem_type, dims) in zip(ROOT_FIELDS, tensors):
-        add_tensor(s, name, elem_type, dims)
+    for f in ROOT:
+        add_tensor(s, f.name, f.data_type, f.shape(geometry))
     blocks = s.field.add()
-    blocks.name = ROOT_FIELDS[6]
+    blocks.name = BLOCKS
     bs = blocks.type.struct_type.structure
     bs.SetInParent()
     count = bs.field.add()
@@ -190,7 +283,7 @@ def _structure(node: pb.TypeProto, code: str, path: str):
 
 def read_header(constant: pb.TensorProto, path: str) -> QuantizationBlockLayout:
     """The nine-value header constant (OL-WIRE-20 .. -22)."""
-    if (constant.data_type != INT64 or list(constant.dims) != [9] or len(constant.int64_data) != 9
+    if (constant.data_type != DataType.INT64 or list(constant.dims) != [9] or len(constant.int64_data) != 9
             or constant.HasField("raw_data")):
         raise _fail("OL-WIRE-20", "parameters must be INT64 dims [9] with nine int64_data values "
                     "and no raw_data", path, (constant.data_type, list(constant.dims),
@@ -215,18 +308,24 @@ def read_geometry(root: pb.StructTypeProto, path: str = "value -> struct_type") 
         raise _fail("OL-WIRE-17", "the root must be a structure of seven fields", path,
                     len(root.structure.field), len(ROOT_FIELDS))
     fields = root.structure.field
-    for i in (1, 2, 4, 6):
+    last = len(ROOT)  # the blocks field
+    for i in (*dict.fromkeys(_INTRODUCED.values()), last):
         if fields[i].name != ROOT_FIELDS[i]:
             raise _fail("OL-WIRE-17", "unexpected root field name", f"{path} -> field[{i}]",
                         fields[i].name, ROOT_FIELDS[i])
-    (p,) = _tensor_dims(fields[1], INT64, 1, "OL-WIRE-17", f"{path} -> permutation")
-    n, n2 = _tensor_dims(fields[2], DOUBLE, 2, "OL-WIRE-17", f"{path} -> forward")
-    if n != n2:
-        raise _fail("OL-WIRE-17", "forward is not square", f"{path} -> forward", [n, n2], "[n, n]")
-    (o,) = _tensor_dims(fields[4], INT64, 1, "OL-WIRE-17", f"{path} -> outlier_indices")
-    if fields[6].WhichOneof("content") != "type":
-        raise _fail("OL-WIRE-17", "blocks must be a structure type", f"{path} -> blocks")
-    blocks = _structure(fields[6].type, "OL-WIRE-17", f"{path} -> blocks")
+    sizes: dict[str, int] = {}
+    for i in dict.fromkeys(_INTRODUCED.values()):  # each size from the first field that carries it
+        f = ROOT[i]
+        dims = _tensor_dims(fields[i], f.data_type, len(f.dims), "OL-WIRE-17", f"{path} -> {f.name}")
+        read: dict[str, int] = {}
+        for d, value in zip(f.dims, dims):
+            if isinstance(d, str) and read.setdefault(d, value) != value:  # n x n: a square matrix
+                raise _fail("OL-WIRE-17", f"{f.name} is not square", f"{path} -> {f.name}", dims,
+                            f"[{', '.join(str(d) for d in f.dims)}]")
+        sizes.update(read)
+    if fields[last].WhichOneof("content") != "type":
+        raise _fail("OL-WIRE-17", "blocks must be a structure type", f"{path} -> {BLOCKS}")
+    blocks = _structure(fields[last].type, "OL-WIRE-17", f"{path} -> {BLOCKS}")
     if not blocks.field or blocks.field[0].name != "count" or blocks.field[0].WhichOneof("content") != "constant":
         raise _fail("OL-WIRE-18", "the first field of blocks must be the constant count",
                     f"{path} -> blocks -> field[0]", blocks.field[0].name if blocks.field else None, "count")
@@ -245,7 +344,7 @@ def read_geometry(root: pb.StructTypeProto, path: str = "value -> struct_type") 
                         f"{where} -> element_type", [e.name for e in element.field], list(BLOCK_FIELDS))
         layout = read_header(element.field[0].constant, f"{where} -> parameters")
         runs.append(RunGeometry(layout, int(array.dimension)))
-    return Geometry(fmt, int(p), int(n), int(o), tuple(runs))
+    return Geometry(fmt, runs=tuple(runs), **{SIZES[d]: int(v) for d, v in sizes.items()})
 
 
 # --- generic sizing (OL-WIRE-11) ---------------------------------------------------------------
@@ -428,43 +527,39 @@ class NumpyArray(cs.Construct):
 
 
 def block_dtype(layout: QuantizationBlockLayout) -> np.dtype:
-    """One block record: scale, zero_point, offset (f64), codebook (f64 [T]), codes (u8 [C])."""
-    return np.dtype([
-        ("scale", "<f8"),
-        ("zero_point", "<f8"),
-        ("offset", "<f8"),
-        ("codebook", "<f8", (layout.table_size,)),
-        ("codes", "u1", (layout.code_bytes,)),
-    ])
+    """One block record, from :data:`BLOCK`: scale, zero_point, offset (f64), codebook (f64 [T]),
+    codes (u8 [C])."""
+    return np.dtype([(f.name, f.dtype, tuple(f.shape(layout))) if f.dims else (f.name, f.dtype) for f in BLOCK])
+
+
+_RECORDS = f"block records: {', '.join(f.name for f in BLOCK)}"
+_RESERVED = ROOT[0]
+"""The one-byte reserved field, refused unless zero (OL-WIRE-30)."""
 
 
 def payload_schema(geometry: Geometry) -> cs.Struct:
-    """raw_data of a portable value as a Construct structure (OL-WIRE-27)."""
-    p, n, o = geometry.permutation, geometry.transform, geometry.outliers
+    """raw_data of a portable value as a Construct structure (OL-WIRE-27), from :data:`ROOT` and
+    :data:`BLOCK`."""
     runs = []
     first = 0
     for run in merge_runs(geometry.runs):
-        runs.append(f"run_{first}" / NumpyArray(block_dtype(run.layout), run.blocks,
-                                                "block records: scale, zero_point, offset, codebook, codes"))
+        runs.append(f"run_{first}" / NumpyArray(block_dtype(run.layout), run.blocks, _RECORDS))
         first += run.blocks
+    reserved = _RESERVED.name / Rule(cs.Int8ul, lambda v, _: v == 0, "OL-WIRE-30", "0x00",
+                                     "the reserved byte is not zero", error=OnnxLightError) * _RESERVED.doc
     return cs.Struct(
-        "reserved" / Rule(cs.Int8ul, lambda v, _: v == 0, "OL-WIRE-30", "0x00",
-                          "the reserved byte is not zero", error=OnnxLightError) * "reserved; 0x00",
-        "permutation" / NumpyArray("<i8", p, "gather indices"),
-        "forward" / NumpyArray("<f8", n * n, "row-major forward matrix"),
-        "inverse" / NumpyArray("<f8", n * n, "row-major inverse matrix"),
-        "outlier_indices" / NumpyArray("<i8", o, "original flat indices"),
-        "outlier_values" / NumpyArray("<f8", o, "original source values"),
-        "blocks" / cs.Struct(*runs),
+        reserved,
+        *(f.name / NumpyArray(f.dtype, f.count(geometry), f.doc) for f in ROOT[1:]),
+        BLOCKS / cs.Struct(*runs),
     )
 
 
 def logical_shape(logical: pb.TypeProto, path: str) -> tuple[int, tuple[int, ...]]:
     """The dtype code and concrete shape of a logical type (OL-WIRE-15, -16)."""
     if logical.WhichOneof("value") != "tensor_type" or logical.tensor_type.elem_type not in LOGICAL_DTYPES:
-        raise _fail("OL-WIRE-15", "the logical type is not a FLOAT, DOUBLE, FLOAT16 or BFLOAT16 tensor",
+        raise _fail("OL-WIRE-15", f"the logical type is not a {LOGICAL_NAMES} tensor",
                     path, logical.tensor_type.elem_type if logical.HasField("tensor_type") else
-                    logical.WhichOneof("value"), "1, 11, 10 or 16")
+                    logical.WhichOneof("value"), LOGICAL_CODES)
     tensor = logical.tensor_type
     if not tensor.HasField("shape"):
         raise _fail("OL-WIRE-16", "the logical type has no shape", f"{path} -> shape")

@@ -225,7 +225,7 @@ def workplace(model, tmp_path_factory):
     (folder / "full" / "keep.txt").write_text("mine\n")
     np.save(folder / "x.npy", np.ones((4, 32), np.float32))
     np.save(folder / "words.npy", np.array(["a", "b"]))
-    descriptor, _ = hd.quantize(np.ones((4, 32), np.float32), "per_block_affine")
+    descriptor = hd.quantize(np.ones((4, 32), np.float32), "per_block_affine").descriptor
     (folder / "desc.bin").write_bytes(hd.write_tensor_descriptor(descriptor))
     assert cli("convert", "model.gguf", "--to", "onnx-light", "-o", "model.onnx", cwd=folder).returncode == 0
     return folder

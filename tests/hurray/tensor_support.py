@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import json
 import struct
-from pathlib import Path
 from typing import Any
 
 from hurray_decl.hurray.tensor import BufferHandle, RowMajor, TensorDescriptor, read_tensor_descriptor, write_tensor_descriptor
 from hurray_decl.hurray.tensor.fields import HEADER_FIELDS, field_span, field_spans, with_field, with_length  # noqa: F401
 
-REPO = Path(__file__).resolve().parents[2]
-CONFORMANCE = REPO.parent / "shared" / "conformance" / "hurray"
-"""The golden vectors, read in place from ../shared (never copied into the repository)."""
+from tests.paths import CONFORMANCE
 
 
 def manifest() -> list[dict[str, Any]]:

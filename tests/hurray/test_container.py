@@ -1,4 +1,4 @@
-"""The .hrry container: the shared vectors read in place, byte-exact rewrites, the declared
+"""The .hrry container: the conformance vectors, byte-exact rewrites, the declared
 layout, the reader's check levels, the writer's refusals and the memory bound on claimed counts."""
 
 from __future__ import annotations
@@ -8,7 +8,6 @@ import json
 import mmap
 import struct
 import tracemalloc
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,9 +23,10 @@ from hurray_decl.hurray.container.writer import ContainerWriter, encode_kv, rewr
 from hurray_decl.errors import ArgumentError, HurrayDeclError
 from hurray_decl.declare.schema import field_offsets
 from hurray_decl.hurray.tensor import BufferHandle, CompositeHead, Shard, TensorDescriptor
-from hurray_decl.hurray.tensor.sections import BASE, CORRECTION, CompositeMember
+from hurray_decl.hurray.tables.codes import MemberRole
+from hurray_decl.hurray.tensor.sections import CompositeMember
+from tests.paths import FILES
 
-FILES = Path(__file__).resolve().parents[2].parent / "shared" / "conformance" / "hurray" / "files"
 MANIFEST = json.loads((FILES / "manifest.json").read_text())
 VECTORS = MANIFEST["vectors"]
 VALID = [v for v in VECTORS if v["expect"] == "valid"]
@@ -49,7 +49,7 @@ def f32(shape, fill=0):
     return TensorDescriptor(type_tag=0x03, shape=shape, buffers=(BufferHandle(byte_size=size),)), [bytes([fill]) * size]
 
 
-# ------------------------------------------------------------------ acceptance 2: the shared vectors
+# ------------------------------------------------------------------ acceptance 2: the conformance vectors
 
 
 def test_the_manifest_lists_every_file_there():
@@ -312,9 +312,9 @@ def test_composite_checks_on_write_and_read():
     base, b0 = f32((4,))
     corr, b1 = f32((1,))
     shard = Shard(parent_shape=(4,), shard_offset=(0,))
-    members = [("b", base.replace(shard=shard, composite_member=CompositeMember(member_role=BASE)), b0),
+    members = [("b", base.replace(shard=shard, composite_member=CompositeMember(member_role=MemberRole.BASE)), b0),
                ("c", corr.replace(shard=Shard(parent_shape=(4,), shard_offset=(3,)),
-                                  composite_member=CompositeMember(member_role=CORRECTION)), b1)]
+                                  composite_member=CompositeMember(member_role=MemberRole.CORRECTION)), b1)]
     validate_container(write_container([("o", overlay, []), *members]))
     with pytest.raises(HurrayDeclError, match="HF-DATA-16"):  # the base must come first
         write_container([("o", overlay, []), *members[::-1]])

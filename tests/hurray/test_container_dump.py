@@ -5,23 +5,21 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import jsonschema
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hurray_decl.dump import rows as dump_rows
+from hurray_decl.dump.render import json_schema
 
 from hurray_decl.hurray import dump as hexdump
 from hurray_decl.hurray.container.dump import container_dump
 from hurray_decl.hurray.container.strategies import invalid_containers, valid_containers
 from hurray_decl.hurray.container.writer import write_container
 from hurray_decl.hurray.tensor import BufferHandle, TensorDescriptor
+from tests.paths import FILES, HURRAY_SPEC
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-FILES = SHARED / "conformance" / "hurray" / "files"
 VECTORS = json.loads((FILES / "manifest.json").read_text())["vectors"]
 
 
@@ -44,7 +42,7 @@ def test_every_byte_of_each_vector_exactly_once(entry):
     data = (FILES / entry["file"]).read_bytes()
     dump = container_dump(data)
     document = dump.to_json()
-    jsonschema.validate(document, dump_rows.json_schema())
+    jsonschema.validate(document, json_schema())
     assert_covers(data, document["rows"])
     if entry["expect"] == "valid":
         assert dump.error is None
@@ -57,7 +55,7 @@ def test_every_byte_of_each_vector_exactly_once(entry):
 
 def _worked_example() -> list[tuple[int, int, str]]:
     """(offset, length, field) of every row of the § 12 table of FILE-FORMAT.md."""
-    text = (SHARED / "spec" / "hurray" / "FILE-FORMAT.md").read_text(encoding="utf-8")
+    text = (HURRAY_SPEC / "FILE-FORMAT.md").read_text(encoding="utf-8")
     section = text.split("## 12. Worked example", 1)[1].split("## 13.", 1)[0]
     rows = []
     for line in section.splitlines():

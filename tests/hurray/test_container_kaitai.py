@@ -2,7 +2,7 @@
 
 The compiled reader in generated/hurray/container.py is checked for staleness with the other
 schemas by test_kaitai.py::test_generated_readers_are_fresh (it compiles every .ksy). Here both
-readers read the shared valid vectors and generated valid files and must agree on every
+readers read the valid conformance vectors and generated valid files and must agree on every
 header, trailer, index, KV and descriptor field; for the O-level rules the .ksy expresses,
 both refuse each rule-labelled mutant, Kaitai at a ``valid:`` whose doc names the same rule.
 """
@@ -13,7 +13,6 @@ import json
 import re
 import struct
 from functools import cache
-from pathlib import Path
 
 import kaitaistruct
 import pytest
@@ -24,9 +23,8 @@ from hurray_decl.hurray.container import KVTag, validate_container
 from hurray_decl.hurray.container.strategies import invalid_containers, valid_containers
 
 from generated.hurray.container import Container as KaitaiContainer
+from tests.paths import FILES, REPO
 
-REPO = Path(__file__).resolve().parents[2]
-FILES = REPO.parent / "shared" / "conformance" / "hurray" / "files"
 VALID = [v["file"] for v in json.loads((FILES / "manifest.json").read_text())["vectors"] if v["expect"] == "valid"]
 RULE_ID = re.compile(r"\b(?:HQ|HT|OL|HF)-[A-Z0-9]+-\d+\b|\bHE-\d+\b")
 

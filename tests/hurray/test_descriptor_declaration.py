@@ -32,7 +32,9 @@ from hurray_decl.hurray.tensor.layouts import LAYOUTS
 from hurray_decl.hurray.tensor.reader import field_positions, trace_tensor_descriptor
 from hurray_decl.hurray.tensor.sections import COMPOSITE_MEMBER, EXTENSION_TYPE, STATISTICS
 
-from .tensor_support import CONFORMANCE, manifest
+from tests.paths import CONFORMANCE
+
+from .tensor_support import manifest
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "hurray_decl" / "hurray" / "examples").glob("*.bin"))
 VECTORS = [CONFORMANCE / entry["file"] for entry in manifest()]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -12,8 +11,9 @@ from hypothesis import strategies as st
 
 from hurray_decl.hurray.dump import UNDECODED, hexdump, quantization_dump
 from hurray_decl.hurray.strategies import quantization_payloads
+from tests.paths import HURRAY_SPEC
 
-SPEC = Path(__file__).resolve().parents[3] / "shared" / "spec" / "hurray" / "per-channel-affine.txt"
+SPEC = HURRAY_SPEC / "per-channel-affine.txt"
 WORKED_EXAMPLE = bytes.fromhex("0201000000000000010000000200000003000000")
 
 

@@ -14,7 +14,6 @@ import math
 import re
 import struct
 import threading
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,9 +25,9 @@ from hurray_decl.hurray.quantization import decode_quantization
 from hurray_decl.errors import HurrayDeclError
 from hurray_decl.hurray.dump import dump, render
 from hurray_decl.hurray.strategies import MUTANTS, tensor_descriptors
+from tests.paths import DESCRIPTORS, REPO
 
-REPO = Path(__file__).resolve().parents[2]
-VECTORS = sorted((REPO.parent / "shared" / "conformance" / "hurray" / "descriptors").glob("*.bin"))
+VECTORS = sorted(DESCRIPTORS.glob("*.bin"))
 EXAMPLES = sorted((REPO / "hurray_decl" / "hurray" / "examples").glob("*.bin"))
 INPUTS = VECTORS + EXAMPLES
 UNDECODED = "(undecoded)"

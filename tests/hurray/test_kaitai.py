@@ -40,15 +40,12 @@ from hurray_decl.hurray.quantization import SCHEMES
 from hurray_decl.hurray.strategies import quantization_descriptors
 
 from generated.hurray.quantization import Quantization
+from tests.paths import CONFORMANCE, REPO, RULES
 
-REPO = Path(__file__).resolve().parents[2]
-SHARED = REPO.parent / "shared"
 SCHEMAS = REPO / "schemas"
 GENERATED = REPO / "generated"
 KSY_DIR = SCHEMAS / "hurray"
 REGENERATE = "schemas/regenerate"
-RULES = SHARED / "spec" / "RULES.md"
-CONFORMANCE = SHARED / "conformance" / "hurray"
 
 NONE32 = 0xFFFF_FFFF
 RULE_ID = re.compile(r"\b(?:HQ|HT|OL|HF)-[A-Z0-9]+-\d+\b|\bHE-\d+\b")
@@ -872,20 +869,22 @@ def assert_tensor_agree(data: bytes) -> tuple[TensorOutcome, TensorOutcome]:
 
 
 def test_tensor_enums_are_the_registries() -> None:
+    from hurray_decl.hurray.tables import codes
     from hurray_decl.hurray.tables.element_types import BY_TAG
-    from hurray_decl.hurray.tensor.buffers import DEVICES, MEMORY_CLASSES, SYNC_MODES
     from hurray_decl.hurray.tensor.layouts import LAYOUTS
-    from hurray_decl.hurray.tensor.sections import BASE, CORRECTION
 
     enums = ksy("tensor_descriptor")["enums"]
     assert {tag: e["id"] for tag, e in enums["element_type"].items()} == {
         tag: e.name for tag, e in BY_TAG.items()}
     assert {tag: e["id"] for tag, e in enums["layout"].items()} == {
         row.tag: row.name for row in LAYOUTS}
-    assert set(enums["device"]) == set(DEVICES)
-    assert set(enums["sync_mode"]) == set(SYNC_MODES)
-    assert set(enums["memory_class"]) == set(MEMORY_CLASSES)
-    assert set(enums["member_role"]) == {CORRECTION, BASE}
+    twins = {"device": codes.Device, "sync_mode": codes.SyncMode, "memory_class": codes.MemoryClass,
+             "tile_order": codes.TileOrder, "kv_role": codes.KVRole,
+             "block_table_index_type": codes.BlockTableIndexType, "composition_rule": codes.CompositionRule,
+             "combine_op": codes.CombineOp, "member_role": codes.MemberRole}
+    for name, enum in twins.items():  # the same codes under the same names
+        assert {tag: e["id"] for tag, e in enums[name].items()} == {
+            int(member): member.name.lower() for member in enum}, name
 
 
 def _tensor_with(base: bytes, offset: int, value: bytes) -> bytes:

@@ -1,5 +1,10 @@
 """Every pydantic model's fields equal its Construct declaration's (issue #11, acceptance 1).
 
+The models derive their fields from their declarations (:mod:`hurray_decl.declare.model`, whose
+walker reads ``struct.subcons``); this test reads the other side independently, off pydantic's
+own field records (annotations, bounds, defaults), and compares. It also shows that the
+derivation follows the declaration: a model declared over a changed declaration changes with it.
+
 The expectations are read off the declarations themselves (``struct.subcons``, unwrapped down
 to the Construct integer or float under the rules): for each wire field, the model has a field
 of the same name (reserved bytes and length prefixes excepted, the model holds neither); an
@@ -16,18 +21,19 @@ from __future__ import annotations
 import types
 import typing
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import annotated_types
 import construct as cs
 import pytest
 from pydantic.fields import FieldInfo
 
-from hurray_decl.declare.model import F64
-from hurray_decl.declare.schema import Rule
+from hurray_decl.declare.model import F64, NO_DEFAULT, float_width, wire_fields, wire_range
+from hurray_decl.declare.schema import equals, zero_bytes
 from hurray_decl.hurray.schemes import BUILTIN
 from hurray_decl.hurray.tensor import BufferHandle, CompositeMember, ExtensionType, Shard, Statistics, TensorDescriptor
 from hurray_decl.hurray.tensor.buffers import HANDLE
+from hurray_decl.hurray.tensor.common import Section
 from hurray_decl.hurray.tensor.header import HEADER, core
 from hurray_decl.hurray.tensor.layouts import LAYOUTS, MODELS, BlockPaged, PrivateLayout
 from hurray_decl.hurray.tensor.sections import COMPOSITE_MEMBER, EXTENSION_TYPE, STATISTICS, shard_fields
@@ -35,70 +41,8 @@ from hurray_decl.hurray.tensor.sections import COMPOSITE_MEMBER, EXTENSION_TYPE,
 RANK = 2
 """The rank rank-dependent declarations are built for (it changes array counts only)."""
 
-FORMATS = {"B": (False, 8), "H": (False, 16), "I": (False, 32), "L": (False, 32), "Q": (False, 64),
-           "b": (True, 8), "h": (True, 16), "i": (True, 32), "l": (True, 32), "q": (True, 64)}
-FLOATS = {"e": 16, "f": 32, "d": 64}
 F64_MARKERS = typing.get_args(F64)[1:]
 """What marks a model field as a float64 wire field (its JSON form keeps the bits)."""
-
-
-@dataclass
-class Wire:
-    """One wire field, unwrapped: its leaf construct, the rules around it, and its shape."""
-
-    name: str
-    leaf: cs.Construct
-    rules: list[Rule]
-    array: bool = False
-    optional: bool = False
-    derived: bool = False  # built from other fields (a length prefix)
-    nested: bool = False  # another declaration (a nested tiled level)
-
-
-def unwrap(name: str, con: cs.Construct) -> Wire:
-    wire = Wire(name, con, [])
-    while True:
-        if isinstance(con, Rule):
-            wire.rules.append(con)
-            con = con.subcon
-        elif isinstance(con, cs.Rebuild):
-            wire.derived = True
-            con = con.subcon
-        elif isinstance(con, cs.IfThenElse):
-            wire.optional = True
-            con = con.thensubcon
-        elif isinstance(con, cs.Array):
-            wire.array = True
-            con = con.subcon
-        elif isinstance(con, cs.LazyBound):
-            wire.nested = True
-            break
-        elif isinstance(con, (cs.Renamed, cs.Default, cs.Transformed)) or type(con) is cs.Subconstruct:
-            con = con.subcon
-        else:
-            break
-    wire.leaf = con
-    return wire
-
-
-def wire_fields(struct: cs.Construct) -> list[Wire]:
-    return [unwrap(sub.name, sub) for sub in struct.subcons if sub.name]
-
-
-def wire_range(leaf: cs.Construct) -> tuple[int, int] | None:
-    if isinstance(leaf, cs.FormatField) and leaf.fmtstr[-1] in FORMATS:
-        signed, bits = FORMATS[leaf.fmtstr[-1]]
-    elif isinstance(leaf, cs.BytesInteger):
-        signed, bits = leaf.signed, 8 * leaf.length
-    else:
-        return None
-    return (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
-
-
-def float_width(leaf: cs.Construct) -> int | None:
-    if isinstance(leaf, cs.FormatField) and leaf.fmtstr[-1] in FLOATS:
-        return FLOATS[leaf.fmtstr[-1]]
-    return None
 
 
 def _strip_optional(annotation: Any) -> tuple[Any, bool]:
@@ -222,6 +166,8 @@ def compare(pair: Pair) -> list[str]:
             problems.append(f"{w.name}: optional on the wire {w.optional}, in the model {f.optional}")
         if w.nested:
             continue
+        if w.default is not NO_DEFAULT and not f.optional and f.default != w.default:
+            problems.append(f"{w.name}: default {f.default!r} in the model, {w.default!r} declared")
         bounds = wire_range(w.leaf)
         width = float_width(w.leaf)
         if bounds is not None:
@@ -279,3 +225,63 @@ def test_the_comparison_sees_a_changed_width_a_changed_default_and_a_missing_fie
     assert any(p.startswith("names") for p in compare(Pair("extra", extra, COMPOSITE_MEMBER)))
     shorter = cs.Struct(*[s for s in STATISTICS.subcons if s.name != "nm_m"])
     assert any("nm_m" in p for p in compare(Pair("shorter", Statistics, shorter)))
+
+
+def test_the_walker_reads_wire_widths():
+    """The integer ranges and float widths every comparison above leans on, stated independently."""
+    assert wire_range(cs.Int8ul) == (0, 0xFF)
+    assert wire_range(cs.Int16ul) == (0, 0xFFFF)
+    assert wire_range(cs.Int32sl) == (-(1 << 31), (1 << 31) - 1)
+    assert wire_range(cs.Int64ul) == (0, (1 << 64) - 1)
+    assert wire_range(cs.Float32l) is None and wire_range(cs.Bytes(4)) is None
+    assert (float_width(cs.Float16l), float_width(cs.Float32l), float_width(cs.Float64l)) == (16, 32, 64)
+    assert float_width(cs.Int32ul) is None
+
+
+CHANGED = cs.Struct(
+    "byte_size" / cs.Default(cs.Int64ul, 7),
+    "alignment" / cs.Int16ul,
+    "device_tag" / cs.If(cs.this.byte_size > 0, cs.Int8ul),
+    "extent" / cs.Array(2, cs.Int32sl),
+    "scale" / cs.Float64l,
+    "kind" / equals(5, "HT-BUFT-01", "not this kind", cs.Int8ul, selects=True),
+    "reserved" / zero_bytes(1, "HT-BUFT-23"),
+)
+"""The buffer handle's declaration changed: a default, a width, a selector, an array, a float, a
+literal; no memory_class, no sync_mode."""
+
+
+def test_a_declaration_change_shows_up_in_the_model():
+    """A model's fields follow its declaration: declared over a changed one, the model changes."""
+
+    class Changed(Section):
+        declaration: ClassVar[cs.Construct] = CHANGED
+
+    assert list(Changed.model_fields) == ["byte_size", "alignment", "device_tag", "extent", "scale", "kind"]
+    assert model_field(Changed, "byte_size").default == 7
+    alignment = model_field(Changed, "alignment")
+    assert alignment.bounds == (0, 0xFFFF) and Changed.model_fields["alignment"].is_required()
+    device = model_field(Changed, "device_tag")
+    assert device.optional and device.default is None and device.bounds == (0, 0xFF)
+    extent = model_field(Changed, "extent")
+    assert extent.array and extent.base is int and extent.bounds == (-(1 << 31), (1 << 31) - 1)
+    assert model_field(Changed, "scale").float64
+    assert model_field(Changed, "kind").literals == (5,)
+    assert compare(Pair("changed", Changed, CHANGED)) == []
+    assert compare(Pair("handle", BufferHandle, CHANGED))  # the real handle no longer matches it
+
+
+def test_a_field_the_declaration_cannot_type_is_annotated_by_its_model():
+    """A nested declaration (``cs.LazyBound``) says no model type: the class must annotate it, and
+    what a class annotates wins."""
+    nested = cs.Struct("count" / cs.Int8ul, "inner" / cs.LazyBound(lambda: cs.Struct("x" / cs.Int8ul)))
+    with pytest.raises(TypeError, match="inner"):
+        class Unannotated(Section):
+            declaration: ClassVar[cs.Construct] = nested
+
+    class Annotated(Section):
+        declaration: ClassVar[cs.Construct] = nested
+        inner: bytes = b""
+
+    assert list(Annotated.model_fields) == ["count", "inner"]
+    assert Annotated.model_fields["inner"].annotation is bytes

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import struct
-from pathlib import Path
 
 import pytest
 from hypothesis import example, given
@@ -18,9 +17,9 @@ from hurray_decl.hurray.strategies import quantization_descriptors, quantization
 from hurray_decl.hurray.tables.tags import TagClass
 from tests.helpers import covers, raises_rule
 from tests.hurray.tensor_support import field_bytes
+from tests.paths import DESCRIPTORS
 
-SHARED = Path(__file__).resolve().parents[3] / "shared"
-VECTOR = SHARED / "conformance" / "hurray" / "descriptors" / "quant_per_block_int4_128x128.bin"
+VECTOR = DESCRIPTORS / "quant_per_block_int4_128x128.bin"
 
 # Field offsets and the fixed length as the specification's tables print them (RULES.md
 # HQ-PT-01, HQ-PC-01, HQ-PB-01, HQ-NF4-01, HQ-MX-01), written out independently of the code.

@@ -19,7 +19,8 @@ import pytest
 
 from hurray_decl.errors import HurrayDeclError
 from hurray_decl.hurray.tensor import TensorDescriptor, read_tensor_descriptor, write_tensor_descriptor
-from tests.hurray.tensor_support import CONFORMANCE, REPO, header_field
+from tests.hurray.tensor_support import header_field
+from tests.paths import DESCRIPTORS, REPO
 
 MINOR, _ = header_field("version_minor")
 LENGTH, LENGTH_SIZE = header_field("descriptor_length")
@@ -31,7 +32,7 @@ EDGE_WIDE = [0, 1, 0xFFFF_FFFF, 1 << 32, (1 << 32) + 1, (1 << 64) - 1, 0x7FF8_00
 
 
 def bases() -> list[bytes]:
-    found = [p.read_bytes() for p in sorted((CONFORMANCE / "descriptors").glob("*.bin"))]
+    found = [p.read_bytes() for p in sorted(DESCRIPTORS.glob("*.bin"))]
     found += [p.read_bytes() for p in sorted((REPO / "hurray_decl" / "hurray" / "examples").glob("*.bin"))]
     from hypothesis import HealthCheck, given, settings
 

@@ -470,7 +470,8 @@ RELAID = [
 @pytest.mark.parametrize("scheme_name, shape, options", QUANTIZED, ids=[f"{c[0]}-{c[1]}" for c in QUANTIZED])
 def test_dequantize_equals_the_row_major_twin(scheme_name, shape, options, name, make_layout, byte_offset):
     x = np.random.default_rng(RNG_SEED).normal(size=shape) * 3
-    twin, buffers = quantize(x, scheme_name, **options)
+    quantized = quantize(x, scheme_name, **options)
+    twin, buffers = quantized.descriptor, quantized.buffers
     expected = dequantize(twin, buffers)
     q = twin.quantization
     extents = list(shape)
@@ -492,7 +493,8 @@ def test_dequantize_equals_the_row_major_twin(scheme_name, shape, options, name,
 
 def test_dequantize_hilbert_and_refusals():
     x = np.random.default_rng(RNG_SEED).normal(size=(8, 8))
-    twin, buffers = quantize(x, "per_block_affine", axis=1, block_size=4, storage="uint4", symmetric=False)
+    quantized = quantize(x, "per_block_affine", axis=1, block_size=4, storage="uint4", symmetric=False)
+    twin, buffers = quantized.descriptor, quantized.buffers
     codes = stored_codes(twin, buffers, (8, 8))
     layout = Hilbert(hilbert_order=3, hilbert_rank=2)
     data, _ = lay_out(layout, (8, 8), 4, codes)

@@ -7,7 +7,8 @@ import pytest
 from hurray_decl.hurray.tables.element_types import BY_TAG
 from hurray_decl.hurray.tensor import read_tensor_descriptor, write_tensor_descriptor
 
-from tests.hurray.tensor_support import CONFORMANCE, manifest
+from tests.hurray.tensor_support import manifest
+from tests.paths import CONFORMANCE, DESCRIPTORS
 
 ENTRIES = manifest()
 
@@ -38,7 +39,7 @@ def test_vector(entry):
 
 def test_worked_decoding_of_the_per_block_vector():
     """DIGEST § 8 field by field."""
-    d = read_tensor_descriptor((CONFORMANCE / "descriptors" / "quant_per_block_int4_128x128.bin").read_bytes())
+    d = read_tensor_descriptor((DESCRIPTORS / "quant_per_block_int4_128x128.bin").read_bytes())
     q = d.quantization
     assert (q.scheme_tag, q.axis, q.block_size, q.scale_buffer_index) == (3, 1, 128, 1)
     assert q.symmetric and q.zero_point_buffer_index is None and q.scale_type_tag == 1

@@ -169,3 +169,18 @@ def test_mxfp_exact_multiple():
         write_tensor_descriptor(tensor("int8", (2, 24), (48, 4), mx))
     with raises_rule("HQ-MX-08"):  # K > S is a partial block too
         write_tensor_descriptor(tensor("int8", (2, 8), (16, 2), mx))
+
+
+def test_the_context_never_asks_which_layout_it_holds():
+    """Layouts own their checks: the context module tests no value against a layout model class."""
+    import ast
+    import inspect
+
+    from hurray_decl.hurray.tensor import context, layouts
+
+    models = {name for name, value in vars(layouts).items()
+              if isinstance(value, type) and issubclass(value, layouts.Layout)}
+    asked = [ast.unparse(node) for node in ast.walk(ast.parse(inspect.getsource(context)))
+             if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "isinstance"
+             and {n.id for n in ast.walk(node.args[1]) if isinstance(n, ast.Name)} & models]
+    assert len(models) > 10 and asked == []

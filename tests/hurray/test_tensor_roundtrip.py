@@ -18,7 +18,8 @@ from hurray_decl.hurray.strategies import SCHEME_NAMES
 from hurray_decl.hurray.tensor import TensorDescriptor, read_tensor_descriptor, write_tensor_descriptor
 from hurray_decl.hurray.tensor.header import HEADER
 from hurray_decl.hurray.tensor.layouts import PRIVATE_LAYOUTS
-from tests.hurray.tensor_support import CONFORMANCE, end, field_bytes, u32, u64, with_length
+from tests.hurray.tensor_support import end, field_bytes, u32, u64, with_length
+from tests.paths import DESCRIPTORS
 
 PRIVATE_ID = 0x5EED
 
@@ -57,7 +58,7 @@ def test_every_scheme_round_trips_in_a_dense_tensor(scheme, data):
 
 # ---------------------------------------------------------------- arbitrary and mutated bytes
 
-SEEDS = [p.read_bytes() for p in sorted((CONFORMANCE / "descriptors").glob("*.bin"))]
+SEEDS = [p.read_bytes() for p in sorted(DESCRIPTORS.glob("*.bin"))]
 
 
 def outcome(data: bytes, permissive: bool):

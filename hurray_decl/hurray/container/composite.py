@@ -16,10 +16,9 @@ from typing import Callable
 from hurray_decl.errors import RuleViolation
 from hurray_decl.hurray.tensor import TensorDescriptor
 from hurray_decl.hurray.tensor.layouts import CompositeHead
-from hurray_decl.hurray.tensor.sections import BASE, CORRECTION
+from hurray_decl.hurray.tables.codes import CompositionRule, MemberRole
 from hurray_decl.hurray.container.declarations import MAX_COMPOSITE_DEPTH
 
-PARTITION, OVERLAY, GROUP = 0x01, 0x02, 0x03
 
 
 @dataclass
@@ -58,7 +57,7 @@ class CompositeWalk:
             top = self.stack[-1]
             self._member(top, name, descriptor)
             top.remaining -= 1
-            if top.layout.composition_rule == PARTITION:
+            if top.layout.composition_rule == CompositionRule.PARTITION:
                 top.members.append((name, descriptor))
         if isinstance(descriptor.layout, CompositeHead):
             depth = len(self.stack) + 1
@@ -84,7 +83,7 @@ class CompositeWalk:
         rule = frame.layout.composition_rule
         position = frame.layout.member_count - frame.remaining
         shard = d.shard
-        if rule in (PARTITION, OVERLAY):
+        if rule in (CompositionRule.PARTITION, CompositionRule.OVERLAY):
             if shard is None or tuple(shard.parent_shape) != tuple(head.shape):
                 raise self._fail("HF-DATA-16", "a partition or overlay member carries a shard of the head's shape",
                                  name, None if shard is None else list(shard.parent_shape), list(head.shape))
@@ -94,9 +93,9 @@ class CompositeWalk:
             if d.quantization is None and d.type_tag != head.type_tag and not isinstance(d.layout, CompositeHead):
                 raise self._fail("HF-DATA-16", "a member's element type differs from the head's", name,
                                  f"0x{d.type_tag:02X}", f"0x{head.type_tag:02X}")
-        if rule == OVERLAY:
+        if rule == CompositionRule.OVERLAY:
             role = None if d.composite_member is None else d.composite_member.member_role
-            wanted = BASE if position == 0 else CORRECTION
+            wanted = int(MemberRole.BASE if position == 0 else MemberRole.CORRECTION)
             if role != wanted:
                 raise self._fail("HF-DATA-16", "an overlay's first member is its base, the others corrections",
                                  name, role, wanted)
@@ -110,7 +109,7 @@ class CompositeWalk:
 
     def _close(self, frame: _Frame) -> None:
         """Close-time checks at the N-th member: a partition covers its index space exactly."""
-        if frame.layout.composition_rule != PARTITION:
+        if frame.layout.composition_rule != CompositionRule.PARTITION:
             return
         boxes = [(tuple(d.shard.shard_offset) if d.shard is not None else (), tuple(d.shape), name)
                  for name, d in frame.members]  # every member has a shard (_member)

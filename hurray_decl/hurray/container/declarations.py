@@ -12,7 +12,6 @@ index checksum) read them from the parse keywords: ``file_size``, ``file_flags``
 
 from __future__ import annotations
 
-from enum import IntEnum, IntFlag
 from typing import Any, Callable
 
 import construct as cs
@@ -20,6 +19,10 @@ from construct.core import evaluate, stream_size, stream_tell
 
 from hurray_decl.errors import TruncatedError
 from hurray_decl.declare.schema import Rule, construct_path
+from hurray_decl.hurray.tables.codes import FileFlag as FileFlag  # re-exported: the container's code spaces
+from hurray_decl.hurray.tables.codes import KVTag as KVTag
+from hurray_decl.hurray.tables.codes import NOT_INVALID, clear_above, legend, span
+from hurray_decl.hurray.tables.tags import INVALID_TAGS, PRIVATE_RANGE, PRIVATE_TAGS
 
 FILE_MAGIC = b"HRRYFILE"
 TRAILER_MAGIC = b"HRRY"
@@ -34,30 +37,11 @@ U16_MAX = 0xFFFF
 U32_MAX = 0xFFFF_FFFF
 
 
-class FileFlag(IntFlag):
-    """``file_flags`` bits (FILE-FORMAT.md § 3.1)."""
+DEFINED_FILE_FLAGS = int(sum(FileFlag))
 
-    HAS_KV_METADATA = 1 << 0
-    SORTED_INDEX = 1 << 1
-    HAS_INDEX_CRC32C = 1 << 2
-
-
-DEFINED_FILE_FLAGS = 0x7
-
-
-class KVTag(IntEnum):
-    """KV value tags 0x01-0x07 (§ 5.3); 0x00, 0x08-0xEF, 0xFF are refused, 0xF0-0xFE private."""
-
-    STRING = 0x01
-    INT64 = 0x02
-    UINT64 = 0x03
-    FLOAT64 = 0x04
-    BOOL = 0x05
-    BYTES = 0x06
-    ARRAY = 0x07
-
-
-PRIVATE_KV_TAGS = range(0xF0, 0xFF)
+PRIVATE_KV_TAGS = PRIVATE_TAGS
+RESERVED_KV_TAGS = range(max(KVTag) + 1, PRIVATE_RANGE.first)
+"""The KV value tags after the assigned ones, up to the private range (HF-META-16)."""
 
 
 def _params(ctx: Any) -> dict[str, Any]:
@@ -136,7 +120,7 @@ def _file_header(length: int) -> cs.Struct:
         "container_version_major" / MAJOR * "container major version; 1",
         "container_version_minor" / cs.Int8ul * "container minor version; higher minors relax only HF-D06",
         "reserved" / reserved(2, "HF-HDR-08", "header bytes 10-11") * "_reserved u8[2]",
-        "file_flags" / Rule(cs.Int32ul, lambda v, _: v & ~DEFINED_FILE_FLAGS == 0, "HF-HDR-10", "bits 3-31 clear",
+        "file_flags" / Rule(cs.Int32ul, lambda v, _: v & ~DEFINED_FILE_FLAGS == 0, "HF-HDR-10", clear_above(FileFlag),
                             "a reserved file_flags bit is set")
         * "bit 0 HAS_KV_METADATA, 1 SORTED_INDEX, 2 HAS_INDEX_CRC32C",
         "data_buffer_alignment" / Rule(
@@ -290,11 +274,11 @@ class _Refuse(cs.Construct):
         raise cs.SwitchError("no payload declared for this tag", path=path)
 
 
-ELEMENT_TAG = Rule(cs.Int8ul, lambda v, _: v in SCALAR_PAYLOADS, "HF-META-15", "0x01-0x06",
+ELEMENT_TAG = Rule(cs.Int8ul, lambda v, _: v in SCALAR_PAYLOADS, "HF-META-15", span(SCALAR_PAYLOADS),
                    "an array element tag must be a scalar tag")
 
 ARRAY_PAYLOAD = cs.Struct(
-    "element_tag" / ELEMENT_TAG * "element tag 0x01-0x06 (no nesting)",
+    "element_tag" / ELEMENT_TAG * f"element tag {span(SCALAR_PAYLOADS)} (no nesting)",
     "count" / CountWithin(cs.Int32ul, lambda ctx: MIN_PAYLOAD.get(ctx.element_tag, 1), "HF-META-07",
                           "an array count") * "u32 element count",
     "items" / cs.Array(cs.this.count, cs.Switch(cs.this.element_tag, SCALAR_PAYLOADS, _Refuse()))
@@ -302,10 +286,10 @@ ARRAY_PAYLOAD = cs.Struct(
 )
 
 VALUE_TAG = Rule(Rule(Rule(
-    cs.Int8ul, lambda v, _: v not in (0x00, 0xFF), "HF-META-17", "a tag other than 0x00 and 0xFF",
+    cs.Int8ul, lambda v, _: v not in INVALID_TAGS, "HF-META-17", f"a tag other than {NOT_INVALID}",
     "invalid KV value tag"),
-    lambda v, _: not 0x08 <= v <= 0xEF, "HF-META-16", "not 0x08-0xEF", "reserved KV value tag"),
-    lambda v, _: v not in PRIVATE_KV_TAGS, "HF-META-18", "0x01-0x07 (no private tag is registered)",
+    lambda v, _: v not in RESERVED_KV_TAGS, "HF-META-16", f"not {span(RESERVED_KV_TAGS)}", "reserved KV value tag"),
+    lambda v, _: v not in PRIVATE_KV_TAGS, "HF-META-18", f"{span(KVTag)} (no private tag is registered)",
     "private KV value tag without an agreement")
 
 KV_ENTRY = cs.Struct(
@@ -313,7 +297,7 @@ KV_ENTRY = cs.Struct(
     * "bytes of key",
     "key" / Rule(cs.Bytes(cs.this.key_length), lambda v, _: utf8(v), "HF-META-10", "well-formed UTF-8",
                  "a KV key is not well-formed UTF-8") * "key, UTF-8, unique",
-    "value_tag" / VALUE_TAG * "0x01 string, 0x02 int64, 0x03 uint64, 0x04 float64, 0x05 bool, 0x06 bytes, 0x07 array",
+    "value_tag" / VALUE_TAG * legend(KVTag),
     "value" / cs.Switch(cs.this.value_tag, {**SCALAR_PAYLOADS, KVTag.ARRAY: ARRAY_PAYLOAD}, _Refuse())
     * "payload of value_tag",
 )

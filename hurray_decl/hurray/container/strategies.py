@@ -26,7 +26,8 @@ from hurray_decl.declare.schema import field_offsets
 from hurray_decl.hurray.tensor import BufferHandle, CompositeHead, RowMajor, TensorDescriptor
 from hurray_decl.hurray.tensor.fields import field_span
 from hurray_decl.declare.trace import trace
-from hurray_decl.hurray.container.composite import GROUP, PARTITION, CompositeWalk
+from hurray_decl.hurray.container.composite import CompositeWalk
+from hurray_decl.hurray.tables.codes import CompositionRule
 from hurray_decl.hurray.container.crc import crc32c
 from hurray_decl.hurray.container.declarations import (DESCRIPTOR_ALIGNMENT, FILE_HEADER, HEADER_LENGTH, KV_COUNT, KV_ENTRY, MIN_FILE_SIZE, TRAILER,
                            TRAILER_LENGTH, FileFlag, KVTag)
@@ -47,7 +48,7 @@ def _dense(type_name: str, shape: tuple[int, ...], fill: int = 0) -> tuple[Tenso
 
 def _head(rule: int, members: int) -> TensorDescriptor:
     return TensorDescriptor(type_tag=BY_NAME["float32"].tag, shape=(1,),
-                            layout=CompositeHead(composition_rule=rule, member_count=members))
+                            layout=CompositeHead(composition_rule=int(rule), member_count=members))
 
 
 @st.composite
@@ -109,7 +110,7 @@ def valid_containers(draw: st.DrawFn, needs: Needs = Needs()) -> bytes:
         tensors = [(f"t{count - 1 - i}", d, b) for i, (_, d, b) in enumerate(tensors)]
     if needs.group:
         members = draw(st.integers(1, 2))
-        tensors.append(("g", _head(GROUP, members), []))
+        tensors.append(("g", _head(CompositionRule.GROUP, members), []))
         for j in range(members):
             tensors.append((f"g.{j}", *draw(_tensor())))
     kv: dict[str, KVValue] = {}
@@ -402,7 +403,7 @@ def _member_count_plus_one(draw: st.DrawFn, p: Patch) -> bytes:
 
 def _group_to_partition(draw: st.DrawFn, p: Patch) -> bytes:
     at, width = p.descriptor_field(p.c.names.index("g"), "layout.composition_rule")
-    return p.put(at, PARTITION, width).recrc()
+    return p.put(at, CompositionRule.PARTITION, width).recrc()
 
 
 def _nested(draw: st.DrawFn, p: Patch) -> bytes:
@@ -412,7 +413,7 @@ def _nested(draw: st.DrawFn, p: Patch) -> bytes:
     writer.walk = CompositeWalk(max_depth=64)
     depth = draw(st.integers(9, 10))
     for level in range(depth):
-        writer.add(f"h{level}", _head(GROUP, 1))
+        writer.add(f"h{level}", _head(CompositionRule.GROUP, 1))
     writer.add("leaf", *_dense("float32", (2,)))
     writer.finish()
     return out.getvalue()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any, ClassVar, Final, Literal
+from typing import Any, ClassVar, Final
 
 import construct as cs
 from hurray_decl.lazy_modules import numpy as np
@@ -14,7 +14,6 @@ from hurray_decl.errors import RuleViolation
 from hurray_decl.hurray.kernels import Geometry, Plan, Quantized, block_order, by_block_row, code_values, grouped
 from hurray_decl.registry import SchemeRow
 from hurray_decl.declare.schema import power_of_two
-from hurray_decl.declare.model import U32
 from hurray_decl.hurray.schemes.quantization import AXIS, SchemeDescriptor, descriptor_struct, index_field
 
 TAG: Final = 0x05
@@ -35,11 +34,7 @@ class MXFP(SchemeDescriptor):
 
     rule: ClassVar[str] = "HQ-MX-01"
 
-    scheme_tag: Literal[0x05] = TAG
-    declaration: ClassVar[cs.Construct] = STRUCT
-    axis: U32
-    block_size: U32
-    scale_buffer_index: U32
+    declaration: ClassVar[cs.Construct] = STRUCT  # the model's fields are derived from it
 
 
 INVALID_SCALE_BYTES = (0x00, 0xFF)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Final, Literal
+from typing import Any, ClassVar, Final
 
 import construct as cs
 from hurray_decl.lazy_modules import numpy as np
@@ -10,7 +10,6 @@ from hurray_decl.lazy_modules import numpy as np
 from hurray_decl.hurray.kernels import Geometry, Plan, Quantized, block_order, by_block_row, cast_up, code_values, grouped
 from hurray_decl.registry import SchemeRow
 from hurray_decl.declare.schema import power_of_two
-from hurray_decl.declare.model import U32
 from hurray_decl.hurray.schemes.quantization import AXIS, SchemeDescriptor, descriptor_struct, index_field
 
 TAG: Final = 0x04
@@ -31,11 +30,7 @@ class NF4(SchemeDescriptor):
 
     rule: ClassVar[str] = "HQ-NF4-01"
 
-    scheme_tag: Literal[0x04] = TAG
-    declaration: ClassVar[cs.Construct] = STRUCT
-    axis: U32
-    block_size: U32
-    scale_buffer_index: U32
+    declaration: ClassVar[cs.Construct] = STRUCT  # the model's fields are derived from it
 
 
 def check_tensor(descriptor: NF4, tensor: Any) -> None:

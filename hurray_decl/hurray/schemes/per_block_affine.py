@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Final, Literal
+from typing import Any, ClassVar, Final
 
 import construct as cs
 from hurray_decl.lazy_modules import numpy as np
 
+from hurray_decl.hurray.tables.codes import ScaleType, alternatives, legend
 from hurray_decl.hurray.tables.element_types import by_name
 from hurray_decl.hurray.tables import storage
 from hurray_decl.hurray.kernels import (
@@ -22,14 +23,10 @@ from hurray_decl.hurray.kernels import (
 )
 from hurray_decl.registry import SchemeRow
 from hurray_decl.declare.schema import Rule, power_of_two, zero_bytes
-from hurray_decl.declare.model import U8, U32
 from hurray_decl.hurray.schemes.quantization import AXIS, SYMMETRIC, SymmetricZeroPoint, descriptor_struct, index_field
 
 TAG: Final = 0x03
 LENGTH = 4 + 4 + 4 + 4 + 4 + 1 + 3  # header, axis, block_size, two indices, scale type, reserved
-
-SCALE_TYPES = {0x01: "float16", 0x02: "bfloat16", 0x03: "float32"}
-"""scale_type_tag values and the element type each names."""
 
 STRUCT = descriptor_struct(
     TAG,
@@ -40,10 +37,10 @@ STRUCT = descriptor_struct(
     "scale_buffer_index" / index_field() * "buffer holding one scale per block",
     "zero_point_buffer_index" / cs.Int32ul
     * "buffer holding one int32 zero point per block; 0xFFFFFFFF when SYMMETRIC",
-    "scale_type_tag" / Rule(cs.Int8ul, lambda v, _: v in SCALE_TYPES, "HQ-PB-08",
-                            "0x01 (float16), 0x02 (bfloat16) or 0x03 (float32)",
-                            "unknown scale type")
-    * "scale element type: 0x01 float16, 0x02 bfloat16, 0x03 float32",
+    "scale_type_tag" / cs.Default(Rule(cs.Int8ul, lambda v, _: ScaleType.has(v), "HQ-PB-08",
+                                       alternatives(ScaleType, form="{hex} ({title})"), "unknown scale type"),
+                                  int(ScaleType.FLOAT32))
+    * f"scale element type: {legend(ScaleType)}",
     "reserved" / zero_bytes(3, "HQ-PB-09") * "_reserved: three zero bytes",
     order=("HQ-PB-04", "HQ-PB-03", "HQ-PB-08", "HQ-PB-09", "HQ-BUF-01"),  # Appendix A: index NONE32 last
 )
@@ -56,13 +53,7 @@ class PerBlockAffine(SymmetricZeroPoint):
     symmetric_code: ClassVar[str] = "HQ-PB-10"
     asymmetric_code: ClassVar[str] = "HQ-PB-11"
 
-    scheme_tag: Literal[0x03] = TAG
-    declaration: ClassVar[cs.Construct] = STRUCT
-    axis: U32
-    block_size: U32
-    scale_buffer_index: U32
-    zero_point_buffer_index: U32 | None = None
-    scale_type_tag: U8 = 0x03
+    declaration: ClassVar[cs.Construct] = STRUCT  # the model's fields are derived from it
 
 
 
@@ -91,7 +82,7 @@ def check_tensor(descriptor: PerBlockAffine, tensor: Any) -> None:
         count = tensor.blocks(descriptor.axis, descriptor.block_size)
         tensor.pad_axis(descriptor.axis, descriptor.block_size)
         scale_code, zero_code = "HQ-BUF-09", "HQ-BUF-10"
-    width = storage.element(SCALE_TYPES[descriptor.scale_type_tag]).bits // 8
+    width = storage.element(ScaleType(descriptor.scale_type_tag).title).bits // 8
     tensor.parameter("scale_buffer_index", descriptor.scale_buffer_index,
                      None if count is None else count * width, scale_code)
     if not descriptor.symmetric:
@@ -102,7 +93,7 @@ def check_tensor(descriptor: PerBlockAffine, tensor: Any) -> None:
 def check_data(descriptor: PerBlockAffine, data: Any) -> None:
     """Scales finite (HQ-PB-12) and non-zero (HQ-PB-13); zero points in the storage range
     (HQ-PB-22: the subtracted z must be a storage value); padding codes zero (HQ-PB-18)."""
-    scales = data.array("scale_buffer_index", SCALE_TYPES[descriptor.scale_type_tag])
+    scales = data.array("scale_buffer_index", ScaleType(descriptor.scale_type_tag).title)
     data.finite(scales, "HQ-PB-12", "scale_buffer_index")
     data.nonzero(scales, "HQ-PB-13", "scale_buffer_index")
     if not descriptor.symmetric:
@@ -115,7 +106,7 @@ def plan(descriptor: PerBlockAffine, shape: tuple[int, ...], params: Any) -> Pla
     """One scale (and zero point, folded into the code table) per block; float16/bfloat16 scales
     widen exactly (HQ-PB-21), chunk by chunk in the kernel; ``float32(q - z) * s`` (HQ-PB-15)."""
     geometry = Geometry(shape, descriptor.axis, descriptor.block_size)
-    scale_type = SCALE_TYPES[descriptor.scale_type_tag]
+    scale_type = ScaleType(descriptor.scale_type_tag).title
     scales = by_block_row(params.array("scale_buffer_index", scale_type), geometry)
     zeros = None if descriptor.symmetric else by_block_row(params.array("zero_point_buffer_index", "<i4"), geometry)
     return affine_plan(geometry, params.element.name, scales, zeros)
@@ -132,11 +123,9 @@ def quantize(x: np.ndarray, options: Any) -> Quantized:
     grid = (g.before, g.blocks_per_axis, 1, g.after)
     codes = affine_codes(blocks, by_block_row(scales, g).reshape(grid), by_block_row(zeros, g).reshape(grid),
                          options.storage)
-    scale_tag = {name: tag for tag, name in SCALE_TYPES.items()}[options.scale_type]
     model = PerBlockAffine(axis=options.axis, block_size=options.block_size, scale_buffer_index=1,
-                           flags=SYMMETRIC if options.symmetric else 0,
-                           zero_point_buffer_index=None if options.symmetric else 2,
-                           scale_type_tag=scale_tag)
+                           symmetric=options.symmetric, zero_point_buffer_index=None if options.symmetric else 2,
+                           scale_type_tag=int(ScaleType.named(options.scale_type)))
     parameters = (scales,) + (() if options.symmetric else (zeros.astype("<i4"),))
     return Quantized(model, codes.reshape(-1), parameters)
 

@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Final, Literal
+from typing import Any, ClassVar, Final
 
 import construct as cs
 from hurray_decl.lazy_modules import numpy as np
 
+from hurray_decl.hurray.tables.codes import ScaleType
 from hurray_decl.hurray.kernels import Geometry, Plan, Quantized, affine_calibration, affine_codes, affine_plan
 from hurray_decl.registry import SchemeRow
 from hurray_decl.declare.schema import equals, zero_bytes
 from hurray_decl.hurray.schemes.per_tensor_affine import ROW as PER_TENSOR
-from hurray_decl.declare.model import U8, U32
 from hurray_decl.hurray.schemes.quantization import AXIS, SYMMETRIC, SymmetricZeroPoint, descriptor_struct, index_field
 
 TAG: Final = 0x02
 LENGTH = 4 + 4 + 4 + 4 + 1 + 3  # header, axis, scale index, zero-point index, scale type, reserved
-FLOAT32 = 0x03
+FLOAT32 = ScaleType.FLOAT32
 
 STRUCT = descriptor_struct(
     TAG,
@@ -25,8 +25,9 @@ STRUCT = descriptor_struct(
     "scale_buffer_index" / index_field() * "buffer holding shape[axis] float32 scales",
     "zero_point_buffer_index" / cs.Int32ul
     * "buffer holding shape[axis] int32 zero points; 0xFFFFFFFF when SYMMETRIC",
-    "scale_type_tag" / equals(FLOAT32, "HQ-PC-06", "version 1 scales are float32 (0x03)", cs.Int8ul)
-    * "scale element type; 0x03 (float32) in version 1",
+    "scale_type_tag" / cs.Default(equals(int(FLOAT32), "HQ-PC-06", f"version 1 scales are {FLOAT32.title} ({FLOAT32.hex})",
+                                         cs.Int8ul), int(FLOAT32))
+    * f"scale element type; {FLOAT32.hex} ({FLOAT32.title}) in version 1",
     "reserved" / zero_bytes(3, "HQ-PC-07") * "_reserved: three zero bytes",
 )
 
@@ -38,12 +39,7 @@ class PerChannelAffine(SymmetricZeroPoint):
     symmetric_code: ClassVar[str] = "HQ-PC-04"
     asymmetric_code: ClassVar[str] = "HQ-PC-05"
 
-    scheme_tag: Literal[0x02] = TAG
-    declaration: ClassVar[cs.Construct] = STRUCT
-    axis: U32
-    scale_buffer_index: U32
-    zero_point_buffer_index: U32 | None = None
-    scale_type_tag: U8 = FLOAT32
+    declaration: ClassVar[cs.Construct] = STRUCT  # the model's fields are derived from it
 
 
 def check_tensor(descriptor: PerChannelAffine, tensor: Any) -> None:
@@ -90,7 +86,7 @@ def quantize(x: np.ndarray, options: Any) -> Quantized:
     scales, zeros = affine_calibration(x3.min(axis=(0, 2), initial=0.0), x3.max(axis=(0, 2), initial=0.0),
                                        options.storage, options.symmetric)
     codes = affine_codes(x3, scales[None, :, None], zeros[None, :, None], options.storage)
-    model = PerChannelAffine(axis=options.axis, scale_buffer_index=1, flags=SYMMETRIC if options.symmetric else 0,
+    model = PerChannelAffine(axis=options.axis, scale_buffer_index=1, symmetric=options.symmetric,
                              zero_point_buffer_index=None if options.symmetric else 2)
     parameters = (scales.astype("<f4"),) + (() if options.symmetric else (zeros.astype("<i4"),))
     return Quantized(model, codes.reshape(-1), parameters)

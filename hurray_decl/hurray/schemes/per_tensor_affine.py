@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from math import prod
-from typing import Any, ClassVar, Final, Literal
+from typing import Any, ClassVar, Final
 
 import construct as cs
 from hurray_decl.lazy_modules import numpy as np
@@ -14,7 +14,6 @@ from hurray_decl.errors import RuleViolation
 from hurray_decl.hurray.kernels import Geometry, Plan, Quantized, affine_calibration, affine_codes, affine_plan, code_values
 from hurray_decl.registry import SchemeRow
 from hurray_decl.declare.schema import zero_bytes
-from hurray_decl.declare.model import I32
 from hurray_decl.hurray.schemes.quantization import SchemeDescriptor, check_float32, descriptor_struct, f32_field
 
 TAG: Final = 0x01
@@ -24,7 +23,7 @@ STRUCT = descriptor_struct(
     TAG,
     0x0000,
     "scale" / f32_field("HQ-PT-03", "HQ-PT-02") * "float32 scale; finite and non-zero",
-    "zero_point" / cs.Int32sl * "int32 zero point, subtracted as stored; 0 when symmetric",
+    "zero_point" / cs.Default(cs.Int32sl, 0) * "int32 zero point, subtracted as stored; 0 when symmetric",
     "reserved" / zero_bytes(4, "HQ-PT-05") * "_reserved: four zero bytes",
     order=("HQ-PT-05", "HQ-PT-03", "HQ-PT-02"),  # reserved bytes, then the scale (Appendix A)
 )
@@ -35,16 +34,13 @@ class PerTensorAffine(SchemeDescriptor):
 
     rule: ClassVar[str] = "HQ-PT-01"
 
-    scheme_tag: Literal[0x01] = TAG
-    declaration: ClassVar[cs.Construct] = STRUCT
-    scale: float
-    zero_point: I32 = 0
+    declaration: ClassVar[cs.Construct] = STRUCT  # the model's fields are derived from it
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def symmetric(self) -> bool:
         """No flag records symmetry here: a zero point of 0 is what makes it symmetric."""
-        return self.zero_point == 0
+        return bool(self.zero_point == 0)
 
     @model_validator(mode="before")
     @classmethod

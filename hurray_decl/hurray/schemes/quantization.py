@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import math
 import struct as _struct
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import construct as cs
 from pydantic import computed_field, model_validator
 
 from hurray_decl.errors import RuleViolation
-from hurray_decl.declare.model import U8, U16, FrozenModel
+from hurray_decl.declare.model import DeclaredModel
 from hurray_decl.declare.schema import NONE32, OrderedStruct, Rule, equals, field_offsets, reserved_flags
 
 
-PAYLOAD_HEADER = cs.Struct("scheme_tag" / cs.Int8ul, "scheme_version" / cs.Int8ul, "flags" / cs.Int16ul)
+PAYLOAD_HEADER = cs.Struct("scheme_tag" / cs.Int8ul, "scheme_version" / cs.Default(cs.Int8ul, 1),
+                           "flags" / cs.Default(cs.Int16ul, 0))
 """The header every quantization payload starts with, before any rule: what a reader sees of a
 scheme it does not know (permissive mode keeps it with the opaque rest)."""
 HEADER_LENGTH = PAYLOAD_HEADER.sizeof()
@@ -44,11 +45,11 @@ def descriptor_struct(tag: int, flags_defined: int, *fields: Any, highest_versio
     """The whole fixed encoding of a scheme: the shared header, then ``fields``. ``order``: the
     rule codes checked last, in that order (DIGEST Appendix A), when wire order is not it."""
     return OrderedStruct(
-        "scheme_tag" / equals(tag, "HQ-HDR-06", "the payload does not belong to this scheme", cs.Int8ul)
+        "scheme_tag" / equals(tag, "HQ-HDR-06", "the payload does not belong to this scheme", cs.Int8ul, selects=True)
         * "selects the scheme; read first, everything else is dispatched on it",
-        "scheme_version" / version_field(highest_version)
+        "scheme_version" / cs.Default(version_field(highest_version), 1)
         * "scheme encoding version; 0x01 for every scheme defined so far",
-        "flags" / reserved_flags(flags_defined, "HQ-HDR-13")
+        "flags" / cs.Default(reserved_flags(flags_defined, "HQ-HDR-13"), 0)
         * "scheme-defined flag bits; undefined bits must be zero",
         *fields,
         order=order,
@@ -71,14 +72,12 @@ def index_field(code: str = "HQ-BUF-01") -> cs.Construct:
                 "0xFFFFFFFF names no buffer")
 
 
-class Descriptor(FrozenModel):
-    """Base of every quantization descriptor model: the 4-byte header fields."""
+class Descriptor(DeclaredModel):
+    """Base of every quantization descriptor model: the 4-byte header fields (derived from
+    :data:`PAYLOAD_HEADER`; each scheme's fields from its whole declaration)."""
 
     rule: ClassVar[str] = "HQ-HDR-02"
-
-    scheme_tag: U8
-    scheme_version: U8 = 1
-    flags: U16 = 0
+    declaration: ClassVar[cs.Construct | None] = PAYLOAD_HEADER
 
 
 QuantizationDescriptor = Descriptor
@@ -99,6 +98,10 @@ class SchemeDescriptor(Descriptor):
     optional_indices: ClassVar[tuple[str, ...]] = ()
     declaration: ClassVar[cs.Construct | None] = None
     """The scheme's whole fixed encoding (set by each scheme module, or on registration)."""
+
+    @classmethod
+    def nullable_fields(cls) -> tuple[str, ...]:
+        return cls.optional_indices
 
     def wire_declaration(self) -> cs.Construct | None:
         return type(self).declaration
@@ -149,9 +152,7 @@ class SymmetricZeroPoint(SchemeDescriptor):
     optional_indices: ClassVar[tuple[str, ...]] = ("zero_point_buffer_index",)
     symmetric_code: ClassVar[str]
     asymmetric_code: ClassVar[str]
-    # Each scheme declares zero_point_buffer_index itself, so fields keep wire order.
-    if TYPE_CHECKING:
-        zero_point_buffer_index: int | None
+    # Each scheme's declaration holds zero_point_buffer_index, so its derived field keeps wire order.
 
     @computed_field  # type: ignore[prop-decorator]
     @property

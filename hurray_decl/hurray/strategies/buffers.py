@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from hurray_decl.hurray.tables.tags import INVALID_TAGS, PRIVATE_TAGS
 from hurray_decl.hurray.tensor import BufferHandle, TensorDescriptor, write_tensor_descriptor
-from hurray_decl.hurray.tensor.buffers import CPU, DEVICE_CLASSES, DEVICES, MEMORY_CLASSES, MIN_ALIGNMENT, PRIVATE_MEMORY_CLASSES, \
-    STANDARD, SYNC_MODES
+from hurray_decl.hurray.tables.codes import Device, MemoryClass, SyncMode
+from hurray_decl.hurray.tensor.buffers import MIN_ALIGNMENT, PRIVATE_MEMORY_CLASSES
 from hurray_decl.hurray.tensor.context import check_descriptor
 from hurray_decl.hurray.tensor.layouts import LAYOUTS
 from hurray_decl.hurray.strategies.mutants import mutant
@@ -102,10 +102,10 @@ def _alignment_small() -> st.SearchStrategy[bytes]:
 
 @mutant("HT-BUFT-14")
 def _device_invalid() -> st.SearchStrategy[bytes]:
-    return handle_field("device_tag", _from([t for t in INVALID_TAGS if t not in DEVICES]))
+    return handle_field("device_tag", _from([t for t in INVALID_TAGS if not Device.has(t)]))
 
 
-_RESERVED_DEVICES = [t for t in BYTES if t not in DEVICES and t not in PRIVATE_TAGS and t not in INVALID_TAGS]
+_RESERVED_DEVICES = [t for t in BYTES if not Device.has(t) and t not in PRIVATE_TAGS and t not in INVALID_TAGS]
 
 
 @mutant("HT-BUFT-15")
@@ -115,15 +115,16 @@ def _device_reserved() -> st.SearchStrategy[bytes]:
 
 @mutant("HT-BUFT-17")
 def _sync_unknown() -> st.SearchStrategy[bytes]:
-    return handle_field("sync_mode", _from([v for v in BYTES if v not in SYNC_MODES]))
+    return handle_field("sync_mode", _from([v for v in BYTES if not SyncMode.has(v)]))
 
 
 @mutant("HT-BUFT-18")
 def _cpu_sync() -> st.SearchStrategy[bytes]:
-    return handle_field("sync_mode", _from(sorted(set(SYNC_MODES) - {0})), on([CPU]))
+    return handle_field("sync_mode", _from([v for v in SyncMode.codes() if v != SyncMode.PRODUCER_SYNCED]),
+                        on([Device.CPU]))
 
 
-_RESERVED_CLASSES = [v for v in BYTES if v not in MEMORY_CLASSES and v not in PRIVATE_TAGS]
+_RESERVED_CLASSES = [v for v in BYTES if not MemoryClass.has(v) and v not in PRIVATE_TAGS]
 
 
 @mutant("HT-BUFT-19")
@@ -133,7 +134,7 @@ def _class_reserved() -> st.SearchStrategy[bytes]:
 
 @mutant("HT-BUFT-20")
 def _class_private_public_device() -> st.SearchStrategy[bytes]:
-    return handle_field("memory_class", _from(PRIVATE_TAGS), on(sorted(DEVICES)))
+    return handle_field("memory_class", _from(PRIVATE_TAGS), on(Device.codes()))
 
 
 @mutant("HT-BUFT-21")
@@ -142,8 +143,9 @@ def _class_private_unagreed() -> st.SearchStrategy[bytes]:
     return handle_field("memory_class", _from(unagreed), on([PRIVATE_DEVICE]))
 
 
-_MISSING = {dev: sorted(set(MEMORY_CLASSES) - set(classes)) for dev, classes in DEVICE_CLASSES.items()}
-_MISSING[PRIVATE_DEVICE] = sorted(set(MEMORY_CLASSES) - {STANDARD})  # a private device: STANDARD or private
+_MISSING = {int(dev): sorted(set(MemoryClass.codes()) - dev.memory_classes) for dev in Device}
+# a private device: STANDARD or private
+_MISSING[PRIVATE_DEVICE] = sorted(set(MemoryClass.codes()) - {MemoryClass.STANDARD})
 
 
 @mutant("HT-BUFT-22")
@@ -159,9 +161,9 @@ def _handle_reserved() -> st.SearchStrategy[bytes]:
 
 def moved_device(draw: st.DrawFn, h: BufferHandle) -> int:
     """Another device that offers ``h``'s memory class and its sync_mode."""
-    devices = [dev for dev, classes in DEVICE_CLASSES.items()
-               if h.memory_class in classes and dev != h.device_tag and not (dev == CPU and h.sync_mode)]
-    if h.memory_class == STANDARD and h.device_tag != PRIVATE_DEVICE:
+    devices = [int(dev) for dev in Device if h.memory_class in dev.memory_classes and dev != h.device_tag
+               and not (dev == Device.CPU and h.sync_mode)]
+    if h.memory_class == MemoryClass.STANDARD and h.device_tag != PRIVATE_DEVICE:
         devices.append(PRIVATE_DEVICE)
     return draw(st.sampled_from(devices))
 
@@ -179,9 +181,9 @@ def _colocated_device() -> st.SearchStrategy[bytes]:
 
 @mutant("HT-BUFT-25")
 def _colocated_class() -> st.SearchStrategy[bytes]:
-    devices = [dev for dev, classes in DEVICE_CLASSES.items() if len(classes) > 1]
+    devices = [int(dev) for dev in Device if len(dev.memory_classes) > 1]
     base = tensor_descriptors(layout=layouts_in("sparse", "indirect") + ("row_major",),
                               placement=placements(devices)).filter(lambda d: len(d.buffers) > 1)
     return handle_field("memory_class", lambda draw, d, i: draw(st.sampled_from(sorted(
-        DEVICE_CLASSES[d.buffers[i].device_tag] - {d.buffers[i].memory_class}))), base,
+        {int(c) for c in Device(d.buffers[i].device_tag).memory_classes} - {d.buffers[i].memory_class}))), base,
         lambda d: list(range(1, len(d.buffers))))

@@ -12,8 +12,8 @@ from hurray_decl.hurray.tables.element_types import BY_TAG
 from hurray_decl.hurray.tables.tags import PRIVATE_TAGS
 from hurray_decl.hurray.tensor import COO, CSF, CSR, CompositeMember, ExtensionType, Shard, Statistics, TensorDescriptor, write_tensor_descriptor
 from hurray_decl.hurray.tensor.common import DYNAMIC
-from hurray_decl.hurray.tensor.sections import BASE, CORRECTION, MASK_DEFINED, NAN_INF_VALID, NM_SPARSITY_VALID, NNZ_VALID, \
-    VALUE_STATS_VALID
+from hurray_decl.hurray.tables.codes import MemberRole, Statistic
+from hurray_decl.hurray.tensor.sections import MASK_DEFINED
 from hurray_decl.hurray.tensor.layouts import LAYOUTS
 from hurray_decl.hurray.tables.storage import packing
 from hurray_decl.hurray.strategies.mutants import Value, drawn, field_mutant, header_field, mutant, reserved_field
@@ -21,7 +21,7 @@ from hurray_decl.hurray.strategies.patching import assembled, patched
 from hurray_decl.hurray.strategies.tensor import SECTIONS, WITH_DATA, layouts_in, shardable, tensor_descriptors
 from hurray_decl.hurray.strategies.values import other_than
 
-ROLES = st.sampled_from([CORRECTION, BASE])
+ROLES = st.sampled_from(MemberRole.codes())
 BYTE = st.integers(0, 255)
 NOT_BOOLEAN = st.integers(2, 255)
 
@@ -42,7 +42,7 @@ def statistics(draw: st.DrawFn, nnz: int | None = None, mask: int | None = None)
     n, m = sorted(draw(st.lists(st.integers(0, 255), min_size=2, max_size=2)))
     return Statistics(
         computed_mask=computed,
-        nnz=nnz if nnz is not None and computed & NNZ_VALID else draw(st.integers(0, 2**64 - 1)),
+        nnz=nnz if nnz is not None and computed & Statistic.NNZ_VALID else draw(st.integers(0, 2**64 - 1)),
         sparsity_ratio=draw(finite), value_min=draw(finite), value_max=draw(finite), value_abs_max=draw(finite),
         value_mean=draw(finite), value_stddev=draw(st.floats(min_value=0.0, allow_nan=False)),
         nm_n=n, nm_m=m, has_nan=draw(st.integers(0, 1)), has_inf=draw(st.integers(0, 1)))
@@ -129,7 +129,7 @@ def _stats_field(field: str, value: Value, need: int = 0) -> st.SearchStrategy[b
 @st.composite
 def _stats_flag_byte(draw: st.DrawFn) -> bytes:
     field = draw(st.sampled_from(["has_nan", "has_inf"]))
-    return draw(_stats_field(field, drawn(NOT_BOOLEAN), need=NAN_INF_VALID))
+    return draw(_stats_field(field, drawn(NOT_BOOLEAN), need=Statistic.NAN_INF_VALID))
 
 
 @mutant("HT-SEC-09")
@@ -151,20 +151,20 @@ def _stats_reserved2() -> st.SearchStrategy[bytes]:
 @mutant("HT-SEC-14")
 def _stats_stddev() -> st.SearchStrategy[bytes]:
     bad = st.one_of(st.floats(max_value=-1e-300, allow_nan=False), st.just(math.nan))
-    return _stats_field("value_stddev", drawn(bad), need=VALUE_STATS_VALID)
+    return _stats_field("value_stddev", drawn(bad), need=Statistic.VALUE_STATS_VALID)
 
 
 @mutant("HT-SEC-15")
 def _stats_nm() -> st.SearchStrategy[bytes]:
     base = tensor_descriptors(statistics=True).filter(
-        lambda d: stats_of(d).computed_mask & NM_SPARSITY_VALID and stats_of(d).nm_m < 255)
+        lambda d: stats_of(d).computed_mask & Statistic.NM_SPARSITY_VALID and stats_of(d).nm_m < 255)
     return field_mutant(base, "statistics.nm_n", lambda draw, d: draw(st.integers(stats_of(d).nm_m + 1, 255)))
 
 
 @mutant("HT-SEC-16")
 def _stats_nnz() -> st.SearchStrategy[bytes]:
     base = tensor_descriptors(layout=layouts_in("sparse"), statistics=True).filter(
-        lambda d: stats_of(d).computed_mask & NNZ_VALID)
+        lambda d: stats_of(d).computed_mask & Statistic.NNZ_VALID)
     return field_mutant(base, "statistics.nnz", lambda draw, d: draw(other_than(st.integers(0, 2**64 - 1),
                                                                                  _nnz(d))))
 
@@ -284,7 +284,7 @@ _MEMBERS = tensor_descriptors(layout=WITH_DATA, composite_member=True)
 
 @mutant("HT-SEC-36")
 def _member_role() -> st.SearchStrategy[bytes]:
-    return field_mutant(_MEMBERS, "composite_member.member_role", drawn(other_than(BYTE, CORRECTION, BASE)))
+    return field_mutant(_MEMBERS, "composite_member.member_role", drawn(other_than(BYTE, *MemberRole.codes())))
 
 
 @mutant("HT-SEC-37")

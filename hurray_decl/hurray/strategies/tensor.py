@@ -19,7 +19,7 @@ from hurray_decl.hurray.quantization import scheme as scheme_row
 from hurray_decl.errors import ArgumentError
 from hurray_decl.hurray.tables.storage import byte_size
 from hurray_decl.hurray.tensor import BufferHandle, ExtensionType, TensorDescriptor
-from hurray_decl.hurray.tensor.buffers import CPU, DEVICE_CLASSES, DEVICES, SYNC_MODES
+from hurray_decl.hurray.tables.codes import Device, MemoryClass, SyncMode
 from hurray_decl.hurray.tensor.layouts import LAYOUTS, MODELS, Layout
 from hurray_decl.hurray.tables.tags import PRIVATE_RANGE
 from hurray_decl.hurray.strategies.quantization import SCHEME_NAMES, STORAGE, Quantizing, for_tensor, of, paged_schemes, quantized_shape
@@ -164,10 +164,11 @@ def shardable(kind: str) -> bool:
 def placements(draw: st.DrawFn, devices: Sequence[int] | None = None) -> tuple[int, int, int]:
     """(device_tag, sync_mode, memory_class) shared by every buffer (HT-BUFT-24/25): a pair
     from the per-device table, sync_mode 0 on CPU."""
-    pool = list(devices) if devices is not None else [*DEVICES, PRIVATE_DEVICE]
+    pool = [int(d) for d in devices] if devices is not None else [*Device.codes(), PRIVATE_DEVICE]
     device = draw(st.sampled_from(pool))
-    sync = 0 if device == CPU else draw(st.sampled_from(sorted(SYNC_MODES)))
-    classes = sorted(DEVICE_CLASSES[device]) if device in DEVICE_CLASSES else [0]
+    sync = int(SyncMode.PRODUCER_SYNCED) if device == Device.CPU else draw(st.sampled_from(SyncMode.codes()))
+    classes = sorted(int(c) for c in Device(device).memory_classes) if Device.has(device) \
+        else [int(MemoryClass.STANDARD)]
     return device, sync, draw(st.sampled_from(classes))
 
 

@@ -1,1 +1,2 @@
-"""Hurray's code tables: the tag space, element types and their storage packing."""
+"""Hurray's code tables: the tag space, element types and their storage packing, and one enum per
+small code space (:mod:`~hurray_decl.hurray.tables.codes`)."""

@@ -244,3 +244,76 @@ def allocate(shape: tuple[int, ...], dtype: Any = "float32", purpose: str = "deq
         raise RuleViolation("HX-01", f"{purpose} could not allocate its output of shape {list(shape)}",
                             path="descriptor -> shape", actual=f"{prod(shape) * np.dtype(dtype).itemsize} bytes",
                             expected="an allocation the system grants") from exc
+
+
+# ---------------------------------------------------------------- logical values (exact)
+
+SUB_BYTE_INTEGERS: LazyAttributes = LazyAttributes(ml_dtypes, {"int4": "int4", "uint4": "uint4", "int2": "int2",
+                                                                "uint2": "uint2"})
+"""The ml_dtypes types a caller may hand for the sub-byte integers (values come back as int8 / uint8)."""
+
+
+def value_dtype(name: str) -> np.dtype:
+    """The NumPy dtype of the logical values of element type ``name``, same bits as stored: the
+    whole-byte types as themselves, bfloat16 and the float8/6/4 types as their ``ml_dtypes``
+    type, sub-byte integers as the smallest NumPy integer holding them (int8 / uint8), bool as
+    ``bool``. float128 has no NumPy type (``longdouble`` is not IEEE binary128), refused (HE-11)."""
+    kind = element(name)
+    if name in NARROW_FLOATS:
+        return np.dtype(NARROW_FLOATS[name])
+    if name in WHOLE_BYTE:
+        return np.dtype(WHOLE_BYTE[name])
+    if kind.kind is Kind.BOOL:
+        return np.dtype(np.bool_)
+    if kind.kind in (Kind.SIGNED, Kind.UNSIGNED):
+        return np.dtype(np.int8 if kind.kind is Kind.SIGNED else np.uint8)
+    from hurray_decl.errors import UnsupportedError
+
+    raise UnsupportedError("HE-11", f"{name} has no NumPy type holding its values (numpy.longdouble is not IEEE "
+                           "binary128); read its bit patterns as codes instead", path="descriptor -> type_tag",
+                           actual=name, expected="an element type NumPy or ml_dtypes represents")
+
+
+def values_of_codes(codes: np.ndarray, name: str) -> np.ndarray:
+    """The logical values of raw codes (:func:`code_dtype`), the same bits reinterpreted: a view
+    where the widths agree, sign-extended sub-byte integers (in place), bool from its bit."""
+    kind = element(name)
+    target = value_dtype(name)
+    if kind.kind is Kind.SIGNED and kind.bits < 8:
+        sign = np.uint8(1 << (kind.bits - 1))
+        np.bitwise_xor(codes, sign, out=codes)
+        values = codes.view(np.int8)
+        np.subtract(values, np.int8(sign), out=values)
+        return values
+    if codes.dtype.kind == "V" or codes.dtype.itemsize != target.itemsize:
+        return np.ascontiguousarray(codes).view(target)
+    return codes.view(target)
+
+
+def element_of_dtype(dtype: Any) -> str | None:
+    """The element type whose values ``dtype`` holds exactly (ml_dtypes types included), or None."""
+    dtype = np.dtype(dtype)
+    for name in BY_NAME:
+        if name in NARROW_FLOATS and dtype == np.dtype(NARROW_FLOATS[name]):
+            return name
+        if name in SUB_BYTE_INTEGERS and dtype == np.dtype(SUB_BYTE_INTEGERS[name]):
+            return name
+    if dtype == np.dtype(np.bool_):
+        return "bool"
+    for name, code in WHOLE_BYTE.items():
+        if dtype == np.dtype(code):
+            return name
+    return None
+
+
+def codes_of_values(values: np.ndarray, name: str) -> np.ndarray:
+    """Raw codes (:func:`code_dtype`) of values held exactly in ``value_dtype(name)`` (or in an
+    ml_dtypes sub-byte integer type): the same bits, masked to the element width."""
+    kind = element(name)
+    values = np.ascontiguousarray(values)
+    if kind.bits >= 8 and kind.bits != 128:
+        return values.view(code_dtype(kind.bits)).astype(code_dtype(kind.bits).newbyteorder("="), copy=False)
+    if kind.bits == 128:
+        return values.view("V16")
+    raw = values.view(np.uint8) if values.dtype.itemsize == 1 else values.astype(np.int8).view(np.uint8)
+    return raw & np.uint8((1 << kind.bits) - 1)

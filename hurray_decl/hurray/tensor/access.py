@@ -29,7 +29,7 @@ from typing import Any, Callable, NoReturn, Sequence
 import numpy as np
 
 from hurray_decl.hurray.tables import storage
-from hurray_decl.errors import RuleViolation, UnsupportedError
+from hurray_decl.errors import ArgumentError, RuleViolation, UnsupportedError
 from hurray_decl.hurray.tensor.common import DYNAMIC
 from hurray_decl.hurray.tables.element_types import ElementType
 from hurray_decl.hurray.tensor.context import TensorContext
@@ -42,20 +42,17 @@ from hurray_decl.hurray.tensor.layouts import (
     PrivateLayout,
     RowMajor,
     Strided,
+    OUTER_ORDERS,
     Tiled,
-    TileOrder,
     row_of,
 )
+from hurray_decl.hurray.tables.codes import TileOrder
 from hurray_decl.hurray.tensor.model import TensorDescriptor
 from hurray_decl.hurray.tensor.validate import DataContext, validate_buffers
 
 __all__ = ["PagedCodes", "block_paged_codes", "code_dtype", "dense_codes", "flat_boxes", "hilbert_index",
-           "logical_codes", "read_codes", "refuse_unaddressable", "stored_codes_row_major"]
-
-GRID_ORDERS: dict[int, str] = {TileOrder.ROW_MAJOR: "row-major", TileOrder.COLUMN_MAJOR: "column-major",
-                               TileOrder.STRIDED: "strided"}
-"""Orders a tiled level may give its tile grid or its tile interior (HT-LAY-07)."""
-
+           "logical_codes", "padded_extents", "read_codes", "refuse_unaddressable", "stored_codes_row_major",
+           "window_bytes", "window_codes"]
 
 code_dtype = storage.code_dtype
 
@@ -211,7 +208,8 @@ def _order_steps(order: int, extents: Sequence[int], strides: Sequence[int] | No
     if order == TileOrder.STRIDED and strides is not None and len(strides) == len(extents):
         return list(strides)
     raise RuleViolation("HT-LAY-07", "a tiled level's order needs its strides, one per dimension",
-                        path="descriptor -> layout", actual=GRID_ORDERS.get(order, order), expected="strides")
+                        path="descriptor -> layout", actual=TileOrder(order).title if order in OUTER_ORDERS else order,
+                        expected="strides")
 
 
 def _tiled_terms(level: Tiled, indices: list[np.ndarray], dims: Sequence[int], terms: _Terms) -> list[np.ndarray]:
@@ -415,6 +413,11 @@ class _Reader:
         if isinstance(layout, RowMajor) and trailing:
             inner = prod(e[1:])
             return self.source.contiguous(box[0][0] * inner, prod(shape)).reshape(shape)
+        if isinstance(layout, RowMajor) and all(box[k] == (0, e[k]) for k in range(1, len(e) - 1)):
+            runs = prod(e[1:-1])  # a window of the last axis in each of these stored rows: sliced bytes
+            found = self._bytes(box[0][0] * runs * e[-1], (box[0][1] - box[0][0]) * runs, e[-1], *box[-1])
+            if found is not None:
+                return found.reshape(shape)
         if isinstance(layout, ColumnMajor) and trailing:  # stored row-major over the reversed shape
             slab = self._column_slab(box[0])
             if slab is not None:
@@ -554,10 +557,7 @@ def dense_codes(data: DataContext) -> tuple[Reading, Callable[[int, int], np.nda
     _known_element(t)
     _static(t, range(t.rank))
     reader = _Reader(t, data.buffers)
-
-    def codes(start: int, stop: int) -> np.ndarray:
-        found = [reader.box(box).reshape(-1) for box in flat_boxes(reader.extents, start, stop)]
-        return found[0] if len(found) == 1 else np.concatenate(found)
+    codes = _window(reader, [0] * t.rank, reader.extents)
 
     def packed(start: int, stop: int) -> np.ndarray | None:
         found = []
@@ -569,6 +569,62 @@ def dense_codes(data: DataContext) -> tuple[Reading, Callable[[int, int], np.nda
         return found[0] if len(found) == 1 else np.concatenate(found)
 
     return codes, packed
+
+
+def _window(reader: _Reader, origin: Sequence[int], extents: Sequence[int]) -> Reading:
+    def codes(start: int, stop: int) -> np.ndarray:
+        found = [reader.box([(o + lo, o + hi) for o, (lo, hi) in zip(origin, box)]).reshape(-1)
+                 for box in flat_boxes(extents, start, stop)]
+        return found[0] if len(found) == 1 else np.concatenate(found)
+
+    return codes
+
+
+def padded_extents(data: DataContext) -> list[int]:
+    """The index space element access reads: the logical shape, with the padded extent
+    ``ceil(S/K)·K`` along a per-block or NF4 axis that ends in a partial block (HD-12)."""
+    return [data.t.padded.get(k, n) for k, n in enumerate(data.t.shape)]
+
+
+def window_codes(data: DataContext, origin: Sequence[int], extents: Sequence[int]) -> Reading:
+    """``codes(start, stop)``: positions ``start .. stop`` of the row-major order of the box of
+    ``extents`` at ``origin`` of the padded index space (:func:`padded_extents`) of an already
+    validated dense tensor. Only the bytes of the box are read (whole runs for row-major,
+    column-major and plain tiles, chunk-sized gathers for the others): what a window of a
+    tensor dequantizes from."""
+    t = data.t
+    _known_element(t)
+    _static(t, range(t.rank))
+    reader = _Reader(t, data.buffers)
+    if len(origin) != t.rank or len(extents) != t.rank or any(
+            o < 0 or n < 0 or o + n > e for o, n, e in zip(origin, extents, reader.extents)):
+        raise ArgumentError("window", "a window lies inside the tensor's index space",
+                            actual=f"origin {list(origin)}, extents {list(extents)}", expected=f"within {reader.extents}")
+    return _window(reader, origin, extents)
+
+
+def window_bytes(data: DataContext, origin: Sequence[int], extents: Sequence[int]) -> np.ndarray | None:
+    """The codes of the box :func:`window_codes` reads, packed as the row-major bytes of a tensor
+    of shape ``extents``, when whole bytes can be moved to get them: a row-major tensor whose
+    stored rows and box edges along the last axis fall on packing units (every width of a
+    byte or more; 1-, 2- and 4-bit codes on even units). A strided copy of the box's rows: only
+    their bytes are touched. None otherwise (read the codes instead)."""
+    t = data.t
+    bits = _known_element(t).bits
+    _static(t, range(t.rank))
+    if not isinstance(t.layout, RowMajor) or not t.rank or 0 in extents:
+        return None
+    unit = storage.packing(bits)
+    e = [t.padded.get(k, n) for k, n in enumerate(t.shape)]
+    lo, hi = origin[-1], origin[-1] + extents[-1]
+    if e[-1] % unit.elements or lo % unit.elements or (hi % unit.elements and hi != e[-1]):
+        return None
+    row_bytes = unit.bytes(e[-1])
+    raw = np.frombuffer(data.buffers[0], dtype=np.uint8)[t.d.byte_offset: t.d.byte_offset + prod(e[:-1]) * row_bytes]
+    grid = raw.reshape(tuple(e[:-1]) + (row_bytes,))
+    box = tuple(slice(o, o + n) for o, n in zip(origin[:-1], extents[:-1])) + (
+        slice(unit.byte_of(lo), unit.bytes(hi)),)
+    return np.ascontiguousarray(grid[box]).reshape(-1)
 
 
 # ---------------------------------------------------------------- public API
@@ -676,7 +732,7 @@ def _sequence_tokens(t: TensorContext, layout: BlockPaged, pages: np.ndarray, se
     Sequence s holds between (pages_s − 1)·page_size + 1 and pages_s·page_size tokens (0 with no
     page); the others' bounds narrow that range given the total.
     """
-    total = t.shape[0]
+    total: int = t.shape[0]
     high = pages * layout.page_size
     low = np.where(pages > 0, high - layout.page_size + 1, 0)
     if total != DYNAMIC:

@@ -9,40 +9,25 @@ from typing import Any, ClassVar
 import construct as cs
 
 from hurray_decl.registry import Table
+from hurray_decl.hurray.tables.codes import PRIVATE_SPAN, Device, MemoryClass, SyncMode, alternatives, legend, span
 from hurray_decl.hurray.tables.tags import is_private
 from hurray_decl.declare.schema import OrderedStruct, Rule, zero_bytes
-from hurray_decl.declare.model import U8, U32, U64
 from hurray_decl.hurray.tensor.common import Section, permissive
 
 HANDLE_LENGTH = 8 + 4 + 1 + 1 + 1 + 1  # byte_size, alignment, device, sync, class, reserved
 MIN_ALIGNMENT = 64
 MAX_BUFFERS = 255
 
-CPU = 0x00
-DEVICES = {0x00: "CPU", 0x01: "CUDA", 0x02: "ROCm", 0x03: "Metal", 0x04: "Vulkan", 0x05: "WebGPU",
-           0x06: "Hexagon", 0x07: "Level Zero", 0x08: "OpenCL"}
-SYNC_MODES = {0x00: "producer-synced", 0x01: "event", 0x02: "consumer-stream"}
-STANDARD, HOST_PINNED, UNIFIED, PEER = 0x00, 0x01, 0x02, 0x03
-MEMORY_CLASSES = {STANDARD: "STANDARD", HOST_PINNED: "HOST_PINNED", UNIFIED: "UNIFIED", PEER: "PEER"}
-
-_ALL = frozenset(MEMORY_CLASSES)
-_NO_PEER = frozenset({STANDARD, HOST_PINNED, UNIFIED})
-DEVICE_CLASSES: dict[int, frozenset[int]] = {
-    0x00: _NO_PEER, 0x01: _ALL, 0x02: _ALL, 0x03: _NO_PEER, 0x04: _ALL,
-    0x05: frozenset({STANDARD}), 0x06: _NO_PEER, 0x07: _ALL, 0x08: _NO_PEER,
-}
-"""Public memory classes each public device accepts (the per-device matrix of § 5.6)."""
-
 PRIVATE_MEMORY_CLASSES: Table[int, str] = Table("private memory class", "HT-BUFT-21")
 """Private memory classes agreed out of band (HD-23); empty unless a caller registers one."""
 
 
 def _device_not_reserved(value: int, _: Any) -> bool:
-    return value in DEVICES or is_private(value) or value == 0xFF
+    return Device.has(value) or is_private(value) or value == 0xFF
 
 
 def _class_known(value: int, _: Any) -> bool:
-    return value in MEMORY_CLASSES or is_private(value)
+    return MemoryClass.has(value) or is_private(value)
 
 
 def _class_on_private_device(value: int, ctx: Any) -> bool:
@@ -56,9 +41,8 @@ def _class_registered(value: int, ctx: Any) -> bool:
 def valid_pair(device: int, memory_class: int) -> bool:
     """Whether (device_tag, memory_class) is in the per-device matrix."""
     if is_private(device):
-        return memory_class == STANDARD or is_private(memory_class)
-    allowed = DEVICE_CLASSES.get(device)
-    return allowed is not None and memory_class in allowed
+        return memory_class == MemoryClass.STANDARD or is_private(memory_class)
+    return Device.has(device) and memory_class in Device(device).memory_classes
 
 
 HANDLE_ORDER = ("HT-BUFT-23", "HT-BUFT-14", "HT-BUFT-15", "HT-BUFT-17", "HT-BUFT-19", "HT-BUFT-20", "HT-BUFT-21",
@@ -66,35 +50,37 @@ HANDLE_ORDER = ("HT-BUFT-23", "HT-BUFT-14", "HT-BUFT-15", "HT-BUFT-17", "HT-BUFT
 """DIGEST Appendix A step 12: reserved byte, device, sync_mode, memory class, alignment, CPU sync,
 then the per-device pair."""
 
+_CPU_SYNC = f"{SyncMode.PRODUCER_SYNCED.hex} on {Device.CPU.title}"
+
 HANDLE = OrderedStruct(
-    "byte_size" / cs.Int64ul * "bytes in the buffer; 0 means an empty buffer",
-    "alignment" / Rule(
+    "byte_size" / cs.Default(cs.Int64ul, 0) * "bytes in the buffer; 0 means an empty buffer",
+    "alignment" / cs.Default(Rule(
         Rule(cs.Int32ul, lambda v, _: v > 0 and v & (v - 1) == 0, "HT-BUFT-12", "a power of two",
              "alignment is not a power of two"),
         lambda v, ctx: ctx.byte_size == 0 or v >= MIN_ALIGNMENT, "HT-BUFT-13", f">= {MIN_ALIGNMENT}",
-        "a non-empty buffer needs 64-byte alignment")
+        "a non-empty buffer needs 64-byte alignment"), MIN_ALIGNMENT)
     * "power of two; >= 64 for a non-empty buffer",
-    "device_tag" / Rule(
+    "device_tag" / cs.Default(Rule(
         Rule(cs.Int8ul, lambda v, _: v != 0xFF, "HT-BUFT-14", "a device tag", "0xFF is never a device"),
-        _device_not_reserved, "HT-BUFT-15", "0x00-0x08 or private 0xF0-0xFE", "reserved device tag")
-    * "0x00 CPU, 0x01 CUDA, 0x02 ROCm, 0x03 Metal, 0x04 Vulkan, 0x05 WebGPU, 0x06 Hexagon, "
-      "0x07 Level Zero, 0x08 OpenCL, 0xF0-0xFE private",
-    "sync_mode" / Rule(
-        Rule(cs.Int8ul, lambda v, _: v in SYNC_MODES, "HT-BUFT-17", "0x00, 0x01 or 0x02",
+        _device_not_reserved, "HT-BUFT-15", f"{span(Device)} or private {PRIVATE_SPAN}", "reserved device tag"),
+        int(Device.CPU))
+    * f"{legend(Device)}, {PRIVATE_SPAN} private",
+    "sync_mode" / cs.Default(Rule(
+        Rule(cs.Int8ul, lambda v, _: SyncMode.has(v), "HT-BUFT-17", alternatives(SyncMode),
              "unknown sync_mode"),
-        lambda v, ctx: ctx.device_tag != CPU or v == 0, "HT-BUFT-18", "0x00 on CPU",
-        "CPU buffers are producer-synced")
-    * "0x00 producer-synced, 0x01 event, 0x02 consumer-stream; 0x00 on CPU",
-    "memory_class" / Rule(Rule(Rule(Rule(
-        cs.Int8ul, _class_known, "HT-BUFT-19", "0x00-0x03 or private 0xF0-0xFE",
+        lambda v, ctx: ctx.device_tag != Device.CPU or v == SyncMode.PRODUCER_SYNCED, "HT-BUFT-18", _CPU_SYNC,
+        "CPU buffers are producer-synced"), int(SyncMode.PRODUCER_SYNCED))
+    * f"{legend(SyncMode)}; {_CPU_SYNC}",
+    "memory_class" / cs.Default(Rule(Rule(Rule(Rule(
+        cs.Int8ul, _class_known, "HT-BUFT-19", f"{span(MemoryClass)} or private {PRIVATE_SPAN}",
         "reserved or invalid memory class"),
         _class_on_private_device, "HT-BUFT-20", "a public class on a public device",
         "a private memory class needs a private device"),
         _class_registered, "HT-BUFT-21", "a registered private memory class",
         "private memory class not agreed out of band"),
         lambda v, ctx: valid_pair(ctx.device_tag, v), "HT-BUFT-22", "a pair from the per-device table",
-        "this device does not offer this memory class")
-    * "0x00 STANDARD, 0x01 HOST_PINNED, 0x02 UNIFIED, 0x03 PEER, 0xF0-0xFE private",
+        "this device does not offer this memory class"), int(MemoryClass.STANDARD))
+    * f"{legend(MemoryClass)}, {PRIVATE_SPAN} private",
     "reserved" / zero_bytes(1, "HT-BUFT-23") * "_reserved: one zero byte",
     order=HANDLE_ORDER,
 )
@@ -109,11 +95,7 @@ class BufferHandle(Section):
     rule: ClassVar[str] = "HT-BUFT-01"
     wire_name: ClassVar[str] = "buffers"
 
-    byte_size: U64 = 0
-    alignment: U32 = MIN_ALIGNMENT
-    device_tag: U8 = CPU
-    sync_mode: U8 = 0
-    memory_class: U8 = STANDARD
+    declaration: ClassVar[cs.Construct] = HANDLE  # the model's fields are derived from it
 
     def wire_declaration(self) -> cs.Construct:
         return HANDLE

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any, Callable, ClassVar, Self, TypeVar
+from typing import Any, Callable, ClassVar, NoReturn, Protocol, Self, TypeVar
 
 import construct as cs
 
-from hurray_decl.declare.model import FrozenModel
+from hurray_decl.declare.model import DeclaredModel, FrozenModel
 from hurray_decl.declare.schema import Rule
 
 DYNAMIC = 0xFFFF_FFFF_FFFF_FFFF
@@ -40,6 +40,33 @@ def pow2_at_most(bits: int, limit_bits: int) -> int:
     return 1 << min(bits, limit_bits)
 
 
+class TensorChecks(Protocol):
+    """What a layout's own checks see of the tensor around it: its shape and buffers through the
+    shared extent checks. :class:`~hurray_decl.hurray.tensor.context.TensorContext` is one; the
+    layouts name this protocol, never the context, so the context may know the layouts."""
+
+    shape: tuple[int, ...]
+    rank: int
+    writer_rules: bool
+
+    def fail(self, code: str, message: str, path: str, *, actual: Any = None, expected: Any = None) -> NoReturn: ...
+
+    def static(self) -> bool: ...
+
+    def packed(self, count: int | None) -> int | None: ...
+
+    def element_count(self, padded: bool = False) -> int | None: ...
+
+    def dense_extent(self, count: int | None, code: str) -> None: ...
+
+    def dense_extent_pow2(self, exponent: int, code: str) -> None: ...
+
+    def strided_extent(self, strides: tuple[int, ...]) -> None: ...
+
+    def component_size(self, index: int, size: int | None, code: str, what: str,
+                       writer_code: str = "HT-LAY-92") -> None: ...
+
+
 _READY: set[type[FrozenModel]] = set()
 _M = TypeVar("_M", bound=FrozenModel)
 
@@ -65,8 +92,8 @@ def field_names(model: type[FrozenModel]) -> tuple[str, ...]:
     return tuple(model.model_fields)
 
 
-class Section(FrozenModel):
-    """Base of the immutable models of descriptor parts."""
+class Section(DeclaredModel):
+    """Base of the immutable models of descriptor parts; each derives its fields from its declaration."""
 
     rule: ClassVar[str] = "HT-HDR-02"
     wire_name: ClassVar[str] = "section"

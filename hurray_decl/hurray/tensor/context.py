@@ -2,7 +2,10 @@
 type_tag, layout, flags) and the buffer table (DIGEST § 3.1, § 5.7-5.13; Appendix A order).
 
 :class:`TensorContext` is what each scheme module's ``check_tensor`` receives: the scheme
-decides which checks apply and with which rule codes, the context knows the tensor.
+decides which checks apply and with which rule codes, the context knows the tensor. Which
+layout the tensor has, the context never asks: each layout model owns its checks (its methods,
+called here stage by stage), and sees the tensor through
+:class:`~hurray_decl.hurray.tensor.common.TensorChecks`.
 """
 
 from __future__ import annotations
@@ -17,16 +20,7 @@ from hurray_decl.hurray.tables.storage import byte_size, packing
 from hurray_decl.hurray.tables.tags import is_private
 from hurray_decl.hurray.schemes.quantization import OpaqueQuantization
 from hurray_decl.hurray.tensor.common import DYNAMIC
-from hurray_decl.hurray.tensor.layouts import (
-    BlockPaged,
-    CompositeHead,
-    Layout,
-    LayoutRow,
-    OpaqueLayout,
-    PrivateLayout,
-    RowMajor,
-    row_of,
-)
+from hurray_decl.hurray.tensor.layouts import BlockPaged, Layout, LayoutRow, RowMajor, row_of
 from hurray_decl.hurray.tensor.header import Flag
 from hurray_decl.hurray.tensor.model import SECTION_FLAGS, TensorDescriptor
 from hurray_decl.hurray.tensor.sections import Shard, Statistics
@@ -52,7 +46,7 @@ class TensorContext:
         self.d = descriptor
         self.permissive = permissive
         self.writer_rules = writer_rules
-        self.shape = descriptor.shape
+        self.shape: tuple[int, ...] = descriptor.shape
         self.rank = len(descriptor.shape)
         self.layout: Layout = descriptor.layout
         self.row: LayoutRow = row_of(descriptor.layout)
@@ -157,7 +151,7 @@ class TensorContext:
 
     @property
     def block_paged(self) -> BlockPaged | None:
-        return self.layout if isinstance(self.layout, BlockPaged) else None
+        return self.layout.paging()
 
     def storage_type(self, allowed: tuple[str, ...], code: str) -> None:
         """type_tag must be one of the scheme's storage types (DIGEST § 3.1.1)."""
@@ -288,7 +282,7 @@ def check_descriptor(d: TensorDescriptor, *, permissive: bool = False, writer_ru
     check_scalar(t.rank, d.layout_tag)
     check_layout_rank(t.row, t.rank)
     check_extension_flag(d.type_tag, flags)
-    if isinstance(d.layout, OpaqueLayout):
+    if d.layout.opaque:
         return t
     for name, flag, code in SECTION_FLAGS:
         if bool(flags & flag) != (getattr(d, name) is not None):
@@ -306,9 +300,7 @@ def check_descriptor(d: TensorDescriptor, *, permissive: bool = False, writer_ru
 
 def check_composite_member(layout: Layout, member: Any, flags: int) -> None:
     """Appendix A step 17: a composite head carries no member section (HT-SEC-38)."""
-    if member is not None and isinstance(layout, CompositeHead):
-        raise RuleViolation("HT-SEC-38", "a composite head is not itself a member section carrier",
-                            path="descriptor -> flags", actual=f"0x{flags:08X}", expected="HAS_COMPOSITE_MEMBER clear")
+    layout.check_member(member, flags)
 
 
 def check_scalar(rank: int, layout_tag: int | None) -> None:
@@ -329,13 +321,7 @@ def check_layout_rank(row: LayoutRow, rank: int) -> None:
 def check_buffer_table(layout: Layout, count: int, byte_offset: int) -> None:
     """Appendix A step 12, before the handles: who owns buffers, and byte_offset 0 where required."""
     row = row_of(layout)
-    if isinstance(layout, CompositeHead):
-        if count:
-            raise RuleViolation("HT-BUFT-03", "a composite head owns no buffers", path="descriptor -> buffer_count",
-                                actual=count, expected=0)
-    elif not count:
-        raise RuleViolation("HT-BUFT-02", "only a composite head has an empty buffer table",
-                            path="descriptor -> buffer_count", actual=0, expected=">= 1")
+    layout.check_buffer_table(count)
     if row.zero_byte_offset and byte_offset:
         raise RuleViolation("HT-HDR-20", f"a {row.title} tensor has byte_offset 0", path="descriptor -> byte_offset",
                             actual=byte_offset, expected=0)
@@ -346,10 +332,7 @@ def check_quantization(t: TensorContext) -> None:
     colocation and the buffer count."""
     d = t.d
     q = d.quantization
-    if isinstance(d.layout, CompositeHead):
-        if q is not None:
-            t.fail("HT-LAY-76", "a composite head is never quantized", "descriptor -> flags",
-                   actual=f"0x{d.flags or 0:08X}", expected="HAS_QUANTIZATION clear")
+    d.layout.check_quantized(q is not None, d.flags or 0)
     if q is None:
         t.check_colocation(set())
         t.check_count(0)
@@ -391,13 +374,7 @@ def _check_layout_tag(t: TensorContext) -> None:
     d = t.d
     tag = d.layout_tag
     layout = d.layout
-    if isinstance(layout, PrivateLayout):
-        ok = tag is not None and is_private(tag)
-    elif isinstance(layout, OpaqueLayout):
-        ok = tag is not None
-    else:
-        ok = tag == layout.tag
-    if not ok:
+    if not layout.matches_tag(tag):
         t.fail("HT-HDR-03", "layout_tag does not match the layout fields", "descriptor -> layout_tag",
                actual=tag, expected=type(layout).__name__)
 
@@ -428,7 +405,7 @@ def check_statistics(t: TensorContext, stats: Statistics | None) -> None:
     """Appendix A step 15 (the field rules are in the declaration)."""
     if stats is None:
         return
-    nnz = getattr(t.layout, "nnz", None)
+    nnz = t.layout.stored_entries()
     if nnz is None:
         return
     if stats.known("nnz") is not None and stats.nnz != nnz:

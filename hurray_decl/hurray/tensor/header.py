@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from enum import IntFlag
 from functools import lru_cache
 from typing import Any
 
@@ -10,21 +9,13 @@ import construct as cs
 
 from hurray_decl.hurray.tables.element_types import BY_TAG, RESERVED_TYPE_TAGS, TypeTagClass, type_tag_range
 from hurray_decl.declare.schema import Bytes, Rule
-from hurray_decl.hurray.tables.tags import is_private
+from hurray_decl.hurray.tables.codes import Flag as Flag  # re-exported: the header's code space
+from hurray_decl.hurray.tables.codes import NOT_INVALID, PRIVATE_SPAN, bit_legend, clear_above, runs
+from hurray_decl.hurray.tables.tags import INVALID_TAGS, is_private
 from hurray_decl.hurray.tensor.common import MAX_RANK, SUPPORTED_MAJOR, permissive
 from hurray_decl.hurray.tensor.layouts import LAYOUTS
 
 MAGIC = b"HRRY"
-
-
-class Flag(IntFlag):
-    """Fixed-header flags; each gates one optional section."""
-
-    HAS_QUANTIZATION = 1 << 0
-    HAS_SHARD = 1 << 1
-    HAS_EXTENSION_TYPE = 1 << 2
-    HAS_STATISTICS = 1 << 3
-    HAS_COMPOSITE_MEMBER = 1 << 4
 
 
 DEFINED_FLAGS = int(sum(Flag))
@@ -47,32 +38,33 @@ def _layout_known(v: int, ctx: Any) -> bool:
 
 
 TYPE_TAG = Rule(Rule(Rule(Rule(
-    cs.Int8ul, _type_not_invalid, "HE-02", "a type tag other than 0x00 and 0xFF", "invalid type tag"),
+    cs.Int8ul, _type_not_invalid, "HE-02", f"a type tag other than {NOT_INVALID}", "invalid type tag"),
     _type_not_reserved, "HE-05", "not 0x80-0xEF", "type tags 0x80-0xEF are reserved"),
     lambda v, _: v not in RESERVED_TYPE_TAGS, "HE-06", "not 0x47", "type tag 0x47 is reserved"),
     _type_known, "HE-03", "an assigned or private type tag", "unrecognised type tag")
 
 LAYOUT_TAG = Rule(Rule(
-    cs.Int8ul, lambda v, _: v not in (0x00, 0xFF), "HT-HDR-15", "a layout tag other than 0x00 and 0xFF",
+    cs.Int8ul, lambda v, _: v not in INVALID_TAGS, "HT-HDR-15", f"a layout tag other than {NOT_INVALID}",
     "invalid layout tag"),
-    _layout_known, "HT-HDR-16", "0x01-0x0B, 0x40 or private 0xF0-0xFE", "unrecognised layout tag")
+    _layout_known, "HT-HDR-16", f"{runs(LAYOUTS.keys())} or private {PRIVATE_SPAN}", "unrecognised layout tag")
 
 _LEADING = (
     "magic" / Rule(Bytes(4), lambda v, _: v == MAGIC, "HT-HDR-04", MAGIC, "not a Hurray descriptor")
     * "48 52 52 59 (\"HRRY\")",
-    "version_major" / Rule(
+    "version_major" / cs.Default(Rule(
         Rule(cs.Int8ul, lambda v, _: v >= SUPPORTED_MAJOR, "HT-HDR-06", SUPPORTED_MAJOR,
              "no migration path from an older major version"),
         lambda v, _: v <= SUPPORTED_MAJOR, "HT-HDR-05", SUPPORTED_MAJOR,
-        "newer major version than this reader supports")
+        "newer major version than this reader supports"), SUPPORTED_MAJOR)
     * "format major version; 1",
-    "version_minor" / cs.Int8ul * "format minor version; newer minors are read, their extra bytes skipped",
+    "version_minor" / cs.Default(cs.Int8ul, 0)
+    * "format minor version; newer minors are read, their extra bytes skipped",
 )
 _LENGTH = cs.Int32ul
 _TRAILING = (
-    "flags" / Rule(cs.Int32ul, lambda v, _: v & ~DEFINED_FLAGS == 0, "HT-HDR-12", "bits 5-31 clear",
+    "flags" / Rule(cs.Int32ul, lambda v, _: v & ~DEFINED_FLAGS == 0, "HT-HDR-12", clear_above(Flag),
                    "a reserved flags bit is set")
-    * "bit 0 quantization, 1 shard, 2 extension type, 3 statistics, 4 composite member",
+    * bit_legend(Flag),
     "type_tag" / TYPE_TAG * "element (storage) type of the tensor",
     "layout_tag" / LAYOUT_TAG * "memory layout; selects the layout-specific fields",
     "rank" / Rule(cs.Int32ul, lambda v, _: v <= MAX_RANK, "HT-HDR-13", f"<= {MAX_RANK}", "rank above 64")
@@ -99,9 +91,9 @@ PREAMBLE_LENGTH = PREAMBLE.sizeof()  # enough to skip a whole descriptor (HT-HDR
 def core_fields(rank: Any) -> tuple[cs.Construct, ...]:
     """shape and byte_offset for ``rank`` dimensions (a number, or ``this.rank``)."""
     return (
-        "shape" / cs.Array(rank, cs.Int64ul)
+        "shape" / cs.Default(cs.Array(rank, cs.Int64ul), ())
         * "u64[rank], dimension 0 first; 0xFFFFFFFFFFFFFFFF is DYNAMIC",
-        "byte_offset" / cs.Int64ul * "bytes from the start of buffer 0 to element [0, ..., 0]",
+        "byte_offset" / cs.Default(cs.Int64ul, 0) * "bytes from the start of buffer 0 to element [0, ..., 0]",
     )
 
 

@@ -1,28 +1,37 @@
 """Layout-specific fields (DIGEST § 5.4): one declaration per layout tag, registered in
 :data:`LAYOUTS`, from which the reader's and the writer's dispatch derive.
 
-Each layout supplies its fields as Construct declarations (which depend on the rank), its
-immutable model, the number of buffers it owns (``L``, § 5.7) and its tensor-context checks.
+Each layout supplies its fields as Construct declarations (which depend on the rank, its
+``fields(rank)``; the model's pydantic fields are derived from them), its immutable model,
+the number of buffers it owns (``L``, § 5.7) and its own checks against the tensor around it:
+the methods of :class:`Layout`, which the tensor context calls stage by stage without knowing
+which layout it holds.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import IntEnum
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Self
+from typing import Any, Callable, ClassVar, Self
 
 import construct as cs
 from construct import this
 
+from hurray_decl.errors import RuleViolation
 from hurray_decl.registry import Table
 from hurray_decl.declare.schema import Bytes, Record, Rule, zero_bytes
+from hurray_decl.hurray.tables.codes import OVERLAY_OPS, BlockTableIndexType, CombineOp, CompositionRule, KVRole, \
+    TileOrder, alternatives, legend
 from hurray_decl.hurray.tables.tags import PRIVATE_RANGE, is_private
-from hurray_decl.declare.model import I64, U8, U32, U64
-from hurray_decl.hurray.tensor.common import DYNAMIC, Section, boolean, one_of, permissive, pow2_at_most
-
-if TYPE_CHECKING:
-    from hurray_decl.hurray.tensor.context import TensorContext
+from hurray_decl.hurray.tensor.common import (
+    DYNAMIC,
+    Section,
+    TensorChecks,
+    boolean,
+    one_of,
+    permissive,
+    pow2_at_most,
+)
 
 MAX_TILED_DEPTH = 8
 """Tiled payloads allowed, the top one included; a 9th is refused (HD-20, HT-LAY-12)."""
@@ -33,8 +42,34 @@ class Layout(Section):
 
     wire_name: ClassVar[str] = "layout"
     tag: ClassVar[int] = 0
+    opaque: ClassVar[bool] = False
+    """Fields not understood (permissive mode): no rule past the layout tag applies to the tensor."""
 
-    def check_tensor(self, t: "TensorContext") -> None:
+    def matches_tag(self, tag: int | None) -> bool:
+        """Whether the descriptor's layout_tag is the one these fields are written under (HT-HDR-03)."""
+        return tag == self.tag
+
+    def check_buffer_table(self, count: int) -> None:
+        """Appendix A step 12: only a composite head has an empty buffer table (HT-BUFT-02)."""
+        if not count:
+            raise RuleViolation("HT-BUFT-02", "only a composite head has an empty buffer table",
+                                path="descriptor -> buffer_count", actual=0, expected=">= 1")
+
+    def check_quantized(self, quantized: bool, flags: int) -> None:
+        """Appendix A step 13, first: whether this layout may carry a quantization payload."""
+
+    def check_member(self, member: Any, flags: int) -> None:
+        """Appendix A step 17: whether this layout may carry a composite-member section."""
+
+    def paging(self) -> "BlockPaged | None":
+        """The block-paged fields, when the tensor is a paged KV cache (schemes check their axis)."""
+        return None
+
+    def stored_entries(self) -> int | None:
+        """The number of stored entries the layout declares (sparse layouts' nnz), else None."""
+        return None
+
+    def check_tensor(self, t: TensorChecks) -> None:
         """Rules that need the tensor around the layout fields (rank, shape, buffers)."""
 
     def wire_rank(self) -> int:
@@ -53,7 +88,7 @@ class RowMajor(Layout):
     tag: ClassVar[int] = 0x01
     rule: ClassVar[str] = "HT-LAY-01"
 
-    def check_tensor(self, t: "TensorContext") -> None:
+    def check_tensor(self, t: TensorChecks) -> None:
         t.dense_extent(t.element_count(padded=True), "HE-21")
 
 
@@ -63,7 +98,7 @@ class ColumnMajor(Layout):
     tag: ClassVar[int] = 0x02
     rule: ClassVar[str] = "HT-LAY-02"
 
-    def check_tensor(self, t: "TensorContext") -> None:
+    def check_tensor(self, t: TensorChecks) -> None:
         t.dense_extent(t.element_count(padded=True), "HE-21")
 
 
@@ -73,7 +108,6 @@ class Strided(Layout):
     tag: ClassVar[int] = 0x03
     rule: ClassVar[str] = "HT-LAY-03"
 
-    strides: tuple[I64, ...]
 
     def wire_rank(self) -> int:
         return len(self.strides)
@@ -83,21 +117,11 @@ class Strided(Layout):
         return ("strides" / cs.Array(rank, cs.Int64sl)
                 * "i64[rank]: step between neighbours along each axis, in logical elements",)
 
-    def check_tensor(self, t: "TensorContext") -> None:
+    def check_tensor(self, t: TensorChecks) -> None:
         t.strided_extent(self.strides)
 
 
 # ---------------------------------------------------------------- tiled 0x04
-
-class TileOrder(IntEnum):
-    """outer_layout / inner_layout: the order of the tile grid and of the elements in a tile."""
-
-    ROW_MAJOR = 0x01
-    COLUMN_MAJOR = 0x02
-    STRIDED = 0x03
-    NESTED = 0x04
-    """inner_layout only: the tile holds another tiled level."""
-
 
 OUTER_ORDERS = (TileOrder.ROW_MAJOR, TileOrder.COLUMN_MAJOR, TileOrder.STRIDED)
 INNER_ORDERS = (*OUTER_ORDERS, TileOrder.NESTED)
@@ -111,22 +135,22 @@ def _tiled_fields(rank: int, depth: int) -> tuple[cs.Construct, ...]:
         "tile_shape" / cs.Array(rank, Rule(cs.Int64ul, lambda v, _: v > 0, "HT-LAY-08", "> 0",
                                            "a tile_shape entry is 0"))
         * "u64[rank]: elements per tile along each axis; each > 0",
-        "outer_layout" / one_of(cs.Int8ul, OUTER_ORDERS, "HT-LAY-09", "0x01, 0x02 or 0x03",
-                                "unknown order of the tile grid")
-        * "order of the tile grid: 0x01 row-major, 0x02 column-major, 0x03 strided",
-        "inner_layout" / Rule(
-            one_of(cs.Int8ul, INNER_ORDERS, "HT-LAY-10", "0x01, 0x02, 0x03 or 0x04",
+        "outer_layout" / cs.Default(one_of(cs.Int8ul, OUTER_ORDERS, "HT-LAY-09", alternatives(OUTER_ORDERS),
+                                           "unknown order of the tile grid"), int(TileOrder.ROW_MAJOR))
+        * f"order of the tile grid: {legend(OUTER_ORDERS)}",
+        "inner_layout" / cs.Default(Rule(
+            one_of(cs.Int8ul, INNER_ORDERS, "HT-LAY-10", alternatives(INNER_ORDERS),
                    "unknown order inside a tile"),
             no_deeper, "HT-LAY-12", f"at most {MAX_TILED_DEPTH} nested tiled payloads",
-            "tiled nesting is deeper than the limit")
-        * "order inside a tile: 0x01 row-major, 0x02 column-major, 0x03 strided, 0x04 nested tiling",
+            "tiled nesting is deeper than the limit"), int(TileOrder.ROW_MAJOR))
+        * f"order inside a tile: {legend(INNER_ORDERS)}",
         "reserved" / zero_bytes(2, "HT-LAY-11") * "_reserved: two zero bytes",
         "outer_strides" / cs.If(this.outer_layout == int(TileOrder.STRIDED), cs.Array(rank, cs.Int64sl))
-        * "i64[rank], only when outer_layout = 0x03: tile-grid strides, in tiles",
+        * f"i64[rank], only when outer_layout = {TileOrder.STRIDED.hex}: tile-grid strides, in tiles",
         "inner_strides" / cs.If(this.inner_layout == int(TileOrder.STRIDED), cs.Array(rank, cs.Int64sl))
-        * "i64[rank], only when inner_layout = 0x03: strides inside a tile, in elements",
+        * f"i64[rank], only when inner_layout = {TileOrder.STRIDED.hex}: strides inside a tile, in elements",
         "nested" / cs.If(this.inner_layout == int(TileOrder.NESTED), cs.LazyBound(lambda: tiled_level(rank, depth + 1)))
-        * "only when inner_layout = 0x04: the same tiled structure again, one level down",
+        * f"only when inner_layout = {TileOrder.NESTED.hex}: the same tiled structure again, one level down",
     )
 
 
@@ -142,12 +166,8 @@ class Tiled(Layout):
     tag: ClassVar[int] = 0x04
     rule: ClassVar[str] = "HT-LAY-07"
 
-    tile_shape: tuple[U64, ...]
-    outer_layout: U8 = int(TileOrder.ROW_MAJOR)
-    inner_layout: U8 = int(TileOrder.ROW_MAJOR)
-    outer_strides: tuple[I64, ...] | None = None
-    inner_strides: tuple[I64, ...] | None = None
     nested: "Tiled | None" = None
+    """The next tiled level (``cs.LazyBound`` in the declaration): the same model again."""
 
     def wire_rank(self) -> int:
         return len(self.tile_shape)
@@ -171,7 +191,7 @@ class Tiled(Layout):
         values["nested"] = None if self.nested is None else self.nested.to_wire()
         return values
 
-    def check_tensor(self, t: "TensorContext") -> None:
+    def check_tensor(self, t: TensorChecks) -> None:
         self.check_presence(t)
         if not t.static():
             return
@@ -183,7 +203,7 @@ class Tiled(Layout):
             per_tile *= tile
         t.dense_extent(tiles * per_tile, "HT-LAY-13")
 
-    def check_presence(self, t: "TensorContext", prefix: str = "layout") -> None:
+    def check_presence(self, t: TensorChecks, prefix: str = "layout") -> None:
         """Optional parts present exactly when their selector asks for them (HT-LAY-07)."""
         parts = (("outer_strides", self.outer_layout == TileOrder.STRIDED),
                  ("inner_strides", self.inner_layout == TileOrder.STRIDED),
@@ -207,7 +227,6 @@ class Morton(Layout):
     tag: ClassVar[int] = 0x05
     rule: ClassVar[str] = "HT-LAY-16"
 
-    morton_bits: tuple[U32, ...]
 
     def wire_rank(self) -> int:
         return len(self.morton_bits)
@@ -218,7 +237,7 @@ class Morton(Layout):
                                                     "a morton_bits entry is 0"))
                 * "u32[rank]: index bits per axis; shape[k] <= 2^morton_bits[k]",)
 
-    def check_tensor(self, t: "TensorContext") -> None:
+    def check_tensor(self, t: TensorChecks) -> None:
         for k, (size, bits) in enumerate(zip(t.shape, self.morton_bits)):
             if size != DYNAMIC and size > pow2_at_most(bits, 65):
                 t.fail("HT-LAY-18", "shape[k] exceeds 2^morton_bits[k]",
@@ -235,19 +254,20 @@ class COO(Layout):
     tag: ClassVar[int] = 0x06
     rule: ClassVar[str] = "HT-LAY-20"
 
-    nnz: U64 = 0
-    is_sorted: U8 = 0
 
     @staticmethod
     def fields(rank: int) -> tuple[cs.Construct, ...]:
         return (
-            "nnz" / cs.Int64ul * "number of stored entries; may be 0",
-            "is_sorted" / boolean("HT-LAY-20", "is_sorted")
+            "nnz" / cs.Default(cs.Int64ul, 0) * "number of stored entries; may be 0",
+            "is_sorted" / cs.Default(boolean("HT-LAY-20", "is_sorted"), 0)
             * "0x01: entries in strictly increasing lexicographic order; 0x00: any order",
             "reserved" / zero_bytes(7, "HT-LAY-21") * "_reserved: seven zero bytes",
         )
 
-    def check_tensor(self, t: "TensorContext") -> None:
+    def stored_entries(self) -> int | None:
+        return int(self.nnz)
+
+    def check_tensor(self, t: TensorChecks) -> None:
         t.component_size(0, t.packed(self.nnz), "HT-LAY-87", "values: nnz elements")
         t.component_size(1, 8 * self.nnz * t.rank, "HT-LAY-87", "indices: nnz x rank u64")
 
@@ -261,16 +281,17 @@ class CSR(Layout):
     size_code: ClassVar[str] = "HT-LAY-88"
     pointer_axis: ClassVar[int] = 0
 
-    nnz: U64 = 0
-
     @classmethod
     def fields(cls, rank: int) -> tuple[cs.Construct, ...]:
         return (
-            "nnz" / cs.Int64ul * "number of stored entries; may be 0",
+            "nnz" / cs.Default(cs.Int64ul, 0) * "number of stored entries; may be 0",
             "reserved" / zero_bytes(8, cls.reserved_code) * "_reserved: eight zero bytes",
         )
 
-    def check_tensor(self, t: "TensorContext") -> None:
+    def stored_entries(self) -> int | None:
+        return int(self.nnz)
+
+    def check_tensor(self, t: TensorChecks) -> None:
         t.component_size(0, t.packed(self.nnz), self.size_code, "values: nnz elements")
         t.component_size(1, 8 * self.nnz, self.size_code, "indices: nnz u64")
         extent = t.shape[self.pointer_axis]
@@ -298,8 +319,6 @@ class CSF(Layout):
     tag: ClassVar[int] = 0x09
     rule: ClassVar[str] = "HT-LAY-42"
 
-    nnz: U64 = 0
-    mode_order: tuple[U32, ...]
 
     def wire_rank(self) -> int:
         return len(self.mode_order)
@@ -307,14 +326,17 @@ class CSF(Layout):
     @staticmethod
     def fields(rank: int) -> tuple[cs.Construct, ...]:
         return (
-            "nnz" / cs.Int64ul * "number of stored entries; may be 0",
+            "nnz" / cs.Default(cs.Int64ul, 0) * "number of stored entries; may be 0",
             "mode_order" / Rule(cs.Array(rank, cs.Int32ul), _is_permutation, "HT-LAY-44",
                                 f"a permutation of 0..{rank - 1}", "mode_order is not a permutation")
             * "u32[rank]: the dimension stored at each level; a permutation of 0..rank-1",
             "reserved" / zero_bytes(8, "HT-LAY-43") * "_reserved: eight zero bytes",
         )
 
-    def check_tensor(self, t: "TensorContext") -> None:
+    def stored_entries(self) -> int | None:
+        return int(self.nnz)
+
+    def check_tensor(self, t: TensorChecks) -> None:
         t.component_size(0, t.packed(self.nnz), "HT-LAY-90", "values: nnz elements")
         t.component_size(1, 16, "HT-LAY-90", "pos_0: two u64")
         t.component_size(2 * t.rank, 8 * self.nnz, "HT-LAY-90", "leaf coordinates: nnz u64")
@@ -328,13 +350,6 @@ class BlockPaged(Layout):
     tag: ClassVar[int] = 0x0A
     rule: ClassVar[str] = "HT-LAY-53"
 
-    page_size: U32
-    num_pages: U64
-    paged_axis: U32 = 0
-    num_seqs: U32 = 0
-    kv_role: U8 = 0x02
-    layer_index: U32 = 0xFFFF_FFFF
-    block_table_index_type: U8 = 0x00
 
     @staticmethod
     def fields(rank: int) -> tuple[cs.Construct, ...]:
@@ -342,53 +357,62 @@ class BlockPaged(Layout):
             "page_size" / Rule(cs.Int32ul, lambda v, _: v >= 1, "HT-LAY-55", ">= 1", "page_size is 0")
             * "tokens per page; >= 1",
             "num_pages" / cs.Int64ul * "physical pages in the pool",
-            "paged_axis" / Rule(cs.Int32ul, lambda v, ctx: v == 0 or permissive(ctx), "HT-LAY-56", 0,
-                                "only axis 0 (tokens) is paged")
+            "paged_axis" / cs.Default(Rule(cs.Int32ul, lambda v, ctx: v == 0 or permissive(ctx), "HT-LAY-56", 0,
+                                           "only axis 0 (tokens) is paged"), 0)
             * "the paged logical axis; must be 0",
-            "num_seqs" / cs.Int32ul * "number of sequences; may be 0",
-            "kv_role" / one_of(cs.Int8ul, (0, 1, 2), "HT-LAY-53", "0x00, 0x01 or 0x02", "unknown kv_role")
-            * "0x00 key, 0x01 value, 0x02 fused or generic",
-            "layer_index" / cs.Int32ul * "model layer; 0xFFFFFFFF means not tied to a layer",
-            "block_table_index_type" / one_of(cs.Int8ul, (0, 1), "HT-LAY-53", "0x00 or 0x01",
-                                              "unknown index type")
-            * "element type of buffers 1 and 2: 0x00 u32, 0x01 u64",
+            "num_seqs" / cs.Default(cs.Int32ul, 0) * "number of sequences; may be 0",
+            "kv_role" / cs.Default(one_of(cs.Int8ul, KVRole.codes(), "HT-LAY-53", alternatives(KVRole),
+                                          "unknown kv_role"), int(KVRole.FUSED))
+            * legend(KVRole),
+            "layer_index" / cs.Default(cs.Int32ul, 0xFFFF_FFFF) * "model layer; 0xFFFFFFFF means not tied to a layer",
+            "block_table_index_type" / cs.Default(one_of(cs.Int8ul, BlockTableIndexType.codes(), "HT-LAY-53",
+                                                         alternatives(BlockTableIndexType), "unknown index type"),
+                                                  int(BlockTableIndexType.U32))
+            * f"element type of buffers 1 and 2: {legend(BlockTableIndexType)}",
             "reserved" / zero_bytes(6, "HT-LAY-54") * "_reserved: six zero bytes",
         )
 
+    def paging(self) -> "BlockPaged | None":
+        return self
+
     @property
     def index_width(self) -> int:
-        return 4 if self.block_table_index_type == 0 else 8
+        return BlockTableIndexType(self.block_table_index_type).width
 
-    def check_tensor(self, t: "TensorContext") -> None:
+    def check_tensor(self, t: TensorChecks) -> None:
         heads, dim = t.shape[1], t.shape[2]
         if DYNAMIC not in (heads, dim):
             count = self.num_pages * self.page_size * heads * dim
             t.component_size(0, t.packed(count), "HT-LAY-91", "page_pool: num_pages x page_size x heads x dim",
                              "HT-LAY-61")
         t.component_size(2, (self.num_seqs + 1) * self.index_width, "HT-LAY-91", "seq_ptr: num_seqs + 1 entries")
-        if t.writer_rules and self.block_table_index_type == 0 and self.num_pages > 1 << 32:
+        if t.writer_rules and self.block_table_index_type == BlockTableIndexType.U32 and self.num_pages > 1 << 32:
             t.fail("HT-LAY-62", "page ids above 0xFFFFFFFF need the u64 block table",
-                   "descriptor -> layout -> block_table_index_type", actual="0x00", expected="0x01")
+                   "descriptor -> layout -> block_table_index_type", actual=BlockTableIndexType.U32.hex,
+                   expected=BlockTableIndexType.U64.hex)
 
 
 # ---------------------------------------------------------------- composite head 0x0B
 
-PARTITION, OVERLAY, GROUP = 0x01, 0x02, 0x03
 OPEN_COMPOSITE = 0xFFFF_FFFF
 
 
 def _public_rule(value: int, _: Any) -> bool:
-    return value in (PARTITION, OVERLAY, GROUP) or is_private(value)
+    return CompositionRule.has(value) or is_private(value)
 
 
 def _combine_ok(value: int, ctx: Any) -> bool:
-    if ctx.composition_rule == OVERLAY:
+    if ctx.composition_rule == CompositionRule.OVERLAY:
         return True
-    return value == 0
+    return value == CombineOp.NONE
 
 
 def _overlay_op(value: int, ctx: Any) -> bool:
-    return ctx.composition_rule != OVERLAY or value in (1, 2)
+    return ctx.composition_rule != CompositionRule.OVERLAY or value in OVERLAY_OPS
+
+
+_NOT_OVERLAY = " and ".join(rule.title for rule in CompositionRule if rule != CompositionRule.OVERLAY)
+_OVERLAY_OPS = alternatives(OVERLAY_OPS, form="{hex} {title}")
 
 
 class CompositeHead(Layout):
@@ -397,31 +421,44 @@ class CompositeHead(Layout):
     tag: ClassVar[int] = 0x0B
     rule: ClassVar[str] = "HT-LAY-68"
 
-    composition_rule: U8
-    combine_op: U8 = 0
-    member_count: U32
 
     @staticmethod
     def fields(rank: int) -> tuple[cs.Construct, ...]:
         return (
             "composition_rule" / Rule(
-                Rule(cs.Int8ul, _public_rule, "HT-LAY-69", "0x01, 0x02 or 0x03",
+                Rule(cs.Int8ul, _public_rule, "HT-LAY-69", alternatives(CompositionRule),
                      "reserved or invalid composition rule"),
-                lambda v, _: not is_private(v), "HT-LAY-70", "0x01, 0x02 or 0x03",
+                lambda v, _: not is_private(v), "HT-LAY-70", alternatives(CompositionRule),
                 "private composition rules need an agreement; none is registered")
-            * "0x01 partition, 0x02 overlay, 0x03 group",
-            "combine_op" / Rule(
-                Rule(cs.Int8ul, _combine_ok, "HT-LAY-71", "0x00", "partition and group take no combine_op"),
-                _overlay_op, "HT-LAY-72", "0x01 replace or 0x02 add", "unknown overlay combine_op")
-            * "0x00 for partition and group; 0x01 replace or 0x02 add for overlay",
+            * legend(CompositionRule),
+            "combine_op" / cs.Default(Rule(
+                Rule(cs.Int8ul, _combine_ok, "HT-LAY-71", CombineOp.NONE.hex, f"{_NOT_OVERLAY} take no combine_op"),
+                _overlay_op, "HT-LAY-72", _OVERLAY_OPS, "unknown overlay combine_op"), int(CombineOp.NONE))
+            * f"{CombineOp.NONE.hex} for {_NOT_OVERLAY}; {_OVERLAY_OPS} for {CompositionRule.OVERLAY.title}",
             "reserved" / zero_bytes(2, "HT-LAY-73") * "_reserved: two zero bytes",
             "member_count" / Rule(
                 Rule(cs.Int32ul, lambda v, _: v != OPEN_COMPOSITE, "HT-LAY-74", "a definite count",
                      "open composites (0xFFFFFFFF) are reserved"),
-                lambda v, ctx: v > 0 or ctx.composition_rule != OVERLAY, "HT-LAY-75", ">= 1",
+                lambda v, ctx: v > 0 or ctx.composition_rule != CompositionRule.OVERLAY, "HT-LAY-75", ">= 1",
                 "an overlay needs its base member")
             * "number of member descriptors that follow",
         )
+
+    def check_buffer_table(self, count: int) -> None:
+        if count:
+            raise RuleViolation("HT-BUFT-03", "a composite head owns no buffers", path="descriptor -> buffer_count",
+                                actual=count, expected=0)
+
+    def check_quantized(self, quantized: bool, flags: int) -> None:
+        if quantized:
+            raise RuleViolation("HT-LAY-76", "a composite head is never quantized", path="descriptor -> flags",
+                                actual=f"0x{flags:08X}", expected="HAS_QUANTIZATION clear")
+
+    def check_member(self, member: Any, flags: int) -> None:
+        if member is not None:
+            raise RuleViolation("HT-SEC-38", "a composite head is not itself a member section carrier",
+                                path="descriptor -> flags", actual=f"0x{flags:08X}",
+                                expected="HAS_COMPOSITE_MEMBER clear")
 
 
 # ---------------------------------------------------------------- Hilbert 0x40
@@ -432,8 +469,6 @@ class Hilbert(Layout):
     tag: ClassVar[int] = 0x40
     rule: ClassVar[str] = "HT-LAY-77"
 
-    hilbert_order: U32
-    hilbert_rank: U32
 
     @staticmethod
     def fields(rank: int) -> tuple[cs.Construct, ...]:
@@ -445,7 +480,7 @@ class Hilbert(Layout):
             * "dimensions of the curve; equals rank",
         )
 
-    def check_tensor(self, t: "TensorContext") -> None:
+    def check_tensor(self, t: TensorChecks) -> None:
         if self.hilbert_rank != t.rank:
             t.fail("HT-LAY-79", "hilbert_rank differs from rank", "descriptor -> layout -> hilbert_rank",
                    actual=self.hilbert_rank, expected=t.rank)
@@ -474,8 +509,6 @@ class PrivateLayout(Layout):
     tag: ClassVar[int] = PRIVATE_RANGE.first
     rule: ClassVar[str] = "HT-LAY-84"
 
-    extension_layout_id: U64
-    extension_data: bytes = b""
 
     @staticmethod
     def fields(rank: int) -> tuple[cs.Construct, ...]:
@@ -486,8 +519,11 @@ class PrivateLayout(Layout):
             * "identifies the private layout; meaningful only by agreement",
             "extension_data_length" / cs.Rebuild(cs.Int32ul, cs.len_(this.extension_data))
             * "n: bytes of extension_data",
-            "extension_data" / Bytes(this.extension_data_length) * "u8[n]: opaque layout data",
+            "extension_data" / cs.Default(Bytes(this.extension_data_length), b"") * "u8[n]: opaque layout data",
         )
+
+    def matches_tag(self, tag: int | None) -> bool:
+        return tag is not None and is_private(tag)
 
     @property
     def registered(self) -> bool:
@@ -503,8 +539,12 @@ class OpaqueLayout(Layout):
 
     tag: ClassVar[int] = 0x00
     rule: ClassVar[str] = "HT-HDR-17"
+    opaque: ClassVar[bool] = True
 
     payload: bytes = b""
+
+    def matches_tag(self, tag: int | None) -> bool:
+        return tag is not None
 
     def wire_declaration(self) -> None:
         return None

@@ -13,10 +13,9 @@ from hurray_decl.hurray.quantization import load_quantization
 
 from hurray_decl.hurray.schemes.quantization import Descriptor as QuantizationDescriptor
 from hurray_decl.hurray.tensor.buffers import BufferHandle
-from hurray_decl.declare.model import U8, U32, U64
 from hurray_decl.hurray.tensor.common import Section
 from hurray_decl.hurray.tensor.common import MAX_RANK
-from hurray_decl.hurray.tensor.header import HEADER, HEADER_LENGTH, MAGIC, Flag, core
+from hurray_decl.hurray.tensor.header import HEADER, HEADER_LENGTH, MAGIC, Flag, core, core_fields
 from hurray_decl.hurray.tensor.layouts import LAYOUTS, Layout, OpaqueLayout, PrivateLayout, RowMajor
 from hurray_decl.hurray.tensor.sections import CompositeMember, ExtensionType, Shard, Statistics
 
@@ -51,15 +50,15 @@ class TensorDescriptor(Section):
 
     rule: ClassVar[str] = "HT-HDR-03"
     wire_name: ClassVar[str] = "descriptor"
+    wire_only: ClassVar[tuple[str, ...]] = ("magic", "rank")  # a constant; len(shape)
+    nullable: ClassVar[tuple[str, ...]] = ("descriptor_length", "flags", "layout_tag")  # the writer derives them
 
-    version_major: U8 = 1
-    version_minor: U8 = 0
-    descriptor_length: U32 | None = None
-    flags: U32 | None = None
-    type_tag: U8
-    layout_tag: U8 | None = None
-    shape: tuple[U64, ...] = ()
-    byte_offset: U64 = 0
+    @staticmethod
+    def fields(rank: int) -> tuple[cs.Construct, ...]:
+        """The fixed header, then shape and byte_offset: the model's own wire fields (the
+        sections below are models of their own)."""
+        return (*HEADER.subcons, *core_fields(rank))
+
     layout: SerializeAsAny[Layout] = RowMajor()
     buffers: tuple[BufferHandle, ...] = ()
     quantization: SerializeAsAny[QuantizationDescriptor] | None = None

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 import construct as cs
 
 from hurray_decl.declare.schema import Record, Rule, zero_bytes
-from hurray_decl.declare.model import F64, U8, U32, U64
+from hurray_decl.hurray.tables.codes import MemberRole, Statistic, alternatives, bit_legend, clear_above, legend
 from hurray_decl.hurray.tensor.common import Section, boolean, one_of
 
 QUANTIZATION_LENGTH = "quantization_length" / cs.Int32ul * (
@@ -33,8 +33,7 @@ class Shard(Section):
     rule: ClassVar[str] = "HT-SEC-03"
     wire_name: ClassVar[str] = "shard"
 
-    parent_shape: tuple[U64, ...]
-    shard_offset: tuple[U64, ...]
+    fields = staticmethod(shard_fields)  # the model's fields are derived from it
 
     def wire_declaration(self) -> cs.Construct:
         return cs.Struct(*shard_fields(len(self.parent_shape)))
@@ -42,18 +41,23 @@ class Shard(Section):
 
 # ---------------------------------------------------------------- statistics (flags bit 3)
 
-NNZ_VALID, SPARSITY_VALID, VALUE_RANGE_VALID, VALUE_STATS_VALID, NM_SPARSITY_VALID, NAN_INF_VALID = (
-    1 << 0, 1 << 1, 1 << 2, 1 << 3, 1 << 4, 1 << 5)
-MASK_DEFINED = 0x3F
+MASK_DEFINED = int(sum(Statistic))
+"""Every defined computed_mask bit."""
 
+_S = Statistic
 _GUARDED = {
-    "nnz": NNZ_VALID, "sparsity_ratio": SPARSITY_VALID,
-    "value_min": VALUE_RANGE_VALID, "value_max": VALUE_RANGE_VALID, "value_abs_max": VALUE_RANGE_VALID,
-    "value_mean": VALUE_STATS_VALID, "value_stddev": VALUE_STATS_VALID,
-    "nm_n": NM_SPARSITY_VALID, "nm_m": NM_SPARSITY_VALID,
-    "has_nan": NAN_INF_VALID, "has_inf": NAN_INF_VALID,
+    "nnz": _S.NNZ_VALID, "sparsity_ratio": _S.SPARSITY_VALID,
+    "value_min": _S.VALUE_RANGE_VALID, "value_max": _S.VALUE_RANGE_VALID, "value_abs_max": _S.VALUE_RANGE_VALID,
+    "value_mean": _S.VALUE_STATS_VALID, "value_stddev": _S.VALUE_STATS_VALID,
+    "nm_n": _S.NM_SPARSITY_VALID, "nm_m": _S.NM_SPARSITY_VALID,
+    "has_nan": _S.NAN_INF_VALID, "has_inf": _S.NAN_INF_VALID,
 }
 """The computed_mask bit that makes each statistic known (HT-SEC-12)."""
+
+
+def _guarded(name: str, text: str) -> str:
+    """A statistic's documentation, led by the name of the bit that makes it known."""
+    return f"{_GUARDED[name].name}: {text}"
 
 
 def _valid(bit: int, check: Any) -> Any:
@@ -61,28 +65,29 @@ def _valid(bit: int, check: Any) -> Any:
 
 
 def _flag_byte(name: str) -> cs.Construct:
-    return Rule(cs.Int8ul, _valid(NAN_INF_VALID, lambda v, _: v in (0, 1)), "HT-SEC-08", "0x00 or 0x01",
-                f"{name} is a 0/1 byte") * f"NAN_INF_VALID: 1 if any element is {name[4:]}"
+    return cs.Default(Rule(cs.Int8ul, _valid(_GUARDED[name], lambda v, _: v in (0, 1)), "HT-SEC-08", "0x00 or 0x01",
+                           f"{name} is a 0/1 byte"), 0) * _guarded(name, f"1 if any element is {name[4:]}")
 
 
 STATISTICS = Record(
-    "computed_mask" / Rule(cs.Int32ul, lambda v, _: v & ~MASK_DEFINED == 0, "HT-SEC-09", "bits 6-31 clear",
-                           "a reserved computed_mask bit is set")
-    * "which statistics are known: bit 0 nnz, 1 sparsity, 2 value range, 3 mean/stddev, 4 N:M, 5 NaN/inf",
+    "computed_mask" / cs.Default(Rule(cs.Int32ul, lambda v, _: v & ~MASK_DEFINED == 0, "HT-SEC-09",
+                                      clear_above(Statistic), "a reserved computed_mask bit is set"), 0)
+    * f"which statistics are known: {bit_legend(Statistic)}",
     "reserved" / zero_bytes(4, "HT-SEC-10") * "_reserved: u32 zero",
-    "nnz" / cs.Int64ul * "NNZ_VALID: non-zero elements; equals a sparse layout's nnz",
-    "sparsity_ratio" / cs.Float64l * "SPARSITY_VALID: fraction of zero elements, nominally [0, 1]",
-    "value_min" / cs.Float64l * "VALUE_RANGE_VALID: smallest dequantized value",
-    "value_max" / cs.Float64l * "VALUE_RANGE_VALID: largest dequantized value",
-    "value_abs_max" / cs.Float64l * "VALUE_RANGE_VALID: max(|min|, |max|)",
-    "value_mean" / cs.Float64l * "VALUE_STATS_VALID: mean of the values",
-    "value_stddev" / Rule(cs.Float64l, _valid(VALUE_STATS_VALID, lambda v, _: v >= 0), "HT-SEC-14", ">= 0",
-                          "a standard deviation is never negative or NaN")
-    * "VALUE_STATS_VALID: standard deviation; >= 0",
-    "nm_n" / cs.Int8ul * "NM_SPARSITY_VALID: N of N:M structured sparsity",
-    "nm_m" / Rule(cs.Int8ul, _valid(NM_SPARSITY_VALID, lambda v, ctx: ctx.nm_n <= v), "HT-SEC-15",
-                  ">= nm_n", "N:M sparsity needs nm_n <= nm_m")
-    * "NM_SPARSITY_VALID: M of N:M structured sparsity",
+    "nnz" / cs.Default(cs.Int64ul, 0) * _guarded("nnz", "non-zero elements; equals a sparse layout's nnz"),
+    "sparsity_ratio" / cs.Default(cs.Float64l, 0.0)
+    * _guarded("sparsity_ratio", "fraction of zero elements, nominally [0, 1]"),
+    "value_min" / cs.Default(cs.Float64l, 0.0) * _guarded("value_min", "smallest dequantized value"),
+    "value_max" / cs.Default(cs.Float64l, 0.0) * _guarded("value_max", "largest dequantized value"),
+    "value_abs_max" / cs.Default(cs.Float64l, 0.0) * _guarded("value_abs_max", "max(|min|, |max|)"),
+    "value_mean" / cs.Default(cs.Float64l, 0.0) * _guarded("value_mean", "mean of the values"),
+    "value_stddev" / cs.Default(Rule(cs.Float64l, _valid(_GUARDED["value_stddev"], lambda v, _: v >= 0), "HT-SEC-14",
+                                     ">= 0", "a standard deviation is never negative or NaN"), 0.0)
+    * _guarded("value_stddev", "standard deviation; >= 0"),
+    "nm_n" / cs.Default(cs.Int8ul, 0) * _guarded("nm_n", "N of N:M structured sparsity"),
+    "nm_m" / cs.Default(Rule(cs.Int8ul, _valid(_GUARDED["nm_m"], lambda v, ctx: ctx.nm_n <= v), "HT-SEC-15",
+                             ">= nm_n", "N:M sparsity needs nm_n <= nm_m"), 0)
+    * _guarded("nm_m", "M of N:M structured sparsity"),
     "has_nan" / _flag_byte("has_nan"),
     "has_inf" / _flag_byte("has_inf"),
     "reserved2" / zero_bytes(4, "HT-SEC-11") * "_reserved2: four zero bytes",
@@ -96,18 +101,7 @@ class Statistics(Section):
     rule: ClassVar[str] = "HT-SEC-08"
     wire_name: ClassVar[str] = "statistics"
 
-    computed_mask: U32 = 0
-    nnz: U64 = 0
-    sparsity_ratio: F64 = 0.0
-    value_min: F64 = 0.0
-    value_max: F64 = 0.0
-    value_abs_max: F64 = 0.0
-    value_mean: F64 = 0.0
-    value_stddev: F64 = 0.0
-    nm_n: U8 = 0
-    nm_m: U8 = 0
-    has_nan: U8 = 0
-    has_inf: U8 = 0
+    declaration: ClassVar[cs.Construct] = STATISTICS  # the model's fields are derived from it
 
     def wire_declaration(self) -> cs.Construct:
         return STATISTICS
@@ -130,9 +124,10 @@ def _sub_byte_packing(value: int, ctx: Any) -> bool:
     return width >= 8 or value * width == 8
 
 
-def _integer_zero(code: str, name: str, subcon: cs.Construct = cs.Int8ul) -> Rule:
-    return Rule(subcon, lambda v, ctx: ctx.is_float == 1 or v == 0, code, "0 for an integer type",
-                f"an integer extension type has no {name}")
+def _integer_zero(code: str, name: str, subcon: cs.Construct = cs.Int8ul) -> cs.Construct:
+    """A float-only field: 0 for an integer type (and 0 unless given)."""
+    return cs.Default(Rule(subcon, lambda v, ctx: ctx.is_float == 1 or v == 0, code, "0 for an integer type",
+                           f"an integer extension type has no {name}"), 0)
 
 
 EXTENSION_TYPE = Record(
@@ -143,25 +138,25 @@ EXTENSION_TYPE = Record(
         lambda v, _: v < 8 or v % 8 == 0, "HT-SEC-34", "a multiple of 8",
         "a type of 8 bits or more has a whole number of bytes (HD-25)")
     * "bits per element; 1, 2, 4 or a multiple of 8",
-    "packing_factor" / Rule(
+    "packing_factor" / cs.Default(Rule(
         Rule(cs.Int8ul, _packing_ok, "HT-SEC-23", 1, "whole-byte types have packing_factor 1"),
-        _sub_byte_packing, "HT-SEC-25", "8 / bit_width", "sub-byte packing_factor is 8 / bit_width")
+        _sub_byte_packing, "HT-SEC-25", "8 / bit_width", "sub-byte packing_factor is 8 / bit_width"), 1)
     * "elements per byte: 8 / bit_width below 8 bits, else 1",
-    "is_float" / boolean("HT-SEC-21", "is_float") * "0x00 integer, 0x01 floating point",
-    "is_signed" / Rule(boolean("HT-SEC-21", "is_signed"), lambda v, ctx: ctx.is_float == 0 or v == 0,
-                       "HT-SEC-26", 0, "a float extension type carries its sign in sign_bits")
+    "is_float" / cs.Default(boolean("HT-SEC-21", "is_float"), 0) * "0x00 integer, 0x01 floating point",
+    "is_signed" / cs.Default(Rule(boolean("HT-SEC-21", "is_signed"), lambda v, ctx: ctx.is_float == 0 or v == 0,
+                                  "HT-SEC-26", 0, "a float extension type carries its sign in sign_bits"), 0)
     * "0x01 two's-complement integer; 0 for floats",
-    "sign_bits" / Rule(
+    "sign_bits" / cs.Default(Rule(
         Rule(cs.Int8ul, lambda v, _: v <= 1, "HT-SEC-27", "0 or 1", "sign_bits is at most 1"),
         lambda v, ctx: ctx.is_float == 1 or v == 0, "HT-SEC-28", "0 for an integer type",
-        "an integer extension type has no sign bit field")
+        "an integer extension type has no sign bit field"), 0)
     * "float sign bits: 0 or 1",
     "exponent_bits" / _integer_zero("HT-SEC-29", "exponent") * "float exponent bits",
     "mantissa_bits" / _integer_zero("HT-SEC-30", "mantissa") * "float mantissa bits",
     "reserved" / zero_bytes(2, "HT-SEC-32") * "_reserved: two zero bytes",
     "exponent_bias" / _integer_zero("HT-SEC-31", "exponent bias", cs.Int32ul) * "float exponent bias",
-    "has_nan" / boolean("HT-SEC-21", "has_nan") * "0x01 if the type has NaN codes",
-    "has_inf" / boolean("HT-SEC-21", "has_inf") * "0x01 if the type has infinities",
+    "has_nan" / cs.Default(boolean("HT-SEC-21", "has_nan"), 0) * "0x01 if the type has NaN codes",
+    "has_inf" / cs.Default(boolean("HT-SEC-21", "has_inf"), 0) * "0x01 if the type has infinities",
     "reserved2" / zero_bytes(2, "HT-SEC-33") * "_reserved2: two zero bytes",
 )
 """The 20-byte extension-type section (HT-SEC-21)."""
@@ -173,16 +168,7 @@ class ExtensionType(Section):
     rule: ClassVar[str] = "HT-SEC-21"
     wire_name: ClassVar[str] = "extension_type"
 
-    bit_width: U32
-    packing_factor: U8 = 1
-    is_float: U8 = 0
-    is_signed: U8 = 0
-    sign_bits: U8 = 0
-    exponent_bits: U8 = 0
-    mantissa_bits: U8 = 0
-    exponent_bias: U32 = 0
-    has_nan: U8 = 0
-    has_inf: U8 = 0
+    declaration: ClassVar[cs.Construct] = EXTENSION_TYPE  # the model's fields are derived from it
 
     def wire_declaration(self) -> cs.Construct:
         return EXTENSION_TYPE
@@ -190,17 +176,16 @@ class ExtensionType(Section):
     def packed_size(self, count: int) -> int:
         """Bytes of ``count`` elements of this type (HT-SEC-34)."""
         if self.bit_width < 8:
-            return -(-count // self.packing_factor)
-        return count * (self.bit_width // 8)
+            return -(-count // int(self.packing_factor))
+        return count * (int(self.bit_width) // 8)
 
 
 # ---------------------------------------------------------------- composite member (flags bit 4)
 
-CORRECTION, BASE = 0x00, 0x01
-
 COMPOSITE_MEMBER = Record(
-    "member_role" / one_of(cs.Int8ul, (CORRECTION, BASE), "HT-SEC-36", "0x00 or 0x01", "reserved member role")
-    * "0x00 correction, 0x01 base",
+    "member_role" / cs.Default(one_of(cs.Int8ul, MemberRole.codes(), "HT-SEC-36", alternatives(MemberRole),
+                                      "reserved member role"), int(MemberRole.CORRECTION))
+    * legend(MemberRole),
     "reserved" / zero_bytes(15, "HT-SEC-37") * "_reserved: fifteen zero bytes",
 )
 """The 16-byte composite-member section (HT-SEC-35)."""
@@ -212,7 +197,7 @@ class CompositeMember(Section):
     rule: ClassVar[str] = "HT-SEC-35"
     wire_name: ClassVar[str] = "composite_member"
 
-    member_role: U8 = CORRECTION
+    declaration: ClassVar[cs.Construct] = COMPOSITE_MEMBER  # the model's fields are derived from it
 
     def wire_declaration(self) -> cs.Construct:
         return COMPOSITE_MEMBER

@@ -140,6 +140,23 @@ class DataContext:
                                 actual=int(codes[element]), expected=0)
 
 
+def sized_contents(d: TensorDescriptor, buffers: Sequence[Any]) -> list[memoryview]:
+    """The buffers as byte views, one per buffer-table entry, each of its handle's byte_size (HT-BUFT-01)."""
+    try:
+        contents = [memoryview(b).cast("B") for b in buffers]
+    except TypeError as exc:
+        raise RuleViolation("HT-BUFT-01", "buffers are bytes-like objects", path="descriptor -> buffers") from exc
+    if len(contents) != len(d.buffers):
+        raise RuleViolation("HT-BUFT-01", "one content per buffer-table entry", path="descriptor -> buffer_count",
+                            actual=len(contents), expected=len(d.buffers))
+    for i, (content, handle) in enumerate(zip(contents, d.buffers)):
+        if len(content) != handle.byte_size:
+            raise RuleViolation("HT-BUFT-01", "the content length differs from the handle's byte_size",
+                                path=f"descriptor -> buffers -> {i} -> byte_size", actual=len(content),
+                                expected=handle.byte_size)
+    return contents
+
+
 def validate_buffers(descriptor: TensorDescriptor, buffers: Sequence[Any], *, permissive: bool = False,
                      padding: bool = True, checked: bool = False) -> DataContext:
     """Check the rules that need the contents of ``buffers`` (one bytes-like per table entry).
@@ -165,18 +182,7 @@ def validate_buffers(descriptor: TensorDescriptor, buffers: Sequence[Any], *, pe
         raise OpaqueDataAccess("HQ-EXT-02", "the scheme was skipped in permissive mode; its data is never read",
                                path="descriptor -> quantization -> scheme_tag",
                                actual=f"0x{d.quantization.scheme_tag:02X}")
-    try:
-        contents = [memoryview(b).cast("B") for b in buffers]
-    except TypeError as exc:
-        raise RuleViolation("HT-BUFT-01", "buffers are bytes-like objects", path="descriptor -> buffers") from exc
-    if len(contents) != len(d.buffers):
-        raise RuleViolation("HT-BUFT-01", "one content per buffer-table entry", path="descriptor -> buffer_count",
-                            actual=len(contents), expected=len(d.buffers))
-    for i, (content, handle) in enumerate(zip(contents, d.buffers)):
-        if len(content) != handle.byte_size:
-            raise RuleViolation("HT-BUFT-01", "the content length differs from the handle's byte_size",
-                                path=f"descriptor -> buffers -> {i} -> byte_size", actual=len(content),
-                                expected=handle.byte_size)
+    contents = sized_contents(d, buffers)
     t = check_descriptor(d, permissive=permissive)
     data = DataContext(t, contents, padding=padding)
     q = d.quantization

@@ -15,27 +15,33 @@ import numpy as np
 from hurray_decl.errors import OnnxLightError
 from hurray_decl.registry import Table
 from hurray_decl.onnx_light.methods import affine, cast, codebook
+from hurray_decl.onnx_light.profiles import QuantizationMethod
 
 __all__ = ["MethodRow", "METHODS", "method_row"]
 
 
 @dataclass(frozen=True)
 class MethodRow:
-    """One block method: its header code, name and run-wide kernels."""
+    """One block method: its header code (whose name the row's is) and run-wide kernels."""
 
-    code: int
-    name: str
+    code: QuantizationMethod
     encode: Callable[..., np.ndarray]     # (values [B, count], run, path) -> code bytes [B, C]
     decode: Callable[..., np.ndarray]     # (code bytes [B, C], run, path) -> values [B, count]
     calibrate: Callable[..., np.ndarray]  # (values [B, count], run, path) -> scales [B]
     magnitude: Callable[..., float] | None = None  # run -> a bound of |decoded| over the run, or None
 
+    @property
+    def name(self) -> str:
+        return self.code.wire_name
+
 
 METHODS: Table[int, MethodRow] = Table("onnx-light block method", "OL-PLAN-07")
-METHODS.register(0, MethodRow(0, "affine", affine.encode, affine.decode, affine.calibrate, affine.magnitude))
-METHODS.register(1, MethodRow(1, "codebook", codebook.encode, codebook.decode, codebook.calibrate,
-                              codebook.magnitude))
-METHODS.register(2, MethodRow(2, "cast", cast.encode, cast.decode, cast.calibrate))
+for _row in (
+    MethodRow(QuantizationMethod.AFFINE, affine.encode, affine.decode, affine.calibrate, affine.magnitude),
+    MethodRow(QuantizationMethod.CODEBOOK, codebook.encode, codebook.decode, codebook.calibrate, codebook.magnitude),
+    MethodRow(QuantizationMethod.CAST, cast.encode, cast.decode, cast.calibrate),
+):
+    METHODS.register(int(_row.code), _row)  # plain int keys: the error lists them as numbers
 
 
 def method_row(method: int, path: str) -> MethodRow:

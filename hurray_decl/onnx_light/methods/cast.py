@@ -7,20 +7,15 @@ half to even. Overflow to infinity is refused (OL-NUM-20).
 
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
 
 from hurray_decl.errors import OnnxLightError
-from hurray_decl.onnx_light.numerics import narrow
+from hurray_decl.onnx_light.numerics import LOGICAL_TYPES, DataType, narrow
 
 __all__ = ["CAST_WIDTHS", "CAST_DTYPES", "encode", "decode", "calibrate"]
 
-CAST_DTYPES: dict[int, np.dtype] = {
-    1: np.dtype("<f4"),                      # FLOAT
-    11: np.dtype("<f8"),                     # DOUBLE
-    10: np.dtype("<f2"),                     # FLOAT16
-    16: np.dtype(ml_dtypes.bfloat16),        # BFLOAT16 (little-endian in memory)
-}
+CAST_DTYPES: dict[int, np.dtype] = {code: code.dtype.newbyteorder("<") for code in LOGICAL_TYPES}
+"""The stored (little-endian) dtype of each cast type: the logical data types."""
 CAST_WIDTHS: dict[int, int] = {code: dtype.itemsize for code, dtype in CAST_DTYPES.items()}
 
 
@@ -36,7 +31,7 @@ def encode(values: np.ndarray, run, path: str) -> np.ndarray:
         v = values / run.scale[:, None]
         if not np.isfinite(v).all():
             _refuse("OL-NUM-19", "value / scale is not finite", ~np.isfinite(v), values, path)
-        if cast_type == 11:
+        if cast_type == DataType.DOUBLE:
             stored = v
         else:
             stored = narrow(v, cast_type)

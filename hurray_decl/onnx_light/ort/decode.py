@@ -17,7 +17,9 @@ from hurray_decl.onnx_light.ort.descriptor import ort_type, read_ort_type
 from hurray_decl.onnx_light.ort.geometry import (
     IMPLICIT,
     PACKED,
+    SOURCE_CODES,
     SOURCE_DTYPES,
+    SOURCE_NAMES,
     OrtGeometry,
     make_matmul_nbits_plan,
     ort_error,
@@ -52,8 +54,8 @@ def read_ort(resolved: pb.StructTypeProto, fmt: QuantizationFormat, dtype: int, 
              raw: bytes, path: str = "value") -> OrtValue:
     """Validate an ORT value's descriptor and payload (OL-ORT-07, -08, -14, -23 .. -28)."""
     if dtype not in SOURCE_DTYPES:
-        raise ort_error("OL-ORT-08", "an ORT logical type is FLOAT, FLOAT16 or BFLOAT16", f"{path} -> logical_type",
-                    dtype, "1, 10 or 16")
+        raise ort_error("OL-ORT-08", f"an ORT logical type is {SOURCE_NAMES}", f"{path} -> logical_type",
+                    dtype, SOURCE_CODES)
     if len(shape) != 2 or min(shape) <= 0:
         raise ort_error("OL-ORT-07", "an ORT logical type is a [K, N] matrix with K, N > 0",
                     f"{path} -> logical_type", list(shape), "[K, N]")

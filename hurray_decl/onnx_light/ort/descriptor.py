@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from hurray_decl.onnx_light.numerics import INT64, UINT8
+from hurray_decl.onnx_light.numerics import DataType
 from hurray_decl.onnx_light.profiles import WIRE_PREFIX, QuantizationFormat
 from hurray_decl.onnx_light.wire import add_tensor, int64_constant, pb
 from hurray_decl.onnx_light.ort.geometry import (
@@ -36,10 +36,10 @@ def ort_type(geometry: OrtGeometry) -> pb.StructTypeProto:
     parameters = s.field.add()
     parameters.name = FIELDS[0]
     parameters.constant.CopyFrom(int64_constant([geometry.bits, geometry.block_size], [2]))
-    add_tensor(s, FIELDS[1], UINT8, [geometry.n, geometry.groups, geometry.blob])
+    add_tensor(s, FIELDS[1], DataType.UINT8, [geometry.n, geometry.groups, geometry.blob])
     add_tensor(s, FIELDS[2], geometry.dtype, [geometry.n, geometry.groups])
     if geometry.zero_points != IMPLICIT:
-        add_tensor(s, FIELDS[3], UINT8 if geometry.zero_points == PACKED else geometry.dtype, geometry.zp_dims)
+        add_tensor(s, FIELDS[3], DataType.UINT8 if geometry.zero_points == PACKED else geometry.dtype, geometry.zp_dims)
     return root
 
 
@@ -72,7 +72,7 @@ def read_ort_type(root: pb.StructTypeProto, fmt: QuantizationFormat, path: str) 
         raise ort_error("OL-ORT-27", "an ORT descriptor is a structure of 3 or 4 fields", path, len(fields), "3 or 4")
     first = fields[0]
     constant = first.constant
-    if (first.name != FIELDS[0] or first.WhichOneof("content") != "constant" or constant.data_type != INT64
+    if (first.name != FIELDS[0] or first.WhichOneof("content") != "constant" or constant.data_type != DataType.INT64
             or list(constant.dims) != [2] or len(constant.int64_data) != 2 or constant.HasField("raw_data")):
         raise ort_error("OL-ORT-27", "the first field must be the constant INT64 [2] parameters",
                     f"{path} -> parameters", first.name, "parameters = [bits, block_size]")
@@ -89,5 +89,5 @@ def read_ort_type(root: pb.StructTypeProto, fmt: QuantizationFormat, path: str) 
     kind = IMPLICIT
     if len(fields) == 4:
         zp_type, _ = _tensor_field(fields[3], f"{path} -> zero_points")
-        kind = PACKED if zp_type == UINT8 else FLOATING
+        kind = PACKED if zp_type == DataType.UINT8 else FLOATING
     return OrtTypeInfo(fmt, block_size, scale_dims[0], scale_dims[1], dtype, kind)

@@ -21,7 +21,9 @@ from hurray_decl.onnx_light.ort.geometry import (
     IMPLICIT,
     ORT_FORMATS,
     PACKED,
+    SOURCE_DTYPE_NAMES,
     SOURCE_DTYPES,
+    SOURCE_NAMES,
     OrtGeometry,
     check_block_size,
     group_rows,
@@ -176,8 +178,8 @@ def source_code(array: np.ndarray) -> int:
     for code in SOURCE_DTYPES:
         if array.dtype == LOGICAL_DTYPES[code]:
             return code
-    raise ort_error("OL-ORT-08", "an ORT source is FLOAT, FLOAT16 or BFLOAT16", "source -> dtype", str(array.dtype),
-                "float32, float16 or bfloat16")
+    raise ort_error("OL-ORT-08", f"an ORT source is {SOURCE_NAMES}", "source -> dtype", str(array.dtype),
+                SOURCE_DTYPE_NAMES)
 
 
 def quantize_ort(array, plan: QuantizationPlan) -> pb.EncodedValueProto:

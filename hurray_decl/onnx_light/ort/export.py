@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from hurray_decl.onnx_light.numerics import LOGICAL_DTYPES, UINT8
+from hurray_decl.onnx_light.numerics import LOGICAL_DTYPES, DataType
 from hurray_decl.onnx_light.wire import pb
 from hurray_decl.onnx_light.ort.decode import OrtValue
 from hurray_decl.onnx_light.ort.geometry import FLOATING, PACKED
@@ -52,12 +52,12 @@ def export_inputs(value: OrtValue) -> MatMulNBitsInputs:
     g = value.geometry
     cls = _tensor_class()
     target = LOGICAL_DTYPES[g.dtype]
-    weights = _tensor(cls, "B", UINT8, [g.n, g.groups, g.blob], value.weights.tobytes())
+    weights = _tensor(cls, "B", DataType.UINT8, [g.n, g.groups, g.blob], value.weights.tobytes())
     scales = _tensor(cls, "scales", g.dtype, [g.n, g.groups], value.scales.astype(target.newbyteorder("<")).tobytes())
     zero_points = None
     stored = value.zp_stored  # None exactly when the zero points are implicit
     if g.zero_points == PACKED and stored is not None:
-        zero_points = _tensor(cls, "zero_points", UINT8, g.zp_dims, stored.tobytes())
+        zero_points = _tensor(cls, "zero_points", DataType.UINT8, g.zp_dims, stored.tobytes())
     elif g.zero_points == FLOATING and stored is not None:
         zero_points = _tensor(cls, "zero_points", g.dtype, g.zp_dims,
                               stored.astype(target.newbyteorder("<")).tobytes())

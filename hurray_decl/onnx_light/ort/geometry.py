@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from hurray_decl.errors import OnnxLightError
-from hurray_decl.onnx_light.numerics import BFLOAT16, FLOAT, FLOAT16, LOGICAL_DTYPES
+from hurray_decl.onnx_light.numerics import LOGICAL_DTYPES, DataType, spelled
 from hurray_decl.onnx_light.plan import (
     U32_MAX,
     QuantizationBlockLayout,
@@ -23,6 +23,9 @@ from hurray_decl.onnx_light.profiles import QuantizationFormat, require_format
 __all__ = [
     "ORT_FORMATS",
     "SOURCE_DTYPES",
+    "SOURCE_NAMES",
+    "SOURCE_CODES",
+    "SOURCE_DTYPE_NAMES",
     "FIELDS",
     "IMPLICIT",
     "PACKED",
@@ -47,8 +50,12 @@ ORT_FORMATS: dict[QuantizationFormat, int] = {
 """The three ORT profiles and their code widths."""
 
 
-SOURCE_DTYPES = (FLOAT, FLOAT16, BFLOAT16)
+SOURCE_DTYPES = (DataType.FLOAT, DataType.FLOAT16, DataType.BFLOAT16)
 """Source and logical dtypes of an ORT value; DOUBLE is not one of them (OL-ORT-08)."""
+SOURCE_NAMES = spelled([code.name for code in SOURCE_DTYPES])
+"""``FLOAT, FLOAT16 or BFLOAT16``, as the OL-ORT-08 messages write them."""
+SOURCE_CODES = spelled([str(int(code)) for code in SOURCE_DTYPES])
+SOURCE_DTYPE_NAMES = spelled([code.dtype.name for code in SOURCE_DTYPES])
 
 
 FIELDS = ("parameters", "B", "scales", "zero_points")

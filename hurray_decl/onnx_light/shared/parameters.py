@@ -14,17 +14,21 @@ from google.protobuf.message import DecodeError
 
 from hurray_decl.errors import HurrayDeclError, OnnxLightError
 from hurray_decl.onnx_light.calibrate import quantize_with_type
-from hurray_decl.onnx_light.numerics import INT64, LOGICAL_DTYPES, UINT8
+from hurray_decl.onnx_light.numerics import LOGICAL_DTYPES, LOGICAL_TYPES, DataType, spelled
 from hurray_decl.onnx_light.ort import ORT_FORMATS
 from hurray_decl.onnx_light.profiles import WIRE_PREFIX, parse_quantization_format
 from hurray_decl.onnx_light.tensors import array_to_tensor, tensor_to_array
 from hurray_decl.onnx_light.wire import (
+    BLOCK,
+    ROOT,
     add_tensor,
     check_strings,
+    field_spans,
     logical_shape,
     model_catalogue,
     pb,
     read_geometry,
+    record_bytes,
     resolve_struct_type,
 )
 
@@ -139,8 +143,13 @@ def compact_type(local_size: int) -> pb.StructTypeProto:
     root = pb.StructTypeProto()
     root.name = COMPACT_NAME
     root.structure.SetInParent()
-    add_tensor(root.structure, "local", UINT8, [1 + local_size])
+    add_tensor(root.structure, "local", DataType.UINT8, [1 + local_size])
     return root
+
+
+LOCAL_ROOT, LOCAL_BLOCK = "outlier_values", "codes"
+"""The raw_data fields a shared value keeps local (OL-SHR-18); their offsets come from the
+field table of :mod:`hurray_decl.onnx_light.wire`."""
 
 
 def _local_ranges(storage: pb.StructTypeProto, full: bytes) -> tuple[tuple[int, int], ...]:
@@ -151,18 +160,18 @@ def _local_ranges(storage: pb.StructTypeProto, full: bytes) -> tuple[tuple[int, 
         dims = [d.dim_value for d in fields[1].type.tensor_type.shape.dim]
         return ((0, math.prod(dims)),)
     geometry = read_geometry(storage, "storage_type")
-    p, n, o = geometry.permutation, geometry.transform, geometry.outliers
     ranges = []
-    at = 1 + 8 * p + 16 * n * n + 8 * o
-    if o:
-        ranges.append((at, 8 * o))
-    at += 8 * o
+    root = field_spans(ROOT, geometry)
+    start, size = root[LOCAL_ROOT]
+    if size:
+        ranges.append((start, size))
+    at = sum(size for _, size in root.values())
     for run in geometry.runs:
-        fixed, codes = 24 + 8 * run.layout.table_size, run.layout.code_bytes
+        (codes_at, codes), record = field_spans(BLOCK, run.layout)[LOCAL_BLOCK], record_bytes(run.layout)
         for _ in range(run.blocks):
             if codes:
-                ranges.append((at + fixed, codes))
-            at += fixed + codes
+                ranges.append((at + codes_at, codes))
+            at += record
     merged: list[tuple[int, int]] = []
     for start, length in ranges:   # adjacent ranges read the same as one
         if merged and merged[-1][0] + merged[-1][1] == start:
@@ -173,7 +182,7 @@ def _local_ranges(storage: pb.StructTypeProto, full: bytes) -> tuple[tuple[int, 
 
 
 def _descriptor_bytes(tensor: pb.TensorProto, role: str, path: str) -> bytes:
-    if (tensor.data_type != UINT8 or len(tensor.dims) != 1 or not tensor.HasField("raw_data")
+    if (tensor.data_type != DataType.UINT8 or len(tensor.dims) != 1 or not tensor.HasField("raw_data")
             or len(tensor.raw_data) != tensor.dims[0] or len(tensor.external_data)
             or tensor.data_location == pb.TensorProto.EXTERNAL):
         raise shared_error("OL-SHR-08", f"{role} must be an inline rank-1 UINT8 initializer holding its bytes", path,
@@ -187,7 +196,7 @@ def _numeric(tensor: pb.TensorProto, role: str, path: str) -> np.ndarray:
         raise shared_error("OL-SHR-09", f"{role} is in external data: load it before validation", path)
     if tensor.data_type in LOGICAL_DTYPES:
         values = tensor_to_array(tensor)
-    elif tensor.data_type == INT64:
+    elif tensor.data_type == DataType.INT64:
         count = math.prod(tensor.dims)   # Python integers: a claimed size never wraps
         values = (np.frombuffer(tensor.raw_data, "<i8").astype(np.int64) if tensor.HasField("raw_data")
                   else np.array(tensor.int64_data, dtype=np.int64))
@@ -196,7 +205,7 @@ def _numeric(tensor: pb.TensorProto, role: str, path: str) -> np.ndarray:
         values = values.reshape(list(tensor.dims))
     else:
         raise shared_error("OL-SHR-10", f"{role} has an element type Quantize does not take", path, tensor.data_type,
-                    "FLOAT, DOUBLE, FLOAT16, BFLOAT16 or INT64")
+                    spelled([code.name for code in (*LOGICAL_TYPES, DataType.INT64)]))
     values = np.array(values, copy=True)
     values.flags.writeable = False
     return values
@@ -312,13 +321,14 @@ def _parameter_tensor(value, role: str) -> pb.TensorProto:
     if array.dtype == np.int64:
         tensor = pb.TensorProto()
         tensor.dims.extend(array.shape)
-        tensor.data_type = INT64
+        tensor.data_type = DataType.INT64
         tensor.raw_data = np.ascontiguousarray(array).astype("<i8").tobytes()
         return tensor
     for code, dtype in LOGICAL_DTYPES.items():
         if array.dtype == dtype:
             return array_to_tensor(array, code)
-    raise shared_error("OL-SHR-10", f"{role} must be FLOAT, DOUBLE, FLOAT16, BFLOAT16 or (for indices) INT64", role,
+    floats = ", ".join(code.name for code in LOGICAL_TYPES)
+    raise shared_error("OL-SHR-10", f"{role} must be {floats} or (for indices) {DataType.INT64.name}", role,
                 str(array.dtype), "a floating or int64 array")
 
 
@@ -369,6 +379,6 @@ def add_quantization_parameters(model, name: str, storage_type, logical_type, *,
 def _uint8_tensor(data: bytes) -> pb.TensorProto:
     tensor = pb.TensorProto()
     tensor.dims.append(len(data))
-    tensor.data_type = UINT8
+    tensor.data_type = DataType.UINT8
     tensor.raw_data = data
     return tensor

@@ -6,22 +6,23 @@ from hypothesis import strategies as st
 
 from hurray_decl.hurray.tables.tags import PRIVATE_TAGS
 from hurray_decl.hurray.tensor import CompositeHead
-from hurray_decl.hurray.tensor.layouts import GROUP, OPEN_COMPOSITE, OVERLAY, PARTITION
+from hurray_decl.hurray.tables.codes import OVERLAY_OPS, CombineOp, CompositionRule
+from hurray_decl.hurray.tensor.layouts import OPEN_COMPOSITE
 from hurray_decl.hurray.strategies.mutants import field_mutant, layout_field, mutant, reserved_field
 from hurray_decl.hurray.strategies.patching import assembled
 from hurray_decl.hurray.strategies.quantization import quantization_descriptors
 from hurray_decl.hurray.strategies.tensor import LayoutStrategy, Part, Request, layout_as, register_layout, shapes, tensor_descriptors
 from hurray_decl.hurray.strategies.values import other_than
 
-RULES = (PARTITION, OVERLAY, GROUP)
-OVERLAY_OPS = (0x01, 0x02)
-"""combine_op of an overlay: replace, add."""
+RULES = CompositionRule.codes()
+OVERLAY = CompositionRule.OVERLAY
 BYTE = st.integers(0, 255)
 
 
 def _head(draw: st.DrawFn, want: Request) -> Part:
     rule = draw(st.sampled_from(RULES))
-    head = CompositeHead(composition_rule=rule, combine_op=draw(st.sampled_from(OVERLAY_OPS)) if rule == OVERLAY else 0,
+    op = draw(st.sampled_from([int(op) for op in OVERLAY_OPS])) if rule == OVERLAY else int(CombineOp.NONE)
+    head = CompositeHead(composition_rule=rule, combine_op=op,
                          member_count=draw(st.integers(1 if rule == OVERLAY else 0, OPEN_COMPOSITE - 1)))
     return Part(draw(shapes(1, 3)), head, ())
 
@@ -46,7 +47,7 @@ def _composition_private() -> st.SearchStrategy[bytes]:
 
 @mutant("HT-LAY-71")
 def _combine_partition() -> st.SearchStrategy[bytes]:
-    return field_mutant(_NOT_OVERLAY, "layout.combine_op", lambda draw, d: draw(st.integers(1, 255)))
+    return field_mutant(_NOT_OVERLAY, "layout.combine_op", lambda draw, d: draw(other_than(BYTE, CombineOp.NONE)))
 
 
 @mutant("HT-LAY-72")

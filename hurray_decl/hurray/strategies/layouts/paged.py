@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
+from hurray_decl.hurray.tables.codes import BlockTableIndexType, KVRole
 from hurray_decl.hurray.tensor import BlockPaged, TensorDescriptor
 from hurray_decl.hurray.strategies.mutants import data_mutant, layout_field, mutant, reserved_field
 from hurray_decl.hurray.strategies.tensor import LayoutStrategy, Part, Request, layout_as, register_layout, tensor_descriptors
+from hurray_decl.hurray.strategies.values import other_than
 from hurray_decl.hurray.strategies.layouts.sparse import can, layout_data, packed_pointers, pointer_change, pointers, undersized
 
 PAGE_SIZES = st.integers(1, 5)
@@ -18,8 +20,9 @@ def _paged(draw: st.DrawFn, want: Request) -> Part:
     shape = (draw(st.integers(0, 9)), draw(st.integers(0, 3)), draw(st.integers(0, 3)))
     page = draw(want.scheme_attribute("PAGE_SIZES", PAGE_SIZES))
     pages, seqs = draw(st.integers(0, 3)), draw(st.integers(0, 2))
-    layout = BlockPaged(page_size=page, num_pages=pages, num_seqs=seqs, kv_role=draw(st.integers(0, 2)),
-                        layer_index=draw(st.integers(0, 2**32 - 1)), block_table_index_type=draw(st.integers(0, 1)))
+    layout = BlockPaged(page_size=page, num_pages=pages, num_seqs=seqs, kv_role=draw(st.sampled_from(KVRole.codes())),
+                        layer_index=draw(st.integers(0, 2**32 - 1)),
+                        block_table_index_type=draw(st.sampled_from(BlockTableIndexType.codes())))
     width = layout.index_width
     entries = draw(st.integers(0, 4)) if pages and seqs else 0  # seq_ptr[num_seqs] = entries (HT-LAY-58)
     sizes = (want.size_of(pages * page * shape[1] * shape[2]), width * entries, width * (seqs + 1))
@@ -44,7 +47,7 @@ register_layout(LayoutStrategy("block_paged", _paged, quantizable=True, paged=Tr
 
 @mutant("HT-LAY-53")
 def _kv_role() -> st.SearchStrategy[bytes]:
-    return layout_field("block_paged", "kv_role", st.integers(3, 255))
+    return layout_field("block_paged", "kv_role", other_than(st.integers(0, 255), *KVRole.codes()))
 
 
 @mutant("HT-LAY-54")

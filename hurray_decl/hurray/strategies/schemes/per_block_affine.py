@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from hurray_decl.hurray.schemes.per_block_affine import ROW, SCALE_TYPES, PerBlockAffine
+from hurray_decl.hurray.schemes.per_block_affine import ROW, PerBlockAffine
+from hurray_decl.hurray.tables.codes import ScaleType
 from hurray_decl.hurray.tables.storage import dtype
 from hurray_decl.hurray.tensor import BlockPaged, write_tensor_descriptor
 from hurray_decl.hurray.strategies.mutants import drawn, mutant, reserved_field
@@ -30,7 +31,7 @@ MIN_BLOCK = 2
 @st.composite
 def descriptors(draw: st.DrawFn) -> PerBlockAffine:
     return PerBlockAffine(axis=draw(AXES), block_size=draw(powers_of_two(MIN_BLOCK, 1 << 31)),
-                          scale_type_tag=draw(st.sampled_from(sorted(SCALE_TYPES))), **draw(shared.affine_indices()))
+                          scale_type_tag=draw(st.sampled_from(ScaleType.codes())), **draw(shared.affine_indices()))
 
 
 def shape(draw: st.DrawFn, shape: list[int]) -> list[int]:
@@ -38,12 +39,12 @@ def shape(draw: st.DrawFn, shape: list[int]) -> list[int]:
 
 
 def scale_type(descriptor: PerBlockAffine) -> str:
-    return SCALE_TYPES[descriptor.scale_type_tag]
+    return ScaleType(descriptor.scale_type_tag).title
 
 
 def for_tensor(draw: st.DrawFn, want: Quantizing) -> tuple[PerBlockAffine, tuple[int, ...], tuple[int, int]]:
-    scale_type_tag = draw(st.sampled_from(sorted(SCALE_TYPES)))
-    width = dtype(SCALE_TYPES[scale_type_tag]).itemsize
+    scale_type_tag = draw(st.sampled_from(ScaleType.codes()))
+    width = dtype(ScaleType(scale_type_tag).title).itemsize
     if want.paged is not None:
         axis, block = 0, want.paged.page_size
         count = want.paged.num_pages * want.paged.page_size
@@ -71,7 +72,7 @@ mutant("HQ-PB-05")(shared.block_beyond(NAME))
 
 @mutant("HQ-PB-08")
 def _pb_scale_type() -> st.SearchStrategy[bytes]:
-    return quant_field(NAME, "scale_type_tag", drawn(other_than(st.integers(0, 255), *SCALE_TYPES)))
+    return quant_field(NAME, "scale_type_tag", drawn(other_than(st.integers(0, 255), *ScaleType.codes())))
 
 
 @mutant("HQ-PB-09")

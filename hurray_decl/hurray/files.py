@@ -1,0 +1,196 @@
+"""Files by path, pyhurray-style: :func:`save`, :func:`load`, :func:`load_kv` and :func:`open_file`.
+
+``open_file(path)`` maps the file and checks its header, index and KV section (level O); a
+tensor is read (level T) and its buffers checked when it is first asked for, and its buffers
+are memoryviews into the mapped file. KV values come back as plain Python values (lists, not
+tuples); :attr:`File.kv_entries` keeps the typed entries, tags included.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hurray_decl.errors import ArgumentError
+from hurray_decl.hurray.container import Container, KVTag, KVValue, read_container
+from hurray_decl.hurray.container.writer import ContainerWriter
+from hurray_decl.hurray.tensor.fields import HEADER_FIELDS
+from hurray_decl.hurray.tensor.layouts import CompositeHead
+from hurray_decl.hurray.values import Tensor, iterate_members, path_of
+
+__all__ = ["File", "load", "load_kv", "open", "open_file", "plain_kv", "save", "tensor_of"]
+
+
+def plain_kv(entry: KVValue) -> Any:
+    """A KV value as a plain Python value: arrays as lists, bytes as bytes."""
+    if entry.tag == KVTag.ARRAY:
+        return list(entry.value)
+    return entry.value
+
+
+class File:
+    """A container opened by path, memory-mapped: a read-only mapping of names to :class:`Tensor`.
+
+    A context manager; iterating gives the names (composite members are reached through their
+    head's ``members``, not by their own names), ``name in f`` asks, ``f[name]`` reads.
+    """
+
+    def __init__(self, path: str, container: Container) -> None:
+        self.path = path
+        self._container: Container | None = container
+        members: set[str] = set()
+        for entry in container.entries:  # only composite heads are read now: the layout tag tells them
+            if entry.name not in members and _layout_tag(container, entry.descriptor_offset) == CompositeHead.tag:
+                members.update(t.name for t in container.composite(entry.name).members)
+        self._names = tuple(n for n in container.names if n not in members)
+
+    @property
+    def container(self) -> Container:
+        if self._container is None:
+            raise ArgumentError("file", "the file is closed", actual=self.path, expected="an open file")
+        return self._container
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The tensors' names in index order (composite members under their head)."""
+        return self._names
+
+    @property
+    def kv(self) -> dict[str, Any]:
+        """The KV metadata as plain Python values."""
+        return {key: plain_kv(entry) for key, entry in self.container.kv.items()}
+
+    @property
+    def kv_entries(self) -> dict[str, KVValue]:
+        """The typed KV entries (``tag``, ``value``, ``element_tag``)."""
+        return dict(self.container.kv)
+
+    def __getitem__(self, name: str) -> Tensor:
+        container = self.container
+        if name not in self._names:
+            container.entry(name)  # an ArgumentError naming what the file holds
+            raise ArgumentError("name", "a composite member is read through its head's members", actual=name,
+                                expected=", ".join(self._names[:20]))
+        return tensor_of(container, name, self.path)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def keys(self) -> tuple[str, ...]:
+        return self._names
+
+    def items(self) -> Iterator[tuple[str, Tensor]]:
+        for name in self._names:
+            yield name, self[name]
+
+    def close(self) -> None:
+        """Forget the mapping; it is unmapped once no tensor's buffers refer to it."""
+        self._container = None
+
+    def __enter__(self) -> File:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"File({self.path!r}, {len(self._names)} tensors)"
+
+
+def _layout_tag(container: Container, offset: int) -> int | None:
+    """The layout_tag byte of the descriptor at ``offset`` (None past the file: reading the
+    tensor then refuses it with its rule)."""
+    at = offset + HEADER_FIELDS["layout_tag"][0]
+    return container.view[at] if 0 <= at < len(container.view) else None
+
+
+def tensor_of(container: Container, name: str, path: str | None = None) -> Tensor:
+    """Tensor ``name`` of an opened container (level T); a composite head with its members.
+    ``path`` (the file's) lets the tensor pickle as a reference to the file."""
+    record = container.tensor(name)
+    if not isinstance(record.descriptor.layout, CompositeHead):
+        return Tensor(record.descriptor, record.buffers, name, source=None if path is None else (path, name))
+    return _tree(name, record, list(container.composite(name).members), path)
+
+
+def _tree(name: str, record: Any, rest: list[Any], path: str | None) -> Tensor:
+    """A head and its members, taken pre-order from ``rest`` (nested heads take their own)."""
+    members = []
+    for _ in range(record.descriptor.layout.member_count):
+        member = rest.pop(0)
+        if isinstance(member.descriptor.layout, CompositeHead):
+            members.append(_tree(member.name, member, rest, path))
+        else:
+            members.append(Tensor(member.descriptor, member.buffers, member.name,
+                                  source=None if path is None else (path, member.name)))
+    return Tensor(record.descriptor, record.buffers, name, members=members)
+
+
+def open_file(path: str | Path) -> File:
+    """Open a ``.hrry`` file, memory-mapped (header, index and KV checked). A file that cannot
+    be opened is the caller's argument: an :class:`ArgumentError` naming the system's reason."""
+    text = path_of(path)
+    try:
+        container = read_container(text)
+    except OSError as exc:
+        raise ArgumentError("path", f"cannot open {text}: {exc.strerror or exc}", actual=text) from None
+    return File(text, container)
+
+
+def load(path: str | Path, names: Sequence[str] | None = None) -> dict[str, Tensor]:
+    """Every tensor of a file (or those of ``names``), by name; buffers map the file."""
+    f = open_file(path)
+    wanted = f.names if names is None else list(names)
+    return {name: f[name] for name in wanted}
+
+
+def load_kv(path: str | Path) -> dict[str, Any]:
+    """A file's KV metadata as plain Python values."""
+    return open_file(path).kv
+
+
+def save(path: str | Path, tensors: Mapping[str, Any], kv: Mapping[str, Any] | None = None, *,
+         alignment: int = 4096) -> None:
+    """Write ``tensors`` (name -> :class:`Tensor` or array) and ``kv`` to ``path``: to a
+    temporary file beside it, renamed over it once complete."""
+    text = path_of(path)
+    if not isinstance(tensors, Mapping):
+        raise ArgumentError("tensors", "save takes a mapping of names to tensors", actual=type(tensors).__name__)
+    items = []
+    for name, value in tensors.items():
+        if not isinstance(value, Tensor):
+            value = Tensor.from_numpy(np.asarray(value), name=name)
+        items.append((name, value))
+    folder = os.path.dirname(os.path.abspath(text))
+    try:
+        handle, temporary = tempfile.mkstemp(dir=folder, prefix=".hurray-", suffix=".tmp")
+    except OSError as exc:
+        raise ArgumentError("path", f"cannot write into {folder}: {exc.strerror or exc}", actual=text) from None
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            writer = ContainerWriter(stream, alignment=alignment)
+            for name, tensor in items:
+                writer.add(name, tensor.descriptor, tensor.buffers)
+                for member in iterate_members(tensor.members):
+                    writer.add(member.name or "", member.descriptor, member.buffers)
+            writer.finish(dict(kv) if kv else None)
+        os.replace(temporary, text)
+    except OSError as exc:
+        raise ArgumentError("path", f"cannot write {text}: {exc.strerror or exc}", actual=text) from None
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+
+
+open = open_file

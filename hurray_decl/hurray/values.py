@@ -1,0 +1,608 @@
+"""One object for a tensor and its numbers: :class:`Tensor`.
+
+A :class:`Tensor` holds a checked descriptor, its buffers (memoryviews into the file it came
+from, when it came from one) and a name. ``np.asarray(t)`` and :meth:`Tensor.numpy` give its
+logical values, whatever its element type and layout:
+
+- unquantized dense tensors: the stored bits reinterpreted (:func:`storage.values_of_codes`):
+  float16/32/64 and complex as themselves, bfloat16 and the float8/6/4 types as their
+  ``ml_dtypes`` types, sub-byte integers as int8 / uint8, bool as bool;
+- quantized dense tensors: the scheme's dequantization (float32, :mod:`~hurray_decl.hurray.numerics`);
+- sparse tensors (COO, CSR, CSC, CSF): :meth:`Tensor.sparse` gives coordinates and values,
+  :meth:`Tensor.numpy` the dense array (HX-01 when it cannot be allocated), ``to_scipy`` /
+  (stored values dequantized under per-tensor affine; other schemes refused),
+  :meth:`Tensor.from_scipy` the scipy forms;
+- block-paged tensors: :meth:`Tensor.sequence` the values of one sequence (dequantized per page
+  slot under per-block affine), :meth:`Tensor.numpy` the sequences one after the other (the
+  logical ``[tokens, heads, head_dim]`` view);
+- composite heads: the assembled array (partition, overlay, nested), members in :attr:`Tensor.members`.
+
+``t[i:j, ...]`` (basic slices and integers) reads and dequantizes only the window of a dense
+tensor (:meth:`~hurray_decl.hurray.numerics.Dequantization.window`,
+:func:`~hurray_decl.hurray.tensor.access.window_codes`); the other layouts are assembled, then sliced.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from math import prod
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from hurray_decl.errors import ArgumentError, RuleViolation, UnsupportedError
+from hurray_decl.hurray import kernels, numerics
+from hurray_decl.hurray.container import read_container
+from hurray_decl.hurray.quantization import kernel_for
+from hurray_decl.hurray.schemes.per_block_affine import PerBlockAffine
+from hurray_decl.hurray.schemes.per_tensor_affine import PerTensorAffine
+from hurray_decl.hurray.tables import storage
+from hurray_decl.hurray.tables.element_types import BY_NAME, BY_TAG
+from hurray_decl.hurray.tensor import access
+from hurray_decl.hurray.tables.codes import CombineOp, CompositionRule, MemberRole, ScaleType, alternatives
+from hurray_decl.hurray.tensor.buffers import BufferHandle
+from hurray_decl.hurray.tensor.common import DYNAMIC
+from hurray_decl.hurray.tensor.layouts import (
+    COO,
+    CSC,
+    CSF,
+    CSR,
+    BlockPaged,
+    ColumnMajor,
+    CompositeHead,
+    Layout,
+    RowMajor,
+    row_of,
+)
+from hurray_decl.hurray.tensor.model import TensorDescriptor
+from hurray_decl.hurray.tensor.reader import read_tensor_descriptor
+from hurray_decl.hurray.tensor.validate import DataContext, sized_contents, validate_buffers
+from hurray_decl.hurray.tensor.writer import write_tensor_descriptor
+
+if TYPE_CHECKING:
+    import dask.array
+
+__all__ = ["SparseValues", "Tensor", "element_type", "quantize"]
+
+SPARSE = (COO, CSR, CSC, CSF)
+LAYOUT_NAMES = {"row-major": RowMajor, "column-major": ColumnMajor}
+"""The dense layouts :meth:`Tensor.from_numpy` writes, by name (or pass the layout object)."""
+
+
+def element_type(name_or_tag: Any) -> int:
+    """The type tag of an element type given by name (``"float16"``, ``"int4"``) or by tag."""
+    if isinstance(name_or_tag, str):
+        if name_or_tag not in BY_NAME:
+            raise ArgumentError("type", f"unknown element type {name_or_tag!r}", actual=name_or_tag,
+                                expected=", ".join(BY_NAME))
+        return BY_NAME[name_or_tag].tag
+    if isinstance(name_or_tag, (int, np.integer)) and not isinstance(name_or_tag, bool) and int(name_or_tag) in BY_TAG:
+        return int(name_or_tag)
+    raise ArgumentError("type", "an element type is a name or an assigned type tag", actual=name_or_tag,
+                        expected="e.g. 'float16', 'int4' or 0x01")
+
+
+@dataclass(frozen=True)
+class SparseValues:
+    """The stored entries of a sparse tensor: ``coords[i]`` (int64, one column per axis) holds
+    ``values[i]`` (dequantized when the tensor is quantized); ``shape`` the dense shape."""
+
+    coords: np.ndarray
+    values: np.ndarray
+    shape: tuple[int, ...]
+
+
+class Tensor:
+    """One tensor: a checked :class:`TensorDescriptor`, its buffers and its name; immutable.
+
+    Build one with :meth:`from_numpy`, :meth:`from_scipy`, :func:`quantize`, or read one from a
+    file (:func:`hurray_decl.load`, :func:`hurray_decl.open`); or wrap a descriptor and its
+    buffers: ``Tensor(descriptor, buffers, name)``. A composite head carries its ``members``.
+    """
+
+    _cache: dict[str, Any]
+    __slots__ = ("_cache", "buffers", "descriptor", "members", "name", "source")
+
+    descriptor: TensorDescriptor
+    buffers: tuple[memoryview, ...]
+    name: str | None
+    members: tuple[Tensor, ...]
+    source: tuple[str, str] | None
+
+    def __init__(self, descriptor: TensorDescriptor, buffers: Sequence[Any] = (), name: str | None = None, *,
+                 members: Sequence[Tensor] = (), source: tuple[str, str] | None = None) -> None:
+        if not isinstance(descriptor, TensorDescriptor):
+            raise RuleViolation("HT-HDR-02", "a Tensor holds a TensorDescriptor", path="descriptor",
+                                actual=type(descriptor).__name__, expected="TensorDescriptor")
+        views = tuple(v.toreadonly() for v in sized_contents(descriptor, buffers))
+        if any(not isinstance(m, Tensor) for m in members):
+            raise ArgumentError("members", "composite members are Tensors")
+        for key, value in (("descriptor", descriptor.checked()), ("buffers", views), ("name", name),
+                           ("members", tuple(members)), ("source", source), ("_cache", {})):
+            object.__setattr__(self, key, value)
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        raise AttributeError("a Tensor is immutable")
+
+    def __delattr__(self, key: str) -> None:
+        raise AttributeError("a Tensor is immutable")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """A tensor of a file pickles as its path and name (the file is opened again where it is
+        unpickled, so no data travels); any other as its descriptor bytes and buffer bytes."""
+        if self.source is not None and not self.members:
+            return _from_file, self.source
+        return _rebuilt, (write_tensor_descriptor(self.descriptor), [bytes(b) for b in self.buffers], self.name,
+                          self.members)
+
+    def __repr__(self) -> str:
+        q = self.descriptor.quantization
+        what = f", {type(q).__name__}" if q is not None else ""
+        return (f"Tensor({self.name!r}, {self.type_name} {list(self.descriptor.shape)}, "
+                f"{row_of(self.descriptor.layout).title}{what})")
+
+    # ------------------------------------------------------------------ what it declares
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.descriptor.shape)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.descriptor.shape)
+
+    @property
+    def size(self) -> int:
+        return prod(self.shape)
+
+    @property
+    def type_name(self) -> str:
+        """The element type's name (``"float16"``, ``"int4"``), or ``0xNN`` for a private type."""
+        element = BY_TAG.get(self.descriptor.type_tag)
+        return element.name if element is not None else f"0x{self.descriptor.type_tag:02X}"
+
+    @property
+    def layout(self) -> Layout:
+        return self.descriptor.layout
+
+    @property
+    def quantization(self) -> Any:
+        return self.descriptor.quantization
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The NumPy dtype of :meth:`numpy`: float32 when quantized, else the element type's values."""
+        if self.descriptor.quantization is not None:
+            return np.dtype(np.float32)
+        dtype: np.dtype = storage.value_dtype(self._element_name())
+        return dtype
+
+    def _element_name(self) -> str:
+        element = BY_TAG.get(self.descriptor.type_tag)
+        if element is None:
+            raise UnsupportedError("HE-08", "the elements of a private type are sized, never interpreted",
+                                   path="descriptor -> type_tag", actual=self.type_name,
+                                   expected="an assigned type tag")
+        return element.name
+
+    # ------------------------------------------------------------------ values
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        return self.numpy(dtype)
+
+    def numpy(self, dtype: Any = None, out: np.ndarray | None = None) -> np.ndarray:
+        """The logical values as an array of :attr:`shape` (see the module's documentation);
+        ``dtype`` converts them, ``out`` receives them (a float32 ``out`` of a quantized dense
+        tensor is filled in place, chunk by chunk)."""
+        layout = self.descriptor.layout
+        if out is not None and dtype is None and self.descriptor.quantization is not None \
+                and not isinstance(layout, (*SPARSE, BlockPaged, CompositeHead)):
+            return self._dequantization().run(out)
+        values = self._values()
+        if dtype is not None:
+            values = values.astype(dtype, copy=False)
+        if out is None:
+            return values
+        if not isinstance(out, np.ndarray) or out.shape != values.shape or not out.flags.writeable:
+            raise ArgumentError("out", "out is a writeable array of the tensor's shape",
+                                actual=getattr(out, "shape", type(out).__name__), expected=values.shape)
+        np.copyto(out, values, casting="same_kind")
+        return out
+
+    def _values(self) -> np.ndarray:
+        layout = self.descriptor.layout
+        if isinstance(layout, CompositeHead):
+            return _assemble(self)
+        if isinstance(layout, SPARSE):
+            return self._dense_of_sparse()
+        if isinstance(layout, BlockPaged):
+            parts = [self.sequence(s) for s in range(layout.num_seqs)]
+            shape = tuple(self.shape[1:]) if DYNAMIC not in self.shape[1:] else (0, 0)
+            return np.concatenate(parts) if parts else np.empty((0,) + shape, self.dtype)
+        if self.descriptor.quantization is not None:
+            return self._dequantization().run()  # numerics refuses what it cannot dequantize, with its rule
+        values: np.ndarray = storage.values_of_codes(access.read_codes(self._data(), padded=False),
+                                                     self._element_name())
+        return values
+
+    def _data(self) -> DataContext:
+        """The buffers validated once (every data rule but the padding of partial blocks)."""
+        if "data" not in self._cache:
+            self._cache["data"] = validate_buffers(self.descriptor, self.buffers, padding=False, checked=True)
+        data: DataContext = self._cache["data"]
+        return data
+
+    def _dequantization(self) -> numerics.Dequantization:
+        if "dequantization" not in self._cache:
+            self._cache["dequantization"] = numerics.prepare_dequantize(self.descriptor, self.buffers)
+        prepared: numerics.Dequantization = self._cache["dequantization"]
+        return prepared
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        """The values of a window: basic slices and integers on any axis, ``...``. A dense tensor
+        reads and dequantizes only the blocks, rows or tiles the window touches."""
+        lo, hi, after = _window(key, self.shape)
+        layout = self.descriptor.layout
+        if isinstance(layout, (*SPARSE, BlockPaged, CompositeHead)) or DYNAMIC in self.shape:
+            whole: np.ndarray = self.numpy()[tuple(slice(a, b) for a, b in zip(lo, hi))][after]
+            return whole
+        if self.descriptor.quantization is not None:
+            values = self._dequantization().window(lo, hi)
+        else:
+            access.refuse_unaddressable(layout, "a window")
+            extents = [b - a for a, b in zip(lo, hi)]
+            count = prod(extents)
+            storage.check_output_size(tuple(extents), self.dtype.itemsize, "a window")
+            codes = access.window_codes(self._data(), lo, extents)(0, count) if count else \
+                np.empty(0, storage.code_dtype(BY_TAG[self.descriptor.type_tag].bits))
+            values = storage.values_of_codes(np.array(codes).reshape(extents), self._element_name())
+        return np.asarray(values[after], order="C")  # 0-d for integers on every axis
+
+    # ------------------------------------------------------------------ sparse
+
+    def sparse(self) -> SparseValues:
+        """Coordinates (``[nnz, rank]`` int64) and values of a sparse tensor's stored entries."""
+        layout = self.descriptor.layout
+        if not isinstance(layout, SPARSE):
+            raise UnsupportedError("HT-LAY-20", "sparse() reads sparse layouts (COO, CSR, CSC, CSF)",
+                                   path="descriptor -> layout_tag", actual=row_of(layout).title,
+                                   expected="COO, CSR, CSC or CSF")
+        q = self.descriptor.quantization
+        if q is not None and not isinstance(q, PerTensorAffine):
+            raise UnsupportedError(layout.rule, "the stored values of a sparse tensor are dequantized under "
+                                   "per-tensor affine only (the others' parameters follow coordinates)",
+                                   path="descriptor -> quantization", actual=type(q).__name__,
+                                   expected="PerTensorAffine or no quantization")
+        if DYNAMIC in self.shape:
+            raise UnsupportedError("HT-HDR-18", "a dynamic dimension has no size to address entries through",
+                                   path="descriptor -> shape", actual=list(self.shape), expected="static sizes")
+        data = self._data()
+        contents = data.buffers
+        nnz = layout.nnz
+        bits = BY_TAG[self.descriptor.type_tag].bits
+        if q is not None:  # one scale and zero point for every stored value
+            values = storage.allocate((nnz,), np.float32, "sparse values")
+            if nnz:
+                plan = kernel_for(q)(q, (nnz,), data)
+                kernels.run(plan, self._element_name(), values, data=np.frombuffer(contents[0], np.uint8), threads=1)
+        else:
+            codes = storage.codes_at(np.frombuffer(contents[0], np.uint8), bits, 0, nnz) if nnz else \
+                np.empty(0, storage.code_dtype(bits))
+            values = storage.values_of_codes(np.array(codes), self._element_name())
+        rank = self.ndim
+
+        def u64(index: int, count: int) -> np.ndarray:
+            return np.frombuffer(contents[index], dtype="<u8", count=count).astype(np.int64)
+
+        if isinstance(layout, COO):
+            coords = u64(1, nnz * rank).reshape(nnz, rank)
+        elif isinstance(layout, (CSR, CSC)):
+            pointer_axis = layout.pointer_axis
+            ptr = u64(2, self.shape[pointer_axis] + 1)
+            coords = np.empty((nnz, 2), np.int64)
+            coords[:, pointer_axis] = np.repeat(np.arange(self.shape[pointer_axis], dtype=np.int64), np.diff(ptr))
+            coords[:, 1 - pointer_axis] = u64(1, nnz)
+        else:
+            coords = _csf_coords(layout, contents, rank, nnz)
+        return SparseValues(coords, values, self.shape)
+
+    def _dense_of_sparse(self) -> np.ndarray:
+        entries = self.sparse()
+        result: np.ndarray = storage.allocate(self.shape, self.dtype, "a dense view of a sparse tensor")  # HX-01
+        result.fill(0)
+        if entries.values.size:
+            result[tuple(entries.coords.T)] = entries.values
+        return result
+
+    def to_scipy(self) -> Any:
+        """The scipy sparse array of a rank-2 sparse tensor: ``csr_array``, ``csc_array`` or ``coo_array``
+        (a dense tensor becomes a ``csr_array`` of its non-zero values)."""
+        import scipy.sparse as sp
+
+        if self.ndim != 2:
+            raise UnsupportedError("HT-LAY-20", "scipy sparse arrays have two dimensions", path="descriptor -> shape",
+                                   actual=list(self.shape), expected="rank 2")
+        layout = self.descriptor.layout
+        if not isinstance(layout, SPARSE):
+            return sp.csr_array(self.numpy())
+        entries = self.sparse()
+        if isinstance(layout, (CSR, CSC)):
+            contents = self._data().buffers
+            ptr = np.frombuffer(contents[2], "<u8", count=self.shape[layout.pointer_axis] + 1).astype(np.int64)
+            index = np.frombuffer(contents[1], "<u8", count=layout.nnz).astype(np.int64)
+            kind = sp.csr_array if isinstance(layout, CSR) and not isinstance(layout, CSC) else sp.csc_array
+            return kind((entries.values, index, ptr), shape=self.shape)
+        coords = entries.coords
+        return sp.coo_array((entries.values, (coords[:, 0], coords[:, 1])), shape=self.shape)
+
+    @classmethod
+    def from_scipy(cls, matrix: Any, *, name: str | None = None, type: Any = None) -> Tensor:
+        """A CSR, CSC or COO tensor from a scipy sparse matrix or array of that format (others
+        are converted to COO); values keep their element type (or ``type``)."""
+        import scipy.sparse as sp
+
+        if not sp.issparse(matrix):
+            raise ArgumentError("matrix", "from_scipy takes a scipy sparse matrix or array", actual=type_name(matrix))
+        shape = tuple(int(n) for n in matrix.shape)
+        if matrix.format in ("csr", "csc"):
+            m = matrix.copy()
+            m.sum_duplicates()
+            m.sort_indices()
+            layout: Layout = CSR(nnz=int(m.nnz)) if matrix.format == "csr" else CSC(nnz=int(m.nnz))
+            index_buffers = [m.indices.astype("<u8").tobytes(), m.indptr.astype("<u8").tobytes()]
+            values = m.data
+        else:
+            m = sp.coo_array(matrix)
+            m.sum_duplicates()
+            layout = COO(nnz=int(m.nnz), is_sorted=1)
+            index_buffers = [np.stack([m.row, m.col], axis=1).astype("<u8").tobytes()]
+            values = m.data
+        tag, codes = _codes(values, type)
+        data = storage.pack_codes(codes, BY_TAG[tag].bits)
+        buffers = [data, *index_buffers]
+        return cls._built(tag, shape, layout, buffers, name)
+
+    @classmethod
+    def _built(cls, tag: int, shape: tuple[int, ...], layout: Layout, buffers: list[bytes], name: str | None,
+               quantization: Any = None) -> Tensor:
+        descriptor = TensorDescriptor(type_tag=tag, shape=shape, layout=layout, quantization=quantization,
+                                      buffers=tuple(BufferHandle(byte_size=len(b)) for b in buffers))
+        descriptor = read_tensor_descriptor(write_tensor_descriptor(descriptor))  # the writer's rules, the reader's
+        validate_buffers(descriptor, buffers)
+        return cls(descriptor, buffers, name)
+
+    # ------------------------------------------------------------------ block-paged
+
+    def sequence(self, seq: int, *, tokens: int | None = None) -> np.ndarray:
+        """The values of sequence ``seq`` of a block-paged tensor, ``[tokens, heads, head_dim]``
+        (:func:`~hurray_decl.hurray.tensor.access.block_paged_codes`). Under per-block affine
+        each token's page slot indexes its scale and zero point (HT-LAY-67, HD-17):
+        ``float32(q - z[slot]) * s[slot]`` (HQ-PB-15); other schemes are refused."""
+        q = self.descriptor.quantization
+        if q is not None and not isinstance(q, PerBlockAffine):
+            raise UnsupportedError("HT-LAY-67", "a block-paged tensor is dequantized under per-block affine only",
+                                   path="descriptor -> quantization", actual=type(q).__name__,
+                                   expected="PerBlockAffine or no quantization")
+        paged = access.block_paged_codes(self.descriptor, self.buffers, seq, tokens=tokens)
+        values: np.ndarray = storage.values_of_codes(np.array(paged.codes), self._element_name())
+        if q is None:
+            return values
+        data = self._data()
+        scales = data.array("scale_buffer_index", ScaleType(q.scale_type_tag).title)[paged.slots].astype(np.float32)
+        difference = values.astype(np.int64)
+        if not q.symmetric:
+            difference -= data.array("zero_point_buffer_index", "<i4")[paged.slots].astype(np.int64)[:, None, None]
+        result: np.ndarray = difference.astype(np.float32) * scales[:, None, None]
+        return result
+
+    # ------------------------------------------------------------------ from NumPy
+
+    @classmethod
+    def from_numpy(cls, array: Any, *, layout: Any = "row-major", name: str | None = None,
+                   type: Any = None) -> Tensor:
+        """An unquantized tensor holding ``array``'s values, same bits: its element type is the
+        array's (bfloat16 and float8/6/4 through ``ml_dtypes``), or ``type`` (a name or a tag:
+        ``type="int4"`` for an int8 array of values in -8..7). ``layout`` is ``"row-major"``,
+        ``"column-major"`` (or the layout object)."""
+        try:
+            values = np.asarray(array)
+        except (TypeError, ValueError) as exc:
+            raise ArgumentError("array", f"from_numpy takes an array: {exc}", actual=type_name(array)) from exc
+        if isinstance(layout, str):
+            if layout not in LAYOUT_NAMES:
+                raise ArgumentError("layout", "an unknown layout name", actual=layout, expected=", ".join(LAYOUT_NAMES))
+            layout = LAYOUT_NAMES[layout]()
+        if not isinstance(layout, (RowMajor, ColumnMajor)):
+            raise ArgumentError("layout", "from_numpy writes row-major and column-major tensors",
+                                actual=type_name(layout), expected="RowMajor() or ColumnMajor()")
+        tag, codes = _codes(values, type)
+        codes = codes.reshape(values.shape)
+        ordered = codes.T if isinstance(layout, ColumnMajor) else codes  # column-major: the reversed shape, row-major
+        data = storage.pack_codes(np.ascontiguousarray(ordered).reshape(-1), BY_TAG[tag].bits)
+        return cls._built(tag, tuple(int(n) for n in values.shape), layout, [data], name)
+
+    # ------------------------------------------------------------------ dask
+
+    def to_dask(self, chunks: Any = "auto") -> dask.array.Array:
+        """A lazy dask array of the values: each task computes one window (``t[box]``). A tensor
+        read from a file travels as its path and name, so no data sits in the graph."""
+        import dask.array as da
+        from dask.base import tokenize
+
+        array: da.Array = da.from_array(  # type: ignore[no-untyped-call]
+            self, chunks=chunks, asarray=False, fancy=False, lock=False,
+            name=f"hurray-{self.name or 'tensor'}-{tokenize(self.source or id(self))}",
+            meta=self[(slice(0, 0),) * self.ndim] if self.ndim else None)
+        return array
+
+
+def type_name(value: Any) -> str:
+    name: str = value.__class__.__name__
+    return name
+
+
+def _codes(values: np.ndarray, type_: Any) -> tuple[int, np.ndarray]:
+    """The element type tag and raw codes of ``values`` (exactly representable, else refused)."""
+    if type_ is None:
+        name = storage.element_of_dtype(values.dtype)
+        if name is None:
+            raise ArgumentError("array", "no Hurray element type holds this dtype exactly", actual=str(values.dtype),
+                                expected="a NumPy or ml_dtypes type of the element table, or type=")
+    else:
+        name = BY_TAG[element_type(type_)].name
+    element = BY_NAME[name]
+    if element.bits == 128 and element.kind.value == "float":
+        storage.value_dtype(name)  # refused: no NumPy binary128 (HE-11)
+    bounds = element.int_range
+    if (values.dtype != storage.value_dtype(name) and storage.element_of_dtype(values.dtype) != name) or (
+            bounds is not None and element.bits < 8 and values.dtype.kind in "iu"):
+        if bounds is not None and values.dtype.kind in "iu":
+            if values.size and (values.min() < bounds[0] or values.max() > bounds[1]):
+                bad = int(np.flatnonzero((values.reshape(-1) < bounds[0]) | (values.reshape(-1) > bounds[1]))[0])
+                raise RuleViolation("HE-11", f"a value does not fit {name}", path=f"array -> [{bad}]",
+                                    actual=int(values.reshape(-1)[bad]), expected=f"{bounds[0]}..{bounds[1]}")
+            values = values.astype(storage.value_dtype(name))
+        elif element.kind.value == "bool" and values.dtype.kind in "iub":
+            values = values.astype(np.bool_)
+        else:
+            converted = values.astype(storage.value_dtype(name))
+            back = converted.astype(values.dtype)
+            if not np.array_equal(back, values, equal_nan=values.dtype.kind in "fc"):
+                raise ArgumentError("array", f"the values are not exactly representable as {name}",
+                                    actual=str(values.dtype), expected=name)
+            values = converted
+    return element.tag, storage.codes_of_values(values, name)
+
+
+def _csf_coords(layout: CSF, contents: Sequence[Any], rank: int, nnz: int) -> np.ndarray:
+    """Coordinates of a CSF tensor's leaves: each level's coordinate array, followed up the tree."""
+    coords = np.empty((nnz, rank), np.int64)
+    node = np.arange(nnz, dtype=np.int64)
+    parents: list[np.ndarray] = []
+    crds: list[np.ndarray] = []
+    for level in range(rank):
+        pos = np.frombuffer(contents[2 * level + 1], "<u8").astype(np.int64)
+        crd = np.frombuffer(contents[2 * level + 2], "<u8").astype(np.int64)
+        if level == rank - 1:
+            crd = crd[:nnz]
+        crds.append(crd)
+        parents.append(np.repeat(np.arange(pos.size - 1, dtype=np.int64), np.diff(pos)))
+    for level in reversed(range(rank)):
+        coords[:, layout.mode_order[level]] = crds[level][node]
+        node = parents[level][node]
+    return coords
+
+
+def _window(key: Any, shape: tuple[int, ...]) -> tuple[list[int], list[int], tuple[Any, ...]]:
+    """A basic index as the box ``lo .. hi`` it touches and the index that cuts it out of the box."""
+    items = key if isinstance(key, tuple) else (key,)
+    if sum(item is Ellipsis for item in items) > 1:
+        raise ArgumentError("index", "an index holds at most one ellipsis", actual=repr(key))
+    if Ellipsis in items:
+        at = items.index(Ellipsis)
+        items = items[:at] + (slice(None),) * (len(shape) - len(items) + 1) + items[at + 1:]
+    if len(items) > len(shape):
+        raise ArgumentError("index", "too many indices for the tensor", actual=len(items), expected=f"<= {len(shape)}")
+    items = items + (slice(None),) * (len(shape) - len(items))
+    lo: list[int] = []
+    hi: list[int] = []
+    after: list[slice | int] = []
+    for axis, (item, n) in enumerate(zip(items, shape)):
+        if isinstance(item, slice):
+            r = range(*item.indices(n))
+            if not r:
+                lo.append(0)
+                hi.append(0)
+                after.append(slice(None))
+                continue
+            first, last = min(r[0], r[-1]), max(r[0], r[-1])
+            lo.append(first)
+            hi.append(last + 1)
+            stop = r[-1] - first + (1 if r.step > 0 else -1)
+            after.append(slice(r[0] - first, None if stop < 0 else stop, r.step))
+            continue
+        try:
+            i = operator.index(item)
+        except TypeError:
+            raise ArgumentError("index", "windows take basic slices, integers and ...", actual=repr(item),
+                                expected="e.g. t[0:64, 5]") from None
+        if not -n <= i < n:
+            raise ArgumentError("index", f"index {i} is out of bounds for axis {axis} of size {n}", actual=i,
+                                expected=f"{-n} <= index < {n}")
+        i %= n
+        lo.append(i)
+        hi.append(i + 1)
+        after.append(0)
+    return lo, hi, tuple(after)
+
+
+def _assemble(head: Tensor) -> np.ndarray:
+    """The array a partition or overlay composite presents (nested composites assembled first)."""
+    layout = head.descriptor.layout
+    if not isinstance(layout, CompositeHead):
+        raise UnsupportedError("HT-LAY-68", "only a composite head assembles its members", path="descriptor -> layout",
+                               actual=row_of(layout).title, expected="a composite head")
+    rule = layout.composition_rule
+    assembled = (CompositionRule.PARTITION, CompositionRule.OVERLAY)
+    if rule not in assembled:
+        raise UnsupportedError("HT-LAY-69", "a group composite presents no single array; read its members",
+                               path="descriptor -> layout -> composition_rule", actual=rule,
+                               expected=alternatives(assembled, form="{hex} {title}"))
+    if len(head.members) != layout.member_count:
+        raise RuleViolation("HT-LAY-68", "a composite's members come with it", path="members",
+                            actual=len(head.members), expected=layout.member_count)
+    shape = head.shape
+    dtype = head.dtype
+    result: np.ndarray = storage.allocate(shape, dtype, "a composite")
+    result.fill(0)
+    members = list(head.members)
+    if rule == CompositionRule.OVERLAY:
+        base = [m for m in members if m.descriptor.composite_member is not None
+                and m.descriptor.composite_member.member_role == MemberRole.BASE]
+        members = base + [m for m in members if m not in base]
+    for i, member in enumerate(members):
+        values = member.numpy()
+        offset = member.descriptor.shard.shard_offset if member.descriptor.shard is not None else (0,) * len(shape)
+        box = tuple(slice(o, o + n) for o, n in zip(offset, member.shape))
+        if rule == CompositionRule.OVERLAY and i and layout.combine_op == CombineOp.ADD:
+            result[box] += values.astype(dtype, copy=False)
+        elif rule == CompositionRule.OVERLAY and i and isinstance(member.descriptor.layout, SPARSE):
+            entries = member.sparse()
+            result[tuple((entries.coords + np.asarray(offset)).T)] = entries.values
+        else:
+            result[box] = values
+    return result
+
+
+def quantize(array: Any, scheme: str, *, name: str | None = None, axis: int | None = None,
+             block_size: int | None = None, storage: str | None = None, symmetric: bool = True,
+             scale_type: str = "float32") -> Tensor:
+    """Quantize a float array into a row-major Hurray tensor (see :func:`numerics.quantize`)."""
+    descriptor, buffers = numerics.quantize(array, scheme, axis=axis, block_size=block_size, storage=storage,
+                                            symmetric=symmetric, scale_type=scale_type)
+    return Tensor(descriptor, buffers, name)
+
+
+def _rebuilt(descriptor: bytes, buffers: list[bytes], name: str | None, members: tuple[Tensor, ...]) -> Tensor:
+    return Tensor(read_tensor_descriptor(descriptor), buffers, name, members=members)
+
+
+def _from_file(path: str, name: str) -> Tensor:
+    record = read_container(path).tensor(name)
+    return Tensor(record.descriptor, record.buffers, name, source=(path, name))
+
+
+def iterate_members(members: Sequence[Tensor]) -> Iterator[Tensor]:
+    """Members pre-order, nested heads followed by their own members (the order of a file)."""
+    for member in members:
+        yield member
+        yield from iterate_members(member.members)
+
+
+def path_of(path: Any) -> str:
+    if not isinstance(path, (str, Path)):
+        raise ArgumentError("path", "a file path", actual=type_name(path), expected="str or pathlib.Path")
+    return str(path)

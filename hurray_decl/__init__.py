@@ -49,40 +49,37 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # the public names: imported lazily at run time (see the module's documentation)
     __version__: str
-    from hurray_decl.hurray import kernels as kernels
-    from hurray_decl.hurray import dask_arrays as dask
-    from hurray_decl.hurray.numerics import dequantize as dequantize
-    from hurray_decl.hurray.values import SparseValues as SparseValues, Tensor as Tensor
-    from hurray_decl.hurray.values import element_type as element_type, quantize as quantize
-    from hurray_decl.hurray.files import File as File, load as load, load_kv as load_kv, save as save
-    from hurray_decl.hurray.files import open as open
     from hurray_decl.convert.hurray import (
         from_awq as from_awq,
         from_gguf as from_gguf,
         from_gguf_file as from_gguf_file,
         from_gptq as from_gptq,
     )
+    from hurray_decl.errors import HurrayDeclError as HurrayDeclError
+    from hurray_decl.hurray import (
+        dask_arrays as dask,  # noqa: F401 (a module: exported under its public name)
+        kernels as kernels,
+    )
+    from hurray_decl.hurray.files import File as File, load as load, load_kv as load_kv, open as open, save as save
+    from hurray_decl.hurray.numerics import dequantize as dequantize
     from hurray_decl.hurray.quantization import (
         SCHEMES as SCHEMES,
         decode_quantization as decode_quantization,
         encode_quantization as encode_quantization,
         kernel_for as kernel_for,
         load_quantization as load_quantization,
-    )
-    from hurray_decl.hurray.quantization import (
         register_private_scheme as register_private_scheme,
         scheme as scheme,
         unregister_private_scheme as unregister_private_scheme,
     )
-    from hurray_decl.errors import HurrayDeclError as HurrayDeclError
     from hurray_decl.hurray.schemes.mxfp import MXFP as MXFP
     from hurray_decl.hurray.schemes.nf4 import NF4 as NF4
     from hurray_decl.hurray.schemes.per_block_affine import PerBlockAffine as PerBlockAffine
     from hurray_decl.hurray.schemes.per_channel_affine import PerChannelAffine as PerChannelAffine
     from hurray_decl.hurray.schemes.per_tensor_affine import PerTensorAffine as PerTensorAffine
-    from hurray_decl.hurray.schemes.quantization import QuantizationDescriptor as QuantizationDescriptor
     from hurray_decl.hurray.schemes.quantization import (
         OpaqueQuantization as OpaqueQuantization,
+        QuantizationDescriptor as QuantizationDescriptor,
         SchemeDescriptor as SchemeDescriptor,
     )
     from hurray_decl.hurray.tensor import (
@@ -90,5 +87,11 @@ if TYPE_CHECKING:  # the public names: imported lazily at run time (see the modu
         TensorDescriptor as TensorDescriptor,
         read_tensor_descriptor as read_tensor_descriptor,
         validate_buffers as validate_buffers,
+        write_tensor_descriptor as write_tensor_descriptor,
     )
-    from hurray_decl.hurray.tensor import write_tensor_descriptor as write_tensor_descriptor
+    from hurray_decl.hurray.values import (
+        SparseValues as SparseValues,
+        Tensor as Tensor,
+        element_type as element_type,
+        quantize as quantize,
+    )

@@ -18,22 +18,22 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
-    "HurrayDeclError",
+    "ARGUMENT",
+    "ArgumentError",
     "FormatError",
-    "TruncatedError",
-    "RuleViolation",
-    "SchemeTagError",
+    "HurrayDeclError",
     "InvalidSchemeTag",
-    "UnassignedSchemeTag",
-    "ReservedSchemeTag",
-    "PrivateSchemeTag",
-    "RegistrationError",
-    "UnsupportedError",
-    "OpaqueDataAccess",
     "OnnxLightError",
     "OnnxLightTypeError",
-    "ArgumentError",
-    "ARGUMENT",
+    "OpaqueDataAccess",
+    "PrivateSchemeTag",
+    "RegistrationError",
+    "ReservedSchemeTag",
+    "RuleViolation",
+    "SchemeTagError",
+    "TruncatedError",
+    "UnassignedSchemeTag",
+    "UnsupportedError",
 ]
 
 
@@ -74,7 +74,7 @@ class HurrayDeclError(Exception):
             text += f" ({'; '.join(said)})"
         return text
 
-    def rebased(self, delta: int, prefix: str | None = None) -> "HurrayDeclError":
+    def rebased(self, delta: int, prefix: str | None = None) -> HurrayDeclError:
         """Shift the offset by ``delta`` bytes and prepend ``prefix`` to the path, in place.
 
         A reader that decodes a nested structure from a slice uses this so that the error
@@ -88,7 +88,7 @@ class HurrayDeclError(Exception):
         self.args = (self._render(),)
         return self
 
-    def located(self, offset: int) -> "HurrayDeclError":
+    def located(self, offset: int) -> HurrayDeclError:
         """Give an error raised without a position (by a model) the offset of its field."""
         if self.offset is None:
             self.offset = offset

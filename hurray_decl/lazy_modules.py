@@ -14,8 +14,9 @@ its ``if TYPE_CHECKING:`` block, which is what a type checker reads too.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterator, Mapping
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 
 class LazyModule:

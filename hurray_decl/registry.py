@@ -8,15 +8,16 @@ and one ``register`` call; nothing else lists the schemes.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Callable, Generic, Iterator, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import construct as cs
 
-from hurray_decl.errors import RegistrationError
 from hurray_decl.declare.schema import field_offsets
+from hurray_decl.errors import RegistrationError
 
 if TYPE_CHECKING:
     from hurray_decl.declare.model import FrozenModel

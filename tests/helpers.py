@@ -7,7 +7,7 @@ The RULES.md coverage test (tests/test_rules_coverage.py) finds, in the test sou
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 

@@ -9,18 +9,16 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 import hurray_decl as hd
 from hurray_decl import cli
 from hurray_decl.dump.render import json_schema
-from hurray_decl.hurray import examples
-from hurray_decl.hurray import numerics as tensor_numerics
+from hurray_decl.hurray import examples, numerics as tensor_numerics
 from hurray_decl.hurray.dump import UNDECODED, hexdump
 from hurray_decl.hurray.tensor.layouts import LAYOUTS
-from tests.hurray.test_hexdump import assert_rows_cover
 from tests.hurray.tensor_support import manifest, vector
+from tests.hurray.test_hexdump import assert_rows_cover
 from tests.paths import CONFORMANCE
 
 VECTORS = [entry["file"].split("/")[-1] for entry in manifest()]

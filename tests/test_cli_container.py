@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from hurray_decl import cli
-from hurray_decl.hurray.numerics import dequantize
 from hurray_decl.hurray.container import validate_container
+from hurray_decl.hurray.numerics import dequantize
 from tests.paths import FILES
 
 BASIC = str(FILES / "basic.hrry")

@@ -21,11 +21,10 @@ import pytest
 
 import hurray_decl as hd
 from hurray_decl import cli
-from hurray_decl.hurray import examples
 from hurray_decl.cli import common
+from hurray_decl.hurray import examples
 from tests.helpers import covers
-from tests.paths import CONFORMANCE
-from tests.paths import REPO as ROOT
+from tests.paths import CONFORMANCE, REPO as ROOT
 
 SCRIPT = Path(sys.executable).parent / "hurray-decl"
 COMMAND = [str(SCRIPT)] if SCRIPT.is_file() else [sys.executable, "-m", "hurray_decl"]

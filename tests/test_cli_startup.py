@@ -12,8 +12,7 @@ import pytest
 
 import hurray_decl as hd
 from hurray_decl import cli
-from tests.paths import DESCRIPTORS
-from tests.paths import REPO as ROOT
+from tests.paths import DESCRIPTORS, REPO as ROOT
 
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 HEAVY = ("numpy", "pydantic", "construct", "onnx", "onnxruntime", "google.protobuf", "hypothesis", "ml_dtypes",
@@ -58,7 +57,7 @@ def test_every_public_name_loads_lazily_and_is_the_module_attribute():
         source = importlib.import_module(module, "hurray_decl")
         assert value is (source if attribute is None else getattr(source, attribute)), name
     with pytest.raises(AttributeError):
-        hd.no_such_name  # noqa: B018
+        hd.no_such_name
 
 
 def test_version_is_the_installed_metadata(capsys):

@@ -325,8 +325,7 @@ def test_methods_are_the_enum():
 
 def _value():
     """A portable value with every root field non-empty and a codebook run: P = 6, n = 2, O = 1."""
-    from hurray_decl.onnx_light import QuantizationFormat as F
-    from hurray_decl.onnx_light import make_quantization_plan, quantize_array
+    from hurray_decl.onnx_light import QuantizationFormat as F, make_quantization_plan, quantize_array
 
     plan = make_quantization_plan(F.QUAROT, 6, 4)
     plan.permutation = [5, 4, 3, 2, 1, 0]
@@ -338,8 +337,7 @@ def _value():
 
 
 def _codebook_value():
-    from hurray_decl.onnx_light import QuantizationFormat as F
-    from hurray_decl.onnx_light import make_quantization_plan, quantize_array
+    from hurray_decl.onnx_light import QuantizationFormat as F, make_quantization_plan, quantize_array
 
     plan = make_quantization_plan(F.NF4, 40, 16)
     plan.outliers = [1, 7]

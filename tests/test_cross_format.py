@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 import hurray_decl as hd
-from hurray_decl.hurray import numerics as tensor_numerics
 from hurray_decl import onnx_light as ol
-from hurray_decl.convert.portable import from_block_parts, to_block_parts
 from hurray_decl.convert import hurray as hurray_parts
+from hurray_decl.convert.portable import from_block_parts, to_block_parts
+from hurray_decl.hurray import numerics as tensor_numerics
 from tests.helpers import raises_rule
 
 FORMATS = {4: ol.QuantizationFormat.ORT_MATMULNBITS_INT4, 8: ol.QuantizationFormat.ORT_MATMULNBITS_INT8}

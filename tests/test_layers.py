@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import ast
 
-import pytest
-
 from tests.test_import_cycles import PACKAGE, _imports, edges, modules
 
 FLOORS = {  # module prefix -> floor; the longest matching prefix decides

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from hurray_decl.rules import all_rules, rules_text
-from tests.paths import REPO as ROOT
-from tests.paths import RULES, suite_sources
+from tests.paths import REPO as ROOT, RULES, suite_sources
 
 # (area, needs that put a rule in scope): grows as issues land.
 SCOPE = [

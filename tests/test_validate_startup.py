@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.paths import DESCRIPTORS
-from tests.paths import REPO as ROOT
+from tests.paths import DESCRIPTORS, REPO as ROOT
 
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 NOT_FOR_VALIDATE = ("numpy", "ml_dtypes", "onnx", "google.protobuf", "hypothesis", "gguf", "hurray_decl.rules",
@@ -76,7 +75,6 @@ def test_lazy_module_is_the_module_and_names_missing_attributes():
     import numpy
 
     from hurray_decl import lazy_modules
-
     from hurray_decl.hurray.tables import storage
 
     assert lazy_modules.numpy.ndarray is numpy.ndarray and lazy_modules.numpy.uint8 is numpy.uint8
@@ -87,7 +85,7 @@ def test_lazy_module_is_the_module_and_names_missing_attributes():
                                            "float6_e3m2": ml_dtypes.float6_e3m2fn, "bfloat16": ml_dtypes.bfloat16}
     assert "int8" not in storage.NARROW_FLOATS and len(storage.NARROW_FLOATS) == 7
     with pytest.raises(AttributeError, match="no_such_name"):
-        lazy_modules.numpy.no_such_name  # noqa: B018
+        lazy_modules.numpy.no_such_name
     assert "imported on first use" in repr(lazy_modules.ml_dtypes)
 
 
@@ -101,4 +99,4 @@ def test_tensor_names_load_lazily_and_are_their_modules_attributes():
         assert getattr(tensor, name) is getattr(module, name), name
     assert set(tensor.__all__) <= set(dir(tensor))
     with pytest.raises(AttributeError):
-        tensor.no_such_name  # noqa: B018
+        tensor.no_such_name

@@ -28,9 +28,20 @@ import argparse
 import importlib
 import os
 import sys
-from typing import NoReturn, Sequence
+from collections.abc import Sequence
+from typing import NoReturn
 
-from hurray_decl.cli.common import BROKEN_PIPE, FILE, INTERNAL, INTERRUPTED, INVALID, USAGE, CommandError, one_line, verdict
+from hurray_decl.cli.common import (
+    BROKEN_PIPE,
+    FILE,
+    INTERNAL,
+    INTERRUPTED,
+    INVALID,
+    USAGE,
+    CommandError,
+    one_line,
+    verdict,
+)
 
 COMMAND_MODULES: list[str] = [
     "hurray_decl.cli.descriptors",  # inspect, decode, encode, validate
@@ -123,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return BROKEN_PIPE
     except CommandError as err:
         return fail(err.status, f"error: {err}")
-    except Exception as err:  # noqa: BLE001 - the last line of defence: one line and its own exit code
+    except Exception as err:  # the last line of defence: one line and its own exit code
         from hurray_decl.errors import ARGUMENT, HurrayDeclError
 
         if isinstance(err, HurrayDeclError):

@@ -24,8 +24,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from hurray_decl.cli.common import INVALID, OK, FileProblem, Style, progress_printer
 from hurray_decl.cli.inputs import kind_options, read_descriptor

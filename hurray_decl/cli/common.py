@@ -20,7 +20,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 OK, INVALID, USAGE, FILE, INTERNAL = 0, 1, 2, 3, 4
 INTERRUPTED, BROKEN_PIPE = 130, 141

@@ -20,8 +20,9 @@ import os
 import re
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from hurray_decl.errors import ARGUMENT, HurrayDeclError
 
@@ -174,8 +175,8 @@ class _Outputs:
 
 def _named(data: Any, name: str | None, permissive: bool) -> tuple[Any, str]:
     """The container, validated whole before any output, and the tensor name asked for."""
-    from hurray_decl.hurray.container import validate_container
     from hurray_decl.errors import ArgumentError
+    from hurray_decl.hurray.container import validate_container
 
     c = validate_container(data, permissive=permissive)  # the whole file, before any output
     if name is None:

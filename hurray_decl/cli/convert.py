@@ -21,10 +21,11 @@ import re
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib.util import find_spec
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 OK, INVALID, USAGE, FILE_ERROR, INTERRUPTED = 0, 1, 2, 3, 130
 TARGETS = ("hurray", "onnx-light", "ort")
@@ -396,8 +397,8 @@ def cmd_quantize(args: argparse.Namespace) -> int:
     source = Path(args.source)
     if not source.is_file():
         raise CommandError(FILE_ERROR, f"no such file: {source}")
-    from hurray_decl.hurray.quantization import scheme
     from hurray_decl.errors import HurrayDeclError
+    from hurray_decl.hurray.quantization import scheme
 
     try:
         scheme(args.scheme)

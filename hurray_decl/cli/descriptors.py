@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
+from hurray_decl.cli import outputs
 from hurray_decl.cli.common import INVALID, OK, Style, UsageError, colour_verdicts, note, verdict
 from hurray_decl.cli.inputs import Input, input_argument, kind_options, map_file, read_descriptor, read_text
-from hurray_decl.cli import outputs
 
 
 class LazyChoices:

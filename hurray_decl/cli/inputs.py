@@ -108,7 +108,7 @@ def open_file(path: str, info: os.stat_result | None = None, *, what: str = "INP
     if stat.S_ISDIR(info.st_mode):
         raise FileProblem(f"argument {what}: {path} is a folder, not a file")
     try:
-        return open(path, "rb")  # noqa: SIM115 (closed by the caller)
+        return open(path, "rb")  # closed by the caller
     except OSError as err:
         raise FileProblem(f"argument {what}: {path}: {err.strerror}") from None
 
@@ -197,9 +197,9 @@ def read_descriptor(source: str, *, quantization: bool = False, offset: int = 0,
         window = Window(stream, offset, length)
         if quantization:
             return Input(window.read(), 0)
+        from hurray_decl.errors import HurrayDeclError
         from hurray_decl.hurray.tensor import skip_descriptor
         from hurray_decl.hurray.tensor.header import HEADER_LENGTH, PREAMBLE_LENGTH
-        from hurray_decl.errors import HurrayDeclError
 
         data = window.read(PREAMBLE_LENGTH)
         try:

@@ -20,16 +20,16 @@ import argparse
 import functools
 import json
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import fields as dataclass_fields
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
-
-from hurray_decl.errors import ARGUMENT, HurrayDeclError
 from hurray_decl.cli.audit import RENDERERS, audit
 from hurray_decl.cli.common import Style, UsageError, colour_verdicts
+from hurray_decl.errors import ARGUMENT, HurrayDeclError
 
-__all__ = ["register", "cmd_fuzz", "audit_folder", "profile_table", "KIND_CHOICES"]
+__all__ = ["KIND_CHOICES", "audit_folder", "cmd_fuzz", "profile_table", "register"]
 
 INVALID, USAGE, ENVIRONMENT = 1, 2, 3
 AUTO, HURRAY = "auto", "hurray"
@@ -190,6 +190,7 @@ def cmd_dequantize(args: argparse.Namespace, hurray) -> int:
         if kind == HURRAY:
             return hurray(args)
         import ml_dtypes
+
         from hurray_decl.onnx_light.inputs import array_of, check, items
         from hurray_decl.onnx_light.tensors import tensor_to_array
 

@@ -33,8 +33,5 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:
-    from hurray_decl.convert.gguf import GGUF_BLOCK as GGUF_BLOCK
-    from hurray_decl.convert.gguf import gguf_parts as gguf_parts
-    from hurray_decl.convert.group import AWQ_ORDER as AWQ_ORDER
-    from hurray_decl.convert.group import awq_parts as awq_parts
-    from hurray_decl.convert.group import gptq_parts as gptq_parts
+    from hurray_decl.convert.gguf import GGUF_BLOCK as GGUF_BLOCK, gguf_parts as gguf_parts
+    from hurray_decl.convert.group import AWQ_ORDER as AWQ_ORDER, awq_parts as awq_parts, gptq_parts as gptq_parts

@@ -19,16 +19,28 @@ bit for bit (signed zeros included), before it is returned.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
-from hurray_decl.errors import ArgumentError, RuleViolation, UnsupportedError
 from hurray_decl.convert.parts import BlockParts
+from hurray_decl.errors import ArgumentError, RuleViolation, UnsupportedError
 
-__all__ = ["GGUF_BLOCK", "GGUF_TYPES", "GgufType", "SubBlocks", "gguf_type", "sub_blocks", "gguf_parts",
-           "FLOAT_TYPES", "GGUF_MAGIC", "GgufTensor", "read_gguf"]
+__all__ = [
+    "FLOAT_TYPES",
+    "GGUF_BLOCK",
+    "GGUF_MAGIC",
+    "GGUF_TYPES",
+    "GgufTensor",
+    "GgufType",
+    "SubBlocks",
+    "gguf_parts",
+    "gguf_type",
+    "read_gguf",
+    "sub_blocks",
+]
 
 GGUF_BLOCK = 32
 """Elements per block of the single-level types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0)."""

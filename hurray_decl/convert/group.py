@@ -8,14 +8,15 @@ HQ-ZP-01); activation order (a permuting ``g_idx``) is refused.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from hurray_decl.errors import RuleViolation, UnsupportedError
 from hurray_decl.convert.parts import BlockParts
+from hurray_decl.errors import RuleViolation, UnsupportedError
 
-__all__ = ["gptq_parts", "awq_parts", "AWQ_ORDER"]
+__all__ = ["AWQ_ORDER", "awq_parts", "gptq_parts"]
 
 
 def _unpack_int32(packed: np.ndarray, bits: int, axis: int, order: Sequence[int] | None = None) -> np.ndarray:

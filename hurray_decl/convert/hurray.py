@@ -7,25 +7,25 @@ which checks it by the same rules as any input.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
-from hurray_decl.hurray import kernels
-
-from hurray_decl.hurray.tables import storage
-from hurray_decl.hurray.tables.element_types import BY_TAG
-from hurray_decl.errors import ArgumentError, UnsupportedError
-from hurray_decl.hurray.schemes.per_block_affine import PerBlockAffine
-from hurray_decl.hurray.tables.codes import ScaleType
-from hurray_decl.hurray.tensor import RowMajor, TensorDescriptor, validate_buffers
-from hurray_decl.hurray.numerics import assemble, buffer_contents
-from hurray_decl.convert.parts import BlockParts
 from hurray_decl.convert.gguf import gguf_parts, read_gguf
 from hurray_decl.convert.group import awq_parts, gptq_parts
+from hurray_decl.convert.parts import BlockParts
+from hurray_decl.errors import ArgumentError, UnsupportedError
+from hurray_decl.hurray import kernels
+from hurray_decl.hurray.numerics import assemble, buffer_contents
+from hurray_decl.hurray.schemes.per_block_affine import PerBlockAffine
+from hurray_decl.hurray.tables import storage
+from hurray_decl.hurray.tables.codes import ScaleType
+from hurray_decl.hurray.tables.element_types import BY_TAG
+from hurray_decl.hurray.tensor import RowMajor, TensorDescriptor, validate_buffers
 
-__all__ = ["from_block_parts", "block_parts", "from_gguf", "from_gguf_file", "from_gptq", "from_awq"]
+__all__ = ["block_parts", "from_awq", "from_block_parts", "from_gguf", "from_gguf_file", "from_gptq"]
 
 
 def from_gguf(raw: Any, ggml_type: Any, shape: Sequence[int]) -> tuple[TensorDescriptor, list[bytes]]:

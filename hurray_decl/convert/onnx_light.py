@@ -21,13 +21,15 @@ checked against gguf's formula, signed zeros included, before encoding.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
+from hurray_decl.convert.gguf import SubBlocks, sub_blocks
 from hurray_decl.errors import RuleViolation
-from hurray_decl.onnx_light import PROFILES as PROFILE_DEFAULTS
 from hurray_decl.onnx_light import (
+    PROFILES as PROFILE_DEFAULTS,
     EncodedValueProto,
     QuantizationFormat,
     TensorProto,
@@ -35,7 +37,6 @@ from hurray_decl.onnx_light import (
     make_quantization_type,
     quantize_with_type,
 )
-from hurray_decl.convert.gguf import SubBlocks, sub_blocks
 
 __all__ = ["PROFILES", "gguf_to_onnx_light", "sub_blocks_to_onnx_light"]
 

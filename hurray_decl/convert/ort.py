@@ -14,23 +14,31 @@ Codes and scales are copied, never re-quantized.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
+from hurray_decl.convert.hurray import block_parts
+from hurray_decl.convert.parts import BlockParts
+from hurray_decl.convert.portable import from_block_parts
 from hurray_decl.errors import ArgumentError
 from hurray_decl.onnx_light import (
     EncodedValueProto,
     ModelProto,
     export_matmul_nbits_inputs,
 )
-from hurray_decl.convert.hurray import block_parts
-from hurray_decl.convert.parts import BlockParts
-from hurray_decl.convert.portable import from_block_parts
 from hurray_decl.onnx_light.ort import ORT_FORMATS as ORT_WIDTHS
 
-__all__ = ["to_matmul_nbits", "tensor_to_matmul_nbits", "matmul_nbits_model", "empty_model", "ORT_FORMATS",
-           "MODEL_INPUT", "MODEL_OUTPUT"]
+__all__ = [
+    "MODEL_INPUT",
+    "MODEL_OUTPUT",
+    "ORT_FORMATS",
+    "empty_model",
+    "matmul_nbits_model",
+    "tensor_to_matmul_nbits",
+    "to_matmul_nbits",
+]
 
 ORT_FORMATS = {bits: fmt for fmt, bits in ORT_WIDTHS.items()}
 """The MatMulNBits profile for each code width (the inverse of the onnx-light table)."""

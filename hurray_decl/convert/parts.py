@@ -20,11 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from hurray_decl.hurray.tables import storage as element_storage
-from hurray_decl.hurray.tables.element_types import BY_NAME
-from hurray_decl.hurray.quantization import scheme
 from hurray_decl.errors import ArgumentError, RuleViolation
+from hurray_decl.hurray.quantization import scheme
+from hurray_decl.hurray.tables import storage as element_storage
 from hurray_decl.hurray.tables.codes import ScaleType
+from hurray_decl.hurray.tables.element_types import BY_NAME
 
 __all__ = ["BlockParts"]
 
@@ -82,7 +82,7 @@ class BlockParts:
 
     @classmethod
     def from_block_order(cls, codes: Any, storage: str, axis: int, block_size: int, scales: Any, scale_type: str,
-                         zero_points: Any = None) -> "BlockParts":
+                         zero_points: Any = None) -> BlockParts:
         """Parts from flat scales (and zero points) already in Hurray block order (HQ-PB-15)."""
         parts = object.__new__(cls)
         for name, value in zip(("codes", "storage", "axis", "block_size", "scales", "scale_type", "zero_points"),
@@ -105,7 +105,7 @@ class BlockParts:
         moved = [n for i, n in enumerate(self.grid_shape) if i != self.axis] + [self.grid_shape[self.axis]]
         return np.moveaxis(np.asarray(values).reshape(moved), -1, self.axis)
 
-    def transposed(self) -> "BlockParts":
+    def transposed(self) -> BlockParts:
         """A rank-2 tensor's transpose: codes ``[i, j]`` become ``[j, i]``, blocks move with them.
 
         GGUF and PyTorch store a linear weight as ``(out, in)`` blocked along ``in`` (axis 1);

@@ -22,17 +22,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from hurray_decl.errors import UnsupportedError
 from hurray_decl.convert.parts import BlockParts
+from hurray_decl.errors import UnsupportedError
 from hurray_decl.onnx_light.codec import unwrap_value
-from hurray_decl.onnx_light.portable import Prepared, build_payload, decode_runs, open_value, read_portable, reconstruct
 from hurray_decl.onnx_light.numerics import LOGICAL_DTYPES, LOGICAL_NAMES, DataType, to_logical
 from hurray_decl.onnx_light.ort import (
     FLOATING,
     ORT_FORMATS,
     OrtGeometry,
-    ort_payload,
     check_block_size,
+    ort_payload,
     ort_type,
     read_ort,
     zero_point_storage,
@@ -40,10 +39,11 @@ from hurray_decl.onnx_light.ort import (
 from hurray_decl.onnx_light.ort.geometry import SOURCE_DTYPE_NAMES, SOURCE_DTYPES, SOURCE_NAMES
 from hurray_decl.onnx_light.packing import pack_bits, sign_extend, unpack_bits
 from hurray_decl.onnx_light.plan import QuantizationBlockLayout, RunArrays
+from hurray_decl.onnx_light.portable import Prepared, build_payload, decode_runs, open_value, read_portable, reconstruct
 from hurray_decl.onnx_light.profiles import QuantizationFormat
 from hurray_decl.onnx_light.wire import canonical_type, make_logical_type, pb
 
-__all__ = ["to_block_parts", "from_block_parts", "ort_to_portable", "portable_to_ort", "PORTABLE_FORMATS"]
+__all__ = ["PORTABLE_FORMATS", "from_block_parts", "ort_to_portable", "portable_to_ort", "to_block_parts"]
 
 PORTABLE_FORMATS = {QuantizationFormat.INT4: 4, QuantizationFormat.INT8: 8}
 """The onnx-light affine profiles these conversions read and write: signed codes, zero point 0."""

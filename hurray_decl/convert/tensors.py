@@ -14,23 +14,40 @@ those and goes on.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from hurray_decl.hurray.tables.element_types import BY_NAME
-from hurray_decl.errors import ArgumentError, UnsupportedError
-from hurray_decl.onnx_light import EncodedValueProto, TensorProto
-from hurray_decl.convert.hurray import block_parts, from_block_parts as tensor_from_parts
-from hurray_decl.convert.portable import PORTABLE_FORMATS, SCALE_DATA_TYPES, from_block_parts, to_block_parts
-from hurray_decl.hurray.tensor import BufferHandle, RowMajor, TensorDescriptor, read_tensor_descriptor, validate_buffers, write_tensor_descriptor
 from hurray_decl.convert.gguf import FLOAT_TYPES, GgufTensor
-from hurray_decl.convert.hurray import from_gguf
+from hurray_decl.convert.hurray import block_parts, from_block_parts as tensor_from_parts, from_gguf
 from hurray_decl.convert.onnx_light import PROFILES, gguf_to_onnx_light
 from hurray_decl.convert.ort import empty_model, tensor_to_matmul_nbits
+from hurray_decl.convert.portable import PORTABLE_FORMATS, SCALE_DATA_TYPES, from_block_parts, to_block_parts
+from hurray_decl.errors import ArgumentError, UnsupportedError
+from hurray_decl.hurray.tables.element_types import BY_NAME
+from hurray_decl.hurray.tensor import (
+    BufferHandle,
+    RowMajor,
+    TensorDescriptor,
+    read_tensor_descriptor,
+    validate_buffers,
+    write_tensor_descriptor,
+)
+from hurray_decl.onnx_light import EncodedValueProto, TensorProto
 
-__all__ = ["float_tensor", "gguf_to_hurray", "gguf_to_onnx_light_tensor", "gguf_to_ort", "hurray_to_ort",
-           "hurray_to_onnx_light", "onnx_light_to_hurray", "initializer_to_hurray", "onnx_light_model", "Tensor"]
+__all__ = [
+    "Tensor",
+    "float_tensor",
+    "gguf_to_hurray",
+    "gguf_to_onnx_light_tensor",
+    "gguf_to_ort",
+    "hurray_to_onnx_light",
+    "hurray_to_ort",
+    "initializer_to_hurray",
+    "onnx_light_model",
+    "onnx_light_to_hurray",
+]
 
 Tensor = tuple[TensorDescriptor, list[bytes]]
 """A Hurray tensor: its descriptor and its buffers' contents."""

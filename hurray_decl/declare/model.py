@@ -42,7 +42,7 @@ _PARSED: contextvars.ContextVar[bool] = contextvars.ContextVar("hurray_decl_pars
 context variable, not a validation context: pydantic calls a custom ``__init__`` for nested
 validation, which would drop the latter."""
 
-_VALIDATED: "weakref.WeakValueDictionary[int, FrozenModel]" = weakref.WeakValueDictionary()
+_VALIDATED: weakref.WeakValueDictionary[int, FrozenModel] = weakref.WeakValueDictionary()
 """Models whose constructor ran every validator, nested models included, by id. A model made by
 ``model_construct``, ``model_copy`` or ``copy.copy`` is a new object, so never found here."""
 

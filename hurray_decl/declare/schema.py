@@ -9,8 +9,9 @@ from the same declarations.
 
 from __future__ import annotations
 
-from functools import lru_cache
-from typing import Any, Callable
+from collections.abc import Callable
+from functools import cache
+from typing import Any
 
 import construct as cs
 from construct.core import stream_tell
@@ -117,7 +118,7 @@ class Rule(cs.Subconstruct):
         return (f"({value} if {rule}.check(({value} := {self.subcon._compileparse(code)}), this) "
                 f"else {rule}._refused({value}, this))")
 
-    def rules(self) -> list["Rule"]:
+    def rules(self) -> list[Rule]:
         """This rule and those nested inside it, innermost first."""
         inner = self.subcon.rules() if isinstance(self.subcon, Rule) else []
         return inner + [self]
@@ -289,7 +290,7 @@ def field_offsets(struct: cs.Construct) -> dict[str, tuple[int, int]]:
     return offsets
 
 
-@lru_cache(maxsize=None)
+@cache
 def compiled(declaration: cs.Construct) -> cs.Construct | None:
     """Construct's compiled parser of ``declaration``, built on first use and kept; None when a
     part of it cannot be compiled (a caller's field written with a lambda), so the interpreted

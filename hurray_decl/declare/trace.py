@@ -29,7 +29,7 @@ class _Node:
     end: int | None = None
     value: Any = None
     failed: bool = False
-    children: list["_Node"] = field(default_factory=list)
+    children: list[_Node] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class Span:
 _STACK: ContextVar[list[_Node] | None] = ContextVar("hurray_decl_trace_stack", default=None)
 """The open nodes of the trace running in this thread (or task); ``None`` outside a trace."""
 
-_TRACED: "weakref.WeakKeyDictionary[cs.Construct, cs.Construct]" = weakref.WeakKeyDictionary()
+_TRACED: weakref.WeakKeyDictionary[cs.Construct, cs.Construct] = weakref.WeakKeyDictionary()
 """Each declaration's traced copy, built once."""
 
 
@@ -190,7 +190,7 @@ def positions_of(root: _Node, prefix: str = "descriptor") -> dict[str, int]:
     def walk(node: _Node, path: str, named: str = "") -> None:
         con = node.con
         if isinstance(con, cs.Renamed) and con.name and con.name != named:  # renamed twice: one name
-            if con.name.startswith("_") or node.value is None and node.end == node.start:
+            if con.name.startswith("_") or (node.value is None and node.end == node.start):
                 return  # a private name, or an optional section that is absent
             path = f"{path} -> {con.name}"
             found.setdefault(path, node.start)

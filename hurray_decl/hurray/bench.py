@@ -18,18 +18,26 @@ from __future__ import annotations
 
 import time
 import tracemalloc
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Callable, TextIO
+from typing import Any, TextIO
 
 import numpy as np
 
-from hurray_decl.hurray.tables import storage
-from hurray_decl.hurray.numerics import dequantize, quantize
-from hurray_decl.hurray.tables.element_types import BY_TAG
 from hurray_decl.errors import ArgumentError
 from hurray_decl.hurray.kernels import workers
-from hurray_decl.hurray.tensor import BufferHandle, ColumnMajor, Layout, Tiled, read_tensor_descriptor, write_tensor_descriptor
+from hurray_decl.hurray.numerics import dequantize, quantize
+from hurray_decl.hurray.tables import storage
+from hurray_decl.hurray.tables.element_types import BY_TAG
+from hurray_decl.hurray.tensor import (
+    BufferHandle,
+    ColumnMajor,
+    Layout,
+    Tiled,
+    read_tensor_descriptor,
+    write_tensor_descriptor,
+)
 from hurray_decl.hurray.tensor.access import stored_codes_row_major
 
 TILE = 64

@@ -10,20 +10,22 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from hurray_decl.hurray import quantization
+from hurray_decl.declare.schema import NONE32
+from hurray_decl.declare.trace import Span, trace
 from hurray_decl.dump.render import FORMATS, render
 from hurray_decl.dump.rows import BEYOND, UNDECODED, Dump, Row, raw_rows
-from hurray_decl.hurray.tables.element_types import BY_TAG
 from hurray_decl.errors import HurrayDeclError
-from hurray_decl.declare.schema import NONE32
-from hurray_decl.hurray.tables.tags import tag_range
+from hurray_decl.hurray import quantization
 from hurray_decl.hurray.tables.codes import Code, Device, Flag, MemoryClass, SyncMode
+from hurray_decl.hurray.tables.element_types import BY_TAG
+from hurray_decl.hurray.tables.tags import tag_range
 from hurray_decl.hurray.tensor.header import PREAMBLE_LENGTH
 from hurray_decl.hurray.tensor.layouts import LAYOUTS
 from hurray_decl.hurray.tensor.reader import skip_descriptor, trace_tensor_descriptor
-from hurray_decl.declare.trace import Span, trace
+
 
 def _scheme_tag(value: int) -> str:
     row = quantization.SCHEMES.get(value)

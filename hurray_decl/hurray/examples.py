@@ -10,10 +10,10 @@ Regenerate with ``python -m hurray_decl.hurray.examples``.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Callable
 
 from hurray_decl.hurray.tables.element_types import BY_NAME
 from hurray_decl.hurray.tensor import (

@@ -31,10 +31,10 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence, TextIO
-
+from typing import TextIO
 
 ACCEPT, REJECT = "accept", "reject"
 VALID = "valid"
@@ -72,8 +72,7 @@ VALID_SHARE = 4
 
 def draw_examples(strategy, count: int, seed: int) -> list:
     """``count`` examples of ``strategy``, reproducibly from ``seed`` (Hypothesis' generation phase)."""
-    from hypothesis import HealthCheck, Phase, given, settings
-    from hypothesis import seed as fix_seed
+    from hypothesis import HealthCheck, Phase, given, seed as fix_seed, settings
 
     drawn: list = []
 

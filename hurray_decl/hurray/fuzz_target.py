@@ -33,11 +33,11 @@ from __future__ import annotations
 
 import struct
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
-from hurray_decl.hurray.quantization import decode_quantization, encode_quantization
 from hurray_decl.errors import HurrayDeclError
 from hurray_decl.fuzz_harness import run_libfuzzer, within
+from hurray_decl.hurray.quantization import decode_quantization, encode_quantization
 from hurray_decl.hurray.tensor import read_tensor_descriptor, write_tensor_descriptor
 
 SLOW_SECONDS = 1.0

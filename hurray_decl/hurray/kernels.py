@@ -20,15 +20,15 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import cache, cached_property, lru_cache
 from math import prod
-from typing import Any, Callable, Iterator, Protocol, overload
+from typing import Any, Protocol, overload
 
-from hurray_decl.lazy_modules import numpy as np
-
-from hurray_decl.hurray.tables import storage
 from hurray_decl.errors import ArgumentError, RuleViolation
+from hurray_decl.hurray.tables import storage
+from hurray_decl.lazy_modules import numpy as np
 
 CHUNK_ELEMENTS = 1 << 17
 """Elements per chunk (4K blocks of 32): a chunk's output (512 KiB) and its temporaries stay
@@ -95,7 +95,7 @@ class Geometry:
 
 
 class Kernel(Protocol):
-    def __call__(self, values: np.ndarray, box: "Box", out: np.ndarray) -> None:
+    def __call__(self, values: np.ndarray, box: Box, out: np.ndarray) -> None:
         """Write the dequantized ``values`` (rows, k, b) of ``box`` into ``out`` (same shape)."""
 
 
@@ -178,14 +178,14 @@ def storage_bits(table: np.ndarray) -> int:
     return int(table.shape[1]).bit_length() - 1
 
 
-@lru_cache(maxsize=None)
+@cache
 def byte_codes(bits: int) -> np.ndarray:
     """(256, elements per byte): the codes packed in every byte value, LSB first (read-only)."""
     per = storage.packing(bits).elements
     return storage.read_only(storage.unpack_codes(np.arange(256, dtype=np.uint8), bits, 256 * per).reshape(256, per))
 
 
-@lru_cache(maxsize=None)
+@cache
 def code_values(storage_name: str, value_map: tuple[float, ...] | None = None) -> np.ndarray:
     """float32 value of every code of a storage type of at most 8 bits (read-only); ``value_map``
     (NF4) gives the value of each code instead. Integer codes are exact in float32."""
@@ -239,7 +239,7 @@ def affine_plan(geometry: Geometry, storage_name: str, scales: np.ndarray | None
     return Plan(geometry, table=table, keys=folded, scales=scales)
 
 
-@lru_cache(maxsize=None)
+@cache
 def affine_table(storage_name: str, low: int, high: int) -> np.ndarray:
     """``table[z - low, q] = float32(value(q) - z)`` for zero points ``low..high`` (read-only):
     the difference is exact for codes of at most 8 bits (HQ-PT-08)."""

@@ -8,20 +8,27 @@ into whole tensors: buffer contents checked first, the output filled chunk by ch
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
-from hurray_decl.hurray import kernels
-
-from hurray_decl.hurray.tables import storage
-from hurray_decl.hurray.tables.element_types import BY_NAME, BY_TAG
-from hurray_decl.hurray.quantization import kernel_for, scheme
 from hurray_decl.errors import ArgumentError, RuleViolation, UnsupportedError
+from hurray_decl.hurray import kernels
+from hurray_decl.hurray.quantization import kernel_for, scheme
+from hurray_decl.hurray.tables import storage
 from hurray_decl.hurray.tables.codes import ScaleType
-from hurray_decl.hurray.tensor import BufferHandle, RowMajor, TensorDescriptor, read_tensor_descriptor, validate_buffers, write_tensor_descriptor
-from hurray_decl.hurray.tensor import access
+from hurray_decl.hurray.tables.element_types import BY_NAME, BY_TAG
+from hurray_decl.hurray.tensor import (
+    BufferHandle,
+    RowMajor,
+    TensorDescriptor,
+    access,
+    read_tensor_descriptor,
+    validate_buffers,
+    write_tensor_descriptor,
+)
 from hurray_decl.hurray.tensor.common import DYNAMIC
 from hurray_decl.hurray.tensor.validate import DataContext
 

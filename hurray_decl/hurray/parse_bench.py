@@ -14,8 +14,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence, TextIO
+from typing import TextIO
 
 from hurray_decl.errors import ArgumentError, HurrayDeclError
 

@@ -7,10 +7,12 @@ engine owns framing, the tag space, permissive mode and error positions.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import construct as cs
 
+from hurray_decl.declare.schema import fast_parser, parse_exact
 from hurray_decl.errors import (
     HurrayDeclError,
     OpaqueDataAccess,
@@ -19,8 +21,6 @@ from hurray_decl.errors import (
     TruncatedError,
     UnsupportedError,
 )
-from hurray_decl.registry import SchemeRow, Table
-from hurray_decl.declare.schema import fast_parser, parse_exact
 from hurray_decl.hurray.schemes import BUILTIN
 from hurray_decl.hurray.schemes.quantization import (
     HEADER_LENGTH,
@@ -33,6 +33,7 @@ from hurray_decl.hurray.schemes.quantization import (
 )
 from hurray_decl.hurray.tables.codes import PRIVATE_SPAN
 from hurray_decl.hurray.tables.tags import PRIVATE_RANGE, TagClass, classify, skippable, tag_error
+from hurray_decl.registry import SchemeRow, Table
 
 SCHEMES: Table[int, SchemeRow[SchemeDescriptor]] = Table("scheme", "HQ-EXT-03")
 """Every scheme this reader decodes, keyed by tag: the built-in five and registered private ones."""

@@ -40,9 +40,9 @@ from hurray_decl.hurray.quantization import kernel_for
 from hurray_decl.hurray.schemes.per_block_affine import PerBlockAffine
 from hurray_decl.hurray.schemes.per_tensor_affine import PerTensorAffine
 from hurray_decl.hurray.tables import storage
+from hurray_decl.hurray.tables.codes import CombineOp, CompositionRule, MemberRole, ScaleType, alternatives
 from hurray_decl.hurray.tables.element_types import BY_NAME, BY_TAG
 from hurray_decl.hurray.tensor import access
-from hurray_decl.hurray.tables.codes import CombineOp, CompositionRule, MemberRole, ScaleType, alternatives
 from hurray_decl.hurray.tensor.buffers import BufferHandle
 from hurray_decl.hurray.tensor.common import DYNAMIC
 from hurray_decl.hurray.tensor.layouts import (

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from hurray_decl.errors import OnnxLightTypeError
+from hurray_decl.lazy_modules import lazy_exports
 from hurray_decl.onnx_light._generated.onnx_light_pb2 import (
     EncodedValueProto,
     ModelProto,
@@ -30,9 +32,9 @@ from hurray_decl.onnx_light.codec import (
     quantize_array,
     quantize_tensor_proto,
 )
-from hurray_decl.errors import OnnxLightTypeError
 from hurray_decl.onnx_light.methods import METHODS, MethodRow
 from hurray_decl.onnx_light.model import check_model, check_model_values, model_to_textproto, serialize_for_ort
+from hurray_decl.onnx_light.ort import MatMulNBitsInputs, make_matmul_nbits_plan
 from hurray_decl.onnx_light.plan import (
     QuantizationBlockLayout,
     QuantizationBlockParameters,
@@ -48,7 +50,6 @@ from hurray_decl.onnx_light.profiles import (
     quantization_format_name,
     quantization_formats,
 )
-from hurray_decl.onnx_light.ort import MatMulNBitsInputs, make_matmul_nbits_plan
 from hurray_decl.onnx_light.shared import (
     ParameterSet,
     SharedQuantizedValue,
@@ -59,50 +60,49 @@ from hurray_decl.onnx_light.shared import (
     quantize_tensor_shared,
 )
 from hurray_decl.onnx_light.wire import PARAMETER_REF_FIELD
-from hurray_decl.lazy_modules import lazy_exports
 
 __all__ = [
-    "QuantizationFormat",
-    "QuantizationMethod",
+    "METHODS",
+    "PARAMETER_REF_FIELD",
+    "PROFILES",
+    "EncodedValueProto",
+    "MatMulNBitsInputs",
+    "MethodRow",
+    "ModelProto",
+    "OnnxLightTypeError",
+    "ParameterSet",
     "QuantizationBlockLayout",
     "QuantizationBlockParameters",
-    "QuantizationRun",
+    "QuantizationFormat",
+    "QuantizationMethod",
     "QuantizationPlan",
-    "PROFILES",
-    "METHODS",
-    "MethodRow",
-    "PARAMETER_REF_FIELD",
-    "OnnxLightTypeError",
-    "quantization_formats",
-    "quantization_format_name",
-    "parse_quantization_format",
+    "QuantizationRun",
+    "SharedQuantizedValue",
+    "StructTypeProto",
+    "TensorProto",
+    "TypeProto",
+    "add_quantization_parameters",
+    "check_model",
+    "check_model_values",
+    "decode_plan",
+    "dequantize_tensor_proto",
+    "dequantize_value",
+    "export_matmul_nbits_inputs",
+    "make_matmul_nbits_plan",
     "make_quantization_plan",
     "make_quantization_type",
-    "quantize_array",
-    "dequantize_value",
-    "decode_plan",
-    "quantize_tensor_proto",
-    "dequantize_tensor_proto",
-    "quantize_with_type",
-    "make_matmul_nbits_plan",
-    "export_matmul_nbits_inputs",
-    "MatMulNBitsInputs",
-    "check_model_values",
-    "check_model",
-    "serialize_for_ort",
-    "model_to_textproto",
-    "add_quantization_parameters",
     "make_shared_quantization_type",
-    "quantize_tensor_shared",
     "materialize_quantized_value",
+    "model_to_textproto",
     "parameter_catalogue",
-    "ParameterSet",
-    "SharedQuantizedValue",
-    "EncodedValueProto",
-    "StructTypeProto",
-    "TypeProto",
-    "TensorProto",
-    "ModelProto",
+    "parse_quantization_format",
+    "quantization_format_name",
+    "quantization_formats",
+    "quantize_array",
+    "quantize_tensor_proto",
+    "quantize_tensor_shared",
+    "quantize_with_type",
+    "serialize_for_ort",
 ]
 
 # Not in __all__, so that ``import *`` works without onnx installed: the TYPE_CHECKING imports at the end.

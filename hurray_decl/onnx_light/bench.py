@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Callable, TextIO, TypeVar
+from collections.abc import Callable
+from typing import TextIO, TypeVar
 
 import numpy as np
 
@@ -27,7 +28,7 @@ from hurray_decl.onnx_light.ort import make_matmul_nbits_plan
 from hurray_decl.onnx_light.plan import make_quantization_plan
 from hurray_decl.onnx_light.profiles import QuantizationFormat
 
-__all__ = ["run", "TARGETS"]
+__all__ = ["TARGETS", "run"]
 
 TARGETS = {
     "plan_over_quantize": 0.05,

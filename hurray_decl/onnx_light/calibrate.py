@@ -12,11 +12,11 @@ from __future__ import annotations
 import numpy as np
 
 from hurray_decl.errors import OnnxLightError
-from hurray_decl.onnx_light.portable import Prepared, encode_prepared, forward_values, prepare_plan, source_array
 from hurray_decl.onnx_light.methods import method_row
 from hurray_decl.onnx_light.numerics import LOGICAL_DTYPE_NAMES, LOGICAL_DTYPES, LOGICAL_NAMES
 from hurray_decl.onnx_light.ort import quantize_ort_with_type
 from hurray_decl.onnx_light.plan import QuantizationPlan, RunArrays
+from hurray_decl.onnx_light.portable import Prepared, encode_prepared, forward_values, prepare_plan, source_array
 from hurray_decl.onnx_light.profiles import PROFILES, WIRE_PREFIX, QuantizationMethod, parse_quantization_format
 from hurray_decl.onnx_light.validate import validate_layout
 from hurray_decl.onnx_light.wire import canonical_type, pb, read_geometry, resolve_struct_type, same_message

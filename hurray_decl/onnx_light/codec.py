@@ -22,15 +22,15 @@ from hurray_decl.onnx_light.values import decode_plan_full, dequantize_full, exp
 from hurray_decl.onnx_light.wire import pb
 
 __all__ = [
-    "quantize_array",
-    "dequantize_value",
     "decode_plan",
-    "make_quantization_type",
-    "validate_value",
-    "unwrap_value",
-    "export_matmul_nbits_inputs",
-    "quantize_tensor_proto",
     "dequantize_tensor_proto",
+    "dequantize_value",
+    "export_matmul_nbits_inputs",
+    "make_quantization_type",
+    "quantize_array",
+    "quantize_tensor_proto",
+    "unwrap_value",
+    "validate_value",
 ]
 
 

@@ -31,7 +31,7 @@ from hurray_decl.onnx_light.mutants import (
 from hurray_decl.onnx_light.ort import FLOATING, IMPLICIT, ORT_FORMATS, PACKED
 from hurray_decl.onnx_light.profiles import PROFILES, QuantizationFormat
 
-__all__ = ["Example", "examples", "manifest", "bundled", "write", "read_manifest"]
+__all__ = ["Example", "bundled", "examples", "manifest", "read_manifest", "write"]
 
 FOLDER = ("examples",)
 MANIFEST = "manifest.json"

@@ -26,10 +26,10 @@ from dataclasses import fields as dataclass_fields
 
 import numpy as np
 
-from hurray_decl.errors import ArgumentError, HurrayDeclError, OnnxLightError
+from hurray_decl.declare.trace import trace
 from hurray_decl.dump.render import render
 from hurray_decl.dump.rows import RAW_ROW, UNDECODED, Dump, Row
-from hurray_decl.declare.trace import trace
+from hurray_decl.errors import ArgumentError, HurrayDeclError, OnnxLightError
 from hurray_decl.onnx_light.inputs import (
     MESSAGES,
     MODEL,
@@ -48,7 +48,14 @@ from hurray_decl.onnx_light.plan import QuantizationBlockLayout
 from hurray_decl.onnx_light.profiles import WIRE_PREFIX, QuantizationMethod, parse_quantization_format
 from hurray_decl.onnx_light.protowire import Field, walk
 from hurray_decl.onnx_light.shared import COMPACT_NAME, parameter_catalogue
-from hurray_decl.onnx_light.wire import logical_shape, merge_runs, payload_schema, pb, read_geometry, resolve_struct_type
+from hurray_decl.onnx_light.wire import (
+    logical_shape,
+    merge_runs,
+    payload_schema,
+    pb,
+    read_geometry,
+    resolve_struct_type,
+)
 
 __all__ = ["dump", "hexdump", "payload_rows"]
 

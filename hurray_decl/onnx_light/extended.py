@@ -32,20 +32,20 @@ Setting the environment variable ``HURRAY_DECL_EXTENDED=emulate`` makes emulatio
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Sequence
 from fractions import Fraction
-from typing import Iterable, Sequence
 
 import numpy as np
 
 __all__ = [
     "NATIVE",
-    "native_available",
-    "round64",
     "affine_values",
+    "inverse_deviation_ok",
+    "native_available",
+    "nearest_entries",
+    "round64",
     "row_products",
     "row_products_exact",
-    "inverse_deviation_ok",
-    "nearest_entries",
 ]
 
 _CHUNK = 1 << 18          # elements per chunk of the vectorised paths

@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from hurray_decl.errors import HurrayDeclError
 from hurray_decl.fuzz_harness import run_libfuzzer, within
@@ -110,7 +110,7 @@ def test_one_input(data: bytes) -> None:
         return
     try:
         check_one(bytes(data))
-    except Exception as exc:  # noqa: BLE001 - collect mode records every finding and goes on
+    except Exception as exc:  # collect mode records every finding and goes on
         _record(FINDINGS, bytes(data), exc)
 
 

@@ -25,8 +25,20 @@ from hurray_decl.onnx_light.tensors import tensor_to_array
 from hurray_decl.onnx_light.wire import pb
 
 __all__ = [
-    "VALUE", "TENSOR", "MODEL", "KINDS", "MESSAGES", "HURRAY", "CONTAINER",
-    "Item", "detect_kind", "parse", "items", "check", "check_item", "array_of",
+    "CONTAINER",
+    "HURRAY",
+    "KINDS",
+    "MESSAGES",
+    "MODEL",
+    "TENSOR",
+    "VALUE",
+    "Item",
+    "array_of",
+    "check",
+    "check_item",
+    "detect_kind",
+    "items",
+    "parse",
 ]
 
 VALUE, TENSOR, MODEL = "value", "tensor", "model"

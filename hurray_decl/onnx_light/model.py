@@ -21,7 +21,7 @@ from hurray_decl.onnx_light.codec import validate_value
 from hurray_decl.onnx_light.shared import PARAMETERS_PREFIX, as_pb_model, check_shared_value, parameter_catalogue
 from hurray_decl.onnx_light.wire import model_catalogue, pb
 
-__all__ = ["check_model_values", "check_model", "validation_error_class", "serialize_for_ort", "model_to_textproto"]
+__all__ = ["check_model", "check_model_values", "model_to_textproto", "serialize_for_ort", "validation_error_class"]
 
 
 def _graphs(graph: pb.GraphProto, path: str):

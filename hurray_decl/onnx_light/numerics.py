@@ -13,8 +13,18 @@ import numpy as np
 from hurray_decl.errors import OnnxLightError
 
 __all__ = [
-    "DataType", "LOGICAL_TYPES", "LOGICAL_DTYPES", "LOGICAL_NAMES", "LOGICAL_CODES", "LOGICAL_DTYPE_NAMES", "LARGEST",
-    "dtype_code", "float16_bits", "narrow", "to_logical", "spelled",
+    "LARGEST",
+    "LOGICAL_CODES",
+    "LOGICAL_DTYPES",
+    "LOGICAL_DTYPE_NAMES",
+    "LOGICAL_NAMES",
+    "LOGICAL_TYPES",
+    "DataType",
+    "dtype_code",
+    "float16_bits",
+    "narrow",
+    "spelled",
+    "to_logical",
 ]
 
 

@@ -31,19 +31,25 @@ from hurray_decl.onnx_light.calibrate import quantize_with_type
 from hurray_decl.onnx_light.codec import dequantize_value
 from hurray_decl.onnx_light.model import check_model
 from hurray_decl.onnx_light.numerics import LOGICAL_CODES, LOGICAL_DTYPE_NAMES, LOGICAL_DTYPES, LOGICAL_NAMES
-from hurray_decl.onnx_light.shared import EncodedValue, SharedQuantizedValue, as_pb_model, compact_value, parameter_catalogue
+from hurray_decl.onnx_light.shared import (
+    EncodedValue,
+    SharedQuantizedValue,
+    as_pb_model,
+    compact_value,
+    parameter_catalogue,
+)
 from hurray_decl.onnx_light.wire import logical_shape, pb, resolve_struct_type, same_message
 
 __all__ = [
     "DOMAIN",
     "QUANTIZE_INPUTS",
-    "QuantizedValue",
-    "Quantize",
     "Dequantize",
-    "quantization_operators",
-    "make_reference_evaluator",
     "QuantizationEvaluator",
+    "Quantize",
+    "QuantizedValue",
     "infer_shapes_model",
+    "make_reference_evaluator",
+    "quantization_operators",
     "struct_type_proto",
 ]
 
@@ -91,7 +97,7 @@ class QuantizedValue(EncodedValue):
     def has_parameter_ref(self) -> bool:
         return False
 
-    def copy(self) -> "QuantizedValue":
+    def copy(self) -> QuantizedValue:
         return QuantizedValue(self._encoded, self._model)
 
     def todense(self) -> np.ndarray:
@@ -146,7 +152,7 @@ class Quantize(OpRun, _Bound):
 
     op_domain = DOMAIN
 
-    def _run(self, *inputs, type=None, parameter_ref=None):  # noqa: A002 - the attribute's ONNX name
+    def _run(self, *inputs, type=None, parameter_ref=None):  # "type" is the attribute's ONNX name
         node = self.onnx_node
         if not 1 <= len(inputs) <= len(QUANTIZE_INPUTS) or len(node.output) != 1:
             raise _fail("OL-OP-01", "Quantize takes 1 to 9 inputs and has one output", "node",

@@ -12,8 +12,16 @@ import numpy as np
 
 from hurray_decl.errors import OnnxLightError
 
-__all__ = ["pack_bits", "unpack_bits", "pack_base3", "unpack_base3", "sign_extend", "check_padding", "code_table",
-           "decode_bytes"]
+__all__ = [
+    "check_padding",
+    "code_table",
+    "decode_bytes",
+    "pack_base3",
+    "pack_bits",
+    "sign_extend",
+    "unpack_base3",
+    "unpack_bits",
+]
 
 _POW3 = np.array([1, 3, 9, 27, 81], dtype=np.uint16)
 
@@ -81,7 +89,7 @@ def check_padding(data: np.ndarray, count: int, bits: int, path: str) -> None:
                                  expected=f"bits {used % 8}..7 clear")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def code_table(bits: int, signed: bool) -> np.ndarray:
     """float64 ``[256, 8 // bits]``: the codes a byte holds, LSB first, sign-extended when
     ``signed`` (for widths that divide 8). Read-only."""
@@ -98,7 +106,7 @@ def code_table(bits: int, signed: bool) -> np.ndarray:
 _LANES = {1: np.dtype(np.float64), 2: np.dtype(np.complex128)}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _byte_table(bits: int, signed: bool) -> np.ndarray:
     """:func:`code_table` with each row as one element (a float64, complex128 or void of the
     row's bytes), so that ``numpy.take`` gathers a byte's codes in one copy."""

@@ -13,8 +13,8 @@ next to a layout, which the decoder builds straight from the payload.
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -24,13 +24,13 @@ from hurray_decl.onnx_light.numerics import DataType
 from hurray_decl.onnx_light.profiles import PROFILES, QuantizationFormat, QuantizationMethod, require_format
 
 __all__ = [
+    "U32_MAX",
     "QuantizationBlockLayout",
     "QuantizationBlockParameters",
-    "QuantizationRun",
     "QuantizationPlan",
+    "QuantizationRun",
     "RunArrays",
     "make_quantization_plan",
-    "U32_MAX",
 ]
 
 U32_MAX = 2**32 - 1
@@ -57,7 +57,7 @@ class QuantizationBlockLayout:
                 int(self.cast_type))
 
     @classmethod
-    def from_header(cls, values: Sequence[int]) -> "QuantizationBlockLayout":
+    def from_header(cls, values: Sequence[int]) -> QuantizationBlockLayout:
         return cls(*(int(v) for v in values))
 
     @property
@@ -96,7 +96,7 @@ class QuantizationBlockParameters:
     offset: float = 0.0
     codebook: list[float] = field(default_factory=list)
 
-    def copy(self) -> "QuantizationBlockParameters":
+    def copy(self) -> QuantizationBlockParameters:
         return QuantizationBlockParameters(self.scale, self.zero_point, self.offset, list(self.codebook))
 
 
@@ -130,7 +130,7 @@ class QuantizationRun:
 
     @classmethod
     def uniform(cls, layout: QuantizationBlockLayout, block: QuantizationBlockParameters,
-                count: int) -> "QuantizationRun":
+                count: int) -> QuantizationRun:
         """``count`` copies of ``block``, built as arrays (no object per block)."""
         run = cls(layout)
         run._scale = np.full(count, _number(block.scale, "scale", "block -> scale"))
@@ -142,7 +142,7 @@ class QuantizationRun:
 
     @classmethod
     def from_arrays(cls, layout: QuantizationBlockLayout, scale, zero_point, offset,
-                    codebook) -> "QuantizationRun":
+                    codebook) -> QuantizationRun:
         """A run from per-block arrays (``codebook`` is ``[blocks, T]``); the arrays are copied."""
         run = cls(layout)
         run._scale = np.array(scale, dtype=np.float64).reshape(-1)
@@ -232,7 +232,7 @@ class QuantizationRun:
             array = np.broadcast_to(array.reshape(1, -1), (len(self), array.size))
         self._codebook, self._ragged = array.reshape(len(self), -1).copy(), []
 
-    def copy(self) -> "QuantizationRun":
+    def copy(self) -> QuantizationRun:
         run = QuantizationRun(copy.copy(self.layout))
         run._scale, run._zero_point, run._offset = self._scale.copy(), self._zero_point.copy(), self._offset.copy()
         run._codebook = None if self._codebook is None else self._codebook.copy()
@@ -304,7 +304,7 @@ class RunArrays:
         return int(self.scale.shape[0])
 
     @classmethod
-    def from_run(cls, run: QuantizationRun, path: str) -> "RunArrays":
+    def from_run(cls, run: QuantizationRun, path: str) -> RunArrays:
         if run._codebook is None:
             # Tables of different lengths in one run cannot all match the layout's T.
             expected = run.layout.table_size
@@ -317,7 +317,7 @@ class RunArrays:
         return cls(copy.copy(run.layout), run._scale.copy(), run._zero_point.copy(), run._offset.copy(),
                    run._codebook.copy())
 
-    def part(self, start: int, stop: int) -> "RunArrays":
+    def part(self, start: int, stop: int) -> RunArrays:
         """Blocks ``start .. stop - 1`` as views (for chunked decoding)."""
         return RunArrays(self.layout, self.scale[start:stop], self.zero_point[start:stop],
                          self.offset[start:stop], self.codebook[start:stop])

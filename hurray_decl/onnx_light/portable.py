@@ -15,8 +15,8 @@ portable and ORT values and :mod:`.codec` adds compact values on top.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import construct as cs
 import numpy as np
@@ -56,10 +56,27 @@ from hurray_decl.onnx_light.wire import (
 )
 
 __all__ = [
-    "Prepared", "prepare_plan", "forward_values", "run_slices", "reconstruct", "decode_runs",
-    "source_array", "encode_prepared", "build_payload", "quantize_portable", "make_quantization_type",
-    "as_encoded", "Decoded", "Opened", "open_value", "read_portable", "element_count", "requested_code",
-    "decode_chunked", "dequantize_portable", "portable_plan",
+    "Decoded",
+    "Opened",
+    "Prepared",
+    "as_encoded",
+    "build_payload",
+    "decode_chunked",
+    "decode_runs",
+    "dequantize_portable",
+    "element_count",
+    "encode_prepared",
+    "forward_values",
+    "make_quantization_type",
+    "open_value",
+    "portable_plan",
+    "prepare_plan",
+    "quantize_portable",
+    "read_portable",
+    "reconstruct",
+    "requested_code",
+    "run_slices",
+    "source_array",
 ]
 
 

@@ -13,21 +13,20 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
-from hurray_decl.errors import OnnxLightTypeError
+from hurray_decl.errors import OnnxLightError, OnnxLightTypeError
 from hurray_decl.onnx_light.numerics import DataType
-from hurray_decl.errors import OnnxLightError
 
 __all__ = [
+    "PORTABLE_COUNT",
+    "PROFILES",
+    "WIRE_PREFIX",
+    "ProfileDefaults",
     "QuantizationFormat",
     "QuantizationMethod",
-    "ProfileDefaults",
-    "PROFILES",
-    "PORTABLE_COUNT",
-    "WIRE_PREFIX",
-    "quantization_formats",
-    "quantization_format_name",
-    "parse_quantization_format",
     "fixed_table",
+    "parse_quantization_format",
+    "quantization_format_name",
+    "quantization_formats",
 ]
 
 WIRE_PREFIX = "onnx_light.quantization.v1/"

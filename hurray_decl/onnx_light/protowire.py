@@ -24,8 +24,17 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from hurray_decl.dump.rows import Row
 
-__all__ = ["Field", "Walk", "WireError", "walk", "WireType", "WIRE_TYPES", "MAX_DEPTH", "MAX_FIELD_NUMBER",
-           "read_varint"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_FIELD_NUMBER",
+    "WIRE_TYPES",
+    "Field",
+    "Walk",
+    "WireError",
+    "WireType",
+    "read_varint",
+    "walk",
+]
 
 
 class WireType(enum.IntEnum):
@@ -97,7 +106,7 @@ class Field:
     body: tuple[int, int] | None = None   # the payload of a length-delimited field
     value: Any = None                     # scalar, string or bytes value (None for a message)
     message: Descriptor | None = None     # set when the payload was read as a message
-    children: list["Field"] = field(default_factory=list)
+    children: list[Field] = field(default_factory=list)
     first_row: int = 0                    # index of the field's key row
     value_row: int = 0                    # index of the row that holds the value (or the key row)
     last_row: int = 0                     # index of the field's last row
@@ -110,7 +119,7 @@ class Field:
                 return child.value.decode("utf-8", "replace")
         return None
 
-    def child(self, name: str, index: int = 0) -> "Field | None":
+    def child(self, name: str, index: int = 0) -> Field | None:
         """The ``index``-th occurrence of a sub-field (repeated elements of a packed run included)."""
         found = [c for c in self.children if c.name == name]
         return found[index] if 0 <= index < len(found) else None

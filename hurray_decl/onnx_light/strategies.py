@@ -18,15 +18,33 @@ Requires ``hypothesis`` (a test dependency).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from hypothesis import strategies as st
 
-from hurray_decl.onnx_light.mutants import EXCLUDED, MUTANTS, ORT, Case, Source, compact_model, ort_value, valid_case, valid_value
+from hurray_decl.onnx_light.mutants import (
+    EXCLUDED,
+    MUTANTS,
+    ORT,
+    Case,
+    Source,
+    compact_model,
+    ort_value,
+    valid_case,
+    valid_value,
+)
 from hurray_decl.onnx_light.profiles import QuantizationFormat
 
-__all__ = ["DrawSource", "encoded_values", "ort_values", "compact_models", "valid_inputs", "mutants",
-           "MUTANTS", "EXCLUDED"]
+__all__ = [
+    "EXCLUDED",
+    "MUTANTS",
+    "DrawSource",
+    "compact_models",
+    "encoded_values",
+    "mutants",
+    "ort_values",
+    "valid_inputs",
+]
 
 
 class DrawSource(Source):

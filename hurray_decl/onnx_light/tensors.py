@@ -16,7 +16,7 @@ from hurray_decl.errors import OnnxLightError
 from hurray_decl.onnx_light.numerics import LOGICAL_CODES, LOGICAL_DTYPES, LOGICAL_NAMES, DataType
 from hurray_decl.onnx_light.wire import pb
 
-__all__ = ["as_tensor", "tensor_to_array", "array_to_tensor"]
+__all__ = ["array_to_tensor", "as_tensor", "tensor_to_array"]
 
 
 MAX_RANK = 64

@@ -6,20 +6,20 @@ blocks is validated without a Python loop per block. An error names the first of
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
 from hurray_decl.errors import OnnxLightError
+from hurray_decl.onnx_light.extended import inverse_deviation_ok
 from hurray_decl.onnx_light.methods.affine import code_range
 from hurray_decl.onnx_light.methods.cast import CAST_WIDTHS
 from hurray_decl.onnx_light.numerics import LOGICAL_CODES, LOGICAL_NAMES, spelled
-from hurray_decl.onnx_light.extended import inverse_deviation_ok
 from hurray_decl.onnx_light.plan import U32_MAX, U64_MAX, QuantizationBlockLayout, RunArrays
-from hurray_decl.onnx_light.wire import record_bytes
 from hurray_decl.onnx_light.profiles import PROFILES, QuantizationFormat, QuantizationMethod
+from hurray_decl.onnx_light.wire import record_bytes
 
-__all__ = ["validate_layout", "validate_run", "validate_geometry"]
+__all__ = ["validate_geometry", "validate_layout", "validate_run"]
 
 
 _METHOD_CODES = frozenset(int(method) for method in QuantizationMethod)

@@ -27,7 +27,7 @@ from hurray_decl.onnx_light.portable import (
 )
 from hurray_decl.onnx_light.profiles import QuantizationFormat
 
-__all__ = ["dequantize_full", "decode_plan_full", "validate_full", "export_full"]
+__all__ = ["decode_plan_full", "dequantize_full", "export_full", "validate_full"]
 
 
 def _ort_value(opened: Opened, fmt: QuantizationFormat) -> OrtValue:

@@ -17,17 +17,18 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from dataclasses import dataclass
 from math import prod
-from typing import Any, Sequence
+from typing import Any
 
 import construct as cs
 import numpy as np
-from numpy.typing import DTypeLike
 from construct.core import stream_read
+from numpy.typing import DTypeLike
 
-from hurray_decl.errors import OnnxLightError
 from hurray_decl.declare.schema import Rule
+from hurray_decl.errors import OnnxLightError
 from hurray_decl.onnx_light._generated import onnx_light_pb2 as pb
 from hurray_decl.onnx_light.numerics import LOGICAL_CODES, LOGICAL_DTYPES, LOGICAL_NAMES, LOGICAL_TYPES, DataType
 from hurray_decl.onnx_light.plan import U32_MAX, U64_MAX, QuantizationBlockLayout
@@ -38,13 +39,13 @@ __all__ = [
     "Geometry",
     "RunGeometry",
     "canonical_type",
-    "read_geometry",
+    "check_strings",
     "payload_schema",
-    "struct_bits",
+    "pb",
+    "read_geometry",
     "resolve_struct_type",
     "same_message",
-    "check_strings",
-    "pb",
+    "struct_bits",
 ]
 
 PARAMETER_REF_FIELD = pb.EncodedValueProto.DESCRIPTOR.fields_by_name["parameter_ref"].number

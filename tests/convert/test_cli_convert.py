@@ -28,8 +28,8 @@ import pytest
 
 import hurray_decl as hd
 from hurray_decl.convert.gguf import GGUF_TYPES
-from hurray_decl.onnx_light import ModelProto, dequantize_value
 from hurray_decl.hurray.tensor import read_tensor_descriptor
+from hurray_decl.onnx_light import ModelProto, dequantize_value
 
 Q = gguf.GGMLQuantizationType
 ROOT = Path(__file__).resolve().parents[2]

@@ -123,11 +123,14 @@ def test_hurray_q4_1_with_negative_and_zero_scales(name):
 
 # --- fuzzing: arbitrary bytes, types and shapes give a result or a HurrayDeclError ------------------
 
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import (
+    given,
+    settings,
+    strategies as st,
+)
 
-from hurray_decl.convert import BlockParts  # noqa: E402
-from hurray_decl.errors import HurrayDeclError  # noqa: E402
+from hurray_decl.convert import BlockParts
+from hurray_decl.errors import HurrayDeclError
 
 
 @settings(max_examples=80)

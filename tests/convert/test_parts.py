@@ -8,10 +8,8 @@ import pytest
 
 import hurray_decl as hd
 from hurray_decl import onnx_light as ol
-from hurray_decl.convert import BlockParts
+from hurray_decl.convert import BlockParts, hurray as hurray_parts, portable
 from hurray_decl.convert.ort import matmul_nbits_model, tensor_to_matmul_nbits, to_matmul_nbits
-from hurray_decl.convert import hurray as hurray_parts
-from hurray_decl.convert import portable
 from tests.helpers import raises_rule
 
 Q = gguf.GGMLQuantizationType

@@ -10,9 +10,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from hurray_decl.dump.html import render_html
 from hurray_decl.hurray import dump as hexdump
 from hurray_decl.hurray.examples import bundled
-from hurray_decl.dump.html import render_html
 
 from .conftest import CHROMIUM, FLAGS
 

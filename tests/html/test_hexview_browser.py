@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from hurray_decl.dump.html import render_html
 from hurray_decl.hurray import dump as hexdump
 from hurray_decl.hurray.examples import bundled
-from hurray_decl.dump.html import render_html
 from hurray_decl.rules import rule
 
 from .test_html_dump import EXPECT, FILES, hostile_dump

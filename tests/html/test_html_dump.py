@@ -6,14 +6,13 @@ import json
 import re
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
-from hurray_decl.hurray import dump as hexdump
 from hurray_decl.cli import main
-from hurray_decl.errors import ARGUMENT, ArgumentError, HurrayDeclError
-from hurray_decl.hurray.examples import bundled
 from hurray_decl.dump.html import CSP, render_html
+from hurray_decl.errors import ARGUMENT, ArgumentError, HurrayDeclError
+from hurray_decl.hurray import dump as hexdump
+from hurray_decl.hurray.examples import bundled
 from hurray_decl.rules import rule
 
 FILES = sorted(p.name for p in bundled().glob("*.bin"))

@@ -6,9 +6,14 @@ import json
 import struct
 from typing import Any
 
-from hurray_decl.hurray.tensor import BufferHandle, RowMajor, TensorDescriptor, read_tensor_descriptor, write_tensor_descriptor
+from hurray_decl.hurray.tensor import (
+    BufferHandle,
+    RowMajor,
+    TensorDescriptor,
+    read_tensor_descriptor,
+    write_tensor_descriptor,
+)
 from hurray_decl.hurray.tensor.fields import HEADER_FIELDS, field_span, field_spans, with_field, with_length  # noqa: F401
-
 from tests.paths import CONFORMANCE
 
 

@@ -11,19 +11,26 @@ import tracemalloc
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
-from hurray_decl.hurray.container import (FileFlag, KVTag, KVValue, crc32c, is_container, open_container, read_container,
-                                   validate_container)
+from hurray_decl.declare.schema import field_offsets
+from hurray_decl.errors import ArgumentError, HurrayDeclError
+from hurray_decl.hurray.container import (
+    FileFlag,
+    KVTag,
+    KVValue,
+    crc32c,
+    is_container,
+    open_container,
+    read_container,
+    validate_container,
+)
 from hurray_decl.hurray.container.declarations import FILE_HEADER, FILE_PREAMBLE, INDEX_ENTRY, MIN_FILE_SIZE, TRAILER
 from hurray_decl.hurray.container.sequential import read_sequential
 from hurray_decl.hurray.container.strategies import Patch, valid_containers
 from hurray_decl.hurray.container.writer import ContainerWriter, encode_kv, rewrite, write_container
-from hurray_decl.errors import ArgumentError, HurrayDeclError
-from hurray_decl.declare.schema import field_offsets
-from hurray_decl.hurray.tensor import BufferHandle, CompositeHead, Shard, TensorDescriptor
 from hurray_decl.hurray.tables.codes import MemberRole
+from hurray_decl.hurray.tensor import BufferHandle, CompositeHead, Shard, TensorDescriptor
 from hurray_decl.hurray.tensor.sections import CompositeMember
 from tests.paths import FILES
 

@@ -8,11 +8,9 @@ import re
 
 import jsonschema
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from hurray_decl.dump.render import json_schema
-
 from hurray_decl.hurray import dump as hexdump
 from hurray_decl.hurray.container.dump import container_dump
 from hurray_decl.hurray.container.strategies import invalid_containers, valid_containers

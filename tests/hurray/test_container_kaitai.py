@@ -19,10 +19,9 @@ import pytest
 import yaml
 from hypothesis import given, settings
 
+from generated.hurray.container import Container as KaitaiContainer
 from hurray_decl.hurray.container import KVTag, validate_container
 from hurray_decl.hurray.container.strategies import invalid_containers, valid_containers
-
-from generated.hurray.container import Container as KaitaiContainer
 from tests.paths import FILES, REPO
 
 VALID = [v["file"] for v in json.loads((FILES / "manifest.json").read_text())["vectors"] if v["expect"] == "valid"]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 
+from hurray_decl.errors import HurrayDeclError
 from hurray_decl.hurray.container import open_container, validate_container
 from hurray_decl.hurray.container.strategies import MUTANTS, NOT_MUTATED, invalid_containers
-from hurray_decl.errors import HurrayDeclError
 from hurray_decl.rules import all_rules
 
 # Each HF reader rule with a mutant, and the code a reader refuses it with. Written out here so

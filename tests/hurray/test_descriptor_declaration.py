@@ -12,26 +12,26 @@ from typing import Any
 
 import construct as cs
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from hurray_decl.declare import schema
-
-from hurray_decl.hurray import strategies
-from hurray_decl.hurray.quantization import decode_quantization, encode_quantization, register_private_scheme, \
-    unregister_private_scheme
-from hurray_decl.errors import HurrayDeclError
 from hurray_decl.declare.model import validated
 from hurray_decl.declare.schema import Rule, compiled, field_offsets
+from hurray_decl.errors import HurrayDeclError
+from hurray_decl.hurray import strategies
+from hurray_decl.hurray.quantization import (
+    decode_quantization,
+    encode_quantization,
+    register_private_scheme,
+    unregister_private_scheme,
+)
 from hurray_decl.hurray.schemes.quantization import SchemeDescriptor
-from hurray_decl.hurray.tensor import descriptor as declaration
-from hurray_decl.hurray.tensor import read_tensor_descriptor, write_tensor_descriptor
+from hurray_decl.hurray.tensor import descriptor as declaration, read_tensor_descriptor, write_tensor_descriptor
 from hurray_decl.hurray.tensor.buffers import HANDLE
 from hurray_decl.hurray.tensor.header import HEADER, PREAMBLE_LENGTH
 from hurray_decl.hurray.tensor.layouts import LAYOUTS
 from hurray_decl.hurray.tensor.reader import field_positions, trace_tensor_descriptor
 from hurray_decl.hurray.tensor.sections import COMPOSITE_MEMBER, EXTENSION_TYPE, STATISTICS
-
 from tests.paths import CONFORMANCE
 
 from .tensor_support import manifest

@@ -9,14 +9,14 @@ hand-written offset.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from itertools import pairwise
-from typing import Callable
 
 import pytest
 
 from hurray_decl import MXFP, NF4, PerBlockAffine, PerChannelAffine, PerTensorAffine
-from hurray_decl.hurray.quantization import decode_quantization, encode_quantization
 from hurray_decl.errors import HurrayDeclError
+from hurray_decl.hurray.quantization import decode_quantization, encode_quantization
 from hurray_decl.hurray.tensor import (
     COO,
     BufferHandle,
@@ -30,8 +30,7 @@ from hurray_decl.hurray.tensor import (
     write_tensor_descriptor,
 )
 from hurray_decl.hurray.tensor.reader import field_positions
-from tests.hurray.tensor_support import end, field_bytes, patch_field, u8, u32, u64, with_length
-from tests.hurray.tensor_support import at as offset_of
+from tests.hurray.tensor_support import at as offset_of, end, field_bytes, patch_field, u8, u32, u64, with_length
 
 Fault = Callable[[bytes, dict], bytes]
 """A fault applied to descriptor bytes, given the field positions of the valid base."""

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from hurray_decl.hurray import fuzz
 from hurray_decl import cli
+from hurray_decl.hurray import fuzz
 from hurray_decl.hurray.fuzz import ACCEPT, REJECT, VALID, draw_cases, reader_command
 from hurray_decl.hurray.strategies import MUTANTS
 

@@ -18,7 +18,6 @@ from hypothesis import HealthCheck, given, settings
 
 from hurray_decl import read_tensor_descriptor, validate_buffers, write_tensor_descriptor
 from hurray_decl.errors import HurrayDeclError
-from hurray_decl.rules import all_rules
 from hurray_decl.hurray.strategies import (
     DATA_MUTANTS,
     DATA_NOT_GENERATED,
@@ -31,6 +30,7 @@ from hurray_decl.hurray.strategies import (
     reader_rules,
     tensor_descriptors,
 )
+from hurray_decl.rules import all_rules
 
 MUTANTS_PER_RULE = int(os.environ.get("HURRAY_MUTANTS_PER_RULE", "20"))
 

@@ -6,8 +6,7 @@ import json
 import re
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from hurray_decl.hurray.dump import UNDECODED, hexdump, quantization_dump
 from hurray_decl.hurray.strategies import quantization_payloads

@@ -17,13 +17,12 @@ import threading
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from hurray_decl import read_tensor_descriptor, write_tensor_descriptor
-from hurray_decl.hurray.quantization import decode_quantization
 from hurray_decl.errors import HurrayDeclError
 from hurray_decl.hurray.dump import dump, render
+from hurray_decl.hurray.quantization import decode_quantization
 from hurray_decl.hurray.strategies import MUTANTS, tensor_descriptors
 from tests.paths import DESCRIPTORS, REPO
 
@@ -221,8 +220,8 @@ def same_value(field: str, expected: Any, shown: str) -> bool:
     if isinstance(expected, bytes):
         return shown == (expected.hex(" ").upper() or "(empty)")
     if isinstance(expected, float):
-        return math.isnan(expected) and shown == "nan" or float(shown) == expected and shown == repr(expected) \
-            or math.isinf(expected) and shown == str(expected)
+        return (math.isnan(expected) and shown == "nan") or (float(shown) == expected and shown == repr(expected)) \
+            or (math.isinf(expected) and shown == str(expected))
     name = re.sub(r"\[\d+\]", "", field).rsplit(".", 1)[-1]
     if name.endswith("_buffer_index") and expected == 0xFFFFFFFF:
         return shown == "none (0xFFFFFFFF)"
@@ -349,7 +348,7 @@ def test_dumps_under_parsing_threads_match_a_single_threaded_run():
         try:
             for _ in range(3):
                 results.append([json.dumps(dump(x, permissive=p).to_json()) for x in inputs for p in (False, True)])
-        except BaseException as exc:  # noqa: BLE001 - reported by the test below
+        except BaseException as exc:  # reported by the test below
             failures.append(exc)
 
     def parser() -> None:
@@ -365,7 +364,7 @@ def test_dumps_under_parsing_threads_match_a_single_threaded_run():
                         decode_quantization(q)
                     except HurrayDeclError:
                         pass
-        except BaseException as exc:  # noqa: BLE001 - reported by the test below
+        except BaseException as exc:  # reported by the test below
             failures.append(exc)
 
     parsers = [threading.Thread(target=parser) for _ in range(8)]

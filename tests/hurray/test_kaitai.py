@@ -31,15 +31,13 @@ from typing import Any
 import kaitaistruct
 import pytest
 import yaml
-from hypothesis import HealthCheck, example, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 import hurray_decl
+from generated.hurray.quantization import Quantization
 from hurray_decl import HurrayDeclError, decode_quantization
 from hurray_decl.hurray.quantization import SCHEMES
 from hurray_decl.hurray.strategies import quantization_descriptors
-
-from generated.hurray.quantization import Quantization
 from tests.paths import CONFORMANCE, REPO, RULES
 
 SCHEMAS = REPO / "schemas"
@@ -663,20 +661,22 @@ def test_arbitrary_bytes_agree(payload: bytes) -> None:
 #   extension types), the padded extent of a quantized axis, and products over the whole
 #   shape, which Kaitai's expression language has no fold for.
 
-from unittest import mock  # noqa: E402
+from unittest import mock
 
-from hurray_decl.hurray.tensor import read_tensor_descriptor, write_tensor_descriptor  # noqa: E402
-from hurray_decl.hurray.tensor import descriptor as tensor_reader  # noqa: E402
-from hurray_decl.hurray.tensor.layouts import PrivateLayout  # noqa: E402
-
-from generated.hurray.tensor_descriptor import TensorDescriptor as KaitaiTensor  # noqa: E402
-from tests.hurray.tensor_support import header_field, patch_field, with_length  # noqa: E402
+from generated.hurray.tensor_descriptor import TensorDescriptor as KaitaiTensor
+from hurray_decl.hurray.tensor import (
+    descriptor as tensor_reader,
+    read_tensor_descriptor,
+    write_tensor_descriptor,
+)
+from hurray_decl.hurray.tensor.layouts import PrivateLayout
+from tests.hurray.tensor_support import header_field, patch_field, with_length
 
 _AFTER_MAGIC = sum(header_field("magic"))  # mutations keep the magic, so that the fields are reached
 _FLAGS, _ = header_field("flags")
 _RANK, _RANK_SIZE = header_field("rank")
 _LENGTH, _LENGTH_SIZE = header_field("descriptor_length")
-from hurray_decl.hurray.strategies import invalid_tensor_descriptors, tensor_descriptors  # noqa: E402
+from hurray_decl.hurray.strategies import invalid_tensor_descriptors, tensor_descriptors
 
 TENSOR_VECTORS = sorted((CONFORMANCE / "descriptors").glob("*.bin"))
 DYNAMIC = 0xFFFF_FFFF_FFFF_FFFF
@@ -691,9 +691,9 @@ UNEXPRESSED_COMPOSITION_CODES = {"HT-LAY-63", "HT-LAY-64", "HT-LAY-65"}
 def unexpressed(code: str, path: str) -> str | None:
     """Why the .ksy cannot refuse an input read_tensor_descriptor refused with ``code`` at
     ``path`` once every section was read; None when the .ksy expresses that rule."""
-    if code == "HT-LAY-05" or code in UNEXPRESSED_SIZE_CODES and path.endswith("-> byte_size"):
+    if code == "HT-LAY-05" or (code in UNEXPRESSED_SIZE_CODES and path.endswith("-> byte_size")):
         return "a buffer size implied by shape and element type"
-    if code.startswith("HQ-") and code != "HQ-BUF-06" or code in UNEXPRESSED_COMPOSITION_CODES:
+    if (code.startswith("HQ-") and code != "HQ-BUF-06") or code in UNEXPRESSED_COMPOSITION_CODES:
         return "the quantization descriptor against its tensor"
     return None
 

@@ -9,13 +9,12 @@ from functools import partial
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from hurray_decl import MXFP, NF4, PerBlockAffine, PerChannelAffine, PerTensorAffine
-from hurray_decl.hurray.numerics import dequantize
-from hurray_decl.errors import HurrayDeclError
 from hurray_decl.declare.model import FrozenModel
+from hurray_decl.errors import HurrayDeclError
+from hurray_decl.hurray.numerics import dequantize
 from hurray_decl.hurray.strategies import buffers_for, tensor_descriptors
 from hurray_decl.hurray.tensor import (
     CSF,

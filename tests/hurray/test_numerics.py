@@ -9,14 +9,13 @@ import tracemalloc
 import ml_dtypes
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 import hurray_decl as hd
 from hurray_decl.hurray import numerics as tensor_numerics
+from hurray_decl.hurray.kernels import CHUNK_ELEMENTS
 from hurray_decl.hurray.tables import storage
 from hurray_decl.hurray.tables.element_types import BY_NAME, BY_TAG
-from hurray_decl.hurray.kernels import CHUNK_ELEMENTS
 from tests.helpers import covers, raises_rule
 from tests.hurray.test_storage import formula_values
 

@@ -14,19 +14,16 @@ import threading
 import time
 import tracemalloc
 
+import construct as cs
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
-import construct as cs
 import hurray_decl as hd
-from hurray_decl.hurray import bench
-from hurray_decl.hurray import numerics as tensor_numerics
-from hurray_decl.hurray import kernels
+from hurray_decl.errors import ArgumentError
+from hurray_decl.hurray import bench, kernels, numerics as tensor_numerics
 from hurray_decl.hurray.tables import storage
 from hurray_decl.hurray.tables.element_types import BY_NAME, BY_TAG
-from hurray_decl.errors import ArgumentError
 from hurray_decl.hurray.tensor import BufferHandle, ColumnMajor, Morton, Strided, TensorDescriptor, Tiled
 from hurray_decl.hurray.tensor.access import logical_codes, stored_codes_row_major
 from tests.helpers import covers, raises_rule

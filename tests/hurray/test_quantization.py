@@ -6,12 +6,11 @@ import math
 import struct
 
 import pytest
-from hypothesis import example, given
-from hypothesis import strategies as st
+from hypothesis import example, given, strategies as st
 
 import hurray_decl as hd
-from hurray_decl.hurray.quantization import ASSIGNED, tag_class
 from hurray_decl.errors import HurrayDeclError, OpaqueDataAccess, RegistrationError
+from hurray_decl.hurray.quantization import ASSIGNED, tag_class
 from hurray_decl.hurray.schemes import BUILTIN
 from hurray_decl.hurray.strategies import quantization_descriptors, quantization_payloads
 from hurray_decl.hurray.tables.tags import TagClass
@@ -374,11 +373,12 @@ def test_json_dump_uses_spec_field_names():
 
 # --- private schemes ---------------------------------------------------------------------
 
-import construct as cs  # noqa: E402
-from typing import Literal  # noqa: E402
+from typing import Literal
 
-from hurray_decl.declare.model import U32  # noqa: E402
-from hurray_decl.hurray.schemes.quantization import SchemeDescriptor  # noqa: E402
+import construct as cs
+
+from hurray_decl.declare.model import U32
+from hurray_decl.hurray.schemes.quantization import SchemeDescriptor
 
 
 class GroupPermuted(SchemeDescriptor):

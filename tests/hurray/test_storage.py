@@ -8,8 +8,7 @@ import struct
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from hurray_decl.hurray.tables import storage
 from tests.helpers import covers

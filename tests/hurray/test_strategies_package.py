@@ -9,8 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from hurray_decl import read_tensor_descriptor, write_tensor_descriptor
 from hurray_decl.errors import ArgumentError

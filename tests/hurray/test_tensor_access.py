@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from hurray_decl import NF4, PerBlockAffine, PerTensorAffine, dequantize, quantize
-from hurray_decl.hurray.tables.element_types import BY_NAME, BY_TAG
 from hurray_decl.errors import OpaqueDataAccess, UnsupportedError
+from hurray_decl.hurray.tables.element_types import BY_NAME, BY_TAG
 from hurray_decl.hurray.tensor import (
     COO,
     CSC,

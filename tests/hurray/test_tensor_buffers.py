@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from hurray_decl.errors import HurrayDeclError
 from hurray_decl import MXFP, NF4, PerBlockAffine, PerChannelAffine, PerTensorAffine
+from hurray_decl.declare.schema import field_offsets
+from hurray_decl.errors import HurrayDeclError
 from hurray_decl.hurray.tensor import (
     COO,
     CSC,
@@ -21,7 +22,6 @@ from hurray_decl.hurray.tensor import (
 )
 from hurray_decl.hurray.tensor.buffers import HANDLE
 from hurray_decl.hurray.tensor.validate import validate_buffers
-from hurray_decl.declare.schema import field_offsets
 from tests.helpers import covers, raises_rule
 from tests.hurray.tensor_support import at, dense, encode, field_bytes, handle, patch_field, roundtrip, vector
 

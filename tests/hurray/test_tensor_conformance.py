@@ -6,7 +6,6 @@ import pytest
 
 from hurray_decl.hurray.tables.element_types import BY_TAG
 from hurray_decl.hurray.tensor import read_tensor_descriptor, write_tensor_descriptor
-
 from tests.hurray.tensor_support import manifest
 from tests.paths import CONFORMANCE, DESCRIPTORS
 

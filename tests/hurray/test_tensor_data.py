@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from hurray_decl import MXFP, NF4, OpaqueQuantization, PerBlockAffine, PerChannelAffine
-from hurray_decl.hurray.tables.element_types import BY_NAME
 from hurray_decl.errors import OpaqueDataAccess
+from hurray_decl.hurray.tables.element_types import BY_NAME
 from hurray_decl.hurray.tensor import (
     COO,
     CSC,

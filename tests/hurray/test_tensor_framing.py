@@ -20,7 +20,15 @@ from hurray_decl.hurray.tensor.common import DYNAMIC
 from hurray_decl.hurray.tensor.validate import validate_buffers
 from tests.helpers import covers, raises_rule
 from tests.hurray.tensor_support import (
-    at, dense, encode, end, handle, patch_field, roundtrip, vector, with_length,
+    at,
+    dense,
+    encode,
+    end,
+    handle,
+    patch_field,
+    roundtrip,
+    vector,
+    with_length,
 )
 
 BASE = vector("row_major_f32_3x4.bin")  # 61 bytes: header, shape[2], byte_offset, one buffer handle

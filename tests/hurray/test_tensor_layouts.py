@@ -28,7 +28,18 @@ from hurray_decl.hurray.tensor import (
 from hurray_decl.hurray.tensor.layouts import PRIVATE_LAYOUTS
 from tests.helpers import covers, raises_rule
 from tests.hurray.tensor_support import (
-    at, dense, encode, end, field_bytes, fields, handle, patch_field, roundtrip, u32, u64, vector,
+    at,
+    dense,
+    encode,
+    end,
+    field_bytes,
+    fields,
+    handle,
+    patch_field,
+    roundtrip,
+    u32,
+    u64,
+    vector,
 )
 
 

@@ -17,8 +17,8 @@ import hurray_decl as hd
 from hurray_decl.errors import HurrayDeclError
 from hurray_decl.hurray import kernels, numerics
 from hurray_decl.hurray.container import KVTag
-from hurray_decl.hurray.tensor import BufferHandle, ColumnMajor, CompositeHead, TensorDescriptor, Tiled
 from hurray_decl.hurray.tables.codes import MemberRole
+from hurray_decl.hurray.tensor import BufferHandle, ColumnMajor, CompositeHead, TensorDescriptor, Tiled
 from hurray_decl.hurray.tensor.sections import CompositeMember
 
 hurray = pytest.importorskip("hurray")

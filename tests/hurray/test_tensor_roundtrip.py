@@ -9,11 +9,10 @@ import time
 import tracemalloc
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
-from hurray_decl.hurray import strategies
 from hurray_decl.errors import HurrayDeclError
+from hurray_decl.hurray import strategies
 from hurray_decl.hurray.strategies import SCHEME_NAMES
 from hurray_decl.hurray.tensor import TensorDescriptor, read_tensor_descriptor, write_tensor_descriptor
 from hurray_decl.hurray.tensor.header import HEADER

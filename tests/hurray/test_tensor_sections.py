@@ -8,6 +8,7 @@ import struct
 import pytest
 
 from hurray_decl import PerTensorAffine
+from hurray_decl.declare.schema import field_offsets
 from hurray_decl.hurray.tensor import (
     CSF,
     CSR,
@@ -24,10 +25,18 @@ from hurray_decl.hurray.tensor import (
 from hurray_decl.hurray.tensor.common import DYNAMIC
 from hurray_decl.hurray.tensor.sections import EXTENSION_TYPE, STATISTICS
 from hurray_decl.hurray.tensor.validate import validate_buffers
-from hurray_decl.declare.schema import field_offsets
 from tests.helpers import covers, raises_rule
 from tests.hurray.tensor_support import (
-    at, dense, encode, field_bytes, handle, patch_field, roundtrip, u32, vector, with_length,
+    at,
+    dense,
+    encode,
+    field_bytes,
+    handle,
+    patch_field,
+    roundtrip,
+    u32,
+    vector,
+    with_length,
 )
 
 SHARDED = vector("sharded_f32_8x4.bin")

@@ -10,8 +10,13 @@ import pytest
 
 from hurray_decl import cli
 from hurray_decl.hurray.examples import bundled as hurray_bundled
-from hurray_decl.onnx_light import QuantizationFormat as F, dequantize_value, make_quantization_plan, quantize_array
-from hurray_decl.onnx_light import corpus
+from hurray_decl.onnx_light import (
+    QuantizationFormat as F,
+    corpus,
+    dequantize_value,
+    make_quantization_plan,
+    quantize_array,
+)
 from hurray_decl.onnx_light.inputs import Item, items, parse
 from hurray_decl.onnx_light.ort import ORT_FORMATS
 from hurray_decl.onnx_light.profiles import PROFILES

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from hurray_decl.convert import BlockParts
+from hurray_decl.convert.portable import from_block_parts, ort_to_portable, portable_to_ort, to_block_parts
 from hurray_decl.errors import UnsupportedError
 from hurray_decl.onnx_light import (
     QuantizationFormat as F,
@@ -16,7 +17,6 @@ from hurray_decl.onnx_light import (
     make_quantization_plan,
     quantize_array,
 )
-from hurray_decl.convert.portable import from_block_parts, ort_to_portable, portable_to_ort, to_block_parts
 from tests.helpers import raises_rule
 from tests.onnx_light.support import edit_blocks
 

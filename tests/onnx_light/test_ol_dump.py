@@ -13,8 +13,7 @@ import json
 import numpy as np
 import pytest
 from google.protobuf.message import DecodeError
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from hurray_decl.dump import rows as dump_rows
 from hurray_decl.dump.render import json_schema

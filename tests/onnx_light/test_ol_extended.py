@@ -16,13 +16,13 @@ import pytest
 from hurray_decl.onnx_light import (
     QuantizationFormat as F,
     dequantize_value,
+    extended,
     make_matmul_nbits_plan,
     make_quantization_plan,
     make_quantization_type,
     quantize_array,
     quantize_with_type,
 )
-from hurray_decl.onnx_light import extended
 from tests.helpers import covers, raises_rule
 from tests.onnx_light.support import edit_blocks, edit_layout
 

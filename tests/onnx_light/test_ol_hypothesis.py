@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
-from hypothesis import HealthCheck, assume, given, settings
-from hypothesis import strategies as st
 from google.protobuf.message import DecodeError
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from hurray_decl.errors import HurrayDeclError
 from hurray_decl.onnx_light import (

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 onnx = pytest.importorskip("onnx")
-from onnx import TensorProto as T, helper  # noqa: E402
+from onnx import TensorProto as T, helper
 
-from hurray_decl.onnx_light import (  # noqa: E402
+from hurray_decl.onnx_light import (
     EncodedValueProto,
     ModelProto,
     QuantizationFormat as F,
@@ -27,8 +27,8 @@ from hurray_decl.onnx_light import (  # noqa: E402
     quantize_array,
     quantize_tensor_shared,
 )
-from tests.helpers import covers, raises_rule  # noqa: E402
-from tests.onnx_light.support import edit_layout  # noqa: E402
+from tests.helpers import covers, raises_rule
+from tests.onnx_light.support import edit_layout
 
 OPSETS = [helper.make_opsetid("", 21), helper.make_opsetid("ai.rt", 1)]
 X8 = np.array([-8, -4, 0, 7, -16, 0, 8, 14], np.float32)

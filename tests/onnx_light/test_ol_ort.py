@@ -420,10 +420,12 @@ def test_ort_destination_must_match():
 
 # --- property test ---------------------------------------------------------------------------------
 
-from hypothesis import given  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import (
+    given,
+    strategies as st,
+)
 
-from hurray_decl.convert.portable import from_block_parts, to_block_parts  # noqa: E402
+from hurray_decl.convert.portable import from_block_parts, to_block_parts
 
 
 @st.composite
@@ -468,11 +470,11 @@ def test_random_ort_values_match_the_formula(case):
         assert from_block_parts(to_block_parts(encoded), ORT[bits]).SerializeToString() == encoded.SerializeToString()
 
 
-from google.protobuf.message import DecodeError  # noqa: E402
-from hypothesis import assume  # noqa: E402
+from google.protobuf.message import DecodeError
+from hypothesis import assume
 
-from hurray_decl.errors import HurrayDeclError  # noqa: E402
-from hurray_decl.onnx_light import StructTypeProto  # noqa: E402
+from hurray_decl.errors import HurrayDeclError
+from hurray_decl.onnx_light import StructTypeProto
 
 
 @given(ort_cases(), st.data())

@@ -12,17 +12,17 @@ import pytest
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
-from onnx import TensorProto, helper  # noqa: E402
+from onnx import TensorProto, helper
 
-from hurray_decl.onnx_light import (  # noqa: E402
+from hurray_decl.onnx_light import (
     QuantizationFormat as F,
     dequantize_value,
     export_matmul_nbits_inputs,
     make_matmul_nbits_plan,
     quantize_array,
 )
-from tests.helpers import covers  # noqa: E402
-from tests.onnx_light.support import edit_blocks  # noqa: E402
+from tests.helpers import covers
+from tests.onnx_light.support import edit_blocks
 
 ORT = {2: F.ORT_MATMULNBITS_INT2, 4: F.ORT_MATMULNBITS_INT4, 8: F.ORT_MATMULNBITS_INT8}
 N, M = 5, 3

@@ -10,12 +10,12 @@ import pytest
 from hurray_decl.onnx_light import (
     PROFILES,
     QuantizationFormat as F,
+    dequantize_value,
     make_quantization_plan,
     parse_quantization_format,
     quantization_format_name,
     quantization_formats,
     quantize_array,
-    dequantize_value,
 )
 from hurray_decl.onnx_light.profiles import FIXED_TABLES
 from tests.helpers import covers, raises_rule

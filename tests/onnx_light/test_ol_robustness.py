@@ -8,14 +8,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from google.protobuf.message import DecodeError
-from hypothesis import HealthCheck, example, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 onnx = pytest.importorskip("onnx")
-from onnx import TensorProto as T, helper  # noqa: E402
+from onnx import TensorProto as T, helper
 
-from hurray_decl.errors import HurrayDeclError  # noqa: E402
-from hurray_decl.onnx_light import (  # noqa: E402
+from hurray_decl.convert.portable import ort_to_portable, to_block_parts
+from hurray_decl.errors import HurrayDeclError
+from hurray_decl.onnx_light import (
     EncodedValueProto,
     ModelProto,
     QuantizationFormat as F,
@@ -36,9 +36,8 @@ from hurray_decl.onnx_light import (  # noqa: E402
     quantize_array,
     quantize_tensor_shared,
 )
-from hurray_decl.convert.portable import ort_to_portable, to_block_parts  # noqa: E402
-from hurray_decl.onnx_light.codec import validate_value  # noqa: E402
-from tests.helpers import raises_rule  # noqa: E402
+from hurray_decl.onnx_light.codec import validate_value
+from tests.helpers import raises_rule
 
 VALUE_DECODERS = {
     "dequantize_value": dequantize_value,

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 onnx = pytest.importorskip("onnx")
-from onnx import TensorProto as T, helper  # noqa: E402
+from onnx import TensorProto as T, helper
 
-from hurray_decl.onnx_light import (  # noqa: E402
+from hurray_decl.onnx_light import (
     EncodedValueProto,
     ModelProto,
     QuantizationFormat as F,
@@ -23,16 +23,16 @@ from hurray_decl.onnx_light import (  # noqa: E402
     make_reference_evaluator,
     make_shared_quantization_type,
     materialize_quantized_value,
-    struct_type_proto,
     model_to_textproto,
     parameter_catalogue,
     quantize_array,
     quantize_tensor_shared,
     quantize_with_type,
     serialize_for_ort,
+    struct_type_proto,
 )
-from tests.helpers import covers, raises_rule  # noqa: E402
-from tests.onnx_light.support import D, edit_blocks, hx  # noqa: E402
+from tests.helpers import covers, raises_rule
+from tests.onnx_light.support import D, edit_blocks, hx
 
 PREFIX = "onnx_light.quantization.parameters:"
 X0 = np.array([-4, -0.5, 0.5, 3.5], np.float32)

@@ -10,9 +10,9 @@ from hurray_decl.onnx_light import (
     QuantizationFormat as F,
     dequantize_value,
     make_quantization_plan,
+    make_quantization_type,
     quantize_array,
     quantize_with_type,
-    make_quantization_type,
 )
 from tests.helpers import covers
 from tests.onnx_light.support import D, edit_blocks, edit_layout, hx, reencode_matches, roundtrip

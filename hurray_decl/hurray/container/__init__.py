@@ -9,8 +9,16 @@ Tensors inside are read and written through the public tensor API
 from hurray_decl.hurray.container.crc import crc32c
 from hurray_decl.hurray.container.declarations import FileFlag, KVTag
 from hurray_decl.hurray.container.model import FileHeader, IndexEntry, KVValue, Trailer
-from hurray_decl.hurray.container.reader import (Composite, Container, Placement, Tensor, is_container, open_container, read_container,
-                     validate_container)
+from hurray_decl.hurray.container.reader import (
+    Composite,
+    Container,
+    Placement,
+    Tensor,
+    is_container,
+    open_container,
+    read_container,
+    validate_container,
+)
 
 __all__ = [
     "Composite", "Container", "FileFlag", "FileHeader", "IndexEntry", "KVTag", "KVValue", "Placement", "Tensor",

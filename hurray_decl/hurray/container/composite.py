@@ -10,15 +10,14 @@ The reader and the writer both use it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from hurray_decl.errors import RuleViolation
+from hurray_decl.hurray.container.declarations import MAX_COMPOSITE_DEPTH
+from hurray_decl.hurray.tables.codes import CompositionRule, MemberRole
 from hurray_decl.hurray.tensor import TensorDescriptor
 from hurray_decl.hurray.tensor.layouts import CompositeHead
-from hurray_decl.hurray.tables.codes import CompositionRule, MemberRole
-from hurray_decl.hurray.container.declarations import MAX_COMPOSITE_DEPTH
-
 
 
 @dataclass

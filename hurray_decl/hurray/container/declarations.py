@@ -12,16 +12,22 @@ index checksum) read them from the parse keywords: ``file_size``, ``file_flags``
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import construct as cs
 from construct.core import evaluate, stream_size, stream_tell
 
-from hurray_decl.errors import TruncatedError
 from hurray_decl.declare.schema import Rule, construct_path
-from hurray_decl.hurray.tables.codes import FileFlag as FileFlag  # re-exported: the container's code spaces
-from hurray_decl.hurray.tables.codes import KVTag as KVTag
-from hurray_decl.hurray.tables.codes import NOT_INVALID, clear_above, legend, span
+from hurray_decl.errors import TruncatedError
+from hurray_decl.hurray.tables.codes import (
+    NOT_INVALID,
+    FileFlag as FileFlag,  # re-exported: the container's code spaces
+    KVTag as KVTag,
+    clear_above,
+    legend,
+    span,
+)
 from hurray_decl.hurray.tables.tags import INVALID_TAGS, PRIVATE_RANGE, PRIVATE_TAGS
 
 FILE_MAGIC = b"HRRYFILE"
@@ -316,7 +322,22 @@ def payload_size(tag: int, value: Any) -> int:
 
 
 __all__ = [
-    "ARRAY_PAYLOAD", "CountWithin", "FILE_HEADER", "FILE_MAGIC", "FILE_PREAMBLE", "FileFlag", "HEADER_LENGTH",
-    "INDEX_COUNT", "INDEX_ENTRY", "KVTag", "KV_COUNT", "KV_ENTRY", "MIN_FILE_SIZE", "SCALAR_PAYLOADS", "TRAILER",
-    "TRAILER_LENGTH", "UNKNOWN_COUNT", "payload_size",
+    "ARRAY_PAYLOAD",
+    "FILE_HEADER",
+    "FILE_MAGIC",
+    "FILE_PREAMBLE",
+    "HEADER_LENGTH",
+    "INDEX_COUNT",
+    "INDEX_ENTRY",
+    "KV_COUNT",
+    "KV_ENTRY",
+    "MIN_FILE_SIZE",
+    "SCALAR_PAYLOADS",
+    "TRAILER",
+    "TRAILER_LENGTH",
+    "UNKNOWN_COUNT",
+    "CountWithin",
+    "FileFlag",
+    "KVTag",
+    "payload_size",
 ]

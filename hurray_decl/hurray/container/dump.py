@@ -12,18 +12,32 @@ buffer costs one row while the rows still tile the file exactly once.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
-from hurray_decl.hurray import dump as hexdump
-from hurray_decl.errors import HurrayDeclError
-from hurray_decl.dump.rows import UNDECODED, Dump, Row
 from hurray_decl.declare.trace import Span, trace
+from hurray_decl.dump.rows import UNDECODED, Dump, Row
+from hurray_decl.errors import HurrayDeclError
+from hurray_decl.hurray import dump as hexdump
 from hurray_decl.hurray.container.crc import crc32c
-from hurray_decl.hurray.container.declarations import (ENTRY_FIXED, FILE_HEADER, HEADER_LENGTH, INDEX_COUNT, INDEX_COUNT_LENGTH, INDEX_ENTRY,
-                           KV_COUNT, KV_COUNT_LENGTH, KV_ENTRY, MIN_FILE_SIZE, TRAILER, TRAILER_LENGTH, FileFlag,
-                           KVTag)
+from hurray_decl.hurray.container.declarations import (
+    ENTRY_FIXED,
+    FILE_HEADER,
+    HEADER_LENGTH,
+    INDEX_COUNT,
+    INDEX_COUNT_LENGTH,
+    INDEX_ENTRY,
+    KV_COUNT,
+    KV_COUNT_LENGTH,
+    KV_ENTRY,
+    MIN_FILE_SIZE,
+    TRAILER,
+    TRAILER_LENGTH,
+    FileFlag,
+    KVTag,
+)
 from hurray_decl.hurray.container.reader import Container, open_container
 
 SHOWN = 16  # bytes of hex in a summary row

@@ -13,9 +13,16 @@ from typing import Any, ClassVar, Self
 
 from pydantic import model_validator
 
-from hurray_decl.errors import ArgumentError, RuleViolation
 from hurray_decl.declare.model import U8, U32, U64, FrozenModel
-from hurray_decl.hurray.container.declarations import SCALAR_PAYLOADS, U32_MAX, UNKNOWN_COUNT, FileFlag, KVTag, payload_size
+from hurray_decl.errors import ArgumentError, RuleViolation
+from hurray_decl.hurray.container.declarations import (
+    SCALAR_PAYLOADS,
+    U32_MAX,
+    UNKNOWN_COUNT,
+    FileFlag,
+    KVTag,
+    payload_size,
+)
 
 
 class ContainerPart(FrozenModel):
@@ -86,7 +93,7 @@ class IndexEntry(ContainerPart):
     flags: U32 = 0
 
     @classmethod
-    def from_wire(cls, wire: Any) -> "IndexEntry":
+    def from_wire(cls, wire: Any) -> IndexEntry:
         return cls(name=wire.name.decode("utf-8"), descriptor_offset=wire.descriptor_offset,
                    descriptor_length=wire.descriptor_length, data_offset=wire.data_offset,
                    data_length=wire.data_length, flags=wire.flags)
@@ -172,7 +179,7 @@ class KVValue(FrozenModel):
         return data
 
     @classmethod
-    def of(cls, value: Any) -> "KVValue":
+    def of(cls, value: Any) -> KVValue:
         """The KVValue of a plain Python value: str, bool, int (int64, or uint64 above int64),
         float, bytes, or a non-empty list of one of those (an empty array needs an explicit
         element tag: ``KVValue(tag=KVTag.ARRAY, element_tag=..., value=())``)."""
@@ -203,7 +210,7 @@ class KVValue(FrozenModel):
                             actual=type(value).__name__)
 
     @classmethod
-    def from_wire(cls, tag: int, payload: Any) -> "KVValue":
+    def from_wire(cls, tag: int, payload: Any) -> KVValue:
         if tag == KVTag.ARRAY:
             items = tuple(_bare(payload.element_tag, p) for p in payload["items"])
             return cls(tag=tag, element_tag=payload.element_tag, value=items)

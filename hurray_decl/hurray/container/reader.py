@@ -18,24 +18,38 @@ from __future__ import annotations
 import io
 import mmap
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import construct as cs
 import numpy as np
 
-from hurray_decl.errors import ArgumentError, HurrayDeclError, RuleViolation, TruncatedError
 from hurray_decl.declare.schema import field_offsets
-from hurray_decl.hurray.tensor import CompositeHead, TensorDescriptor, read_tensor_descriptor, validate_buffers
-from hurray_decl.hurray.tensor.header import PREAMBLE_LENGTH  # a descriptor's magic, versions and descriptor_length
+from hurray_decl.errors import ArgumentError, HurrayDeclError, RuleViolation, TruncatedError
 from hurray_decl.hurray.container.composite import CompositeWalk
 from hurray_decl.hurray.container.crc import crc32c
 from hurray_decl.hurray.container.declarations import (
-    DESCRIPTOR_ALIGNMENT, FILE_HEADER, FILE_MAGIC, FILE_PREAMBLE, HEADER_LENGTH, INDEX_COUNT, INDEX_ENTRY, KV_COUNT,
-    KV_ENTRY, MIN_FILE_SIZE, TRAILER, TRAILER_LENGTH, TRAILER_MAGIC_STRUCT, UNKNOWN_COUNT, FileFlag,
+    DESCRIPTOR_ALIGNMENT,
+    FILE_HEADER,
+    FILE_MAGIC,
+    FILE_PREAMBLE,
+    HEADER_LENGTH,
+    INDEX_COUNT,
+    INDEX_ENTRY,
+    KV_COUNT,
+    KV_ENTRY,
+    MIN_FILE_SIZE,
+    TRAILER,
+    TRAILER_LENGTH,
+    TRAILER_MAGIC_STRUCT,
+    UNKNOWN_COUNT,
+    FileFlag,
 )
 from hurray_decl.hurray.container.model import FileHeader, IndexEntry, KVValue, Trailer
+from hurray_decl.hurray.tensor import CompositeHead, TensorDescriptor, read_tensor_descriptor, validate_buffers
+from hurray_decl.hurray.tensor.header import PREAMBLE_LENGTH  # a descriptor's magic, versions and descriptor_length
 
 COUNT_HINT_OFFSET = field_offsets(FILE_HEADER)["tensor_count_hint"][0]
 
@@ -276,7 +290,7 @@ class Container:
 
     # ------------------------------------------------------------------ level V
 
-    def validate(self, *, data: bool = True) -> "Container":
+    def validate(self, *, data: bool = True) -> Container:
         """Every rule of a whole file (level V), then each tensor's data rules when ``data``."""
         h, t = self.header, self.trailer
         if h.tensor_count_hint not in (UNKNOWN_COUNT, len(self.entries)):

@@ -12,16 +12,24 @@ that head's members start.
 
 from __future__ import annotations
 
-from typing import BinaryIO, Iterator
+from collections.abc import Iterator
+from typing import BinaryIO
 
-from hurray_decl.errors import HurrayDeclError, RuleViolation, TruncatedError
 from hurray_decl.declare.schema import field_offsets
-from hurray_decl.hurray.tensor import TensorDescriptor, read_tensor_descriptor
-from hurray_decl.hurray.tensor.header import PREAMBLE, PREAMBLE_LENGTH
+from hurray_decl.errors import HurrayDeclError, RuleViolation, TruncatedError
 from hurray_decl.hurray.container.crc import crc32c
-from hurray_decl.hurray.container.declarations import DESCRIPTOR_ALIGNMENT, FILE_HEADER, HEADER_LENGTH, TRAILER, TRAILER_LENGTH, UNKNOWN_COUNT
+from hurray_decl.hurray.container.declarations import (
+    DESCRIPTOR_ALIGNMENT,
+    FILE_HEADER,
+    HEADER_LENGTH,
+    TRAILER,
+    TRAILER_LENGTH,
+    UNKNOWN_COUNT,
+)
 from hurray_decl.hurray.container.model import FileHeader, Trailer
 from hurray_decl.hurray.container.reader import COUNT_HINT_OFFSET, align, parse_at
+from hurray_decl.hurray.tensor import TensorDescriptor, read_tensor_descriptor
+from hurray_decl.hurray.tensor.header import PREAMBLE, PREAMBLE_LENGTH
 
 DESCRIPTOR_LENGTH = field_offsets(PREAMBLE)["descriptor_length"]
 """(offset, size) of a descriptor's descriptor_length, from the tensor preamble's declaration."""

@@ -14,26 +14,37 @@ intended rule breaks.
 from __future__ import annotations
 
 import io
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
 
-from hurray_decl.hurray.numerics import quantize
-from hurray_decl.hurray.tables.element_types import BY_NAME
 from hurray_decl.declare.schema import field_offsets
-from hurray_decl.hurray.tensor import BufferHandle, CompositeHead, RowMajor, TensorDescriptor
-from hurray_decl.hurray.tensor.fields import field_span
 from hurray_decl.declare.trace import trace
 from hurray_decl.hurray.container.composite import CompositeWalk
-from hurray_decl.hurray.tables.codes import CompositionRule
 from hurray_decl.hurray.container.crc import crc32c
-from hurray_decl.hurray.container.declarations import (DESCRIPTOR_ALIGNMENT, FILE_HEADER, HEADER_LENGTH, KV_COUNT, KV_ENTRY, MIN_FILE_SIZE, TRAILER,
-                           TRAILER_LENGTH, FileFlag, KVTag)
+from hurray_decl.hurray.container.declarations import (
+    DESCRIPTOR_ALIGNMENT,
+    FILE_HEADER,
+    HEADER_LENGTH,
+    KV_COUNT,
+    KV_ENTRY,
+    MIN_FILE_SIZE,
+    TRAILER,
+    TRAILER_LENGTH,
+    FileFlag,
+    KVTag,
+)
 from hurray_decl.hurray.container.model import KVValue
 from hurray_decl.hurray.container.reader import Container, align, open_container
 from hurray_decl.hurray.container.writer import ContainerWriter
+from hurray_decl.hurray.numerics import quantize
+from hurray_decl.hurray.tables.codes import CompositionRule
+from hurray_decl.hurray.tables.element_types import BY_NAME
+from hurray_decl.hurray.tensor import BufferHandle, CompositeHead, RowMajor, TensorDescriptor
+from hurray_decl.hurray.tensor.fields import field_span
 
 Tensors = list[tuple[str, TensorDescriptor, list[bytes]]]
 
@@ -189,7 +200,7 @@ class Patch:
         offset, size = field_span(bytes(self.data[start:start + e.descriptor_length]), name)
         return start + offset, size
 
-    def put(self, offset: int, value: int | bytes, width: int = 0) -> "Patch":
+    def put(self, offset: int, value: int | bytes, width: int = 0) -> Patch:
         raw = value if isinstance(value, bytes) else (value % (1 << 8 * width)).to_bytes(width, "little")
         self.data[offset:offset + len(raw)] = raw
         return self
@@ -197,7 +208,7 @@ class Patch:
     def u(self, offset: int, width: int) -> int:
         return int.from_bytes(self.data[offset:offset + width], "little")
 
-    def insert(self, offset: int, raw: bytes) -> "Patch":
+    def insert(self, offset: int, raw: bytes) -> Patch:
         self.data[offset:offset] = raw
         return self
 

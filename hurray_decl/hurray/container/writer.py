@@ -11,20 +11,31 @@ their fields (HF-META-19), torn or badly nested composites, a count hint that tu
 from __future__ import annotations
 
 import io
-from typing import Any, BinaryIO, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, BinaryIO
 
 import construct as cs
 
 from hurray_decl.errors import ArgumentError, HurrayDeclError, RuleViolation
-from hurray_decl.hurray.tensor import TensorDescriptor, validate_buffers, write_tensor_descriptor
 from hurray_decl.hurray.container.composite import CompositeWalk
 from hurray_decl.hurray.container.crc import crc32c
 from hurray_decl.hurray.container.declarations import (
-    DESCRIPTOR_ALIGNMENT, FILE_HEADER, HEADER_LENGTH, INDEX_COUNT, INDEX_ENTRY, KV_COUNT, KV_ENTRY, TRAILER,
-    U16_MAX, U32_MAX, UNKNOWN_COUNT, FileFlag,
+    DESCRIPTOR_ALIGNMENT,
+    FILE_HEADER,
+    HEADER_LENGTH,
+    INDEX_COUNT,
+    INDEX_ENTRY,
+    KV_COUNT,
+    KV_ENTRY,
+    TRAILER,
+    U16_MAX,
+    U32_MAX,
+    UNKNOWN_COUNT,
+    FileFlag,
 )
 from hurray_decl.hurray.container.model import FileHeader, IndexEntry, KVValue, Trailer
 from hurray_decl.hurray.container.reader import Container, align
+from hurray_decl.hurray.tensor import TensorDescriptor, validate_buffers, write_tensor_descriptor
 
 CHUNK = 1 << 24  # buffers are written in slices of at most 16 MiB
 

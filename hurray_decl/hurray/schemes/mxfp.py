@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from typing import Any, ClassVar, Final
 
 import construct as cs
-from hurray_decl.lazy_modules import numpy as np
 
-from hurray_decl.hurray.tables.element_types import by_name
-from hurray_decl.hurray.tables import storage
+from hurray_decl.declare.schema import power_of_two
 from hurray_decl.errors import RuleViolation
 from hurray_decl.hurray.kernels import Geometry, Plan, Quantized, block_order, by_block_row, code_values, grouped
-from hurray_decl.registry import SchemeRow
-from hurray_decl.declare.schema import power_of_two
 from hurray_decl.hurray.schemes.quantization import AXIS, SchemeDescriptor, descriptor_struct, index_field
+from hurray_decl.hurray.tables import storage
+from hurray_decl.hurray.tables.element_types import by_name
+from hurray_decl.lazy_modules import numpy as np
+from hurray_decl.registry import SchemeRow
 
 TAG: Final = 0x05
 LENGTH = 4 + 4 + 4 + 4  # header, axis, block_size, scale index
@@ -64,7 +64,7 @@ def check_data(descriptor: MXFP, data: Any) -> None:
 
 
 
-@lru_cache(maxsize=None)
+@cache
 def exponent_table(storage_name: str) -> np.ndarray:
     """``table[e, q] = float32(value(q) * 2^(e - 127))`` for every exponent byte (read-only): the
     float32 product the formula computes, so folding the exponent in changes no bit."""

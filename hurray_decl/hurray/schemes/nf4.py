@@ -5,12 +5,21 @@ from __future__ import annotations
 from typing import Any, ClassVar, Final
 
 import construct as cs
-from hurray_decl.lazy_modules import numpy as np
 
-from hurray_decl.hurray.kernels import Geometry, Plan, Quantized, block_order, by_block_row, cast_up, code_values, grouped
-from hurray_decl.registry import SchemeRow
 from hurray_decl.declare.schema import power_of_two
+from hurray_decl.hurray.kernels import (
+    Geometry,
+    Plan,
+    Quantized,
+    block_order,
+    by_block_row,
+    cast_up,
+    code_values,
+    grouped,
+)
 from hurray_decl.hurray.schemes.quantization import AXIS, SchemeDescriptor, descriptor_struct, index_field
+from hurray_decl.lazy_modules import numpy as np
+from hurray_decl.registry import SchemeRow
 
 TAG: Final = 0x04
 LENGTH = 4 + 4 + 4 + 4  # header, axis, block_size, scale index

@@ -5,25 +5,25 @@ from __future__ import annotations
 from typing import Any, ClassVar, Final
 
 import construct as cs
-from hurray_decl.lazy_modules import numpy as np
 
-from hurray_decl.hurray.tables.codes import ScaleType, alternatives, legend
-from hurray_decl.hurray.tables.element_types import by_name
-from hurray_decl.hurray.tables import storage
+from hurray_decl.declare.schema import Rule, power_of_two, zero_bytes
 from hurray_decl.hurray.kernels import (
     Geometry,
     Plan,
     Quantized,
     affine_calibration,
     affine_codes,
+    affine_plan,
     block_order,
     by_block_row,
-    affine_plan,
     grouped,
 )
-from hurray_decl.registry import SchemeRow
-from hurray_decl.declare.schema import Rule, power_of_two, zero_bytes
 from hurray_decl.hurray.schemes.quantization import AXIS, SYMMETRIC, SymmetricZeroPoint, descriptor_struct, index_field
+from hurray_decl.hurray.tables import storage
+from hurray_decl.hurray.tables.codes import ScaleType, alternatives, legend
+from hurray_decl.hurray.tables.element_types import by_name
+from hurray_decl.lazy_modules import numpy as np
+from hurray_decl.registry import SchemeRow
 
 TAG: Final = 0x03
 LENGTH = 4 + 4 + 4 + 4 + 4 + 1 + 3  # header, axis, block_size, two indices, scale type, reserved

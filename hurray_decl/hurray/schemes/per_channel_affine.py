@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import Any, ClassVar, Final
 
 import construct as cs
-from hurray_decl.lazy_modules import numpy as np
 
-from hurray_decl.hurray.tables.codes import ScaleType
-from hurray_decl.hurray.kernels import Geometry, Plan, Quantized, affine_calibration, affine_codes, affine_plan
-from hurray_decl.registry import SchemeRow
 from hurray_decl.declare.schema import equals, zero_bytes
+from hurray_decl.hurray.kernels import Geometry, Plan, Quantized, affine_calibration, affine_codes, affine_plan
 from hurray_decl.hurray.schemes.per_tensor_affine import ROW as PER_TENSOR
 from hurray_decl.hurray.schemes.quantization import AXIS, SYMMETRIC, SymmetricZeroPoint, descriptor_struct, index_field
+from hurray_decl.hurray.tables.codes import ScaleType
+from hurray_decl.lazy_modules import numpy as np
+from hurray_decl.registry import SchemeRow
 
 TAG: Final = 0x02
 LENGTH = 4 + 4 + 4 + 4 + 1 + 3  # header, axis, scale index, zero-point index, scale type, reserved

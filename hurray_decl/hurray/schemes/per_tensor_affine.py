@@ -6,15 +6,23 @@ from math import prod
 from typing import Any, ClassVar, Final
 
 import construct as cs
-from hurray_decl.lazy_modules import numpy as np
 from pydantic import computed_field, field_validator, model_validator
 
-from hurray_decl.hurray.tables.element_types import by_name
-from hurray_decl.errors import RuleViolation
-from hurray_decl.hurray.kernels import Geometry, Plan, Quantized, affine_calibration, affine_codes, affine_plan, code_values
-from hurray_decl.registry import SchemeRow
 from hurray_decl.declare.schema import zero_bytes
+from hurray_decl.errors import RuleViolation
+from hurray_decl.hurray.kernels import (
+    Geometry,
+    Plan,
+    Quantized,
+    affine_calibration,
+    affine_codes,
+    affine_plan,
+    code_values,
+)
 from hurray_decl.hurray.schemes.quantization import SchemeDescriptor, check_float32, descriptor_struct, f32_field
+from hurray_decl.hurray.tables.element_types import by_name
+from hurray_decl.lazy_modules import numpy as np
+from hurray_decl.registry import SchemeRow
 
 TAG: Final = 0x01
 LENGTH = 4 + 4 + 4 + 4  # header, scale, zero_point, reserved

@@ -14,10 +14,9 @@ from typing import Any, ClassVar
 import construct as cs
 from pydantic import computed_field, model_validator
 
-from hurray_decl.errors import RuleViolation
 from hurray_decl.declare.model import DeclaredModel
 from hurray_decl.declare.schema import NONE32, OrderedStruct, Rule, equals, field_offsets, reserved_flags
-
+from hurray_decl.errors import RuleViolation
 
 PAYLOAD_HEADER = cs.Struct("scheme_tag" / cs.Int8ul, "scheme_version" / cs.Default(cs.Int8ul, 1),
                            "flags" / cs.Default(cs.Int16ul, 0))
@@ -180,7 +179,7 @@ class SymmetricZeroPoint(SchemeDescriptor):
         return data
 
     @model_validator(mode="after")
-    def _zero_point_presence(self) -> "SymmetricZeroPoint":
+    def _zero_point_presence(self) -> SymmetricZeroPoint:
         index = self.zero_point_buffer_index
         if self.symmetric and index is not None:
             raise RuleViolation(

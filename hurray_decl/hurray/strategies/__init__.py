@@ -56,9 +56,28 @@ from __future__ import annotations
 from hurray_decl.hurray.strategies import buffers, elements, header, sections  # noqa: F401  (each registers its mutants)
 from hurray_decl.hurray.strategies.coverage import DATA_NOT_GENERATED, NOT_REFUSABLE
 from hurray_decl.hurray.strategies.layouts import composite, curves, dense, paged, private, ranks, sparse, tiled  # noqa: F401
-from hurray_decl.hurray.strategies.mutants import DATA_MUTANTS, MUTANTS, data_rules, invalid_buffers, invalid_tensor_descriptors, reader_rules
-from hurray_decl.hurray.strategies.quantization import ROWS, SCHEME_NAMES, quantization_descriptors, quantization_payloads, strategy
-from hurray_decl.hurray.strategies.tensor import LAYOUT_KINDS, LAYOUT_STRATEGIES, buffers_for, placements, tensor_descriptors
+from hurray_decl.hurray.strategies.mutants import (
+    DATA_MUTANTS,
+    MUTANTS,
+    data_rules,
+    invalid_buffers,
+    invalid_tensor_descriptors,
+    reader_rules,
+)
+from hurray_decl.hurray.strategies.quantization import (
+    ROWS,
+    SCHEME_NAMES,
+    quantization_descriptors,
+    quantization_payloads,
+    strategy,
+)
+from hurray_decl.hurray.strategies.tensor import (
+    LAYOUT_KINDS,
+    LAYOUT_STRATEGIES,
+    buffers_for,
+    placements,
+    tensor_descriptors,
+)
 from hurray_decl.hurray.strategies.values import float32s
 
 for _row in ROWS:  # each scheme's module, found through its row, registers its mutants
@@ -68,7 +87,20 @@ if _missing:
     raise ImportError(f"layout rows without a strategy: {sorted(_missing)}")
 
 __all__ = [
-    "quantization_descriptors", "quantization_payloads", "float32s", "tensor_descriptors", "buffers_for",
-    "invalid_tensor_descriptors", "invalid_buffers", "reader_rules", "data_rules", "MUTANTS", "DATA_MUTANTS",
-    "NOT_REFUSABLE", "DATA_NOT_GENERATED", "LAYOUT_KINDS", "SCHEME_NAMES", "placements",
+    "DATA_MUTANTS",
+    "DATA_NOT_GENERATED",
+    "LAYOUT_KINDS",
+    "MUTANTS",
+    "NOT_REFUSABLE",
+    "SCHEME_NAMES",
+    "buffers_for",
+    "data_rules",
+    "float32s",
+    "invalid_buffers",
+    "invalid_tensor_descriptors",
+    "placements",
+    "quantization_descriptors",
+    "quantization_payloads",
+    "reader_rules",
+    "tensor_descriptors",
 ]

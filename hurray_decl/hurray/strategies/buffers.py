@@ -3,21 +3,28 @@ every field of a handle, read the buffer-protocol way."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from hypothesis import strategies as st
 
+from hurray_decl.hurray.strategies.mutants import mutant
+from hurray_decl.hurray.strategies.patching import assembled, patched, resized
+from hurray_decl.hurray.strategies.tensor import (
+    DATA,
+    PRIVATE_DEVICE,
+    WITH_DATA,
+    layouts_in,
+    placements,
+    tensor_descriptors,
+)
+from hurray_decl.hurray.strategies.values import pow2
+from hurray_decl.hurray.tables.codes import Device, MemoryClass, SyncMode
 from hurray_decl.hurray.tables.tags import INVALID_TAGS, PRIVATE_TAGS
 from hurray_decl.hurray.tensor import BufferHandle, TensorDescriptor, write_tensor_descriptor
-from hurray_decl.hurray.tables.codes import Device, MemoryClass, SyncMode
 from hurray_decl.hurray.tensor.buffers import MIN_ALIGNMENT, PRIVATE_MEMORY_CLASSES
 from hurray_decl.hurray.tensor.context import check_descriptor
 from hurray_decl.hurray.tensor.layouts import LAYOUTS
-from hurray_decl.hurray.strategies.mutants import mutant
-from hurray_decl.hurray.strategies.patching import assembled, patched, resized
-from hurray_decl.hurray.strategies.tensor import DATA, PRIVATE_DEVICE, WITH_DATA, layouts_in, placements, \
-    tensor_descriptors
-from hurray_decl.hurray.strategies.values import pow2
 
 BYTES = range(256)
 

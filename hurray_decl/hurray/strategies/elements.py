@@ -3,19 +3,18 @@ packing unit of a sub-byte type, and the two float8_e8m0 codes no value has."""
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
-from hypothesis import assume, reject
-from hypothesis import strategies as st
+from hypothesis import assume, reject, strategies as st
 
+from hurray_decl.hurray.strategies.mutants import data_mutant
+from hurray_decl.hurray.strategies.patching import resized
+from hurray_decl.hurray.strategies.tensor import buffers_for, contiguous, tensor_descriptors
 from hurray_decl.hurray.tables.element_types import BY_NAME, ELEMENT_TYPES
 from hurray_decl.hurray.tables.storage import byte_size, packing
 from hurray_decl.hurray.tensor import TensorDescriptor, write_tensor_descriptor
 from hurray_decl.hurray.tensor.context import TensorContext
 from hurray_decl.hurray.tensor.validate import PADDING_BIT_RULES
-from hurray_decl.hurray.strategies.mutants import data_mutant
-from hurray_decl.hurray.strategies.patching import resized
-from hurray_decl.hurray.strategies.tensor import buffers_for, contiguous, tensor_descriptors
 
 E8M0 = "float8_e8m0"
 E8M0_NO_VALUE = (0x00, 0xFF)

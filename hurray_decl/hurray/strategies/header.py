@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
+from hurray_decl.hurray.strategies.mutants import field_mutant, header_field, mutant
+from hurray_decl.hurray.strategies.tensor import ANY, layouts_in, tensor_descriptors
 from hurray_decl.hurray.tables.element_types import BY_TAG, RESERVED_TYPE_TAGS, TYPE_TAG_RANGES, TypeTagClass
 from hurray_decl.hurray.tables.tags import INVALID_TAGS, PRIVATE_TAGS
 from hurray_decl.hurray.tensor import RowMajor, write_tensor_descriptor
 from hurray_decl.hurray.tensor.common import MAX_RANK, SUPPORTED_MAJOR
+from hurray_decl.hurray.tensor.fields import with_length
 from hurray_decl.hurray.tensor.header import DEFINED_FLAGS, HEADER_LENGTH, MAGIC
 from hurray_decl.hurray.tensor.layouts import LAYOUTS
-from hurray_decl.hurray.strategies.mutants import field_mutant, header_field, mutant
-from hurray_decl.hurray.tensor.fields import with_length
-from hurray_decl.hurray.strategies.tensor import ANY, layouts_in, tensor_descriptors
 
 U32 = st.integers(0, 2**32 - 1)
 

@@ -8,17 +8,18 @@ replaced by its dotted path (:mod:`hurray_decl.hurray.strategies.patching`).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from functools import partial
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from hypothesis import strategies as st
 
-from hurray_decl.rules import all_rules
-from hurray_decl.hurray.tensor import TensorDescriptor, write_tensor_descriptor
-from hurray_decl.hurray.tensor.fields import dotted
 from hurray_decl.hurray.strategies.patching import fields, patched
 from hurray_decl.hurray.strategies.tensor import DATA, tensor_descriptors
 from hurray_decl.hurray.strategies.values import nonzero_bytes
+from hurray_decl.hurray.tensor import TensorDescriptor, write_tensor_descriptor
+from hurray_decl.hurray.tensor.fields import dotted
+from hurray_decl.rules import all_rules
 
 MUTANTS: dict[str, Callable[[], st.SearchStrategy[bytes]]] = {}
 """One strategy factory per reader rule: the strategy draws descriptor bytes that break that rule."""

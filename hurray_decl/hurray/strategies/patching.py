@@ -15,7 +15,8 @@ checks the writer makes, so a rule *between* parts can be broken.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import construct as cs
 

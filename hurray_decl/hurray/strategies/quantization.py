@@ -31,10 +31,10 @@ from typing import Any
 from hypothesis import strategies as st
 
 from hurray_decl.hurray.quantization import encode_quantization, scheme as scheme_row
-from hurray_decl.registry import SchemeRow
 from hurray_decl.hurray.schemes import BUILTIN
 from hurray_decl.hurray.schemes.quantization import Descriptor
 from hurray_decl.hurray.tensor import BlockPaged
+from hurray_decl.registry import SchemeRow
 
 
 @dataclass(frozen=True)

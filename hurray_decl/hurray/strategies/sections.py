@@ -4,22 +4,33 @@ extension type and composite member, each with its valid strategy and its mutant
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from hypothesis import strategies as st
 
-from hurray_decl.hurray.tables.element_types import BY_TAG
-from hurray_decl.hurray.tables.tags import PRIVATE_TAGS
-from hurray_decl.hurray.tensor import COO, CSF, CSR, CompositeMember, ExtensionType, Shard, Statistics, TensorDescriptor, write_tensor_descriptor
-from hurray_decl.hurray.tensor.common import DYNAMIC
-from hurray_decl.hurray.tables.codes import MemberRole, Statistic
-from hurray_decl.hurray.tensor.sections import MASK_DEFINED
-from hurray_decl.hurray.tensor.layouts import LAYOUTS
-from hurray_decl.hurray.tables.storage import packing
 from hurray_decl.hurray.strategies.mutants import Value, drawn, field_mutant, header_field, mutant, reserved_field
 from hurray_decl.hurray.strategies.patching import assembled, patched
 from hurray_decl.hurray.strategies.tensor import SECTIONS, WITH_DATA, layouts_in, shardable, tensor_descriptors
 from hurray_decl.hurray.strategies.values import other_than
+from hurray_decl.hurray.tables.codes import MemberRole, Statistic
+from hurray_decl.hurray.tables.element_types import BY_TAG
+from hurray_decl.hurray.tables.storage import packing
+from hurray_decl.hurray.tables.tags import PRIVATE_TAGS
+from hurray_decl.hurray.tensor import (
+    COO,
+    CSF,
+    CSR,
+    CompositeMember,
+    ExtensionType,
+    Shard,
+    Statistics,
+    TensorDescriptor,
+    write_tensor_descriptor,
+)
+from hurray_decl.hurray.tensor.common import DYNAMIC
+from hurray_decl.hurray.tensor.layouts import LAYOUTS
+from hurray_decl.hurray.tensor.sections import MASK_DEFINED
 
 ROLES = st.sampled_from(MemberRole.codes())
 BYTE = st.integers(0, 255)

@@ -9,21 +9,30 @@ per layout row, a section's module (``strategies/sections.py``) its section stra
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Sequence, TypeVar
+from typing import Any, TypeVar
 
 from hypothesis import strategies as st
 
-from hurray_decl.hurray.tables.element_types import BY_NAME, ELEMENT_TYPES, Kind
-from hurray_decl.hurray.quantization import scheme as scheme_row
 from hurray_decl.errors import ArgumentError
-from hurray_decl.hurray.tables.storage import byte_size
-from hurray_decl.hurray.tensor import BufferHandle, ExtensionType, TensorDescriptor
-from hurray_decl.hurray.tables.codes import Device, MemoryClass, SyncMode
-from hurray_decl.hurray.tensor.layouts import LAYOUTS, MODELS, Layout
-from hurray_decl.hurray.tables.tags import PRIVATE_RANGE
-from hurray_decl.hurray.strategies.quantization import SCHEME_NAMES, STORAGE, Quantizing, for_tensor, of, paged_schemes, quantized_shape
+from hurray_decl.hurray.quantization import scheme as scheme_row
+from hurray_decl.hurray.strategies.quantization import (
+    SCHEME_NAMES,
+    STORAGE,
+    Quantizing,
+    for_tensor,
+    of,
+    paged_schemes,
+    quantized_shape,
+)
 from hurray_decl.hurray.strategies.values import maybe, names, pow2
+from hurray_decl.hurray.tables.codes import Device, MemoryClass, SyncMode
+from hurray_decl.hurray.tables.element_types import BY_NAME, ELEMENT_TYPES, Kind
+from hurray_decl.hurray.tables.storage import byte_size
+from hurray_decl.hurray.tables.tags import PRIVATE_RANGE
+from hurray_decl.hurray.tensor import BufferHandle, ExtensionType, TensorDescriptor
+from hurray_decl.hurray.tensor.layouts import LAYOUTS, MODELS, Layout
 
 PRIVATE_DEVICE = PRIVATE_RANGE.first + 2
 """The private device tag the strategies place buffers on (any of the private range would do)."""

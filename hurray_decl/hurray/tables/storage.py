@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from math import prod
 from typing import Any
 
-from hurray_decl.lazy_modules import LazyAttributes, ml_dtypes
-from hurray_decl.lazy_modules import numpy as np
-
-from hurray_decl.hurray.tables.element_types import BY_NAME, ElementType, Kind
 from hurray_decl.errors import RuleViolation
+from hurray_decl.hurray.tables.element_types import BY_NAME, ElementType, Kind
+from hurray_decl.lazy_modules import LazyAttributes, ml_dtypes, numpy as np
 
 INDEX_LIMIT = sys.maxsize
 """The largest byte size NumPy can index on this platform (HX-01)."""
@@ -88,7 +86,7 @@ def byte_size(name: str, count: int) -> int:
     return packing(element(name).bits).bytes(count)
 
 
-@lru_cache(maxsize=None)
+@cache
 def value_table(name: str) -> np.ndarray:
     """float32 value of every code of a float type of at most 8 bits, indexed by code."""
     codes = np.arange(1 << element(name).bits, dtype=np.uint8)

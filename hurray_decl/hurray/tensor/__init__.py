@@ -51,8 +51,10 @@ if TYPE_CHECKING:  # the public names, each imported from its submodule on first
         Tiled as Tiled,
     )
     from hurray_decl.hurray.tensor.model import TensorDescriptor as TensorDescriptor
-    from hurray_decl.hurray.tensor.reader import read_tensor_descriptor as read_tensor_descriptor
-    from hurray_decl.hurray.tensor.reader import skip_descriptor as skip_descriptor
+    from hurray_decl.hurray.tensor.reader import (
+        read_tensor_descriptor as read_tensor_descriptor,
+        skip_descriptor as skip_descriptor,
+    )
     from hurray_decl.hurray.tensor.sections import (
         CompositeMember as CompositeMember,
         ExtensionType as ExtensionType,

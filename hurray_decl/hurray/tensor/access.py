@@ -21,19 +21,22 @@ stored, which is what the dequantization kernels consume.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from math import prod
-from typing import Any, Callable, NoReturn, Sequence
+from typing import Any, NoReturn
 
 import numpy as np
 
-from hurray_decl.hurray.tables import storage
 from hurray_decl.errors import ArgumentError, RuleViolation, UnsupportedError
-from hurray_decl.hurray.tensor.common import DYNAMIC
+from hurray_decl.hurray.tables import storage
+from hurray_decl.hurray.tables.codes import TileOrder
 from hurray_decl.hurray.tables.element_types import ElementType
+from hurray_decl.hurray.tensor.common import DYNAMIC
 from hurray_decl.hurray.tensor.context import TensorContext
 from hurray_decl.hurray.tensor.layouts import (
+    OUTER_ORDERS,
     BlockPaged,
     ColumnMajor,
     Hilbert,
@@ -42,11 +45,9 @@ from hurray_decl.hurray.tensor.layouts import (
     PrivateLayout,
     RowMajor,
     Strided,
-    OUTER_ORDERS,
     Tiled,
     row_of,
 )
-from hurray_decl.hurray.tables.codes import TileOrder
 from hurray_decl.hurray.tensor.model import TensorDescriptor
 from hurray_decl.hurray.tensor.validate import DataContext, validate_buffers
 
@@ -313,7 +314,7 @@ def hilbert_index(coordinates: Sequence[np.ndarray], order: int) -> np.ndarray:
     return index.view(np.int64)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _spread_table(r: int) -> np.ndarray:
     """Every byte value with its bit b moved to bit b·r."""
     value = np.arange(256, dtype=np.uint64)

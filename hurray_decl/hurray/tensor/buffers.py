@@ -8,11 +8,11 @@ from typing import Any, ClassVar
 
 import construct as cs
 
-from hurray_decl.registry import Table
+from hurray_decl.declare.schema import OrderedStruct, Rule, zero_bytes
 from hurray_decl.hurray.tables.codes import PRIVATE_SPAN, Device, MemoryClass, SyncMode, alternatives, legend, span
 from hurray_decl.hurray.tables.tags import is_private
-from hurray_decl.declare.schema import OrderedStruct, Rule, zero_bytes
 from hurray_decl.hurray.tensor.common import Section, permissive
+from hurray_decl.registry import Table
 
 HANDLE_LENGTH = 8 + 4 + 1 + 1 + 1 + 1  # byte_size, alignment, device, sync, class, reserved
 MIN_ALIGNMENT = 64

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
-from typing import Any, Callable, ClassVar, NoReturn, Protocol, Self, TypeVar
+from collections.abc import Callable
+from functools import cache
+from typing import Any, ClassVar, NoReturn, Protocol, Self, TypeVar
 
 import construct as cs
 
@@ -86,7 +87,7 @@ def trusted(model: type[_M], values: dict[str, Any], _set: Callable[..., None] =
     return made
 
 
-@lru_cache(maxsize=None)
+@cache
 def field_names(model: type[FrozenModel]) -> tuple[str, ...]:
     """A model's field names (pydantic computes ``model_fields`` on each access: read once)."""
     return tuple(model.model_fields)

@@ -13,15 +13,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from hurray_decl.hurray.tables.element_types import BY_TAG, ElementType
-from hurray_decl.hurray.quantization import scheme
 from hurray_decl.errors import RuleViolation
+from hurray_decl.hurray.quantization import scheme
+from hurray_decl.hurray.schemes.quantization import OpaqueQuantization
+from hurray_decl.hurray.tables.element_types import BY_TAG, ElementType
 from hurray_decl.hurray.tables.storage import byte_size, packing
 from hurray_decl.hurray.tables.tags import is_private
-from hurray_decl.hurray.schemes.quantization import OpaqueQuantization
 from hurray_decl.hurray.tensor.common import DYNAMIC
-from hurray_decl.hurray.tensor.layouts import BlockPaged, Layout, LayoutRow, RowMajor, row_of
 from hurray_decl.hurray.tensor.header import Flag
+from hurray_decl.hurray.tensor.layouts import BlockPaged, Layout, LayoutRow, RowMajor, row_of
 from hurray_decl.hurray.tensor.model import SECTION_FLAGS, TensorDescriptor
 from hurray_decl.hurray.tensor.sections import Shard, Statistics
 

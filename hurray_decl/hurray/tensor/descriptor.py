@@ -23,16 +23,17 @@ from __future__ import annotations
 
 import io
 import struct
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import construct as cs
 from construct import this
 
-from hurray_decl.hurray.quantization import SCHEMES, decode_quantization, encode_quantization
-from hurray_decl.errors import HurrayDeclError, RuleViolation, TruncatedError
 from hurray_decl.declare.model import remember_validated
 from hurray_decl.declare.schema import Bytes, Record, compiled, construct_path, fast_parser, field_offsets
 from hurray_decl.declare.trace import parse_tree, positions_of
+from hurray_decl.errors import HurrayDeclError, RuleViolation, TruncatedError
+from hurray_decl.hurray.quantization import SCHEMES, decode_quantization, encode_quantization
 from hurray_decl.hurray.tensor.buffers import BUFFER_COUNT, HANDLE, BufferHandle
 from hurray_decl.hurray.tensor.common import Section, field_names, permissive, trusted
 from hurray_decl.hurray.tensor.context import (

@@ -16,10 +16,10 @@ import struct
 from functools import lru_cache
 from typing import Any
 
-from hurray_decl.hurray.quantization import SCHEMES
-from hurray_decl.errors import ArgumentError
 from hurray_decl.declare.schema import field_offsets
 from hurray_decl.declare.trace import trace
+from hurray_decl.errors import ArgumentError
+from hurray_decl.hurray.quantization import SCHEMES
 from hurray_decl.hurray.tensor.header import HEADER
 from hurray_decl.hurray.tensor.reader import trace_tensor_descriptor
 

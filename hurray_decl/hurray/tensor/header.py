@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import construct as cs
 
-from hurray_decl.hurray.tables.element_types import BY_TAG, RESERVED_TYPE_TAGS, TypeTagClass, type_tag_range
 from hurray_decl.declare.schema import Bytes, Rule
-from hurray_decl.hurray.tables.codes import Flag as Flag  # re-exported: the header's code space
-from hurray_decl.hurray.tables.codes import NOT_INVALID, PRIVATE_SPAN, bit_legend, clear_above, runs
+from hurray_decl.hurray.tables.codes import (
+    NOT_INVALID,
+    PRIVATE_SPAN,
+    Flag as Flag,  # re-exported: the header's code space
+    bit_legend,
+    clear_above,
+    runs,
+)
+from hurray_decl.hurray.tables.element_types import BY_TAG, RESERVED_TYPE_TAGS, TypeTagClass, type_tag_range
 from hurray_decl.hurray.tables.tags import INVALID_TAGS, is_private
 from hurray_decl.hurray.tensor.common import MAX_RANK, SUPPORTED_MAJOR, permissive
 from hurray_decl.hurray.tensor.layouts import LAYOUTS
@@ -97,7 +103,7 @@ def core_fields(rank: Any) -> tuple[cs.Construct, ...]:
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def core(rank: int) -> cs.Struct:
     """shape and byte_offset for ``rank`` dimensions."""
     return cs.Struct(*core_fields(rank))

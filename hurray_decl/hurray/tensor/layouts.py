@@ -10,18 +10,26 @@ which layout it holds.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any, Callable, ClassVar, Self
+from functools import cache
+from typing import Any, ClassVar, Self
 
 import construct as cs
 from construct import this
 
-from hurray_decl.errors import RuleViolation
-from hurray_decl.registry import Table
 from hurray_decl.declare.schema import Bytes, Record, Rule, zero_bytes
-from hurray_decl.hurray.tables.codes import OVERLAY_OPS, BlockTableIndexType, CombineOp, CompositionRule, KVRole, \
-    TileOrder, alternatives, legend
+from hurray_decl.errors import RuleViolation
+from hurray_decl.hurray.tables.codes import (
+    OVERLAY_OPS,
+    BlockTableIndexType,
+    CombineOp,
+    CompositionRule,
+    KVRole,
+    TileOrder,
+    alternatives,
+    legend,
+)
 from hurray_decl.hurray.tables.tags import PRIVATE_RANGE, is_private
 from hurray_decl.hurray.tensor.common import (
     DYNAMIC,
@@ -32,6 +40,7 @@ from hurray_decl.hurray.tensor.common import (
     permissive,
     pow2_at_most,
 )
+from hurray_decl.registry import Table
 
 MAX_TILED_DEPTH = 8
 """Tiled payloads allowed, the top one included; a 9th is refused (HD-20, HT-LAY-12)."""
@@ -61,7 +70,7 @@ class Layout(Section):
     def check_member(self, member: Any, flags: int) -> None:
         """Appendix A step 17: whether this layout may carry a composite-member section."""
 
-    def paging(self) -> "BlockPaged | None":
+    def paging(self) -> BlockPaged | None:
         """The block-paged fields, when the tensor is a paged KV cache (schemes check their axis)."""
         return None
 
@@ -154,7 +163,7 @@ def _tiled_fields(rank: int, depth: int) -> tuple[cs.Construct, ...]:
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def tiled_level(rank: int, depth: int) -> cs.Struct:
     """The tiled payload at nesting ``depth`` (1 = the top one)."""
     return Record(*_tiled_fields(rank, depth))
@@ -166,7 +175,7 @@ class Tiled(Layout):
     tag: ClassVar[int] = 0x04
     rule: ClassVar[str] = "HT-LAY-07"
 
-    nested: "Tiled | None" = None
+    nested: Tiled | None = None
     """The next tiled level (``cs.LazyBound`` in the declaration): the same model again."""
 
     def wire_rank(self) -> int:
@@ -372,7 +381,7 @@ class BlockPaged(Layout):
             "reserved" / zero_bytes(6, "HT-LAY-54") * "_reserved: six zero bytes",
         )
 
-    def paging(self) -> "BlockPaged | None":
+    def paging(self) -> BlockPaged | None:
         return self
 
     @property
@@ -580,7 +589,7 @@ class LayoutRow:
 LAYOUTS: Table[int, LayoutRow] = Table("layout", "HT-HDR-16")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _layout_struct(tag: int, rank: int) -> cs.Struct:
     row = layout_row(tag)
     return Record(*row.fields(rank))

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from typing import Any, ClassVar
 
 import construct as cs
-
 from pydantic import SerializeAsAny, model_validator
 
 from hurray_decl.hurray.quantization import load_quantization
-
 from hurray_decl.hurray.schemes.quantization import Descriptor as QuantizationDescriptor
 from hurray_decl.hurray.tensor.buffers import BufferHandle
-from hurray_decl.hurray.tensor.common import Section
-from hurray_decl.hurray.tensor.common import MAX_RANK
+from hurray_decl.hurray.tensor.common import MAX_RANK, Section
 from hurray_decl.hurray.tensor.header import HEADER, HEADER_LENGTH, MAGIC, Flag, core, core_fields
 from hurray_decl.hurray.tensor.layouts import LAYOUTS, Layout, OpaqueLayout, PrivateLayout, RowMajor
 from hurray_decl.hurray.tensor.sections import CompositeMember, ExtensionType, Shard, Statistics
@@ -99,7 +96,7 @@ class TensorDescriptor(Section):
             "rank": len(self.shape), "shape": list(self.shape), "byte_offset": self.byte_offset,
         }
 
-    def replace(self, **changes: Any) -> "TensorDescriptor":
+    def replace(self, **changes: Any) -> TensorDescriptor:
         """A validated copy with ``changes``. flags and descriptor_length are derived again unless
         given, and layout_tag too when the layout changes."""
         values = {name: getattr(self, name) for name in type(self).model_fields}
@@ -122,6 +119,6 @@ class TensorDescriptor(Section):
         return self.shard is not None
 
 
-@lru_cache(maxsize=None)
+@cache
 def _framing(rank: int) -> cs.Struct:
     return cs.Struct(*HEADER.subcons, *core(rank).subcons)

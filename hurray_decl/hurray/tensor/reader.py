@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from hurray_decl.errors import HurrayDeclError, RuleViolation, TruncatedError
 from hurray_decl.declare.trace import Span, positions_of, spans_of, trace
+from hurray_decl.errors import HurrayDeclError, RuleViolation, TruncatedError
 from hurray_decl.hurray.tensor.descriptor import parse_fast, parse_traced, preamble_fast
 from hurray_decl.hurray.tensor.header import HEADER, HEADER_LENGTH, PREAMBLE, PREAMBLE_LENGTH
 from hurray_decl.hurray.tensor.model import TensorDescriptor

@@ -7,21 +7,31 @@ MXFP scale bytes, zeroed padding codes and padding bits, sparse and block-table 
 
 from __future__ import annotations
 
-from typing import Any, NoReturn, Sequence
+from collections.abc import Sequence
+from typing import Any, NoReturn
 
-from hurray_decl.lazy_modules import numpy as np
-
-from hurray_decl.hurray.tables.element_types import BY_NAME, BY_TAG
-from hurray_decl.hurray.quantization import scheme
 from hurray_decl.errors import OpaqueDataAccess, RuleViolation
+from hurray_decl.hurray.quantization import scheme
 from hurray_decl.hurray.schemes.quantization import OpaqueQuantization
 from hurray_decl.hurray.tables import storage
+from hurray_decl.hurray.tables.element_types import BY_NAME, BY_TAG
 from hurray_decl.hurray.tables.storage import packing, unpack_codes
 from hurray_decl.hurray.tables.tags import is_private
 from hurray_decl.hurray.tensor.common import DYNAMIC
 from hurray_decl.hurray.tensor.context import TensorContext, check_descriptor
-from hurray_decl.hurray.tensor.layouts import COO, CSC, CSF, CSR, BlockPaged, ColumnMajor, OpaqueLayout, PrivateLayout, RowMajor
+from hurray_decl.hurray.tensor.layouts import (
+    COO,
+    CSC,
+    CSF,
+    CSR,
+    BlockPaged,
+    ColumnMajor,
+    OpaqueLayout,
+    PrivateLayout,
+    RowMajor,
+)
 from hurray_decl.hurray.tensor.model import TensorDescriptor
+from hurray_decl.lazy_modules import numpy as np
 
 FLOAT8_E8M0 = BY_NAME["float8_e8m0"].tag
 PADDING_BIT_RULES = {1: "HE-13", 2: "HE-17", 4: "HE-15", 6: "HE-19"}

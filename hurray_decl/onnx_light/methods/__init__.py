@@ -7,17 +7,17 @@ the methods itself: it looks the row up in :data:`METHODS`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
 from hurray_decl.errors import OnnxLightError
-from hurray_decl.registry import Table
 from hurray_decl.onnx_light.methods import affine, cast, codebook
 from hurray_decl.onnx_light.profiles import QuantizationMethod
+from hurray_decl.registry import Table
 
-__all__ = ["MethodRow", "METHODS", "method_row"]
+__all__ = ["METHODS", "MethodRow", "method_row"]
 
 
 @dataclass(frozen=True)

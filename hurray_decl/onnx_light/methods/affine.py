@@ -13,7 +13,7 @@ import numpy as np
 from hurray_decl.onnx_light.extended import affine_values
 from hurray_decl.onnx_light.packing import check_padding, decode_bytes, pack_bits, sign_extend, unpack_bits
 
-__all__ = ["encode", "decode", "calibrate", "magnitude", "affine_codes", "code_range", "nearest_even"]
+__all__ = ["affine_codes", "calibrate", "code_range", "decode", "encode", "magnitude", "nearest_even"]
 
 
 def code_range(layout) -> tuple[int, int]:

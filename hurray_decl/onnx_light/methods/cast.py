@@ -12,7 +12,7 @@ import numpy as np
 from hurray_decl.errors import OnnxLightError
 from hurray_decl.onnx_light.numerics import LOGICAL_TYPES, DataType, narrow
 
-__all__ = ["CAST_WIDTHS", "CAST_DTYPES", "encode", "decode", "calibrate"]
+__all__ = ["CAST_DTYPES", "CAST_WIDTHS", "calibrate", "decode", "encode"]
 
 CAST_DTYPES: dict[int, np.dtype] = {code: code.dtype.newbyteorder("<") for code in LOGICAL_TYPES}
 """The stored (little-endian) dtype of each cast type: the logical data types."""

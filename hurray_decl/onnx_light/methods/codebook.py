@@ -15,10 +15,10 @@ import numpy as np
 
 from hurray_decl.errors import OnnxLightError
 from hurray_decl.onnx_light.extended import nearest_entries
-from hurray_decl.onnx_light.packing import pack_base3, pack_bits, unpack_base3, unpack_bits
 from hurray_decl.onnx_light.methods.affine import ratio_scales
+from hurray_decl.onnx_light.packing import pack_base3, pack_bits, unpack_base3, unpack_bits
 
-__all__ = ["encode", "decode", "calibrate", "magnitude"]
+__all__ = ["calibrate", "decode", "encode", "magnitude"]
 
 _CHUNK = 1 << 21  # distance-matrix elements per chunk
 

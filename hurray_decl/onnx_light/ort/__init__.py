@@ -14,11 +14,11 @@ zero-point storage, codes and payload), :mod:`.decode` (validation and values) a
 
 from __future__ import annotations
 
-from hurray_decl.onnx_light.ort import geometry, descriptor, encode, decode, export
-from hurray_decl.onnx_light.ort.geometry import *  # noqa: F403 (each module's __all__)
+from hurray_decl.onnx_light.ort import decode, descriptor, encode, export, geometry
+from hurray_decl.onnx_light.ort.decode import *  # noqa: F403 (each module's __all__)
 from hurray_decl.onnx_light.ort.descriptor import *  # noqa: F403 (each module's __all__)
 from hurray_decl.onnx_light.ort.encode import *  # noqa: F403 (each module's __all__)
-from hurray_decl.onnx_light.ort.decode import *  # noqa: F403 (each module's __all__)
 from hurray_decl.onnx_light.ort.export import *  # noqa: F403 (each module's __all__)
+from hurray_decl.onnx_light.ort.geometry import *  # noqa: F403 (each module's __all__)
 
 __all__ = [*geometry.__all__, *descriptor.__all__, *encode.__all__, *decode.__all__, *export.__all__]

@@ -9,10 +9,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from hurray_decl.onnx_light.numerics import LOGICAL_DTYPES
-from hurray_decl.onnx_light.packing import decode_bytes, unpack_bits
-from hurray_decl.onnx_light.plan import QuantizationPlan
-from hurray_decl.onnx_light.profiles import QuantizationFormat
-from hurray_decl.onnx_light.wire import pb, same_message
 from hurray_decl.onnx_light.ort.descriptor import ort_type, read_ort_type
 from hurray_decl.onnx_light.ort.geometry import (
     IMPLICIT,
@@ -24,12 +20,16 @@ from hurray_decl.onnx_light.ort.geometry import (
     make_matmul_nbits_plan,
     ort_error,
 )
+from hurray_decl.onnx_light.packing import decode_bytes, unpack_bits
+from hurray_decl.onnx_light.plan import QuantizationPlan
+from hurray_decl.onnx_light.profiles import QuantizationFormat
+from hurray_decl.onnx_light.wire import pb, same_message
 
 __all__ = [
     "OrtValue",
-    "read_ort",
     "decode_ort",
     "ort_plan",
+    "read_ort",
 ]
 
 

@@ -3,12 +3,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from hurray_decl.onnx_light.numerics import DataType
-from hurray_decl.onnx_light.profiles import WIRE_PREFIX, QuantizationFormat
-from hurray_decl.onnx_light.wire import add_tensor, int64_constant, pb
 from hurray_decl.onnx_light.ort.geometry import (
     FIELDS,
     FLOATING,
@@ -19,10 +17,12 @@ from hurray_decl.onnx_light.ort.geometry import (
     check_block_size,
     ort_error,
 )
+from hurray_decl.onnx_light.profiles import WIRE_PREFIX, QuantizationFormat
+from hurray_decl.onnx_light.wire import add_tensor, int64_constant, pb
 
 __all__ = [
-    "ort_type",
     "OrtTypeInfo",
+    "ort_type",
     "read_ort_type",
 ]
 

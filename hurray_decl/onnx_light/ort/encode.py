@@ -5,16 +5,13 @@ the original's extended-precision steps, and the payload ``B | scales | zero_poi
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from hurray_decl.onnx_light.methods.affine import affine_codes, ratio_scales
 from hurray_decl.onnx_light.numerics import LOGICAL_DTYPES, narrow, to_logical
-from hurray_decl.onnx_light.packing import pack_bits
-from hurray_decl.onnx_light.plan import QuantizationPlan
-from hurray_decl.onnx_light.profiles import QuantizationFormat
-from hurray_decl.onnx_light.wire import make_logical_type, pb, same_message
 from hurray_decl.onnx_light.ort.descriptor import ort_type, read_ort_type
 from hurray_decl.onnx_light.ort.geometry import (
     FLOATING,
@@ -32,15 +29,19 @@ from hurray_decl.onnx_light.ort.geometry import (
     ort_header,
     real_rows,
 )
+from hurray_decl.onnx_light.packing import pack_bits
+from hurray_decl.onnx_light.plan import QuantizationPlan
+from hurray_decl.onnx_light.profiles import QuantizationFormat
+from hurray_decl.onnx_light.wire import make_logical_type, pb, same_message
 
 __all__ = [
-    "round_parameters",
-    "zero_point_storage",
     "encode_ort",
     "ort_payload",
-    "source_code",
     "quantize_ort",
     "quantize_ort_with_type",
+    "round_parameters",
+    "source_code",
+    "zero_point_storage",
 ]
 
 

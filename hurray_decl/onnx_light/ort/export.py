@@ -4,13 +4,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from hurray_decl.onnx_light.numerics import LOGICAL_DTYPES, DataType
-from hurray_decl.onnx_light.wire import pb
 from hurray_decl.onnx_light.ort.decode import OrtValue
 from hurray_decl.onnx_light.ort.geometry import FLOATING, PACKED
+from hurray_decl.onnx_light.wire import pb
 
 __all__ = [
     "MatMulNBitsInputs",

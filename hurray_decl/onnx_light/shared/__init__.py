@@ -15,8 +15,8 @@ set's common bytes again (:mod:`.compact`).
 
 from __future__ import annotations
 
-from hurray_decl.onnx_light.shared import parameters, compact
-from hurray_decl.onnx_light.shared.parameters import *  # noqa: F403 (each module's __all__)
+from hurray_decl.onnx_light.shared import compact, parameters
 from hurray_decl.onnx_light.shared.compact import *  # noqa: F403 (each module's __all__)
+from hurray_decl.onnx_light.shared.parameters import *  # noqa: F403 (each module's __all__)
 
 __all__ = [*parameters.__all__, *compact.__all__]

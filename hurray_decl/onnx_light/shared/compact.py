@@ -8,9 +8,6 @@ import numpy as np
 
 from hurray_decl.onnx_light.numerics import LOGICAL_DTYPES
 from hurray_decl.onnx_light.portable import as_encoded
-from hurray_decl.onnx_light.tensors import tensor_to_array
-from hurray_decl.onnx_light.values import dequantize_full
-from hurray_decl.onnx_light.wire import pb, resolve_struct_type, same_message
 from hurray_decl.onnx_light.shared.parameters import (
     COMPACT_NAME,
     ParameterSet,
@@ -18,14 +15,17 @@ from hurray_decl.onnx_light.shared.parameters import (
     parameter_set,
     shared_error,
 )
+from hurray_decl.onnx_light.tensors import tensor_to_array
+from hurray_decl.onnx_light.values import dequantize_full
+from hurray_decl.onnx_light.wire import pb, resolve_struct_type, same_message
 
 __all__ = [
     "EncodedValue",
     "SharedQuantizedValue",
-    "compact_value",
-    "quantize_tensor_shared",
     "check_shared_value",
+    "compact_value",
     "materialize_quantized_value",
+    "quantize_tensor_shared",
 ]
 
 
@@ -79,7 +79,7 @@ class SharedQuantizedValue(EncodedValue):
     def has_parameter_ref(self) -> bool:
         return True
 
-    def copy(self) -> "SharedQuantizedValue":
+    def copy(self) -> SharedQuantizedValue:
         """The same value and owner (what Identity passes on, OL-SHR-30)."""
         return SharedQuantizedValue(self._encoded, self._set)
 

@@ -5,9 +5,10 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 from google.protobuf.message import DecodeError
@@ -33,20 +34,20 @@ from hurray_decl.onnx_light.wire import (
 )
 
 __all__ = [
+    "COMPACT_NAME",
+    "NUMERIC_ROLES",
     "PARAMETERS_PREFIX",
     "ROLES",
-    "NUMERIC_ROLES",
-    "COMPACT_NAME",
-    "shared_error",
-    "as_pb_model",
-    "convert_message",
     "ParameterSet",
-    "compact_type",
+    "add_quantization_parameters",
+    "as_pb_model",
     "build_set",
+    "compact_type",
+    "convert_message",
+    "make_shared_quantization_type",
     "parameter_catalogue",
     "parameter_set",
-    "make_shared_quantization_type",
-    "add_quantization_parameters",
+    "shared_error",
 ]
 
 

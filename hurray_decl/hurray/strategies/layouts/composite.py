@@ -4,15 +4,23 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from hurray_decl.hurray.tables.tags import PRIVATE_TAGS
-from hurray_decl.hurray.tensor import CompositeHead
-from hurray_decl.hurray.tables.codes import OVERLAY_OPS, CombineOp, CompositionRule
-from hurray_decl.hurray.tensor.layouts import OPEN_COMPOSITE
 from hurray_decl.hurray.strategies.mutants import field_mutant, layout_field, mutant, reserved_field
 from hurray_decl.hurray.strategies.patching import assembled
 from hurray_decl.hurray.strategies.quantization import quantization_descriptors
-from hurray_decl.hurray.strategies.tensor import LayoutStrategy, Part, Request, layout_as, register_layout, shapes, tensor_descriptors
+from hurray_decl.hurray.strategies.tensor import (
+    LayoutStrategy,
+    Part,
+    Request,
+    layout_as,
+    register_layout,
+    shapes,
+    tensor_descriptors,
+)
 from hurray_decl.hurray.strategies.values import other_than
+from hurray_decl.hurray.tables.codes import OVERLAY_OPS, CombineOp, CompositionRule
+from hurray_decl.hurray.tables.tags import PRIVATE_TAGS
+from hurray_decl.hurray.tensor import CompositeHead
+from hurray_decl.hurray.tensor.layouts import OPEN_COMPOSITE
 
 RULES = CompositionRule.codes()
 OVERLAY = CompositionRule.OVERLAY

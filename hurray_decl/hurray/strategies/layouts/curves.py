@@ -4,11 +4,19 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from hurray_decl.hurray.tensor import Hilbert, Morton, write_tensor_descriptor
 from hurray_decl.hurray.strategies.mutants import data_too_small, layout_entry, layout_field, mutant
 from hurray_decl.hurray.strategies.patching import patched
-from hurray_decl.hurray.strategies.tensor import LayoutStrategy, Part, Request, layout_as, register_layout, shapes, tensor_descriptors
+from hurray_decl.hurray.strategies.tensor import (
+    LayoutStrategy,
+    Part,
+    Request,
+    layout_as,
+    register_layout,
+    shapes,
+    tensor_descriptors,
+)
 from hurray_decl.hurray.strategies.values import other_than
+from hurray_decl.hurray.tensor import Hilbert, Morton, write_tensor_descriptor
 
 U32 = st.integers(0, 2**32 - 1)
 

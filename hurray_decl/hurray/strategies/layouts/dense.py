@@ -4,13 +4,22 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
+from hurray_decl.hurray.strategies.mutants import mutant
+from hurray_decl.hurray.strategies.patching import patched
+from hurray_decl.hurray.strategies.tensor import (
+    LAYOUT_ROWS,
+    LayoutStrategy,
+    Part,
+    Request,
+    layout_as,
+    register_layout,
+    shapes,
+    tensor_descriptors,
+)
+from hurray_decl.hurray.strategies.values import product
 from hurray_decl.hurray.tables.storage import packing
 from hurray_decl.hurray.tensor import Strided, write_tensor_descriptor
 from hurray_decl.hurray.tensor.context import TensorContext
-from hurray_decl.hurray.strategies.mutants import mutant
-from hurray_decl.hurray.strategies.patching import patched
-from hurray_decl.hurray.strategies.tensor import LAYOUT_ROWS, LayoutStrategy, Part, Request, layout_as, register_layout, shapes, tensor_descriptors
-from hurray_decl.hurray.strategies.values import product
 
 
 def _contiguous(name: str, rank_low: int):

@@ -5,12 +5,26 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
+from hurray_decl.hurray.strategies.layouts.sparse import (
+    can,
+    layout_data,
+    packed_pointers,
+    pointer_change,
+    pointers,
+    undersized,
+)
+from hurray_decl.hurray.strategies.mutants import data_mutant, layout_field, mutant, reserved_field
+from hurray_decl.hurray.strategies.tensor import (
+    LayoutStrategy,
+    Part,
+    Request,
+    layout_as,
+    register_layout,
+    tensor_descriptors,
+)
+from hurray_decl.hurray.strategies.values import other_than
 from hurray_decl.hurray.tables.codes import BlockTableIndexType, KVRole
 from hurray_decl.hurray.tensor import BlockPaged, TensorDescriptor
-from hurray_decl.hurray.strategies.mutants import data_mutant, layout_field, mutant, reserved_field
-from hurray_decl.hurray.strategies.tensor import LayoutStrategy, Part, Request, layout_as, register_layout, tensor_descriptors
-from hurray_decl.hurray.strategies.values import other_than
-from hurray_decl.hurray.strategies.layouts.sparse import can, layout_data, packed_pointers, pointer_change, pointers, undersized
 
 PAGE_SIZES = st.integers(1, 5)
 """Page sizes drawn when the scheme (if any) asks for nothing narrower (its ``PAGE_SIZES``)."""

@@ -4,10 +4,18 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
+from hurray_decl.hurray.strategies.mutants import mutant
+from hurray_decl.hurray.strategies.tensor import (
+    PRIVATE_VALUES,
+    LayoutStrategy,
+    Part,
+    Request,
+    register_layout,
+    shapes,
+    tensor_descriptors,
+)
 from hurray_decl.hurray.tensor import PrivateLayout, write_tensor_descriptor
 from hurray_decl.hurray.tensor.layouts import PRIVATE_LAYOUTS
-from hurray_decl.hurray.strategies.mutants import mutant
-from hurray_decl.hurray.strategies.tensor import PRIVATE_VALUES, LayoutStrategy, Part, Request, register_layout, shapes, tensor_descriptors
 
 
 def _private(draw: st.DrawFn, want: Request) -> Part:

@@ -3,14 +3,15 @@ are rank 2, CSF rank 3 or more, block-paged rank 3."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from hypothesis import strategies as st
 
-from hurray_decl.hurray.tensor.layouts import LAYOUTS
 from hurray_decl.hurray.strategies.mutants import mutant
 from hurray_decl.hurray.strategies.patching import assembled
 from hurray_decl.hurray.strategies.tensor import tensor_descriptors
+from hurray_decl.hurray.tensor.layouts import LAYOUTS
 
 RANKS = range(1, 6)
 """The ranks a wrong-rank mutant is drawn from."""

@@ -4,16 +4,25 @@ contents of their index buffers, and their descriptor and data mutants."""
 from __future__ import annotations
 
 import struct
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from hypothesis import assume
-from hypothesis import strategies as st
+from hypothesis import assume, strategies as st
 
-from hurray_decl.hurray.tensor import COO, CSC, CSF, CSR, TensorDescriptor, write_tensor_descriptor
 from hurray_decl.hurray.strategies.mutants import data_mutant, layout_field, mutant, reserved_field
 from hurray_decl.hurray.strategies.patching import patched
-from hurray_decl.hurray.strategies.tensor import LAYOUT_ROWS, LayoutStrategy, Part, Request, buffers_for, layout_as, register_layout, tensor_descriptors
+from hurray_decl.hurray.strategies.tensor import (
+    LAYOUT_ROWS,
+    LayoutStrategy,
+    Part,
+    Request,
+    buffers_for,
+    layout_as,
+    register_layout,
+    tensor_descriptors,
+)
 from hurray_decl.hurray.strategies.values import product
+from hurray_decl.hurray.tensor import COO, CSC, CSF, CSR, TensorDescriptor, write_tensor_descriptor
 
 U64 = 8
 """Bytes of one index: sparse index arrays are u64 (DIGEST § 5.4)."""

@@ -5,13 +5,20 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from hurray_decl.hurray.tensor import Tiled, write_tensor_descriptor
-from hurray_decl.hurray.tables.codes import TileOrder
-from hurray_decl.hurray.tensor.layouts import INNER_ORDERS, MAX_TILED_DEPTH, OUTER_ORDERS
 from hurray_decl.hurray.strategies.mutants import data_too_small, layout_entry, layout_field, mutant, reserved_field
 from hurray_decl.hurray.strategies.patching import patched
-from hurray_decl.hurray.strategies.tensor import LayoutStrategy, Part, Request, register_layout, shapes, tensor_descriptors
+from hurray_decl.hurray.strategies.tensor import (
+    LayoutStrategy,
+    Part,
+    Request,
+    register_layout,
+    shapes,
+    tensor_descriptors,
+)
 from hurray_decl.hurray.strategies.values import other_than, product
+from hurray_decl.hurray.tables.codes import TileOrder
+from hurray_decl.hurray.tensor import Tiled, write_tensor_descriptor
+from hurray_decl.hurray.tensor.layouts import INNER_ORDERS, MAX_TILED_DEPTH, OUTER_ORDERS
 
 BYTE = st.integers(0, 255)
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from hurray_decl.hurray.schemes.mxfp import MXFP, ROW
-from hurray_decl.hurray.tensor import write_tensor_descriptor
 from hurray_decl.hurray.strategies.mutants import data_mutant, field_mutant, mutant
 from hurray_decl.hurray.strategies.quantization import Quantizing
+from hurray_decl.hurray.strategies.schemes import shared
 from hurray_decl.hurray.strategies.tensor import buffers_for, scheme_of
 from hurray_decl.hurray.strategies.values import AXES, INDICES, non_pow2, pow2, powers_of_two, product
-from hurray_decl.hurray.strategies.schemes import shared
+from hurray_decl.hurray.tensor import write_tensor_descriptor
 
 NAME = ROW.name
 """The registry row this module belongs to (its module name is the row's name)."""

@@ -7,8 +7,8 @@ from hypothesis import strategies as st
 from hurray_decl.hurray.schemes.nf4 import NF4, ROW
 from hurray_decl.hurray.strategies.mutants import mutant
 from hurray_decl.hurray.strategies.quantization import Quantizing
-from hurray_decl.hurray.strategies.values import AXES, INDICES, non_pow2, pow2, powers_of_two, product
 from hurray_decl.hurray.strategies.schemes import shared
+from hurray_decl.hurray.strategies.values import AXES, INDICES, non_pow2, pow2, powers_of_two, product
 
 NAME = ROW.name
 """The registry row this module belongs to (its module name is the row's name)."""

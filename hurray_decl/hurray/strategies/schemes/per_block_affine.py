@@ -6,16 +6,16 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from hurray_decl.hurray.schemes.per_block_affine import ROW, PerBlockAffine
-from hurray_decl.hurray.tables.codes import ScaleType
-from hurray_decl.hurray.tables.storage import dtype
-from hurray_decl.hurray.tensor import BlockPaged, write_tensor_descriptor
 from hurray_decl.hurray.strategies.mutants import drawn, mutant, reserved_field
 from hurray_decl.hurray.strategies.patching import patched
 from hurray_decl.hurray.strategies.quantization import Quantizing
-from hurray_decl.hurray.strategies.tensor import layout_as, tensor_descriptors
-from hurray_decl.hurray.strategies.values import AXES, non_pow2, other_than, pow2, powers_of_two, product
 from hurray_decl.hurray.strategies.schemes import shared
 from hurray_decl.hurray.strategies.schemes.shared import quant_field, quantized
+from hurray_decl.hurray.strategies.tensor import layout_as, tensor_descriptors
+from hurray_decl.hurray.strategies.values import AXES, non_pow2, other_than, pow2, powers_of_two, product
+from hurray_decl.hurray.tables.codes import ScaleType
+from hurray_decl.hurray.tables.storage import dtype
+from hurray_decl.hurray.tensor import BlockPaged, write_tensor_descriptor
 
 NAME = ROW.name
 """The registry row this module belongs to (its module name is the row's name)."""

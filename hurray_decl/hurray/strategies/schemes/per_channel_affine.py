@@ -7,9 +7,9 @@ from hypothesis import strategies as st
 from hurray_decl.hurray.schemes.per_channel_affine import ROW, PerChannelAffine
 from hurray_decl.hurray.strategies.mutants import drawn, mutant, reserved_field
 from hurray_decl.hurray.strategies.quantization import Quantizing
-from hurray_decl.hurray.strategies.values import AXES, other_than
 from hurray_decl.hurray.strategies.schemes import shared
 from hurray_decl.hurray.strategies.schemes.shared import quant_field, quantized
+from hurray_decl.hurray.strategies.values import AXES, other_than
 
 NAME = ROW.name
 """The registry row this module belongs to (its module name is the row's name)."""

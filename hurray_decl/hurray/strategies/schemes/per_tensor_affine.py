@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from hurray_decl.hurray.tables.element_types import BY_NAME
 from hurray_decl.hurray.schemes.per_tensor_affine import ROW, PerTensorAffine
 from hurray_decl.hurray.strategies.mutants import drawn, field_mutant, mutant
 from hurray_decl.hurray.strategies.quantization import Quantizing
-from hurray_decl.hurray.strategies.values import float32s, outside
 from hurray_decl.hurray.strategies.schemes.shared import INT32, quant_field, quantized, storage_range
+from hurray_decl.hurray.strategies.values import float32s, outside
+from hurray_decl.hurray.tables.element_types import BY_NAME
 
 NAME = ROW.name
 """The registry row this module belongs to (its module name is the row's name)."""

@@ -6,27 +6,35 @@ build their own mutants with. Every scheme here comes from a registry row."""
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from hypothesis import strategies as st
 
-from hurray_decl.hurray.tables.element_types import BY_NAME, BY_TAG
 from hurray_decl.hurray.quantization import ASSIGNED, SCHEMES, scheme as scheme_row
-from hurray_decl.registry import SchemeRow
 from hurray_decl.hurray.schemes.quantization import SYMMETRIC, SymmetricZeroPoint
+from hurray_decl.hurray.strategies.buffers import moved_device
+from hurray_decl.hurray.strategies.mutants import Value, data_mutant, drawn, field_mutant, header_field, mutant
+from hurray_decl.hurray.strategies.patching import fields, patched, value_at
+from hurray_decl.hurray.strategies.quantization import ROWS, SCHEME_NAMES, STORAGE, of, with_parameters
+from hurray_decl.hurray.strategies.tensor import (
+    LAYOUT_STRATEGIES,
+    buffers_for,
+    contiguous,
+    layouts_in,
+    scheme_of,
+    tensor_descriptors,
+)
+from hurray_decl.hurray.strategies.values import INDICES, outside, pow2, product
+from hurray_decl.hurray.tables.element_types import BY_NAME, BY_TAG
 from hurray_decl.hurray.tables.storage import dtype as storage_dtype
 from hurray_decl.hurray.tables.tags import TAG_RANGES
 from hurray_decl.hurray.tensor import TensorDescriptor, write_tensor_descriptor
 from hurray_decl.hurray.tensor.buffers import MIN_ALIGNMENT
 from hurray_decl.hurray.tensor.common import DYNAMIC
 from hurray_decl.hurray.tensor.context import TensorContext, check_descriptor
-from hurray_decl.hurray.strategies.buffers import moved_device
-from hurray_decl.hurray.strategies.mutants import Value, data_mutant, drawn, field_mutant, header_field, mutant
 from hurray_decl.hurray.tensor.fields import with_length
-from hurray_decl.hurray.strategies.patching import fields, patched, value_at
-from hurray_decl.hurray.strategies.quantization import ROWS, SCHEME_NAMES, STORAGE, of, with_parameters
-from hurray_decl.hurray.strategies.tensor import LAYOUT_STRATEGIES, buffers_for, contiguous, layouts_in, scheme_of, tensor_descriptors
-from hurray_decl.hurray.strategies.values import INDICES, outside, pow2, product
+from hurray_decl.registry import SchemeRow
 
 INT32 = (-(1 << 31), (1 << 31) - 1)
 

@@ -25,8 +25,9 @@ STRUCT = descriptor_struct(
     "scale_buffer_index" / index_field() * "buffer holding shape[axis] float32 scales",
     "zero_point_buffer_index" / cs.Int32ul
     * "buffer holding shape[axis] int32 zero points; 0xFFFFFFFF when SYMMETRIC",
-    "scale_type_tag" / cs.Default(equals(int(FLOAT32), "HQ-PC-06", f"version 1 scales are {FLOAT32.title} ({FLOAT32.hex})",
-                                         cs.Int8ul), int(FLOAT32))
+    "scale_type_tag" / cs.Default(equals(int(FLOAT32), "HQ-PC-06",
+                                         f"version 1 scales are {FLOAT32.title} ({FLOAT32.hex})", cs.Int8ul),
+                                  int(FLOAT32))
     * f"scale element type; {FLOAT32.hex} ({FLOAT32.title}) in version 1",
     "reserved" / zero_bytes(3, "HQ-PC-07") * "_reserved: three zero bytes",
 )

@@ -600,7 +600,8 @@ def window_codes(data: DataContext, origin: Sequence[int], extents: Sequence[int
     if len(origin) != t.rank or len(extents) != t.rank or any(
             o < 0 or n < 0 or o + n > e for o, n, e in zip(origin, extents, reader.extents)):
         raise ArgumentError("window", "a window lies inside the tensor's index space",
-                            actual=f"origin {list(origin)}, extents {list(extents)}", expected=f"within {reader.extents}")
+                            actual=f"origin {list(origin)}, extents {list(extents)}",
+                            expected=f"within {reader.extents}")
     return _window(reader, origin, extents)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import re
+import uuid
 from pathlib import Path
 
 import pytest
@@ -67,7 +68,9 @@ EXPECTED = [
 def checked(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], list[str]]:
     api = pytest.importorskip("mypy.api")
     snippet = tmp_path_factory.mktemp("typing") / "snippet.py"
-    snippet.write_text(SNIPPET)
+    # A fresh line each run: mypy's cache would otherwise find the snippet unchanged, skip it and
+    # reveal nothing (a cached module is not checked again)
+    snippet.write_text(SNIPPET + f"# run {uuid.uuid4().hex}\n")
     out, err, _ = api.run([str(snippet), "--config-file", str(ROOT / "pyproject.toml"), "--show-error-codes",
                            "--no-error-summary", "--no-pretty", "--show-absolute-path"])
     assert not err.strip(), err

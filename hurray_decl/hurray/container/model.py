@@ -9,7 +9,7 @@ fields (HF-META-19), checked before any value is converted or copied.
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 from pydantic import model_validator
 
@@ -25,7 +25,7 @@ class ContainerPart(FrozenModel):
     wire_name: ClassVar[str] = ""
 
     @classmethod
-    def from_wire(cls, wire: Any) -> "ContainerPart":
+    def from_wire(cls, wire: Any) -> Self:
         return cls(**{name: wire[name] for name in cls.model_fields})
 
     def to_wire(self) -> dict[str, Any]:

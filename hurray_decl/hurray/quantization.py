@@ -6,7 +6,6 @@ engine owns framing, the tag space, permissive mode and error positions.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Callable, Iterable
 
 import construct as cs
@@ -22,6 +21,7 @@ from hurray_decl.errors import (
 )
 from hurray_decl.registry import SchemeRow, Table
 from hurray_decl.declare.schema import fast_parser, parse_exact
+from hurray_decl.declare import json_text
 from hurray_decl.declare.trace import parse_inside
 from hurray_decl.hurray.schemes import BUILTIN
 from hurray_decl.hurray.schemes.quantization import (
@@ -269,10 +269,14 @@ def load_quantization(data: Any) -> Descriptor:
     """A descriptor from its JSON form (a mapping or JSON text), dispatched on ``scheme_tag``."""
     if isinstance(data, (str, bytes)):
         try:
-            data = json.loads(data)
+            data = json_text.loads(data)
+        except json_text.TooDeep as exc:
+            raise RuleViolation("HQ-HDR-02", f"the JSON nests too deeply: {exc}", path="descriptor",
+                                expected=f"at most {json_text.MAX_DEPTH} levels") from None
         except ValueError as exc:
             raise RuleViolation("HQ-HDR-02", f"not JSON: {exc}", path="descriptor") from exc
-    if not isinstance(data, dict) or not isinstance(data.get("scheme_tag"), int):
+    tag = data.get("scheme_tag") if isinstance(data, dict) else None
+    if not isinstance(tag, int) or isinstance(tag, bool):
         raise RuleViolation("HQ-HDR-02", "a descriptor needs an integer scheme_tag",
                             path="descriptor -> scheme_tag")
     row = SCHEMES.get(data["scheme_tag"])

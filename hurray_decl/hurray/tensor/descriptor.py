@@ -180,7 +180,9 @@ class Checkpoint(cs.Construct):
 
 
 class StopIfOpaque(cs.Construct):
-    """Nothing after an unrecognised layout can be located (HT-HDR-17): the descriptor ends here."""
+    """Nothing after an unrecognised layout can be located (HT-HDR-17): the descriptor ends here.
+    Building, a model's ``trailing`` bytes are written after the layout's bytes, kept (a reader
+    reads them back as part of the opaque layout's payload: the same bytes)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -191,7 +193,9 @@ class StopIfOpaque(cs.Construct):
             raise cs.StopFieldError(path=path)
 
     def _build(self, obj, stream, context, path):
-        self._parse(stream, context, path)
+        if isinstance(context["layout"], OpaqueLayout):
+            stream.write(context.get("trailing") or b"")
+            raise cs.StopFieldError(path=path)
 
     def _sizeof(self, context, path):
         return 0

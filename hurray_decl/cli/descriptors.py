@@ -118,10 +118,14 @@ def load(text: str, args: argparse.Namespace) -> Any:
     A document that is no JSON object, misses ``shape`` or holds a value of the wrong JSON type
     is an unusable argument (exit 2, no rule); a value the format refuses names its rule (exit 1).
     """
+    from hurray_decl.declare import json_text
     from hurray_decl.errors import ArgumentError, HurrayDeclError
 
     try:
-        document = json.loads(text)
+        document = json_text.loads(text)
+    except json_text.TooDeep as err:
+        raise ArgumentError("INPUT", f"the JSON nests too deeply: {err}",
+                            expected=f"at most {json_text.MAX_DEPTH} levels") from None
     except json.JSONDecodeError as err:
         raise ArgumentError("INPUT", f"not JSON: {err.msg} at line {err.lineno} column {err.colno}") from None
     if not isinstance(document, dict):

@@ -19,6 +19,7 @@ import math
 import re
 import struct
 import types
+import typing
 import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self, TypeVar
@@ -278,6 +279,22 @@ class FrozenModel(BaseModel):
 
     rule: ClassVar[str] = "HT-HDR-02"
     wire_name: ClassVar[str] = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _strict_integers(cls, data: Any) -> Any:
+        """A boolean is refused where an integer field is declared (pydantic would read True as
+        1): JSON ``true`` is not the integer 1, nor is Python's True."""
+        if isinstance(data, dict):
+            for name in _integer_fields(cls):
+                value = data.get(name)
+                if isinstance(value, bool) or (isinstance(value, (list, tuple))
+                                               and any(isinstance(v, bool) for v in value)):
+                    path = " -> ".join(dict.fromkeys(part for part in ("descriptor", cls.wire_name, name) if part))
+                    raise RuleViolation(cls.rule, f"{name}: a boolean where an integer is declared", path=path,
+                                        actual=show(value), expected="an integer")
+        return data
+
     def wire_declaration(self) -> cs.Construct | None:
         """The Construct declaration this model's fields are written with (None: no bytes of its own)."""
         return None
@@ -334,6 +351,33 @@ class FrozenModel(BaseModel):
             return cls.model_validate(data)
         except ValidationError as exc:
             raise model_error(exc, cls) from exc
+
+
+_INTEGER_FIELDS: weakref.WeakKeyDictionary[type, tuple[str, ...]] = weakref.WeakKeyDictionary()
+
+
+def _is_integer(annotation: Any) -> bool:
+    """int (an IntEnum too), optional or not, or a tuple of them; never bool."""
+    if isinstance(annotation, type):
+        return issubclass(annotation, int) and not issubclass(annotation, bool)
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is Annotated:
+        return _is_integer(args[0])
+    if origin in (typing.Union, types.UnionType):
+        kinds = [a for a in args if a is not type(None)]
+        return bool(kinds) and all(_is_integer(a) for a in kinds)
+    if origin is tuple and args:
+        return all(_is_integer(a) for a in args if a is not Ellipsis)
+    return False
+
+
+def _integer_fields(cls: type[FrozenModel]) -> tuple[str, ...]:
+    """The fields of ``cls`` declared as integers, by name (computed once per class)."""
+    found = _INTEGER_FIELDS.get(cls)
+    if found is None:
+        found = _INTEGER_FIELDS[cls] = tuple(name for name, info in cls.model_fields.items()
+                                             if _is_integer(info.annotation))
+    return found
 
 
 def model_error(exc: ValidationError, cls: type[FrozenModel]) -> HurrayDeclError:

@@ -103,6 +103,30 @@ def _copy(value: Any, memo: dict[int, Any]) -> Any:
     return value
 
 
+def parse_inside(declaration: cs.Construct, data: bytes, base: int) -> tuple[Any, BaseException | None]:
+    """Parse ``data`` with ``declaration`` on its own, as a part of the trace running in this
+    thread: its nodes become children of the node being parsed, at offsets shifted by ``base``
+    (where ``data`` starts in the traced input). ``declaration`` is a traced copy, as a traced
+    node's ``choose`` returns it; outside a trace this is a plain parse. Returns the value (None
+    when the parse stopped) and the rule error or Construct error that stopped it."""
+    stack = _STACK.get()
+    parent = stack[-1] if stack else None
+    before = len(parent.children) if parent is not None else 0
+    value, error = None, None
+    try:
+        value = declaration.parse_stream(io.BytesIO(data))
+    except (HurrayDeclError, cs.ConstructError) as exc:
+        error = exc
+    if parent is not None:
+        pending = list(parent.children[before:])
+        while pending:
+            node = pending.pop()
+            node.start += base
+            node.end = None if node.end is None else node.end + base
+            pending += node.children
+    return value, error
+
+
 def _traced_or_none(declaration: cs.Construct | None) -> cs.Construct | None:
     return None if declaration is None else traced(declaration)
 
@@ -199,10 +223,6 @@ def positions_of(root: _Node, prefix: str = "descriptor") -> dict[str, int]:
                 found.setdefault(f"{path} -> {index}", child.start)
                 walk(child, f"{path} -> {index}")
             return
-        extra = getattr(con, "inner_positions", None)
-        if extra is not None:
-            for name, offset in extra(node.value).items():
-                found.setdefault(f"{path} -> {name}", node.start + offset)
         for child in node.children:
             walk(child, path, (con.name or named) if isinstance(con, cs.Renamed) else "")
 

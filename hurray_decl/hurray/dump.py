@@ -14,10 +14,9 @@ from collections.abc import Callable
 from typing import Any
 
 from hurray_decl.declare.schema import NONE32
-from hurray_decl.declare.trace import Span, trace
+from hurray_decl.declare.trace import Span, parse_tree, spans_of
 from hurray_decl.dump.render import FORMATS, render
 from hurray_decl.dump.rows import BEYOND, UNDECODED, Dump, Row, raw_rows
-from hurray_decl.errors import HurrayDeclError
 from hurray_decl.hurray import quantization
 from hurray_decl.hurray.tables.codes import Code, Device, Flag, MemoryClass, SyncMode
 from hurray_decl.hurray.tables.element_types import BY_TAG
@@ -106,28 +105,10 @@ def _rows(data: bytes, spans: list[Span], start: int, end: int,
 
 
 def quantization_dump(data: bytes, *, permissive: bool = False, base: int = 0, prefix: str = "") -> Dump:
-    """Rows and verdict for a bare quantization payload."""
+    """Rows and verdict for a bare quantization payload, from one traced parse of it."""
     data = bytes(data)
-    error: HurrayDeclError | None = None
-    try:
-        quantization.decode_quantization(data, permissive=permissive)
-    except HurrayDeclError as err:
-        error = err
-    spans: list[Span] = []
-    row = quantization.SCHEMES.get(data[0]) if data else None
-    if row is not None:
-        spans, stopped = trace(row.struct, data[: row.length], prefix=prefix)
-        if len(data) > row.length and stopped is None:
-            spans.append(Span(row.length, len(data) - row.length, _join(prefix, "padding"),
-                              data[row.length:], "writer padding, never interpreted"))
-    elif data:
-        spans = [Span(0, 1, _join(prefix, "scheme_tag"), data[0])]
-        if error is None and len(data) >= 4:  # opaque, permissive
-            spans += [Span(1, 1, _join(prefix, "scheme_version"), data[1]),
-                      Span(2, 2, _join(prefix, "flags"), int.from_bytes(data[2:4], "little"))]
-            if len(data) > 4:
-                spans.append(Span(4, len(data) - 4, _join(prefix, "payload"), data[4:]))
-    rows = _rows(data, spans, 0, len(data))
+    root, _, error = parse_tree(quantization.PAYLOAD, data, params={"permissive": permissive})
+    rows = _rows(data, spans_of(root, prefix=prefix), 0, len(data))
     if base:
         rows = [Row(r.offset + base, r.size, r.hex, r.field, r.value) for r in rows]
         if error is not None:
@@ -135,28 +116,43 @@ def quantization_dump(data: bytes, *, permissive: bool = False, base: int = 0, p
     return Dump(rows, error)
 
 
-def _join(prefix: str, name: str) -> str:
-    return f"{prefix}.{name}" if prefix else name
-
-
 def tensor_dump(data: bytes, *, permissive: bool = False) -> Dump:
-    """Rows and verdict for a tensor descriptor; its quantization payload is dumped field by field."""
+    """Rows and verdict for a tensor descriptor, from one traced parse; its quantization
+    payload is named field by field by its scheme's declaration, inside that parse."""
     data = bytes(data)
     spans, error = trace_tensor_descriptor(data, permissive=permissive)
     rows: list[Row] = []
     position = 0
+    payload_end = None  # the end of the quantization payload while its fields are dumped
     for span in spans:
-        if span.path == "quantization":  # the payload: named by the scheme's own declaration
-            payload = data[span.offset:span.offset + span.size]
-            rows += quantization_dump(payload, permissive=permissive, base=span.offset, prefix="quantization").rows
+        inside = span.path.startswith("quantization.")
+        if payload_end is not None and not inside:
+            rows += raw_rows(data, position, payload_end, UNDECODED)  # payload bytes no field covers
+            position, payload_end = max(position, payload_end), None
+        if inside:
+            rows += _rows(data, [span], span.offset, span.offset)
+            if payload_end is None:
+                payload_end = _payload_end(spans, span)
         else:
             rows += _rows(data, [span], span.offset, span.offset, TENSOR_FORMATTERS)
         position = span.offset + span.size
+    if payload_end is not None:
+        rows += raw_rows(data, position, payload_end, UNDECODED)
+        position = max(position, payload_end)
     end = len(data)
     if error is None and len(data) >= PREAMBLE_LENGTH:  # valid: what follows descriptor_length is not ours
         end = min(len(data), skip_descriptor(data))
     rows += raw_rows(data, position, end, UNDECODED) + raw_rows(data, end, len(data), BEYOND)
     return Dump(rows, error)
+
+
+def _payload_end(spans: list[Span], first: Span) -> int:
+    """Where the payload whose first field is ``first`` ends: quantization_length bytes after
+    its length prefix (the span just before the payload)."""
+    for span in spans:
+        if span.path == "quantization_length" and span.offset + span.size == first.offset:
+            return first.offset + int(span.value)
+    return first.offset
 
 
 def dump(data: bytes, *, kind: str = "tensor", permissive: bool = False) -> Dump:

@@ -156,14 +156,15 @@ def bundled() -> Path:
     return Path(str(resources.files("hurray_decl.hurray").joinpath(FOLDER)))
 
 
-def checkout_conformance_descriptors() -> list[Path]:
+def checkout_conformance_descriptors(folder: str = "descriptors", pattern: str = "*.bin") -> list[Path]:
     """The golden conformance descriptors of a source checkout (the repository's
-    ``tests/conformance/hurray/descriptors/``), or none when the package runs from an install,
-    which carries the bundled corpus but not the test suite's."""
+    ``tests/conformance/hurray/descriptors/``; ``files/`` with ``*.hrry`` for its containers), or
+    none when the package runs from an install, which carries the bundled corpus but not the test
+    suite's."""
     root = Path(__file__).resolve().parents[2]
     if not (root / "pyproject.toml").is_file():
         return []
-    return sorted((root / "tests" / "conformance" / "hurray" / "descriptors").glob("*.bin"))
+    return sorted((root / "tests" / "conformance" / "hurray" / folder).glob(pattern))
 
 
 def write(folder: Path) -> None:

@@ -1,12 +1,15 @@
 """Coverage-guided fuzz target (atheris, that is libFuzzer for Python) over the two byte entry
 points: :func:`~hurray_decl.hurray.tensor.read_tensor_descriptor` and
-:func:`~hurray_decl.hurray.quantization.decode_quantization`, each strict and permissive.
+:func:`~hurray_decl.hurray.quantization.decode_quantization`, each strict and permissive, and
+:func:`~hurray_decl.hurray.container.open_container` for inputs that start with ``HRRYFILE``.
 
 Every input goes through all four calls. The oracle:
 
 * only :class:`~hurray_decl.errors.HurrayDeclError` may escape (anything else is a finding);
 * an accepted input re-encodes byte-exactly (``permissive=True`` writers), the tensor
-  descriptor up to its ``descriptor_length``;
+  descriptor up to its ``descriptor_length``; an opened container is either refused by
+  :func:`~hurray_decl.hurray.container.writer.rewrite` with a rule or written back byte for
+  byte, at any minor version;
 * no single call takes longer than :data:`SLOW_SECONDS` (1 s); libFuzzer's ``-timeout``
   catches a call that never returns, ``-rss_limit_mb`` memory growth.
 
@@ -74,6 +77,23 @@ def check_one(data: bytes) -> None:
         else:
             if encode_quantization(payload, permissive=True) != data:
                 raise RoundTripMismatch(f"quantization payload (permissive={permissive}) re-encodes differently")
+    if data[:8] == b"HRRYFILE":
+        check_container(data)
+
+
+def check_container(data: bytes) -> None:
+    """Open a container and write it back: a coded refusal, or the same bytes."""
+    from hurray_decl.hurray.container import open_container
+    from hurray_decl.hurray.container.writer import rewrite
+
+    for permissive in (False, True):
+        try:
+            with within(SLOW_SECONDS, "open_container + rewrite", data):
+                again = rewrite(open_container(data, permissive=permissive))
+        except HurrayDeclError:
+            continue
+        if again != data:
+            raise RoundTripMismatch(f"container (permissive={permissive}) is written back differently")
 
 
 def test_one_input(data: bytes) -> None:
@@ -96,6 +116,7 @@ def seed_inputs(generated: int = 200) -> list[bytes]:
 
     seeds: list[bytes] = []
     seeds.extend(p.read_bytes() for p in checkout_conformance_descriptors())
+    seeds.extend(p.read_bytes() for p in checkout_conformance_descriptors("files", "*.hrry"))
     schemes = [
         (0x10, (4, 8), (32,), PerTensorAffine(scale=0.5, zero_point=3)),
         (0x10, (4, 8), (32, 16, 16), PerChannelAffine(axis=0, scale_buffer_index=1, zero_point_buffer_index=2)),

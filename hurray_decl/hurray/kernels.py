@@ -109,6 +109,8 @@ class Plan:
     and ``zeros`` are None or arrays of shape ``(n, 1, B)``, ``(n, 1, 1)`` or ``(1, 1, B)``,
     read at block row ``r mod n`` (n is ``block_rows``, or the period of a per-channel
     pattern). A private scheme may give ``kernel`` instead: it receives the decoded values.
+    ``overflows``: the scheme specifies that the scaled product may overflow float32 to an
+    infinity (MXFP, HQ-MX-11); it is then computed without NumPy's overflow warning.
     """
 
     geometry: Geometry
@@ -118,6 +120,7 @@ class Plan:
     zeros: np.ndarray | None = None
     kernel: Kernel | None = None
     value_map: tuple[float, ...] | None = None
+    overflows: bool = False
 
     @cached_property
     def packed(self) -> np.ndarray:
@@ -366,7 +369,11 @@ def _scale(plan: Plan, box: Box, out: np.ndarray, repeat: Repeat) -> None:
     if scales is not None:
         if scales.dtype.itemsize == 2:  # float16 / bfloat16 widen exactly (HQ-PB-21), chunk by chunk
             scales = scales.astype(np.float32)
-        np.multiply(out, _spread(scales, out.shape, repeat), out=out)
+        if plan.overflows:  # an infinity is the specified result, not a fault to warn about
+            with np.errstate(over="ignore"):
+                np.multiply(out, _spread(scales, out.shape, repeat), out=out)
+        else:
+            np.multiply(out, _spread(scales, out.shape, repeat), out=out)
 
 
 def _keyed_index(base: np.ndarray, raw: np.ndarray, repeat: Repeat) -> np.ndarray:

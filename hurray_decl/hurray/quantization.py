@@ -6,14 +6,16 @@ engine owns framing, the tag space, permissive mode and error positions.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import construct as cs
 
+from hurray_decl.declare import json_text
 from hurray_decl.declare.schema import fast_parser, parse_exact
+from hurray_decl.declare.trace import parse_inside
 from hurray_decl.errors import (
+    ArgumentError,
     HurrayDeclError,
     OpaqueDataAccess,
     RegistrationError,
@@ -73,12 +75,23 @@ def decode_quantization(payload: bytes, *, permissive: bool = False) -> Descript
     writer padding. In permissive mode an unrecognised (but not invalid) tag yields an
     :class:`OpaqueQuantization` instead of an error.
     """
-    data = bytes(payload)
+    try:
+        data = bytes(memoryview(payload))
+    except TypeError:
+        raise ArgumentError("payload", "a quantization payload is decoded from bytes", actual=type(payload).__name__,
+                            expected="bytes, bytearray, memoryview or another bytes-like object") from None
     row = SCHEMES.get(data[0]) if data else None
     if row is not None and len(data) >= row.length:
         fast = _decode_fast(row, data)
         if fast is not None:
             return fast
+    return _decode(data, permissive)
+
+
+def _decode(data: bytes, permissive: bool, fields: tuple[Any, BaseException | None] | None = None) -> Descriptor:
+    """The ordered decode (DIGEST Appendix A order), which says which rule refuses, where.
+    ``fields``: the scheme's fixed fields as a traced parse of them already read them (value,
+    error), instead of parsing them here again."""
     if not data:
         raise _too_short(0, 1, "the scheme_tag byte")
     tag = data[0]
@@ -96,8 +109,105 @@ def decode_quantization(payload: bytes, *, permissive: bool = False) -> Descript
     parse_exact(row.version_check, data[:2])
     if len(data) < row.length:
         raise _too_short(len(data), row.length, f"the {row.length}-byte {row.title} encoding")
-    wire = parse_exact(row.struct, data[: row.length])
+    if fields is None:
+        wire = parse_exact(row.struct, data[: row.length])
+    else:
+        wire, stopped = fields
+        if isinstance(stopped, HurrayDeclError):
+            raise stopped
+        if stopped is not None:  # the fixed-size fields are all there: nothing else stops them
+            raise TruncatedError("HQ-HDR-04", "the input ends inside a field", path="descriptor",
+                                 offset=row.length) from stopped
     return _model_from_wire(row, wire, data[row.length:])
+
+
+PADDING = "padding" / cs.GreedyBytes * "writer padding, never interpreted"
+"""The bytes after a scheme's fixed fields (HQ-HDR-05)."""
+
+OPAQUE = cs.Struct(*PAYLOAD_HEADER.subcons, "payload" / cs.GreedyBytes * "the fields of a scheme this reader skips")
+"""A payload of a scheme this reader does not know, read in permissive mode."""
+
+UNKNOWN_TAG = cs.Struct(PAYLOAD_HEADER.subcons[0])
+"""The scheme_tag of a payload refused for its tag: all that is read of it."""
+
+
+class Payload(cs.Construct):  # type: ignore[misc]  # construct ships no types
+    """A quantization payload of ``length`` bytes (the rest of the input when None), decoded as
+    :func:`decode_quantization` decodes it; an error is moved to the payload's place, under
+    ``where`` (when given).
+
+    Parsed through a traced copy (:mod:`hurray_decl.declare.trace`), the parse descends into the
+    payload through its scheme's declaration (:meth:`choose`), so that one traced parse names
+    every payload field: the hex dump, field lookups and error positions all read that trace,
+    and the decode takes the fields it read. ``check(context)`` runs before the decode (a rule
+    of the enclosing structure about the payload as a whole).
+    """
+
+    def __init__(self, length: Any = None, where: str | None = None,
+                 check: Callable[[Any], None] | None = None) -> None:
+        super().__init__()
+        self.length = length
+        self.where = where
+        self.check = check
+        self.flagbuildnone = True
+
+    def choose(self, part: Any) -> cs.Construct | None:
+        """The declaration of one part of a payload: a scheme's fixed fields by tag,
+        ``"padding"``, ``"opaque"`` or ``"unknown"`` (a traced copy returns its traced copy)."""
+        if part == "padding":
+            return PADDING
+        if part == "opaque":
+            return OPAQUE
+        if part == "unknown":
+            return UNKNOWN_TAG
+        row = SCHEMES.get(part)
+        return None if row is None else row.struct
+
+    def _parse(self, stream: Any, context: Any, path: str) -> Any:
+        start = stream.tell()
+        length = cs.core.stream_size(stream) - start if self.length is None else cs.core.evaluate(self.length,
+                                                                                                 context)
+        data = stream.read(length)
+        params = getattr(context, "_params", None) or {}
+        permissive = bool(params.get("permissive", False))
+        fields = self._descend(data, start, permissive) if self.choose("padding") is not PADDING else None
+        if self.check is not None:
+            self.check(context)
+        try:
+            if fields is None:
+                return decode_quantization(data, permissive=permissive)
+            return _decode(data, permissive, fields)
+        except HurrayDeclError as err:
+            if self.where is None:
+                raise
+            raise err.rebased(start, self.where) from None
+
+    def _descend(self, data: bytes, start: int, permissive: bool) -> tuple[Any, BaseException | None] | None:
+        """Trace the payload's fields (only on a traced copy): the scheme's declaration, then
+        its padding; of an unknown scheme what a reader reads of it. Returns the scheme's
+        fields as parsed (value, error), or None."""
+        row = SCHEMES.get(data[0]) if data else None
+        if row is not None:
+            fields = parse_inside(self.choose(row.tag), data[:row.length], start)
+            if fields[1] is None and len(data) > row.length:
+                parse_inside(self.choose("padding"), data[row.length:], start + row.length)
+            return fields
+        if data:
+            opaque = permissive and skippable(data[0]) and len(data) >= HEADER_LENGTH
+            parse_inside(self.choose("opaque" if opaque else "unknown"), data if opaque else data[:1], start)
+        return None
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
+        raw = encode_quantization(obj, permissive=bool((getattr(context, "_params", None) or {}).get("permissive")))
+        stream.write(raw)
+        return obj
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        raise cs.SizeofError("a quantization payload has no fixed size", path=path)
+
+
+PAYLOAD = Payload()
+"""A bare quantization payload: the whole input (what the hex dump traces for one)."""
 
 
 def _decode_fast(row: SchemeRow[SchemeDescriptor], data: bytes) -> SchemeDescriptor | None:
@@ -161,10 +271,14 @@ def load_quantization(data: Any) -> Descriptor:
     """A descriptor from its JSON form (a mapping or JSON text), dispatched on ``scheme_tag``."""
     if isinstance(data, (str, bytes)):
         try:
-            data = json.loads(data)
+            data = json_text.loads(data)
+        except json_text.TooDeep as exc:
+            raise RuleViolation("HQ-HDR-02", f"the JSON nests too deeply: {exc}", path="descriptor",
+                                expected=f"at most {json_text.MAX_DEPTH} levels") from None
         except ValueError as exc:
             raise RuleViolation("HQ-HDR-02", f"not JSON: {exc}", path="descriptor") from exc
-    if not isinstance(data, dict) or not isinstance(data.get("scheme_tag"), int):
+    tag = data.get("scheme_tag") if isinstance(data, dict) else None
+    if not isinstance(tag, int) or isinstance(tag, bool):
         raise RuleViolation("HQ-HDR-02", "a descriptor needs an integer scheme_tag",
                             path="descriptor -> scheme_tag")
     row = SCHEMES.get(data["scheme_tag"])

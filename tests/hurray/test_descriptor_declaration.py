@@ -175,7 +175,7 @@ def test_field_positions_are_the_traced_spans(path):
 
 
 def test_compiled_parsers_refuse_short_reads_like_the_interpreted_ones():
-    struct = cs.Struct("n" / cs.Int8ul, "data" / declaration.Bytes(cs.this.n))
+    struct = cs.Struct("n" / cs.Int8ul, "data" / schema.Bytes(cs.this.n))
     fast = compiled(struct)
     assert fast.parse(b"\x02ab").data == b"ab"
     for parser in (struct, fast):

@@ -109,6 +109,22 @@ def parse_at(struct: cs.Construct, view: memoryview, start: int, end: int, where
 
 
 @dataclass(frozen=True)
+class Skipped:
+    """What a reader of this version accepts without reading it: at a newer minor, the reserved
+    bytes it ignores and the bytes left inside the index and KV sections (HF-D06); kept so
+    that :func:`~.writer.rewrite` writes them back unchanged. At minor 0 they are all zeros or
+    empty. ``kv_section`` says whether the trailer records a KV section (it may hold no entry)."""
+
+    minor: int = 0
+    reserved: bytes = bytes(2)
+    reserved_header: bytes = bytes(28)
+    trailer_reserved: bytes = bytes(4)
+    index_tail: bytes = b""
+    kv_tail: bytes = b""
+    kv_section: bool = False
+
+
+@dataclass(frozen=True)
 class Placement:
     """Where one tensor sits: its descriptor and each buffer, as absolute [start, end)."""
 
@@ -145,8 +161,10 @@ class Container:
     """An opened container: header, trailer, index and KV checked (level O)."""
 
     def __init__(self, view: memoryview, header: FileHeader, trailer: Trailer, entries: tuple[IndexEntry, ...],
-                 kv: dict[str, KVValue], positions: dict[str, int], permissive: bool) -> None:
+                 kv: dict[str, KVValue], positions: dict[str, int], permissive: bool,
+                 skipped: Skipped = Skipped()) -> None:
         self.view = view
+        self.skipped = skipped
         self.header = header
         self.trailer = trailer
         self.entries = entries
@@ -398,15 +416,19 @@ def open_container(data: Any, *, permissive: bool = False) -> Container:
     def index_crc(offset: int, length: int) -> int:
         return crc32c(view[offset:offset + length])
 
+    reserved = (bytes(wire.reserved), bytes(wire.reserved_header))
     wire, _ = parse_at(TRAILER, view, base, size, "file -> trailer", "HF-HDR-18", file_size=size,
                        file_flags=header.file_flags, minor=minor, index_crc=index_crc)
     trailer = Trailer.from_wire(wire)
-    entries = _index(view, trailer, header, positions)
-    kv = _kv(view, trailer, minor) if trailer.has_kv else {}
-    return Container(view, header, trailer, entries, kv, positions, permissive)
+    entries, index_tail = _index(view, trailer, header, positions)
+    kv, kv_tail = _kv(view, trailer, minor) if trailer.has_kv else ({}, b"")
+    skipped = Skipped(minor, *reserved, bytes(wire.reserved), index_tail, kv_tail, trailer.has_kv)
+    return Container(view, header, trailer, entries, kv, positions, permissive, skipped)
 
 
-def _index(view: memoryview, trailer: Trailer, header: FileHeader, positions: dict[str, int]) -> tuple[IndexEntry, ...]:
+def _index(view: memoryview, trailer: Trailer, header: FileHeader,
+           positions: dict[str, int]) -> tuple[tuple[IndexEntry, ...], bytes]:
+    """The index entries, and the bytes left after them (a newer minor's, kept for rewrite)."""
     section = Section(view, trailer.index_offset, trailer.index_offset + trailer.index_length, "HF-IDX-09")
     count = section.parse(INDEX_COUNT, "file -> index").index_entry_count
     entries: list[IndexEntry] = []
@@ -430,10 +452,10 @@ def _index(view: memoryview, trailer: Trailer, header: FileHeader, positions: di
         raise RuleViolation("HF-IDX-10", "bytes are left inside index_length after the entries (minor 0)",
                             path="file -> index", offset=section.position,
                             actual=f"{section.end - section.position} bytes", expected="0 bytes")
-    return tuple(entries)
+    return tuple(entries), bytes(view[section.position:section.end])
 
 
-def _kv(view: memoryview, trailer: Trailer, minor: int) -> dict[str, KVValue]:
+def _kv(view: memoryview, trailer: Trailer, minor: int) -> tuple[dict[str, KVValue], bytes]:
     # Inside the file: the KV section ends by index_offset (HF-META-06), the index by the trailer (HF-IDX-04).
     section = Section(view, trailer.kv_offset, trailer.kv_offset + trailer.kv_length, "HF-META-07")
     count = section.parse(KV_COUNT, "file -> kv").kv_count
@@ -450,7 +472,7 @@ def _kv(view: memoryview, trailer: Trailer, minor: int) -> dict[str, KVValue]:
         raise RuleViolation("HF-META-08", "bytes are left inside kv_length after the entries (minor 0)",
                             path="file -> kv", offset=section.position,
                             actual=f"{section.end - section.position} bytes", expected="0 bytes")
-    return kv
+    return kv, bytes(view[section.position:section.end])
 
 
 def validate_container(data: Any, *, permissive: bool = False, data_rules: bool = True) -> Container:
@@ -466,5 +488,5 @@ def read_container(path: str | Path, *, permissive: bool = False) -> Container:
     return open_container(data, permissive=permissive)
 
 
-__all__ = ["Composite", "Container", "Placement", "Tensor", "is_container", "open_container", "read_container",
-           "validate_container"]
+__all__ = ["Composite", "Container", "Placement", "Skipped", "Tensor", "is_container", "open_container",
+           "read_container", "validate_container"]

@@ -34,10 +34,10 @@ from hurray_decl.hurray.container.declarations import (
     FileFlag,
 )
 from hurray_decl.hurray.container.model import FileHeader, IndexEntry, KVValue, Trailer
-from hurray_decl.hurray.container.reader import Container, align
+from hurray_decl.hurray.container.reader import Container, Skipped, align
 from hurray_decl.hurray.tensor import TensorDescriptor, validate_buffers, write_tensor_descriptor
 
-CHUNK = 1 << 24  # buffers are written in slices of at most 16 MiB
+CHUNK = 1 << 24  # buffers and padding are written in slices of at most 16 MiB
 
 
 def _build(struct: cs.Construct, values: Any, where: str, **params: Any) -> bytes:
@@ -72,7 +72,12 @@ class ContainerWriter:
     HAS_INDEX_CRC32C and writes the checksum (default, HF-DATA-01-S); ``kv_promised`` sets
     HAS_KV_METADATA, and :meth:`finish` then requires KV entries; ``tensor_count_hint`` is the
     number of tensors that will be written, or None for "unknown" (it is checked at finish).
+    It writes container minor version 0, reserved bytes as zeros.
     """
+
+    skipped: Skipped = Skipped()
+    """What a newer minor's reader skips, written back: minor 0 and zeros here; :func:`rewrite`
+    sets the opened file's."""
 
     def __init__(self, stream: BinaryIO, *, alignment: int = 4096, sorted_index: bool = False,
                  index_crc: bool = True, kv_promised: bool = False, tensor_count_hint: int | None = None,
@@ -82,15 +87,18 @@ class ContainerWriter:
         flags = (FileFlag.SORTED_INDEX * bool(sorted_index) | FileFlag.HAS_INDEX_CRC32C * bool(index_crc)
                  | FileFlag.HAS_KV_METADATA * bool(kv_promised))
         hint = UNKNOWN_COUNT if tensor_count_hint is None else tensor_count_hint
-        self.header = FileHeader(file_flags=int(flags), data_buffer_alignment=alignment,
-                                 first_descriptor_offset=first_descriptor_offset, tensor_count_hint=hint)
+        self.header = FileHeader(container_version_minor=self.skipped.minor, file_flags=int(flags),
+                                 data_buffer_alignment=alignment, first_descriptor_offset=first_descriptor_offset,
+                                 tensor_count_hint=hint)
         self.stream = stream
         self.position = 0
         self.entries: list[IndexEntry] = []
         self.names: set[bytes] = set()
         self.walk = CompositeWalk()
         self.finished = False
-        self._write(_build(FILE_HEADER, self.header.to_wire(), "file -> header"))  # header first (HF-HDR-20)
+        header = {**self.header.to_wire(), "reserved": self.skipped.reserved,
+                  "reserved_header": self.skipped.reserved_header}
+        self._write(_build(FILE_HEADER, header, "file -> header"))  # header first (HF-HDR-20)
         self._pad_to(first_descriptor_offset)
 
     def _write(self, data: Any) -> None:
@@ -100,8 +108,13 @@ class ContainerWriter:
         self.position += len(view)
 
     def _pad_to(self, offset: int) -> None:
-        if offset > self.position:
-            self._write(bytes(offset - self.position))
+        """Zeros up to ``offset``, in slices of at most CHUNK bytes (never one allocation of the gap)."""
+        if offset <= self.position:
+            return
+        zeros = bytes(min(CHUNK, offset - self.position))
+        while offset - self.position > len(zeros):
+            self._write(zeros)
+        self._write(zeros[:offset - self.position])
 
     def add(self, name: str, descriptor: TensorDescriptor, buffers: Sequence[Any] = (), *,
             permissive: bool = False, head_padding: bool = False) -> IndexEntry:
@@ -169,27 +182,48 @@ class ContainerWriter:
                                 path="file -> header -> tensor_count_hint", actual=header.tensor_count_hint,
                                 expected=len(self.entries))
         kv_bytes = encode_kv(kv or {})
+        if self.skipped.kv_section and not kv_bytes:  # a KV section without entries, kept as it was
+            kv_bytes = _build(KV_COUNT, {"kv_count": 0}, "file -> kv")
+        kv_bytes += self.skipped.kv_tail if kv_bytes else b""
         if header.has(FileFlag.HAS_KV_METADATA) and not kv_bytes:
             raise RuleViolation("HF-META-03", "HAS_KV_METADATA was promised but there is no KV entry",
                                 path="file -> kv", expected="at least one KV entry")
         kv_offset = self.position if kv_bytes else 0
         self._write(kv_bytes)
         self._pad_to(align(self.position, DESCRIPTOR_ALIGNMENT))
-        entries = self.entries
-        if header.has(FileFlag.SORTED_INDEX):
-            entries = sorted(entries, key=lambda e: e.name.encode("utf-8"))
+        entries = self._index_order(self.entries)
         index = _build(INDEX_COUNT, {"index_entry_count": len(entries)}, "file -> index") + b"".join(
             _build(INDEX_ENTRY, e.to_wire(), f"file -> index -> entries -> {i}") for i, e in enumerate(entries))
+        index += self.skipped.index_tail
         index_offset = self.position
         self._write(index)
         crc = crc32c(index) if header.has(FileFlag.HAS_INDEX_CRC32C) else 0
         trailer = Trailer(index_offset=index_offset, index_length=len(index), kv_offset=kv_offset,
                           kv_length=len(kv_bytes), index_crc32c=crc)
         size = self.position + 40
-        self._write(_build(TRAILER, trailer.to_wire(), "file -> trailer", file_size=size,
-                           file_flags=header.file_flags, minor=0, index_crc=lambda o, n: crc))
+        wire = {**trailer.to_wire(), "reserved": self.skipped.trailer_reserved}
+        self._write(_build(TRAILER, wire, "file -> trailer", file_size=size, file_flags=header.file_flags,
+                           minor=self.skipped.minor, index_crc=lambda o, n: crc))
         self.finished = True
         return trailer
+
+    def _index_order(self, entries: list[IndexEntry]) -> list[IndexEntry]:
+        """The index: by name bytes under SORTED_INDEX, else in write order."""
+        if self.header.has(FileFlag.SORTED_INDEX):
+            return sorted(entries, key=lambda e: e.name.encode("utf-8"))
+        return entries
+
+
+class _Rewriter(ContainerWriter):
+    """A writer that writes back what the opened file's reader skipped, and its index order."""
+
+    def __init__(self, stream: BinaryIO, container: Container, **options: Any) -> None:
+        self.skipped = container.skipped
+        self.order = {name: i for i, name in enumerate(container.names)}
+        super().__init__(stream, **options)
+
+    def _index_order(self, entries: list[IndexEntry]) -> list[IndexEntry]:
+        return sorted(entries, key=lambda e: self.order[e.name])
 
 
 def encode_kv(kv: Mapping[str, Any]) -> bytes:
@@ -238,13 +272,19 @@ def write_container(tensors: Iterable[tuple[str, TensorDescriptor, Sequence[Any]
 
 def rewrite(container: Container, stream: BinaryIO | None = None, *, canonical: bool = False) -> bytes | None:
     """Write ``container`` again with this writer: same header options, tensors in write order,
-    the same KV values, so that a valid file comes back byte for byte. ``canonical=True``
-    writes every composite head at the spec placement (HF-DATA-09) even where the file had
-    the reference writer's A padding."""
+    the same KV values and index order, and what a reader of a newer minor version skipped
+    (the minor itself, reserved bytes, bytes left inside the index and KV sections), so that a
+    valid file comes back byte for byte. ``canonical=True`` writes every composite head at the
+    spec placement (HF-DATA-09) even where the file had the reference writer's A padding.
+
+    The file's layout is checked first (level V; the data rules as each tensor is written), so
+    a file that is not valid is refused with its rule before anything is written, and nothing
+    is padded up to an offset the file claims but does not hold."""
+    container.validate(data=False)
     h = container.header
     out = stream if stream is not None else io.BytesIO()
-    writer = ContainerWriter(
-        out, alignment=h.data_buffer_alignment, sorted_index=h.has(FileFlag.SORTED_INDEX),
+    writer = _Rewriter(
+        out, container, alignment=h.data_buffer_alignment, sorted_index=h.has(FileFlag.SORTED_INDEX),
         index_crc=h.has(FileFlag.HAS_INDEX_CRC32C), kv_promised=h.has(FileFlag.HAS_KV_METADATA),
         tensor_count_hint=None if h.tensor_count_hint == UNKNOWN_COUNT else h.tensor_count_hint,
         first_descriptor_offset=h.first_descriptor_offset)

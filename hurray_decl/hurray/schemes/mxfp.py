@@ -79,7 +79,8 @@ def plan(descriptor: MXFP, shape: tuple[int, ...], params: Any) -> Plan:
     exponents = by_block_row(np.frombuffer(params.raw("scale_buffer_index"), dtype=np.uint8), geometry)
     name = params.element.name
     if params.element.bits == 8:  # two codes per take, then the exact power-of-two scale
-        return Plan(geometry, table=code_values(name)[None], scales=storage.value_table("float8_e8m0")[exponents])
+        return Plan(geometry, table=code_values(name)[None], scales=storage.value_table("float8_e8m0")[exponents],
+                    overflows=True)  # 2^(e - 127) * value(q) beyond float32 is an infinity (HQ-MX-11)
     return Plan(geometry, table=exponent_table(name), keys=exponents)
 
 

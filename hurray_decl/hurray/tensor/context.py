@@ -235,9 +235,11 @@ class TensorContext:
             have = self.buffers[index].byte_size
             if have != need:
                 code = "HQ-BUF-04" if len(group) > 1 else group[0].code
-                what = " + ".join(p.field for p in group)
-                self.fail(code, f"parameter buffer {index} must hold exactly {what}",
-                          f"descriptor -> buffers -> {index} -> byte_size", actual=have, expected=need)
+                named = " and ".join(p.field for p in group)
+                parts = f" ({', '.join(f'{p.size} for {p.field}' for p in group)})" if len(group) > 1 else ""
+                self.fail(code, f"buffer {index}, named by {named}, holds {have} bytes, but its parameters "
+                          f"take exactly {need} bytes{parts}", f"descriptor -> buffers -> {index} -> byte_size",
+                          actual=have, expected=need)
         self.check_count(len(by_index))
 
     def check_colocation(self, params: set[int]) -> None:
@@ -323,8 +325,8 @@ def check_buffer_table(layout: Layout, count: int, byte_offset: int) -> None:
     row = row_of(layout)
     layout.check_buffer_table(count)
     if row.zero_byte_offset and byte_offset:
-        raise RuleViolation("HT-HDR-20", f"a {row.title} tensor has byte_offset 0", path="descriptor -> byte_offset",
-                            actual=byte_offset, expected=0)
+        raise RuleViolation("HT-HDR-20", f"byte_offset is {byte_offset}, but a {row.title} tensor must have "
+                            "byte_offset 0", path="descriptor -> byte_offset", actual=byte_offset, expected=0)
 
 
 def check_quantization(t: TensorContext) -> None:

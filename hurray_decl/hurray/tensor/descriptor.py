@@ -3,7 +3,7 @@ DIGEST Appendix A placed in it as zero-width checkpoints where Appendix A checks
 
 :data:`DESCRIPTOR` is composed of the section declarations (``HEADER``, the layout rows'
 ``struct(rank)``, ``HANDLE``, ``STATISTICS``, ``EXTENSION_TYPE``, ``COMPOSITE_MEMBER``, the
-scheme rows' structs through :func:`~hurray_decl.hurray.quantization.decode_quantization`): fixed header,
+scheme rows' structs through :class:`~hurray_decl.hurray.quantization.Payload`): fixed header,
 shape, byte_offset, the layout fields chosen by ``layout_tag`` for the rank, the buffer table,
 each optional section under its flag in wire order, the length-prefixed quantization payload
 (writer padding kept), and the trailing bytes of a newer minor version.
@@ -30,10 +30,10 @@ import construct as cs
 from construct import this
 
 from hurray_decl.declare.model import remember_validated
-from hurray_decl.declare.schema import Bytes, Record, compiled, construct_path, fast_parser, field_offsets
+from hurray_decl.declare.schema import Record, compiled, construct_path, fast_parser, field_offsets
 from hurray_decl.declare.trace import parse_tree, positions_of
 from hurray_decl.errors import HurrayDeclError, RuleViolation, TruncatedError
-from hurray_decl.hurray.quantization import SCHEMES, decode_quantization, encode_quantization
+from hurray_decl.hurray.quantization import Payload, encode_quantization
 from hurray_decl.hurray.tensor.buffers import BUFFER_COUNT, HANDLE, BufferHandle
 from hurray_decl.hurray.tensor.common import Section, field_names, permissive, trusted
 from hurray_decl.hurray.tensor.context import (
@@ -181,7 +181,9 @@ class Checkpoint(cs.Construct):
 
 
 class StopIfOpaque(cs.Construct):
-    """Nothing after an unrecognised layout can be located (HT-HDR-17): the descriptor ends here."""
+    """Nothing after an unrecognised layout can be located (HT-HDR-17): the descriptor ends here.
+    Building, a model's ``trailing`` bytes are written after the layout's bytes, kept (a reader
+    reads them back as part of the opaque layout's payload: the same bytes)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -192,7 +194,9 @@ class StopIfOpaque(cs.Construct):
             raise cs.StopFieldError(path=path)
 
     def _build(self, obj, stream, context, path):
-        self._parse(stream, context, path)
+        if isinstance(context["layout"], OpaqueLayout):
+            stream.write(context.get("trailing") or b"")
+            raise cs.StopFieldError(path=path)
 
     def _sizeof(self, context, path):
         return 0
@@ -253,25 +257,25 @@ class LayoutFields(cs.Construct):
         return _link(code, self, "_parse_fast(io, this)")
 
 
-class QuantizationSection(cs.Subconstruct):
+def _not_composite(context: Any) -> None:
+    if isinstance(context["layout"], CompositeHead):
+        raise RuleViolation("HT-LAY-76", "a composite head is never quantized", path="descriptor -> flags",
+                            actual=f"0x{context.flags:08X}", expected="HAS_QUANTIZATION clear")
+
+
+class QuantizationSection(Payload):
     """quantization_length bytes, decoded by the scheme their scheme_tag names; bytes after the
-    scheme's fields are kept as writer padding (HQ-HDR-05)."""
+    scheme's fields are kept as writer padding (HQ-HDR-05). A traced parse descends into the
+    payload through the scheme's declaration (:class:`~hurray_decl.hurray.quantization.Payload`)."""
 
     def __init__(self) -> None:
-        super().__init__(Bytes(this.quantization_length))
+        super().__init__(this.quantization_length, "descriptor -> quantization", _not_composite)
 
     def _parse(self, stream, context, path):
         start = stream.tell()
         if context["quantization_length"] > _size(stream) - start:
             _take(stream, context["quantization_length"], path)  # HT-HDR-08, in the take's words
-        payload = self.subcon._parsereport(stream, context, path)
-        if isinstance(context["layout"], CompositeHead):
-            raise RuleViolation("HT-LAY-76", "a composite head is never quantized", path="descriptor -> flags",
-                                actual=f"0x{context.flags:08X}", expected="HAS_QUANTIZATION clear")
-        try:
-            return decode_quantization(payload, permissive=permissive(context))
-        except HurrayDeclError as err:
-            raise err.rebased(start, "descriptor -> quantization") from None
+        return super()._parse(stream, context, path)
 
     def _build(self, obj, stream, context, path):
         stream.write(context._payload)
@@ -279,13 +283,6 @@ class QuantizationSection(cs.Subconstruct):
 
     def _emitparse(self, code):
         return _link(code, self, "_parse(io, this, '(parsing)')")
-
-    @staticmethod
-    def inner_positions(value: Any) -> dict[str, int]:
-        """Where each payload field starts, from its scheme's declaration."""
-        tag = getattr(value, "scheme_tag", None)
-        row = SCHEMES.get(tag) if isinstance(tag, int) else None
-        return {} if row is None else {name: offset for name, (offset, _) in row.offsets.items()}
 
 
 # ---------------------------------------------------------------- the context checkpoints

@@ -17,9 +17,7 @@ from functools import lru_cache
 from typing import Any
 
 from hurray_decl.declare.schema import field_offsets
-from hurray_decl.declare.trace import trace
 from hurray_decl.errors import ArgumentError
-from hurray_decl.hurray.quantization import SCHEMES
 from hurray_decl.hurray.tensor.header import HEADER
 from hurray_decl.hurray.tensor.reader import trace_tensor_descriptor
 
@@ -60,17 +58,10 @@ def packed(value: Any, size: int, name: str = "value", *, negative: bool = False
 
 @lru_cache(maxsize=256)
 def _spans(data: bytes, permissive: bool) -> tuple[tuple[str, int, int], ...]:
+    """The fields of one traced parse, the quantization payload's included (the trace descends
+    into it through its scheme's declaration)."""
     spans, _ = trace_tensor_descriptor(data, permissive=permissive)
-    out = [(dotted(s.path), s.offset, s.size) for s in spans]
-    if any(name.startswith("quantization.") for name, _, _ in out):
-        return tuple(out)
-    for s in spans:  # the quantization payload, field by field through its scheme's declaration
-        row = SCHEMES.get(data[s.offset]) if s.path == "quantization" and s.size else None
-        if row is not None:
-            found, _ = trace(row.struct, data[s.offset:s.offset + min(s.size, row.length)], base=s.offset,
-                             prefix="quantization")
-            out += [(dotted(f.path), f.offset, f.size) for f in found]
-    return tuple(out)
+    return tuple((dotted(s.path), s.offset, s.size) for s in spans)
 
 
 def field_spans(data: bytes, *, permissive: bool = True) -> dict[str, tuple[int, int]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from hurray_decl.declare.trace import Span, positions_of, spans_of, trace
-from hurray_decl.errors import HurrayDeclError, RuleViolation, TruncatedError
+from hurray_decl.errors import ArgumentError, HurrayDeclError, TruncatedError
 from hurray_decl.hurray.tensor.descriptor import parse_fast, parse_traced, preamble_fast
 from hurray_decl.hurray.tensor.header import HEADER, HEADER_LENGTH, PREAMBLE, PREAMBLE_LENGTH
 from hurray_decl.hurray.tensor.model import TensorDescriptor
@@ -47,8 +47,8 @@ def _preamble(data: Any, permissive: bool) -> bytes:
     """The descriptor's first descriptor_length bytes. Fields are read from them alone; an input
     that ends sooner is refused where a field runs out, or after the last section (Appendix A)."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise RuleViolation("HT-HDR-02", "a descriptor is read from bytes", path="descriptor",
-                            actual=type(data).__name__, expected="bytes")
+        raise ArgumentError("data", "a descriptor is read from bytes", actual=type(data).__name__,
+                            expected="bytes, bytearray or memoryview")
     return bytes(data[:_length(data, permissive)])
 
 

@@ -24,6 +24,7 @@ FLOORS = {  # module prefix -> floor; the longest matching prefix decides
     "hurray.tensor": 5,
     "hurray.container": 6,
     "hurray.numerics": 7, "hurray.stream": 7,
+    "hurray.stream.strategies": 8, "hurray.stream.fuzz_target": 8, "hurray.stream.dump": 8,
     "hurray.container.dump": 8, "hurray.container.strategies": 8, "hurray.dump": 8, "hurray.strategies": 8,
     "hurray.fuzz": 8, "hurray.fuzz_target": 8, "hurray.examples": 8, "hurray.bench": 8, "hurray.parse_bench": 8,
     "fuzz_harness": 8, "convert": 8,

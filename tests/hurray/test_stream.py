@@ -407,7 +407,8 @@ def test_a_partition_that_overlaps_is_not_written():
     moved = second.descriptor.replace(shard=second.descriptor.shard.model_copy(update={"shard_offset": (0, 3)}))
     sink = io.BytesIO()
     with raises_rule("HS-CMP-06"):
-        StreamWriter(sink).write_composite(CompositeItem(part.head, (part.members[0], TensorItem(moved, second.buffers))))
+        StreamWriter(sink).write_composite(
+            CompositeItem(part.head, (part.members[0], TensorItem(moved, second.buffers))))
     assert sink.getvalue() == b""
 
 

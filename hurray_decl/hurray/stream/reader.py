@@ -134,13 +134,16 @@ class StreamReader:
         self.frames = 0
         self.error: HurrayDeclError | None = None
         self.ended = False
-        self._starts: dict[str, int] = {}
-        self._walk = CompositeWalk(self._starts.get, max_depth=MAX_DEPTH, rules=COMPOSITE_RULES,
+        self.starts: dict[str, int] = {}
+        self._walk = CompositeWalk(self.starts.get, max_depth=MAX_DEPTH, rules=COMPOSITE_RULES,
                                    where=lambda name: name)
         self._open: list[tuple[TensorDescriptor, list[Item]]] = []
         self._done: Item | None = None
-        self.on_frame: Callable[[int, int, TensorDescriptor], None] | None = None
-        """Called as ``on_frame(index, offset, descriptor)`` once a frame's descriptor is accepted."""
+        self.on_frame: Callable[[int, int, bytes, TensorDescriptor, tuple[bytearray, ...]], None] | None = None
+        """Called as ``on_frame(index, offset, descriptor bytes, descriptor, buffers)`` as each frame is
+        complete, before the composite checks that frame closes (a dump, a progress line)."""
+        self.partial: tuple[int, int, bytes] = (0, 0, b"")
+        """(frame index, offset, the bytes read of its prefix and descriptor) of the frame being read."""
 
     @property
     def position(self) -> int:
@@ -175,17 +178,18 @@ class StreamReader:
                 return None
             index = self.frames
             name = frame_path(index)
-            self._starts[name] = start
-            descriptor = self._descriptor(first, start, index)
+            self.starts[name] = start
+            raw, descriptor = self._descriptor(first, start, index)
             self.frames += 1
             self._walk.arrive(name, descriptor)
-            if self.on_frame is not None:
-                self.on_frame(index, start, descriptor)
+            buffers: tuple[bytearray, ...] = ()
             if isinstance(descriptor.layout, CompositeHead):
                 self._open.append((descriptor, []))
             else:
                 buffers = self._buffers(descriptor, start, index)
                 self._open_member(TensorItem(descriptor, buffers))
+            if self.on_frame is not None:
+                self.on_frame(index, start, raw, descriptor, buffers)
             self._walk.settle()
             done = self._close()
             if done is not None:
@@ -207,8 +211,9 @@ class StreamReader:
 
     # ------------------------------------------------------------ the frame's parts
 
-    def _descriptor(self, first: bytes, start: int, index: int) -> TensorDescriptor:
+    def _descriptor(self, first: bytes, start: int, index: int) -> tuple[bytes, TensorDescriptor]:
         raw = first
+        self.partial = (index, start, raw)
         if index == 0:  # HRRYFILE is decided on 8 bytes (HS-FRM-12), before the prefix's last 2
             raw += self.source.take(len(CONTAINER_MAGIC) - 1)
             if raw == CONTAINER_MAGIC:
@@ -216,10 +221,12 @@ class StreamReader:
                                     path=frame_path(index, "descriptor.magic"), offset=start, actual=raw,
                                     expected="a frame: HRRY then a version byte")
         raw += self.source.take(PREFIX_LENGTH - len(raw))
+        self.partial = (index, start, raw)
         if len(raw) < PREFIX_LENGTH:
             raise self._truncated(index, "prefix", PREFIX_LENGTH, len(raw))
         length = self._prefix(raw, start, index)
         raw += self.source.take(length - PREFIX_LENGTH)  # bounded by the limit just checked (HS-FRM-08)
+        self.partial = (index, start, raw)
         if len(raw) < length:
             raise self._truncated(index, "descriptor", length, len(raw))
         try:
@@ -234,7 +241,7 @@ class StreamReader:
                 raise self._field_error("HS-FRM-08", "a buffer above the reader's buffer limit", raw, start, index,
                                         f"descriptor -> buffers -> {i} -> byte_size", handle.byte_size,
                                         f"<= {self.buffer_limit}")
-        return descriptor
+        return raw, descriptor
 
     def _prefix(self, raw: bytes, start: int, index: int) -> int:
         """descriptor_length, after the prefix checks of HS-D03, in their order."""

@@ -238,7 +238,11 @@ def peek_stdin(head: bytes) -> None:
     """Put ``head``, bytes just read from standard input, back in front of what is still to come,
     so that the next reader of ``-`` sees them again without standard input being read to its end."""
     if head:
+        _REPLACED.append(sys.stdin)  # kept: a dropped wrapper would close the buffer it wraps
         sys.stdin = io.TextIOWrapper(io.BufferedReader(_Prefixed(head, sys.stdin.buffer)))
+
+
+_REPLACED: list[Any] = []
 
 
 def read_whole(source: str) -> bytes:

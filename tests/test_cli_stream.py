@@ -130,7 +130,7 @@ def test_extract_a_frame_by_index(capsys, tmp_path):
     assert status == 0
     assert (tmp_path / "frame2.descriptor.bin").read_bytes() == write_tensor_descriptor(third.descriptor)
     assert (tmp_path / "frame2.buffer0.bin").read_bytes() == b"HRRY\x01\x005\x00"
-    status, out, _ = run(capsys, "extract", "--kind", "stream", str(VECTORS / "i03-truncated-buffer.stream"),
+    status, _, _ = run(capsys, "extract", "--kind", "stream", str(VECTORS / "i03-truncated-buffer.stream"),
                          "--index", "0", "-o", str(tmp_path))
     assert status == 1 and not (tmp_path / "frame0.descriptor.bin").exists()
 

@@ -182,6 +182,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 print(f"frame[{first}] at byte {_start(reader, first)}: {_describe(item)}", flush=True)
             items += 1
             first = reader.frames
+            del item  # checked: its buffers go before the next frame's arrive (memory: one frame at a time)
     except HurrayDeclError as err:
         if err.code == ARGUMENT:
             raise
@@ -306,8 +307,11 @@ def check_stream(path: Path, args: argparse.Namespace) -> dict[str, Any]:
     """``audit``'s reader of ``*.stream`` files: the items, T for a tensor and C for a composite."""
     from hurray_decl.hurray.stream import CompositeItem, read_stream
 
+    items = []
     with open(path, "rb") as source:
-        items = [("C" if isinstance(item, CompositeItem) else "T") for item in read_stream(source)]
+        for item in read_stream(source):
+            items.append("C" if isinstance(item, CompositeItem) else "T")
+            del item  # before the next item's buffers arrive
     return {"items": ",".join(items)}
 
 

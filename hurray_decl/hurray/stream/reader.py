@@ -44,6 +44,7 @@ from hurray_decl.hurray.stream.frames import (
     frame_path,
 )
 from hurray_decl.hurray.tensor import read_tensor_descriptor, validate_buffers
+from hurray_decl.hurray.tensor.descriptor import preamble_fast
 from hurray_decl.hurray.tensor.header import PREAMBLE
 from hurray_decl.hurray.tensor.layouts import CompositeHead
 from hurray_decl.hurray.tensor.model import TensorDescriptor
@@ -244,9 +245,11 @@ class StreamReader:
         return raw, descriptor
 
     def _prefix(self, raw: bytes, start: int, index: int) -> int:
-        """descriptor_length, after the prefix checks of HS-D03, in their order."""
+        """descriptor_length, after the prefix checks of HS-D03, in their order (the compiled preamble
+        parse; the interpreted one says which rule refused)."""
         try:
-            PREAMBLE.parse(raw, permissive=self.permissive)
+            if preamble_fast(raw, self.permissive) is None:
+                PREAMBLE.parse(raw, permissive=self.permissive)
         except HurrayDeclError as err:
             code = PREFIX_RULES.get(err.code, DESCRIPTOR_RULE)
             field = err.path.split(" -> ")[-1]

@@ -17,7 +17,9 @@ import pytest
 from hurray_decl.errors import HurrayDeclError
 from hurray_decl.hurray.stream import CompositeItem, StreamWriter, TensorItem, read_stream, write_stream
 from hurray_decl.hurray.tensor import BufferHandle, TensorDescriptor, write_tensor_descriptor
+from hurray_decl.hurray.stream.frames import PREFIX_FIELDS
 from hurray_decl.hurray.tensor.layouts import CompositeHead
+from hurray_decl.hurray.tensor.reader import field_positions
 from tests.helpers import covers, raises_rule
 
 VECTORS = Path(__file__).resolve().parents[1] / "conformance" / "hurray" / "streams"
@@ -120,7 +122,7 @@ def test_prefix_faults_are_refused_on_ten_bytes():
     """i11 claims 16 MiB and sends 6 bytes more: the reader refuses after the prefix and never asks
     for the rest; HRRYFILE is refused after 8 bytes."""
     source = Trickle(vector("i11-bad-magic-long-length.stream"))
-    with raises_rule("HS-FRM-05", offset=0):
+    with raises_rule("HS-FRM-05", offset=PREFIX_FIELDS["magic"]):
         list(read_stream(source))
     assert source.at == 10 and max(source.asked) == 10
     container = Trickle(vector("i12-container-file.stream"), 100)
@@ -135,7 +137,7 @@ def test_descriptor_faults_are_refused_before_any_buffer_byte():
     source = Trickle(data, 1000)
     with raises_rule("HS-SYNC-01"):
         list(read_stream(source))
-    assert source.at == struct.unpack_from("<I", data, 6)[0]  # the descriptor, and not one buffer byte
+    assert source.at == struct.unpack_from("<I", data, PREFIX_FIELDS["descriptor_length"])[0]  # the descriptor, and not one buffer byte
 
 
 @covers("HS-FRM-10")
@@ -316,7 +318,7 @@ def test_memory_grows_with_the_largest_buffer_not_the_stream():
 @covers("HS-FRM-07", "HS-FRM-01-S")
 def test_the_descriptor_limit_is_configurable():
     data = vector("v01-one-tensor.stream")
-    with raises_rule("HS-FRM-07", offset=6):
+    with raises_rule("HS-FRM-07", offset=PREFIX_FIELDS["descriptor_length"]):
         list(read_stream(data, descriptor_limit=52))
     assert len(list(read_stream(data, descriptor_limit=53))) == 1
 
@@ -326,9 +328,11 @@ def test_a_buffer_limit_refuses_before_the_buffer_is_read():
     data = vector("v03-three-tensors.stream")
     source = Trickle(data, 1000)
     reader = read_stream(source, buffer_limit=8)
-    with raises_rule("HS-FRM-08", path="frame[0].descriptor.buffers[0].byte_size", offset=45):  # float32[2,2]
+    first = data[:struct.unpack_from("<I", data, PREFIX_FIELDS["descriptor_length"])[0]]
+    at = field_positions(first)["descriptor -> buffers -> 0 -> byte_size"]
+    with raises_rule("HS-FRM-08", path="frame[0].descriptor.buffers[0].byte_size", offset=at):
         next(reader)
-    assert source.at == struct.unpack_from("<I", data, 6)[0]  # the first descriptor, none of its data bytes
+    assert source.at == struct.unpack_from("<I", data, PREFIX_FIELDS["descriptor_length"])[0]  # the first descriptor, none of its data bytes
 
 
 # ---------------------------------------------------------------- the writer
@@ -450,7 +454,7 @@ def test_a_sink_failing_part_way_poisons_the_writer():
 def test_the_writer_adds_no_statistics():
     """The writer computes no statistics: a descriptor without them goes out with HAS_STATISTICS clear."""
     data = write_stream([f32([1, 2, 3])])
-    flags = struct.unpack_from("<I", data, 10)[0]
+    flags = struct.unpack_from("<I", data, field_positions(data)["descriptor -> flags"])[0]
     assert flags & 0x08 == 0 and data[53:] == struct.pack("<3f", 1, 2, 3)
 
 

@@ -250,7 +250,7 @@ _PREFIX_OR_SHORT = set(PREFIX_RULES) | {"HT-HDR-08", "HT-HDR-10", "HT-HDR-02", "
 def _descriptor_mutant(data: bytes) -> bool:
     if len(data) < 10 or not MIN_DESCRIPTOR <= _length(data) <= min(len(data), DESCRIPTOR_LIMIT):
         return False
-    return data[4] == 1
+    return data[PREFIX_FIELDS["version_major"]] == 1
 
 
 @stream_mutant("HS-FRM-09")

@@ -16,8 +16,8 @@ import pytest
 
 from hurray_decl.errors import HurrayDeclError
 from hurray_decl.hurray.stream import CompositeItem, StreamWriter, TensorItem, read_stream, write_stream
-from hurray_decl.hurray.tensor import BufferHandle, TensorDescriptor, write_tensor_descriptor
 from hurray_decl.hurray.stream.frames import PREFIX_FIELDS
+from hurray_decl.hurray.tensor import BufferHandle, TensorDescriptor, write_tensor_descriptor
 from hurray_decl.hurray.tensor.layouts import CompositeHead
 from hurray_decl.hurray.tensor.reader import field_positions
 from tests.helpers import covers, raises_rule
@@ -137,7 +137,8 @@ def test_descriptor_faults_are_refused_before_any_buffer_byte():
     source = Trickle(data, 1000)
     with raises_rule("HS-SYNC-01"):
         list(read_stream(source))
-    assert source.at == struct.unpack_from("<I", data, PREFIX_FIELDS["descriptor_length"])[0]  # the descriptor, and not one buffer byte
+    length = struct.unpack_from("<I", data, PREFIX_FIELDS["descriptor_length"])[0]
+    assert source.at == length  # the descriptor, and not one buffer byte
 
 
 @covers("HS-FRM-10")
@@ -332,7 +333,7 @@ def test_a_buffer_limit_refuses_before_the_buffer_is_read():
     at = field_positions(first)["descriptor -> buffers -> 0 -> byte_size"]
     with raises_rule("HS-FRM-08", path="frame[0].descriptor.buffers[0].byte_size", offset=at):
         next(reader)
-    assert source.at == struct.unpack_from("<I", data, PREFIX_FIELDS["descriptor_length"])[0]  # the first descriptor, none of its data bytes
+    assert source.at == len(first)  # the first descriptor, none of its data bytes
 
 
 # ---------------------------------------------------------------- the writer

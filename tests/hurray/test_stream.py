@@ -481,3 +481,11 @@ def test_write_sockets_with_sendall():
         left.shutdown(socket.SHUT_WR)
         items = list(read_stream(right))
     assert struct.unpack("<2f", items[0].buffers[0]) == (1, 2)
+
+
+def test_the_depth_limit_is_the_containers():
+    """HS-D05 takes the depth composite.md states; the container's HF-DATA-17 takes the same."""
+    from hurray_decl.hurray.container.declarations import MAX_COMPOSITE_DEPTH
+    from hurray_decl.hurray.stream.frames import MAX_DEPTH
+
+    assert MAX_DEPTH == MAX_COMPOSITE_DEPTH == 8

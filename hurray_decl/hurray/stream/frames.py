@@ -13,7 +13,6 @@ import re
 from typing import NamedTuple
 
 from hurray_decl.declare.schema import field_offsets
-from hurray_decl.hurray.container.declarations import MAX_COMPOSITE_DEPTH
 from hurray_decl.hurray.tensor.header import HEADER_LENGTH, PREAMBLE, PREAMBLE_LENGTH
 from hurray_decl.hurray.tensor.model import TensorDescriptor
 
@@ -21,8 +20,9 @@ DESCRIPTOR_LIMIT = 16 * 1024 * 1024
 """The default descriptor limit (HS-FRM-07): the reference's DEFAULT_MAX_DESCRIPTOR_BYTES."""
 CHUNK = 1 << 20
 """Buffer storage grows by at most this many bytes per read (HS-FRM-08)."""
-MAX_DEPTH = MAX_COMPOSITE_DEPTH
-"""Composite heads nest at most this deep, readers and writers alike (HS-CMP-04, HS-D05)."""
+MAX_DEPTH = 8
+"""Composite heads nest at most this deep, readers and writers alike (HS-CMP-04, HS-D05: the depth
+composite.md states, which the container's HF-DATA-17 uses too)."""
 MIN_DESCRIPTOR = HEADER_LENGTH
 """The smallest descriptor_length a prefix may carry (HS-FRM-06): the fixed header."""
 PREFIX_LENGTH = PREAMBLE_LENGTH

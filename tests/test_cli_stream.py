@@ -78,6 +78,66 @@ def test_a_stream_is_detected_and_validated_whole(capsys, tmp_path):
     assert done.returncode == 0 and b"valid: stream of 3 items" in done.stdout
 
 
+I05 = next(e for e in MANIFEST if e["file"].startswith("i05-"))  # a frame, 16 zero bytes, a frame
+
+
+def _verdict(command: str, out: str) -> tuple[str, int]:
+    """(rule code, offset) of the refusal that ``command``'s standard output reports."""
+    if command == "decode":
+        error = json.loads(out.splitlines()[-1])["error"]
+        return error["code"], error["offset"]
+    line = out.splitlines()[-1] if command == "inspect" else out.strip()
+    code = line.split("[", 1)[1].split("]", 1)[0]
+    return code, int(line.split(" at byte ", 1)[1].split(":", 1)[0])
+
+
+@pytest.mark.parametrize("command", ["validate", "inspect", "decode"])
+@pytest.mark.parametrize("kind", [[], ["--kind", "stream"]], ids=["detected", "forced"])
+def test_bytes_after_a_frame_are_judged_as_the_next_frame(capsys, command, kind):
+    """A descriptor, exactly its buffers, then bytes that are no frame: a stream whose second frame is
+    refused, from a file and from standard input, never the first descriptor's "valid"."""
+    path = VECTORS / I05["file"]
+    first = frame_bytes(next(iter(read_stream(path.read_bytes()))))[0]
+    expected = (I05["rule"], len(first))
+    status, out, err = run(capsys, command, *kind, str(path))
+    assert (status, _verdict(command, out), err) == (1, expected, "")
+    done = hurray(command, *kind, "-", stdin=path.read_bytes())
+    assert (done.returncode, _verdict(command, done.stdout.decode()), done.stderr) == (1, expected, b"")
+
+
+def test_a_descriptor_followed_by_less_than_its_buffers_is_judged_alone(capsys, tmp_path):
+    """Its buffers do not fit in the rest: a descriptor (exit 0), whose verdict names the bytes it judged,
+    from a file and from standard input; one byte more than its buffers makes it a stream."""
+    item = next(iter(read_stream((VECTORS / I05["file"]).read_bytes())))
+    descriptor = write_tensor_descriptor(item.descriptor)
+    size = sum(len(b) for b in item.buffers)
+    judged = f"valid: TensorDescriptor (bytes 0-{len(descriptor) - 1} of {len(descriptor) + size - 1}; " \
+             "--length to judge a window)\n"
+    short = descriptor + b"\xab" * (size - 1)
+    (tmp_path / "short.bin").write_bytes(short)
+    status, out, err = run(capsys, "validate", str(tmp_path / "short.bin"))
+    assert (status, out) == (0, judged) and f"the {size - 1} bytes after it were not read" in err
+    done = hurray("validate", "-", stdin=short)
+    assert (done.returncode, done.stdout.decode()) == (0, judged)
+    status, out, _ = run(capsys, "inspect", str(tmp_path / "short.bin"))
+    assert status == 0 and out.splitlines()[-1] == "valid" + judged.strip()[len("valid: TensorDescriptor"):]
+    window = run(capsys, "validate", str(tmp_path / "short.bin"), "--length", str(len(descriptor)))
+    assert window == (0, "valid: TensorDescriptor\n", "")
+    (tmp_path / "over.bin").write_bytes(descriptor + b"\xab" * (size + 1))
+    status, out, _ = run(capsys, "validate", str(tmp_path / "over.bin"))
+    assert status == 1 and out.startswith(f"invalid [HS-FRM-04] frame[1].prefix at byte {len(descriptor) + size + 1}:")
+
+
+def test_a_two_frame_stream_is_still_a_stream(capsys, tmp_path):
+    item = next(iter(read_stream((VECTORS / I05["file"]).read_bytes())))
+    two = write_stream([item, item])
+    (tmp_path / "two.bin").write_bytes(two)
+    said = f"valid: stream of 2 items (2 frames, {len(two)} bytes)\n"
+    assert run(capsys, "validate", str(tmp_path / "two.bin")) == (0, said, "")
+    done = hurray("validate", "-", stdin=two)
+    assert (done.returncode, done.stdout.decode(), done.stderr) == (0, said, b"")
+
+
 def test_progress_prints_a_line_per_item(capsys):
     status, out, _ = run(capsys, "validate", "--kind", "stream", "--progress",
                          str(VECTORS / "v12-overlay-then-tensor.stream"))

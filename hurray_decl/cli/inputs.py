@@ -16,7 +16,8 @@ Only what the descriptor declares is read: the first bytes give ``descriptor_len
 bytes are read, and the bytes after them are counted (a regular file's are not even read) and
 reported in one line. ``--offset`` and ``--length`` choose a window of the input first (a
 descriptor inside a larger file). A bare quantization payload has no length of its own: the
-whole window is read.
+whole window is read. (A descriptor whose buffers fit in the rest of the input is a stream, not
+read here: see :mod:`hurray_decl.cli.stream`.)
 """
 
 from __future__ import annotations

@@ -100,8 +100,12 @@ CASES: dict[str, Case] = {
     "a folder as input": Case(["validate", "{in}/sub"], common.FILE, "is a folder"),
     "dash reads standard input": Case(["validate", "-"], 0, stdin=b"{row}", stdout="valid", lines=0),
     "/dev/stdin from a pipe": Case(["validate", "/dev/stdin"], 0, stdin=b"{row}", stdout="valid", lines=0),
-    "trailing bytes: one note": Case(["validate", "-"], 0, "the 1000 bytes after it were not read",
-                                     stdin=b"{row}" + bytes(1000), stdout="valid"),
+    "trailing bytes short of the buffers: one note": Case(
+        ["validate", "-"], 0, "the 40 bytes after it were not read", stdin=b"{row}" + bytes(40),
+        stdout="valid: TensorDescriptor (bytes 0-"),
+    "trailing bytes past the buffers: the next frame": Case(
+        ["validate", "-"], common.INVALID, stdin=b"{row}" + bytes(1000), stdout="invalid [HS-FRM-05] frame[1]",
+        lines=0),
     "--buffers missing file": Case(["validate", "{in}/row.bin", "--buffers", "{in}/nope.bin"], common.FILE,
                                    "argument --buffers: no such file"),
     "--buffers a folder": Case(["validate", "{in}/row.bin", "--buffers", "{in}/sub"], common.FILE,
@@ -256,22 +260,33 @@ def test_an_internal_error_is_one_line_and_debug_shows_it(monkeypatch, capsys):
 
 @covers("HT-HDR-10", "HT-HDR-08")
 def test_inspect_shows_only_the_declared_bytes(inputs, tmp_path):
-    """A descriptor followed by 3 MB: the dump ends at descriptor_length, one note counts the rest."""
+    """A descriptor declaring a 4 MiB buffer followed by 3 MB (its buffers do not fit: no stream): the
+    dump ends at descriptor_length, one note counts the rest, the verdicts name the bytes judged."""
     row = (inputs / "row.bin").read_bytes()
+    d = hd.read_tensor_descriptor(row)
+    large = hd.write_tensor_descriptor(d.model_copy(update={
+        "shape": (1024, 1024), "buffers": (d.buffers[0].model_copy(update={"byte_size": 4 << 20}),)}))
     big = tmp_path / "big.bin"
     with big.open("wb") as stream:
-        stream.write(b"\x07" * 100 + row)
-        stream.truncate(100 + len(row) + 3_000_000)
+        stream.write(b"\x07" * 100 + large)
+        stream.truncate(100 + len(large) + 3_000_000)
     done = hurray("inspect", str(big), "--offset", "100", "--format", "json", cwd=tmp_path)
     dump = json.loads(done.stdout)
     assert done.returncode == 0 and dump["error"] is None
-    assert sum(r["size"] for r in dump["rows"]) == len(row)
+    assert sum(r["size"] for r in dump["rows"]) == len(large)
     assert done.stderr.decode().splitlines() == [
-        f"hurray-decl: note: the descriptor ends after {len(row)} bytes (its descriptor_length); "
+        f"hurray-decl: note: the descriptor ends after {len(large)} bytes (its descriptor_length); "
         f"the 3000000 bytes after it were not read"]
-    window = hurray("inspect", str(big), "--offset", "100", "--length", str(len(row) + 5), cwd=tmp_path)
+    judged = f"(bytes 0-{len(large) - 1} of {len(large) + 3_000_000}; --length to judge a window)"
+    text = hurray("inspect", str(big), "--offset", "100", cwd=tmp_path)
+    assert text.returncode == 0 and text.stdout.decode().splitlines()[-1] == f"valid {judged}"
+    valid = hurray("validate", str(big), "--offset", "100", cwd=tmp_path)
+    assert valid.returncode == 0 and valid.stdout.decode() == f"valid: TensorDescriptor {judged}\n"
+    window = hurray("inspect", str(big), "--offset", "100", "--length", str(len(large) + 5), cwd=tmp_path)
     assert window.returncode == 0 and "the 5 bytes after it" in window.stderr.decode()
-    cut = hurray("validate", str(big), "--offset", "100", "--length", str(len(row) - 1), cwd=tmp_path)
+    exact = hurray("validate", str(big), "--offset", "100", "--length", str(len(large)), cwd=tmp_path)
+    assert exact.returncode == 0 and exact.stdout == b"valid: TensorDescriptor\n" and not exact.stderr
+    cut = hurray("validate", str(big), "--offset", "100", "--length", str(len(large) - 1), cwd=tmp_path)
     assert cut.returncode == common.INVALID and b"HT-HDR-08" in cut.stdout
 
 

@@ -20,11 +20,12 @@ SCOPE = [
                                                                        "OL-ORT", "OL-SHR", "OL-OP")),
     *((area, {"bytes", "file"}) for area in ("HF-HDR", "HF-IDX", "HF-META", "HF-DATA")),
     ("HX", {"tensor", "buffers"}),
+    *((area, {"bytes", "tensor", "buffers", "stream"}) for area in ("HS-FRM", "HS-VER", "HS-CMP", "HS-SYNC", "HS-WR")),
 ]
 PENDING: set[str] = set()
 """Rules in scope whose feature lands with a later issue."""
 
-_ID = re.compile(r"""["']((?:HQ|HT|HE|OL|HF|HX)(?:-[A-Z0-9]+)*-\d+)["']""")
+_ID = re.compile(r"""["']((?:HQ|HT|HE|OL|HF|HX|HS)(?:-[A-Z0-9]+)*-\d+)["']""")
 
 
 def _ids_in(paths) -> set[str]:

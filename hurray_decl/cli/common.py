@@ -80,7 +80,7 @@ def colour_verdicts(text: str, style: Style) -> str:
     for line in text.splitlines():
         if line.startswith("invalid") or "<-- " in line:
             line = style.bad(line)
-        elif line == "valid":
+        elif line == "valid" or line.startswith("valid ("):
             line = style.good(line)
         lines.append(line)
     return "\n".join(lines)

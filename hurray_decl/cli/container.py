@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import io
 import json
 import mmap
 import os
@@ -39,10 +38,12 @@ def _load(source: str) -> Any:
     if source is None:  # "validate --buffers A B DESC": the descriptor commands take the last file
         return None
     if source == "-":
-        data = sys.stdin.buffer.read()
-        if data[:8] == MAGIC:
-            return data
-        sys.stdin = io.TextIOWrapper(io.BytesIO(data))
+        head = sys.stdin.buffer.read(len(MAGIC))
+        if head == MAGIC:
+            return head + sys.stdin.buffer.read()
+        from hurray_decl.cli.inputs import peek_stdin
+
+        peek_stdin(head)  # not a container: put back, not read to its end (a stream arrives as it comes)
         return None
     path = Path(source)
     try:
@@ -280,7 +281,7 @@ def _expectations(folder: Path) -> dict[str, str | None]:
 def has_containers(folder: Path) -> bool:
     try:
         for path in folder.iterdir():
-            if path.is_file():
+            if path.is_file() and path.suffix != ".stream":  # a .stream file is read as a stream, whatever it holds
                 with open(path, "rb") as f:
                     if f.read(8) == MAGIC:
                         return True

@@ -49,6 +49,14 @@ def read(args: argparse.Namespace) -> Input:
     return got
 
 
+def judged(got: Input) -> str:
+    """What a ``valid`` verdict adds when bytes of the input were not read: the bytes it judged
+    (``" (bytes 0-52 of 154; --length to judge a window)"``), so it never claims the whole input."""
+    if not got.unread:
+        return ""
+    return f" (bytes 0-{len(got.data) - 1} of {len(got.data) + got.unread}; --length to judge a window)"
+
+
 def decode(data: bytes, args: argparse.Namespace) -> Any:
     """The descriptor model of ``data``, as ``args`` says (kind, permissive)."""
     if args.quantization:
@@ -64,12 +72,15 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     from hurray_decl.dump.render import render
     from hurray_decl.hurray import dump as hexdump
 
-    result = hexdump.dump(read(args).data, kind=kind(args), permissive=args.permissive)
+    got = read(args)
+    result = hexdump.dump(got.data, kind=kind(args), permissive=args.permissive)
     if args.format == "html":
         from hurray_decl.cli.html import print_page
 
         return print_page(result, args)
     text = render(result, args.format)
+    if result.error is None and args.format != "json":
+        text += judged(got)  # on the last line, the verdict
     print(text if args.format == "json" else colour_verdicts(text, Style(sys.stdout)))
     return INVALID if result.error is not None else OK
 
@@ -96,7 +107,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     style = Style(sys.stdout)
     buffers = [map_file(path) for path in args.buffers or ()]
     try:
-        descriptor = decode(read(args).data, args)
+        got = read(args)
+        descriptor = decode(got.data, args)
         if args.buffers:
             if args.quantization:
                 raise UsageError("argument --buffers: buffers belong to a tensor descriptor, not --quantization")
@@ -108,7 +120,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             raise
         print(style.bad(verdict(err)))
         return INVALID
-    print(style.good(f"valid: {type(descriptor).__name__}"))
+    print(style.good(f"valid: {type(descriptor).__name__}{judged(got)}"))
     return OK
 
 

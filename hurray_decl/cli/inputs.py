@@ -16,7 +16,8 @@ Only what the descriptor declares is read: the first bytes give ``descriptor_len
 bytes are read, and the bytes after them are counted (a regular file's are not even read) and
 reported in one line. ``--offset`` and ``--length`` choose a window of the input first (a
 descriptor inside a larger file). A bare quantization payload has no length of its own: the
-whole window is read.
+whole window is read. (A descriptor whose buffers fit in the rest of the input is a stream, not
+read here: see :mod:`hurray_decl.cli.stream`.)
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import stat
 import string
 import sys
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from hurray_decl.cli.common import FileProblem, UsageError, integer_at_least
 
@@ -213,6 +214,38 @@ def read_descriptor(source: str, *, quantization: bool = False, offset: int = 0,
             stream.close()
 
 
+class _Prefixed(io.RawIOBase):
+    """Bytes already read from a stream, then the rest of that stream as it arrives."""
+
+    def __init__(self, head: bytes, rest: BinaryIO) -> None:
+        self.head, self.rest = memoryview(head), rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if len(self.head):
+            count = min(len(buffer), len(self.head))
+            buffer[:count] = self.head[:count]
+            self.head = self.head[count:]
+            return count
+        read1 = getattr(self.rest, "read1", None)
+        data = read1(len(buffer)) if callable(read1) else self.rest.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
+
+
+def peek_stdin(head: bytes) -> None:
+    """Put ``head``, bytes just read from standard input, back in front of what is still to come,
+    so that the next reader of ``-`` sees them again without standard input being read to its end."""
+    if head:
+        _REPLACED.append(sys.stdin)  # kept: a dropped wrapper would close the buffer it wraps
+        sys.stdin = io.TextIOWrapper(io.BufferedReader(_Prefixed(head, sys.stdin.buffer)))
+
+
+_REPLACED: list[Any] = []
+
+
 def read_whole(source: str) -> bytes:
     """Every byte of ``source``, for the commands that tell input kinds apart by their content
     (onnx-light messages). A Hurray descriptor or container, known by its magic, is read no
@@ -224,7 +257,11 @@ def read_whole(source: str) -> bytes:
     if isinstance(stream, bytes):
         return stream
     if stream is sys.stdin.buffer:
-        data = stream.read()
+        head = stream.read(len(MAGIC))
+        if head == MAGIC:  # Hurray input: the Hurray commands read it themselves, as it arrives
+            peek_stdin(head)
+            return head
+        data = head + stream.read()
         sys.stdin = io.TextIOWrapper(io.BytesIO(data))
         return data
     with stream:

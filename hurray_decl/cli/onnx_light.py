@@ -32,9 +32,9 @@ from hurray_decl.errors import ARGUMENT, HurrayDeclError
 __all__ = ["KIND_CHOICES", "audit_folder", "cmd_fuzz", "profile_table", "register"]
 
 INVALID, USAGE, ENVIRONMENT = 1, 2, 3
-AUTO, HURRAY = "auto", "hurray"
-KIND_CHOICES = (AUTO, "value", "tensor", "model", HURRAY)
-"""``--kind``: detect from the bytes, an onnx-light kind, or the Hurray handlers."""
+AUTO, HURRAY, STREAM = "auto", "hurray", "stream"
+KIND_CHOICES = (AUTO, "value", "tensor", "model", HURRAY, STREAM)
+"""``--kind``: detect from the bytes, an onnx-light kind, the Hurray handlers, or a Hurray stream."""
 DECODER_FAILURES = (TypeError, ValueError, UnicodeDecodeError, OverflowError, KeyError, IndexError)
 """What a decoder bug surfaces as: an audit reports it as a crash verdict (elsewhere it is an
 internal error, reported in one line by :func:`hurray_decl.cli.main`)."""
@@ -341,9 +341,9 @@ def register(subparsers) -> None:
     profiles.set_defaults(run=cmd_profiles)
     fuzz = subparsers.choices.get("fuzz")
     if fuzz is not None:
-        fuzz.add_argument("--kind", choices=("hurray", "onnx-light"), default="hurray",
-                          help="what to fuzz the reader with: Hurray tensor descriptors, or onnx-light values, "
-                               "tensors and models (default: hurray)")
+        fuzz.add_argument("--kind", choices=("hurray", "onnx-light", STREAM), default="hurray",
+                          help="what to fuzz the reader with: Hurray tensor descriptors, onnx-light values, "
+                               "tensors and models, or Hurray streams (default: hurray)")
         fuzz.set_defaults(run=functools.partial(cmd_fuzz, hurray=fuzz.get_default("run")))
     for name, handler in WRAPPED.items():
         parser = subparsers.choices.get(name)
@@ -356,7 +356,12 @@ def register(subparsers) -> None:
             parser.add_argument("--name", default=None,
                                 help="an onnx-light model's encoded value to use, by name (default: all of them); "
                                      "for dequantize, also the tensor of a .hrry container")
-        parser.set_defaults(run=functools.partial(handler, hurray=parser.get_default("run")))
+        parser.set_defaults(run=functools.partial(_unless_stream, handler=handler, hurray=parser.get_default("run")))
+
+
+def _unless_stream(args: argparse.Namespace, handler: Callable[..., int], hurray: Callable[..., int]) -> int:
+    """``--kind stream`` goes to the Hurray handlers before any byte is read here (it arrives as it comes)."""
+    return hurray(args) if args.kind == STREAM else handler(args, hurray)
 
 
 def draw_cases(count: int, seed: int, rules: Sequence[str] | None = None):
@@ -392,4 +397,8 @@ def cmd_fuzz(args: argparse.Namespace, hurray) -> int:
     """``fuzz --kind onnx-light``: the same harness, drawing onnx-light cases."""
     if args.kind == "onnx-light":
         args.draw = draw_cases
+    elif args.kind == STREAM:
+        from hurray_decl.hurray.stream.strategies import draw_cases as draw_stream_cases
+
+        args.draw = draw_stream_cases
     return hurray(args)

@@ -29,14 +29,27 @@ class _Frame:
     members: list[tuple[str, TensorDescriptor]] = field(default_factory=list)
 
 
+FILE_RULES = ("HF-DATA-16", "HF-DATA-17", "HF-DATA-15")
+"""The container's rules for (a member or close-time check, nesting too deep, a torn composite)."""
+
+
+def _in_file(name: str) -> str:
+    return f"file -> tensor {name!r}"
+
+
 class CompositeWalk:
     """Composite structure over tensors given in write order. ``locate(name)`` is the byte
-    offset errors about that tensor carry (None when there is no file yet)."""
+    offset errors about that tensor carry (None when there is no file yet); ``rules`` are the
+    codes of (member or close-time check, depth, torn) and ``where(name)`` the error path, so that
+    another framing of the same composites (a stream) reports under its own rules."""
 
     def __init__(self, locate: Callable[[str], int | None] = lambda name: None, *,
-                 max_depth: int = MAX_COMPOSITE_DEPTH) -> None:
+                 max_depth: int = MAX_COMPOSITE_DEPTH, rules: tuple[str, str, str] = FILE_RULES,
+                 where: Callable[[str], str] = _in_file) -> None:
         self.locate = locate
         self.max_depth = max_depth
+        self.member_rule, self.depth_rule, self.torn_rule = rules
+        self.where = where
         self.stack: list[_Frame] = []
         self.started = False
 
@@ -47,10 +60,16 @@ class CompositeWalk:
 
     def _fail(self, code: str, message: str, name: str, actual: object = None,
               expected: object = None) -> RuleViolation:
-        return RuleViolation(code, message, path=f"file -> tensor {name!r}", offset=self.locate(name),
+        return RuleViolation(code, message, path=self.where(name), offset=self.locate(name),
                              actual=actual, expected=expected)
 
     def item(self, name: str, descriptor: TensorDescriptor) -> None:
+        """A tensor in write order: :meth:`arrive`, then :meth:`settle`."""
+        self.arrive(name, descriptor)
+        self.settle()
+
+    def arrive(self, name: str, descriptor: TensorDescriptor) -> None:
+        """A tensor's descriptor: the open head's member checks; a head is pushed (depth checked)."""
         self.started = True
         if self.stack:
             top = self.stack[-1]
@@ -61,16 +80,19 @@ class CompositeWalk:
         if isinstance(descriptor.layout, CompositeHead):
             depth = len(self.stack) + 1
             if depth > self.max_depth:
-                raise self._fail("HF-DATA-17", "composite nesting deeper than 8 heads", name, depth,
+                raise self._fail(self.depth_rule, "composite nesting deeper than 8 heads", name, depth,
                                  f"<= {self.max_depth}")
             self.stack.append(_Frame(name, descriptor, descriptor.layout, descriptor.layout.member_count))
+
+    def settle(self) -> None:
+        """After a tensor is complete (its buffers too): close every head whose members are all there."""
         while self.stack and self.stack[-1].remaining == 0:
             self._close(self.stack.pop())
 
     def finish(self) -> None:
         if self.stack:
             frame = self.stack[-1]  # the innermost head still waiting
-            raise self._fail("HF-DATA-15", "a torn composite: the tensor region ends before its members",
+            raise self._fail(self.torn_rule, "a torn composite: the tensor region ends before its members",
                              frame.name, f"{frame.layout.member_count - frame.remaining} members",
                              f"{frame.layout.member_count} members")
 
@@ -84,26 +106,26 @@ class CompositeWalk:
         shard = d.shard
         if rule in (CompositionRule.PARTITION, CompositionRule.OVERLAY):
             if shard is None or tuple(shard.parent_shape) != tuple(head.shape):
-                raise self._fail("HF-DATA-16", "a partition or overlay member carries a shard of the head's shape",
+                raise self._fail(self.member_rule, "a partition or overlay member carries a shard of the head's shape",
                                  name, None if shard is None else list(shard.parent_shape), list(head.shape))
             if any(o + n > p for o, n, p in zip(shard.shard_offset, d.shape, head.shape)):
-                raise self._fail("HF-DATA-16", "a member's box reaches outside the head's index space", name,
+                raise self._fail(self.member_rule, "a member's box reaches outside the head's index space", name,
                                  list(shard.shard_offset), f"offset + shape <= {list(head.shape)}")
             if d.quantization is None and d.type_tag != head.type_tag and not isinstance(d.layout, CompositeHead):
-                raise self._fail("HF-DATA-16", "a member's element type differs from the head's", name,
+                raise self._fail(self.member_rule, "a member's element type differs from the head's", name,
                                  f"0x{d.type_tag:02X}", f"0x{head.type_tag:02X}")
         if rule == CompositionRule.OVERLAY:
             role = None if d.composite_member is None else d.composite_member.member_role
             wanted = int(MemberRole.BASE if position == 0 else MemberRole.CORRECTION)
             if role != wanted:
-                raise self._fail("HF-DATA-16", "an overlay's first member is its base, the others corrections",
+                raise self._fail(self.member_rule, "an overlay's first member is its base, the others corrections",
                                  name, role, wanted)
             moved = any(shard.shard_offset) if shard is not None else False
             if position == 0 and (moved or tuple(d.shape) != tuple(head.shape)):
-                raise self._fail("HF-DATA-16", "an overlay's base spans the whole index space", name,
+                raise self._fail(self.member_rule, "an overlay's base spans the whole index space", name,
                                  list(d.shape), list(head.shape))
         elif d.composite_member is not None:
-            raise self._fail("HF-DATA-16", "only overlay members carry a composite member section", name,
+            raise self._fail(self.member_rule, "only overlay members carry a composite member section", name,
                              "HAS_COMPOSITE_MEMBER", "clear")
 
     def _close(self, frame: _Frame) -> None:
@@ -123,8 +145,8 @@ class CompositeWalk:
             covered += size
             for other, other_shape, other_name in boxes[:k]:
                 if size and all(a < b + m and b < a + n for a, n, b, m in zip(offset, shape, other, other_shape)):
-                    raise self._fail("HF-DATA-16", "two partition members overlap", name, list(offset),
+                    raise self._fail(self.member_rule, "two partition members overlap", name, list(offset),
                                      f"no overlap with {other_name!r}")
         if covered != volume:
-            raise self._fail("HF-DATA-16", "the partition members do not cover the head's index space",
+            raise self._fail(self.member_rule, "the partition members do not cover the head's index space",
                              frame.name, f"{covered} elements", f"{volume} elements")

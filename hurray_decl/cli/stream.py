@@ -1,0 +1,354 @@
+"""Hurray streams on the ``hurray-decl`` command line.
+
+:func:`register` teaches ``validate``, ``inspect``, ``decode``, ``dequantize``, ``extract`` and
+``audit`` to read streams (STREAM-FORMAT.md), from files, hex and standard input, as the bytes
+arrive: ``validate --progress`` prints a line per item as soon as it is complete, ``decode``
+prints one JSON line per item, and a refusal is reported as soon as the bytes revealing it have
+arrived. ``--kind stream`` forces the stream reader (an empty input is then a valid empty
+stream, and a ``.hrry`` container is refused HS-FRM-12).
+
+Detection, without ``--kind``: an input is a stream when it starts with a valid descriptor whose
+declared buffers (the sum of its buffer table's byte sizes) fit in the rest of the input, and
+either more bytes follow them (judged as the next frame, whatever they are) or there is at least
+one buffer byte. A descriptor whose buffers do not fit in the rest (a descriptor inside a larger
+file, followed by unrelated bytes), or a descriptor without buffer bytes and nothing after it,
+stays a descriptor, read as far as it declares; its verdict names the bytes it judged. To
+decide, the first frame is read whole (from a regular file its buffers are skipped, not read);
+on standard input those bytes are then handed on to the reader, so the first item's line waits
+for the first byte of the next frame. ``validate`` of a stream reads every frame and checks
+every buffer's contents: it never says ``valid`` for an input it read only part of.
+
+``--index K`` picks ``frame[K]`` (the numbering ``inspect`` shows) for ``dequantize`` and
+``extract``; a stream has no names, so ``--name`` is refused. Both read and check the whole
+stream before they write anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import io
+import json
+import os
+import stat
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from hurray_decl.cli.common import INVALID, OK, Style, UsageError, verdict
+from hurray_decl.cli.inputs import HANDED_ON, Window, existing, open_file, parse_hex, peek_stdin
+
+STREAM = "stream"
+MAGIC = b"HRRY"
+CONTAINER = b"HRRYFILE"
+SUFFIX = ".stream"
+ROUTED = ("inspect", "validate", "decode", "dequantize", "extract", "audit")
+
+
+# ------------------------------------------------------------------ detection
+
+
+def _probe(read: Callable[[int], bytes], skip: Callable[[int], int] | None) -> tuple[bool, bytes]:
+    """(is a stream, the bytes read) for a source read with ``read``; ``skip(n)`` (a regular file)
+    passes over the first frame's buffers and returns how many bytes it passed."""
+    from hurray_decl.errors import HurrayDeclError
+    from hurray_decl.hurray.stream.frames import DESCRIPTOR_LIMIT, MIN_DESCRIPTOR, PREFIX_FIELDS, PREFIX_LENGTH
+    from hurray_decl.hurray.tensor import read_tensor_descriptor
+
+    data = read(PREFIX_LENGTH)
+    if len(data) < PREFIX_LENGTH or data[:4] != MAGIC or data[:8] == CONTAINER:
+        return False, data
+    at = PREFIX_FIELDS["descriptor_length"]
+    length = int.from_bytes(data[at:at + 4], "little")
+    if not MIN_DESCRIPTOR <= length <= DESCRIPTOR_LIMIT:
+        return False, data
+    data += read(length - PREFIX_LENGTH)
+    try:
+        descriptor = read_tensor_descriptor(data)
+    except HurrayDeclError:
+        return False, data
+    total = sum(h.byte_size for h in descriptor.buffers)
+    if skip is not None:
+        if skip(total) < total:
+            return False, data
+        return bool(read(1)) or total > 0, data
+    body = bytearray()
+    while len(body) < total:
+        part = read(min(1 << 20, total - len(body)))
+        if not part:
+            return False, data + bytes(body)
+        body += part
+    after = read(1)  # any byte after the buffers starts the next frame
+    return bool(after) or total > 0, data + bytes(body) + after
+
+
+def _window(stream: Any, args: argparse.Namespace) -> Window:
+    return Window(stream, getattr(args, "offset", 0) or 0, getattr(args, "length", None))
+
+
+def is_stream(args: argparse.Namespace) -> bool:
+    """Whether ``args.input`` is a stream (``--kind stream``, or detected; see the module's documentation).
+    A probe of standard input hands the bytes it read on to the next reader of ``-``."""
+    if getattr(args, "kind", None) == STREAM:
+        return True
+    source = getattr(args, "input", None)
+    if source is None or getattr(args, "quantization", False):
+        return False
+    if source == "-":
+        if getattr(args, "offset", 0) or getattr(args, "length", None) is not None:
+            return False  # a window of standard input: only --kind stream reads it as a stream
+        found, data = _probe(sys.stdin.buffer.read, None)
+        peek_stdin(data)  # the next reader of "-" sees these bytes again
+        return found
+    if source in HANDED_ON:
+        found, _ = _probe(io.BytesIO(HANDED_ON[source]).read, None)
+        return found
+    info = existing(source)
+    if info is None:
+        try:
+            spelled = parse_hex(source)
+        except UsageError:
+            return False  # the descriptor commands report it
+        return spelled is not None and _probe(io.BytesIO(spelled).read, None)[0]
+    if stat.S_ISDIR(info.st_mode):
+        return False
+    with open_file(source, info) as stream:
+        window = _window(stream, args)
+        if window.size is not None:
+            def skip(count: int) -> int:
+                passed = min(count, window.left or 0)
+                stream.seek(passed, os.SEEK_CUR)
+                window.left = (window.left or 0) - passed
+                return passed
+            return _probe(window.read, skip)[0]
+        found, data = _probe(window.read, None)
+        HANDED_ON[source] = data + window.read()  # a pipe by name: what was read is handed on
+        return found
+
+
+def open_source(args: argparse.Namespace) -> Any:
+    """The stream to read ``args.input`` from: an object with ``read``, or bytes."""
+    source = args.input
+    if source == "-":
+        return _window(sys.stdin.buffer, args)
+    if source in HANDED_ON:
+        return _window(io.BytesIO(HANDED_ON[source]), args)
+    info = existing(source)
+    if info is None:
+        data = parse_hex(source)
+        if data is None:
+            raise UsageError(f"argument INPUT: {source!r} is neither an existing file nor hex bytes")
+        return _window(io.BytesIO(data), args)
+    return _window(open_file(source, info), args)
+
+
+def _reader(args: argparse.Namespace, **options: Any) -> Any:
+    from hurray_decl.hurray.stream import read_stream
+
+    return read_stream(open_source(args), permissive=getattr(args, "permissive", False), **options)
+
+
+# ------------------------------------------------------------------ the commands
+
+
+def _describe(item: Any) -> str:
+    from hurray_decl.hurray.stream import CompositeItem
+    from hurray_decl.hurray.tables.element_types import BY_TAG
+
+    if isinstance(item, CompositeItem):
+        rule = {1: "partition", 2: "overlay", 3: "group"}.get(getattr(item.head.layout, "composition_rule", 0),
+                                                             "composite")
+        return f"composite {rule} {list(item.head.shape)}, {len(item.members)} members"
+    d = item.descriptor
+    element = BY_TAG.get(d.type_tag)
+    name = element.name if element is not None else f"type 0x{d.type_tag:02X}"
+    size = sum(len(b) for b in item.buffers)
+    return f"tensor {name} {list(d.shape)}, {len(item.buffers)} buffers ({size} bytes)"
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from hurray_decl.errors import ARGUMENT, HurrayDeclError
+
+    if getattr(args, "buffers", None):
+        raise UsageError("argument --buffers: a stream carries its buffers; give the stream alone")
+    style = Style(sys.stdout)
+    reader = _reader(args)
+    items = 0
+    try:
+        first = 0
+        for item in reader:
+            if args.progress:
+                print(f"frame[{first}] at byte {_start(reader, first)}: {_describe(item)}", flush=True)
+            items += 1
+            first = reader.frames
+            del item  # checked: its buffers go before the next frame's arrive (memory: one frame at a time)
+    except HurrayDeclError as err:
+        if err.code == ARGUMENT:
+            raise
+        print(style.bad(verdict(err)), flush=True)
+        return INVALID
+    print(style.good(f"valid: stream of {items} item{'s' * (items != 1)} ({reader.frames} frames, "
+                     f"{reader.position} bytes)"))
+    return OK
+
+
+def _start(reader: Any, frame: int) -> int:
+    return int(reader.starts.get(f"frame[{frame}]", 0))
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from hurray_decl.dump.render import render
+    from hurray_decl.hurray.stream.dump import stream_dump
+
+    def progress(rows: list[Any]) -> None:
+        if rows and args.progress:
+            print(f"{rows[0].field.split('.')[0]}: {len(rows)} rows", file=sys.stderr, flush=True)
+
+    result = stream_dump(open_source(args), permissive=getattr(args, "permissive", False), each=progress)
+    if args.format == "html":
+        from hurray_decl.cli.html import print_page
+
+        return print_page(result, args)
+    print(render(result, args.format))
+    return INVALID if result.error is not None else OK
+
+
+def _document(item: Any) -> dict[str, Any]:
+    from hurray_decl.hurray.stream import CompositeItem
+
+    if isinstance(item, CompositeItem):
+        return {"head": json.loads(item.head.model_dump_json()), "members": [_document(m) for m in item.members]}
+    return {"descriptor": json.loads(item.descriptor.model_dump_json()), "buffers": [len(b) for b in item.buffers]}
+
+
+def cmd_decode(args: argparse.Namespace) -> int:
+    """One JSON line per item as it arrives: ``{"frame": K, "offset": N, ...}``; a refusal is a last
+    ``{"error": ...}`` line."""
+    from hurray_decl.errors import ARGUMENT, HurrayDeclError
+
+    reader = _reader(args)
+    first = 0
+    try:
+        for item in reader:
+            print(json.dumps({"frame": first, "offset": _start(reader, first), **_document(item)}), flush=True)
+            first = reader.frames
+    except HurrayDeclError as err:
+        if err.code == ARGUMENT:
+            raise
+        print(json.dumps({"error": err.to_dict()}))
+        return INVALID
+    return OK
+
+
+def _frame(args: argparse.Namespace) -> tuple[Any, tuple[Any, ...]]:
+    """(descriptor, buffers) of ``frame[--index]``, after the whole stream was read and checked."""
+    from hurray_decl.errors import ArgumentError
+
+    if getattr(args, "name", None) is not None:
+        raise ArgumentError("--name", "a stream holds no names; pick a frame with --index (inspect numbers them)")
+    if args.index is None:
+        raise ArgumentError("--index", "a stream: pick a frame with --index K (frame[K] in inspect)")
+    reader = _reader(args)
+    found: list[tuple[Any, tuple[Any, ...]]] = []
+
+    def keep(index: int, start: int, raw: bytes, descriptor: Any, buffers: Any) -> None:
+        if index == args.index:
+            found.append((descriptor, buffers))
+
+    reader.on_frame = keep
+    for _ in reader:
+        pass
+    if not found:
+        raise ArgumentError("--index", f"the stream has {reader.frames} frames", actual=args.index,
+                            expected=f"0 to {reader.frames - 1}" if reader.frames else "(no frames)")
+    return found[0]
+
+
+def cmd_dequantize(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from hurray_decl.cli import outputs
+    from hurray_decl.cli.common import progress_printer
+    from hurray_decl.hurray.numerics import prepare_dequantize
+
+    if args.buffers:
+        raise UsageError("a stream carries its buffers: give no buffer files")
+    outputs.target(args.output)
+    descriptor, buffers = _frame(args)
+    prepared = prepare_dequantize(descriptor, list(buffers))
+    with outputs.atomic(args.output) as temporary:
+        out = np.lib.format.open_memmap(temporary, mode="w+", dtype=np.float32, shape=tuple(descriptor.shape))
+        prepared.run(out, progress=progress_printer("dequantize"))
+        out.flush()
+        del out
+    print(f"wrote float32 {list(descriptor.shape)} of frame[{args.index}] to {args.output}")
+    return OK
+
+
+def cmd_extract(args: argparse.Namespace) -> int:
+    from hurray_decl.cli import outputs
+    from hurray_decl.hurray.tensor import write_tensor_descriptor
+
+    descriptor, buffers = _frame(args)
+    folder = Path(args.output)
+    if not folder.is_dir():
+        raise UsageError(f"argument -o/--output: {folder} is not a folder")
+    files = [(folder / f"frame{args.index}.descriptor.bin",
+              write_tensor_descriptor(descriptor, permissive=args.permissive))]
+    files += [(folder / f"frame{args.index}.buffer{i}.bin", bytes(b)) for i, b in enumerate(buffers)]
+    for path, content in files:
+        outputs.write_bytes(path, content)
+    print(f"wrote frame[{args.index}]: " + ", ".join(str(p) for p, _ in files))
+    return OK
+
+
+def check_stream(path: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """``audit``'s reader of ``*.stream`` files: the items, T for a tensor and C for a composite."""
+    from hurray_decl.hurray.stream import CompositeItem, read_stream
+
+    items = []
+    with open(path, "rb") as source:
+        for item in read_stream(source):
+            items.append("C" if isinstance(item, CompositeItem) else "T")
+            del item  # before the next item's buffers arrive
+    return {"items": ",".join(items)}
+
+
+HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "validate": cmd_validate, "inspect": cmd_inspect, "decode": cmd_decode,
+    "dequantize": cmd_dequantize, "extract": cmd_extract,
+}
+
+
+def routed(args: argparse.Namespace, others: Callable[[argparse.Namespace], int]) -> int:
+    command = getattr(args, "command", None)
+    if command in HANDLERS and is_stream(args):
+        return HANDLERS[command](args)
+    return others(args)
+
+
+def register(sub: Any) -> None:
+    """Wrap the handlers of :data:`ROUTED` (call it after the Hurray and container commands, before
+    onnx-light, which adds ``--kind``), add ``--progress`` and ``--index``, and teach ``audit`` ``*.stream``."""
+    from hurray_decl.cli.audit import READERS
+
+    READERS[SUFFIX] = check_stream
+    for name in ROUTED:
+        parser = sub.choices.get(name)
+        if parser is None:
+            continue
+        if name in ("validate", "inspect"):
+            parser.add_argument("--progress", action="store_true",
+                                help="for a stream: a line per item as it arrives (inspect: per frame, on stderr)")
+        if name in ("dequantize", "extract"):
+            parser.add_argument("--index", type=int, default=None, metavar="K",
+                                help="for a stream: frame[K], as inspect numbers the frames")
+        if name == "extract":
+            parser.add_argument("--kind", choices=("auto", STREAM), default="auto",
+                                help="stream forces the stream reader (default: detected from the bytes)")
+        if name != "audit":
+            parser.set_defaults(run=functools.partial(routed, others=parser.get_default("run")))
+
+
+__all__ = ["STREAM", "is_stream", "register", "routed"]

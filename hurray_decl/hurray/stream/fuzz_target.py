@@ -30,11 +30,11 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from hurray_decl.errors import HurrayDeclError
 from hurray_decl.fuzz_harness import run_libfuzzer, within
+from hurray_decl.hurray.examples import checkout_conformance_descriptors
 from hurray_decl.hurray.stream.frames import CompositeItem, Item
 from hurray_decl.hurray.stream.reader import read_stream
 from hurray_decl.hurray.tensor import write_tensor_descriptor
@@ -121,12 +121,7 @@ def test_one_input(data: bytes) -> None:
 def seed_inputs(generated: int = 100) -> list[bytes]:
     """The stream vectors, then ``generated`` valid streams and as many mutants (with hypothesis)."""
     seeds: list[bytes] = []
-    root = Path(__file__).resolve().parents[3]
-    for folder in (root / "tests" / "conformance" / "hurray" / "streams",
-                   root.parent / "shared" / "conformance" / "hurray" / "streams"):
-        if folder.is_dir():
-            seeds += [p.read_bytes() for p in sorted(folder.glob("*.stream"))]
-            break
+    seeds += [p.read_bytes() for p in checkout_conformance_descriptors("streams", "*.stream")]
     if generated:
         try:
             from hurray_decl.hurray.fuzz import draw_examples

@@ -12,16 +12,12 @@ stream detection (:mod:`.frames`) loads neither the reader's buffer checks nor N
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-_SOURCES: dict[str, tuple[str, ...]] = {
-    "frames": ("DESCRIPTOR_LIMIT", "CompositeItem", "Item", "TensorItem"),
-    "reader": ("StreamReader", "read_stream"),
-    "writer": ("StreamWriter", "write_stream"),
-}
-"""submodule -> the public names it defines."""
+from hurray_decl.lazy_modules import lazy_exports
 
-_MODULE_OF = {name: module for module, names in _SOURCES.items() for name in names}
+_MODULE_OF = {name: module.rsplit(".", 1)[-1] for name, (module, _) in lazy_exports(__file__).items()}
+"""public name -> the submodule defining it, read from the TYPE_CHECKING imports at the end."""
 
 __all__ = sorted(_MODULE_OF)
 
@@ -36,3 +32,14 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:  # the public names, each imported from its submodule on first use (see __getattr__)
+    from hurray_decl.hurray.stream.frames import (
+        DESCRIPTOR_LIMIT as DESCRIPTOR_LIMIT,
+        CompositeItem as CompositeItem,
+        Item as Item,
+        TensorItem as TensorItem,
+    )
+    from hurray_decl.hurray.stream.reader import StreamReader as StreamReader, read_stream as read_stream
+    from hurray_decl.hurray.stream.writer import StreamWriter as StreamWriter, write_stream as write_stream

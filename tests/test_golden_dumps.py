@@ -22,9 +22,9 @@ import pytest
 from hurray_decl.dump.rows import render
 from hurray_decl.hurray import dump as hurray_dump
 from hurray_decl.hurray.container.dump import container_dump
+from hurray_decl.hurray.tensor.fields import with_field
 from hurray_decl.onnx_light import dump as onnx_light_dump
 from hurray_decl.onnx_light.corpus import bundled
-from hurray_decl.hurray.tensor.fields import with_field
 from tests.hurray.tensor_support import CONFORMANCE, vector
 
 GOLDEN = Path(__file__).resolve().parent / "golden"

@@ -2,7 +2,7 @@
 
 Usage (from the repository root, with ``PYTHONPATH`` at the repository)::
 
-    python -m tests.mutation.run MODULE --count 40 --seed S --tests "tests/a.py tests/b.py"
+    python -m tests.mutation.run MODULE --count 40 --seed S --tests "tests/a.py tests/b.py" [--added "tests/c.py"]
 
 ``MODULE`` is a dotted module (``hurray_decl.hurray.dump``) or a path to its file. The script is
 not a test (pytest never collects it) and changes nothing it does not restore.
@@ -24,11 +24,15 @@ How mutants are drawn, reproducibly from ``--seed``:
 The repository (without ``.git`` and caches; ``node_modules`` linked, a ``../shared`` beside it
 linked too) is copied to a temporary folder; the source tree is never written. Each mutant in
 turn is written over the module in the copy, ``python -m pytest -x -q -p no:cacheprovider`` runs
-the ``--tests`` files there with ``--timeout`` seconds (a timeout counts as killed, and is
-reported as such), and the copy's original bytes are restored in ``finally`` (on Ctrl-C and
-SIGTERM too); bytecode is never written, so no stale ``.pyc`` survives. The unmutated copy must
-pass the tests first. The run prints each mutant's status and diff, then the score; ``--json
-FILE`` saves the same.
+the ``--tests`` files, then the ``--added`` ones, there with ``--timeout`` seconds (a timeout
+counts as killed, and is reported as such), and the copy's original bytes are restored in
+``finally`` (on Ctrl-C and SIGTERM too); bytecode is never written, so no stale ``.pyc`` survives.
+The unmutated copy must pass the tests first. The run prints each mutant's status, the test that
+killed it and its diff, then the score; ``--json FILE`` saves the same.
+
+With ``--added``, a second score counts only the mutants a ``--tests`` file killed: ``-x`` stops
+at the first failure and the ``--added`` files run last, so that is the score the ``--tests``
+files alone get (the baseline before tests were added), from the same run.
 ``--only N`` (repeatable) runs only those mutant numbers of the draw, ``--list`` prints the draw
 without running anything.
 """
@@ -43,6 +47,7 @@ import io
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -192,22 +197,25 @@ def _copy(root: Path, into: Path) -> Path:
     return copy
 
 
-def _run_tests(copy: Path, tests: list[str], timeout: float) -> tuple[str, float]:
+def _run_tests(copy: Path, tests: list[str], timeout: float) -> tuple[str, str, float]:
+    """(status, the first failing test or "", seconds)."""
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", PYTHONPATH=str(copy))
     started = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests],
-                            cwd=copy, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-                            start_new_session=True)
-    try:
-        rc = proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return "killed (timeout)", time.monotonic() - started
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+    with tempfile.TemporaryFile(mode="w+") as output:
+        proc = subprocess.Popen([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-rfE", *tests],
+                                cwd=copy, stdout=output, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        try:
+            rc = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return "killed (timeout)", "", time.monotonic() - started
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        output.seek(0)
+        failed = re.search(r"^(?:FAILED|ERROR) (\S+)", output.read(), re.MULTILINE)
     status = "survived" if rc == 0 else "killed" if rc == 1 else f"killed (pytest exit {rc})"
-    return status, time.monotonic() - started
+    return status, failed.group(1) if failed else "", time.monotonic() - started
 
 
 def _terminate(signum: int, frame: object) -> None:
@@ -220,6 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count", type=int, default=40)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--tests", required=True, help="test files (space separated), run with -x")
+    parser.add_argument("--added", default="", help="test files run after --tests; scored apart too")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per mutant's test run")
     parser.add_argument("--only", type=int, action="append", help="run only this mutant number (repeatable)")
     parser.add_argument("--list", action="store_true", help="print the draw, run nothing")
@@ -228,7 +237,8 @@ def main(argv: list[str] | None = None) -> int:
     source_path = _module_path(args.module)
     source = source_path.read_text(encoding="utf-8")
     mutants = draw(source, args.count, args.seed)
-    tests = args.tests.split()
+    base = args.tests.split()
+    tests = base + args.added.split()
     if args.list:
         for mutant, _ in mutants:
             print(f"#{mutant.number} line {mutant.line}: {mutant.kind} {mutant.old!r} -> {mutant.new!r}")
@@ -240,9 +250,9 @@ def main(argv: list[str] | None = None) -> int:
         copy = _copy(root, Path(folder))
         path = copy / source_path.relative_to(root)
         original = path.read_bytes()
-        status, seconds = _run_tests(copy, tests, args.timeout)
+        status, failed, seconds = _run_tests(copy, tests, args.timeout)
         if status != "survived":
-            print(f"the tests fail on the unmutated module ({status}): nothing to measure", file=sys.stderr)
+            print(f"the tests fail on the unmutated module ({status} {failed}): nothing to measure", file=sys.stderr)
             return 2
         print(f"{path.name}: seed {args.seed}, {len(mutants)} mutants, tests {' '.join(tests)} "
               f"(unmutated run {seconds:.1f}s)", flush=True)
@@ -251,21 +261,30 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             try:
                 path.write_text(mutated, encoding="utf-8")
-                status, seconds = _run_tests(copy, tests, args.timeout)
+                status, failed, seconds = _run_tests(copy, tests, args.timeout)
             finally:
                 path.write_bytes(original)
-            results.append({**asdict(mutant), "status": status, "seconds": round(seconds, 1)})
-            print(f"#{mutant.number} {status} ({seconds:.1f}s) line {mutant.line}: {mutant.kind}\n{mutant.diff}",
+            by_base = status.startswith("killed") and (not failed or failed.split("::")[0] in base)
+            results.append({**asdict(mutant), "status": status, "killed_by": failed, "by_base_tests": by_base,
+                            "seconds": round(seconds, 1)})
+            print(f"#{mutant.number} {status} {failed} ({seconds:.1f}s) line {mutant.line}: {mutant.kind}\n"
+                  f"{mutant.diff}",
                   end="" if mutant.diff.endswith("\n") else "\n", flush=True)
     killed = sum(r["status"].startswith("killed") for r in results)
     survivors = [r for r in results if r["status"] == "survived"]
     score = 100 * killed / len(results) if results else 0.0
     print(f"\n{path.name} seed {args.seed}: {killed}/{len(results)} killed, score {score:.0f}%")
+    base_killed = sum(r["by_base_tests"] for r in results)
+    if args.added:
+        print(f"{path.name} seed {args.seed}, --tests alone: {base_killed}/{len(results)} killed, "
+              f"score {100 * base_killed / max(len(results), 1):.0f}%")
     for r in survivors:
         print(f"  survived #{r['number']} line {r['line']}: {r['old']!r} -> {r['new']!r}")
     if args.json:
-        args.json.write_text(json.dumps({"module": str(path), "seed": args.seed, "tests": tests, "killed": killed,
-                                         "total": len(results), "score": score, "mutants": results}, indent=1))
+        args.json.write_text(json.dumps({"module": str(source_path), "seed": args.seed, "tests": base,
+                                         "added": args.added.split(),
+                                         "killed": killed, "killed_by_tests": base_killed, "total": len(results),
+                                         "score": score, "mutants": results}, indent=1))
     return 0
 
 

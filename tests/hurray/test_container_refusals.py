@@ -1,0 +1,264 @@
+"""Container refusals where they happen: every invalid shared vector refused with its code, at the
+byte and path of the field that breaks it, at the check level its manifest names; and each of the
+three HF-DATA-13 checks (a tensor's bytes outside the tensor region) triggered.
+
+Expected offsets come from the declarations (header and trailer field tables, index and KV
+entries traced through ``INDEX_ENTRY`` and ``KV_ENTRY``), never from the reader under test.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import pytest
+
+from hurray_decl.declare.schema import field_offsets
+from hurray_decl.declare.trace import trace
+from hurray_decl.errors import HurrayDeclError
+from hurray_decl.hurray.container import open_container
+from hurray_decl.hurray.container.crc import crc32c
+from hurray_decl.hurray.container.declarations import (
+    FILE_HEADER,
+    INDEX_COUNT,
+    INDEX_ENTRY,
+    KV_COUNT,
+    KV_ENTRY,
+    TRAILER,
+    TRAILER_LENGTH,
+    FileFlag,
+)
+from hurray_decl.hurray.container.reader import Container, align
+from hurray_decl.hurray.container.writer import write_container
+from hurray_decl.hurray.tensor import BufferHandle, CompositeHead, TensorDescriptor
+from hurray_decl.hurray.tensor.fields import field_span
+from tests.hurray.tensor_support import CONFORMANCE
+
+FILES = CONFORMANCE / "files"
+MANIFEST = json.loads((FILES / "manifest.json").read_text())["vectors"]
+INVALID = {v["file"]: v for v in MANIFEST if v["expect"] == "invalid"}
+
+
+class Layout:
+    """Where the fields of a container file sit, from the declarations alone."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def u(self, offset: int, size: int) -> int:
+        return int.from_bytes(self.data[offset:offset + size], "little")
+
+    def header(self, name: str) -> int:
+        return field_offsets(FILE_HEADER)[name][0]
+
+    def trailer(self, name: str) -> int:
+        return len(self.data) - int(TRAILER_LENGTH) + field_offsets(TRAILER)[name][0]
+
+    def _trailer_value(self, name: str) -> int:
+        return self.u(self.trailer(name), field_offsets(TRAILER)[name][1])
+
+    def _entries(self, start: int, end: int) -> list[dict[str, int]]:
+        """Each index entry's field offsets (and ``start``), traced through the declarations."""
+        spans, _ = trace(INDEX_COUNT, self.data[start:end], base=start)
+        position, entries = spans[0].offset + spans[0].size, []
+        for _ in range(spans[0].value):
+            fields, _ = trace(INDEX_ENTRY, self.data[position:end], base=position)
+            entries.append({"start": position, **{s.path: s.offset for s in fields}})
+            position = max(s.offset + s.size for s in fields)
+        return entries
+
+    def entry(self, index: int, field: str) -> int:
+        start = self._trailer_value("index_offset")
+        return self._entries(start, start + self._trailer_value("index_length"))[index][field]
+
+    def entry_named(self, name: str) -> int:
+        start = self._trailer_value("index_offset")
+        for e in self._entries(start, start + self._trailer_value("index_length")):
+            if self.data[e["name"]:e["descriptor_offset"]] == name.encode():
+                return e["start"]
+        raise KeyError(name)
+
+    def kv(self, index: int, field: str) -> int:
+        start = self._trailer_value("kv_offset")
+        end = start + self._trailer_value("kv_length")
+        if field == "kv_count":
+            return start
+        position = start + KV_COUNT.sizeof()
+        for _ in range(index):
+            fields, _ = trace(KV_ENTRY, self.data[position:end], base=position)
+            position = max(s.offset + s.size for s in fields)
+        fields, _ = trace(KV_ENTRY, self.data[position:end], base=position)
+        return {s.path: s.offset for s in fields}[field]
+
+
+# file -> (path, where its offset is). The code and the level are the manifest's.
+EXPECTED: dict[str, tuple[str, Callable[[Layout], int]]] = {
+    "i01-major-zero.hrry": ("file -> header -> container_version_major",
+                            lambda f: f.header("container_version_major")),
+    "i02-alignment-zero.hrry": ("file -> header -> data_buffer_alignment", lambda f: f.header("data_buffer_alignment")),
+    "i03-count-hint-wrong.hrry": ("file -> header -> tensor_count_hint", lambda f: f.header("tensor_count_hint")),
+    "i04-sorted-flag-unsorted.hrry": ("file -> index -> entries -> 1 -> name", lambda f: f.entry(1, "name")),
+    "i05-index-descriptor-length.hrry": ("file -> index -> entries -> 1 -> descriptor_length",
+                                         lambda f: f.entry(1, "descriptor_length")),
+    "i06-duplicate-name.hrry": ("file -> index -> entries -> 1 -> name", lambda f: f.entry(1, "name")),
+    "i07-crc-mismatch.hrry": ("file -> trailer -> index_crc32c", lambda f: f.trailer("index_crc32c")),
+    "i08-crc-flag-clear-nonzero.hrry": ("file -> trailer -> index_crc32c", lambda f: f.trailer("index_crc32c")),
+    "i09-data-offset-off-by-8.hrry": ("file -> index -> entries -> 1 -> data_offset",
+                                      lambda f: f.entry(1, "data_offset")),
+    "i10-torn-composite.hrry": ("file -> tensor 'g'", lambda f: f.entry_named("g")),
+    "i11-kv-flag-without-kv.hrry": ("file -> trailer -> kv_length", lambda f: f.trailer("kv_length")),
+    "i12-kv-array-elem-tag-zero.hrry": ("file -> kv -> entries -> 1 -> value -> element_tag",
+                                        lambda f: f.kv(1, "value.element_tag")),
+    "i13-kv-count-huge.hrry": ("file -> kv -> kv_count", lambda f: f.kv(0, "kv_count")),
+}
+
+
+def test_every_invalid_vector_has_an_expectation() -> None:
+    assert sorted(EXPECTED) == sorted(INVALID)
+
+
+def _level_t(c: Container) -> None:
+    """Everything level T reads: each tensor, and each composite through its head."""
+    for name in c.names:
+        if isinstance(c.tensor(name).descriptor.layout, CompositeHead):
+            c.composite(name)
+
+
+@pytest.mark.parametrize("name", sorted(INVALID))
+def test_each_invalid_vector_is_refused_at_its_field_and_level(name: str) -> None:
+    data = (FILES / name).read_bytes()
+    code, level = INVALID[name]["rule"], INVALID[name]["check_level"]
+    path, where = EXPECTED[name]
+    with pytest.raises(HurrayDeclError) as info:
+        c = open_container(data)
+        assert level != "O", "open_container accepted a file level O refuses"
+        try:
+            _level_t(c)
+        except HurrayDeclError:
+            assert level == "T", "refused before its level"
+            raise
+        assert level == "V", "level T accepted a file it refuses"
+        c.validate()
+    err = info.value
+    assert (err.code, err.path, err.offset) == (code, path, where(Layout(data)))
+
+
+# ---------------------------------------------------------------- HF-DATA-13: outside the tensor region
+
+
+def _file() -> bytes:
+    """Two float32 tensors, then a KV section: the tensor region ends at kv_offset."""
+    a = TensorDescriptor(type_tag=0x03, shape=(2, 3), buffers=(BufferHandle(byte_size=24),))
+    b = TensorDescriptor(type_tag=0x03, shape=(4,), buffers=(BufferHandle(byte_size=16),))
+    return write_container([("a", a, [bytes(range(24))]), ("b", b, [bytes(16)])], kv={"k": "v"})
+
+
+def _patched(data: bytes, edits: dict[int, tuple[int, int]]) -> bytes:
+    """``data`` with ``offset: (value, width)`` written and the index CRC recomputed."""
+    out = bytearray(data)
+    for offset, (value, width) in edits.items():
+        out[offset:offset + width] = value.to_bytes(width, "little")
+    f = Layout(bytes(out))
+    if f.u(f.header("file_flags"), 4) & FileFlag.HAS_INDEX_CRC32C:
+        start, length = f._trailer_value("index_offset"), f._trailer_value("index_length")
+        out[f.trailer("index_crc32c"):f.trailer("index_crc32c") + 4] = crc32c(bytes(out[start:start + length])) \
+            .to_bytes(4, "little")
+    return bytes(out)
+
+
+def _region(data: bytes) -> int:
+    return Layout(data)._trailer_value("kv_offset")
+
+
+def test_the_file_is_valid_and_its_region_ends_at_the_kv_section() -> None:
+    data = _file()
+    c = open_container(data).validate()
+    assert c.trailer.has_kv and c.region_end == _region(data) and c.tensor("b").placement.end <= _region(data)
+
+
+@pytest.mark.rules("HF-DATA-13")
+def test_a_descriptor_starting_past_the_region_is_hf_data_13() -> None:
+    data = _file()
+    f = Layout(data)
+    region = _region(data)
+    moved = _patched(data, {f.entry(1, "descriptor_offset"): (align(region, 8), 8)})
+    with pytest.raises(HurrayDeclError) as info:
+        open_container(moved).tensor("b")
+    err = info.value
+    assert (err.code, err.path, err.offset) == ("HF-DATA-13", "file -> index -> entries -> 1 -> descriptor_offset",
+                                                f.entry(1, "descriptor_offset"))
+    first = open_container(data).header.first_descriptor_offset
+    assert err.actual == align(region, 8) and err.expected == f"[{first}, {region})"
+
+
+@pytest.mark.rules("HF-DATA-13")
+def test_a_descriptor_before_the_first_descriptor_offset_is_hf_data_13() -> None:
+    data = _file()
+    f = Layout(data)
+    first = f.u(f.header("first_descriptor_offset"), 8)
+    moved = _patched(data, {f.entry(0, "descriptor_offset"): (first - 8, 8)})
+    with pytest.raises(HurrayDeclError) as info:
+        open_container(moved).tensor("a")
+    assert (info.value.code, info.value.offset, info.value.actual) == ("HF-DATA-13", f.entry(0, "descriptor_offset"),
+                                                                        first - 8)
+
+
+@pytest.mark.rules("HF-DATA-13")
+def test_a_descriptor_whose_preamble_crosses_the_region_end_is_hf_data_13() -> None:
+    """The preamble (10 bytes) must lie inside the region before descriptor_length is read from it."""
+    data = _file()
+    f = Layout(data)
+    region = _region(data)
+    moved = _patched(data, {f.entry(1, "descriptor_offset"): (region - 8, 8)})
+    with pytest.raises(HurrayDeclError) as info:
+        open_container(moved).tensor("b")
+    assert (info.value.code, info.value.offset) == ("HF-DATA-13", f.entry(1, "descriptor_offset"))
+
+
+@pytest.mark.rules("HF-DATA-13")
+def test_a_descriptor_reaching_past_the_region_is_hf_data_13() -> None:
+    """The last descriptor moved so that its preamble is inside the region and its end is not."""
+    data = _file()
+    f = Layout(data)
+    region = _region(data)
+    c = open_container(data)
+    own = c.entries[1].descriptor_length
+    start = align(region - own + 8, 8)  # the preamble fits, the descriptor does not
+    assert start + 10 <= region < start + own
+    moved = bytearray(data)
+    moved[start:start + 10] = data[c.entries[1].descriptor_offset:c.entries[1].descriptor_offset + 10]
+    moved = bytearray(_patched(bytes(moved), {f.entry(1, "descriptor_offset"): (start, 8)}))
+    with pytest.raises(HurrayDeclError) as info:
+        open_container(bytes(moved)).tensor("b")
+    err = info.value
+    assert (err.code, err.path, err.offset) == ("HF-DATA-13", "file -> index -> entries -> 1 -> descriptor_length",
+                                                f.entry(1, "descriptor_length"))
+    assert err.actual == own and err.expected == f"<= {region - start}"
+
+
+@pytest.mark.rules("HF-DATA-13")
+def test_buffers_reaching_past_the_region_are_hf_data_13() -> None:
+    """A buffer one byte longer than the room left before the KV section: the descriptor is inside
+    the region, its buffers are not."""
+    a = TensorDescriptor(type_tag=0x10, shape=(8,), buffers=(BufferHandle(byte_size=8),))
+    data = write_container([("a", a, [bytes(8)])], kv={"k": "v"})
+    c = open_container(data)
+    f = Layout(data)
+    region = c.region_end
+    placement = c.tensor("a").placement
+    room = region - placement.buffers[0][0]
+    start = c.entries[0].descriptor_offset
+    size_at = start + _buffer_size_offset(data[start:placement.descriptor_end])
+    grown = _patched(data, {size_at: (room + 1, 8), f.entry(0, "data_length"): (room + 1, 8)})
+    with pytest.raises(HurrayDeclError) as info:
+        open_container(grown).tensor("a")
+    err = info.value
+    assert (err.code, err.path, err.offset) == ("HF-DATA-13", "file -> index -> entries -> 0 -> data_length",
+                                                f.entry(0, "data_length"))
+    assert err.actual == room + 1 and err.expected == f"buffers ending by {region}"
+    exact = _patched(data, {size_at: (room, 8), f.entry(0, "data_length"): (room, 8)})
+    assert open_container(exact).tensor("a").placement.end == region  # exactly filling the region is valid
+
+
+def _buffer_size_offset(descriptor: bytes) -> int:
+    return field_span(descriptor, "buffers.0.byte_size")[0]

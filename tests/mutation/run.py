@@ -26,9 +26,11 @@ linked too) is copied to a temporary folder; the source tree is never written. E
 turn is written over the module in the copy, ``python -m pytest -x -q -p no:cacheprovider`` runs
 the ``--tests`` files, then the ``--added`` ones, there with ``--timeout`` seconds (a timeout
 counts as killed, and is reported as such), and the copy's original bytes are restored in
-``finally`` (on Ctrl-C and SIGTERM too); bytecode is never written, so no stale ``.pyc`` survives.
-The unmutated copy must pass the tests first. The run prints each mutant's status, the test that
-killed it and its diff, then the score; ``--json FILE`` saves the same.
+``finally`` (on Ctrl-C and SIGTERM too). The copy's bytecode is compiled once, unmutated; test
+runs never write bytecode, and the module's modification time differs while it is mutated, so a
+mutant is always compiled from its source, never taken from a cache. The unmutated copy must
+pass the tests first. The run prints each mutant's status, the test that killed it and its diff,
+then the score; ``--json FILE`` saves the same.
 
 With ``--added``, a second score counts only the mutants a ``--tests`` file killed: ``-x`` stops
 at the first failure and the ``--added`` files run last, so that is the score the ``--tests``
@@ -41,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import compileall
 import difflib
 import importlib.util
 import io
@@ -194,6 +197,7 @@ def _copy(root: Path, into: Path) -> Path:
         (copy / modules.relative_to(root)).symlink_to(modules)
     if (root.parent / "shared").is_dir():
         (into / "shared").symlink_to(root.parent / "shared")
+    compileall.compile_dir(copy, quiet=2, workers=1)  # bytecode of the unmutated copy, compiled once
     return copy
 
 
@@ -250,6 +254,7 @@ def main(argv: list[str] | None = None) -> int:
         copy = _copy(root, Path(folder))
         path = copy / source_path.relative_to(root)
         original = path.read_bytes()
+        stat = path.stat()
         status, failed, seconds = _run_tests(copy, tests, args.timeout)
         if status != "survived":
             print(f"the tests fail on the unmutated module ({status} {failed}): nothing to measure", file=sys.stderr)
@@ -261,9 +266,11 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             try:
                 path.write_text(mutated, encoding="utf-8")
+                os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))  # never the cached bytecode's
                 status, failed, seconds = _run_tests(copy, tests, args.timeout)
             finally:
                 path.write_bytes(original)
+                os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # the cached bytecode is valid again
             by_base = status.startswith("killed") and (not failed or failed.split("::")[0] in base)
             results.append({**asdict(mutant), "status": status, "killed_by": failed, "by_base_tests": by_base,
                             "seconds": round(seconds, 1)})

@@ -201,12 +201,13 @@ def _copy(root: Path, into: Path) -> Path:
     return copy
 
 
-def _run_tests(copy: Path, tests: list[str], timeout: float) -> tuple[str, str, float]:
+def _run_tests(copy: Path, tests: list[str], timeout: float, select: str = "") -> tuple[str, str, float]:
     """(status, the first failing test or "", seconds)."""
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", PYTHONPATH=str(copy))
     started = time.monotonic()
     with tempfile.TemporaryFile(mode="w+") as output:
-        proc = subprocess.Popen([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-rfE", *tests],
+        proc = subprocess.Popen([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-rfE",
+                                 *(["-k", select] if select else []), *tests],
                                 cwd=copy, stdout=output, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         try:
             rc = proc.wait(timeout=timeout)
@@ -233,6 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--tests", required=True, help="test files (space separated), run with -x")
     parser.add_argument("--added", default="", help="test files run after --tests; scored apart too")
+    parser.add_argument("--select", default="", help="a pytest -k expression (to leave out a slow test)")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per mutant's test run")
     parser.add_argument("--only", type=int, action="append", help="run only this mutant number (repeatable)")
     parser.add_argument("--list", action="store_true", help="print the draw, run nothing")
@@ -243,6 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     mutants = draw(source, args.count, args.seed)
     base = args.tests.split()
     tests = base + args.added.split()
+    base_files = {name.split("::")[0] for name in base}
     if args.list:
         for mutant, _ in mutants:
             print(f"#{mutant.number} line {mutant.line}: {mutant.kind} {mutant.old!r} -> {mutant.new!r}")
@@ -255,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
         path = copy / source_path.relative_to(root)
         original = path.read_bytes()
         stat = path.stat()
-        status, failed, seconds = _run_tests(copy, tests, args.timeout)
+        status, failed, seconds = _run_tests(copy, tests, args.timeout, args.select)
         if status != "survived":
             print(f"the tests fail on the unmutated module ({status} {failed}): nothing to measure", file=sys.stderr)
             return 2
@@ -267,11 +270,11 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 path.write_text(mutated, encoding="utf-8")
                 os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))  # never the cached bytecode's
-                status, failed, seconds = _run_tests(copy, tests, args.timeout)
+                status, failed, seconds = _run_tests(copy, tests, args.timeout, args.select)
             finally:
                 path.write_bytes(original)
                 os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # the cached bytecode is valid again
-            by_base = status.startswith("killed") and (not failed or failed.split("::")[0] in base)
+            by_base = status.startswith("killed") and (not failed or failed.split("::")[0] in base_files)
             results.append({**asdict(mutant), "status": status, "killed_by": failed, "by_base_tests": by_base,
                             "seconds": round(seconds, 1)})
             print(f"#{mutant.number} {status} {failed} ({seconds:.1f}s) line {mutant.line}: {mutant.kind}\n"

@@ -157,7 +157,8 @@ def test_random_right_sized_blocks_convert_exactly_or_are_refused_for_their_reas
     rng = np.random.default_rng(len(name))
     outcomes = set()
     for shape in [(1, row.elements), (3, 2 * row.elements), (2, 1, row.elements)] * 3:
-        data = rng.integers(0, 256, int(np.prod(shape)) // row.elements * row.record.itemsize, dtype=np.uint8).tobytes()
+        size = int(np.prod(shape)) // row.elements * row.record.itemsize
+        data = rng.integers(0, 256, size, dtype=np.uint8).tobytes()
         for convert in (hd.from_gguf, gguf_to_onnx_light):
             try:
                 result, error = convert(data, name, shape), None

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from hurray_decl.declare.schema import field_offsets
 from hurray_decl.declare.trace import trace
 from hurray_decl.errors import HurrayDeclError
-from hurray_decl.hurray.container import open_container
+from hurray_decl.hurray import container
+from hurray_decl.hurray.container import open_container, read_container, reader, validate_container
 from hurray_decl.hurray.container.crc import crc32c
 from hurray_decl.hurray.container.declarations import (
     FILE_HEADER,
@@ -262,3 +264,39 @@ def test_buffers_reaching_past_the_region_are_hf_data_13() -> None:
 
 def _buffer_size_offset(descriptor: bytes) -> int:
     return field_span(descriptor, "buffers.0.byte_size")[0]
+
+
+# ---------------------------------------------------------------- strict unless told otherwise
+
+
+def _unassigned_type() -> tuple[bytes, int]:
+    """A one-tensor file whose descriptor names an unassigned element type (0x05), and where."""
+    a = TensorDescriptor(type_tag=0x03, shape=(2, 3), buffers=(BufferHandle(byte_size=24),))
+    data = write_container([("a", a, [bytes(24)])])
+    start = Layout(data).u(Layout(data).entry(0, "descriptor_offset"), 8)
+    at = start + field_span(data[start:], "type_tag")[0]
+    return data[:at] + b"\x05" + data[at + 1:], at
+
+
+def test_readers_are_strict_by_default(tmp_path: Path) -> None:
+    data, at = _unassigned_type()
+    path = tmp_path / "unassigned.hrry"
+    path.write_bytes(data)
+    for read in (lambda: open_container(data).tensor("a"), lambda: validate_container(data),
+                 lambda: read_container(path).tensor("a")):
+        with pytest.raises(HurrayDeclError) as info:
+            read()
+        assert (info.value.code, info.value.offset) == ("HE-03", at)
+        assert info.value.path == "file -> tensor 'a' -> descriptor -> type_tag"
+    assert open_container(data, permissive=True).tensor("a").descriptor.type_tag == 0x05
+    assert read_container(path, permissive=True).tensor("a").descriptor.type_tag == 0x05
+    with pytest.raises(HurrayDeclError) as info:  # the data rules of an unknown type cannot be checked
+        validate_container(data, permissive=True)
+    assert info.value.code != "HE-03"
+    assert validate_container(data, permissive=True, data_rules=False).names == ("a",)
+
+
+def test_the_public_names_of_the_container_modules_exist() -> None:
+    for module in (reader, container):
+        assert module.__all__ and all(hasattr(module, name) for name in module.__all__), module.__name__
+    assert set(reader.__all__) <= set(container.__all__)

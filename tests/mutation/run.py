@@ -9,8 +9,9 @@ not a test (pytest never collects it) and changes nothing it does not restore.
 
 How mutants are drawn, reproducibly from ``--seed``:
 
-* the module is tokenized; docstrings (string statements) and comments are never touched; every
-  other token of a mutable kind is a candidate site, in source order;
+* the module is tokenized; docstrings (string statements), the documentation of declared fields
+  (a string after ``*``: Construct's ``field * "docs"``, which nothing reads back) and comments
+  are never touched; every other token of a mutable kind is a candidate site, in source order;
 * candidate kinds and their replacements: comparison operators (``<`` ``<=`` ``>`` ``>=`` ``==``
   ``!=`` swapped within their family), arithmetic and bit operators (``+``/``-``, ``*``/``//``,
   ``//``/``*``, ``/``/``*``, ``%``/``//``, ``&``/``|``, ``<<``/``>>``), integer literals (``+1``
@@ -119,8 +120,8 @@ def sites(source: str) -> list[tuple[tokenize.TokenInfo, str, tuple[str, ...]]]:
     found = []
     tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
     for i, tok in enumerate(tokens):
-        if tok.start[0] in skip and tok.type == tokenize.STRING:
-            continue
+        if tok.type == tokenize.STRING and (tok.start[0] in skip or (i and tokens[i - 1].string == "*")):
+            continue  # a docstring, or a declared field's documentation (Construct's ``field * "docs"``)
         if tok.type == tokenize.OP and tok.string in OPERATORS:
             found.append((tok, "operator", OPERATORS[tok.string]))
         elif tok.type == tokenize.NAME and tok.string in NAMES:

@@ -67,6 +67,10 @@ CASES = {
     "descriptor-unassigned-type-permissive": _tensor(
         lambda: with_field(vector("row_major_f32_3x4.bin"), "type_tag", 0x05), permissive=True),
     "descriptor-invalid-one-byte-short": _tensor(lambda: vector("quant_per_block_int4_128x128.bin")[:-1]),
+    "descriptor-invalid-length-past-input": _tensor(
+        lambda: with_field(vector("row_major_f32_3x4.bin"), "descriptor_length", 62)),
+    "descriptor-invalid-bytes-after-sections": _tensor(
+        lambda: with_field(vector("row_major_f32_3x4.bin") + b"\x00", "descriptor_length", 62)),
     "descriptor-invalid-reserved-flag": _tensor(
         lambda: with_field(vector("row_major_f32_3x4.bin"), "flags", 0x8000_0000)),
     # bare quantization payloads

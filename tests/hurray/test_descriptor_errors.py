@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import pytest
 
+from hurray_decl.declare.schema import compiled, field_offsets
 from hurray_decl.errors import HurrayDeclError
 from hurray_decl.hurray.tensor import OpaqueLayout, read_tensor_descriptor, write_tensor_descriptor
 from hurray_decl.hurray.tensor import descriptor as declaration
-from hurray_decl.hurray.tensor.fields import field_span, with_field
+from hurray_decl.hurray.tensor.fields import field_span, with_field, with_length
+from hurray_decl.hurray.tensor.header import HEADER, HEADER_LENGTH
 from tests.hurray.tensor_support import dense, vector
 
 QUANTIZED = "quant_per_block_int4_128x128.bin"  # two buffers, a per-block payload
@@ -124,3 +126,22 @@ def test_the_fast_parses_agree_with_the_traced_one() -> None:
     assert declaration.preamble_fast(b"HRRX" + vector(DENSE)[4:10], False) is None
     _, none, error = declaration.parse_traced(vector(QUANTIZED)[:-1], False)
     assert none is None and error is not None and error.offset == len(vector(QUANTIZED)) - 1
+
+
+def test_a_quantized_composite_head_is_refused_at_its_flags() -> None:
+    head = vector("composite_head_partition.bin")
+    payload = bytes.fromhex("0201000000000000010000000200000003000000")
+    quantized = with_length(with_field(head + len(payload).to_bytes(4, "little") + payload, "flags", 0x1))
+    err = refusal(quantized)
+    assert (err.code, err.path, err.offset) == ("HT-LAY-76", "descriptor -> flags", field_span(head, "flags")[0])
+    assert (err.actual, err.expected) == ("0x00000001", "HAS_QUANTIZATION clear")
+
+
+def test_the_declaration_compiles_and_its_checkpoints_take_no_bytes() -> None:
+    """The fast path is Construct's compiled parser of the same declaration (not a fallback), and
+    the zero-width checkpoints leave every fixed field where the header declares it."""
+    assert compiled(declaration.DESCRIPTOR) is not None
+    assert {name: span for name, span in field_offsets(declaration.DESCRIPTOR.subcon).items() if name != "shape"} \
+        == field_offsets(HEADER)
+    assert field_offsets(declaration.DESCRIPTOR.subcon)["shape"][0] == HEADER_LENGTH
+

@@ -140,9 +140,9 @@ def test_writer_padding_after_a_payload_is_its_own_row() -> None:
 
 
 def test_unknown_kinds_and_formats_are_refused_by_name() -> None:
-    with pytest.raises(ValueError, match="kind must be 'tensor' or 'quantization', not 'payload'"):
+    with pytest.raises(ValueError, match="^kind must be 'tensor' or 'quantization', not 'payload'"):
         hd.dump(PER_CHANNEL, kind="payload")
-    with pytest.raises(ValueError, match="format must be one of text, markdown, json, html, not 'xml'"):
+    with pytest.raises(ValueError, match="^format must be one of text, markdown, json, html, not 'xml'"):
         hd.hexdump(PER_CHANNEL, kind="quantization", format="xml")
     assert hd.dump(PER_CHANNEL, kind="quantization") == hd.quantization_dump(PER_CHANNEL)
     assert hd.dump(vector("row_major_f32_3x4.bin")) == hd.tensor_dump(vector("row_major_f32_3x4.bin"))

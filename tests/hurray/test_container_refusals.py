@@ -300,3 +300,32 @@ def test_the_public_names_of_the_container_modules_exist() -> None:
     for module in (reader, container):
         assert module.__all__ and all(hasattr(module, name) for name in module.__all__), module.__name__
     assert set(reader.__all__) <= set(container.__all__)
+
+
+def test_a_file_shorter_than_the_minimum_is_refused_at_its_end() -> None:
+    data = (FILES / "v04-no-tensors.hrry").read_bytes()  # the 112-byte minimum file
+    with pytest.raises(HurrayDeclError) as info:
+        open_container(data[:100])
+    err = info.value
+    assert (err.code, err.path, err.offset) == ("HF-HDR-18", "file", 100)
+    assert (err.actual, err.expected) == ("100 bytes", f">= {len(data)} bytes")
+
+
+def test_an_entry_cut_by_index_length_is_refused_at_the_sections_end() -> None:
+    data = (FILES / "basic.hrry").read_bytes()
+    f = Layout(data)
+    start, length = f._trailer_value("index_offset"), f._trailer_value("index_length")
+    last = len(open_container(data).entries) - 1
+    with pytest.raises(HurrayDeclError) as info:
+        open_container(_patched(data, {f.trailer("index_length"): (length - 1, 8)}))
+    err = info.value
+    assert (err.code, err.path, err.offset) == ("HF-IDX-09", f"file -> index -> entries -> {last}", start + length - 1)
+    assert err.actual == f"{length - 1} bytes in the section"
+    assert str(err).endswith(f"the section ends inside this field (actual {length - 1} bytes in the section)")
+
+
+def test_a_placement_is_immutable_and_hashable() -> None:
+    placement = open_container((FILES / "basic.hrry").read_bytes()).tensors().__next__().placement
+    assert hash(placement) == hash(type(placement)(**placement.__dict__))
+    with pytest.raises(AttributeError):
+        placement.descriptor_start = 0  # type: ignore[misc]

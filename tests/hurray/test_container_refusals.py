@@ -22,6 +22,7 @@ from hurray_decl.hurray.container import open_container, read_container, reader,
 from hurray_decl.hurray.container.crc import crc32c
 from hurray_decl.hurray.container.declarations import (
     FILE_HEADER,
+    HEADER_LENGTH,
     INDEX_COUNT,
     INDEX_ENTRY,
     KV_COUNT,
@@ -329,3 +330,44 @@ def test_a_placement_is_immutable_and_hashable() -> None:
     assert hash(placement) == hash(type(placement)(**placement.__dict__))
     with pytest.raises(AttributeError):
         placement.descriptor_start = 0  # type: ignore[misc]
+
+
+def _padded_file() -> bytes:
+    """Two tensors, a KV section, the first descriptor after a padded header: every kind of gap."""
+    a = TensorDescriptor(type_tag=0x10, shape=(5,), buffers=(BufferHandle(byte_size=5),))
+    b = TensorDescriptor(type_tag=0x10, shape=(3,), buffers=(BufferHandle(byte_size=3),))
+    return write_container([("a", a, [bytes(5)]), ("b", b, [bytes(3)])], kv={"k": "v"}, first_descriptor_offset=128)
+
+
+def _gaps(data: bytes) -> dict[str, tuple[str, int, int]]:
+    """Each gap of the file: name -> (the path an error names, start, end), from the index and trailer."""
+    f = Layout(data)
+    entry = {(i, name): f.u(f.entry(i, name), size) for i in (0, 1)
+             for name, size in (("descriptor_offset", 8), ("descriptor_length", 4), ("data_offset", 8),
+                                ("data_length", 8))}
+    kv_offset, kv_length = f._trailer_value("kv_offset"), f._trailer_value("kv_length")
+    return {
+        "header": ("file -> padding before the first descriptor", HEADER_LENGTH, entry[0, "descriptor_offset"]),
+        "descriptor to buffer": ("file -> tensor 'a' -> padding", entry[0, "descriptor_offset"]
+                                 + entry[0, "descriptor_length"], entry[0, "data_offset"]),
+        "between tensors": ("file -> padding", entry[0, "data_offset"] + entry[0, "data_length"],
+                            entry[1, "descriptor_offset"]),
+        "before the KV section": ("file -> padding", entry[1, "data_offset"] + entry[1, "data_length"], kv_offset),
+        "after the KV section": ("file -> padding after the KV section", kv_offset + kv_length,
+                                 f._trailer_value("index_offset")),
+    }
+
+
+@pytest.mark.parametrize("gap", ["header", "descriptor to buffer", "between tensors", "before the KV section",
+                                 "after the KV section"])
+def test_a_nonzero_padding_byte_is_refused_at_its_offset(gap: str) -> None:
+    data = _padded_file()
+    validate_container(data)
+    path, start, end = _gaps(data)[gap]
+    assert end > start, f"the file has no {gap} gap"
+    code = "HF-HDR-15" if gap == "header" else "HF-DATA-11"
+    for at in (start, end - 1):
+        with pytest.raises(HurrayDeclError) as info:
+            validate_container(data[:at] + b"\x5A" + data[at + 1:])
+        err = info.value
+        assert (err.code, err.path, err.offset, err.actual, err.expected) == (code, path, at, "0x5A", "0x00")

@@ -140,9 +140,21 @@ def test_writer_padding_after_a_payload_is_its_own_row() -> None:
 
 
 def test_unknown_kinds_and_formats_are_refused_by_name() -> None:
-    with pytest.raises(ValueError, match="^kind must be 'tensor' or 'quantization', not 'payload'"):
+    with pytest.raises(ValueError, match=r"^kind must be 'tensor' or 'quantization', not 'payload'$"):
         hd.dump(PER_CHANNEL, kind="payload")
-    with pytest.raises(ValueError, match="^format must be one of text, markdown, json, html, not 'xml'"):
+    with pytest.raises(ValueError, match=r"^format must be one of text, markdown, json, html, not 'xml'$"):
         hd.hexdump(PER_CHANNEL, kind="quantization", format="xml")
     assert hd.dump(PER_CHANNEL, kind="quantization") == hd.quantization_dump(PER_CHANNEL)
     assert hd.dump(vector("row_major_f32_3x4.bin")) == hd.tensor_dump(vector("row_major_f32_3x4.bin"))
+
+
+def test_dumps_are_strict_unless_told_otherwise() -> None:
+    unassigned = with_field(vector("row_major_f32_3x4.bin"), "type_tag", 0x05)
+    strict = hd.tensor_dump(unassigned)
+    assert strict.error is not None and strict.error.code == "HE-03"
+    assert strict.error.offset == field_span(unassigned, "type_tag")[0]
+    assert hd.tensor_dump(unassigned, permissive=True).error is None
+    assert str(hd.dump(unassigned).error) == str(strict.error) and hd.dump(unassigned, permissive=True).error is None
+    opaque = bytes([0xF0, 0x01, 0x00, 0x00])
+    assert hd.dump(opaque, kind="quantization").error is not None
+    assert hd.dump(opaque, kind="quantization", permissive=True).error is None

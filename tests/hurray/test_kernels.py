@@ -188,7 +188,9 @@ def test_affine_calibration() -> None:
     assert float(scales[0]) >= 2 / 14 and zeros[0] == 0  # the range always holds 0
     with pytest.raises(RuleViolation) as info:
         kernels.affine_calibration(np.array([-1.0]), np.array([1.0]), "uint8", True)
-    assert info.value.code == "HQ-ZP-02"
+    assert (info.value.code, info.value.path) == ("HQ-ZP-02", "symmetric")
+    assert (info.value.actual, info.value.expected) == ("uint8, minimum -1.0", "signed storage")
+    assert info.value.detail.startswith("symmetric quantization subtracts no zero point, so unsigned codes cannot")
     scales, _ = kernels.affine_calibration(np.array([0.0]), np.array([1.0]), "uint8", True)
     assert float(scales[0]) >= 1 / 255
 
@@ -216,3 +218,91 @@ def test_padded_codes() -> None:
     assert kernels.padded_codes(codes, g).tolist() == [1, 2, 3, 4, 5, 0, 6, 7, 8, 9, 10, 0]
     whole = Geometry((2, 5), axis=1, block=5)
     assert kernels.padded_codes(codes, whole).tolist() == list(range(1, 11))
+
+
+# --- run(): the values, the path each chunk takes, threads and progress ---------------------
+
+
+def _uint4_case(shape: tuple[int, int] = (4, 8), block: int = 4, zeros: bool = True):  # type: ignore[no-untyped-def]
+    """Row-major uint4 codes quantized along axis 1 in blocks, per-block scales (and zero points):
+    the plan, the packed bytes and the values written out by hand."""
+    rng = np.random.default_rng(sum(shape) + block)
+    g = Geometry(shape, 1, block)
+    codes = rng.integers(0, 16, (g.before, g.padded, g.after))
+    scales = rng.choice([0.5, -0.25, 2.0, 1.0], g.block_rows).astype(np.float32).reshape(-1, 1, 1)
+    z = rng.integers(0, 16, g.block_rows).reshape(-1, 1, 1) if zeros else None
+    plan = kernels.affine_plan(g, "uint4", scales, z)
+    flat = codes.reshape(-1)
+    data = (flat[0::2] | flat[1::2] << 4).astype(np.uint8)
+    per_row = codes.reshape(g.block_rows, block, 1).astype(np.float32)
+    expected = ((per_row - (0 if z is None else z)) * scales).reshape(g.before, g.padded, g.after)[:, : g.extent]
+    return plan, data, expected.reshape(shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("zeros", [True, False])
+@pytest.mark.parametrize("budget", [5, 8, 1 << 17])
+def test_run_writes_the_formula(monkeypatch: pytest.MonkeyPatch, zeros: bool, budget: int) -> None:
+    monkeypatch.setattr(kernels, "CHUNK_ELEMENTS", budget)
+    plan, data, expected = _uint4_case(zeros=zeros)
+    seen: list[tuple[int, int]] = []
+    out = kernels.run(plan, "uint4", np.full(expected.shape, np.nan, np.float32), data=data, threads=1,
+                      progress=lambda done, total: seen.append((done, total)))
+    assert np.array_equal(out, expected)
+    assert seen[-1] == (32, 32) and [d for d, _ in seen] == sorted({d for d, _ in seen})
+
+
+def test_run_takes_the_per_byte_table_for_whole_byte_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Block rows of 4 four-bit codes (2 bytes) sharing their zero point: every chunk is one
+    take of the packed table per byte, none goes element by element."""
+    def no_codes(*args: object) -> None:
+        raise AssertionError("a chunk went element by element")
+
+    monkeypatch.setattr(kernels, "_from_codes", no_codes)
+    for zeros in (True, False):
+        plan, data, expected = _uint4_case(zeros=zeros)
+        assert np.array_equal(kernels.run(plan, "uint4", np.empty(expected.shape, np.float32), data=data,
+                                          threads=1), expected)
+
+
+def test_run_goes_element_by_element_when_a_chunk_splits_a_byte(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blocks of 3 four-bit codes: block rows do not end on a byte, keyed chunks cannot take bytes."""
+    calls: list[int] = []
+    real = kernels._from_bytes
+
+    def counted(*args: object) -> None:
+        calls.append(1)
+        real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(kernels, "_from_bytes", counted)
+    plan, data, expected = _uint4_case(shape=(4, 6), block=3)
+    assert np.array_equal(kernels.run(plan, "uint4", np.empty(expected.shape, np.float32), data=data, threads=1),
+                          expected)
+    assert calls == []
+
+
+def test_run_on_threads_gives_the_same_values_and_counts_every_element(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kernels, "CHUNK_ELEMENTS", 4)
+    plan, data, expected = _uint4_case(shape=(8, 8))
+    seen: list[int] = []
+    out = kernels.run(plan, "uint4", np.empty(expected.shape, np.float32), data=data, threads=3,
+                      progress=lambda done, total: seen.append(done))
+    assert np.array_equal(out, expected) and max(seen) == 64 and len(seen) == 64 // (4 * kernels.LARGE_CHUNKS)
+
+
+def test_run_needs_data_or_codes() -> None:
+    plan, _, expected = _uint4_case()
+    with pytest.raises(ArgumentError) as info:
+        kernels.run(plan, "uint4", np.empty(expected.shape, np.float32))
+    assert (info.value.path, info.value.expected) == ("data", "one of them")
+
+
+def test_a_failing_chunk_on_a_thread_is_raised_in_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kernels, "CHUNK_ELEMENTS", 4)
+    plan, data, expected = _uint4_case(shape=(8, 8))
+
+    def fail(*args: object) -> None:
+        raise ZeroDivisionError("chunk")
+
+    monkeypatch.setattr(kernels, "_from_bytes", fail)
+    with pytest.raises(ZeroDivisionError, match="chunk"):
+        kernels.run(plan, "uint4", np.empty(expected.shape, np.float32), data=data, threads=2)

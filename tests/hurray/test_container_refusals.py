@@ -16,7 +16,7 @@ import pytest
 
 from hurray_decl.declare.schema import field_offsets
 from hurray_decl.declare.trace import trace
-from hurray_decl.errors import HurrayDeclError
+from hurray_decl.errors import ArgumentError, HurrayDeclError
 from hurray_decl.hurray import container
 from hurray_decl.hurray.container import open_container, read_container, reader, validate_container
 from hurray_decl.hurray.container.crc import crc32c
@@ -371,3 +371,15 @@ def test_a_nonzero_padding_byte_is_refused_at_its_offset(gap: str) -> None:
             validate_container(data[:at] + b"\x5A" + data[at + 1:])
         err = info.value
         assert (err.code, err.path, err.offset, err.actual, err.expected) == (code, path, at, "0x5A", "0x00")
+
+
+def test_asking_a_plain_tensor_for_its_composite_is_an_argument_error() -> None:
+    c = open_container((FILES / "basic.hrry").read_bytes())
+    name = c.names[0]
+    with pytest.raises(ArgumentError) as info:
+        c.composite(name)
+    assert (info.value.path, info.value.actual, info.value.expected) == ("name", name, "a tensor with layout 0x0B")
+    with pytest.raises(ArgumentError) as info:
+        c.tensor("no such tensor")
+    assert (info.value.path, info.value.actual) == ("name", "no such tensor")
+    assert info.value.expected == ", ".join(c.names)

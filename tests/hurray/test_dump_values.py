@@ -158,3 +158,10 @@ def test_dumps_are_strict_unless_told_otherwise() -> None:
     opaque = bytes([0xF0, 0x01, 0x00, 0x00])
     assert hd.dump(opaque, kind="quantization").error is not None
     assert hd.dump(opaque, kind="quantization", permissive=True).error is None
+
+
+def test_an_input_too_short_for_any_field_is_undecoded_from_its_first_byte() -> None:
+    for data in (b"\x48", b"\x48\x52\x52"):
+        dump = hd.tensor_dump(data)
+        assert dump.rows == [Row(0, len(data), data.hex(" ").upper(), UNDECODED, "")]
+        assert dump.error is not None and (dump.error.code, dump.error.offset) == ("HT-HDR-08", len(data))

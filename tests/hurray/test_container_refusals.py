@@ -383,3 +383,15 @@ def test_asking_a_plain_tensor_for_its_composite_is_an_argument_error() -> None:
         c.tensor("no such tensor")
     assert (info.value.path, info.value.actual) == ("name", "no such tensor")
     assert info.value.expected == ", ".join(c.names)
+
+
+def test_a_container_is_read_from_bytes_like_objects_only() -> None:
+    for wrong in (42, "HRRYFILE", None):
+        with pytest.raises(ArgumentError) as info:
+            open_container(wrong)
+        err = info.value
+        assert (err.path, err.actual, err.expected) == ("data", type(wrong).__name__, "bytes, memoryview or mmap")
+        assert err.detail == "a container is read from a bytes-like object"
+    with pytest.raises(HurrayDeclError) as short:
+        open_container(memoryview(b"HRRY"))
+    assert (short.value.code, short.value.offset, short.value.actual) == ("HF-HDR-03", 0, "4 bytes")

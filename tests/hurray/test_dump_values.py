@@ -165,3 +165,13 @@ def test_an_input_too_short_for_any_field_is_undecoded_from_its_first_byte() -> 
         dump = hd.tensor_dump(data)
         assert dump.rows == [Row(0, len(data), data.hex(" ").upper(), UNDECODED, "")]
         assert dump.error is not None and (dump.error.code, dump.error.offset) == ("HT-HDR-08", len(data))
+
+
+def test_writer_padding_inside_a_descriptor_is_named_under_its_payload() -> None:
+    data = vector("quant_per_block_int4_128x128.bin")
+    _, payload = field_span(data, "quantization")  # the payload ends the descriptor
+    padded = with_field(with_field(data + bytes(4), "quantization_length", payload + 4), "descriptor_length",
+                        len(data) + 4)
+    rows = hd.tensor_dump(padded).rows
+    assert hd.tensor_dump(padded).error is None
+    assert rows[-1] == Row(len(data), 4, "00 00 00 00", "quantization.padding", "00 00 00 00")

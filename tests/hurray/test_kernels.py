@@ -306,3 +306,53 @@ def test_a_failing_chunk_on_a_thread_is_raised_in_the_caller(monkeypatch: pytest
     monkeypatch.setattr(kernels, "_from_bytes", fail)
     with pytest.raises(ZeroDivisionError, match="chunk"):
         kernels.run(plan, "uint4", np.empty(expected.shape, np.float32), data=data, threads=2)
+
+
+def test_workers_are_the_usable_cores_at_most_four(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delattr(kernels.os, "process_cpu_count", raising=False)
+    for cores, expected in ((3, 3), (1, 1), (16, 4), (None, 1)):
+        monkeypatch.setattr(kernels.os, "cpu_count", lambda cores=cores: cores)
+        assert kernels.workers() == expected
+
+
+def test_one_thread_takes_chunks_of_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kernels, "CHUNK_ELEMENTS", 8)
+    plan, data, expected = _uint4_case()
+    seen: list[int] = []
+    kernels.run(plan, "uint4", np.empty(expected.shape, np.float32), data=data, threads=1,
+                progress=lambda done, total: seen.append(done))
+    assert seen == [8, 16, 24, 32]
+
+
+def test_parameters_are_repeated_by_broadcast_copies_only_on_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """np.repeat holds the GIL, so threads expand parameters by a broadcast copy; one thread keeps np.repeat."""
+    calls: list[int] = []
+    real = kernels.broadcast_repeat
+
+    def counted(values: np.ndarray, count: int) -> np.ndarray:
+        calls.append(count)
+        return real(values, count)
+
+    monkeypatch.setattr(kernels, "broadcast_repeat", counted)
+    monkeypatch.setattr(kernels, "CHUNK_ELEMENTS", 8)
+    plan, data, expected = _uint4_case(shape=(8, 8))
+    assert np.array_equal(kernels.run(plan, "uint4", np.empty(expected.shape, np.float32), data=data, threads=1),
+                          expected) and calls == []
+    assert np.array_equal(kernels.run(plan, "uint4", np.empty(expected.shape, np.float32), data=data, threads=2),
+                          expected) and calls
+
+
+def test_a_shared_one_key_byte_table_is_read_two_bytes_per_take(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+    real = kernels.pair_table
+
+    def counted(table: np.ndarray) -> np.ndarray:
+        calls.append(table.shape[1])
+        return real(table)
+
+    monkeypatch.setattr(kernels, "pair_table", counted)
+    g = Geometry((4, 8), 1, 1)
+    plan = kernels.Plan(g, table=kernels.code_values("int8")[None])
+    data = np.arange(32, dtype=np.uint8) * 7
+    out = kernels.run(plan, "int8", np.empty((4, 8), np.float32), data=data, threads=1)
+    assert np.array_equal(out.reshape(-1), data.view(np.int8).astype(np.float32)) and calls == [256]

@@ -4,6 +4,8 @@ byte tables, zero-point folding, parameter rows, the affine arithmetic and round
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -309,9 +311,9 @@ def test_a_failing_chunk_on_a_thread_is_raised_in_the_caller(monkeypatch: pytest
 
 
 def test_workers_are_the_usable_cores_at_most_four(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delattr(kernels.os, "process_cpu_count", raising=False)
+    monkeypatch.delattr(os, "process_cpu_count", raising=False)
     for cores, expected in ((3, 3), (1, 1), (16, 4), (None, 1)):
-        monkeypatch.setattr(kernels.os, "cpu_count", lambda cores=cores: cores)
+        monkeypatch.setattr(os, "cpu_count", lambda cores=cores: cores)
         assert kernels.workers() == expected
 
 
@@ -331,7 +333,8 @@ def test_parameters_are_repeated_by_broadcast_copies_only_on_threads(monkeypatch
 
     def counted(values: np.ndarray, count: int) -> np.ndarray:
         calls.append(count)
-        return real(values, count)
+        repeated: np.ndarray = real(values, count)
+        return repeated
 
     monkeypatch.setattr(kernels, "broadcast_repeat", counted)
     monkeypatch.setattr(kernels, "CHUNK_ELEMENTS", 8)
@@ -348,7 +351,8 @@ def test_a_shared_one_key_byte_table_is_read_two_bytes_per_take(monkeypatch: pyt
 
     def counted(table: np.ndarray) -> np.ndarray:
         calls.append(table.shape[1])
-        return real(table)
+        pairs: np.ndarray = real(table)
+        return pairs
 
     monkeypatch.setattr(kernels, "pair_table", counted)
     g = Geometry((4, 8), 1, 1)

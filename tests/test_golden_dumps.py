@@ -20,7 +20,9 @@ from pathlib import Path
 import pytest
 
 from hurray_decl.dump.rows import render
+from hurray_decl.errors import HurrayDeclError
 from hurray_decl.hurray import dump as hurray_dump
+from hurray_decl.hurray.container import validate_container
 from hurray_decl.hurray.container.dump import container_dump
 from hurray_decl.hurray.tensor.fields import with_field
 from hurray_decl.onnx_light import dump as onnx_light_dump
@@ -102,8 +104,27 @@ def test_dump_matches_its_golden_file(case: str, fmt: str) -> None:
     assert text == expected, f"{case} ({fmt}) differs from tests/golden/{path.name}"
 
 
+def test_container_refusals_match_their_golden_file() -> None:
+    """Each invalid shared container's refusal, as a user reads it: code, path, offset, message,
+    actual and expected, one line per file."""
+    lines = []
+    for path in sorted((CONFORMANCE / "files").glob("i*.hrry")):
+        try:
+            validate_container(path.read_bytes())
+        except HurrayDeclError as err:
+            lines.append(f"{path.name}: {err}")
+        else:
+            lines.append(f"{path.name}: valid")
+    text = "\n".join(lines) + "\n"
+    golden = GOLDEN / "container-refusals.txt"
+    if REGENERATE:
+        golden.write_text(text, encoding="utf-8", newline="\n")
+        pytest.skip(f"regenerated {golden.name}")
+    assert text == golden.read_text(encoding="utf-8")
+
+
 def test_every_golden_file_belongs_to_a_case() -> None:
-    names = {f"{case}.{ext}" for case in CASES for ext in FORMATS.values()}
+    names = {f"{case}.{ext}" for case in CASES for ext in FORMATS.values()} | {"container-refusals.txt"}
     assert sorted(p.name for p in GOLDEN.iterdir()) == sorted(names)
 
 

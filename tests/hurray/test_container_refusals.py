@@ -395,3 +395,25 @@ def test_a_container_is_read_from_bytes_like_objects_only() -> None:
     with pytest.raises(HurrayDeclError) as short:
         open_container(memoryview(b"HRRY"))
     assert (short.value.code, short.value.offset, short.value.actual) == ("HF-HDR-03", 0, "4 bytes")
+
+
+def test_a_head_with_data_is_hf_data_07_at_its_data_length() -> None:
+    data = (FILES / "v07-composite-spec-placement.hrry").read_bytes()
+    f = Layout(data)
+    head = open_container(data).names[0]
+    with pytest.raises(HurrayDeclError) as info:
+        open_container(_patched(data, {f.entry(0, "data_length"): (8, 8)})).tensor(head)
+    err = info.value
+    assert (err.code, err.path, err.offset) == ("HF-DATA-07", "file -> index -> entries -> 0 -> data_length",
+                                                f.entry(0, "data_length"))
+    assert (err.actual, err.expected) == (8, 0)
+
+
+@pytest.mark.parametrize("size", [9, 20, 63])
+def test_a_file_cut_inside_its_header_is_hf_hdr_18_at_its_end(size: int) -> None:
+    data = (FILES / "v04-no-tensors.hrry").read_bytes()
+    with pytest.raises(HurrayDeclError) as info:
+        open_container(data[:size])
+    err = info.value
+    assert (err.code, err.path, err.offset, err.actual) == ("HF-HDR-18", "file -> header", size,
+                                                            f"{size} bytes in the section")

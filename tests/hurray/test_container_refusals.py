@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
 
 from hurray_decl.declare.schema import field_offsets
 from hurray_decl.declare.trace import trace
@@ -32,6 +34,7 @@ from hurray_decl.hurray.container.declarations import (
     FileFlag,
 )
 from hurray_decl.hurray.container.reader import Container, align
+from hurray_decl.hurray.container.strategies import invalid_containers
 from hurray_decl.hurray.container.writer import write_container
 from hurray_decl.hurray.tensor import BufferHandle, CompositeHead, TensorDescriptor
 from hurray_decl.hurray.tensor.fields import field_span
@@ -417,3 +420,68 @@ def test_a_file_cut_inside_its_header_is_hf_hdr_18_at_its_end(size: int) -> None
     err = info.value
     assert (err.code, err.path, err.offset, err.actual) == ("HF-HDR-18", "file -> header", size,
                                                             f"{size} bytes in the section")
+
+
+# ---------------------------------------------------------------- level V refusals, exactly
+
+def _entries_end(data: bytes, count_declaration: Any, entry_declaration: Any, start: int, end: int) -> int:
+    """Where the entries of a section end, traced through their declarations."""
+    spans, _ = trace(count_declaration, data[start:end], base=start)
+    position = spans[0].offset + spans[0].size
+    for _ in range(spans[0].value):
+        fields, _ = trace(entry_declaration, data[position:end], base=position)
+        position = max(s.offset + s.size for s in fields)
+    return position
+
+
+def _where_v(rule: str, data: bytes, err: HurrayDeclError) -> tuple[str, int, str]:
+    """(path, offset, detail) a level-V refusal of ``rule`` must carry in ``data``."""
+    f = Layout(data)
+    index, index_length = f._trailer_value("index_offset"), f._trailer_value("index_length")
+    kv, kv_length = f._trailer_value("kv_offset"), f._trailer_value("kv_length")
+    region = "the section does not start where the tensor region ends"
+    if rule == "HF-IDX-06":
+        assert (err.actual, err.expected) == (index + index_length, len(data) - TRAILER_LENGTH)
+        return ("file -> trailer -> index_length", f.trailer("index_length"),
+                "the index does not end where the trailer begins")
+    if rule == "HF-IDX-07" and kv_length:  # after a KV section: at align8 of its end
+        assert (err.actual, err.expected) == (index, align(kv + kv_length, 8))
+        return ("file -> trailer -> index_offset", f.trailer("index_offset"),
+                "the index does not start at align8(end of the KV section)")
+    if rule == "HF-IDX-07":
+        return "file -> trailer -> index_offset", f.trailer("index_offset"), region
+    if rule == "HF-META-20":
+        return "file -> trailer -> kv_offset", f.trailer("kv_offset"), region
+    if rule == "HF-IDX-10":
+        end = _entries_end(data, INDEX_COUNT, INDEX_ENTRY, index, index + index_length)
+        assert (err.actual, err.expected) == (f"{index + index_length - end} bytes", "0 bytes")
+        return "file -> index", end, "bytes are left inside index_length after the entries (minor 0)"
+    if rule == "HF-META-08":
+        end = _entries_end(data, KV_COUNT, KV_ENTRY, kv, kv + kv_length)
+        assert (err.actual, err.expected) == (f"{kv + kv_length - end} bytes", "0 bytes")
+        return "file -> kv", end, "bytes are left inside kv_length after the entries (minor 0)"
+    if rule == "HF-META-11":
+        i = int(err.path.split(" -> ")[3])
+        return f"file -> kv -> entries -> {i} -> key", f.kv(i, "key"), "two KV entries have the same key"
+    if rule == "HF-HDR-16":
+        count = f.u(index, 8)
+        assert err.expected == f"{count} or 0xFFFFFFFFFFFFFFFF"
+        return ("file -> header -> tensor_count_hint", f.header("tensor_count_hint"),
+                "tensor_count_hint is neither unknown nor the entry count")
+    raise AssertionError(rule)
+
+
+@pytest.mark.parametrize("rule", ["HF-IDX-06", "HF-IDX-07", "HF-META-20", "HF-IDX-10", "HF-META-08", "HF-META-11",
+                                  "HF-HDR-16"])
+def test_whole_file_refusals_carry_their_field_offset_and_words(rule: str) -> None:
+    @settings(max_examples=4)
+    @given(mutant=invalid_containers(rule))
+    def check(mutant: tuple[bytes, str, str]) -> None:
+        data, _, code = mutant
+        with pytest.raises(HurrayDeclError) as info:
+            validate_container(data)
+        err = info.value
+        assert err.code == code == rule
+        assert (err.path, err.offset, err.detail) == _where_v(rule, data, err)
+
+    check()

@@ -9,10 +9,11 @@ import pytest
 
 from hurray_decl.declare.schema import compiled, field_offsets
 from hurray_decl.errors import HurrayDeclError
-from hurray_decl.hurray.tensor import OpaqueLayout, read_tensor_descriptor, write_tensor_descriptor
+from hurray_decl.hurray.tensor import OpaqueLayout, Shard, read_tensor_descriptor, write_tensor_descriptor
 from hurray_decl.hurray.tensor import descriptor as declaration
 from hurray_decl.hurray.tensor.fields import field_span, with_field, with_length
 from hurray_decl.hurray.tensor.header import HEADER, HEADER_LENGTH
+from hurray_decl.hurray.tensor.sections import Statistics
 from tests.hurray.tensor_support import dense, vector
 
 QUANTIZED = "quant_per_block_int4_128x128.bin"  # two buffers, a per-block payload
@@ -145,3 +146,15 @@ def test_the_declaration_compiles_and_its_checkpoints_take_no_bytes() -> None:
         == field_offsets(HEADER)
     assert field_offsets(declaration.DESCRIPTOR.subcon)["shape"][0] == HEADER_LENGTH
 
+
+
+def test_the_optional_sections_are_read_back() -> None:
+    sharded = read_tensor_descriptor(vector("sharded_f32_8x4.bin"))  # column offset 4 of an [8, 8] parent
+    assert sharded.shard is not None and sharded.shard.parent_shape == (8, 8) and sharded.shard.shard_offset == (0, 4)
+    assert sharded.statistics is None and sharded.quantization is None
+    stats = Statistics(computed_mask=0, nnz=7, value_min=5.0, value_max=-5.0)
+    shard = Shard(parent_shape=(6, 4), shard_offset=(3, 0))
+    for d in (dense(statistics=stats), dense(shard=shard), dense(shard=shard, statistics=stats)):
+        back = read_tensor_descriptor(write_tensor_descriptor(d))
+        assert (back.shard, back.statistics) == (d.shard, d.statistics)
+        assert declaration.parse_fast(write_tensor_descriptor(d), False) == back

@@ -409,7 +409,7 @@ def test_a_head_with_data_is_hf_data_07_at_its_data_length() -> None:
     err = info.value
     assert (err.code, err.path, err.offset) == ("HF-DATA-07", "file -> index -> entries -> 0 -> data_length",
                                                 f.entry(0, "data_length"))
-    assert (err.actual, err.expected) == (8, 0)
+    assert (err.actual, err.expected, err.detail) == (8, 0, "a tensor without buffers has data_length 0")
 
 
 @pytest.mark.parametrize("size", [9, 20, 63])
@@ -485,3 +485,43 @@ def test_whole_file_refusals_carry_their_field_offset_and_words(rule: str) -> No
         assert (err.path, err.offset, err.detail) == _where_v(rule, data, err)
 
     check()
+
+
+def test_field_offsets_of_index_entries_are_the_declarations() -> None:
+    data = (FILES / "v05-align8192-sorted-u64.hrry").read_bytes()
+    c, f = open_container(data), Layout(data)
+    for i in range(len(c.entries)):
+        assert c.locate(c.names[i]) == f.entry_named(c.names[i])
+        for field in (sub.name for sub in INDEX_ENTRY.subcons):
+            assert c.field_offset(i, field) == f.entry(i, field), (i, field)
+
+
+def test_unknown_names_list_the_first_twenty_tensors() -> None:
+    t = TensorDescriptor(type_tag=0x10, shape=(1,), buffers=(BufferHandle(byte_size=1),))
+    names = [f"t{i:02d}" for i in range(21)]
+    c = open_container(write_container([(n, t, [b"\x00"]) for n in names]))
+    with pytest.raises(ArgumentError) as info:
+        c.entry("t21")
+    assert info.value.expected == ", ".join(names[:20])
+
+
+def test_exactly_the_magic_is_cut_inside_the_header_not_short_of_the_magic() -> None:
+    with pytest.raises(HurrayDeclError) as info:
+        open_container(b"HRRYFILE")
+    assert (info.value.code, info.value.path, info.value.offset) == ("HF-HDR-18", "file -> header", 8)
+    with pytest.raises(HurrayDeclError) as info:
+        open_container(b"HRRYFIL")
+    assert (info.value.code, info.value.path, info.value.offset) == ("HF-HDR-03", "file -> header -> magic", 0)
+
+
+def test_a_misaligned_descriptor_offset_is_hf_data_02() -> None:
+    data = _file()
+    f = Layout(data)
+    off = f.u(f.entry(1, "descriptor_offset"), 8)
+    with pytest.raises(HurrayDeclError) as info:
+        open_container(_patched(data, {f.entry(1, "descriptor_offset"): (off + 4, 8)})).tensor("b")
+    err = info.value
+    assert (err.code, err.path, err.offset) == ("HF-DATA-02", "file -> index -> entries -> 1 -> descriptor_offset",
+                                                f.entry(1, "descriptor_offset"))
+    assert (err.actual, err.expected) == (off + 4, "a multiple of 8")
+    assert err.detail == "a descriptor_offset is not 8-aligned"

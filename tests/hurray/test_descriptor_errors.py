@@ -100,6 +100,7 @@ def test_the_writer_fills_descriptor_length_and_refuses_a_wrong_one() -> None:
         write_tensor_descriptor(d.model_copy(update={"descriptor_length": len(raw) + 8}))
     assert (info.value.code, info.value.path) == ("HT-HDR-09", "descriptor -> descriptor_length")
     assert (info.value.actual, info.value.expected) == (len(raw) + 8, len(raw))
+    assert info.value.detail == "descriptor_length disagrees with the sections it holds"
 
 
 def test_an_unrecognised_layout_keeps_its_bytes_only_when_permissive() -> None:

@@ -186,6 +186,9 @@ def test_affine_calibration() -> None:
     below = float((scales[:1].view(np.uint32) - 1).view(np.float32)[0])
     assert float(scales[0]) >= 4 / 254 > below  # (max - min) / (qmax - qmin - 1), rounded up
     assert zeros[0] == -np.floor(-1.0 / float(scales[0]))
+    scales, zeros = kernels.affine_calibration(np.array([-1.0]), np.array([3.0]), "int8", False)
+    below = float((scales[:1].view(np.uint32) - 1).view(np.float32)[0])
+    assert float(scales[0]) >= 4 / 254 > below and zeros[0] == -128 - np.floor(-1.0 / float(scales[0]))
     scales, zeros = kernels.affine_calibration(np.array([1.0]), np.array([2.0]), "uint4", False)
     assert float(scales[0]) >= 2 / 14 and zeros[0] == 0  # the range always holds 0
     with pytest.raises(RuleViolation) as info:

@@ -9,7 +9,15 @@ import pytest
 
 from hurray_decl.declare.schema import compiled, field_offsets
 from hurray_decl.errors import HurrayDeclError
-from hurray_decl.hurray.tensor import OpaqueLayout, Shard, read_tensor_descriptor, write_tensor_descriptor
+from hurray_decl.hurray.tensor import (
+    BufferHandle,
+    ExtensionType,
+    OpaqueLayout,
+    Shard,
+    TensorDescriptor,
+    read_tensor_descriptor,
+    write_tensor_descriptor,
+)
 from hurray_decl.hurray.tensor import descriptor as declaration
 from hurray_decl.hurray.tensor.fields import field_span, with_field, with_length
 from hurray_decl.hurray.tensor.header import HEADER, HEADER_LENGTH
@@ -159,3 +167,11 @@ def test_the_optional_sections_are_read_back() -> None:
         back = read_tensor_descriptor(write_tensor_descriptor(d))
         assert (back.shard, back.statistics) == (d.shard, d.statistics)
         assert declaration.parse_fast(write_tensor_descriptor(d), False) == back
+
+
+def test_an_extension_type_is_read_back() -> None:
+    d = TensorDescriptor(type_tag=0xF0, shape=(4,), buffers=(BufferHandle(byte_size=4),),
+                         extension_type=ExtensionType(bit_width=8, is_signed=1))
+    raw = write_tensor_descriptor(d)
+    back = read_tensor_descriptor(raw)
+    assert back.extension_type == d.extension_type and declaration.parse_fast(raw, False) == back

@@ -363,3 +363,28 @@ def test_a_shared_one_key_byte_table_is_read_two_bytes_per_take(monkeypatch: pyt
     data = np.arange(32, dtype=np.uint8) * 7
     out = kernels.run(plan, "int8", np.empty((4, 8), np.float32), data=data, threads=1)
     assert np.array_equal(out.reshape(-1), data.view(np.int8).astype(np.float32)) and calls == [256]
+
+
+def test_two_bit_codes_take_the_per_byte_table_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Block rows of 8 two-bit codes (2 bytes) sharing their zero point: one take per byte."""
+    def no_codes(*args: object) -> None:
+        raise AssertionError("a chunk went element by element")
+
+    monkeypatch.setattr(kernels, "_from_codes", no_codes)
+    rng = np.random.default_rng(2)
+    g = Geometry((3, 16), 1, 8)
+    codes = rng.integers(0, 4, (3, 16))
+    scales = np.array([0.5, 1.0, -2.0, 0.25, 4.0, 1.5], np.float32).reshape(-1, 1, 1)
+    zeros = rng.integers(0, 4, 6).reshape(-1, 1, 1)
+    flat = codes.reshape(-1)
+    data = (flat[0::4] | flat[1::4] << 2 | flat[2::4] << 4 | flat[3::4] << 6).astype(np.uint8)
+    expected = ((codes.reshape(6, 8, 1) - zeros) * scales).reshape(3, 16).astype(np.float32)
+    out = kernels.run(kernels.affine_plan(g, "uint2", scales, zeros), "uint2", np.empty((3, 16), np.float32),
+                      data=data, threads=1)
+    assert np.array_equal(out, expected)
+
+
+def test_a_zero_chunk_budget_still_takes_one_element_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kernels, "CHUNK_ELEMENTS", 0)
+    g = Geometry((2, 3), 1, 1)
+    assert [(b.start, b.stop) for b in kernels.boxes(g, 8)] == [(i, i + 1) for i in range(6)]

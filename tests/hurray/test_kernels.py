@@ -173,7 +173,7 @@ def test_block_order_and_block_rows() -> None:
 
 def test_integer_ranges() -> None:
     assert kernels.integer_range("int4") == (-8, 7) and kernels.integer_range("uint8") == (0, 255)
-    with pytest.raises(ValueError, match="float32 is not an integer type"):
+    with pytest.raises(ValueError, match=r"^float32 is not an integer type$"):
         kernels.integer_range("float32")
 
 

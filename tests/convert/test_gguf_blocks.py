@@ -133,23 +133,71 @@ from hurray_decl.convert import BlockParts
 from hurray_decl.errors import HurrayDeclError
 
 
+def _check_whole(convert, name, shape, data, result, err):
+    """A right-sized input of a known type converts to gguf's values bit for bit, or is refused
+    for a reason its bytes show: a scale or offset that is not finite, a form Hurray cannot hold."""
+    row = GGUF_TYPES[name]
+    with np.errstate(all="ignore"):
+        expected = gguf.quants.dequantize(np.frombuffer(data, dtype=np.uint8), Q[name]).reshape(-1)
+        split = sub_blocks(data, name, shape)
+    finite = np.isfinite(split.scales).all() and (split.offsets is None or np.isfinite(split.offsets).all())
+    if err is None:
+        decoded = hd.dequantize(*result) if convert is hd.from_gguf else dequantize_value(result)
+        assert np.array_equal(bits(decoded), bits(expected)), f"{convert.__name__} {name} differs from gguf"
+        return
+    if convert is hd.from_gguf:
+        reasons = {"HQ-HDR-09": row.two_level, "HQ-PB-12": not finite, "HQ-PB-13": bool((split.scales == 0).any()),
+                   "HQ-PB-22": split.offsets is not None}
+    else:
+        reasons = {"OL-PLAN-10": not np.isfinite(split.scales).all(),
+                   "OL-PLAN-13": split.offsets is not None and not np.isfinite(split.offsets).all()}
+    assert reasons.get(err.code), f"{convert.__name__} {name} refused {err.code} without its reason: {err}"
+
+
+@pytest.mark.parametrize("name", list(GGUF_TYPES))
+def test_random_right_sized_blocks_convert_exactly_or_are_refused_for_their_reason(name):
+    """The fuzz test below rarely draws a right-sized input; these are all right-sized."""
+    row = GGUF_TYPES[name]
+    rng = np.random.default_rng(len(name))
+    outcomes = set()
+    for shape in [(1, row.elements), (3, 2 * row.elements), (2, 1, row.elements)] * 3:
+        size = int(np.prod(shape)) // row.elements * row.record.itemsize
+        data = rng.integers(0, 256, size, dtype=np.uint8).tobytes()
+        for convert in (hd.from_gguf, gguf_to_onnx_light):
+            try:
+                result, error = convert(data, name, shape), None
+            except HurrayDeclError as err:
+                result, error = None, err
+            _check_whole(convert, name, shape, data, result, error)
+            outcomes.add((convert.__name__, "ok" if error is None else error.code))
+    assert ("gguf_to_onnx_light", "ok") in outcomes  # some inputs of each type convert
+    assert ("from_gguf", "ok") in outcomes or row.two_level or name in ("Q4_1", "Q5_1")
+
+
 @settings(max_examples=80)
 @given(name=st.sampled_from(list(GGUF_TYPES) + ["Q5_0", "F32", 7, None]),
        shape=st.lists(st.integers(0, 600), min_size=0, max_size=3),
        data=st.binary(max_size=2000), whole=st.booleans())
 def test_gguf_converters_take_any_bytes(name, shape, data, whole):
     row = GGUF_TYPES.get(name) if isinstance(name, str) else None
+    if whole and row is not None and shape:  # whole blocks along the last axis, at most 3 of them per row
+        shape = shape[:-1] + [shape[-1] % 4 * row.elements]
     small = int(np.prod(shape)) <= 1 << 15
-    if whole and small and row is not None and shape and shape[-1] % row.elements == 0:  # the right size: decode
+    right = whole and small and row is not None and bool(shape)
+    if right:  # the right size: decode
         size = int(np.prod(shape)) // row.elements * row.record.itemsize
         data = (data * (size // max(len(data), 1) + 1))[:size] if data else bytes(size)
     for convert in (hd.from_gguf, gguf_to_onnx_light):
+        result, error = None, None
         try:
             result = convert(data, name, shape)
         except HurrayDeclError as err:
             assert err.code and str(err)
+            error = err
         else:
             assert result is not None
+        if right and int(np.prod(shape)):
+            _check_whole(convert, name, shape, data, result, error)
 
 
 @settings(max_examples=80)

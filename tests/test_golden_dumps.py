@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from hurray_decl.dump.rows import render
+from hurray_decl.dump.render import render
 from hurray_decl.errors import HurrayDeclError
 from hurray_decl.hurray import dump as hurray_dump
 from hurray_decl.hurray.container import validate_container

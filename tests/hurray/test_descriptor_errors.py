@@ -15,10 +15,10 @@ from hurray_decl.hurray.tensor import (
     OpaqueLayout,
     Shard,
     TensorDescriptor,
+    descriptor as declaration,
     read_tensor_descriptor,
     write_tensor_descriptor,
 )
-from hurray_decl.hurray.tensor import descriptor as declaration
 from hurray_decl.hurray.tensor.fields import field_span, with_field, with_length
 from hurray_decl.hurray.tensor.header import HEADER, HEADER_LENGTH
 from hurray_decl.hurray.tensor.sections import Statistics

@@ -22,6 +22,6 @@ from hurray_decl.hurray.container.reader import (
 )
 
 __all__ = [
-    "Composite", "Container", "FileFlag", "FileHeader", "IndexEntry", "KVTag", "KVValue", "Placement", "Skipped", "Tensor",
-    "Trailer", "crc32c", "is_container", "open_container", "read_container", "validate_container",
+    "Composite", "Container", "FileFlag", "FileHeader", "IndexEntry", "KVTag", "KVValue", "Placement", "Skipped",
+    "Tensor", "Trailer", "crc32c", "is_container", "open_container", "read_container", "validate_container",
 ]

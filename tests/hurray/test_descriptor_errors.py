@@ -20,7 +20,7 @@ from hurray_decl.hurray.tensor import (
     write_tensor_descriptor,
 )
 from hurray_decl.hurray.tensor.fields import field_span, with_field, with_length
-from hurray_decl.hurray.tensor.header import HEADER, HEADER_LENGTH
+from hurray_decl.hurray.tensor.header import HEADER, HEADER_LENGTH, MAGIC, PREAMBLE_LENGTH
 from hurray_decl.hurray.tensor.sections import Statistics
 from tests.hurray.tensor_support import dense, vector
 
@@ -131,9 +131,9 @@ def test_the_fast_parses_agree_with_the_traced_one() -> None:
         fast = declaration.parse_fast(data + b"\x00", False)
         _, traced, error = declaration.parse_traced(data, False)
         assert error is None and fast is not None and fast == traced
-        assert declaration.preamble_fast(data[:10], False) == len(data)
+        assert declaration.preamble_fast(data[:PREAMBLE_LENGTH], False) == len(data)
     assert declaration.parse_fast(vector(QUANTIZED)[:-1], False) is None
-    assert declaration.preamble_fast(b"HRRX" + vector(DENSE)[4:10], False) is None
+    assert declaration.preamble_fast(b"HRRX" + vector(DENSE)[len(MAGIC):PREAMBLE_LENGTH], False) is None
     _, none, error = declaration.parse_traced(vector(QUANTIZED)[:-1], False)
     assert none is None and error is not None and error.offset == len(vector(QUANTIZED)) - 1
 

@@ -388,3 +388,13 @@ def test_a_zero_chunk_budget_still_takes_one_element_at_a_time(monkeypatch: pyte
     monkeypatch.setattr(kernels, "CHUNK_ELEMENTS", 0)
     g = Geometry((2, 3), 1, 1)
     assert [(b.start, b.stop) for b in kernels.boxes(g, 8)] == [(i, i + 1) for i in range(6)]
+
+
+@pytest.mark.parametrize("per", [3, 4, 8, 12, 20])
+def test_keyed_index_ors_each_rows_key_into_its_bytes(per: int) -> None:
+    """``base[r] | byte`` for every byte of row r, with rows of 12 and 20 bytes too (three and five
+    packed four-key copies, where a wrong repeat count shows)."""
+    base = (np.array([3, 7], dtype=np.uint16) << np.uint16(8)).astype(np.uint16)
+    raw = (np.arange(2 * per) * 37 % 256).astype(np.uint8)
+    got = kernels._keyed_index(base, raw, np.repeat)
+    assert got.tolist() == (np.repeat(base, per) | raw).tolist()

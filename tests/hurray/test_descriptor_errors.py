@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from hurray_decl.declare.schema import compiled, field_offsets
-from hurray_decl.errors import HurrayDeclError
+from hurray_decl.declare.trace import positions_of
+from hurray_decl.errors import HurrayDeclError, RuleViolation
 from hurray_decl.hurray.tensor import (
     BufferHandle,
     ExtensionType,
@@ -175,3 +176,26 @@ def test_an_extension_type_is_read_back() -> None:
     raw = write_tensor_descriptor(d)
     back = read_tensor_descriptor(raw)
     assert back.extension_type == d.extension_type and declaration.parse_fast(raw, False) == back
+
+
+@pytest.mark.parametrize(("path", "field"), [
+    ("descriptor -> buffers -> 1 -> reserved", "buffers.1.reserved"),  # a field the parse recorded
+    ("descriptor -> buffers -> 1 -> reserved -> [2]", "buffers.1.reserved"),  # inside it: four of five parts
+    ("descriptor -> quantization -> block_size -> x -> y", "quantization.block_size"),  # three of five parts
+    ("descriptor -> shard -> shard_offset", None),  # no shard section here: the descriptor itself
+])
+def test_an_error_without_an_offset_gets_that_of_its_longest_recorded_prefix(path: str, field: str | None) -> None:
+    data = vector(QUANTIZED)
+    root, _, _ = declaration.parse_traced(data, False)
+    err = declaration.locate(RuleViolation("HT-BUFT-12", "refused", path=path), positions_of(root))
+    assert (err.path, err.offset) == (path, field_span(data, field)[0] if field else 0)
+    placed = RuleViolation("HT-BUFT-12", "refused", path=path, offset=3)
+    assert declaration.locate(placed, positions_of(root)).offset == 3  # an offset it has is kept
+
+
+def test_a_payload_the_writer_refuses_names_the_quantization_field() -> None:
+    """A reserved scheme_tag read permissively is refused when written strictly, at its field's path."""
+    d = read_tensor_descriptor(with_field(vector(QUANTIZED), "quantization.scheme_tag", 0x7F), permissive=True)
+    with pytest.raises(HurrayDeclError) as info:
+        write_tensor_descriptor(d)
+    assert (info.value.code, info.value.path) == ("HQ-HDR-09", "descriptor -> quantization -> scheme_tag")

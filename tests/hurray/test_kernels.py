@@ -388,3 +388,24 @@ def test_a_zero_chunk_budget_still_takes_one_element_at_a_time(monkeypatch: pyte
     monkeypatch.setattr(kernels, "CHUNK_ELEMENTS", 0)
     g = Geometry((2, 3), 1, 1)
     assert [(b.start, b.stop) for b in kernels.boxes(g, 8)] == [(i, i + 1) for i in range(6)]
+
+
+@pytest.mark.parametrize("per", [3, 4, 8, 12, 20])
+def test_keyed_index_ors_each_rows_key_into_its_bytes(per: int) -> None:
+    """``base[r] | byte`` for every byte of row r, with rows of 12 and 20 bytes too (three and five
+    packed four-key copies, where a wrong repeat count shows)."""
+    base = (np.array([3, 7], dtype=np.uint16) << np.uint16(8)).astype(np.uint16)
+    raw = (np.arange(2 * per) * 37 % 256).astype(np.uint8)
+    got = kernels._keyed_index(base, raw, np.repeat)
+    assert got.tolist() == (np.repeat(base, per) | raw).tolist()
+
+
+def test_a_32_bit_zero_point_is_subtracted_exactly() -> None:
+    """int32 codes near 2^30 and their zero point differ by less than float32 resolves there:
+    the subtraction is in int64 (HD-13), so q - z comes out exact."""
+    g = Geometry((1, 4), 1, 4)
+    z = 1 << 30
+    codes = np.array([z + 1, z - 1, z, z + 3], dtype="<i4")
+    plan = kernels.affine_plan(g, "int32", np.ones((1, 1, 1), np.float32), np.full((1, 1, 1), z))
+    out = kernels.run(plan, "int32", np.full((1, 4), np.nan, np.float32), data=codes.view(np.uint8), threads=1)
+    assert out.tolist() == [[1.0, -1.0, 0.0, 3.0]]

@@ -10,8 +10,11 @@ not a test (pytest never collects it) and changes nothing it does not restore.
 How mutants are drawn, reproducibly from ``--seed``:
 
 * the module is tokenized; docstrings (string statements), the documentation of declared fields
-  (a string after ``*``: Construct's ``field * "docs"``, which nothing reads back) and comments
-  are never touched; every other token of a mutable kind is a candidate site, in source order;
+  (a string after ``*``: Construct's ``field * "docs"``, which nothing reads back), comments and
+  type annotations (of parameters, of returns, of variables ``x: T = ...``, string annotations
+  included: under ``from __future__ import annotations`` they are never evaluated, so a mutant
+  there cannot change behaviour) are never touched; every other token of a mutable kind is a
+  candidate site, in source order;
 * candidate kinds and their replacements: comparison operators (``<`` ``<=`` ``>`` ``>=`` ``==``
   ``!=`` swapped within their family), arithmetic and bit operators (``+``/``-``, ``*``/``//``,
   ``//``/``*``, ``/``/``*``, ``%``/``//``, ``&``/``|``, ``<<``/``>>``), integer literals (``+1``
@@ -103,6 +106,19 @@ def _docstring_lines(tree: ast.AST) -> set[int]:
     return lines
 
 
+def _annotation_spans(tree: ast.AST) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """(start, end) of every type annotation, as (line, UTF-8 byte column) pairs, the AST's positions."""
+    annotations: list[ast.expr] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg) and node.annotation is not None:
+            annotations.append(node.annotation)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns is not None:
+            annotations.append(node.returns)
+        elif isinstance(node, ast.AnnAssign):
+            annotations.append(node.annotation)
+    return [((a.lineno, a.col_offset), (a.end_lineno or a.lineno, a.end_col_offset or 0)) for a in annotations]
+
+
 def _string_mutant(text: str) -> str | None:
     """The literal with MARK inserted after its opening quote(s); None for bytes."""
     prefix = 0
@@ -116,10 +132,20 @@ def _string_mutant(text: str) -> str | None:
 
 def sites(source: str) -> list[tuple[tokenize.TokenInfo, str, tuple[str, ...]]]:
     """Every mutable token: (token, kind, replacements), in source order."""
-    skip = _docstring_lines(ast.parse(source))
+    tree = ast.parse(source)
+    skip = _docstring_lines(tree)
+    annotations = _annotation_spans(tree)
+    lines = source.splitlines(keepends=True)
+
+    def position(row: int, col: int) -> tuple[int, int]:  # tokenize counts characters, the AST bytes
+        return row, len(lines[row - 1][:col].encode("utf-8")) if row <= len(lines) else col
+
     found = []
     tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
     for i, tok in enumerate(tokens):
+        start, end = position(*tok.start), position(*tok.end)
+        if any(first <= start and end <= last for first, last in annotations):
+            continue  # inside a type annotation: never evaluated, a mutant there changes nothing
         if tok.type == tokenize.STRING and (tok.start[0] in skip or (i and tokens[i - 1].string == "*")):
             continue  # a docstring, or a declared field's documentation (Construct's ``field * "docs"``)
         if tok.type == tokenize.OP and tok.string in OPERATORS:

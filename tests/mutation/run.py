@@ -222,8 +222,6 @@ def _copy(root: Path, into: Path) -> Path:
         ".git", "node_modules", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache", ".hypothesis"))
     for modules in root.glob("*/node_modules"):
         (copy / modules.relative_to(root)).symlink_to(modules)
-    if (root.parent / "shared").is_dir():
-        (into / "shared").symlink_to(root.parent / "shared")
     compileall.compile_dir(copy, quiet=2, workers=1)  # bytecode of the unmutated copy, compiled once
     return copy
 

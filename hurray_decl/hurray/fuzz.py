@@ -31,7 +31,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -88,25 +88,24 @@ def draw_examples(strategy, count: int, seed: int) -> list:
     return drawn
 
 
-def draw_cases(count: int, seed: int, rules: Sequence[str] | None = None) -> list[Case]:
-    """``count`` cases drawn reproducibly from ``seed``: a quarter valid descriptors and the rest
-    mutants spread evenly over every rule, or only mutants of ``rules`` when given. Cases of one
-    rule come from one Hypothesis run, seeded by ``seed`` and the rule; the order is shuffled."""
+def spread_cases(count: int, seed: int, rules: Sequence[str] | None, known: Collection[str], table: str,
+                 valid: Callable[[int, int], list[bytes]],
+                 mutants: Callable[[str, int, int], list[bytes]]) -> list[Case]:
+    """``count`` cases drawn reproducibly from ``seed``: a quarter ``valid(n, seed)`` inputs and the
+    rest ``mutants(rule, n, seed)`` spread evenly over the ``known`` rules, or only mutants of
+    ``rules`` when given (each must be known; ``table`` names where they are listed). Cases of one
+    rule come from one run, seeded by ``seed`` and the rule; the order is shuffled."""
     import random
     import zlib
 
     from hurray_decl.errors import ArgumentError
-    from hurray_decl.hurray.strategies import MUTANTS, placements, tensor_descriptors
-    from hurray_decl.hurray.tables.codes import Device
-    from hurray_decl.hurray.tensor import write_tensor_descriptor
 
     if rules:
-        unknown = [r for r in rules if r not in MUTANTS]
+        unknown = [r for r in rules if r not in known]
         if unknown:
-            raise ArgumentError("rules", f"no mutant generator for {', '.join(unknown)} "
-                                         "(see hurray_decl.hurray.strategies.MUTANTS)")
-    targets = sorted(set(rules)) if rules else sorted(MUTANTS)
-    quota: Counter = Counter()
+            raise ArgumentError("rules", f"no mutant generator for {', '.join(unknown)} (see {table})")
+    targets = sorted(set(rules)) if rules else sorted(known)
+    quota: Counter[str] = Counter()
     if not rules:
         quota[VALID] = max(1, count // VALID_SHARE)
     rest = count - sum(quota.values())
@@ -118,13 +117,29 @@ def draw_cases(count: int, seed: int, rules: Sequence[str] | None = None) -> lis
             continue
         bucket_seed = seed ^ zlib.crc32(bucket.encode())
         if bucket == VALID:
-            # Public devices only: a private device tag needs an agreement (HT-BUFT-16) another reader may lack.
-            valid = tensor_descriptors(placement=placements(Device.codes()))
-            drawn += [(write_tensor_descriptor(d), ACCEPT, VALID) for d in draw_examples(valid, n, bucket_seed)]
+            drawn += [(data, ACCEPT, VALID) for data in valid(n, bucket_seed)]
         else:
-            drawn += [(data, REJECT, bucket) for data in draw_examples(MUTANTS[bucket](), n, bucket_seed)]
+            drawn += [(data, REJECT, bucket) for data in mutants(bucket, n, bucket_seed)]
     random.Random(seed).shuffle(drawn)
     return [Case(i, data, expected, rule) for i, (data, expected, rule) in enumerate(drawn)]
+
+
+def draw_cases(count: int, seed: int, rules: Sequence[str] | None = None) -> list[Case]:
+    """``count`` descriptor cases (see :func:`spread_cases`): valid descriptors on public devices
+    (a private device tag needs an agreement, HT-BUFT-16, another reader may lack) and one mutant
+    generator per reader rule."""
+    from hurray_decl.hurray.strategies import MUTANTS, placements, tensor_descriptors
+    from hurray_decl.hurray.tables.codes import Device
+    from hurray_decl.hurray.tensor import write_tensor_descriptor
+
+    def valid(n: int, bucket_seed: int) -> list[bytes]:
+        strategy = tensor_descriptors(placement=placements(Device.codes()))
+        return [write_tensor_descriptor(d) for d in draw_examples(strategy, n, bucket_seed)]
+
+    def mutants(rule: str, n: int, bucket_seed: int) -> list[bytes]:
+        return list(draw_examples(MUTANTS[rule](), n, bucket_seed))
+
+    return spread_cases(count, seed, rules, MUTANTS, "hurray_decl.hurray.strategies.MUTANTS", valid, mutants)
 
 
 def reader_command(template: str, path: str) -> list[str]:

@@ -404,32 +404,14 @@ __all__ = [
 def draw_cases(count: int, seed: int, rules: list[str] | None = None) -> list[Any]:
     """``count`` stream cases for ``hurray-decl fuzz --kind stream``: a quarter valid streams, the
     rest mutants spread over the HS rules (or only ``rules``), each refused by the default reader
-    settings, reproducibly from ``seed``."""
-    import random
-    import zlib
+    settings, reproducibly from ``seed`` (see :func:`hurray_decl.hurray.fuzz.spread_cases`)."""
+    from hurray_decl.hurray.fuzz import draw_examples, spread_cases
 
-    from hurray_decl.errors import ArgumentError
-    from hurray_decl.hurray.fuzz import ACCEPT, REJECT, VALID, VALID_SHARE, Case, draw_examples
+    def valid(n: int, bucket_seed: int) -> list[bytes]:
+        return [data for data, _ in draw_examples(streams(), n, bucket_seed)]
 
-    if rules:
-        unknown = [r for r in rules if r not in STREAM_MUTANTS]
-        if unknown:
-            raise ArgumentError("rules", f"no stream mutant generator for {', '.join(unknown)} "
-                                         "(see hurray_decl.hurray.stream.strategies.STREAM_MUTANTS)")
-    targets = sorted(set(rules)) if rules else sorted(STREAM_MUTANTS)
-    quota = {VALID: 0 if rules else max(1, count // VALID_SHARE)}
-    rest = count - quota[VALID]
-    for i, rule in enumerate(targets):
-        quota[rule] = rest // len(targets) + (1 if i < rest % len(targets) else 0)
-    drawn: list[tuple[bytes, str, str]] = []
-    for bucket, n in quota.items():
-        if not n:
-            continue
-        bucket_seed = seed ^ zlib.crc32(bucket.encode())
-        if bucket == VALID:
-            drawn += [(data, ACCEPT, VALID) for data, _ in draw_examples(streams(), n, bucket_seed)]
-        else:
-            cases = draw_examples(invalid_streams(bucket, default_reader=True), n, bucket_seed)
-            drawn += [(case.data, REJECT, bucket) for case in cases]
-    random.Random(seed).shuffle(drawn)
-    return [Case(i, data, expected, rule) for i, (data, expected, rule) in enumerate(drawn)]
+    def mutants(rule: str, n: int, bucket_seed: int) -> list[bytes]:
+        return [case.data for case in draw_examples(invalid_streams(rule, default_reader=True), n, bucket_seed)]
+
+    return spread_cases(count, seed, rules, STREAM_MUTANTS, "hurray_decl.hurray.stream.strategies.STREAM_MUTANTS",
+                        valid, mutants)

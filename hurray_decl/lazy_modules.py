@@ -14,7 +14,7 @@ its ``if TYPE_CHECKING:`` block, which is what a type checker reads too.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +52,25 @@ def lazy_exports(path: str) -> dict[str, tuple[str, str]]:
                         module = "." * statement.level + (statement.module or "")
                         names[alias.asname or alias.name] = (module, alias.name)
     return names
+
+
+def lazy_package(namespace: dict[str, Any]) -> tuple[list[str], Callable[[str], Any], Callable[[], list[str]]]:
+    """``__all__``, ``__getattr__`` and ``__dir__`` for the package whose globals are ``namespace``:
+    its public names are its ``TYPE_CHECKING`` imports (:func:`lazy_exports`), each imported from
+    its submodule when first asked for, then kept in the package's globals."""
+    source = {name: module for name, (module, _) in lazy_exports(namespace["__file__"]).items()}
+
+    def attribute(name: str) -> Any:
+        if name not in source:
+            raise AttributeError(f"module {namespace['__name__']!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(source[name]), name)
+        namespace[name] = value
+        return value
+
+    def names() -> list[str]:
+        return sorted(set(namespace) | set(source))
+
+    return sorted(source), attribute, names
 
 
 class LazyAttributes(Mapping[str, Any]):

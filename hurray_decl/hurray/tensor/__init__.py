@@ -7,27 +7,11 @@ does not load the writer or the buffer validation (see ``tests/test_cli_startup.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from hurray_decl.lazy_modules import lazy_exports
+from hurray_decl.lazy_modules import lazy_package
 
-_MODULE_OF = {name: module.rsplit(".", 1)[-1] for name, (module, _) in lazy_exports(__file__).items()}
-"""public name -> the submodule defining it, read from the TYPE_CHECKING imports at the end."""
-
-__all__ = sorted(_MODULE_OF)
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _MODULE_OF:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_MODULE_OF[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__all__, __getattr__, __dir__ = lazy_package(globals())
 
 
 if TYPE_CHECKING:  # the public names, each imported from its submodule on first use (see __getattr__)

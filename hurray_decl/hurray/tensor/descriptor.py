@@ -376,8 +376,9 @@ def _encode(context: Any) -> None:
     if context.quantization is not None:
         try:
             context._payload = encode_quantization(context.quantization, permissive=permissive(context))
-        except HurrayDeclError as err:
-            raise err.rebased(0, "descriptor -> quantization") from None
+        except HurrayDeclError as err:  # at its place in the descriptor: after the length prefix
+            at = cs.stream_tell(context._io, None) + QUANTIZATION_LENGTH.sizeof()
+            raise err.rebased(at, "descriptor -> quantization") from None
 
 
 def _bare(field: cs.Construct) -> cs.Construct:

@@ -33,6 +33,7 @@ __all__ = [
     "GGUF_BLOCK",
     "GGUF_MAGIC",
     "GGUF_TYPES",
+    "GgufModel",
     "GgufTensor",
     "GgufType",
     "SubBlocks",
@@ -41,6 +42,7 @@ __all__ = [
     "pack_blocks",
     "parts_blocks",
     "read_gguf",
+    "read_gguf_model",
     "sub_blocks",
 ]
 
@@ -444,6 +446,20 @@ def read_gguf(path: Any) -> list[GgufTensor]:
     A file gguf cannot read is an :class:`~hurray_decl.errors.ArgumentError` on ``path`` (GGUF
     has no rules in RULES.md); a missing or unreadable file raises ``OSError``.
     """
+    return read_gguf_model(path).tensors
+
+
+@dataclass(frozen=True)
+class GgufModel:
+    """A ``.gguf`` file's tensors and its KV entries (:class:`hurray_decl.convert.metadata.GgufEntry`), in order."""
+
+    tensors: list[GgufTensor]
+    kv: list[Any]
+
+
+def read_gguf_model(path: Any) -> GgufModel:
+    """The tensors and KV entries of a ``.gguf`` file (see :func:`read_gguf`)."""
+    from hurray_decl.convert.metadata import read_gguf_fields
     from gguf import GGUFReader  # a dependency, imported only by the commands that read GGUF
 
     try:
@@ -457,7 +473,7 @@ def read_gguf(path: Any) -> list[GgufTensor]:
         shape = tuple(int(n) for n in reversed(tensor.shape.tolist()))  # GGUF lists ne[0] (contiguous) first
         data = np.asarray(tensor.data).reshape(-1).view(np.uint8)
         tensors.append(GgufTensor(str(tensor.name), tensor.tensor_type.name, shape, data))
-    return tensors
+    return GgufModel(tensors, read_gguf_fields(reader.fields.values()))
 
 
 # --- writing GGUF blocks ---------------------------------------------------------------------------

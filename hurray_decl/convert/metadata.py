@@ -54,6 +54,7 @@ __all__ = [
     "container_kv",
     "from_metadata_props",
     "gguf_entries",
+    "check_gguf_entries",
     "read_gguf_fields",
     "tensor_types",
     "to_metadata_props",
@@ -94,9 +95,10 @@ _GGUF_ARRAY = cs.Struct(
     "type" / cs.Int32ul,
     "count" / cs.Int64ul,
     "items" / cs.Array(cs.this.count, cs.Switch(cs.this.type, {
-        **{_CODES[name]: cs.FormatField("<", struct_fmt) for name, struct_fmt in (
-            ("UINT8", "B"), ("INT8", "b"), ("UINT16", "H"), ("INT16", "h"), ("UINT32", "I"), ("INT32", "i"),
-            ("FLOAT32", "f"), ("UINT64", "Q"), ("INT64", "q"), ("FLOAT64", "d"))},
+        **{_CODES[name]: field for name, field in (
+            ("UINT8", cs.Int8ul), ("INT8", cs.Int8sl), ("UINT16", cs.Int16ul), ("INT16", cs.Int16sl),
+            ("UINT32", cs.Int32ul), ("INT32", cs.Int32sl), ("FLOAT32", cs.Float32l), ("UINT64", cs.Int64ul),
+            ("INT64", cs.Int64sl), ("FLOAT64", cs.Float64l))},
         _CODES["BOOL"]: cs.Flag,
         _CODES["STRING"]: _GGUF_STRING,
         _CODES["ARRAY"]: cs.LazyBound(lambda: _GGUF_ARRAY),
@@ -350,11 +352,12 @@ def _writable_nested(node: tuple[str, list[Any]], key: str) -> list[Any]:
 def write_gguf_entries(writer: Any, entries: Sequence[GgufEntry]) -> None:
     """Add ``entries`` to a ``gguf.GGUFWriter`` with their GGUF types, in their order.
 
-    The writer adds ``general.architecture`` itself when it is made; the entries replace it in
-    their own order (``writer.kv_data``), so the file holds exactly ``entries``.
+    The writer adds ``general.architecture`` itself when it is made; that entry is dropped first
+    (``writer.kv_data``), so the file holds exactly ``entries``, in their order.
     """
     from gguf import GGUFValueType
 
+    writer.kv_data[0].clear()
     for entry in entries:
         element = entry.element
         value = entry.value
@@ -377,11 +380,6 @@ def write_gguf_entries(writer: Any, entries: Sequence[GgufEntry]) -> None:
             writer.add_key_value(entry.key, items, GGUFValueType.ARRAY, sub_type=GGUFValueType[element])
         else:
             raise ArgumentError(f"kv -> {entry.key!r}", "an unknown GGUF type", actual=entry.type)
-    kv = writer.kv_data[0]
-    order = [e.key for e in entries]
-    kept = {key: kv[key] for key in order}
-    kv.clear()
-    kv.update(kept)
 
 
 def check_gguf_entries(entries: Sequence[GgufEntry]) -> list[tuple[str, ArgumentError]]:

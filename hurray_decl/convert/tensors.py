@@ -10,6 +10,10 @@ those and goes on.
   (:mod:`hurray_decl.convert.onnx_light`), the float types as plain ONNX initializers.
 * GGUF / Hurray -> ORT: per-block affine weights as MatMulNBits values (:mod:`.ort`).
 * onnx-light -> Hurray and Hurray -> onnx-light: int4/int8 values and per-block parts.
+* Hurray / onnx-light -> GGUF: plain row-major tensors of the GGML float and integer types as
+  themselves; per-block affine tensors as Q4_0 .. Q8_0 (:func:`~hurray_decl.convert.gguf.parts_blocks`);
+  onnx-light affine values as Q4_0 .. Q8_0 and the K-quants
+  (:func:`~hurray_decl.convert.onnx_light.onnx_light_to_gguf`).
 """
 
 from __future__ import annotations
@@ -19,13 +23,14 @@ from typing import Any
 
 import numpy as np
 
-from hurray_decl.convert.gguf import FLOAT_TYPES, GgufTensor
+from hurray_decl.convert.gguf import FLOAT_TYPES, GgufTensor, no_gguf_form, parts_blocks
 from hurray_decl.convert.hurray import block_parts, from_block_parts as tensor_from_parts, from_gguf
-from hurray_decl.convert.onnx_light import PROFILES, gguf_to_onnx_light
+from hurray_decl.convert.onnx_light import PROFILES, gguf_to_onnx_light, onnx_light_to_gguf
 from hurray_decl.convert.ort import empty_model, tensor_to_matmul_nbits
 from hurray_decl.convert.portable import PORTABLE_FORMATS, SCALE_DATA_TYPES, from_block_parts, to_block_parts
 from hurray_decl.errors import ArgumentError, UnsupportedError
-from hurray_decl.hurray.tables.element_types import BY_NAME
+from hurray_decl.hurray.tables import storage as element_storage
+from hurray_decl.hurray.tables.element_types import BY_NAME, BY_TAG
 from hurray_decl.hurray.tensor import (
     BufferHandle,
     RowMajor,
@@ -42,7 +47,9 @@ __all__ = [
     "gguf_to_hurray",
     "gguf_to_onnx_light_tensor",
     "gguf_to_ort",
+    "hurray_to_gguf",
     "hurray_to_onnx_light",
+    "initializer_to_gguf",
     "hurray_to_ort",
     "initializer_to_hurray",
     "onnx_light_model",
@@ -70,6 +77,48 @@ def float_tensor(raw: Any, element_type: str, shape: Sequence[int]) -> Tensor:
     descriptor = read_tensor_descriptor(write_tensor_descriptor(descriptor))
     validate_buffers(descriptor, [data])
     return descriptor, [data]
+
+
+_GGML_OF = {element: ggml for ggml, element in FLOAT_TYPES.items()}
+"""The GGML type of each Hurray element type that has one."""
+
+
+def _gguf_tensor(name: str, type_name: str, shape: tuple[int, ...], data: Any) -> GgufTensor:
+    if not 1 <= len(shape) <= 4:  # GGML_MAX_DIMS
+        raise no_gguf_form(type_name, "a GGUF tensor has 1 to 4 dimensions", "shape", list(shape), "1 .. 4")
+    return GgufTensor(name, type_name, shape, np.frombuffer(memoryview(data).cast("B"), np.uint8))
+
+
+def hurray_to_gguf(name: str, descriptor: TensorDescriptor, buffers: Sequence[Any],
+                   ggml_type: str | None = None) -> GgufTensor:
+    """A Hurray tensor as a GGUF tensor, exactly: a plain row-major tensor of F32/F16/BF16/F64/I8/I16/I32/I64
+    element type as itself, a row-major per-block affine tensor as Q4_0, Q4_1, Q5_0, Q5_1 or Q8_0
+    (``ggml_type``, when recorded, or the narrowest that holds it); anything else is refused."""
+    shape = tuple(int(n) for n in descriptor.shape)
+    if descriptor.quantization is None:
+        element = BY_TAG[descriptor.type_tag].name
+        if element not in _GGML_OF or not isinstance(descriptor.layout, RowMajor):
+            raise no_gguf_form(element, f"plain GGUF tensors are row-major {', '.join(_GGML_OF)}", "type_tag",
+                               (element, type(descriptor.layout).__name__), "a row-major tensor of a GGML type")
+        contents = [bytes(memoryview(b).cast("B")) for b in buffers]
+        validate_buffers(descriptor, contents)
+        size = int(np.prod(shape)) * np.dtype(element_storage.dtype(element)).itemsize
+        data = contents[0][descriptor.byte_offset:descriptor.byte_offset + size]
+        return _gguf_tensor(name, _GGML_OF[element], shape, data)
+    type_name, data = parts_blocks(block_parts(descriptor, buffers), ggml_type)
+    return _gguf_tensor(name, type_name, shape, data)
+
+
+def initializer_to_gguf(value: Any, model: Any = None, ggml_type: str | None = None) -> GgufTensor:
+    """An ONNX initializer as a GGUF tensor: an onnx-light affine value as GGUF blocks
+    (:func:`~hurray_decl.convert.onnx_light.onnx_light_to_gguf`), a float32/float16/bfloat16
+    ``raw_data`` tensor as itself."""
+    if isinstance(value, EncodedValueProto):
+        shape = tuple(int(d.dim_value) for d in value.logical_type.tensor_type.shape.dim)
+        type_name, data = onnx_light_to_gguf(value, model, ggml_type)
+        return _gguf_tensor(value.name, type_name, shape, data)
+    descriptor, buffers = initializer_to_hurray(value, model)
+    return hurray_to_gguf(value.name, descriptor, buffers)
 
 
 def gguf_to_hurray(tensor: GgufTensor) -> Tensor:

@@ -341,9 +341,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
     if (kind, args.to) not in pairs:
         raise CommandError(USAGE, f"no conversion from {kind} to {args.to}; converted: "
                            + ", ".join(f"{a} -> {b}" for a, b in sorted(pairs)))
-    from hurray_decl.convert import tensors as convert
-
-    from hurray_decl.convert import metadata
+    from hurray_decl.convert import metadata, tensors as convert
 
     scale_type = args.scale_type
     items: list[Any]  # GGUF tensors, named Hurray tensors or ONNX initializers
@@ -370,7 +368,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
         recorded = metadata.tensor_types(kv)
         step = {"onnx-light": lambda t: convert.hurray_to_onnx_light(t.descriptor, t.buffers),
                 "ort": lambda t: convert.hurray_to_ort(t.descriptor, t.buffers, scale_type=scale_type),
-                "gguf": lambda t: convert.hurray_to_gguf(t.name, t.descriptor, t.buffers, recorded.get(t.name))}[args.to]
+                "gguf": lambda t: convert.hurray_to_gguf(t.name, t.descriptor, t.buffers,
+                                                         recorded.get(t.name))}[args.to]
     else:
         model = _read_model(source)
         items = list(model.graph.encoded_initializer) + list(model.graph.initializer)
@@ -384,9 +383,9 @@ def cmd_convert(args: argparse.Namespace) -> int:
         _report(rows, None, args)
         return INVALID
     if kind == "gguf":
-        kinds = {t.name: t.type_name for t in items}
+        kinds = {t.name: t.type_name for t in gguf_model.tensors}
         kv = metadata.container_kv(gguf_kv, [(n, kinds[n]) for n, _ in results])
-    elif kv:  # the recorded GGML types of the tensors that did not convert go with them
+    elif kv:  # the recorded GGML types, of the tensors converted only
         types = metadata.tensor_types(kv)
         kept = {n for n, _ in results}
         if types:
@@ -520,8 +519,8 @@ def register(subparsers: Any) -> None:
         "convert", help="convert GGUF, Hurray and onnx-light tensors between the formats, exactly",
         description="Convert every tensor of SOURCE that has an exact form in the target and list the others with "
                     "the reason. SOURCE is a .gguf file, a Hurray descriptor (with --buffer for each buffer) or an "
-                    "ONNX model holding onnx-light values. --to hurray writes NAME.bin, a FOLDER or NAME.hrry (with the "
-                    "source's metadata as KV); --to gguf a .gguf file (KV and tensors, with gguf's GGUFWriter); "
+                    "ONNX model holding onnx-light values. --to hurray writes NAME.bin, a FOLDER or NAME.hrry "
+                    "(with the source's metadata as KV); --to gguf a .gguf file (KV and tensors, GGUFWriter); "
                     "--to onnx-light an ONNX model of onnx-light encoded initializers; --to ort an ONNX model of "
                     "com.microsoft MatMulNBits nodes (input NAME.A, output NAME.Y = NAME.A @ W^T). Exit 0 written, "
                     "1 invalid input or nothing convertible, 2 usage error, 3 file error.")

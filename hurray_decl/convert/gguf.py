@@ -157,12 +157,12 @@ Levels = dict[str, np.ndarray]
 
 
 def _single(b: np.ndarray) -> Levels:
-    return {"d": _f32(b["d"])} | ({"m": _f32(b["m"])} if "m" in b.dtype.names else {})
+    return {"d": _f32(b["d"])} | ({"m": _f32(b["m"])} if "m" in (b.dtype.names or ()) else {})
 
 
 def _put_single(b: np.ndarray, levels: Levels) -> None:
     b["d"] = levels["d"].astype(np.float16)
-    if "m" in b.dtype.names:
+    if "m" in (b.dtype.names or ()):
         b["m"] = levels["m"].astype(np.float16)
 
 
@@ -240,7 +240,7 @@ class GgufType:
 
     @property
     def has_offset(self) -> bool:
-        return "m" in self.record.names or "dmin" in self.record.names
+        return bool({"m", "dmin"} & set(self.record.names or ()))
 
     @property
     def storage(self) -> str:
@@ -459,8 +459,9 @@ class GgufModel:
 
 def read_gguf_model(path: Any) -> GgufModel:
     """The tensors and KV entries of a ``.gguf`` file (see :func:`read_gguf`)."""
-    from hurray_decl.convert.metadata import read_gguf_fields
     from gguf import GGUFReader  # a dependency, imported only by the commands that read GGUF
+
+    from hurray_decl.convert.metadata import read_gguf_fields
 
     try:
         reader = GGUFReader(str(path))
@@ -555,8 +556,8 @@ def zero_codes(row: GgufType, q: np.ndarray, S: np.ndarray, O: np.ndarray | None
     return q, S
 
 
-def sub_block_blocks(row: GgufType, shape: tuple[int, ...], q: np.ndarray, S: np.ndarray,  # noqa: N803
-                     O: np.ndarray | None, target: np.ndarray) -> np.ndarray:  # noqa: E741, N803
+def sub_block_blocks(row: GgufType, shape: tuple[int, ...], q: np.ndarray, S: np.ndarray,
+                     O: np.ndarray | None, target: np.ndarray) -> np.ndarray:  # noqa: E741
     """GGUF blocks of ``row`` whose values are ``target`` (float32, flat), bit for bit, from sub-blocks
     ``S * q (+ O)``: the single-level types take ``d = S`` and ``m = O`` (float16 values), the
     K-quants factor ``S`` and ``-O`` by :func:`_factor`. The result is decoded again and compared

@@ -51,10 +51,10 @@ __all__ = [
     "TENSOR_TYPES_KEY",
     "VALUE_TYPES_KEY",
     "GgufEntry",
+    "check_gguf_entries",
     "container_kv",
     "from_metadata_props",
     "gguf_entries",
-    "check_gguf_entries",
     "read_gguf_fields",
     "tensor_types",
     "to_metadata_props",
@@ -91,7 +91,7 @@ GGUF_TYPE: dict[int, str] = {KVTag.STRING: "STRING", KVTag.INT64: "INT64", KVTag
 # --- the GGUF value encoding, for arrays of arrays --------------------------------------------------
 
 _GGUF_STRING = cs.Prefixed(cs.Int64ul, cs.GreedyBytes)
-_GGUF_ARRAY = cs.Struct(
+_GGUF_ARRAY: cs.Construct = cs.Struct(
     "type" / cs.Int32ul,
     "count" / cs.Int64ul,
     "items" / cs.Array(cs.this.count, cs.Switch(cs.this.type, {

@@ -133,7 +133,7 @@ def onnx_light_to_gguf(value: EncodedValueProto, model: Any = None, ggml_type: s
             return name, _blocks(gguf_type(name), blocks, target)
         except ArgumentError as err:
             error = err
-    assert error is not None  # noqa: S101 - names is not empty
+    assert error is not None
     raise error
 
 
@@ -146,16 +146,16 @@ def _blocks(row, blocks, target: np.ndarray) -> Any:
     if (zp != blocks.zero_points).any():
         raise no_gguf_form(row.name, "a zero point is not an integer", "value -> zero_points")
     q = codes - zp[:, None]
-    S = blocks.scales.astype(np.float32)  # noqa: N806 - GGUF's name
+    S = blocks.scales.astype(np.float32)
     # gguf_to_onnx_light's zero points say the sign of S; any other value is read as S > 0 where it can be
     lo = -(1 << (PROFILE_DEFAULTS[blocks.format].bits - 1))
     out = (zp == lo + row.high) | ((q < row.low) | (q > row.high)).any(axis=1)
     q[out], S[out] = -q[out], -S[out]
     zero = (blocks.scales == TINY) | np.all(q == 0, axis=1)
     S[zero] = 0
-    O = np.where(np.abs(blocks.offsets) == TINY, 0.0, blocks.offsets)  # noqa: E741, N806
-    O32 = O.astype(np.float32)  # noqa: N806
+    O = np.where(np.abs(blocks.offsets) == TINY, 0.0, blocks.offsets)  # noqa: E741
+    O32 = O.astype(np.float32)
     if (O32.astype(np.float64) != O).any():
         raise no_gguf_form(row.name, "an offset is not a float32 value", "value -> offsets")
-    q, S = zero_codes(row, q, S, O32 if row.has_offset else None, target.reshape(q.shape))  # noqa: N806
+    q, S = zero_codes(row, q, S, O32 if row.has_offset else None, target.reshape(q.shape))
     return sub_block_blocks(row, blocks.shape, q, S, O32, target)

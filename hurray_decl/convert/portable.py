@@ -240,8 +240,8 @@ def affine_blocks(encoded, model=None) -> AffineBlocks:
     """
     encoded, model = unwrap_value(encoded, model)
     opened = open_value(encoded, model)
-    defaults = PROFILES[opened.format]
-    if not opened.format.portable or defaults.method != QuantizationMethod.AFFINE:
+    fmt = opened.format
+    if fmt is None or not fmt.portable or PROFILES[fmt].method != QuantizationMethod.AFFINE:
         raise _refuse("OL-PROF-02", "only portable affine values have blocks of codes, scales and offsets",
                       "value -> struct_type -> name", opened.resolved.name, "a portable affine profile")
     decoded = read_portable(opened.value, model, opened)
@@ -255,7 +255,7 @@ def affine_blocks(encoded, model=None) -> AffineBlocks:
         unpacked = unpack_bits(data, int(run.layout.count), bits, f"value -> runs[{i}]")
         codes.append((sign_extend(unpacked, bits) if run.layout.signed_codes else unpacked).astype(np.int64).ravel())
     counts = np.concatenate([np.full(r.blocks, int(r.layout.count), np.int64) for r in p.runs])
-    return AffineBlocks(opened.format, tuple(decoded.shape), int(opened.dtype), counts,
+    return AffineBlocks(fmt, tuple(decoded.shape), int(opened.dtype), counts,
                         np.concatenate([r.scale for r in p.runs]), np.concatenate([r.zero_point for r in p.runs]),
                         np.concatenate([r.offset for r in p.runs]), np.concatenate(codes))
 

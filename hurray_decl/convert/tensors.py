@@ -49,8 +49,8 @@ __all__ = [
     "gguf_to_ort",
     "hurray_to_gguf",
     "hurray_to_onnx_light",
-    "initializer_to_gguf",
     "hurray_to_ort",
+    "initializer_to_gguf",
     "initializer_to_hurray",
     "onnx_light_model",
     "onnx_light_to_hurray",
@@ -103,8 +103,8 @@ def hurray_to_gguf(name: str, descriptor: TensorDescriptor, buffers: Sequence[An
         contents = [bytes(memoryview(b).cast("B")) for b in buffers]
         validate_buffers(descriptor, contents)
         size = int(np.prod(shape)) * np.dtype(element_storage.dtype(element)).itemsize
-        data = contents[0][descriptor.byte_offset:descriptor.byte_offset + size]
-        return _gguf_tensor(name, _GGML_OF[element], shape, data)
+        plain = contents[0][descriptor.byte_offset:descriptor.byte_offset + size]
+        return _gguf_tensor(name, _GGML_OF[element], shape, plain)
     type_name, data = parts_blocks(block_parts(descriptor, buffers), ggml_type)
     return _gguf_tensor(name, type_name, shape, data)
 

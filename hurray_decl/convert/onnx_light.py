@@ -127,14 +127,13 @@ def onnx_light_to_gguf(value: EncodedValueProto, model: Any = None, ggml_type: s
                            f"{', '.join(sorted({f.wire_name for f in PROFILES.values()}))}", "value -> struct_type",
                            blocks.format.wire_name)
     target = np.asarray(dequantize_value(value, model, np.float32), dtype=np.float32).reshape(-1)
-    error: ArgumentError | None = None
-    for name in names:
+    for i, name in enumerate(names):
         try:
             return name, _blocks(gguf_type(name), blocks, target)
-        except ArgumentError as err:
-            error = err
-    assert error is not None
-    raise error
+        except ArgumentError:
+            if i == len(names) - 1:  # the last candidate's reason is the one reported
+                raise
+    raise no_gguf_form("GGUF", "no candidate type", "ggml_type")  # not reached: names is not empty
 
 
 def _blocks(row, blocks, target: np.ndarray) -> Any:

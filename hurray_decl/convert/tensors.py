@@ -24,9 +24,10 @@ from typing import Any
 import numpy as np
 
 from hurray_decl.convert.gguf import FLOAT_TYPES, GgufTensor, no_gguf_form, parts_blocks
-from hurray_decl.convert.hurray import block_parts, from_block_parts as tensor_from_parts, from_gguf
+from hurray_decl.convert.hurray import affine_parts, block_parts, from_block_parts as tensor_from_parts, from_gguf
 from hurray_decl.convert.onnx_light import PROFILES, gguf_to_onnx_light, onnx_light_to_gguf
 from hurray_decl.convert.ort import empty_model, tensor_to_matmul_nbits
+from hurray_decl.convert.parts import BlockParts
 from hurray_decl.convert.portable import PORTABLE_FORMATS, SCALE_DATA_TYPES, from_block_parts, to_block_parts
 from hurray_decl.errors import ArgumentError, UnsupportedError
 from hurray_decl.hurray.tables import storage as element_storage
@@ -157,13 +158,35 @@ def hurray_to_ort(descriptor: TensorDescriptor, buffers: Sequence[Any], *, scale
     return tensor_to_matmul_nbits(descriptor, buffers, scale_type=scale_type)
 
 
-def hurray_to_onnx_light(descriptor: TensorDescriptor, buffers: Sequence[Any]) -> EncodedValueProto:
-    """A row-major per-block affine tensor of 4- or 8-bit codes as an onnx-light int4/int8 value (float32)."""
-    parts = block_parts(descriptor, buffers)
+def hurray_to_onnx_light(descriptor: TensorDescriptor, buffers: Sequence[Any]) -> EncodedValueProto | Any:
+    """A Hurray tensor as an onnx-light value with the same float32 values, bit for bit.
+
+    Row-major affine tensors (per-tensor, per-channel, per-block: :func:`~hurray_decl.convert.hurray.affine_parts`)
+    of 2-, 4- or 8-bit codes as int4/int8 values (2-bit codes widened to 4); plain row-major
+    float32/float16/bfloat16 tensors as ONNX ``TensorProto`` initializers.
+    """
+    if descriptor.quantization is None:
+        element = BY_TAG[descriptor.type_tag].name
+        if element not in _ONNX_FLOATS or not isinstance(descriptor.layout, RowMajor):
+            raise UnsupportedError("HT-LAY-01", "plain ONNX initializers here are row-major float32, float16 or "
+                                   "bfloat16", path="descriptor -> type_tag",
+                                   actual=(element, type(descriptor.layout).__name__),
+                                   expected="a row-major float32, float16 or bfloat16 tensor")
+        gguf = hurray_to_gguf("", descriptor, buffers)
+        plain = TensorProto()
+        plain.data_type = _ONNX_FLOATS[element]
+        plain.dims.extend(gguf.shape)
+        plain.raw_data = gguf.data.tobytes()
+        return plain
+    parts = affine_parts(descriptor, buffers)
     bits = BY_NAME[parts.storage].bits
+    if bits == 2:  # 2-bit codes are 4-bit codes too
+        parts = BlockParts.from_block_order(parts.codes, parts.storage[:-1] + "4", parts.axis, parts.block_size,
+                                            parts.scales, parts.scale_type, parts.zero_points)
+        bits = 4
     if bits not in _PORTABLE:
-        raise UnsupportedError("HQ-PB-14", "onnx-light int4/int8 values hold 4- and 8-bit codes", path="storage",
-                               actual=parts.storage, expected="int4, uint4, int8 or uint8")
+        raise UnsupportedError("HQ-PB-14", "onnx-light int4/int8 values hold 2-, 4- and 8-bit codes", path="storage",
+                               actual=parts.storage, expected="int2, uint2, int4, uint4, int8 or uint8")
     return from_block_parts(parts, _PORTABLE[bits], dtype=np.float32)
 
 

@@ -9,7 +9,8 @@ those and goes on.
 * GGUF -> onnx-light: the quantized types as encoded values
   (:mod:`hurray_decl.convert.onnx_light`), the float types as plain ONNX initializers.
 * GGUF / Hurray -> ORT: per-block affine weights as MatMulNBits values (:mod:`.ort`).
-* onnx-light -> Hurray and Hurray -> onnx-light: int4/int8 values and per-block parts.
+* onnx-light -> Hurray and Hurray -> onnx-light: int4/int8 values and affine parts (per-tensor,
+  per-channel, per-block); nf4 / mxfp4 / mxfp6 values and NF4 / MXFP (:mod:`.codebook`).
 * Hurray / onnx-light -> GGUF: plain row-major tensors of the GGML float and integer types as
   themselves; per-block affine tensors as Q4_0 .. Q8_0 (:func:`~hurray_decl.convert.gguf.parts_blocks`);
   onnx-light affine values as Q4_0 .. Q8_0 and the K-quants
@@ -23,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from hurray_decl.convert.codebook import codebook_to_hurray, codebook_to_onnx_light
 from hurray_decl.convert.gguf import FLOAT_TYPES, GgufTensor, no_gguf_form, parts_blocks
 from hurray_decl.convert.hurray import affine_parts, block_parts, from_block_parts as tensor_from_parts, from_gguf
 from hurray_decl.convert.onnx_light import PROFILES, gguf_to_onnx_light, onnx_light_to_gguf
@@ -30,6 +32,8 @@ from hurray_decl.convert.ort import empty_model, tensor_to_matmul_nbits
 from hurray_decl.convert.parts import BlockParts
 from hurray_decl.convert.portable import PORTABLE_FORMATS, SCALE_DATA_TYPES, from_block_parts, to_block_parts
 from hurray_decl.errors import ArgumentError, UnsupportedError
+from hurray_decl.hurray.schemes.mxfp import MXFP
+from hurray_decl.hurray.schemes.nf4 import NF4
 from hurray_decl.hurray.tables import storage as element_storage
 from hurray_decl.hurray.tables.element_types import BY_NAME, BY_TAG
 from hurray_decl.hurray.tensor import (
@@ -178,6 +182,8 @@ def hurray_to_onnx_light(descriptor: TensorDescriptor, buffers: Sequence[Any]) -
         plain.dims.extend(gguf.shape)
         plain.raw_data = gguf.data.tobytes()
         return plain
+    if isinstance(descriptor.quantization, (NF4, MXFP)):
+        return codebook_to_onnx_light(descriptor, buffers)
     parts = affine_parts(descriptor, buffers)
     bits = BY_NAME[parts.storage].bits
     if bits == 2:  # 2-bit codes are 4-bit codes too
@@ -191,7 +197,10 @@ def hurray_to_onnx_light(descriptor: TensorDescriptor, buffers: Sequence[Any]) -
 
 
 def onnx_light_to_hurray(value: EncodedValueProto, model: Any = None) -> Tensor:
-    """An onnx-light int4/int8 or ORT MatMulNBits value as a per-block affine tensor, codes copied."""
+    """An onnx-light int4/int8 or ORT MatMulNBits value as a per-block affine tensor, codes copied;
+    an nf4 / mxfp4 / mxfp6 value as NF4 / MXFP (:mod:`hurray_decl.convert.codebook`)."""
+    if value.struct_type.name.rsplit("/", 1)[-1] in ("nf4", "mxfp4", "mxfp6"):
+        return codebook_to_hurray(value, model)
     return tensor_from_parts(to_block_parts(value, model))
 
 

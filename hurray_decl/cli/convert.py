@@ -312,6 +312,21 @@ def _read_hurray(args: argparse.Namespace) -> list[NamedTensor]:
     return [NamedTensor(args.name or Path(args.source).stem, descriptor, buffers)]
 
 
+def _read_stream(path: Path, name: str | None) -> list[NamedTensor]:
+    """The tensors of a Hurray stream file, named ``NAME.0``, ``NAME.1`` ... (``--name``, else the file's stem)."""
+    from hurray_decl.hurray.stream import CompositeItem, read_stream
+
+    stem = name or path.stem
+    tensors = []
+    with path.open("rb") as handle:
+        for i, item in enumerate(read_stream(handle)):
+            if isinstance(item, CompositeItem):
+                raise CommandError(INVALID, f"invalid input: frame {i} of {path} is a composite; convert takes "
+                                   "streams of plain tensors")
+            tensors.append(NamedTensor(f"{stem}.{i}", item.descriptor, list(item.buffers)))
+    return tensors
+
+
 def _model_bytes(model: Any, check: bool) -> bytes:
     if check:
         from hurray_decl.onnx_light import check_model_values
@@ -338,6 +353,9 @@ def cmd_convert(args: argparse.Namespace) -> int:
     pairs = {("gguf", "hurray"), ("gguf", "onnx-light"), ("gguf", "ort"), ("hurray", "ort"), ("hurray", "onnx-light"),
              ("container", "ort"), ("container", "onnx-light"), ("onnx", "hurray"), ("container", "gguf"),
              ("hurray", "gguf"), ("onnx", "gguf")}
+    if kind == "hurray" and not args.buffer:  # a descriptor followed by its buffers: a stream (STREAM-FORMAT.md)
+        kind = "stream"
+        pairs |= {("stream", "gguf"), ("stream", "onnx-light"), ("stream", "ort"), ("stream", "hurray")}
     if (kind, args.to) not in pairs:
         raise CommandError(USAGE, f"no conversion from {kind} to {args.to}; converted: "
                            + ", ".join(f"{a} -> {b}" for a, b in sorted(pairs)))
@@ -359,14 +377,17 @@ def cmd_convert(args: argparse.Namespace) -> int:
         describe = lambda t: (t.name, t.type_name, t.shape)  # noqa: E731
         step = {"hurray": convert.gguf_to_hurray, "onnx-light": convert.gguf_to_onnx_light_tensor,
                 "ort": lambda t: convert.gguf_to_ort(t, scale_type=scale_type)}[args.to]
-    elif kind in ("hurray", "container"):
+    elif kind in ("hurray", "container", "stream"):
         if kind == "hurray":
             items = _read_hurray(args)
+        elif kind == "stream":
+            items = _read_stream(source, args.name)
         else:
             items, kv = read_container_model(source)
         describe = lambda t: (t.name, "hurray", tuple(t.descriptor.shape))  # noqa: E731
         recorded = metadata.tensor_types(kv)
-        step = {"onnx-light": lambda t: convert.hurray_to_onnx_light(t.descriptor, t.buffers),
+        step = {"hurray": lambda t: (t.descriptor, t.buffers),
+                "onnx-light": lambda t: convert.hurray_to_onnx_light(t.descriptor, t.buffers),
                 "ort": lambda t: convert.hurray_to_ort(t.descriptor, t.buffers, scale_type=scale_type),
                 "gguf": lambda t: convert.hurray_to_gguf(t.name, t.descriptor, t.buffers,
                                                          recorded.get(t.name))}[args.to]

@@ -274,3 +274,22 @@ def test_k_quants_back_from_onnx_light(name):
     again = onnx_light_to_gguf(gguf_to_onnx_light(other, name, shape))[1]
     reference = sub_blocks(other, name, shape).reference()
     assert np.array_equal(sub_blocks(again, name, shape).reference().view(np.uint32), reference.view(np.uint32))
+
+
+def test_stream_to_gguf(tmp_path):
+    from hurray_decl.hurray.stream import StreamWriter
+
+    rng = np.random.default_rng(9)
+    tensors = [hd.quantize(rng.standard_normal((3, 96)), "per_block_affine", axis=1, block_size=32, storage=storage,
+                           scale_type="float16") for storage in ("int4", "int8")]
+    tensors.append(hd.Tensor.from_numpy(rng.standard_normal((5, 3)).astype(np.float16)))
+    with (tmp_path / "w.hrs").open("wb") as sink, StreamWriter(sink) as writer:
+        for t in tensors:
+            writer.write(t.descriptor, t.buffers)
+    done = cli("convert", "w.hrs", "--to", "gguf", "-o", "w.gguf", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    reader = gguf.GGUFReader(tmp_path / "w.gguf")
+    assert [(t.name, t.tensor_type.name) for t in reader.tensors] == [("w.0", "Q4_0"), ("w.1", "Q8_0"), ("w.2", "F16")]
+    for t, g in zip(tensors, reader.tensors):
+        got = gguf.quants.dequantize(g.data, g.tensor_type).astype(np.float32)
+        assert np.array_equal(got.reshape(-1).view(np.uint32), np.asarray(t.numpy(), np.float32).reshape(-1).view(np.uint32))

@@ -312,6 +312,21 @@ def _read_hurray(args: argparse.Namespace) -> list[NamedTensor]:
     return [NamedTensor(args.name or Path(args.source).stem, descriptor, buffers)]
 
 
+def _is_stream(path: Path) -> bool:
+    """Whether bytes follow the descriptor that ``path`` starts with (its declared descriptor_length)."""
+    import construct as cs
+
+    from hurray_decl.hurray.tensor.header import PREAMBLE
+
+    with path.open("rb") as handle:
+        head = handle.read(PREAMBLE.sizeof())
+    try:
+        length = PREAMBLE.parse(head).descriptor_length
+    except cs.ConstructError:  # too short for the preamble: the descriptor reader says why
+        return False
+    return path.stat().st_size > length
+
+
 def _read_stream(path: Path, name: str | None) -> list[NamedTensor]:
     """The tensors of a Hurray stream file, named ``NAME.0``, ``NAME.1`` ... (``--name``, else the file's stem)."""
     from hurray_decl.hurray.stream import CompositeItem, read_stream
@@ -353,7 +368,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
     pairs = {("gguf", "hurray"), ("gguf", "onnx-light"), ("gguf", "ort"), ("hurray", "ort"), ("hurray", "onnx-light"),
              ("container", "ort"), ("container", "onnx-light"), ("onnx", "hurray"), ("container", "gguf"),
              ("hurray", "gguf"), ("onnx", "gguf")}
-    if kind == "hurray" and not args.buffer:  # a descriptor followed by its buffers: a stream (STREAM-FORMAT.md)
+    if kind == "hurray" and not args.buffer and _is_stream(source):  # a descriptor, its buffers, ...: STREAM-FORMAT.md
         kind = "stream"
         pairs |= {("stream", "gguf"), ("stream", "onnx-light"), ("stream", "ort"), ("stream", "hurray")}
     if (kind, args.to) not in pairs:
@@ -539,7 +554,8 @@ def register(subparsers: Any) -> None:
     convert = subparsers.add_parser(
         "convert", help="convert GGUF, Hurray and onnx-light tensors between the formats, exactly",
         description="Convert every tensor of SOURCE that has an exact form in the target and list the others with "
-                    "the reason. SOURCE is a .gguf file, a Hurray descriptor (with --buffer for each buffer) or an "
+                    "the reason. SOURCE is a .gguf file, a .hrry container, a Hurray stream, a Hurray descriptor (with "
+                    "--buffer for each buffer) or an "
                     "ONNX model holding onnx-light values. --to hurray writes NAME.bin, a FOLDER or NAME.hrry "
                     "(with the source's metadata as KV); --to gguf a .gguf file (KV and tensors, GGUFWriter); "
                     "--to onnx-light an ONNX model of onnx-light encoded initializers; --to ort an ONNX model of "

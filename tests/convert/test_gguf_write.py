@@ -292,4 +292,5 @@ def test_stream_to_gguf(tmp_path):
     assert [(t.name, t.tensor_type.name) for t in reader.tensors] == [("w.0", "Q4_0"), ("w.1", "Q8_0"), ("w.2", "F16")]
     for t, g in zip(tensors, reader.tensors):
         got = gguf.quants.dequantize(g.data, g.tensor_type).astype(np.float32)
-        assert np.array_equal(got.reshape(-1).view(np.uint32), np.asarray(t.numpy(), np.float32).reshape(-1).view(np.uint32))
+        want = np.asarray(t.numpy(), np.float32)
+        assert np.array_equal(got.reshape(-1).view(np.uint32), want.reshape(-1).view(np.uint32))

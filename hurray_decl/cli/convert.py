@@ -338,7 +338,7 @@ def _read_stream(path: Path, name: str | None) -> list[NamedTensor]:
             if isinstance(item, CompositeItem):
                 raise CommandError(INVALID, f"invalid input: frame {i} of {path} is a composite; convert takes "
                                    "streams of plain tensors")
-            tensors.append(NamedTensor(f"{stem}.{i}", item.descriptor, list(item.buffers)))
+            tensors.append(NamedTensor(f"{stem}.{i}", item.descriptor, [bytes(b) for b in item.buffers]))
     return tensors
 
 

@@ -468,7 +468,10 @@ def from_metadata_props(props: Iterable[tuple[str, str]]) -> dict[str, KVValue]:
             try:
                 tags = json.loads(text)
             except ValueError:
-                raise ArgumentError(f"metadata_props -> {key!r}", "the recorded KV tags are a JSON object") from None
+                tags = None
+            if not isinstance(tags, dict):
+                raise ArgumentError(f"metadata_props -> {key!r}", "the recorded KV tags are a JSON object",
+                                    actual=text[:40])
     kv = {}
     for key, text in pairs:
         if key == PROPS_TYPES_KEY:

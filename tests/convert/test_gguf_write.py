@@ -294,3 +294,15 @@ def test_stream_to_gguf(tmp_path):
         got = gguf.quants.dequantize(g.data, g.tensor_type).astype(np.float32)
         want = np.asarray(t.numpy(), np.float32)
         assert np.array_equal(got.reshape(-1).view(np.uint32), want.reshape(-1).view(np.uint32))
+
+
+@pytest.mark.parametrize("props", [
+    [("hurray_decl.kv_types", "[1]")], [("hurray_decl.kv_types", "{"), ("a", "1")],
+    [("hurray_decl.kv_types", '{"a": "int64"}'), ("a", "1.5")],
+    [("hurray_decl.kv_types", '{"a": "float64"}'), ("a", '"zz"')],
+    [("hurray_decl.kv_types", '{"a": "array[bool]"}'), ("a", "[1]")],
+    [("hurray_decl.kv_types", '{"a": "nothing"}'), ("a", "1")],
+])
+def test_bad_metadata_props_are_refused_by_name(props):
+    with pytest.raises(ArgumentError):
+        from_metadata_props(props)

@@ -412,7 +412,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
         kv = metadata.from_metadata_props((p.key, p.value) for p in model.metadata_props)
         describe = _describe_initializer
         recorded = metadata.tensor_types(kv)
-        step = {"hurray": lambda v: convert.initializer_to_hurray(v, model),
+        step = {"hurray": lambda v: convert.initializer_to_hurray(v, model, recorded.get(v.name)),
                 "gguf": lambda v: convert.initializer_to_gguf(v, model, recorded.get(v.name))}[args.to]
     rows, results = _convert_each(items, describe, step)
     if not results:

@@ -462,16 +462,17 @@ def from_metadata_props(props: Iterable[tuple[str, str]]) -> dict[str, KVValue]:
     """Container KV entries from ``metadata_props`` pairs: the inverse of :func:`to_metadata_props`
     (a key without a recorded tag is a string, as any ONNX producer's entries are)."""
     pairs = list(props)
-    tags: dict[str, str] = {}
+    tags: dict[str, Any] = {}
     for key, text in pairs:
         if key == PROPS_TYPES_KEY:
             try:
-                tags = json.loads(text)
+                recorded = json.loads(text)
             except ValueError:
-                tags = None
-            if not isinstance(tags, dict):
+                recorded = None
+            if not isinstance(recorded, dict):
                 raise ArgumentError(f"metadata_props -> {key!r}", "the recorded KV tags are a JSON object",
                                     actual=text[:40])
+            tags = recorded
     kv = {}
     for key, text in pairs:
         if key == PROPS_TYPES_KEY:

@@ -31,7 +31,7 @@ from hurray_decl.convert.onnx_light import PROFILES, gguf_to_onnx_light, onnx_li
 from hurray_decl.convert.ort import empty_model, tensor_to_matmul_nbits
 from hurray_decl.convert.parts import BlockParts
 from hurray_decl.convert.portable import PORTABLE_FORMATS, SCALE_DATA_TYPES, from_block_parts, to_block_parts
-from hurray_decl.errors import ArgumentError, UnsupportedError
+from hurray_decl.errors import ArgumentError, HurrayDeclError, UnsupportedError
 from hurray_decl.hurray.schemes.mxfp import MXFP
 from hurray_decl.hurray.schemes.nf4 import NF4
 from hurray_decl.hurray.tables import storage as element_storage
@@ -196,19 +196,33 @@ def hurray_to_onnx_light(descriptor: TensorDescriptor, buffers: Sequence[Any]) -
     return from_block_parts(parts, _PORTABLE[bits], dtype=np.float32)
 
 
-def onnx_light_to_hurray(value: EncodedValueProto, model: Any = None) -> Tensor:
+def onnx_light_to_hurray(value: EncodedValueProto, model: Any = None, ggml_type: str | None = None) -> Tensor:
     """An onnx-light int4/int8 or ORT MatMulNBits value as a per-block affine tensor, codes copied;
-    an nf4 / mxfp4 / mxfp6 value as NF4 / MXFP (:mod:`hurray_decl.convert.codebook`)."""
+    an nf4 / mxfp4 / mxfp6 value as NF4 / MXFP (:mod:`hurray_decl.convert.codebook`).
+
+    A value the direct path refuses that has an exact GGUF form (what ``--to onnx-light`` writes
+    for GGUF tensors: offsets of +-2^-1074, scales that are float16 values) goes through it:
+    :func:`~hurray_decl.convert.onnx_light.onnx_light_to_gguf` (``ggml_type`` when recorded), then
+    :func:`~hurray_decl.convert.hurray.from_gguf`; both steps are exact and checked.
+    """
     if value.struct_type.name.rsplit("/", 1)[-1] in ("nf4", "mxfp4", "mxfp6"):
         return codebook_to_hurray(value, model)
-    return tensor_from_parts(to_block_parts(value, model))
+    try:
+        return tensor_from_parts(to_block_parts(value, model))
+    except HurrayDeclError as direct:
+        try:
+            type_name, raw = onnx_light_to_gguf(value, model, ggml_type)
+        except HurrayDeclError:
+            raise direct from None
+        shape = tuple(int(d.dim_value) for d in value.logical_type.tensor_type.shape.dim)
+        return from_gguf(raw, type_name, shape)
 
 
-def initializer_to_hurray(value: Any, model: Any = None) -> Tensor:
+def initializer_to_hurray(value: Any, model: Any = None, ggml_type: str | None = None) -> Tensor:
     """An initializer of an ONNX model as a Hurray tensor: onnx-light values as per-block affine
     (:func:`onnx_light_to_hurray`), float32/float16/bfloat16 ``raw_data`` tensors unquantized."""
     if isinstance(value, EncodedValueProto):
-        return onnx_light_to_hurray(value, model)
+        return onnx_light_to_hurray(value, model, ggml_type)
     elements = {code: name for name, code in _ONNX_FLOATS.items()}
     if value.data_type not in elements or not value.HasField("raw_data"):
         raise ArgumentError("initializer", "only float32, float16 and bfloat16 initializers with raw_data convert",

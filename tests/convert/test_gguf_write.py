@@ -172,6 +172,15 @@ def test_onnx_light_to_gguf_gives_the_file_back(model):
     assert "7 converted, 0 skipped" in done.stdout
     assert fields(folder / "back.gguf") == fields(model["path"])
     assert (folder / "back.gguf").read_bytes() == model["path"].read_bytes()
+    # onnx-light -> .hrry (through the values' GGUF form) -> gguf: the same KV and single-level tensors
+    done = cli("convert", "model.onnx", "-o", "again.hrry", "--json", cwd=folder)
+    assert done.returncode == 0, done.stderr
+    skipped = {r["name"]: r["code"] for r in json.loads(done.stdout)["tensors"] if not r["converted"]}
+    assert skipped == {"q4_k": "HQ-HDR-09", "q6_k": "HQ-HDR-09"}
+    assert cli("convert", "again.hrry", "--to", "gguf", "-o", "again.gguf", cwd=folder).returncode == 0
+    kv, tensors = fields(folder / "again.gguf")
+    kv0, tensors0 = fields(model["path"])
+    assert kv == kv0 and tensors == {n: t for n, t in tensors0.items() if n not in skipped}
 
 
 def test_a_failed_gguf_conversion_writes_nothing(model, tmp_path):

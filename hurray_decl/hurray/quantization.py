@@ -6,13 +6,14 @@ engine owns framing, the tag space, permissive mode and error positions.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import construct as cs
 
 from hurray_decl.declare import json_text
-from hurray_decl.declare.schema import fast_parser, parse_exact
+from hurray_decl.declare.schema import parse_exact, parse_untraced
 from hurray_decl.declare.trace import parse_inside
 from hurray_decl.errors import (
     ArgumentError,
@@ -214,7 +215,7 @@ def _decode_fast(row: SchemeRow[SchemeDescriptor], data: bytes) -> SchemeDescrip
     """The untraced parse of a whole scheme encoding (compiled once warm); None when it refuses
     (the ordered parse then says which rule, where)."""
     try:
-        wire = fast_parser(row.struct).parse(data[: row.length])
+        wire = parse_untraced(row.struct, io.BytesIO(data[: row.length]), {})
         values = row.model.wire_fields(wire)
         values["padding"] = data[row.length:]
         return row.model.parsed(values)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import struct as _struct
+from functools import cache
 from typing import Any, ClassVar
 
 import construct as cs
@@ -119,12 +120,18 @@ class SchemeDescriptor(Descriptor):
     @classmethod
     def wire_fields(cls, wire: dict[str, Any]) -> dict[str, Any]:
         """Model fields from parsed wire values: reserved bytes dropped, NONE32 made None."""
-        fields = cls.model_fields  # a computed class property: read once
+        fields = _field_set(cls)
         values = {k: v for k, v in wire.items() if k in fields}
         for name in cls.optional_indices:
             if values.get(name) == NONE32:
                 values[name] = None
         return values
+
+
+@cache
+def _field_set(cls: type[SchemeDescriptor]) -> frozenset[str]:
+    """A model's field names (pydantic computes ``model_fields`` on each access: read once)."""
+    return frozenset(cls.model_fields)
 
 
 def check_float32(value: float, code: str, field: str) -> float:

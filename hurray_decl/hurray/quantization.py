@@ -13,7 +13,7 @@ from typing import Any
 import construct as cs
 
 from hurray_decl.declare import json_text
-from hurray_decl.declare.schema import parse_exact, parse_untraced
+from hurray_decl.declare.schema import build_untraced, parse_exact, parse_untraced
 from hurray_decl.declare.trace import parse_inside
 from hurray_decl.errors import (
     ArgumentError,
@@ -257,7 +257,7 @@ def encode_quantization(descriptor: Descriptor, *, permissive: bool = False) -> 
     if row is None or not isinstance(descriptor, row.model):
         raise tag_error(descriptor.scheme_tag, offset=HEADER_OFFSETS["scheme_tag"], writing=True)
     try:
-        fixed: bytes = row.struct.build(descriptor.to_wire())  # construct is untyped
+        fixed = build_untraced(row.struct, descriptor.to_wire(), {})
     except HurrayDeclError:
         raise
     except cs.ConstructError as exc:

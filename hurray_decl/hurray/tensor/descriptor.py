@@ -30,7 +30,17 @@ import construct as cs
 from construct import this
 
 from hurray_decl.declare.model import remember_validated
-from hurray_decl.declare.schema import Record, compiled, construct_path, fast_parser, field_offsets
+from hurray_decl.declare.schema import (
+    Record,
+    bind,
+    build_untraced,
+    compiled,
+    construct_path,
+    fast_parser,
+    field_offsets,
+    parse_untraced,
+    strict_build,
+)
 from hurray_decl.declare.trace import parse_tree, positions_of
 from hurray_decl.errors import HurrayDeclError, RuleViolation, TruncatedError
 from hurray_decl.hurray.quantization import Payload, encode_quantization
@@ -104,6 +114,32 @@ class Items(cs.Array):
             built.append(self.subcon._build(item, stream, context, f"{path} -> {index}"))
         return built
 
+    def _emitparse(self, code):
+        name = f"parse_items_{code.allocateId()}"
+        code.append(f"""
+            def {name}_item(io, this):
+                return {self.subcon._compileparse(code)}
+            def {name}(io, this):
+                return ListContainer([{name}_item(io, this) for i in range({self.count!r})])
+        """)
+        return f"{name}(io, this)"
+
+    strict_build = True
+
+    def _emitbuild(self, code):
+        name = f"build_items_{code.allocateId()}"
+        code.append(f"""
+            def {name}_item(obj, io, this):
+                return {strict_build(code, self.subcon)}
+            def {name}(obj, io, this):
+                built = ListContainer()
+                for index, item in enumerate(obj):
+                    this['_index'] = index
+                    built.append({name}_item(item, io, this))
+                return built
+        """)
+        return f"{name}(obj, io, this)"
+
 
 class Framed(cs.Subconstruct):
     """A section: running out of bytes inside it is HT-HDR-08 under the section's path; a value
@@ -136,6 +172,11 @@ class Framed(cs.Subconstruct):
     def _emitparse(self, code):
         return self.subcon._compileparse(code)
 
+    strict_build = True
+
+    def _emitbuild(self, code):  # a refusal of the compiled builder is built again interpreted: no framing here
+        return strict_build(code, self.subcon)
+
 
 class ModelOf(cs.Adapter):
     """A section declaration that parses into its model and builds from it."""
@@ -151,7 +192,19 @@ class ModelOf(cs.Adapter):
         return obj.to_wire()
 
     def _emitparse(self, code):
-        return _link(code, self, f"_decode({self.subcon._compileparse(code)}, this, '(parsing)')")
+        return f"{bind(code, f'from_wire_{id(self)}', self.model.from_wire)}({self.subcon._compileparse(code)})"
+
+    strict_build = True
+
+    def _emitbuild(self, code):
+        name = f"build_model_{code.allocateId()}"
+        code.append(f"""
+            def {name}(model, io, this):
+                obj = model.to_wire()
+                {strict_build(code, self.subcon)}
+                return model
+        """)
+        return f"{name}(obj, io, this)"
 
 
 class Checkpoint(cs.Construct):
@@ -178,6 +231,11 @@ class Checkpoint(cs.Construct):
 
     def _emitparse(self, code):
         return "None" if self.check is None else _link(code, self, "check(this, io)")
+
+    strict_build = True
+
+    def _emitbuild(self, code):
+        return "obj" if self.on_build is None else f"({bind(code, f'on_build_{id(self)}', self.on_build)}(this), obj)[1]"
 
 
 class StopIfOpaque(cs.Construct):
@@ -255,6 +313,22 @@ class LayoutFields(cs.Construct):
 
     def _emitparse(self, code):
         return _link(code, self, "_parse_fast(io, this)")
+
+    def _build_fast(self, obj: Any, stream: Any, context: Any) -> Any:
+        """The compiled builder of the layout's struct (reached from compiled code only)."""
+        if isinstance(obj, OpaqueLayout):
+            return self._build(obj, stream, context, "(building)")
+        struct = row_of(obj).struct(context["rank"])
+        fast = compiled(struct)
+        if fast is None:
+            return self._build(obj, stream, context, "(building)")
+        fast.buildfunc(obj.to_wire(), stream, context)
+        return obj
+
+    strict_build = True
+
+    def _emitbuild(self, code):
+        return _link(code, self, "_build_fast(obj, io, this)")
 
 
 def _not_composite(context: Any) -> None:
@@ -475,7 +549,7 @@ def parse_fast(data: bytes | bytearray | memoryview, permissive: bool) -> Tensor
     inside the parse, so descriptor_length is read directly where the header declares it."""
     try:
         view = bytes(data[:_LENGTH.unpack_from(data, LENGTH_AT)[0]])  # only the descriptor is copied
-        descriptor = fast_parser(DESCRIPTOR).parse_stream(io.BytesIO(view), permissive=permissive)["_model"]
+        descriptor = parse_untraced(DESCRIPTOR, io.BytesIO(view), {"permissive": permissive})["_model"]
     except (HurrayDeclError, cs.ConstructError, struct.error):  # struct.error: a compiled integer cut short
         return None
     return remember_validated(descriptor)
@@ -491,12 +565,12 @@ def preamble_fast(raw: bytes, permissive: bool) -> int | None:
 
 def build(d: TensorDescriptor, *, permissive: bool, writer_rules: bool) -> bytes:
     """The bytes of ``d`` (a validated model), descriptor_length filled in last."""
-    values = {name: getattr(d, name) for name in type(d).model_fields}
+    values = dict(d.__dict__)  # its fields (a validated model holds every one)
     values.update(magic=MAGIC, descriptor_length=HEADER_LENGTH, rank=d.rank, shape=list(d.shape),
                   buffers=list(d.buffers), trailing=d.trailing)
-    raw = DESCRIPTOR.build(values, permissive=permissive, writer_rules=writer_rules, descriptor=d)
+    raw = build_untraced(DESCRIPTOR, values, {"permissive": permissive, "writer_rules": writer_rules, "descriptor": d})
     if d.descriptor_length is not None and d.descriptor_length != len(raw):
         raise RuleViolation("HT-HDR-09", "descriptor_length disagrees with the sections it holds",
                             path="descriptor -> descriptor_length", actual=d.descriptor_length, expected=len(raw))
-    length = LENGTH_FIELD.build(len(raw))
+    length = build_untraced(LENGTH_FIELD, len(raw), {})
     return raw[:LENGTH_AT] + length + raw[LENGTH_AT + len(length):]

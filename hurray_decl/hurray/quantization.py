@@ -77,7 +77,7 @@ def decode_quantization(payload: bytes, *, permissive: bool = False) -> Descript
     :class:`OpaqueQuantization` instead of an error.
     """
     try:
-        data = bytes(memoryview(payload))
+        data = payload if type(payload) is bytes else bytes(memoryview(payload))
     except TypeError:
         raise ArgumentError("payload", "a quantization payload is decoded from bytes", actual=type(payload).__name__,
                             expected="bytes, bytearray, memoryview or another bytes-like object") from None

@@ -24,12 +24,13 @@ from __future__ import annotations
 import io
 import struct
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import construct as cs
 from construct import this
 
-from hurray_decl.declare.model import remember_validated
+from hurray_decl.declare.model import remember_validated, wire_fields
 from hurray_decl.declare.schema import (
     Record,
     bind,
@@ -43,7 +44,7 @@ from hurray_decl.declare.schema import (
 )
 from hurray_decl.declare.trace import parse_tree, positions_of
 from hurray_decl.errors import HurrayDeclError, RuleViolation, TruncatedError
-from hurray_decl.hurray.quantization import Payload, encode_quantization
+from hurray_decl.hurray.quantization import Payload, decode_quantization, encode_quantization
 from hurray_decl.hurray.tensor.buffers import BUFFER_COUNT, HANDLE, BufferHandle
 from hurray_decl.hurray.tensor.common import Section, field_names, permissive, trusted
 from hurray_decl.hurray.tensor.context import (
@@ -78,9 +79,9 @@ from hurray_decl.hurray.tensor.sections import (
 
 
 def _link(code: Any, con: cs.Construct, call: str) -> str:
-    """Compiled code calling ``con.<call>`` (a linked instance, as Construct links its own)."""
-    code.linkedinstances[id(con)] = con
-    return f"linkedinstances[{id(con)}].{call}"
+    """Compiled code calling ``con.<call>``: the bound method, a global of the compiled module."""
+    method, arguments = call.split("(", 1)
+    return f"{bind(code, f'{method.lstrip(chr(95))}_{id(con)}', getattr(con, method))}({arguments}"
 
 
 def _size(stream: Any) -> int:
@@ -178,6 +179,10 @@ class Framed(cs.Subconstruct):
         return strict_build(code, self.subcon)
 
 
+def _as_tuple(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
 class ModelOf(cs.Adapter):
     """A section declaration that parses into its model and builds from it."""
 
@@ -192,7 +197,18 @@ class ModelOf(cs.Adapter):
         return obj.to_wire()
 
     def _emitparse(self, code):
-        return f"{bind(code, f'from_wire_{id(self)}', self.model.from_wire)}({self.subcon._compileparse(code)})"
+        record = self.subcon._compileparse(code)
+        if getattr(self.model.from_wire, "__func__", None) is not Section.from_wire.__func__:  # its own from_wire
+            return f"{bind(code, f'from_wire_{id(self)}', self.model.from_wire)}({record})"
+        # Section.from_wire written out for this model: each field read once, arrays made tuples
+        arrays = {wire.name for wire in wire_fields(self.subcon) if wire.array}
+        made = bind(code, f"trusted_{id(self)}", partial(trusted, self.model))
+        values = ", ".join(f"{name!r}: as_tuple(wire[{name!r}])" if name in arrays else f"{name!r}: wire[{name!r}]"
+                           for name in field_names(self.model))
+        bind(code, "as_tuple", _as_tuple)
+        name = f"model_{code.allocateId()}"
+        code.append(f"def {name}(wire):\n    return {made}({{{values}}})")
+        return f"{name}({record})"
 
     strict_build = True
 
@@ -355,8 +371,19 @@ class QuantizationSection(Payload):
         stream.write(context._payload)
         return obj
 
+    def _parse_fast(self, stream: Any, context: Any) -> Any:
+        """The payload as :meth:`_parse` reads it, for the compiled parse (which says nothing of
+        where a refusal is): any error refuses."""
+        length = context["quantization_length"]
+        data = stream.read(length)
+        if len(data) != length:
+            raise TruncatedError("HT-HDR-08", "a section ends past descriptor_length", path=self.where)
+        if self.check is not None:
+            self.check(context)
+        return decode_quantization(data, permissive=permissive(context))
+
     def _emitparse(self, code):
-        return _link(code, self, "_parse(io, this, '(parsing)')")
+        return _link(code, self, "_parse_fast(io, this)")
 
 
 # ---------------------------------------------------------------- the context checkpoints

@@ -44,16 +44,30 @@ _PARSED: contextvars.ContextVar[bool] = contextvars.ContextVar("hurray_decl_pars
 context variable, not a validation context: pydantic calls a custom ``__init__`` for nested
 validation, which would drop the latter."""
 
-_VALIDATED: weakref.WeakValueDictionary[int, FrozenModel] = weakref.WeakValueDictionary()
-"""Models whose constructor ran every validator, nested models included, by id. A model made by
-``model_construct``, ``model_copy`` or ``copy.copy`` is a new object, so never found here."""
+
+class _Validated(set[str]):
+    """The fields-set of a model its validating constructor or a reader made: its type marks the
+    model valid in full (frozen, so for good). A copy of it is a plain set (``copy.copy``,
+    ``model_copy``, ``deepcopy``, pickling), and ``model_construct`` makes a plain one, so a model
+    made any other way is validated again; equality, hashing and JSON never read it."""
+
+    __slots__ = ()
+
+    def __copy__(self) -> set[str]:
+        return set(self)
+
+    def __deepcopy__(self, memo: Any) -> set[str]:
+        return set(self)
+
+    def __reduce__(self) -> Any:
+        return set, (list(self),)
 
 
 def validated(value: Any) -> bool:
     """Whether ``value`` (a model, a tuple of them, or a plain value) is exactly what a validating
     constructor or a reader returned: frozen, so it needs no validation again."""
     if isinstance(value, FrozenModel):
-        return _VALIDATED.get(id(value)) is value
+        return type(getattr(value, "__pydantic_fields_set__", None)) is _Validated
     if isinstance(value, (tuple, list)):
         return all(validated(v) for v in value)
     return True
@@ -65,7 +79,7 @@ _M = TypeVar("_M", bound="FrozenModel")
 def remember_validated(model: _M) -> _M:
     """Record ``model`` as validated in full: for a reader whose parse has just run every rule of
     the values it built the model from."""
-    _VALIDATED[id(model)] = model
+    object.__setattr__(model, "__pydantic_fields_set__", _Validated(model.__pydantic_fields_set__))
     return model
 
 

@@ -49,6 +49,9 @@ ASSIGNED: frozenset[int] = frozenset(row.tag for row in BUILTIN)
 
 def scheme(key: int | str) -> SchemeRow[SchemeDescriptor]:
     """The row of a scheme, by tag or by name (``per_block_affine``)."""
+    found = SCHEMES.get(key) if type(key) is int else None  # the table is keyed by tag
+    if found is not None:
+        return found
     for row in SCHEMES:
         if key in (row.tag, row.name):
             return row

@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings, strategies as st
 from pydantic import BaseModel, ValidationError
 
 from hurray_decl.declare import schema
 from hurray_decl.errors import HurrayDeclError
+from hurray_decl.hurray import strategies
 from hurray_decl.hurray.examples import bundled
 from hurray_decl.hurray.quantization import decode_quantization
 from hurray_decl.hurray.tensor import descriptor as declaration, read_tensor_descriptor, write_tensor_descriptor
@@ -131,3 +133,36 @@ def test_the_compiled_builder_writes_what_the_interpreted_one_writes(path):
     with warm_after(10**9):
         interpreted = write_tensor_descriptor(d)
     assert fast == interpreted == data[:len(fast)]
+
+
+def _written(d: Any, **modes: bool) -> Any:
+    """The bytes the writer gives, or the error it raises (code, path, offset, actual, expected)."""
+    try:
+        return write_tensor_descriptor(d, **modes)
+    except HurrayDeclError as err:
+        return (type(err), err.code, err.path, err.offset, err.actual, err.expected)
+
+
+def assert_builds_agree(d: Any) -> None:
+    for modes in ({}, {"permissive": True}, {"writer_rules": True}):
+        with warm_after(0):
+            fast = _written(d, **modes)
+        with warm_after(10**9):
+            interpreted = _written(d, **modes)
+        assert fast == interpreted, modes
+
+
+@settings(max_examples=60)
+@given(strategies.tensor_descriptors(), st.data())
+def test_compiled_and_interpreted_builds_agree_on_strategy_output_and_mutations(d, data):
+    """Bytes or refusal alike, in every mode, for generated descriptors and for whatever a
+    permissive read makes of their byte mutations (opaque parts, private ids, newer minors)."""
+    assert_builds_agree(d)
+    raw = write_tensor_descriptor(d)
+    position = data.draw(st.integers(0, len(raw) - 1))
+    mutated = raw[:position] + bytes([data.draw(st.integers(0, 255))]) + raw[position + 1:]
+    try:
+        back = read_tensor_descriptor(mutated, permissive=True)
+    except HurrayDeclError:
+        return
+    assert_builds_agree(back)

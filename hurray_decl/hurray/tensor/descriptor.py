@@ -293,6 +293,11 @@ class LayoutFields(cs.Construct):
     """The layout fields: the struct of the row ``layout_tag`` selects, for the rank; in
     permissive mode an unrecognised tag's bytes up to descriptor_length, unread (HT-HDR-17)."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._fast: dict[tuple[int, int], tuple[Callable[..., Any], Callable[[Any], Layout]]] = {}
+        """The compiled parser and model of each (layout_tag, rank) read so far."""
+
     def choose(self, context: Any) -> cs.Construct | None:
         row = _row(context["layout_tag"])
         return None if row is None else row.struct(context["rank"])
@@ -305,13 +310,17 @@ class LayoutFields(cs.Construct):
         return self._model(context, struct._parsereport(stream, context, path))
 
     def _parse_fast(self, stream, context):
-        struct = self.choose(context)
-        if struct is None:
-            return self._parse(stream, context, "(parsing)")
-        fast = compiled(struct)
-        if fast is None:
-            return self._parse(stream, context, "(parsing)")
-        return self._model(context, fast.parsefunc(stream, context))  # reached from compiled code only
+        """The layout by the compiled parser of its struct (reached from compiled code only)."""
+        key = (context["layout_tag"], context["rank"])
+        found = self._fast.get(key)
+        if found is None:
+            struct = self.choose(context)
+            fast = None if struct is None else compiled(struct)
+            if fast is None:
+                return self._parse(stream, context, "(parsing)")
+            found = self._fast[key] = (fast.parsefunc, layout_row(key[0]).model.from_wire)
+        parse, model = found
+        return model(parse(stream, context))
 
     @staticmethod
     def _model(context: Any, wire: Any) -> Layout:

@@ -23,6 +23,7 @@ import typing
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self, TypeVar
 
 import construct as cs
@@ -336,10 +337,11 @@ class FrozenModel(BaseModel):
         tuples, models the reader built), so pydantic's type pass is skipped; the class's own
         validators (the rules between fields) run as a validating constructor runs them, and
         the model equals, hashes and serialises as the one that constructor builds."""
-        plan = _parse_plan(cls)
-        if plan is not None and plan.names.issuperset(values):
+        replay = _replay(cls)
+        if replay is not None:
             try:
-                return _replayed(cls, plan, values)
+                made: Self = replay(values)
+                return made
             except (ValueError, TypeError, AssertionError, KeyError):  # a refusal: in pydantic's words below
                 pass
         token = _PARSED.set(True)
@@ -419,25 +421,7 @@ def model_error(exc: ValidationError, cls: type[FrozenModel]) -> HurrayDeclError
                          actual=show(first.get("input")), expected=f"a value the {cls.__name__} encoding can hold")
 
 
-@dataclass(frozen=True)
-class _ParsePlan:
-    """What :meth:`FrozenModel.parsed` runs for one class, read once from pydantic's record of
-    the class's validators: its ``before`` model validators in the order pydantic runs them (the
-    last declared first), its ``after`` field validators, its ``after`` model validators in
-    declaration order (the byte rules left out: the parse ran them), and each field's default."""
-
-    names: frozenset[str]
-    fields: tuple[tuple[str, Any], ...]
-    """Each field's name and pydantic field info (None: the field is required)."""
-    before: tuple[Callable[[Any], Any], ...]
-    field_checks: tuple[tuple[str, Callable[[Any], Any]], ...]
-    after: tuple[Callable[[Any], Any], ...]
-    nested: tuple[str, ...]
-    """The fields that may hold models: the model is known valid when theirs are."""
-
-
-_PLANS: dict[type, _ParsePlan | None] = {}
-_BUILT: set[type] = set()
+_REPLAYS: dict[type, Callable[[dict[str, Any]], Any] | None] = {}
 _UNREAD = object()
 _OWN_CHECKS = ("_strict_integers", "_bytes_rules")
 """FrozenModel's checks of values a caller gives (no boolean for an integer, the declaration's
@@ -451,63 +435,61 @@ def _holds_models(annotation: Any) -> bool:
     return any(_holds_models(arg) for arg in typing.get_args(annotation))
 
 
-def _parse_plan(cls: type[FrozenModel]) -> _ParsePlan | None:
-    """The validators :meth:`FrozenModel.parsed` replays for ``cls``; None when one of them needs
-    pydantic (a wrap or plain validator, one taking validation info)."""
-    known = _PLANS.get(cls, _UNREAD)
+def _replay(cls: type[FrozenModel]) -> Callable[[dict[str, Any]], Any] | None:
+    """The function :meth:`FrozenModel.parsed` makes a ``cls`` with, written out once from
+    pydantic's record of the class's validators: the ``before`` model validators in the order
+    pydantic runs them (the last declared first), each field from the values or its default, in
+    field order, the ``after`` field validators, the instance as pydantic's constructor leaves
+    it, the ``after`` model validators in declaration order (FrozenModel's own checks of given
+    values left out), marked validated when the models it holds are. KeyError for a value of no
+    field or a required field missing, a validator's own exception for a refusal. None when a
+    validator needs pydantic (a wrap or plain validator, one taking validation info)."""
+    known = _REPLAYS.get(cls, _UNREAD)
     if known is not _UNREAD:
         return known  # type: ignore[return-value]
     decorators = cls.__pydantic_decorators__
-    plan: _ParsePlan | None = None
-    simple = not any(dec.info.mode not in ("before", "after") for dec in decorators.model_validators.values())
+    replay = None
+    simple = all(dec.info.mode in ("before", "after") for dec in decorators.model_validators.values())
     simple = simple and all(dec.info.mode == "after" and len(inspect.signature(dec.func).parameters) == 1
                             for dec in decorators.field_validators.values())
-    simple = simple and not decorators.validators and not decorators.root_validators
-    if simple:
+    if simple and not decorators.validators and not decorators.root_validators:
+        cls.model_rebuild()  # its schema is built on first use (defer_build): serialising needs it
         fields = cls.model_fields
         own = [(name, dec.info.mode) for name, dec in decorators.model_validators.items() if name not in _OWN_CHECKS]
-        before = [getattr(cls, name) for name, mode in own if mode == "before"]
-        after = [getattr(cls, name) for name, mode in own if mode == "after"]
+        names: dict[str, Any] = {"cls": cls, "names": frozenset(fields), "set_": object.__setattr__,
+                                 "Validated": _Validated, "validated": validated}
+        lines = ["def replay(values):", "    if not names.issuperset(values):",
+                 "        raise KeyError('a value of no field')", "    data = values"]
+        for k, name in enumerate(reversed([name for name, mode in own if mode == "before"])):
+            names[f"before_{k}"] = getattr(cls, name)
+            lines.append(f"    data = before_{k}(data)")
+        items = []
+        for k, (name, info) in enumerate(fields.items()):
+            if info.is_required():
+                items.append(f"{name!r}: data[{name!r}]")
+            else:
+                names[f"default_{k}"] = partial(info.get_default, call_default_factory=True)
+                items.append(f"{name!r}: data[{name!r}] if {name!r} in data else default_{k}()")
+        lines.append(f"    fields = {{{', '.join(items)}}}")
         checks = [(field, getattr(cls, name)) for name, dec in decorators.field_validators.items()
                   for field in dec.info.fields]
-        defaults = tuple((name, None if info.is_required() else info) for name, info in fields.items())
-        plan = _ParsePlan(frozenset(fields), defaults,
-                          tuple(reversed(before)), tuple(checks), tuple(after),
-                          tuple(name for name, info in fields.items() if _holds_models(info.annotation)))
-    _PLANS[cls] = plan
-    return plan
-
-
-def _made(cls: type[_M], fields: dict[str, Any], given: Any, _set: Callable[..., None] = object.__setattr__) -> _M:
-    """An instance of ``cls`` holding ``fields`` (in field order), as pydantic's constructor
-    leaves one: ``given`` is the set of fields the caller gave."""
-    if cls not in _BUILT:  # its schema is built on first use (defer_build): serialising needs it
-        cls.model_rebuild()
-        _BUILT.add(cls)
-    made = cls.__new__(cls)  # type: ignore[call-overload]
-    _set(made, "__dict__", fields)
-    _set(made, "__pydantic_fields_set__", set(given))
-    _set(made, "__pydantic_extra__", None)
-    _set(made, "__pydantic_private__", None)
-    return made
-
-
-def _replayed(cls: type[_M], plan: _ParsePlan, values: dict[str, Any]) -> _M:
-    """The model of ``values`` made by replaying ``plan``; KeyError for a required field missing,
-    a validator's own exception for a refusal (the caller then lets pydantic say it)."""
-    data = values
-    for before in plan.before:
-        data = before(data)
-    fields = {name: data[name] if info is None or name in data else info.get_default(call_default_factory=True)
-              for name, info in plan.fields}
-    for name, check in plan.field_checks:
-        fields[name] = check(fields[name])
-    made = _made(cls, fields, data.keys() & plan.names)
-    for after in plan.after:
-        made = after(made)
-    if all(validated(fields[name]) for name in plan.nested):
-        remember_validated(made)
-    return made
+        for k, (field, check) in enumerate(checks):
+            names[f"check_{k}"] = check
+            lines.append(f"    fields[{field!r}] = check_{k}(fields[{field!r}])")
+        nested = [f"validated(fields[{name!r}])" for name, info in fields.items() if _holds_models(info.annotation)]
+        lines += ["    made = cls.__new__(cls)", "    set_(made, '__dict__', fields)",
+                  f"    given = names.intersection(data)",
+                  f"    set_(made, '__pydantic_fields_set__', Validated(given) if {' and '.join(nested) or 'True'} "
+                  "else set(given))",
+                  "    set_(made, '__pydantic_extra__', None)", "    set_(made, '__pydantic_private__', None)"]
+        for k, name in enumerate(name for name, mode in own if mode == "after"):
+            names[f"after_{k}"] = getattr(cls, name)
+            lines.append(f"    made = after_{k}(made)")
+        lines.append("    return made")
+        exec(compile("\n".join(lines), f"<parsed {cls.__qualname__}>", "exec"), names)  # noqa: S102
+        replay = names["replay"]
+    _REPLAYS[cls] = replay
+    return replay
 
 
 def _checked(value: Any) -> Any:

@@ -478,7 +478,7 @@ def _replay(cls: type[FrozenModel]) -> Callable[[dict[str, Any]], Any] | None:
             lines.append(f"    fields[{field!r}] = check_{k}(fields[{field!r}])")
         nested = [f"validated(fields[{name!r}])" for name, info in fields.items() if _holds_models(info.annotation)]
         lines += ["    made = cls.__new__(cls)", "    set_(made, '__dict__', fields)",
-                  f"    given = names.intersection(data)",
+                  "    given = names.intersection(data)",
                   f"    set_(made, '__pydantic_fields_set__', Validated(given) if {' and '.join(nested) or 'True'} "
                   "else set(given))",
                   "    set_(made, '__pydantic_extra__', None)", "    set_(made, '__pydantic_private__', None)"]
@@ -486,7 +486,7 @@ def _replay(cls: type[FrozenModel]) -> Callable[[dict[str, Any]], Any] | None:
             names[f"after_{k}"] = getattr(cls, name)
             lines.append(f"    made = after_{k}(made)")
         lines.append("    return made")
-        exec(compile("\n".join(lines), f"<parsed {cls.__qualname__}>", "exec"), names)  # noqa: S102
+        exec(compile("\n".join(lines), f"<parsed {cls.__qualname__}>", "exec"), names)
         replay = names["replay"]
     _REPLAYS[cls] = replay
     return replay

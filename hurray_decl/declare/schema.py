@@ -9,12 +9,11 @@ from the same declarations.
 
 from __future__ import annotations
 
+import io
+import struct
 from collections.abc import Callable
 from functools import cache, partial
 from typing import Any
-
-import io
-import struct
 
 import construct as cs
 from construct.core import stream_tell
@@ -168,7 +167,7 @@ def _pending(context: Any) -> list | None:
     return stack[-1] if stack else None
 
 
-class Context(dict):  # type: ignore[type-arg]
+class Context(dict[str, Any]):
     """A compiled parser's context, which is also its record's result: a dict whose keys read as
     attributes at the speed of an instance attribute, being its own ``__dict__`` (set where it is
     made: :func:`context`, or the compiled code), where Construct's Container runs a Python
@@ -379,6 +378,39 @@ def _fixed_build(code: Any, con: cs.Construct, value: str) -> tuple[str, list[st
     return fmt, steps
 
 
+WRITE_ARRAY = """
+    def write_array(io, obj, count, code):
+        if count < 0 or len(obj) != count:
+            raise RangeError(f"expected {count} elements, found {len(obj)}")
+        io.write(struct.pack(f"<{count}{code}", *obj))
+        return ListContainer(obj)
+"""
+"""Compiled code writing an array of ``count`` fixed-size values with one ``pack``, refusing
+another count as Array's interpreted build does."""
+
+
+def _array_build(code: Any, con: cs.Construct, value: str) -> list[str] | None:
+    """The statements building an Array of integers or floats without rules (under names and
+    defaults) from ``value`` and writing it, as its interpreted build does; None for another field."""
+    steps: list[str] = []
+    while type(con) in (cs.Renamed, cs.Default):
+        if type(con) is cs.Default:
+            steps.append(f"if {value} is None: {value} = {_evaluated(code, f'default_{id(con)}', con.value)}")
+        con = con.subcon
+    if type(con) is not cs.Array or con.discard:
+        return None
+    item = _fixed_format(con.subcon)
+    if item is None or item[1] is not None or item[0].endswith("s"):
+        return None
+    if isinstance(con.count, int):
+        count = str(con.count)
+    elif isinstance(con.count, cs.expr.ExprMixin):
+        count = repr(con.count)
+    else:
+        return None
+    return [*steps, f"{value} = write_array(io, {value}, {count}, {item[0]!r})"]
+
+
 def strict_build(code: Any, con: cs.Construct) -> str:
     """Compiled code building ``obj`` with ``con`` exactly as its interpreted ``_build`` does: the
     emitted builder of a construct of this package that has one (``strict_build``), a condition
@@ -389,6 +421,18 @@ def strict_build(code: Any, con: cs.Construct) -> str:
     if getattr(con, "strict_build", False):
         emitted: str = con._compilebuild(code)
         return emitted
+    fixed = _fixed_build(code, con, "value")
+    array = None if fixed is not None else _array_build(code, con, "value")
+    if fixed is not None or array is not None:
+        name = f"build_field_{code.allocateId()}"
+        if fixed is not None:
+            steps = [*fixed[1], f"io.write({bind(code, f'pack_{id(con)}', struct.Struct('<' + fixed[0]).pack)}(value))"]
+        else:
+            code.append(WRITE_ARRAY)
+            steps = array or []
+        body = "".join(f"    {step}\n" for step in steps)
+        code.append(f"def {name}(obj, io, this):\n    value = obj\n{body}    return value")
+        return f"{name}(obj, io, this)"
     if type(con) is cs.IfThenElse:
         condition = _evaluated(code, f"condition_{id(con)}", con.condfunc)
         return (f"(({strict_build(code, con.thensubcon)}) if {condition} "

@@ -179,6 +179,15 @@ class Framed(cs.Subconstruct):
         return strict_build(code, self.subcon)
 
 
+def _inherits_from_wire(model: type) -> bool:
+    """Whether ``model`` makes itself from wire values with Section.from_wire (no class on its
+    way there defines another)."""
+    for klass in model.__mro__:
+        if "from_wire" in klass.__dict__:
+            return klass is Section
+    return False
+
+
 def _as_tuple(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
@@ -198,7 +207,7 @@ class ModelOf(cs.Adapter):
 
     def _emitparse(self, code):
         record = self.subcon._compileparse(code)
-        if getattr(self.model.from_wire, "__func__", None) is not Section.from_wire.__func__:  # its own from_wire
+        if not _inherits_from_wire(self.model):
             return f"{bind(code, f'from_wire_{id(self)}', self.model.from_wire)}({record})"
         # Section.from_wire written out for this model: each field read once, arrays made tuples
         arrays = {wire.name for wire in wire_fields(self.subcon) if wire.array}
@@ -251,7 +260,9 @@ class Checkpoint(cs.Construct):
     strict_build = True
 
     def _emitbuild(self, code):
-        return "obj" if self.on_build is None else f"({bind(code, f'on_build_{id(self)}', self.on_build)}(this), obj)[1]"
+        if self.on_build is None:
+            return "obj"
+        return f"({bind(code, f'on_build_{id(self)}', self.on_build)}(this), obj)[1]"
 
 
 class StopIfOpaque(cs.Construct):
@@ -386,7 +397,7 @@ class QuantizationSection(Payload):
         length = context["quantization_length"]
         data = stream.read(length)
         if len(data) != length:
-            raise TruncatedError("HT-HDR-08", "a section ends past descriptor_length", path=self.where)
+            raise TruncatedError("HT-HDR-08", "a section ends past descriptor_length", path=self.where or "descriptor")
         if self.check is not None:
             self.check(context)
         return decode_quantization(data, permissive=permissive(context))
@@ -464,12 +475,10 @@ def _length(context: Any, stream: Any) -> None:
 def _extents(context: Any, stream: Any) -> TensorDescriptor:
     """After every section: byte_offset and the buffer sizes the layout addresses."""
     t = context["_tensor"]
-    values = dict(t.d.__dict__)  # the fields up to the quantization section, and those after it
+    descriptor: TensorDescriptor = t.d  # made at step 13 by this parse, for it alone: completed here
     get = context.get
-    values.update(shard=get("shard"), statistics=get("statistics"), extension_type=get("extension_type"),
-                  composite_member=get("composite_member"), trailing=get("trailing") or b"")
-    descriptor = trusted(TensorDescriptor, values)
-    t.d = descriptor
+    descriptor.__dict__.update(shard=get("shard"), statistics=get("statistics"), extension_type=get("extension_type"),
+                               composite_member=get("composite_member"), trailing=get("trailing") or b"")
     check_extents(t)
     return descriptor
 

@@ -627,7 +627,9 @@ def parse_untraced(declaration: cs.Construct, stream: Any, params: dict[str, Any
     Construct's per-parse set-up), an interpreted one as Construct parses."""
     parser = fast_parser(declaration)
     if type(parser) is cs.Compiled:
-        return parser.parsefunc(stream, context(_params=params))
+        outer = Context(_params=params)
+        outer.__dict__ = outer
+        return parser.parsefunc(stream, outer)
     return parser.parse_stream(stream, **params)
 
 

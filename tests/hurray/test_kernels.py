@@ -409,3 +409,14 @@ def test_a_32_bit_zero_point_is_subtracted_exactly() -> None:
     plan = kernels.affine_plan(g, "int32", np.ones((1, 1, 1), np.float32), np.full((1, 1, 1), z))
     out = kernels.run(plan, "int32", np.full((1, 4), np.nan, np.float32), data=codes.view(np.uint8), threads=1)
     assert out.tolist() == [[1.0, -1.0, 0.0, 3.0]]
+
+
+def test_what_quantize_returns_cannot_be_changed_afterwards() -> None:
+    """A ``Quantized`` is handed from a scheme's quantizer to the writer: frozen, so nothing between
+    them can swap the model or the arrays it was checked with."""
+    import dataclasses
+
+    done = kernels.Quantized(model=object(), elements=np.zeros(4, np.uint8), parameters=(np.ones(1),))
+    for name in ("model", "elements", "parameters"):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(done, name, None)

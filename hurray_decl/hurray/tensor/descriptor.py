@@ -24,7 +24,6 @@ from __future__ import annotations
 import io
 import struct
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 import construct as cs
@@ -116,14 +115,7 @@ class Items(cs.Array):
         return built
 
     def _emitparse(self, code):
-        name = f"parse_items_{code.allocateId()}"
-        code.append(f"""
-            def {name}_item(io, this):
-                return {self.subcon._compileparse(code)}
-            def {name}(io, this):
-                return ListContainer([{name}_item(io, this) for i in range({self.count!r})])
-        """)
-        return f"{name}(io, this)"
+        return f"ListContainer([{self.subcon._compileparse(code)} for i in range({self.count!r})])"
 
     strict_build = True
 
@@ -211,12 +203,13 @@ class ModelOf(cs.Adapter):
             return f"{bind(code, f'from_wire_{id(self)}', self.model.from_wire)}({record})"
         # Section.from_wire written out for this model: each field read once, arrays made tuples
         arrays = {wire.name for wire in wire_fields(self.subcon) if wire.array}
-        made = bind(code, f"trusted_{id(self)}", partial(trusted, self.model))
         values = ", ".join(f"{name!r}: as_tuple(wire[{name!r}])" if name in arrays else f"{name!r}: wire[{name!r}]"
                            for name in field_names(self.model))
         bind(code, "as_tuple", _as_tuple)
+        bind(code, "trusted", trusted)
+        model = bind(code, f"model_class_{id(self)}", self.model)
         name = f"model_{code.allocateId()}"
-        code.append(f"def {name}(wire):\n    return {made}({{{values}}})")
+        code.append(f"def {name}(wire):\n    return trusted({model}, {{{values}}})")
         return f"{name}({record})"
 
     strict_build = True

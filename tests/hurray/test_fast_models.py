@@ -6,6 +6,8 @@ hash, the same fields set, frozen alike, and serialised to the same JSON."""
 from __future__ import annotations
 
 import contextlib
+import copy
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +16,11 @@ from hypothesis import given, settings, strategies as st
 from pydantic import BaseModel, ValidationError
 
 from hurray_decl.declare import schema
+from hurray_decl.declare.model import validated
 from hurray_decl.errors import HurrayDeclError
 from hurray_decl.hurray import strategies
 from hurray_decl.hurray.examples import bundled
-from hurray_decl.hurray.quantization import decode_quantization
+from hurray_decl.hurray.quantization import SCHEMES, decode_quantization
 from hurray_decl.hurray.tensor import descriptor as declaration, read_tensor_descriptor, write_tensor_descriptor
 from hurray_decl.hurray.tensor.reader import field_positions
 from tests.paths import CONFORMANCE, DESCRIPTORS
@@ -166,3 +169,27 @@ def test_compiled_and_interpreted_builds_agree_on_strategy_output_and_mutations(
     except HurrayDeclError:
         return
     assert_builds_agree(back)
+
+
+@pytest.mark.parametrize("path", ACCEPTED[:8], ids=lambda p: p.name)
+def test_a_valid_descriptor_is_written_by_the_compiled_builder_alone(path, monkeypatch):
+    data = path.read_bytes()
+    d = read_tensor_descriptor(data)
+
+    def interpreted(*args: Any, **kwargs: Any) -> bytes:
+        raise AssertionError("the interpreted build ran")
+
+    with warm_after(0):
+        write_tensor_descriptor(d)  # compiled once
+        for built in (declaration.DESCRIPTOR, *(row.struct for row in SCHEMES)):
+            monkeypatch.setattr(built, "build", interpreted)
+        assert write_tensor_descriptor(d) == data[:len(write_tensor_descriptor(d))]
+
+
+def test_only_what_a_constructor_or_reader_made_counts_as_validated():
+    d = read_tensor_descriptor(ACCEPTED[0].read_bytes())
+    assert validated(d) and validated(_validated(d))
+    for other in (copy.copy(d), copy.deepcopy(d), pickle.loads(pickle.dumps(d)), d.model_copy(),
+                  type(d).model_construct(**dict(d))):
+        assert other == d and not validated(other)
+        assert validated(other.checked()) and other.checked() == d

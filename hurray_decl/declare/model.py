@@ -21,7 +21,9 @@ import struct
 import types
 import typing
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self, TypeVar
 
 import construct as cs
@@ -43,16 +45,30 @@ _PARSED: contextvars.ContextVar[bool] = contextvars.ContextVar("hurray_decl_pars
 context variable, not a validation context: pydantic calls a custom ``__init__`` for nested
 validation, which would drop the latter."""
 
-_VALIDATED: weakref.WeakValueDictionary[int, FrozenModel] = weakref.WeakValueDictionary()
-"""Models whose constructor ran every validator, nested models included, by id. A model made by
-``model_construct``, ``model_copy`` or ``copy.copy`` is a new object, so never found here."""
+
+class _Validated(set[str]):
+    """The fields-set of a model its validating constructor or a reader made: its type marks the
+    model valid in full (frozen, so for good). A copy of it is a plain set (``copy.copy``,
+    ``model_copy``, ``deepcopy``, pickling), and ``model_construct`` makes a plain one, so a model
+    made any other way is validated again; equality, hashing and JSON never read it."""
+
+    __slots__ = ()
+
+    def __copy__(self) -> set[str]:
+        return set(self)
+
+    def __deepcopy__(self, memo: Any) -> set[str]:
+        return set(self)
+
+    def __reduce__(self) -> Any:
+        return set, (list(self),)
 
 
 def validated(value: Any) -> bool:
     """Whether ``value`` (a model, a tuple of them, or a plain value) is exactly what a validating
     constructor or a reader returned: frozen, so it needs no validation again."""
     if isinstance(value, FrozenModel):
-        return _VALIDATED.get(id(value)) is value
+        return type(getattr(value, "__pydantic_fields_set__", None)) is _Validated
     if isinstance(value, (tuple, list)):
         return all(validated(v) for v in value)
     return True
@@ -64,7 +80,7 @@ _M = TypeVar("_M", bound="FrozenModel")
 def remember_validated(model: _M) -> _M:
     """Record ``model`` as validated in full: for a reader whose parse has just run every rule of
     the values it built the model from."""
-    _VALIDATED[id(model)] = model
+    object.__setattr__(model, "__pydantic_fields_set__", _Validated(model.__pydantic_fields_set__))
     return model
 
 
@@ -316,7 +332,18 @@ class FrozenModel(BaseModel):
 
     @classmethod
     def parsed(cls, values: dict[str, Any]) -> Self:
-        """The model from values a declaration has just parsed (its field rules are not run again)."""
+        """The model from values a declaration has just parsed: their field rules ran as the
+        parse's compiled predicates and their types are the wire's (integers, floats, bytes,
+        tuples, models the reader built), so pydantic's type pass is skipped; the class's own
+        validators (the rules between fields) run as a validating constructor runs them, and
+        the model equals, hashes and serialises as the one that constructor builds."""
+        replay = _replay(cls)
+        if replay is not None:
+            try:
+                made: Self = replay(values)
+                return made
+            except (ValueError, TypeError, AssertionError, KeyError):  # a refusal: in pydantic's words below
+                pass
         token = _PARSED.set(True)
         try:
             return cls(**values)
@@ -392,6 +419,77 @@ def model_error(exc: ValidationError, cls: type[FrozenModel]) -> HurrayDeclError
     path = " -> ".join(part for part in ("descriptor", cls.wire_name, field) if part)
     return RuleViolation(cls.rule, f"{field or cls.__name__}: {first['msg']}", path=path,
                          actual=show(first.get("input")), expected=f"a value the {cls.__name__} encoding can hold")
+
+
+_REPLAYS: dict[type, Callable[[dict[str, Any]], Any] | None] = {}
+_UNREAD = object()
+_OWN_CHECKS = ("_strict_integers", "_bytes_rules")
+"""FrozenModel's checks of values a caller gives (no boolean for an integer, the declaration's
+field rules): a parse gives integers from its bytes and has run the field rules."""
+
+
+def _holds_models(annotation: Any) -> bool:
+    """Whether a field of this annotation may hold a model (whose validation a parent depends on)."""
+    if isinstance(annotation, type):
+        return issubclass(annotation, BaseModel)
+    return any(_holds_models(arg) for arg in typing.get_args(annotation))
+
+
+def _replay(cls: type[FrozenModel]) -> Callable[[dict[str, Any]], Any] | None:
+    """The function :meth:`FrozenModel.parsed` makes a ``cls`` with, written out once from
+    pydantic's record of the class's validators: the ``before`` model validators in the order
+    pydantic runs them (the last declared first), each field from the values or its default, in
+    field order, the ``after`` field validators, the instance as pydantic's constructor leaves
+    it, the ``after`` model validators in declaration order (FrozenModel's own checks of given
+    values left out), marked validated when the models it holds are. KeyError for a value of no
+    field or a required field missing, a validator's own exception for a refusal. None when a
+    validator needs pydantic (a wrap or plain validator, one taking validation info)."""
+    known = _REPLAYS.get(cls, _UNREAD)
+    if known is not _UNREAD:
+        return known  # type: ignore[return-value]
+    decorators = cls.__pydantic_decorators__
+    replay = None
+    simple = all(dec.info.mode in ("before", "after") for dec in decorators.model_validators.values())
+    simple = simple and all(dec.info.mode == "after" and len(inspect.signature(dec.func).parameters) == 1
+                            for dec in decorators.field_validators.values())
+    if simple and not decorators.validators and not decorators.root_validators:
+        cls.model_rebuild()  # its schema is built on first use (defer_build): serialising needs it
+        fields = cls.model_fields
+        own = [(name, dec.info.mode) for name, dec in decorators.model_validators.items() if name not in _OWN_CHECKS]
+        names: dict[str, Any] = {"cls": cls, "names": frozenset(fields), "set_": object.__setattr__,
+                                 "Validated": _Validated, "validated": validated}
+        lines = ["def replay(values):", "    if not names.issuperset(values):",
+                 "        raise KeyError('a value of no field')", "    data = values"]
+        for k, name in enumerate(reversed([name for name, mode in own if mode == "before"])):
+            names[f"before_{k}"] = getattr(cls, name)
+            lines.append(f"    data = before_{k}(data)")
+        items = []
+        for k, (name, info) in enumerate(fields.items()):
+            if info.is_required():
+                items.append(f"{name!r}: data[{name!r}]")
+            else:
+                names[f"default_{k}"] = partial(info.get_default, call_default_factory=True)
+                items.append(f"{name!r}: data[{name!r}] if {name!r} in data else default_{k}()")
+        lines.append(f"    fields = {{{', '.join(items)}}}")
+        checks = [(field, getattr(cls, name)) for name, dec in decorators.field_validators.items()
+                  for field in dec.info.fields]
+        for k, (field, check) in enumerate(checks):
+            names[f"check_{k}"] = check
+            lines.append(f"    fields[{field!r}] = check_{k}(fields[{field!r}])")
+        nested = [f"validated(fields[{name!r}])" for name, info in fields.items() if _holds_models(info.annotation)]
+        lines += ["    made = cls.__new__(cls)", "    set_(made, '__dict__', fields)",
+                  "    given = names.intersection(data)",
+                  f"    set_(made, '__pydantic_fields_set__', Validated(given) if {' and '.join(nested) or 'True'} "
+                  "else set(given))",
+                  "    set_(made, '__pydantic_extra__', None)", "    set_(made, '__pydantic_private__', None)"]
+        for k, name in enumerate(name for name, mode in own if mode == "after"):
+            names[f"after_{k}"] = getattr(cls, name)
+            lines.append(f"    made = after_{k}(made)")
+        lines.append("    return made")
+        exec(compile("\n".join(lines), f"<parsed {cls.__qualname__}>", "exec"), names)
+        replay = names["replay"]
+    _REPLAYS[cls] = replay
+    return replay
 
 
 def _checked(value: Any) -> Any:

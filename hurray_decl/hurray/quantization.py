@@ -6,13 +6,14 @@ engine owns framing, the tag space, permissive mode and error positions.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import construct as cs
 
 from hurray_decl.declare import json_text
-from hurray_decl.declare.schema import fast_parser, parse_exact
+from hurray_decl.declare.schema import build_untraced, parse_exact, parse_untraced
 from hurray_decl.declare.trace import parse_inside
 from hurray_decl.errors import (
     ArgumentError,
@@ -48,6 +49,9 @@ ASSIGNED: frozenset[int] = frozenset(row.tag for row in BUILTIN)
 
 def scheme(key: int | str) -> SchemeRow[SchemeDescriptor]:
     """The row of a scheme, by tag or by name (``per_block_affine``)."""
+    found = SCHEMES.get(key) if type(key) is int else None  # the table is keyed by tag
+    if found is not None:
+        return found
     for row in SCHEMES:
         if key in (row.tag, row.name):
             return row
@@ -76,7 +80,7 @@ def decode_quantization(payload: bytes, *, permissive: bool = False) -> Descript
     :class:`OpaqueQuantization` instead of an error.
     """
     try:
-        data = bytes(memoryview(payload))
+        data = payload if type(payload) is bytes else bytes(memoryview(payload))
     except TypeError:
         raise ArgumentError("payload", "a quantization payload is decoded from bytes", actual=type(payload).__name__,
                             expected="bytes, bytearray, memoryview or another bytes-like object") from None
@@ -214,7 +218,7 @@ def _decode_fast(row: SchemeRow[SchemeDescriptor], data: bytes) -> SchemeDescrip
     """The untraced parse of a whole scheme encoding (compiled once warm); None when it refuses
     (the ordered parse then says which rule, where)."""
     try:
-        wire = fast_parser(row.struct).parse(data[: row.length])
+        wire = parse_untraced(row.struct, io.BytesIO(data[: row.length]), {})
         values = row.model.wire_fields(wire)
         values["padding"] = data[row.length:]
         return row.model.parsed(values)
@@ -256,7 +260,7 @@ def encode_quantization(descriptor: Descriptor, *, permissive: bool = False) -> 
     if row is None or not isinstance(descriptor, row.model):
         raise tag_error(descriptor.scheme_tag, offset=HEADER_OFFSETS["scheme_tag"], writing=True)
     try:
-        fixed: bytes = row.struct.build(descriptor.to_wire())  # construct is untyped
+        fixed = build_untraced(row.struct, descriptor.to_wire(), {})
     except HurrayDeclError:
         raise
     except cs.ConstructError as exc:

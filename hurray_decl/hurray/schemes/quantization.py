@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import struct as _struct
+from functools import cache
 from typing import Any, ClassVar
 
 import construct as cs
@@ -110,7 +111,8 @@ class SchemeDescriptor(Descriptor):
 
     def to_wire(self) -> dict[str, Any]:
         """The field values as the Construct declaration builds them."""
-        values = self.model_dump(exclude={"padding"}, exclude_computed_fields=True)
+        fields = self.__dict__
+        values = {name: fields[name] for name in _wire_names(type(self))}
         for name in self.optional_indices:
             if values.get(name) is None:
                 values[name] = NONE32
@@ -119,12 +121,24 @@ class SchemeDescriptor(Descriptor):
     @classmethod
     def wire_fields(cls, wire: dict[str, Any]) -> dict[str, Any]:
         """Model fields from parsed wire values: reserved bytes dropped, NONE32 made None."""
-        fields = cls.model_fields  # a computed class property: read once
+        fields = _field_set(cls)
         values = {k: v for k, v in wire.items() if k in fields}
         for name in cls.optional_indices:
             if values.get(name) == NONE32:
                 values[name] = None
         return values
+
+
+@cache
+def _field_set(cls: type[SchemeDescriptor]) -> frozenset[str]:
+    """A model's field names (pydantic computes ``model_fields`` on each access: read once)."""
+    return frozenset(cls.model_fields)
+
+
+@cache
+def _wire_names(cls: type[SchemeDescriptor]) -> tuple[str, ...]:
+    """The fields :meth:`SchemeDescriptor.to_wire` gives the declaration: all but the padding."""
+    return tuple(name for name in cls.model_fields if name != "padding")
 
 
 def check_float32(value: float, code: str, field: str) -> float:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from functools import cache
 
 from hurray_decl.hurray.tables.tags import PRIVATE_RANGE
 
@@ -123,6 +124,7 @@ RESERVED_TYPE_TAGS = frozenset({0x47})
 """Single reserved tags inside an otherwise unassigned range (refused under HE-06)."""
 
 
+@cache
 def type_tag_range(tag: int) -> TypeTagRange:
     for entry in TYPE_TAG_RANGES:
         if entry.first <= tag <= entry.last:

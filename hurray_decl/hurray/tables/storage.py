@@ -72,6 +72,7 @@ class Packing:
         return element // self.elements * self.size
 
 
+@cache
 def packing(bits: int) -> Packing:
     """The packing unit of ``bits``-wide elements."""
     if bits == 6:

@@ -42,7 +42,11 @@ def valid_pair(device: int, memory_class: int) -> bool:
     """Whether (device_tag, memory_class) is in the per-device matrix."""
     if is_private(device):
         return memory_class == MemoryClass.STANDARD or is_private(memory_class)
-    return Device.has(device) and memory_class in Device(device).memory_classes
+    return memory_class in _MEMORY_CLASSES.get(device, ())
+
+
+_MEMORY_CLASSES = {int(device): device.memory_classes for device in Device}
+"""Each device's memory classes by its tag (a lookup, not an enum call per handle)."""
 
 
 HANDLE_ORDER = ("HT-BUFT-23", "HT-BUFT-14", "HT-BUFT-15", "HT-BUFT-17", "HT-BUFT-19", "HT-BUFT-20", "HT-BUFT-21",

@@ -111,7 +111,7 @@ class Section(DeclaredModel):
 
     def to_wire(self) -> dict[str, Any]:
         """Field values as the Construct declaration builds them."""
-        return {name: getattr(self, name) for name in type(self).model_fields}
+        return {name: getattr(self, name) for name in field_names(type(self))}
 
     def wire_values(self) -> dict[str, Any]:
         return self.to_wire()

@@ -25,6 +25,9 @@ from hurray_decl.hurray.tensor.layouts import BlockPaged, Layout, LayoutRow, Row
 from hurray_decl.hurray.tensor.model import SECTION_FLAGS, TensorDescriptor
 from hurray_decl.hurray.tensor.sections import Shard, Statistics
 
+_EXTENSION_BIT = int(Flag.HAS_EXTENSION_TYPE)
+"""The flag as an int: ``int & Flag`` would make a Flag object on every descriptor."""
+
 ASTRONOMICAL_BITS = 80
 """A power of two with this exponent exceeds every u64 byte_size; sizes beyond it are never built."""
 
@@ -286,7 +289,7 @@ def check_descriptor(d: TensorDescriptor, *, writer_rules: bool = False) -> Tens
     if d.layout.opaque:
         return t
     for name, flag, code in SECTION_FLAGS:
-        if bool(flags & flag) != (getattr(d, name) is not None):
+        if bool(flags & int(flag)) != (getattr(d, name) is not None):  # an int operand: no Flag object made
             t.fail(code, f"the {name} section is present exactly when {flag.name} is set",
                    "descriptor -> flags", actual=f"0x{flags:08X}",
                    expected=f"{flag.name} {'set' if getattr(d, name) is not None else 'clear'}")
@@ -363,10 +366,11 @@ def check_extents(t: TensorContext) -> None:
 def check_extension_flag(type_tag: int, flags: int) -> None:
     """HAS_EXTENSION_TYPE is set exactly for private type tags (HT-SEC-19, HT-SEC-20)."""
     private_type = is_private(type_tag)
-    if private_type and not flags & Flag.HAS_EXTENSION_TYPE:
+    extension = flags & _EXTENSION_BIT
+    if private_type and not extension:
         raise RuleViolation("HT-SEC-19", "a private type tag needs the extension-type section",
                             path="descriptor -> flags", actual=f"0x{flags:08X}", expected="HAS_EXTENSION_TYPE set")
-    if flags & Flag.HAS_EXTENSION_TYPE and not private_type:
+    if extension and not private_type:
         raise RuleViolation("HT-SEC-20", "HAS_EXTENSION_TYPE needs a private type tag (0xF0-0xFE)",
                             path="descriptor -> type_tag", actual=f"0x{type_tag:02X}", expected="0xF0-0xFE")
 

@@ -29,11 +29,21 @@ from typing import Any
 import construct as cs
 from construct import this
 
-from hurray_decl.declare.model import remember_validated
-from hurray_decl.declare.schema import Record, compiled, construct_path, fast_parser, field_offsets
+from hurray_decl.declare.model import remember_validated, wire_fields
+from hurray_decl.declare.schema import (
+    Record,
+    bind,
+    build_untraced,
+    compiled,
+    construct_path,
+    fast_parser,
+    field_offsets,
+    parse_untraced,
+    strict_build,
+)
 from hurray_decl.declare.trace import parse_tree, positions_of
 from hurray_decl.errors import HurrayDeclError, RuleViolation, TruncatedError
-from hurray_decl.hurray.quantization import Payload, encode_quantization
+from hurray_decl.hurray.quantization import Payload, decode_quantization, encode_quantization
 from hurray_decl.hurray.tensor.buffers import BUFFER_COUNT, HANDLE, BufferHandle
 from hurray_decl.hurray.tensor.common import Section, field_names, permissive, trusted
 from hurray_decl.hurray.tensor.context import (
@@ -68,9 +78,9 @@ from hurray_decl.hurray.tensor.sections import (
 
 
 def _link(code: Any, con: cs.Construct, call: str) -> str:
-    """Compiled code calling ``con.<call>`` (a linked instance, as Construct links its own)."""
-    code.linkedinstances[id(con)] = con
-    return f"linkedinstances[{id(con)}].{call}"
+    """Compiled code calling ``con.<call>``: the bound method, a global of the compiled module."""
+    method, arguments = call.split("(", 1)
+    return f"{bind(code, f'{method.lstrip(chr(95))}_{id(con)}', getattr(con, method))}({arguments}"
 
 
 def _size(stream: Any) -> int:
@@ -104,6 +114,25 @@ class Items(cs.Array):
             built.append(self.subcon._build(item, stream, context, f"{path} -> {index}"))
         return built
 
+    def _emitparse(self, code):
+        return f"ListContainer([{self.subcon._compileparse(code)} for i in range({self.count!r})])"
+
+    strict_build = True
+
+    def _emitbuild(self, code):
+        name = f"build_items_{code.allocateId()}"
+        code.append(f"""
+            def {name}_item(obj, io, this):
+                return {strict_build(code, self.subcon)}
+            def {name}(obj, io, this):
+                built = ListContainer()
+                for index, item in enumerate(obj):
+                    this['_index'] = index
+                    built.append({name}_item(item, io, this))
+                return built
+        """)
+        return f"{name}(obj, io, this)"
+
 
 class Framed(cs.Subconstruct):
     """A section: running out of bytes inside it is HT-HDR-08 under the section's path; a value
@@ -136,6 +165,24 @@ class Framed(cs.Subconstruct):
     def _emitparse(self, code):
         return self.subcon._compileparse(code)
 
+    strict_build = True
+
+    def _emitbuild(self, code):  # a refusal of the compiled builder is built again interpreted: no framing here
+        return strict_build(code, self.subcon)
+
+
+def _inherits_from_wire(model: type) -> bool:
+    """Whether ``model`` makes itself from wire values with Section.from_wire (no class on its
+    way there defines another)."""
+    for klass in model.__mro__:
+        if "from_wire" in klass.__dict__:
+            return klass is Section
+    return False
+
+
+def _as_tuple(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
 
 class ModelOf(cs.Adapter):
     """A section declaration that parses into its model and builds from it."""
@@ -151,7 +198,31 @@ class ModelOf(cs.Adapter):
         return obj.to_wire()
 
     def _emitparse(self, code):
-        return _link(code, self, f"_decode({self.subcon._compileparse(code)}, this, '(parsing)')")
+        record = self.subcon._compileparse(code)
+        if not _inherits_from_wire(self.model):
+            return f"{bind(code, f'from_wire_{id(self)}', self.model.from_wire)}({record})"
+        # Section.from_wire written out for this model: each field read once, arrays made tuples
+        arrays = {wire.name for wire in wire_fields(self.subcon) if wire.array}
+        values = ", ".join(f"{name!r}: as_tuple(wire[{name!r}])" if name in arrays else f"{name!r}: wire[{name!r}]"
+                           for name in field_names(self.model))
+        bind(code, "as_tuple", _as_tuple)
+        bind(code, "trusted", trusted)
+        model = bind(code, f"model_class_{id(self)}", self.model)
+        name = f"model_{code.allocateId()}"
+        code.append(f"def {name}(wire):\n    return trusted({model}, {{{values}}})")
+        return f"{name}({record})"
+
+    strict_build = True
+
+    def _emitbuild(self, code):
+        name = f"build_model_{code.allocateId()}"
+        code.append(f"""
+            def {name}(model, io, this):
+                obj = model.to_wire()
+                {strict_build(code, self.subcon)}
+                return model
+        """)
+        return f"{name}(obj, io, this)"
 
 
 def section(subcon: cs.Construct, model: type[Section]) -> Framed:
@@ -183,6 +254,13 @@ class Checkpoint(cs.Construct):
 
     def _emitparse(self, code):
         return "None" if self.check is None else _link(code, self, "check(this, io)")
+
+    strict_build = True
+
+    def _emitbuild(self, code):
+        if self.on_build is None:
+            return "obj"
+        return f"({bind(code, f'on_build_{id(self)}', self.on_build)}(this), obj)[1]"
 
 
 class StopIfOpaque(cs.Construct):
@@ -224,6 +302,11 @@ class LayoutFields(cs.Construct):
     """The layout fields: the struct of the row ``layout_tag`` selects, for the rank; in
     permissive mode an unrecognised tag's bytes up to descriptor_length, unread (HT-HDR-17)."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._fast: dict[tuple[int, int], tuple[Callable[..., Any], Callable[[Any], Layout]]] = {}
+        """The compiled parser and model of each (layout_tag, rank) read so far."""
+
     def choose(self, context: Any) -> cs.Construct | None:
         row = _row(context["layout_tag"])
         return None if row is None else row.struct(context["rank"])
@@ -236,13 +319,17 @@ class LayoutFields(cs.Construct):
         return self._model(context, struct._parsereport(stream, context, path))
 
     def _parse_fast(self, stream, context):
-        struct = self.choose(context)
-        if struct is None:
-            return self._parse(stream, context, "(parsing)")
-        fast = compiled(struct)
-        if fast is None:
-            return self._parse(stream, context, "(parsing)")
-        return self._model(context, fast.parsefunc(stream, context))  # reached from compiled code only
+        """The layout by the compiled parser of its struct (reached from compiled code only)."""
+        key = (context["layout_tag"], context["rank"])
+        found = self._fast.get(key)
+        if found is None:
+            struct = self.choose(context)
+            fast = None if struct is None else compiled(struct)
+            if fast is None:
+                return self._parse(stream, context, "(parsing)")
+            found = self._fast[key] = (fast.parsefunc, layout_row(key[0]).model.from_wire)
+        parse, model = found
+        return model(parse(stream, context))
 
     @staticmethod
     def _model(context: Any, wire: Any) -> Layout:
@@ -257,6 +344,22 @@ class LayoutFields(cs.Construct):
 
     def _emitparse(self, code):
         return _link(code, self, "_parse_fast(io, this)")
+
+    def _build_fast(self, obj: Any, stream: Any, context: Any) -> Any:
+        """The compiled builder of the layout's struct (reached from compiled code only)."""
+        if isinstance(obj, OpaqueLayout):
+            return self._build(obj, stream, context, "(building)")
+        struct = row_of(obj).struct(context["rank"])
+        fast = compiled(struct)
+        if fast is None:
+            return self._build(obj, stream, context, "(building)")
+        fast.buildfunc(obj.to_wire(), stream, context)
+        return obj
+
+    strict_build = True
+
+    def _emitbuild(self, code):
+        return _link(code, self, "_build_fast(obj, io, this)")
 
 
 def _not_composite(context: Any) -> None:
@@ -283,8 +386,19 @@ class QuantizationSection(Payload):
         stream.write(context._payload)
         return obj
 
+    def _parse_fast(self, stream: Any, context: Any) -> Any:
+        """The payload as :meth:`_parse` reads it, for the compiled parse (which says nothing of
+        where a refusal is): any error refuses."""
+        length = context["quantization_length"]
+        data = stream.read(length)
+        if len(data) != length:
+            raise TruncatedError("HT-HDR-08", "a section ends past descriptor_length", path=self.where or "descriptor")
+        if self.check is not None:
+            self.check(context)
+        return decode_quantization(data, permissive=permissive(context))
+
     def _emitparse(self, code):
-        return _link(code, self, "_parse(io, this, '(parsing)')")
+        return _link(code, self, "_parse_fast(io, this)")
 
 
 # ---------------------------------------------------------------- the context checkpoints
@@ -356,12 +470,10 @@ def _length(context: Any, stream: Any) -> None:
 def _extents(context: Any, stream: Any) -> TensorDescriptor:
     """After every section: byte_offset and the buffer sizes the layout addresses."""
     t = context["_tensor"]
-    values = dict(t.d.__dict__)  # the fields up to the quantization section, and those after it
+    descriptor: TensorDescriptor = t.d  # made at step 13 by this parse, for it alone: completed here
     get = context.get
-    values.update(shard=get("shard"), statistics=get("statistics"), extension_type=get("extension_type"),
-                  composite_member=get("composite_member"), trailing=get("trailing") or b"")
-    descriptor = trusted(TensorDescriptor, values)
-    t.d = descriptor
+    descriptor.__dict__.update(shard=get("shard"), statistics=get("statistics"), extension_type=get("extension_type"),
+                               composite_member=get("composite_member"), trailing=get("trailing") or b"")
     check_extents(t)
     return descriptor
 
@@ -477,7 +589,7 @@ def parse_fast(data: bytes | bytearray | memoryview, permissive: bool) -> Tensor
     inside the parse, so descriptor_length is read directly where the header declares it."""
     try:
         view = bytes(data[:_LENGTH.unpack_from(data, LENGTH_AT)[0]])  # only the descriptor is copied
-        descriptor = fast_parser(DESCRIPTOR).parse_stream(io.BytesIO(view), permissive=permissive)["_model"]
+        descriptor = parse_untraced(DESCRIPTOR, io.BytesIO(view), {"permissive": permissive})["_model"]
     except (HurrayDeclError, cs.ConstructError, struct.error):  # struct.error: a compiled integer cut short
         return None
     return remember_validated(descriptor)
@@ -493,12 +605,12 @@ def preamble_fast(raw: bytes, permissive: bool) -> int | None:
 
 def build(d: TensorDescriptor, *, permissive: bool, writer_rules: bool) -> bytes:
     """The bytes of ``d`` (a validated model), descriptor_length filled in last."""
-    values = {name: getattr(d, name) for name in type(d).model_fields}
+    values = dict(d.__dict__)  # its fields (a validated model holds every one)
     values.update(magic=MAGIC, descriptor_length=HEADER_LENGTH, rank=d.rank, shape=list(d.shape),
                   buffers=list(d.buffers), trailing=d.trailing)
-    raw = DESCRIPTOR.build(values, permissive=permissive, writer_rules=writer_rules, descriptor=d)
+    raw = build_untraced(DESCRIPTOR, values, {"permissive": permissive, "writer_rules": writer_rules, "descriptor": d})
     if d.descriptor_length is not None and d.descriptor_length != len(raw):
         raise RuleViolation("HT-HDR-09", "descriptor_length disagrees with the sections it holds",
                             path="descriptor -> descriptor_length", actual=d.descriptor_length, expected=len(raw))
-    length = LENGTH_FIELD.build(len(raw))
+    length = build_untraced(LENGTH_FIELD, len(raw), {})
     return raw[:LENGTH_AT] + length + raw[LENGTH_AT + len(length):]

@@ -18,7 +18,11 @@ def read_tensor_descriptor(data: bytes | bytearray | memoryview, *, permissive: 
     follows (HT-HDR-10). Every rule that needs no buffer contents is checked here, the
     quantization payload included (HD-16); :func:`validate_buffers` checks the rest.
     """
-    return _read_from(data, permissive)
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        descriptor = parse_fast(data, permissive)
+        if descriptor is not None:
+            return descriptor
+    return _refused(data, permissive)
 
 
 def trace_tensor_descriptor(data: bytes, *, permissive: bool = False) -> tuple[list[Span], HurrayDeclError | None]:
@@ -52,11 +56,9 @@ def _preamble(data: Any, permissive: bool) -> bytes:
     return bytes(data[:_length(data, permissive)])
 
 
-def _read_from(data: Any, permissive: bool) -> TensorDescriptor:
-    if isinstance(data, (bytes, bytearray, memoryview)):
-        descriptor = parse_fast(data, permissive)
-        if descriptor is not None:
-            return descriptor
+def _refused(data: Any, permissive: bool) -> TensorDescriptor:
+    """What the compiled parse refused (or could not take), parsed again traced: the error it
+    raises says which rule refuses, where (the traced parse accepting it is returned)."""
     view = _preamble(data, permissive)
     traced = parse_traced(view, permissive)  # refused: the traced parse says where
     if traced[2] is not None:

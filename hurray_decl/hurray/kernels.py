@@ -206,7 +206,7 @@ def packed_table(table: np.ndarray, bits: int) -> np.ndarray:
     rows = np.ascontiguousarray(table[:, byte_codes(bits)])  # (keys, 256, per) float32
     width = 4 * per
     kind = np.dtype(f"u{width}") if width <= 8 else np.dtype(f"V{width}")
-    return storage.read_only(rows.reshape(-1, per).view(kind).reshape(-1))
+    return storage.read_only(rows.reshape(-1, per).view(kind).ravel())
 
 
 def pair_table(table: np.ndarray) -> np.ndarray:
@@ -222,7 +222,7 @@ def _pairs_of(values: bytes) -> np.ndarray:
     pairs = np.empty((256, 256, 2), dtype=np.float32)  # [high byte, low byte]: element 0 is the low byte
     pairs[:, :, 0] = codes[None, :]
     pairs[:, :, 1] = codes[:, None]
-    return storage.read_only(pairs.reshape(-1, 2).view(np.uint64).reshape(-1))
+    return storage.read_only(pairs.reshape(-1, 2).view(np.uint64).ravel())
 
 
 def affine_plan(geometry: Geometry, storage_name: str, scales: np.ndarray | None,
@@ -360,7 +360,7 @@ def _spread(values: np.ndarray, shape: tuple[int, int, int], repeat: Repeat) -> 
     """Row parameters (rows, 1, 1) repeated into a contiguous chunk when rows are short (a
     broadcast multiply over short rows costs twice a contiguous one)."""
     if values.shape[0] > 1 and values.shape[2] == 1 and shape[1] * shape[2] < 256:
-        return repeat(values.reshape(-1), shape[1] * shape[2]).reshape(shape)
+        return repeat(values.ravel(), shape[1] * shape[2]).reshape(shape)
     return values
 
 
@@ -395,16 +395,16 @@ def _from_bytes(plan: Plan, table: np.ndarray, raw: np.ndarray, box: Box, out: n
     if (plan.key_base is None and table.shape[1] == 256 and not table.flags.writeable
             and raw.size % 2 == 0 and box.start % 2 == 0):  # two bytes per take, from a shared table (built once)
         pairs = plan.pairs
-        pairs.take(raw.view(np.uint16), out=out.reshape(-1).view(pairs.dtype), mode="wrap")
+        pairs.take(raw.view(np.uint16), out=out.ravel().view(pairs.dtype), mode="wrap")
         _scale(plan, box, out, repeat)
         return
     packed = plan.packed
-    target = out.reshape(-1).view(packed.dtype)
+    target = out.ravel().view(packed.dtype)
     key_base = plan.key_base
     if key_base is None:
         packed.take(raw, out=target, mode="wrap")
     else:
-        packed.take(_keyed_index(_at(key_base, box).reshape(-1), raw, repeat), out=target, mode="wrap")
+        packed.take(_keyed_index(_at(key_base, box).ravel(), raw, repeat), out=target, mode="wrap")
     _scale(plan, box, out, repeat)
 
 
@@ -416,7 +416,7 @@ def _from_codes(plan: Plan, codes: np.ndarray, box: Box, out: np.ndarray, storag
         plan.kernel(_decoded(codes, storage_name, plan.value_map), box, out)
         return
     if plan.table is not None:
-        table = plan.table.reshape(-1)
+        table = plan.table.ravel()
         keys = _at(plan.keys, box)
         if keys is None:
             table.take(codes, out=out, mode="wrap")
@@ -456,7 +456,7 @@ def row_major_codes(data: np.ndarray, bits: int) -> Callable[[int, int], np.ndar
 def _writer(g: Geometry, out: np.ndarray) -> Callable[[Box], tuple[np.ndarray, Callable[[np.ndarray], None] | None]]:
     """Where a chunk's values go: straight into ``out`` when stored and logical order coincide,
     else a temporary whose logical part is copied (padding of partial blocks dropped, HQ-PB-19)."""
-    flat = out.reshape(-1)
+    flat = out.ravel()
     if g.padded == g.extent:
         return lambda box: (flat[box.start: box.stop].reshape(box.shape), None)
     target = out.reshape(g.before, g.extent, g.after)
@@ -466,7 +466,7 @@ def _writer(g: Geometry, out: np.ndarray) -> Callable[[Box], tuple[np.ndarray, C
         def copy(result: np.ndarray) -> None:
             first, last = box.rows.start, box.rows.stop
             a, j = divmod(first, nb)
-            if j == 0 and (last - first) % nb == 0:  # whole outer indices
+            if j == 0 and last % nb == 0:  # whole outer indices
                 whole = (last - first) // nb
                 target[a:a + whole] = result.reshape(whole, g.padded, g.after)[:, : g.extent]
                 return
@@ -583,7 +583,7 @@ def grouped(array: np.ndarray, axis: int, block: int) -> np.ndarray:
 
 def block_order(per_block: np.ndarray) -> np.ndarray:
     """(A, nb, B) per-block values in the scheme's block order b = (a * B + i_after) * nb + j."""
-    return np.ascontiguousarray(per_block.transpose(0, 2, 1)).reshape(-1)
+    return np.ascontiguousarray(per_block.transpose(0, 2, 1)).ravel()
 
 
 def by_block_row(block_values: np.ndarray, geometry: Geometry) -> np.ndarray:
@@ -658,7 +658,7 @@ def padded_codes(codes: np.ndarray, geometry: Geometry) -> np.ndarray:
     g = geometry
     x = np.asarray(codes).reshape(g.before, g.extent, g.after)
     if g.padded == g.extent:
-        return x.reshape(-1)
+        return x.ravel()
     stored = np.zeros((g.before, g.padded, g.after), dtype=x.dtype)
     stored[:, : g.extent] = x
-    return stored.reshape(-1)
+    return stored.ravel()

@@ -464,3 +464,13 @@ def test_each_of_the_threads_asked_for_takes_chunks(monkeypatch: pytest.MonkeyPa
     assert len(list(kernels.boxes(plan.geometry, 4, kernels.LARGE_CHUNKS))) > threads, "a chunk for every thread"
     out = kernels.run(plan, "uint4", np.empty(expected.shape, np.float32), data=data, threads=threads)
     assert np.array_equal(out, expected)
+
+
+@pytest.mark.parametrize(("name", "kind", "widened"), [("int16", "<i2", "int16"), ("uint16", "<u2", "uint16"),
+                                                       ("int32", "<i4", "int64"), ("uint32", "<u4", "int64")])
+def test_wide_codes_are_numbers_of_their_own_width_and_32_bit_ones_of_64(name: str, kind: str, widened: str) -> None:
+    """16-bit codes stay 16-bit (a chunk costs no more than its codes); 32-bit codes become int64, so
+    that ``q - z`` is exact (HD-13), unsigned ones included."""
+    codes = np.array([1, 2, np.iinfo(kind).max], dtype=kind)
+    values = kernels._decoded(codes, name, None)
+    assert values.dtype == np.dtype(widened) and values.tolist() == codes.tolist()

@@ -20,6 +20,7 @@ from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
+from hurray_decl.dump.rows import RowStream
 from hurray_decl.errors import ArgumentError
 from hurray_decl.rules import all_rules
 
@@ -122,8 +123,11 @@ _VIEW = """<header>
 """
 
 
-def render_html(dump: Dump, title: str = DEFAULT_TITLE) -> str:
-    """The dump as one self-contained HTML page (see the module's documentation)."""
+def render_html(dump: Dump | RowStream, title: str = DEFAULT_TITLE) -> str:
+    """The dump as one self-contained HTML page (see the module's documentation); a stream of
+    rows is collected first (the page embeds the whole document)."""
+    if isinstance(dump, RowStream):
+        dump = dump.collect()
     if not callable(getattr(dump, "to_json", None)):
         raise ArgumentError("render_html(dump=...)", "not a hex dump", actual=type(dump).__name__,
                             expected="a dump_rows.Dump")

@@ -5,6 +5,7 @@ checked in bounded chunks, the first offending byte named."""
 from __future__ import annotations
 
 import io
+import itertools
 import math
 import struct
 
@@ -12,8 +13,7 @@ import numpy as np
 import pytest
 
 from hurray_decl.errors import HurrayDeclError
-from hurray_decl.hurray.container import KVTag, KVValue, open_container, validate_container
-from hurray_decl.hurray.container import reader
+from hurray_decl.hurray.container import KVTag, KVValue, open_container, reader, validate_container
 from hurray_decl.hurray.container.declarations import KV_ENTRY
 from hurray_decl.hurray.container.reader import Section
 from hurray_decl.hurray.container.writer import ContainerWriter, write_container
@@ -106,7 +106,7 @@ def test_positions_of_kv_entries_tile_the_section():
     starts = [c.positions[f"kv -> entries -> {i}"] for i in range(3)]
     sizes = [2 + len(k.encode()) + 1 + v.size() for k, v in c.kv.items()]
     assert starts[0] == c.trailer.kv_offset + 4
-    assert [b - a for a, b in zip(starts, starts[1:])] == sizes[:2]
+    assert [b - a for a, b in itertools.pairwise(starts)] == sizes[:2]
     assert c.positions["kv -> end"] == starts[2] + sizes[2]
 
 

@@ -316,6 +316,15 @@ class Container:
 
     def validate(self, *, data: bool = True) -> Container:
         """Every rule of a whole file (level V), then each tensor's data rules when ``data``."""
+        for _ in self.checks(data=data):
+            pass
+        return self
+
+    def checks(self, *, data: bool = True) -> Iterator[int | None]:
+        """:meth:`validate`'s checks in their order, step by step: yields None once the header's
+        are done, then each tensor's entry position once that tensor's are (write order); the
+        checks of the sections after the tensors run before it stops. A dump reads a file in
+        this order, so it judges the bytes before it shows them."""
         h, t = self.header, self.trailer
         if h.tensor_count_hint not in (UNKNOWN_COUNT, len(self.entries)):
             raise RuleViolation("HF-HDR-16", "tensor_count_hint is neither unknown nor the entry count",
@@ -323,6 +332,7 @@ class Container:
                                 actual=h.tensor_count_hint,
                                 expected=f"{len(self.entries)} or 0xFFFFFFFFFFFFFFFF")
         self._zero(HEADER_LENGTH, h.first_descriptor_offset, "HF-HDR-15", "file -> padding before the first descriptor")
+        yield None
         walk = CompositeWalk(self.locate)
         expect = {h.first_descriptor_offset}
         previous = h.first_descriptor_offset
@@ -343,6 +353,7 @@ class Container:
             walk.item(e.name, tensor.descriptor)
             if data:
                 self._data(tensor)
+            yield i
         region = self.region_end
         if region not in expect:
             code = "HF-META-20" if t.has_kv else "HF-IDX-07"
@@ -365,7 +376,6 @@ class Container:
                                 offset=self.positions["trailer -> index_length"],
                                 actual=t.index_offset + t.index_length, expected=self.size - TRAILER_LENGTH)
         walk.finish()  # torn composites last (Appendix A, row 18)
-        return self
 
     def _zero(self, start: int, end: int, code: str, where: str) -> None:
         """Padding [start, end) is all 0x00: ``any()`` over bounded chunks, then the first

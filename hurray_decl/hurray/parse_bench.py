@@ -15,7 +15,7 @@ import argparse
 import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import TextIO
+from typing import Any, TextIO
 
 from hurray_decl.errors import ArgumentError, HurrayDeclError
 
@@ -26,7 +26,7 @@ SHIPPED = "hurray_decl.hurray._generated"
 their contents in a wheel (as ``hurray_decl.onnx_light._generated`` for the protobuf modules)."""
 
 
-def kaitai_readers() -> tuple[type, type]:
+def kaitai_readers() -> tuple[Any, Any]:
     """The Kaitai TensorDescriptor and Quantization readers: from the checkout's ``generated/``
     when it is importable, else from the shipped copy, registered under the package name their
     imports use (nothing of that name is installed, so nothing else is shadowed)."""

@@ -71,7 +71,8 @@ def test_a_damaged_buffer_or_a_missing_one_disagrees(converted, tmp_path, capsys
     assert status == 1
     assert files[q8["descriptor"]]["verdict"] == "invalid" and files[q8["descriptor"]]["agrees"] is False
     assert files[q8["descriptor"]]["code"].startswith("H")
-    assert files[norm["descriptor"]]["verdict"] == "missing" and norm["buffers"][0] in files[norm["descriptor"]]["message"]
+    missing = files[norm["descriptor"]]
+    assert missing["verdict"] == "missing" and norm["buffers"][0] in missing["message"]
 
 
 def test_a_bad_tensors_manifest_is_a_file_error(tmp_path, capsys):

@@ -195,3 +195,17 @@ def test_descriptor_values_are_typed_in_json():
     assert shapes and all(isinstance(r["value"], int) for r in shapes)
     floats = [r for r in document["rows"] if isinstance(r["value"], float)]
     assert all(np.isfinite(r["value"]) for r in floats)
+
+
+def test_streamed_marker_is_failing_row_for_every_kind():
+    """Streams, descriptors and onnx-light values too: the marker that holds one row back picks
+    the row that :func:`failing_row` picks over the whole list."""
+    dumps = [stream_dump(io.BytesIO(p.read_bytes())) for p in STREAM_FILES]
+    dumps += [hurray_dump.dump(p.read_bytes()) for p in HURRAY_EXAMPLES]
+    dumps += [onnx_light_dump.dump(p.read_bytes()) for p in ONNX_LIGHT_EXAMPLES]
+    invalid = 0
+    for dump in dumps:
+        expected = failing_row(dump.rows, dump.error.offset if dump.error is not None else None)
+        assert [i for i, (_, failing) in enumerate(marked(dump)) if failing] == ([] if expected is None else [expected])
+        invalid += dump.error is not None
+    assert invalid > 50

@@ -8,7 +8,10 @@ files (``README.md``, the manifest itself) are not audited.
 Manifests: an object whose ``descriptors``, ``files`` or ``vectors`` lists hold entries with a
 ``file``. An entry's ``expect`` is ``null``, ``"valid"`` or absent for a valid file, a rule code
 (or ``"invalid"`` with the code in ``rule``) for an invalid one, or an object of expected
-properties (the shared conformance manifest), which are compared with what was read.
+properties (the shared conformance manifest), which are compared with what was read. The
+manifest ``convert -o DIR`` writes is read too: its ``tensors`` list holds a ``descriptor`` file
+(expected valid) and its ``buffers`` files, which are checked with it (the rules needing buffer
+contents), not as descriptors of their own.
 
 A listed file that is missing, a file the manifest does not list and a verdict or property that
 differs are disagreements (exit 1). A listed file whose suffix has no reader is reported as
@@ -33,6 +36,8 @@ from hurray_decl.cli.inputs import kind_options, read_descriptor
 
 MANIFEST = "manifest.json"
 LISTS = ("descriptors", "files", "vectors")
+TENSORS = "tensors"
+"""The list of the manifest ``convert -o DIR`` writes: ``{"name", "descriptor", "buffers"}`` per tensor."""
 
 
 def check_descriptor(path: Path, args: argparse.Namespace) -> dict[str, Any]:
@@ -71,9 +76,9 @@ def load_manifest(path: Path) -> dict[str, dict[str, Any]]:
         raise FileProblem(f"{path}: not a JSON manifest ({err})") from None
     except OSError as err:
         raise FileProblem(f"{path}: {err.strerror}") from None
-    if not isinstance(document, dict) or not any(isinstance(document.get(key), list) for key in LISTS):
+    if not isinstance(document, dict) or not any(isinstance(document.get(key), list) for key in (*LISTS, TENSORS)):
         raise FileProblem(f"{path}: a manifest is an object with a list of entries under "
-                          f"{', '.join(repr(k) for k in LISTS)}")
+                          f"{', '.join(repr(k) for k in (*LISTS, TENSORS))}")
     entries: dict[str, dict[str, Any]] = {}
     for key in LISTS:
         for number, entry in enumerate(document.get(key) or []):
@@ -90,6 +95,12 @@ def load_manifest(path: Path) -> dict[str, dict[str, Any]]:
             elif expect not in (None, "valid"):
                 raise FileProblem(f"{path}: {key}[{number}] has an \"expect\" that is no verdict: {expect!r}")
             entries[entry["file"]] = {"rule": rule, "properties": properties}
+    for number, entry in enumerate(document.get(TENSORS) or []):
+        buffers = entry.get("buffers", []) if isinstance(entry, dict) else None
+        if (not isinstance(entry, dict) or not isinstance(entry.get("descriptor"), str)
+                or not isinstance(buffers, list) or not all(isinstance(b, str) for b in buffers)):
+            raise FileProblem(f"{path}: {TENSORS}[{number}] has no \"descriptor\" file and \"buffers\" list")
+        entries[entry["descriptor"]] = {"rule": None, "properties": {}, "buffers": buffers}
     return entries
 
 
@@ -103,7 +114,27 @@ def files_to_audit(folder: Path, listed: dict[str, Any]) -> list[str]:
         if place.is_dir():
             found |= {p.relative_to(folder).as_posix() for p in place.iterdir()
                       if p.is_file() and p.suffix in READERS}
-    return sorted(found)
+    buffers = {b for entry in listed.values() for b in entry.get("buffers", ())}  # checked with their descriptor
+    return sorted(found - buffers)
+
+
+def check_buffers(folder: Path, path: Path, buffers: list[str], args: argparse.Namespace) -> None:
+    """The rules needing buffer contents, for a descriptor and its buffer files (memory-mapped);
+    a missing buffer file is a FileProblem naming it."""
+    import mmap
+
+    from hurray_decl.hurray.tensor import read_tensor_descriptor, validate_buffers
+
+    descriptor = read_tensor_descriptor(read_descriptor(str(path)).data, permissive=args.permissive)
+    views: list[Any] = []
+    try:
+        for name in buffers:
+            with open(folder / name, "rb") as f:
+                size = (folder / name).stat().st_size
+                views.append(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b"")
+        validate_buffers(descriptor, views, permissive=args.permissive)
+    except OSError as err:  # the maps are released with the last view of them (an error may hold one)
+        raise FileProblem(f"{folder / name}: {err.strerror or err}") from None
 
 
 def audit(folder: Path, args: argparse.Namespace) -> dict[str, Any]:
@@ -127,8 +158,13 @@ def audit(folder: Path, args: argparse.Namespace) -> dict[str, Any]:
         else:
             try:
                 properties = check(path, args)
+                buffers = listed.get(name, {}).get("buffers")
+                if buffers:
+                    check_buffers(folder, path, buffers, args)
             except HurrayDeclError as err:
                 entry.update(verdict="invalid", code=err.code, offset=err.offset, message=str(err))
+            except FileProblem as problem:
+                entry.update(verdict="missing", message=str(problem))
         if listed:
             expected = listed.get(name)
             if expected is None:

@@ -89,12 +89,12 @@ def _guarded(run: Callable[[], int]) -> int:
 
 
 def inspect(args: argparse.Namespace, data: Any) -> int:
-    from hurray_decl.dump.render import render
-    from hurray_decl.hurray.container.dump import container_dump
+    from hurray_decl.dump.render import write
+    from hurray_decl.hurray.container.dump import container_stream
 
     def run() -> int:
-        dump = container_dump(data)
-        print(render(dump, args.format))
+        dump = container_stream(data)
+        write(dump, sys.stdout, args.format)  # each row printed as it is read
         return INVALID if dump.error is not None else OK
     return _guarded(run)
 

@@ -43,9 +43,34 @@ def page_name(file: str) -> str:
     return f"{file}.html"
 
 
-def write_audit(result: dict[str, Any], folder: Path, args: argparse.Namespace) -> int:
+ONNX_LIGHT_PAGES = "onnx-light"
+"""The subfolder of ``-o DIR`` that holds the pages of an onnx-light section beside a Hurray one."""
+
+
+def page_dump(path: Path, entry: dict[str, Any], kind: str, args: argparse.Namespace) -> Dump:
+    """The dump of one audited file, by the kind its audit read it as: an onnx-light value,
+    tensor or model, a container, a stream, or a descriptor (payload)."""
+    data = path.read_bytes()
+    if kind == "onnx-light":
+        from hurray_decl.onnx_light.dump import dump as onnx_light_dump
+
+        return onnx_light_dump(data, kind=entry.get("kind"))
+    if data[:8] == b"HRRYFILE":
+        from hurray_decl.hurray.container.dump import container_dump
+
+        return container_dump(data)
+    if path.suffix == ".stream":
+        from hurray_decl.hurray.stream.dump import stream_dump
+
+        return stream_dump(data, permissive=args.permissive)
+    return hexdump.dump(data, kind=kind, permissive=args.permissive)
+
+
+def write_audit(result: dict[str, Any], folder: Path, args: argparse.Namespace,
+                more: list[tuple[dict[str, Any], Path]] | None = None) -> int:
     """``audit --format html -o DIR``: one page per audited file and an index linking them with
-    the verdicts; exit 1 if a verdict disagrees with the manifest (as the other formats)."""
+    the verdicts; ``more`` adds sections (the bundled onnx-light corpus after the Hurray one: its
+    pages in ``DIR/onnx-light/``); exit 1 if a verdict disagrees with a manifest (as the other formats)."""
     if not args.output:
         print("hurray-decl audit: error: --format html writes pages: give the folder with -o DIR", file=sys.stderr)
         return USAGE
@@ -53,20 +78,30 @@ def write_audit(result: dict[str, Any], folder: Path, args: argparse.Namespace) 
     if out.exists() and not out.is_dir():
         print(f"hurray-decl audit: error: {str(out)!r} exists and is not a folder", file=sys.stderr)
         return ENVIRONMENT
+    sections = [(result, folder), *(more or [])]
+    linked: list[tuple[dict[str, Any], dict[str, str]]] = []
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        pages = {}
-        for entry in result["descriptors"]:
-            data = (folder / entry["file"]).read_bytes()
-            dump = hexdump.dump(data, kind=result["kind"], permissive=args.permissive)
-            name = page_name(entry["file"])
-            write_atomically(out / name, render(dump, "html", title=f"{entry['file']} ({result['kind']})"))
-            pages[entry["file"]] = quote(name)
-        write_atomically(out / INDEX, render_audit_index(result, pages))
+        for number, (report, place) in enumerate(sections):
+            sub = out / ONNX_LIGHT_PAGES if number and report["kind"] == "onnx-light" else out
+            sub.mkdir(parents=True, exist_ok=True)
+            pages = {}
+            for entry in report["descriptors"]:
+                path = place / entry["file"]
+                if entry["verdict"] in ("missing", "unchecked") or not path.is_file():
+                    continue
+                name = page_name(entry["file"])
+                title = f"{entry['file']} ({entry.get('kind') or report['kind']})"
+                write_atomically(sub / name, render(page_dump(path, entry, report["kind"], args), "html", title=title))
+                pages[entry["file"]] = quote(sub.relative_to(out).joinpath(name).as_posix())
+            linked.append((report, pages))
+        write_atomically(out / INDEX, render_audit_index(linked[0][0], linked[0][1], more=linked[1:]))
     except OSError as err:
         print(f"hurray-decl audit: error: cannot write {str(out)!r}: {err.strerror or err}", file=sys.stderr)
         return ENVIRONMENT
-    summary = result["summary"]
-    print(f"wrote {out / INDEX} and {len(pages)} pages: {summary['valid']} valid, {summary['invalid']} invalid, "
-          f"{summary['disagreements']} disagreeing with the manifest")
-    return INVALID if summary["disagreements"] else 0
+    count = sum(len(pages) for _, pages in linked)
+    summaries = [report["summary"] for report, _ in linked]
+    valid, invalid = sum(s["valid"] for s in summaries), sum(s["invalid"] for s in summaries)
+    disagreements = sum(s["disagreements"] for s in summaries)
+    print(f"wrote {out / INDEX} and {count} pages: {valid} valid, {invalid} invalid, "
+          f"{disagreements} disagreeing with the manifest")
+    return INVALID if disagreements else 0

@@ -268,19 +268,23 @@ def cmd_audit(args: argparse.Namespace, hurray) -> int:
         folder = Path(args.folder)
         if not folder.is_dir() or args.kind == HURRAY or (args.kind == AUTO and not _is_onnx_light_folder(folder)):
             return hurray(args)
-        if args.format not in RENDERERS:
-            raise UsageError(f"--format {args.format} is not available for onnx-light folders")
         result = audit_folder(folder)
+        if args.format not in RENDERERS:  # the pages
+            from hurray_decl.cli.html import write_audit
+
+            return write_audit(result, folder, args)
         print(RENDERERS[args.format](result, Style(sys.stdout)))
         return INVALID if result["summary"]["disagreements"] else 0
     # The default run: the bundled Hurray corpus, then the bundled onnx-light corpus.
     from hurray_decl.hurray.examples import bundled as hurray_corpus
     from hurray_decl.onnx_light.corpus import bundled
 
-    if args.format not in RENDERERS:
-        return hurray(args)  # the pages of the bundled Hurray corpus
-    style = Style(sys.stdout)
     results = [audit(hurray_corpus(), args), audit_folder(bundled())]
+    if args.format not in RENDERERS:  # the pages of both corpora, one index
+        from hurray_decl.cli.html import write_audit
+
+        return write_audit(results[0], hurray_corpus(), args, more=[(results[1], bundled())])
+    style = Style(sys.stdout)
     if args.format == "json":
         combined = dict(results[0], onnx_light=results[1])
         print(json.dumps(combined, indent=2))

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
+from hurray_decl.dump.rows import RowStream
 from hurray_decl.errors import ArgumentError
 from hurray_decl.rules import all_rules
 
@@ -122,8 +123,11 @@ _VIEW = """<header>
 """
 
 
-def render_html(dump: Dump, title: str = DEFAULT_TITLE) -> str:
-    """The dump as one self-contained HTML page (see the module's documentation)."""
+def render_html(dump: Dump | RowStream, title: str = DEFAULT_TITLE) -> str:
+    """The dump as one self-contained HTML page (see the module's documentation); a stream of
+    rows is collected first (the page embeds the whole document)."""
+    if isinstance(dump, RowStream):
+        dump = dump.collect()
     if not callable(getattr(dump, "to_json", None)):
         raise ArgumentError("render_html(dump=...)", "not a hex dump", actual=type(dump).__name__,
                             expected="a dump_rows.Dump")
@@ -137,12 +141,21 @@ def render_html(dump: Dump, title: str = DEFAULT_TITLE) -> str:
     return _page(title, body)
 
 
-def render_audit_index(report: Mapping[str, Any], pages: Mapping[str, str], title: str | None = None) -> str:
+def render_audit_index(report: Mapping[str, Any], pages: Mapping[str, str], title: str | None = None,
+                       more: Sequence[tuple[Mapping[str, Any], Mapping[str, str]]] = ()) -> str:
     """An index page for an audit report (as ``hurray-decl audit --format json`` prints it):
     one table row per file with its verdict, rule, offset and manifest agreement, linking the
-    page of that file (``pages``: file name to relative link)."""
-    summary = report["summary"]
+    page of that file (``pages``: file name to relative link); ``more`` adds a section per further
+    (report, pages), as the default audit gives the Hurray corpus, then the onnx-light one."""
     heading = title or f"hurray-decl audit of {report['folder']}"
+    sections = [(report, pages), *more]
+    body = f"<header><h1>{html.escape(heading)}</h1></header>\n" + "".join(
+        _audit_section(r, p, heading=bool(more)) for r, p in sections)
+    return _page(heading, body)
+
+
+def _audit_section(report: Mapping[str, Any], pages: Mapping[str, str], *, heading: bool) -> str:
+    summary = report["summary"]
     cells = []
     for entry in report["descriptors"]:
         link = pages.get(entry["file"])
@@ -157,10 +170,11 @@ def render_audit_index(report: Mapping[str, Any], pages: Mapping[str, str], titl
             f"<td>{anchor}</td>"
             f"<td>{entry['verdict']}</td><td>{html.escape(entry['code'] or '')}</td><td class=\"num\">{offset}</td>"
             f"<td>{html.escape(expected)}</td><td>{agrees}</td><td>{html.escape(entry['message'])}</td></tr>")
-    body = (f"<header><h1>{html.escape(heading)}</h1><span class=\"stats\">{summary['files']} {report['kind']} "
-            f"descriptors: {summary['valid']} valid, {summary['invalid']} invalid, "
-            f"{summary['disagreements']} disagreeing with the manifest</span></header>\n"
+    title = f"<h2>{html.escape(str(report['folder']))}</h2>" if heading else ""
+    return (f"<section class=\"audit\" data-kind=\"{html.escape(str(report['kind']))}\">{title}"
+            f"<span class=\"stats\">{summary['files']} {html.escape(str(report['kind']))} "
+            f"files: {summary['valid']} valid, {summary['invalid']} invalid, "
+            f"{summary['disagreements']} disagreeing with the manifest</span>\n"
             "<table class=\"audit\"><thead><tr><th>file</th><th>verdict</th><th>rule</th><th>offset</th>"
             "<th>expected</th><th>agrees</th><th>message</th></tr></thead>\n<tbody>\n"
-            + "\n".join(cells) + "\n</tbody></table>\n")
-    return _page(heading, body)
+            + "\n".join(cells) + "\n</tbody></table></section>\n")

@@ -11,12 +11,24 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from hurray_decl.declare.schema import NONE32
 from hurray_decl.declare.trace import Span, parse_tree, spans_of
 from hurray_decl.dump.render import FORMATS, render
-from hurray_decl.dump.rows import BEYOND, UNDECODED, Dump, Row, raw_rows
+from hurray_decl.dump.rows import (
+    BEYOND,
+    HEX_SHOWN,
+    ITEMS_SHOWN,
+    UNDECODED,
+    Dump,
+    Row,
+    hex_shown,
+    raw_rows,
+    shorten,
+    typed,
+)
 from hurray_decl.hurray import quantization
 from hurray_decl.hurray.tables.codes import Code, Device, Flag, MemoryClass, SyncMode
 from hurray_decl.hurray.tables.element_types import BY_TAG
@@ -68,9 +80,12 @@ TENSOR_FORMATTERS: dict[str, Callable[[int], str]] = {
 
 
 def describe(field: str, value: Any, formatters: dict[str, Callable[[int], str]] = QUANTIZATION_FORMATTERS) -> str:
+    """The value column's text for one field: at most HEX_SHOWN bytes of a byte field and
+    ITEMS_SHOWN elements of a list, the rest counted."""
     name = field.rsplit(".", 1)[-1].split("[", 1)[0]
-    if isinstance(value, (bytes, bytearray)):
-        return bytes(value).hex(" ").upper() or "(empty)"
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        shown = bytes(value[:HEX_SHOWN]).hex(" ").upper() or "(empty)"
+        return shown + (f" … (+{len(value) - HEX_SHOWN} bytes)" if len(value) > HEX_SHOWN else "")
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, float):
@@ -80,9 +95,12 @@ def describe(field: str, value: Any, formatters: dict[str, Callable[[int], str]]
             return "none (0xFFFFFFFF)"
         if name in formatters:
             return formatters[name](value)
-    if isinstance(value, list):
-        return "[" + ", ".join(describe(field, v, formatters) for v in value) + "]"
-    return str(value)
+    if isinstance(value, (list, tuple)):
+        items = [describe(field, v, formatters) for v in value[:ITEMS_SHOWN]]
+        if len(value) > ITEMS_SHOWN:
+            items.append(f"… (+{len(value) - ITEMS_SHOWN})")
+        return "[" + ", ".join(items) + "]"
+    return shorten(str(value))
 
 
 _RESERVED = re.compile(r"(?:^|(?<=\.))(reserved\d*)(?=$|[.\[])")
@@ -96,8 +114,8 @@ def spec_name(path: str) -> str:
 def _rows(data: bytes, spans: list[Span], start: int, end: int,
           formatters: dict[str, Callable[[int], str]] = QUANTIZATION_FORMATTERS, label: str = UNDECODED) -> list[Row]:
     rows = [
-        Row(s.offset, s.size, data[s.offset:s.offset + s.size].hex(" ").upper(), spec_name(s.path),
-            describe(s.path, s.value, formatters))
+        Row(s.offset, s.size, hex_shown(data, s.offset, s.offset + s.size), spec_name(s.path),
+            describe(s.path, s.value, formatters), *typed(s.value))
         for s in spans
     ]
     position = max([start] + [s.offset + s.size for s in spans])
@@ -110,7 +128,7 @@ def quantization_dump(data: bytes, *, permissive: bool = False, base: int = 0, p
     root, _, error = parse_tree(quantization.PAYLOAD, data, params={"permissive": permissive})
     rows = _rows(data, spans_of(root, prefix=prefix), 0, len(data))
     if base:
-        rows = [Row(r.offset + base, r.size, r.hex, r.field, r.value) for r in rows]
+        rows = [replace(r, offset=r.offset + base) for r in rows]
         if error is not None:
             error = error.rebased(base, "descriptor -> quantization")
     return Dump(rows, error)

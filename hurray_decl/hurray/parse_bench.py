@@ -4,9 +4,9 @@ over the bundled examples and, in a source checkout, the conformance descriptors
 (``generated/hurray``) on the same bytes, from one run.
 
 Run as ``python -m hurray_decl.hurray.parse_bench [--repeat N]`` (the ``bench --parse`` hook calls
-:func:`run`). The Kaitai readers live in the repository's ``generated/`` folder and need the
-``kaitaistruct`` runtime (the ``test`` extra): the benchmark runs from a source checkout, and an
-installed package without them refuses it with a message.
+:func:`run`). The Kaitai readers are the repository's ``generated/hurray/``, shipped in the package
+as ``hurray_decl.hurray._generated`` (see :func:`kaitai_readers`), with the ``kaitaistruct``
+runtime a dependency: the benchmark runs from a plain install as from a checkout.
 """
 
 from __future__ import annotations
@@ -15,13 +15,41 @@ import argparse
 import sys
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from hurray_decl.errors import ArgumentError, HurrayDeclError
 
-_REPO = Path(__file__).resolve().parents[2]
-"""The source checkout the package runs from, if it does: ``generated/`` is found there."""
+KAITAI_PACKAGE = "generated.hurray"
+"""The package the Kaitai readers import each other from (``from generated.hurray import nf4``)."""
+SHIPPED = "hurray_decl.hurray._generated"
+"""The Kaitai readers as the package ships them: links to ``generated/hurray/`` in a checkout,
+their contents in a wheel (as ``hurray_decl.onnx_light._generated`` for the protobuf modules)."""
+
+
+def kaitai_readers() -> tuple[Any, Any]:
+    """The Kaitai TensorDescriptor and Quantization readers: from the checkout's ``generated/``
+    when it is importable, else from the shipped copy, registered under the package name their
+    imports use (nothing of that name is installed, so nothing else is shadowed)."""
+    import importlib
+    import sys
+    import types
+
+    try:
+        tensor = importlib.import_module(f"{KAITAI_PACKAGE}.tensor_descriptor")
+    except ImportError:
+        shipped = importlib.import_module(SHIPPED)
+        root = KAITAI_PACKAGE.split(".")[0]
+        if root not in sys.modules:  # a package with no folder: only the alias below is found under it
+            sys.modules[root] = types.ModuleType(root)
+            sys.modules[root].__path__ = []
+        sys.modules[KAITAI_PACKAGE] = shipped
+        try:
+            tensor = importlib.import_module(f"{KAITAI_PACKAGE}.tensor_descriptor")
+        except ImportError as exc:  # the kaitaistruct runtime, a dependency, is missing
+            raise ArgumentError("--parse", "the Kaitai readers cannot be imported", actual=str(exc),
+                                expected="the kaitaistruct runtime (a dependency)") from exc
+    quantization = importlib.import_module(f"{KAITAI_PACKAGE}.quantization")
+    return tensor.TensorDescriptor, quantization.Quantization
 
 
 def inputs() -> list[bytes]:
@@ -57,15 +85,7 @@ def _best(repeat: int, rounds: int, works: dict[str, Callable[[], object]]) -> d
 
 def run(repeat: int = 5, rounds: int = 20, out: TextIO | None = None) -> dict[str, float]:
     """Time the three entry points and their Kaitai baselines; returns the ratios."""
-    try:
-        sys.path.insert(0, str(_REPO))
-        from generated.hurray.quantization import Quantization as KaitaiQuantization
-        from generated.hurray.tensor_descriptor import TensorDescriptor as KaitaiTensor
-    except ImportError as exc:
-        raise ArgumentError("--parse", "the Kaitai readers (generated/hurray) are not importable",
-                            actual=str(exc), expected="a run from the repository") from exc
-    finally:
-        sys.path.remove(str(_REPO))
+    KaitaiTensor, KaitaiQuantization = kaitai_readers()
     from hurray_decl.hurray.quantization import decode_quantization
     from hurray_decl.hurray.tensor import read_tensor_descriptor, write_tensor_descriptor
     from hurray_decl.hurray.tensor.reader import field_positions

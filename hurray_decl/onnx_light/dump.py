@@ -28,7 +28,7 @@ import numpy as np
 
 from hurray_decl.declare.trace import trace
 from hurray_decl.dump.render import render
-from hurray_decl.dump.rows import RAW_ROW, UNDECODED, Dump, Row
+from hurray_decl.dump.rows import RAW_ROW, UNDECODED, Dump, Row, typed
 from hurray_decl.errors import ArgumentError, HurrayDeclError, OnnxLightError
 from hurray_decl.onnx_light.inputs import (
     MESSAGES,
@@ -128,10 +128,11 @@ def _record_rows(records: np.ndarray, layout: QuantizationBlockLayout, raw: byte
                 width = sub.base.itemsize
                 for k, entry in enumerate(records[j][name]):
                     s = start + k * width
-                    rows.append(Row(base + s, width, _hex(raw[s:s + width]), f"{where}[{k}]", _number(entry)))
+                    rows.append(Row(base + s, width, _hex(raw[s:s + width]), f"{where}[{k}]", _number(entry),
+                                    *typed(entry)))
                 continue
             rows.append(Row(base + start, sub.itemsize, _hex(raw[start:start + sub.itemsize]), where,
-                            _number(records[j][name])))
+                            _number(records[j][name]), *typed(records[j][name])))
     return rows
 
 
@@ -149,10 +150,11 @@ def _portable_rows(resolved: pb.StructTypeProto, raw: bytes, base: int, path: st
             width = span.value.dtype.itemsize
             rows += [Row(base + span.offset + k * width, width, _hex(raw[span.offset + k * width:
                                                                          span.offset + (k + 1) * width]),
-                         f"{span.path}[{k}]", _number(v)) for k, v in enumerate(span.value)]
+                         f"{span.path}[{k}]", _number(v), *typed(v)) for k, v in enumerate(span.value)]
         else:
             rows.append(Row(base + span.offset, span.size, _hex(raw[span.offset:span.offset + span.size]),
-                            span.path, f"0x{span.value:02X}" if isinstance(span.value, int) else str(span.value)))
+                            span.path, f"0x{span.value:02X}" if isinstance(span.value, int) else str(span.value),
+                            *typed(span.value)))
     return rows
 
 

@@ -71,18 +71,21 @@ def test_inspect_prints_the_page(capsys):
 
 
 def test_audit_writes_an_index_and_one_page_per_file(tmp_path, capsys):
+    """The Hurray corpus's pages beside the index, the onnx-light corpus's in onnx-light/ (its own
+    test: tests/test_cli_audit.py), one index for both."""
     out = tmp_path / "pages"
     assert main(["audit", "--format", "html", "-o", str(out)]) == 0
-    assert "35 pages" in capsys.readouterr().out
+    assert f"{len(FILES) + 102} pages" in capsys.readouterr().out
     index = (out / "index.html").read_text()
     rows = re.findall(r'<tr data-file="([^"]+)" data-verdict="(\w+)"><td><a href="([^"]+)">.*?</a></td>'
                       r"<td>\w+</td><td>([^<]*)</td>", index)
-    assert sorted(r[0] for r in rows) == FILES
-    for file, verdict, link, code in rows:
+    hurray_rows = [r for r in rows if not r[2].startswith("onnx-light/")]
+    assert sorted(r[0] for r in hurray_rows) == FILES and len(rows) == len(FILES) + 102
+    for file, verdict, link, code in hurray_rows:
         assert verdict == ("valid" if EXPECT[file] is None else "invalid") and code == (EXPECT[file] or "")
         page = (out / link).read_text()
         assert embedded(page) == hexdump.render(hexdump.dump((bundled() / file).read_bytes()), "json")
-    assert sorted(p.name for p in out.iterdir()) == sorted([f"{f}.html" for f in FILES] + ["index.html"])
+    assert sorted(p.name for p in out.iterdir()) == sorted([f"{f}.html" for f in FILES] + ["index.html", "onnx-light"])
 
 
 def test_audit_html_needs_a_folder(tmp_path, capsys):

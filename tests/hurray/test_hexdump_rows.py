@@ -20,6 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from hurray_decl import read_tensor_descriptor, write_tensor_descriptor
+from hurray_decl.dump.rows import failing_row, marked
 from hurray_decl.errors import HurrayDeclError
 from hurray_decl.hurray.dump import dump, render
 from hurray_decl.hurray.quantization import decode_quantization
@@ -277,9 +278,13 @@ def test_every_vector_and_example_dumps_the_spec_rows(path):
 
 
 def marked_rows(d) -> list[int]:
-    """Indexes of the rows whose text rendering carries the failing-field marker."""
-    lines = render(d, "text").splitlines()[2:2 + len(d.rows)]
-    return [i for i, line in enumerate(lines) if line.rstrip().endswith(f"<-- {d.error.code}")]
+    """Indexes of the rows the renderers mark as failing (the streamed marker agrees with
+    ``failing_row``), checked to be what the text shows."""
+    flags = [failing for _, failing in marked(d)]
+    picked = [i for i, failing in enumerate(flags) if failing]
+    assert picked == ([] if failing_row(d.rows, d.error.offset) is None else [failing_row(d.rows, d.error.offset)])
+    assert (f"<-- {d.error.code}" in render(d, "text")) == bool(picked)
+    return picked
 
 
 @settings(max_examples=60, suppress_health_check=list(HealthCheck), deadline=None)

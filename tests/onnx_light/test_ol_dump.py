@@ -8,6 +8,7 @@ with the rule code.
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import numpy as np
@@ -77,23 +78,23 @@ def test_every_field_key_length_and_value_is_named():
     fields = by_field({"rows": rows})
     # DIGEST.md § 3.1: struct_type = 2, logical_type = 3, raw_data = 4, all length-delimited.
     assert rows[0]["field"] == "struct_type:key" and rows[0]["hex"] == "12"
-    assert rows[0]["value"] == "field 2 (struct_type), wire type 2 (length-delimited)"
+    assert rows[0]["text"] == "field 2 (struct_type), wire type 2 (length-delimited)"
     assert fields["logical_type:key"]["hex"] == "1A" and fields["raw_data:key"]["hex"] == "22"
-    assert fields["raw_data:length"]["value"] == "29 bytes"
-    assert fields["struct_type:length"]["value"] == "404 bytes (StructTypeProto 'onnx_light.quantization.v1/int4')"
-    assert fields["struct_type.name"]["value"] == "'onnx_light.quantization.v1/int4'"
+    assert fields["raw_data:length"]["text"] == "29 bytes"
+    assert fields["struct_type:length"]["text"] == "404 bytes (StructTypeProto 'onnx_light.quantization.v1/int4')"
+    assert fields["struct_type.name"]["text"] == "'onnx_light.quantization.v1/int4'"
     root = "struct_type.structure.field"
-    assert fields[f"{root}[0]:length"]["value"].endswith("(Field 'reserved')")
-    assert fields[f"{root}[1].type.tensor_type.elem_type"]["value"] == "7 (INT64)"
+    assert fields[f"{root}[0]:length"]["text"].endswith("(Field 'reserved')")
+    assert fields[f"{root}[1].type.tensor_type.elem_type"]["text"] == "7 (INT64)"
     run = f"{root}[6].type.struct_type.structure.field[1]"
-    assert fields[f"{run}:length"]["value"].endswith("(Field 'run_0')")
-    assert fields[f"{run}.type.struct_type.array.dimension"]["value"] == "1"
+    assert fields[f"{run}:length"]["text"].endswith("(Field 'run_0')")
+    assert fields[f"{run}.type.struct_type.array.dimension"]["text"] == "1"
     header = f"{run}.type.struct_type.array.element_type.struct_type.structure.field[0].constant.int64_data"
     assert fields[f"{header}:key"]["hex"] == "3A"  # int64_data = 7, packed (wire type 2)
-    assert [fields[f"{header}[{k}]"]["value"] for k in range(9)] == [
+    assert [fields[f"{header}[{k}]"]["text"] for k in range(9)] == [
         "7 (count)", "0 (method)", "4 (bits)", "1 (signed_codes)", "1 (books)", "0 (entries)", "1 (vector_size)",
         "0 (base3)", "10 (cast_type)"]
-    assert fields["logical_type.tensor_type.shape.dim[0].dim_value"]["value"] == "7"
+    assert fields["logical_type.tensor_type.shape.dim[0].dim_value"]["text"] == "7"
 
 
 def test_unknown_fields_and_groups_are_named_by_number():
@@ -156,19 +157,19 @@ def test_14_1_int4_golden():
     fields = by_field(json_dump(value.SerializeToString()))
     block = "raw_data.runs[0].blocks[0]"
     assert fields["raw_data.reserved"]["hex"] == "00"
-    assert fields[f"{block}.scale"]["hex"] == D(1.0).hex(" ").upper() and fields[f"{block}.scale"]["value"] == "1.0"
+    assert fields[f"{block}.scale"]["hex"] == D(1.0).hex(" ").upper() and fields[f"{block}.scale"]["text"] == "1.0"
     assert fields[f"{block}.zero_point"]["hex"] == fields[f"{block}.offset"]["hex"] == "00 " * 7 + "00"
     assert fields[f"{block}.codes"]["hex"] == "88 00 62 07"
-    assert fields[f"{block}.codes"]["value"] == "7 codes [-8, -8, 0, 0, 2, 6, 7]"
+    assert fields[f"{block}.codes"]["text"] == "7 codes [-8, -8, 0, 0, 2, 6, 7]"
 
 
 def test_14_2_base3():
     value = quantize_array(np.array([-1, 0, 1, -1, 1, 1, 0], np.float32), make_quantization_plan(F.TQ1_0, 7))
     fields = by_field(json_dump(value.SerializeToString()))
     block = "raw_data.runs[0].blocks[0]"
-    assert [fields[f"{block}.codebook[{k}]"]["value"] for k in range(3)] == ["-1.0", "0.0", "1.0"]
+    assert [fields[f"{block}.codebook[{k}]"]["text"] for k in range(3)] == ["-1.0", "0.0", "1.0"]
     assert fields[f"{block}.codes"]["hex"] == "B7 05"
-    assert fields[f"{block}.codes"]["value"] == "7 codes [0, 1, 2, 0, 2, 2, 1]"
+    assert fields[f"{block}.codes"]["text"] == "7 codes [0, 1, 2, 0, 2, 2, 1]"
 
 
 def test_14_3_nf4_and_binary():
@@ -187,7 +188,7 @@ def test_14_4_additive_vector_codebook():
     assert len(value.raw_data) == 90
     fields = by_field(json_dump(value.SerializeToString()))
     assert fields["raw_data.runs[0].blocks[0].codes"]["hex"] == "0B"
-    assert [fields[f"raw_data.runs[0].blocks[0].codebook[{k}]"]["value"] for k in range(8)] == [
+    assert [fields[f"raw_data.runs[0].blocks[0].codebook[{k}]"]["text"] for k in range(8)] == [
         "0.0", "0.0", "10.0", "20.0", "0.0", "0.0", "1.0", "2.0"]
 
 
@@ -208,10 +209,10 @@ def test_14_6_permutation_rotation_outlier():
     plan.forward, plan.inverse = [1, 1, 1, -1], [0.5, 0.5, 0.5, -0.5]
     value = quantize_array(np.array([[1, 1000], [2, 3]], np.float32), plan)
     fields = by_field(json_dump(value.SerializeToString()))
-    assert [fields[f"raw_data.permutation[{k}]"]["value"] for k in range(4)] == ["2", "3", "0", "1"]
-    assert [fields[f"raw_data.forward[{k}]"]["value"] for k in range(4)] == ["1.0", "1.0", "1.0", "-1.0"]
-    assert [fields[f"raw_data.inverse[{k}]"]["value"] for k in range(4)] == ["0.5", "0.5", "0.5", "-0.5"]
-    assert fields["raw_data.outlier_indices[0]"]["value"] == "1"
+    assert [fields[f"raw_data.permutation[{k}]"]["text"] for k in range(4)] == ["2", "3", "0", "1"]
+    assert [fields[f"raw_data.forward[{k}]"]["text"] for k in range(4)] == ["1.0", "1.0", "1.0", "-1.0"]
+    assert [fields[f"raw_data.inverse[{k}]"]["text"] for k in range(4)] == ["0.5", "0.5", "0.5", "-0.5"]
+    assert fields["raw_data.outlier_indices[0]"]["text"] == "1"
     assert fields["raw_data.outlier_values[0]"]["hex"] == D(1000.0).hex(" ").upper()
     assert fields["raw_data.permutation[0]"]["offset"] == fields["raw_data.reserved"]["offset"] + 1
 
@@ -221,8 +222,8 @@ def test_14_7_mixed_precision_runs_are_named_by_index():
     plan = edit_blocks(plan, 1, scale=4)
     value = quantize_array(np.array([0.5, 1, 1.5, 2, 2, 4, 6, 8, 4, 8], np.float32), plan)
     fields = by_field(json_dump(value.SerializeToString()))
-    assert [fields[f"raw_data.runs[0].blocks[{j}].scale"]["value"] for j in range(2)] == ["0.5", "2.0"]
-    assert fields["raw_data.runs[1].blocks[0].scale"]["value"] == "4.0"
+    assert [fields[f"raw_data.runs[0].blocks[{j}].scale"]["text"] for j in range(2)] == ["0.5", "2.0"]
+    assert fields["raw_data.runs[1].blocks[0].scale"]["text"] == "4.0"
     assert "raw_data.runs[0].blocks[2].scale" not in fields
 
 
@@ -242,7 +243,7 @@ def test_14_9_every_index_width(bits):
     fields = by_field(json_dump(value.SerializeToString()))
     row = fields["raw_data.runs[0].blocks[0].codes"]
     assert row["size"] == -(-19 * bits // 8)
-    assert row["value"].startswith(f"19 codes [{', '.join(str(int(c)) for c in codes[:19])}")
+    assert row["text"].startswith(f"19 codes [{', '.join(str(int(c)) for c in codes[:19])}")
 
 
 def test_14_10_cast_codes_read_as_the_cast_dtype():
@@ -251,7 +252,7 @@ def test_14_10_cast_codes_read_as_the_cast_dtype():
     value = quantize_array(np.arange(6, dtype=np.float32).reshape(2, 3), plan)
     row = by_field(json_dump(value.SerializeToString()))["raw_data.runs[0].blocks[0].codes"]
     assert bytes.fromhex(row["hex"]) == np.array([0, 3, 1, 4, 2, 5], "<f4").tobytes()
-    assert row["value"] == "6 codes [0.0, 3.0, 1.0, 4.0, 2.0, 5.0]"
+    assert row["text"] == "6 codes [0.0, 3.0, 1.0, 4.0, 2.0, 5.0]"
 
 
 def test_14_11_calibrated_scales_and_zero_points_are_named():
@@ -260,12 +261,12 @@ def test_14_11_calibrated_scales_and_zero_points_are_named():
     x = np.array([-8, -4, 0, 7, -16, 0, 8, 14], np.float32)
     calibrated = quantize_with_type(x, make_quantization_type(make_quantization_plan(F.INT4, 8, block_size=4)))
     fields = by_field(json_dump(calibrated.SerializeToString()))
-    assert [fields[f"raw_data.runs[0].blocks[{j}].scale"]["value"] for j in range(2)] == ["1.0", "2.0"]
+    assert [fields[f"raw_data.runs[0].blocks[{j}].scale"]["text"] for j in range(2)] == ["1.0", "2.0"]
     plan = edit_blocks(make_quantization_plan(F.INT8, 7), scale=0.25, zero_point=-3.0)
     value = quantize_array(np.array([-40, -1, -0.6, 0, 0.6, 1, 40]), plan)
     fields = by_field(json_dump(value.SerializeToString()))
-    assert fields["raw_data.runs[0].blocks[0].zero_point"]["value"] == "-3.0"
-    assert fields["raw_data.runs[0].blocks[0].codes"]["value"] == "7 codes [-128, -7, -5, -3, -1, 1, 127]"
+    assert fields["raw_data.runs[0].blocks[0].zero_point"]["text"] == "-3.0"
+    assert fields["raw_data.runs[0].blocks[0].codes"]["text"] == "7 codes [-128, -7, -5, -3, -1, 1, 127]"
 
 
 def test_14_14_affine_reference_codes_are_listed():
@@ -275,9 +276,9 @@ def test_14_14_affine_reference_codes_are_listed():
     fields = by_field(json_dump(quantize_array(x, plan).SerializeToString()))
     codes = np.clip(np.rint((x - 3.141) / 0.125 + 3), 0, 15).astype(int)
     row = fields["raw_data.runs[0].blocks[0].codes"]
-    assert row["size"] == -(-201 * 4 // 8) and row["value"].startswith(
+    assert row["size"] == -(-201 * 4 // 8) and row["text"].startswith(
         f"201 codes [{', '.join(str(c) for c in codes[:32])}, ...]")
-    assert fields["raw_data.runs[0].blocks[0].offset"]["value"] == "3.141"
+    assert fields["raw_data.runs[0].blocks[0].offset"]["text"] == "3.141"
 
 
 def _shared_model() -> ModelProto:
@@ -324,7 +325,7 @@ def test_14_13_ort_goldens(bits, first, zero_points):
     fields = by_field(json_dump(value.SerializeToString()))
     assert fields["raw_data.B[0][0]"]["hex"].split()[0] == first
     assert fields["raw_data.B[1][2]"]["size"] == block * bits // 8
-    assert [fields[f"raw_data.scales[{c}][{g}]"]["value"] for c in range(n) for g in range(groups)] == \
+    assert [fields[f"raw_data.scales[{c}][{g}]"]["text"] for c in range(n) for g in range(groups)] == \
         ["0.5", "1.0", "1.5", "0.5", "1.0", "1.5"]
     for field, hex_ in zero_points.items():
         assert fields[field]["hex"] == hex_
@@ -345,8 +346,10 @@ def test_failing_field_is_marked_and_the_rest_is_raw():
     assert row["field"] == "raw_data.reserved" and row["hex"] == "01"
     after = result["rows"][result["rows"].index(row) + 1:]
     assert after and {r["field"] for r in after} == {dump_rows.UNDECODED}
-    text = hexdump(data)
-    assert "raw_data.reserved" in text and "<-- OL-WIRE-30" in text.splitlines()[result["rows"].index(row) + 2]
+    lines = hexdump(data).splitlines()  # the marked row's lines: its first (its offset) up to the next row's
+    first = next(i for i, line in enumerate(lines) if line.startswith(f"{row['offset']} "))
+    block = lines[first:first + 1] + list(itertools.takewhile(lambda line: line.startswith(" "), lines[first + 1:]))
+    assert "raw_data.reserved" in block[0] and sum("<-- OL-WIRE-30" in line for line in block) == 1
 
 
 # --- the bundled corpus -------------------------------------------------------------------------

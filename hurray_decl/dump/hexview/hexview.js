@@ -90,7 +90,7 @@
   function computeVisible() {
     const out = [];
     if (query) {
-      if (!haystack) haystack = rows.map((r) => (r.field + "\n" + r.value).toLowerCase());
+      if (!haystack) haystack = rows.map((r) => (r.field + "\n" + r.text).toLowerCase());
       for (let i = 0; i < n; i++) if (haystack[i].includes(query)) out.push(rowItem[i]);
     } else {
       for (let it = 0; it < items; it = isGroup(it) && collapsed[it] ? item.last[it] : it + 1) out.push(it);
@@ -241,7 +241,7 @@
       let rule = "";
       if (r >= 0) {
         div.dataset.row = r;
-        const value = rows[r].value;
+        const value = rows[r].text;
         div.appendChild(cell("value", value.length > LONG ? value.slice(0, LONG) + "\u2026" : value));
         if (r === failRow) { rule = error.code; div.dataset.code = error.code; }
       } else {

@@ -26,11 +26,13 @@ from typing import Any
 import construct as cs
 import numpy as np
 
-from hurray_decl.declare.schema import field_offsets
+from hurray_decl.declare.model import remember_validated
+from hurray_decl.declare.schema import Rule, field_offsets
 from hurray_decl.errors import ArgumentError, HurrayDeclError, RuleViolation, TruncatedError
 from hurray_decl.hurray.container.composite import CompositeWalk
 from hurray_decl.hurray.container.crc import crc32c
 from hurray_decl.hurray.container.declarations import (
+    ARRAY_PAYLOAD,
     DESCRIPTOR_ALIGNMENT,
     FILE_HEADER,
     FILE_MAGIC,
@@ -41,17 +43,21 @@ from hurray_decl.hurray.container.declarations import (
     KV_COUNT,
     KV_ENTRY,
     MIN_FILE_SIZE,
+    SCALAR_PAYLOADS,
     TRAILER,
     TRAILER_LENGTH,
     TRAILER_MAGIC_STRUCT,
     UNKNOWN_COUNT,
     FileFlag,
+    KVTag,
 )
 from hurray_decl.hurray.container.model import FileHeader, IndexEntry, KVValue, Trailer
 from hurray_decl.hurray.tensor import CompositeHead, TensorDescriptor, read_tensor_descriptor, validate_buffers
 from hurray_decl.hurray.tensor.header import PREAMBLE_LENGTH  # a descriptor's magic, versions and descriptor_length
 
 COUNT_HINT_OFFSET = field_offsets(FILE_HEADER)["tensor_count_hint"][0]
+PADDING_CHUNK = 1 << 20
+"""Padding is checked in runs of at most this many bytes."""
 
 
 def _entry_offsets() -> dict[str, int]:
@@ -310,6 +316,15 @@ class Container:
 
     def validate(self, *, data: bool = True) -> Container:
         """Every rule of a whole file (level V), then each tensor's data rules when ``data``."""
+        for _ in self.checks(data=data):
+            pass
+        return self
+
+    def checks(self, *, data: bool = True) -> Iterator[int | None]:
+        """:meth:`validate`'s checks in their order, step by step: yields None once the header's
+        are done, then each tensor's entry position once that tensor's are (write order); the
+        checks of the sections after the tensors run before it stops. A dump reads a file in
+        this order, so it judges the bytes before it shows them."""
         h, t = self.header, self.trailer
         if h.tensor_count_hint not in (UNKNOWN_COUNT, len(self.entries)):
             raise RuleViolation("HF-HDR-16", "tensor_count_hint is neither unknown nor the entry count",
@@ -317,6 +332,7 @@ class Container:
                                 actual=h.tensor_count_hint,
                                 expected=f"{len(self.entries)} or 0xFFFFFFFFFFFFFFFF")
         self._zero(HEADER_LENGTH, h.first_descriptor_offset, "HF-HDR-15", "file -> padding before the first descriptor")
+        yield None
         walk = CompositeWalk(self.locate)
         expect = {h.first_descriptor_offset}
         previous = h.first_descriptor_offset
@@ -337,6 +353,7 @@ class Container:
             walk.item(e.name, tensor.descriptor)
             if data:
                 self._data(tensor)
+            yield i
         region = self.region_end
         if region not in expect:
             code = "HF-META-20" if t.has_kv else "HF-IDX-07"
@@ -359,17 +376,16 @@ class Container:
                                 offset=self.positions["trailer -> index_length"],
                                 actual=t.index_offset + t.index_length, expected=self.size - TRAILER_LENGTH)
         walk.finish()  # torn composites last (Appendix A, row 18)
-        return self
 
     def _zero(self, start: int, end: int, code: str, where: str) -> None:
-        if end <= start:
-            return
-        raw = np.frombuffer(self.view[start:end], dtype=np.uint8)
-        nonzero = np.flatnonzero(raw)
-        if nonzero.size:
-            at = start + int(nonzero[0])
-            raise RuleViolation(code, "padding bytes are 0x00", path=where, offset=at,
-                                actual=f"0x{int(raw[nonzero[0]]):02X}", expected="0x00")
+        """Padding [start, end) is all 0x00: ``any()`` over bounded chunks, then the first
+        offending byte of the chunk that has one (never a per-byte index of the whole run)."""
+        for chunk in range(start, end, PADDING_CHUNK):
+            raw = np.frombuffer(self.view[chunk:min(end, chunk + PADDING_CHUNK)], dtype=np.uint8)
+            if raw.any():
+                first = int(np.argmax(raw != 0))
+                raise RuleViolation(code, "padding bytes are 0x00", path=where, offset=chunk + first,
+                                    actual=f"0x{int(raw[first]):02X}", expected="0x00")
 
     def _data(self, tensor: Tensor) -> None:
         """The tensor's data rules (HQ-/HE-/HT- rules on buffer contents); an offset inside
@@ -421,7 +437,7 @@ def open_container(data: Any, *, permissive: bool = False) -> Container:
                        file_flags=header.file_flags, minor=minor, index_crc=index_crc)
     trailer = Trailer.from_wire(wire)
     entries, index_tail = _index(view, trailer, header, positions)
-    kv, kv_tail = _kv(view, trailer, minor) if trailer.has_kv else ({}, b"")
+    kv, kv_tail = _kv(view, trailer, minor, positions) if trailer.has_kv else ({}, b"")
     skipped = Skipped(minor, *reserved, bytes(wire.reserved), index_tail, kv_tail, trailer.has_kv)
     return Container(view, header, trailer, entries, kv, positions, permissive, skipped)
 
@@ -455,19 +471,113 @@ def _index(view: memoryview, trailer: Trailer, header: FileHeader,
     return tuple(entries), bytes(view[section.position:section.end])
 
 
-def _kv(view: memoryview, trailer: Trailer, minor: int) -> tuple[dict[str, KVValue], bytes]:
+KV_ENTRY_HEAD = cs.Struct(*KV_ENTRY.subcons[:3])
+"""A KV entry up to its value: key_length, key, value_tag."""
+ARRAY_HEAD = cs.Struct(*ARRAY_PAYLOAD.subcons[:2])
+"""An array payload up to its items: element_tag, count (bounded by the bytes left)."""
+
+
+def _format_field(struct: cs.Construct) -> tuple[cs.FormatField | None, bool]:
+    """The fixed-width wire number under a payload's wrappers (None for a variable payload), and
+    whether a rule sits on it."""
+    ruled = False
+    while not isinstance(struct, cs.FormatField):
+        ruled = ruled or isinstance(struct, Rule)
+        inner = getattr(struct, "subcon", None)
+        if inner is None:
+            return None, ruled
+        struct = inner
+    return struct, ruled
+
+
+FIXED_ITEMS: dict[int, tuple[np.dtype[Any], bool]] = {}
+"""Element tag -> (NumPy dtype of the wire number, whether its declaration holds a rule), for the
+fixed-width element tags: an array of them is read as one view."""
+for _tag, _payload in SCALAR_PAYLOADS.items():
+    _field, _ruled = _format_field(_payload)
+    if _field is not None:
+        FIXED_ITEMS[_tag] = (np.dtype(_field.fmtstr), _ruled)
+
+
+def _items(view: memoryview, section: Section, where: str, tag: int, count: int) -> tuple[Any, ...]:
+    """``count`` bare payloads of ``tag`` from the section's position: fixed-width ones as one
+    NumPy view (the count checked against the bytes left first), variable ones in one pass. At
+    the first element the fast path cannot take, that element is parsed by its declaration,
+    which raises the rule's own error."""
+    start, end = section.position, section.end
+    payload = SCALAR_PAYLOADS[tag]
+
+    def refuse(at: int) -> None:  # the declaration's verdict on the element at ``at``
+        element = Section(view, at, end, section.truncated)
+        element.parse(payload, where)
+        raise RuleViolation("HF-META-12", "an array element could not be read", path=where, offset=at)
+
+    if tag in FIXED_ITEMS:
+        dtype, ruled = FIXED_ITEMS[tag]
+        if count * dtype.itemsize > end - start:
+            refuse(start + (end - start) // dtype.itemsize * dtype.itemsize)
+        array = np.frombuffer(view, dtype=dtype, count=count, offset=start)
+        if ruled and count:  # a rule on the element: judge each distinct value once, by the declaration
+            for value in np.unique(array):
+                try:
+                    payload.parse(value.tobytes())
+                except HurrayDeclError:
+                    refuse(start + int(np.argmax(array == value)) * dtype.itemsize)
+        section.stream.seek(start - section.start + count * dtype.itemsize)
+        return tuple((array.astype(bool) if tag == KVTag.BOOL else array).tolist())
+    items: list[Any] = []
+    p = start
+    text = tag == KVTag.STRING
+    for _ in range(count):
+        length = int.from_bytes(view[p:p + 4], "little")
+        if p + 4 > end or length > end - p - 4:
+            refuse(p)
+        raw = view[p + 4:p + 4 + length]
+        if text:
+            try:
+                items.append(str(raw, "utf-8"))
+            except UnicodeDecodeError:
+                refuse(p)
+        else:
+            items.append(bytes(raw))
+        p += 4 + length
+    section.stream.seek(p - section.start)
+    return tuple(items)
+
+
+def _kv_value(view: memoryview, section: Section, where: str, tag: int) -> KVValue:
+    """One KV value, from the section's position: a scalar by its declaration, an array's
+    items by :func:`_items`. Every rule of the value is checked on the way (so the model is
+    recorded as validated, not checked again element by element)."""
+    if tag != KVTag.ARRAY:
+        return KVValue.from_wire(tag, section.parse(SCALAR_PAYLOADS[tag], where))
+    head = section.parse(ARRAY_HEAD, where)
+    items = _items(view, section, f"{where} -> items", head.element_tag, head.count)
+    return remember_validated(KVValue.model_construct(tag=tag, value=items, element_tag=head.element_tag))
+
+
+def _kv(view: memoryview, trailer: Trailer, minor: int,
+        positions: dict[str, int] | None = None) -> tuple[dict[str, KVValue], bytes]:
+    """The KV entries, and the bytes left after them; ``positions`` receives where each entry
+    starts (``kv -> entries -> i``) and where the last one ends (``kv -> end``)."""
     # Inside the file: the KV section ends by index_offset (HF-META-06), the index by the trailer (HF-IDX-04).
     section = Section(view, trailer.kv_offset, trailer.kv_offset + trailer.kv_length, "HF-META-07")
     count = section.parse(KV_COUNT, "file -> kv").kv_count
     kv: dict[str, KVValue] = {}
     for i in range(count):
         p = section.position
-        wire = section.parse(KV_ENTRY, f"file -> kv -> entries -> {i}")
-        key = bytes(wire.key).decode("utf-8")
+        if positions is not None:
+            positions[f"kv -> entries -> {i}"] = p
+        where = f"file -> kv -> entries -> {i}"
+        head = section.parse(KV_ENTRY_HEAD, where)
+        key = bytes(head.key).decode("utf-8")
+        value = _kv_value(view, section, f"{where} -> value", head.value_tag)
         if key in kv:
             raise RuleViolation("HF-META-11", "two KV entries have the same key",
                                 path=f"file -> kv -> entries -> {i} -> key", offset=p + 2, actual=key)
-        kv[key] = KVValue.from_wire(wire.value_tag, wire.value)
+        kv[key] = value
+    if positions is not None:
+        positions["kv -> end"] = section.position
     if section.position != section.end and minor == 0:
         raise RuleViolation("HF-META-08", "bytes are left inside kv_length after the entries (minor 0)",
                             path="file -> kv", offset=section.position,

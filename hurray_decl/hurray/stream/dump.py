@@ -6,6 +6,7 @@ reads; a refused frame shows the bytes it had, its failing field marked."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from hurray_decl.dump.rows import RAW_ROW, Dump, Row
@@ -18,7 +19,7 @@ from hurray_decl.hurray.tensor.model import TensorDescriptor
 
 def _descriptor_rows(index: int, start: int, raw: bytes, permissive: bool) -> list[Row]:
     prefix = frame_path(index, "descriptor")
-    return [Row(r.offset + start, r.size, r.hex, f"{prefix}.{r.field}", r.value)
+    return [replace(r, offset=r.offset + start, field=f"{prefix}.{r.field}")
             for r in tensor_dump(raw, permissive=permissive).rows]
 
 
@@ -28,7 +29,7 @@ def frame_rows(index: int, start: int, raw: bytes, descriptor: TensorDescriptor,
     rows = _descriptor_rows(index, start, raw, permissive)
     at = start + len(raw)
     for i, content in enumerate(buffers):
-        shown = bytes(content[:RAW_ROW]).hex(" ").upper() + (" ..." if len(content) > RAW_ROW else "")
+        shown = bytes(content[:RAW_ROW]).hex(" ").upper()  # the row's size says how many bytes follow
         rows.append(Row(at, len(content), shown, frame_path(index, f"buffer[{i}]"), f"{len(content)} bytes"))
         at += len(content)
     return rows

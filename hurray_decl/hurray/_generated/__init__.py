@@ -1,0 +1,1 @@
+../../../generated/hurray/__init__.py

@@ -1,0 +1,1 @@
+../../../generated/hurray/nf4.py

@@ -1,0 +1,1 @@
+../../../generated/hurray/per_block_affine.py

@@ -1,0 +1,1 @@
+../../../generated/hurray/per_channel_affine.py

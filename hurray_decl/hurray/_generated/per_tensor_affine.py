@@ -1,0 +1,1 @@
+../../../generated/hurray/per_tensor_affine.py

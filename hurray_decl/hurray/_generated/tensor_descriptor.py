@@ -1,0 +1,1 @@
+../../../generated/hurray/tensor_descriptor.py

@@ -1,0 +1,140 @@
+"""Containers at scale: KV arrays read as one NumPy view (fixed-width elements) or in one pass
+(strings, byte sequences), with the declaration's own errors at the first bad element; padding
+checked in bounded chunks, the first offending byte named."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import math
+import struct
+
+import numpy as np
+import pytest
+
+from hurray_decl.errors import HurrayDeclError
+from hurray_decl.hurray.container import KVTag, KVValue, open_container, reader, validate_container
+from hurray_decl.hurray.container.declarations import KV_ENTRY
+from hurray_decl.hurray.container.reader import Section
+from hurray_decl.hurray.container.writer import ContainerWriter, write_container
+
+N = 100_003  # 10^5 and odd: no element count a chunk or a pair divides
+
+
+def kv_file(value) -> bytes:
+    return write_container([], {"a": 1, "big": value, "z": "end"})
+
+
+def entry_start(data: bytes, c) -> int:
+    return c.positions["kv -> entries -> 1"]
+
+
+def declared_error(data: bytes, start: int, end: int) -> HurrayDeclError:
+    """What the KV_ENTRY declaration itself says of the entry at ``start`` (element by element)."""
+    with pytest.raises(HurrayDeclError) as info:
+        Section(memoryview(data), start, end, "HF-META-07").parse(KV_ENTRY, "file -> kv -> entries -> 1")
+    return info.value
+
+
+@pytest.mark.parametrize("values", [
+    [bool(i % 3) for i in range(N)],
+    list(range(-N // 2, N - N // 2)),
+    [(1 << 64) - 1 - i for i in range(N)],
+    [float(i) / 7 for i in range(N)],
+    [f"s{i}" * (i % 4) for i in range(N)],
+    [bytes([i % 256]) * (i % 5) for i in range(N)],
+], ids=["bool", "int64", "uint64", "float64", "string", "bytes"])
+def test_large_arrays_read_back_every_element(values):
+    value = KVValue.of(values)
+    c = validate_container(kv_file(value))
+    got = c.kv["big"]
+    assert got.tag == KVTag.ARRAY and got.element_tag == value.element_tag
+    assert got.value == value.value
+    assert all(type(a) is type(b) for a, b in zip(got.value[:50], value.value[:50]))
+    assert c.kv["z"].value == "end"  # the section is read on past the array
+    assert got.size() == value.size()
+
+
+def test_float_bits_and_empty_arrays_survive():
+    nan = struct.unpack("<d", bytes.fromhex("0100000000f8ff7f"))[0]
+    c = open_container(write_container([], {"f": [nan, -0.0, math.inf],
+                                            "e": KVValue(tag=KVTag.ARRAY, element_tag=KVTag.BOOL, value=())}))
+    f = c.kv["f"].value
+    assert struct.pack("<d", f[0]) == bytes.fromhex("0100000000f8ff7f") and math.copysign(1, f[1]) < 0
+    assert c.kv["e"].value == () and c.kv["e"].element_tag == KVTag.BOOL
+
+
+@pytest.mark.parametrize("where", [0, N // 2, N - 1])
+def test_a_bad_bool_is_the_declarations_error(where):
+    data = bytearray(kv_file([True] * N))
+    c = open_container(bytes(data))
+    start = entry_start(bytes(data), c)
+    items = start + 2 + 3 + 1 + 1 + 4  # key_length, "big", value_tag, element_tag, count
+    data[items + where] = 2
+    end = c.trailer.kv_offset + c.trailer.kv_length
+    expected = declared_error(bytes(data), start, end)
+    with pytest.raises(HurrayDeclError) as info:
+        open_container(bytes(data))
+    got = info.value
+    assert (got.code, got.path, got.offset, str(got)) == (expected.code, expected.path, expected.offset,
+                                                          str(expected))
+    assert got.code == "HF-META-14" and got.offset == items + where
+
+
+@pytest.mark.parametrize("damage", ["utf8", "length"])
+def test_a_bad_string_is_the_declarations_error(damage):
+    values = [f"v{i}" for i in range(1000)]
+    data = bytearray(kv_file(values))
+    c = open_container(bytes(data))
+    start = entry_start(bytes(data), c)
+    at = bytes(data).index(b"v777", start)
+    if damage == "utf8":
+        data[at + 1] = 0xFF
+    else:
+        data[at - 4:at] = (10 ** 6).to_bytes(4, "little")
+    end = c.trailer.kv_offset + c.trailer.kv_length
+    expected = declared_error(bytes(data), start, end)
+    with pytest.raises(HurrayDeclError) as info:
+        open_container(bytes(data))
+    assert (info.value.code, info.value.path, info.value.offset, str(info.value)) == (
+        expected.code, expected.path, expected.offset, str(expected))
+    assert info.value.code == ("HF-META-13" if damage == "utf8" else "HF-META-07")
+
+
+def test_positions_of_kv_entries_tile_the_section():
+    c = open_container(kv_file([1.5] * 10))
+    starts = [c.positions[f"kv -> entries -> {i}"] for i in range(3)]
+    sizes = [2 + len(k.encode()) + 1 + v.size() for k, v in c.kv.items()]
+    assert starts[0] == c.trailer.kv_offset + 4
+    assert [b - a for a, b in itertools.pairwise(starts)] == sizes[:2]
+    assert c.positions["kv -> end"] == starts[2] + sizes[2]
+
+
+def padded(gap: int) -> bytearray:
+    sink = io.BytesIO()
+    writer = ContainerWriter(sink, first_descriptor_offset=64 + gap)
+    writer.finish({"k": 1})
+    return bytearray(sink.getvalue())
+
+
+@pytest.mark.parametrize("at", [0, 4095, 4096, 3 * 4096 + 5, 5 * 4096 - 1])
+def test_padding_is_checked_in_chunks_and_names_the_first_byte(monkeypatch, at):
+    monkeypatch.setattr(reader, "PADDING_CHUNK", 4096)
+    data = padded(5 * 4096)
+    validate_container(bytes(data))
+    data[64 + at] = 0x7F
+    data[64 + 5 * 4096 - 1] = 0x01  # a later offender never wins
+    with pytest.raises(HurrayDeclError) as info:
+        validate_container(bytes(data))
+    assert (info.value.code, info.value.offset) == ("HF-HDR-15", 64 + at)
+    assert info.value.actual == ("0x7F" if at != 5 * 4096 - 1 else "0x01")
+
+
+def test_long_non_zero_padding_is_a_rule_not_a_memory_error():
+    gap = 3 * reader.PADDING_CHUNK + 24
+    data = padded(gap)
+    data[64:64 + gap] = b"\xff" * gap
+    with pytest.raises(HurrayDeclError) as info:
+        validate_container(bytes(data))
+    assert (info.value.code, info.value.offset) == ("HF-HDR-15", 64)
+    assert np.frombuffer(bytes(data[64:64 + gap]), np.uint8).all()

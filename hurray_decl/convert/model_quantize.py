@@ -25,8 +25,9 @@ initializers as ``com.microsoft::MatMulNBits`` nodes that onnxruntime runs.
 from __future__ import annotations
 
 import zipfile
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -57,8 +58,8 @@ __all__ = [
     "ErrorReport",
     "ModelSource",
     "ModelTensor",
-    "Quantized",
     "QuantizeOptions",
+    "Quantized",
     "error_report",
     "matmul_nbits_graph",
     "quantize_tensor",
@@ -113,6 +114,10 @@ class ModelSource:
             self.closer()
 
 
+def _member(archive: Any, name: str) -> np.ndarray:
+    return np.asarray(archive[name])
+
+
 def _npz(path: Path) -> ModelSource:
     try:
         archive = np.load(path, allow_pickle=False)
@@ -129,7 +134,7 @@ def _npz(path: Path) -> ModelSource:
             raise ArgumentError("source", f"{path}: member {name} is not a .npy array: {err}") from None
         element = None if dtype.hasobject else storage.element_of_dtype(dtype)
         tensors.append(ModelTensor(name, element or str(dtype), tuple(shape),
-                                   lambda name=name: np.asarray(archive[name])))
+                                   partial(_member, archive, name)))
     return ModelSource("npz", tensors, closer=archive.close)
 
 
@@ -141,7 +146,7 @@ def _safetensors(path: Path) -> ModelSource:
             element = opened.element(name)
         except UnsupportedError:
             element = entry.code
-        tensors.append(ModelTensor(name, element, entry.shape, lambda name=name: opened.array(name)))
+        tensors.append(ModelTensor(name, element, entry.shape, partial(opened.array, name)))
     return ModelSource("safetensors", tensors, dict(opened.metadata), closer=opened.close)
 
 
@@ -178,7 +183,7 @@ def _onnx(path: Path) -> ModelSource:
     for tensor in model.graph.initializer:
         element = ONNX_ELEMENTS.get(tensor.data_type, f"ONNX data type {tensor.data_type}")
         tensors.append(ModelTensor(tensor.name, element, tuple(int(n) for n in tensor.dims),
-                                   lambda t=tensor, e=element: _initializer_values(t, e), tensor.name in weights))
+                                   partial(_initializer_values, tensor, element), tensor.name in weights))
     return ModelSource("onnx", tensors, model=model)
 
 

@@ -1,4 +1,4 @@
-"""The conversion command ``convert`` (safetensors sources and targets: :mod:`.models`).
+"""The conversion command ``convert`` (safetensors sources and targets are routed to :mod:`.models`).
 
 ``register(subparsers)`` adds them to ``hurray-decl``; each handler takes the argparse namespace
 and returns the exit status: 0 done, 1 invalid input (the rule code is printed), 2 usage error,
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 OK, INVALID, USAGE, FILE_ERROR, INTERRUPTED = 0, 1, 2, 3, 130
-TARGETS = ("hurray", "onnx-light", "ort", "safetensors")
+TARGETS = ("hurray", "onnx-light", "ort", "safetensors")  # safetensors: routed to cli.models
 SCALE_TYPES = ("float32", "float16", "bfloat16")
 
 
@@ -266,9 +266,8 @@ def _is_container(head: bytes) -> bool:
 
 
 def _source_kind(path: Path) -> str:
-    """``gguf``, ``container``, ``hurray`` (a tensor descriptor), ``safetensors`` or ``onnx``, from the first bytes."""
+    """``gguf``, ``container``, ``hurray`` (a tensor descriptor) or ``onnx``, from the first bytes."""
     from hurray_decl.convert.gguf import GGUF_MAGIC
-    from hurray_decl.convert.safetensors import is_safetensors
     from hurray_decl.hurray.tensor.header import MAGIC
 
     try:
@@ -282,8 +281,6 @@ def _source_kind(path: Path) -> str:
         return "container"
     if head.startswith(MAGIC):
         return "hurray"
-    if is_safetensors(head):
-        return "safetensors"
     return "onnx"
 
 
@@ -331,10 +328,6 @@ def cmd_convert(args: argparse.Namespace) -> int:
     if not source.exists():
         raise CommandError(FILE_ERROR, f"no such file: {source}")
     kind = _source_kind(source)
-    if kind == "safetensors" or args.to == "safetensors":
-        from hurray_decl.cli.models import convert_safetensors
-
-        return convert_safetensors(args, kind)
     target = _output(args.output)
     pairs = {("gguf", "hurray"), ("gguf", "onnx-light"), ("gguf", "ort"), ("hurray", "ort"), ("hurray", "onnx-light"),
              ("container", "ort"), ("container", "onnx-light"), ("onnx", "hurray")}

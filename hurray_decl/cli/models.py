@@ -17,6 +17,7 @@ protobuf needs); a failed command leaves nothing behind. Progress shows on a ter
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -314,12 +315,34 @@ def _quantize(source: Any, options: Any, target: Path, args: argparse.Namespace)
 
 # --- convert: safetensors ----------------------------------------------------------------------------
 
-def convert_safetensors(args: argparse.Namespace, kind: str) -> int:
-    """``convert`` of a safetensors source (to hurray, onnx-light, ort) or of a ``.hrry`` to safetensors."""
+def routed_convert(args: argparse.Namespace, convert_command: Callable[[argparse.Namespace], int]) -> int:
+    """``convert``: a safetensors source or ``--to safetensors`` here, everything else to ``convert_command``."""
     source = Path(args.source)
+    head = b""
+    if source.is_file():
+        with source.open("rb") as handle:
+            head = handle.read(16)
+    from hurray_decl.convert.safetensors import is_safetensors
+
+    if is_safetensors(head) or args.to == "safetensors":
+        return convert_safetensors(args, head)
+    return convert_command(args)
+
+
+def convert_safetensors(args: argparse.Namespace, head: bytes) -> int:
+    """``convert`` of a safetensors source (to hurray, onnx-light, ort) or of a ``.hrry`` to safetensors."""
+    from hurray_decl.convert.safetensors import is_safetensors
+
+    source = Path(args.source)
+    if not source.is_file():
+        raise FileProblem(f"no such file: {source}")
     if args.to == "safetensors":
-        if kind != "container":
-            raise UsageError(f"no conversion from {kind} to safetensors; converted: container -> safetensors")
+        from hurray_decl.hurray.container import is_container
+
+        if not is_container(head):
+            kind = "safetensors" if is_safetensors(head) else "this input"
+            raise UsageError(f"no conversion from {kind} to safetensors; converted: a .hrry container -> "
+                             "safetensors")
         return _to_safetensors(source, Path(args.output).expanduser().absolute(), args)
     from hurray_decl.convert.checkpoints import read_checkpoint
 
@@ -452,7 +475,7 @@ def _to_safetensors(source: Path, target: Path, args: argparse.Namespace) -> int
 # --- the command -------------------------------------------------------------------------------------
 
 def register(subparsers: Any) -> None:
-    """Add ``quantize`` to the ``hurray-decl`` sub-command parser."""
+    """Add ``quantize``, and route ``convert``'s safetensors sources and targets here (register after ``convert``)."""
     from hurray_decl.cli.common import integer_at_least
 
     command = subparsers.add_parser(
@@ -485,3 +508,6 @@ def register(subparsers: Any) -> None:
     command.add_argument("--name", help="a .npy array's name in the output (default: the file's stem)")
     command.add_argument("--json", action="store_true", help="print the report as JSON")
     command.set_defaults(run=cmd_quantize)
+    convert = subparsers.choices.get("convert")
+    if convert is not None:  # safetensors sources and targets of convert come here
+        convert.set_defaults(run=functools.partial(routed_convert, convert_command=convert.get_default("run")))

@@ -49,7 +49,7 @@ WRITER_SHAPES = {"F4": (3, 5)}  # float4_e2m1fn_x2: the package counts byte pair
 
 
 def every_dtype(rng: np.random.Generator) -> dict[str, tuple[str, tuple[int, ...], bytes]]:
-    """Random bit patterns of every convertible dtype, shape (3, 7) (F4: 3 x 5 byte pairs), each a valid Hurray value."""
+    """Random bit patterns of every convertible dtype, shape (3, 7) (F4: 3 x 5 byte pairs), valid Hurray values."""
     tensors = {}
     for code, row in DTYPES.items():
         if row.element is None:

@@ -160,6 +160,12 @@ class Item:
             if read[role].dtype != np.int32:
                 raise RuleViolation("HQ-PB-14", f"{self.roles[role]} holds packed int32 words", path=self.roles[role],
                                     actual=str(read[role].dtype), expected="int32")
+        scales = read["scales"]
+        if scales.dtype != np.float16 and not np.array_equal(scales.astype(np.float16).astype(np.float64),
+                                                              scales.astype(np.float64), equal_nan=True):
+            raise RuleViolation("HQ-PB-08", f"{self.roles['scales']} holds {scales.dtype} scales that float16, the "
+                                "scale type of GPTQ and AWQ, does not hold exactly", path=self.roles["scales"],
+                                actual=str(scales.dtype), expected="float16 values")
         in_features = self.shape[0]
         group = in_features if self.config.group_size == -1 else self.config.group_size
         if self.config.method == "awq":

@@ -194,3 +194,16 @@ def test_packed_weights_without_a_config_are_a_usage_error(tmp_path):
         read_checkpoint(tmp_path / "m.safetensors")
     done = cli("convert", "m.safetensors", "-o", "m.hrry", cwd=tmp_path)
     assert done.returncode == 2 and "quantization_config" in done.stderr
+
+
+def test_scales_float16_cannot_hold_are_refused(tmp_path):
+    layer, formula = gptq_layer(np.random.default_rng(3), 256, 64, 128)
+    config = json.dumps({"quant_method": "gptq", "bits": 4, "group_size": 128})
+    layer["scales"] = layer["scales"].astype(np.float32)  # float16 values in float32: converted exactly
+    write_checkpoint(tmp_path / "a.safetensors", {"l": layer}, {}, {"quantization_config": config})
+    assert cli("convert", "a.safetensors", "-o", "a.hrry", cwd=tmp_path).returncode == 0
+    assert np.array_equal(bits(hd.load(tmp_path / "a.hrry")["l.weight"].numpy()), bits(formula))
+    layer["scales"] = layer["scales"] * np.float32(1 + 2 ** -20)  # 24 significant bits: no float16 value
+    write_checkpoint(tmp_path / "b.safetensors", {"l": layer}, {}, {"quantization_config": config})
+    done = cli("convert", "b.safetensors", "-o", "b.hrry", cwd=tmp_path)
+    assert done.returncode == 1 and "HQ-PB-08" in done.stderr

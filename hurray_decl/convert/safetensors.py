@@ -134,7 +134,7 @@ class SafetensorsFile:
                                    "'hurray_decl[safetensors]')", path="safetensors") from None
         self.path = path
         try:
-            self._handle = safe_open(str(path), framework="numpy")
+            self._handle = safe_open(str(path), framework="numpy", backend="pread")
             self._opened = self._handle.__enter__()
         except SafetensorError as err:
             raise RuleViolation("HE-03", f"{path} is not a valid safetensors file: {err}", path="header") from None

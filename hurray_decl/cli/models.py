@@ -141,9 +141,14 @@ class HurraySink:
         return where
 
 
-def write_model(target: Path, model: Any) -> str:
+def write_model(target: Path, model: Any, *, check: bool = False) -> str:
+    """An ONNX model to ``target``, its onnx-light values checked first when ``check``."""
     from hurray_decl.cli import outputs
 
+    if check:
+        from hurray_decl.onnx_light import check_model_values
+
+        check_model_values(model)
     try:
         data = model.SerializeToString()
     except ValueError as err:  # protobuf refuses messages of 2 GiB and more
@@ -218,8 +223,8 @@ def cmd_quantize(args: argparse.Namespace) -> int:
     options = _options(args)
     from hurray_decl.cli import outputs
 
-    target = outputs.target(args.output) if args.to != "hurray" or Path(args.output).suffix in (".hrry", ".bin") \
-        else Path(args.output).expanduser().absolute()
+    folder = args.to == "hurray" and Path(args.output).suffix not in (".hrry", ".bin")  # checked by its writer
+    target = Path(args.output).expanduser().absolute() if folder else outputs.target(args.output)
     source = _source(source_path, args.name)
     try:
         rows, written = _quantize(source, options, target, args)
@@ -310,7 +315,7 @@ def _quantize(source: Any, options: Any, target: Path, args: argparse.Namespace)
         from hurray_decl.convert.tensors import onnx_light_model
 
         model = onnx_light_model(results)
-    return rows, write_model(target, model)
+    return rows, write_model(target, model, check=args.to == "onnx-light")
 
 
 # --- convert: safetensors ----------------------------------------------------------------------------
@@ -403,7 +408,7 @@ def _from_checkpoint(checkpoint: Any, source: Path, args: argparse.Namespace) ->
                 continue
             if done is None:
                 rows.append(Row(item.name, element, item.shape, "skipped", code="OL-ORT-07",
-                                reason=f"not quantized: {args.to} holds it only as a packed weight"))
+                                reason="a plain tensor: MatMulNBits nodes hold packed weights only"))
                 continue
             rows.append(Row(item.name, element, item.shape, "converted", done[0]))
             add(item.name, done[1])
@@ -433,7 +438,7 @@ def _from_checkpoint(checkpoint: Any, source: Path, args: argparse.Namespace) ->
             from hurray_decl.convert.tensors import onnx_light_model
 
             model = onnx_light_model(results)
-        written = write_model(target, model)
+        written = write_model(target, model, check=args.to == "onnx-light")
     report(rows, source, args.to, written, args.json)
     return OK
 

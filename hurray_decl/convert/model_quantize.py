@@ -53,6 +53,7 @@ from hurray_decl.onnx_light import (
 
 __all__ = [
     "FLOAT_ELEMENTS",
+    "INTEGER_ELEMENTS",
     "ONNX_ELEMENTS",
     "TARGETS",
     "ErrorReport",
@@ -70,6 +71,8 @@ __all__ = [
 TARGETS = ("hurray", "onnx-light", "ort")
 FLOAT_ELEMENTS = ("float16", "bfloat16", "float32", "float64")
 """The element types of the tensors quantized by default."""
+INTEGER_ELEMENTS = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
+"""Element types quantized when named (as float64 values)."""
 ONNX_ELEMENTS = {TensorProto.FLOAT: "float32", TensorProto.UINT8: "uint8", TensorProto.INT8: "int8",
                  TensorProto.UINT16: "uint16", TensorProto.INT16: "int16", TensorProto.INT32: "int32",
                  TensorProto.INT64: "int64", TensorProto.BOOL: "bool", TensorProto.FLOAT16: "float16",
@@ -177,8 +180,7 @@ def _onnx(path: Path) -> ModelSource:
     except DecodeError:
         raise ArgumentError("source", f"{path} is not a .npy array, a .npz archive, a safetensors file or an "
                             "ONNX model") from None
-    weights = {node.input[1] for node in model.graph.node if node.op_type == "MatMul" and node.domain in ("", "ai.onnx")
-               and len(node.input) == 2}
+    weights = {node.input[1] for node in model.graph.node if _is_matmul(node)}
     tensors = []
     for tensor in model.graph.initializer:
         element = ONNX_ELEMENTS.get(tensor.data_type, f"ONNX data type {tensor.data_type}")
@@ -269,7 +271,9 @@ class Quantized:
 def _float_source(tensor: ModelTensor) -> np.ndarray:
     values = tensor.load()
     if tensor.element == "bfloat16":  # widened exactly: the quantizers take NumPy's own float types
-        values = values.astype(np.float32)
+        return values.astype(np.float32)
+    if tensor.element in INTEGER_ELEMENTS:
+        return values.astype(np.float64)
     return values
 
 
@@ -284,9 +288,9 @@ def _hurray(x: np.ndarray, options: QuantizeOptions, axis: int | None) -> tuple[
 
 def quantize_tensor(tensor: ModelTensor, options: QuantizeOptions) -> Quantized:
     """Quantize one tensor into ``options.target`` and measure it (see the module's documentation)."""
-    if tensor.element not in FLOAT_ELEMENTS:
-        raise ArgumentError("--tensor", f"{tensor.name} holds {tensor.element}, not floats", actual=tensor.element,
-                            expected=", ".join(FLOAT_ELEMENTS))
+    if tensor.element not in FLOAT_ELEMENTS + INTEGER_ELEMENTS:
+        raise ArgumentError("--tensor", f"{tensor.name} holds {tensor.element}, not real numbers",
+                            actual=tensor.element, expected=", ".join(FLOAT_ELEMENTS + INTEGER_ELEMENTS))
     x = _float_source(tensor)
     if options.target == "hurray":
         value, decoded, size = _hurray(x, options, options.axis)
@@ -320,6 +324,11 @@ def quantize_tensor(tensor: ModelTensor, options: QuantizeOptions) -> Quantized:
                      error_report(x if axis == 0 else x.T, decoded), len(encoded.raw_data))
 
 
+def _is_matmul(node: Any) -> bool:
+    """A standard ONNX ``MatMul(A, B)`` node."""
+    return bool(node.op_type == "MatMul" and node.domain in ("", "ai.onnx") and len(node.input) == 2)
+
+
 def _attribute(node: Any, name: str, value: int) -> None:
     attribute = node.attribute.add()
     attribute.name, attribute.type, attribute.i = name, 2, int(value)  # AttributeProto.INT
@@ -336,7 +345,11 @@ def matmul_nbits_graph(model: ModelProto, weights: Mapping[str, EncodedValueProt
     out = ModelProto()
     out.CopyFrom(model)
     graph = out.graph
-    kept = [t for t in graph.initializer if t.name not in weights]
+    elsewhere = {o.name for o in graph.output}  # a weight read by anything but a MatMul's B keeps its float form
+    for node in graph.node:
+        rewritten = _is_matmul(node) and node.input[1] in weights
+        elsewhere.update(node.input[:1] if rewritten else node.input)
+    kept = [t for t in graph.initializer if t.name not in weights or t.name in elsewhere]
     del graph.initializer[:]
     graph.initializer.extend(kept)
     inputs = {}
@@ -353,8 +366,7 @@ def matmul_nbits_graph(model: ModelProto, weights: Mapping[str, EncodedValueProt
             names.append(initializer.name)
         inputs[name] = (names, exported)
     for node in graph.node:
-        if node.op_type != "MatMul" or node.domain not in ("", "ai.onnx") or len(node.input) != 2 \
-                or node.input[1] not in inputs:
+        if not _is_matmul(node) or node.input[1] not in inputs:
             continue
         names, exported = inputs[node.input[1]]
         activation = node.input[0]

@@ -216,9 +216,15 @@ def kv_to_metadata(kv: Mapping[str, Any]) -> dict[str, str]:
         if isinstance(value, str):
             out[key] = value
         else:
-            plain = list(value) if isinstance(value, tuple) else value
-            out[key] = json.dumps(plain, default=lambda v: v.hex() if isinstance(v, bytes) else list(v))
+            out[key] = json.dumps(value, default=_json_value)
     return out
+
+
+def _json_value(value: Any) -> Any:
+    """What JSON has no type for in KV values: bytes, as hex text."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).hex()
+    raise TypeError(f"{type(value).__name__} is not a KV value")
 
 
 def _spec(name: str, values: np.ndarray) -> tuple[Any, np.ndarray]:

@@ -244,3 +244,23 @@ def test_progress_on_a_terminal_only(mlp, tmp_path):
     assert b"quantize:" in shown and b"/4" in shown  # tqdm's bar over the four tensors, on the terminal
     piped = cli("quantize", "mlp.onnx", "-o", str(tmp_path / "piped.hrry"), cwd=folder)
     assert piped.returncode == 0 and piped.stderr == ""
+
+
+def test_a_weight_read_elsewhere_keeps_its_float_form(tmp_path):
+    rng = np.random.default_rng(6)
+    w = rng.standard_normal((64, 48)).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "W"], ["y"]), helper.make_node("Identity", ["W"], ["w_out"])]
+    graph = helper.make_graph(nodes, "shared", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["M", 64])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["M", 48]),
+                               helper.make_tensor_value_info("w_out", TensorProto.FLOAT, [64, 48])],
+                              [numpy_helper.from_array(w, "W")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 9
+    onnx.save(model, tmp_path / "shared.onnx")
+    done = cli("quantize", "shared.onnx", "--to", "ort", "-o", "q.onnx", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    session = ort.InferenceSession(str(tmp_path / "q.onnx"), providers=["CPUExecutionProvider"])
+    x = rng.standard_normal((3, 64)).astype(np.float32)
+    y, w_out = session.run(None, {"x": x})
+    assert np.array_equal(w_out, w)  # the Identity still reads the float weight
+    assert np.abs(y - x @ w).max() < 0.25 * np.abs(x @ w).max()  # int4, K = 64: a few percent per element

@@ -194,7 +194,7 @@ def _source(path: Path, name: str | None) -> Any:
     import numpy as np
 
     from hurray_decl.convert.model_quantize import ModelSource, ModelTensor, read_model
-    from hurray_decl.errors import HurrayDeclError
+    from hurray_decl.errors import ARGUMENT, HurrayDeclError
     from hurray_decl.hurray.tables import storage
 
     with path.open("rb") as handle:
@@ -211,7 +211,7 @@ def _source(path: Path, name: str | None) -> Any:
     try:
         return read_model(path)
     except HurrayDeclError as err:
-        if err.code == "ARGUMENT":
+        if err.code == ARGUMENT:
             raise InvalidInput(f"invalid input: {err.detail}") from None
         raise
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import math
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -66,7 +67,13 @@ class Row:
         return {"name": self.name, "type": self.element, "shape": list(self.shape), "status": self.status,
                 "method": self.method or None, "bytes": self.byte_size or None,
                 "max_abs_error": None if e is None else e.max_abs_error, "rmse": None if e is None else e.rmse,
-                "snr_db": None if e is None else e.snr_db, "code": self.code, "reason": self.reason or None}
+                "snr_db": None if e is None else _json_number(e.snr_db), "code": self.code,
+                "reason": self.reason or None}
+
+
+def _json_number(value: float | None) -> float | str | None:
+    """A float for JSON: the SNR of a zero source with an error is minus infinity, written as text."""
+    return value if value is None or math.isfinite(value) else str(value)
 
 
 def report(rows: Sequence[Row], source: Path, target: str, written: str | None, as_json: bool) -> None:

@@ -118,7 +118,10 @@ class ModelSource:
 
 
 def _member(archive: Any, name: str) -> np.ndarray:
-    return np.asarray(archive[name])
+    try:
+        return np.asarray(archive[name])
+    except ValueError as err:  # object arrays (allow_pickle=False), a damaged member
+        raise ArgumentError("source", f"member {name} cannot be read: {err}", actual=name) from None
 
 
 def _npz(path: Path) -> ModelSource:
@@ -154,6 +157,9 @@ def _safetensors(path: Path) -> ModelSource:
 
 
 def _initializer_values(tensor: Any, element: str) -> np.ndarray:
+    if element not in ONNX_ELEMENTS.values():
+        raise ArgumentError("initializer", f"{tensor.name}: {element} has no Hurray element type here",
+                            actual=tensor.data_type, expected=", ".join(ONNX_ELEMENTS.values()))
     shape = tuple(int(n) for n in tensor.dims)
     if tensor.data_location == TensorProto.EXTERNAL:
         raise ArgumentError("initializer", f"{tensor.name} is stored in an external file, which is not read here",

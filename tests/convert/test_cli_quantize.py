@@ -264,3 +264,32 @@ def test_a_weight_read_elsewhere_keeps_its_float_form(tmp_path):
     y, w_out = session.run(None, {"x": x})
     assert np.array_equal(w_out, w)  # the Identity still reads the float weight
     assert np.abs(y - x @ w).max() < 0.25 * np.abs(x @ w).max()  # int4, K = 64: a few percent per element
+
+
+def test_unreadable_tensors_are_listed_and_the_rest_written(tmp_path):
+    rng = np.random.default_rng(8)
+    w = rng.standard_normal((64, 64)).astype(np.float32)
+    np.savez(tmp_path / "m.npz", w=w, notes=np.array([{"a": 1}], dtype=object), zeros=np.zeros((32, 64), np.float32))
+    done = cli("quantize", "m.npz", "-o", "m.hrry", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    rows = {r["name"]: r for r in json.loads(done.stdout)["tensors"]}
+    assert rows["notes"]["status"] == "skipped" and "allow_pickle" in rows["notes"]["reason"]
+    assert rows["zeros"]["status"] == "quantized" and rows["zeros"]["max_abs_error"] == 0
+    assert rows["zeros"]["snr_db"] is None  # no error: no finite SNR
+    assert sorted(hd.load(tmp_path / "m.hrry")) == ["w", "zeros"]
+
+
+def test_a_npy_weight_to_ort(tmp_path):
+    w = np.random.default_rng(9).standard_normal((40, 96)).astype(np.float32)  # (N, K), as PyTorch stores it
+    np.save(tmp_path / "w.npy", w)
+    done = cli("quantize", "w.npy", "--to", "ort", "--block-size", "32", "-o", "w.onnx", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    (row,) = json.loads(done.stdout)["tensors"]
+    model = onnx.load(tmp_path / "w.onnx")
+    initializers = {t.name: t for t in model.graph.initializer}
+    weight = matmul_nbits_weight(initializers, model.graph.node[0])  # [K, N]
+    check_row(row, w.T, weight)
+    session = ort.InferenceSession(str(tmp_path / "w.onnx"), providers=["CPUExecutionProvider"])
+    x = np.random.default_rng(10).standard_normal((5, 96)).astype(np.float32)
+    (y,) = session.run(None, {"w.A": x})
+    assert np.allclose(y, x @ weight, rtol=1e-4, atol=1e-4)

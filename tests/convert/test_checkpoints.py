@@ -207,3 +207,15 @@ def test_scales_float16_cannot_hold_are_refused(tmp_path):
     write_checkpoint(tmp_path / "b.safetensors", {"l": layer}, {}, {"quantization_config": config})
     done = cli("convert", "b.safetensors", "-o", "b.hrry", cwd=tmp_path)
     assert done.returncode == 1 and "HQ-PB-08" in done.stderr
+
+
+def test_group_size_minus_one_is_one_group_over_all_inputs(tmp_path):
+    rng = np.random.default_rng(12)
+    layer, formula = gptq_layer(rng, 256, 64, 256)
+    config = json.dumps({"quant_method": "gptq", "bits": 4, "group_size": -1})
+    layer.pop("g_idx")
+    write_checkpoint(tmp_path / "m.safetensors", {"l": layer}, {}, {"quantization_config": config})
+    assert cli("convert", "m.safetensors", "-o", "m.hrry", cwd=tmp_path).returncode == 0
+    tensor = hd.load(tmp_path / "m.hrry")["l.weight"]
+    assert tensor.descriptor.quantization.block_size == 256
+    assert np.array_equal(bits(tensor.numpy()), bits(formula))

@@ -293,3 +293,18 @@ def test_a_npy_weight_to_ort(tmp_path):
     x = np.random.default_rng(10).standard_normal((5, 96)).astype(np.float32)
     (y,) = session.run(None, {"w.A": x})
     assert np.allclose(y, x @ weight, rtol=1e-4, atol=1e-4)
+
+
+def test_the_error_report_in_tiny_chunks(monkeypatch):
+    from hurray_decl.convert import model_quantize
+
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((331, 307)).astype(np.float32)  # 10^5 elements, odd shape
+    y = x + rng.standard_normal(x.shape).astype(np.float32) * 1e-3
+    whole = model_quantize.error_report(x, y)
+    monkeypatch.setattr(model_quantize, "_CHUNK", 7)
+    chunked = model_quantize.error_report(x, y)
+    worst, rmse, snr = errors(x, y)
+    assert whole.max_abs_error == chunked.max_abs_error == worst
+    assert whole.rmse == pytest.approx(rmse, rel=1e-12) and chunked.rmse == pytest.approx(rmse, rel=1e-9)
+    assert chunked.snr_db == pytest.approx(snr, rel=1e-9)

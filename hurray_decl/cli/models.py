@@ -357,8 +357,14 @@ def convert_safetensors(args: argparse.Namespace, head: bytes) -> int:
                              "safetensors")
         return _to_safetensors(source, Path(args.output).expanduser().absolute(), args)
     from hurray_decl.convert.checkpoints import read_checkpoint
+    from hurray_decl.errors import ARGUMENT, HurrayDeclError
 
-    checkpoint = read_checkpoint(source)
+    try:
+        checkpoint = read_checkpoint(source)
+    except HurrayDeclError as err:
+        if err.code == ARGUMENT:  # a file that is not what it claims, a checkpoint without its config
+            raise InvalidInput(f"invalid input: {err.detail}") from None
+        raise
     try:
         return _from_checkpoint(checkpoint, source, args)
     finally:

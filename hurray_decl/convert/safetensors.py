@@ -12,7 +12,8 @@ takes. Every safetensors dtype with a Hurray counterpart converts, losslessly:
 * ``F8_E4M3FNUZ`` and ``F8_E5M2FNUZ`` have no Hurray type (their NaN and bias differ from
   HE-23 / HE-24) and are refused by those rules.
 
-Reading goes through :class:`safetensors.safe_open`, which checks the header (offsets, sizes,
+Without the package, reading and writing raise ``ModuleNotFoundError`` (the command line names
+the package to install). Reading goes through :class:`safetensors.safe_open`, which checks the header (offsets, sizes,
 dtypes) before anything here sees it; each tensor is read when asked for, from the memory-mapped
 file. ``get_tensor`` of the package's NumPy API gives the types NumPy has; the float8 and F4
 tensors, which that API cannot build, are viewed from their bytes at the offsets of the header
@@ -35,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from hurray_decl.errors import ArgumentError, RuleViolation, UnsupportedError
+from hurray_decl.errors import ArgumentError, UnsupportedError
 from hurray_decl.hurray.tables import storage
 from hurray_decl.hurray.values import Tensor
 
@@ -127,17 +128,14 @@ class SafetensorsFile:
     each tensor's values read on demand (:meth:`array`). A context manager."""
 
     def __init__(self, path: Path) -> None:
-        try:
-            from safetensors import SafetensorError, safe_open
-        except ModuleNotFoundError:
-            raise UnsupportedError("HE-03", "reading safetensors needs the safetensors package (pip install "
-                                   "'hurray_decl[safetensors]')", path="safetensors") from None
+        from safetensors import SafetensorError, safe_open  # the [safetensors] extra
+
         self.path = path
         try:
             self._handle = safe_open(str(path), framework="numpy", backend="pread")
             self._opened = self._handle.__enter__()
         except SafetensorError as err:
-            raise RuleViolation("HE-03", f"{path} is not a valid safetensors file: {err}", path="header") from None
+            raise ArgumentError("source", f"{path} is not a valid safetensors file: {err}", actual=str(path)) from None
         self._file = path.open("rb")
         self._map: mmap.mmap | None = None
         header_size = int.from_bytes(self._file.read(_HEADER_LENGTH), "little")  # checked by safe_open
@@ -149,8 +147,8 @@ class SafetensorsFile:
                    for name, info in header.items()]
         self.entries = {e.name: e for e in sorted(entries, key=lambda e: e.begin)}
         if set(self.entries) != set(self._opened.keys()) or self.metadata != dict(self._opened.metadata() or {}):
-            raise RuleViolation("HE-03", f"{path}: the header read here disagrees with the safetensors package's",
-                                path="header")
+            raise ArgumentError("source", f"{path}: the header read here disagrees with the safetensors package's",
+                                actual=str(path))
 
     @property
     def names(self) -> list[str]:
@@ -257,11 +255,8 @@ def write_safetensors(path: str | Path, tensors: Iterable[tuple[str, Any]],
     ``safetensors.serialize_file``. The package orders tensors by dtype alignment then name; it
     writes ``__metadata__`` in its own (hash) order, so a file with more than one metadata key
     differs between two writes of the same contents in that order only."""
-    try:
-        from safetensors import SafetensorError, serialize_file
-    except ModuleNotFoundError:
-        raise UnsupportedError("HE-03", "writing safetensors needs the safetensors package (pip install "
-                               "'hurray_decl[safetensors]')", path="safetensors") from None
+    from safetensors import SafetensorError, serialize_file  # the [safetensors] extra
+
     specs, alive = {}, []
     for name, values in tensors:
         if name in specs or name == "__metadata__":

@@ -257,7 +257,7 @@ class GraphProto(_message.Message):
     def __init__(self, node: _Optional[_Iterable[_Union[NodeProto, _Mapping]]] = ..., name: _Optional[str] = ..., initializer: _Optional[_Iterable[_Union[TensorProto, _Mapping]]] = ..., doc_string: _Optional[str] = ..., input: _Optional[_Iterable[_Union[ValueInfoProto, _Mapping]]] = ..., output: _Optional[_Iterable[_Union[ValueInfoProto, _Mapping]]] = ..., value_info: _Optional[_Iterable[_Union[ValueInfoProto, _Mapping]]] = ..., quantization_annotation: _Optional[_Iterable[_Union[TensorAnnotation, _Mapping]]] = ..., encoded_initializer: _Optional[_Iterable[_Union[EncodedValueProto, _Mapping]]] = ...) -> None: ...
 
 class ModelProto(_message.Message):
-    __slots__ = ("ir_version", "producer_name", "producer_version", "domain", "model_version", "doc_string", "graph", "opset_import", "functions", "struct_types")
+    __slots__ = ("ir_version", "producer_name", "producer_version", "domain", "model_version", "doc_string", "graph", "opset_import", "metadata_props", "functions", "struct_types")
     IR_VERSION_FIELD_NUMBER: _ClassVar[int]
     PRODUCER_NAME_FIELD_NUMBER: _ClassVar[int]
     PRODUCER_VERSION_FIELD_NUMBER: _ClassVar[int]
@@ -266,6 +266,7 @@ class ModelProto(_message.Message):
     DOC_STRING_FIELD_NUMBER: _ClassVar[int]
     GRAPH_FIELD_NUMBER: _ClassVar[int]
     OPSET_IMPORT_FIELD_NUMBER: _ClassVar[int]
+    METADATA_PROPS_FIELD_NUMBER: _ClassVar[int]
     FUNCTIONS_FIELD_NUMBER: _ClassVar[int]
     STRUCT_TYPES_FIELD_NUMBER: _ClassVar[int]
     ir_version: int
@@ -276,9 +277,10 @@ class ModelProto(_message.Message):
     doc_string: str
     graph: GraphProto
     opset_import: _containers.RepeatedCompositeFieldContainer[OperatorSetIdProto]
+    metadata_props: _containers.RepeatedCompositeFieldContainer[StringStringEntryProto]
     functions: _containers.RepeatedCompositeFieldContainer[FunctionProto]
     struct_types: _containers.RepeatedCompositeFieldContainer[StructTypeProto]
-    def __init__(self, ir_version: _Optional[int] = ..., producer_name: _Optional[str] = ..., producer_version: _Optional[str] = ..., domain: _Optional[str] = ..., model_version: _Optional[int] = ..., doc_string: _Optional[str] = ..., graph: _Optional[_Union[GraphProto, _Mapping]] = ..., opset_import: _Optional[_Iterable[_Union[OperatorSetIdProto, _Mapping]]] = ..., functions: _Optional[_Iterable[_Union[FunctionProto, _Mapping]]] = ..., struct_types: _Optional[_Iterable[_Union[StructTypeProto, _Mapping]]] = ...) -> None: ...
+    def __init__(self, ir_version: _Optional[int] = ..., producer_name: _Optional[str] = ..., producer_version: _Optional[str] = ..., domain: _Optional[str] = ..., model_version: _Optional[int] = ..., doc_string: _Optional[str] = ..., graph: _Optional[_Union[GraphProto, _Mapping]] = ..., opset_import: _Optional[_Iterable[_Union[OperatorSetIdProto, _Mapping]]] = ..., metadata_props: _Optional[_Iterable[_Union[StringStringEntryProto, _Mapping]]] = ..., functions: _Optional[_Iterable[_Union[FunctionProto, _Mapping]]] = ..., struct_types: _Optional[_Iterable[_Union[StructTypeProto, _Mapping]]] = ...) -> None: ...
 
 class StructTypeProto(_message.Message):
     __slots__ = ("array", "structure", "bit_packing", "type_ref", "decoder", "encoder", "name", "doc_string", "metadata_props", "type_id")

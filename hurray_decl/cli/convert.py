@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 OK, INVALID, USAGE, FILE_ERROR, INTERRUPTED = 0, 1, 2, 3, 130
-TARGETS = ("hurray", "onnx-light", "ort", "safetensors")  # safetensors: routed to cli.models
+TARGETS = ("hurray", "onnx-light", "ort", "gguf", "safetensors")  # safetensors: routed to cli.models
 SCALE_TYPES = ("float32", "float16", "bfloat16")
 
 
@@ -152,9 +152,9 @@ def _container_package() -> None:
                            "or -o FOLDER for a folder of descriptors and buffers")
 
 
-def write_container(path: Path, tensors: Sequence[NamedTensor]) -> None:
-    """Write ``tensors`` as a ``.hrry`` container at ``path`` (a temporary file, renamed afterwards),
-    with the one-pass writer of ``hurray_decl.hurray.container``."""
+def write_container(path: Path, tensors: Sequence[NamedTensor], kv: Any = None) -> None:
+    """Write ``tensors`` (and the KV entries ``kv``) as a ``.hrry`` container at ``path`` (a temporary
+    file, renamed afterwards), with the one-pass writer of ``hurray_decl.hurray.container``."""
     _container_package()
     from hurray_decl.hurray.container.writer import ContainerWriter
 
@@ -162,22 +162,28 @@ def write_container(path: Path, tensors: Sequence[NamedTensor]) -> None:
         writer = ContainerWriter(stream, tensor_count_hint=len(tensors))
         for tensor in tensors:
             writer.add(tensor.name, tensor.descriptor, tensor.buffers)
-        writer.finish()
+        writer.finish(kv or None)
 
 
 def read_container_tensors(path: Path) -> list[NamedTensor]:
     """Every tensor of a ``.hrry`` container, read with ``hurray_decl.hurray.container`` (checked, memory-mapped)."""
+    return read_container_model(path)[0]
+
+
+def read_container_model(path: Path) -> tuple[list[NamedTensor], dict[str, Any]]:
+    """Every tensor of a ``.hrry`` container and its KV entries (``KVValue``s, in file order)."""
     _container_package()
     from hurray_decl.hurray.container import read_container
 
-    return [NamedTensor(t.name, t.descriptor, list(t.buffers)) for t in read_container(path).validate().tensors()]
+    container = read_container(path).validate()
+    return [NamedTensor(t.name, t.descriptor, list(t.buffers)) for t in container.tensors()], dict(container.kv)
 
 
-def write_hurray(target: Path, tensors: Sequence[NamedTensor], stage: Staging) -> str:
-    """Stage Hurray tensors at ``target``: a ``.hrry`` container, one ``NAME.bin`` tensor, or a folder."""
+def write_hurray(target: Path, tensors: Sequence[NamedTensor], stage: Staging, kv: Any = None) -> str:
+    """Stage Hurray tensors at ``target``: a ``.hrry`` container (with ``kv``), one ``NAME.bin`` tensor, or a folder."""
     if target.suffix == ".hrry":
-        write_container(stage.path(target), tensors)
-        return f"the container {target}"
+        write_container(stage.path(target), tensors, kv)
+        return f"the container {target}" + (f" ({len(kv)} KV entries)" if kv else "")
     if target.suffix == ".bin":
         if len(tensors) != 1:
             raise CommandError(USAGE, f"{len(tensors)} tensors do not fit one {target.name}: give -o FOLDER or "
@@ -306,6 +312,36 @@ def _read_hurray(args: argparse.Namespace) -> list[NamedTensor]:
     return [NamedTensor(args.name or Path(args.source).stem, descriptor, buffers)]
 
 
+def _is_stream(path: Path) -> bool:
+    """Whether bytes follow the descriptor that ``path`` starts with (its declared descriptor_length)."""
+    import construct as cs
+
+    from hurray_decl.hurray.tensor.header import PREAMBLE
+
+    with path.open("rb") as handle:
+        head = handle.read(PREAMBLE.sizeof())
+    try:
+        length = PREAMBLE.parse(head).descriptor_length
+    except cs.ConstructError:  # too short for the preamble: the descriptor reader says why
+        return False
+    return path.stat().st_size > length
+
+
+def _read_stream(path: Path, name: str | None) -> list[NamedTensor]:
+    """The tensors of a Hurray stream file, named ``NAME.0``, ``NAME.1`` ... (``--name``, else the file's stem)."""
+    from hurray_decl.hurray.stream import CompositeItem, read_stream
+
+    stem = name or path.stem
+    tensors = []
+    with path.open("rb") as handle:
+        for i, item in enumerate(read_stream(handle)):
+            if isinstance(item, CompositeItem):
+                raise CommandError(INVALID, f"invalid input: frame {i} of {path} is a composite; convert takes "
+                                   "streams of plain tensors")
+            tensors.append(NamedTensor(f"{stem}.{i}", item.descriptor, [bytes(b) for b in item.buffers]))
+    return tensors
+
+
 def _model_bytes(model: Any, check: bool) -> bytes:
     if check:
         from hurray_decl.onnx_light import check_model_values
@@ -330,56 +366,129 @@ def cmd_convert(args: argparse.Namespace) -> int:
     kind = _source_kind(source)
     target = _output(args.output)
     pairs = {("gguf", "hurray"), ("gguf", "onnx-light"), ("gguf", "ort"), ("hurray", "ort"), ("hurray", "onnx-light"),
-             ("container", "ort"), ("container", "onnx-light"), ("onnx", "hurray")}
+             ("container", "ort"), ("container", "onnx-light"), ("onnx", "hurray"), ("container", "gguf"),
+             ("hurray", "gguf"), ("onnx", "gguf")}
+    if kind == "hurray" and not args.buffer and _is_stream(source):  # a descriptor, its buffers, ...: STREAM-FORMAT.md
+        kind = "stream"
+        pairs |= {("stream", "gguf"), ("stream", "onnx-light"), ("stream", "ort"), ("stream", "hurray")}
     if (kind, args.to) not in pairs:
         raise CommandError(USAGE, f"no conversion from {kind} to {args.to}; converted: "
                            + ", ".join(f"{a} -> {b}" for a, b in sorted(pairs)))
-    from hurray_decl.convert import tensors as convert
+    from hurray_decl.convert import metadata, tensors as convert
 
     scale_type = args.scale_type
     items: list[Any]  # GGUF tensors, named Hurray tensors or ONNX initializers
+    kv: dict[str, Any] = {}  # the source's metadata as container KV values
+    gguf_kv: list[Any] = []
     if kind == "gguf":
-        from hurray_decl.convert.gguf import read_gguf
+        from hurray_decl.convert.gguf import read_gguf_model
         from hurray_decl.errors import ArgumentError
 
         try:
-            items = read_gguf(source)
+            gguf_model = read_gguf_model(source)
         except ArgumentError as err:  # bytes gguf cannot read: invalid input, not a usage error
             raise CommandError(INVALID, f"invalid input: {err.detail}") from None
+        items, gguf_kv = gguf_model.tensors, gguf_model.kv
         describe = lambda t: (t.name, t.type_name, t.shape)  # noqa: E731
         step = {"hurray": convert.gguf_to_hurray, "onnx-light": convert.gguf_to_onnx_light_tensor,
                 "ort": lambda t: convert.gguf_to_ort(t, scale_type=scale_type)}[args.to]
-    elif kind in ("hurray", "container"):
-        items = _read_hurray(args) if kind == "hurray" else read_container_tensors(source)
+    elif kind in ("hurray", "container", "stream"):
+        if kind == "hurray":
+            items = _read_hurray(args)
+        elif kind == "stream":
+            items = _read_stream(source, args.name)
+        else:
+            items, kv = read_container_model(source)
         describe = lambda t: (t.name, "hurray", tuple(t.descriptor.shape))  # noqa: E731
-        step = {"onnx-light": lambda t: convert.hurray_to_onnx_light(t.descriptor, t.buffers),
-                "ort": lambda t: convert.hurray_to_ort(t.descriptor, t.buffers, scale_type=scale_type)}[args.to]
+        recorded = metadata.tensor_types(kv)
+        step = {"hurray": lambda t: (t.descriptor, t.buffers),
+                "onnx-light": lambda t: convert.hurray_to_onnx_light(t.descriptor, t.buffers),
+                "ort": lambda t: convert.hurray_to_ort(t.descriptor, t.buffers, scale_type=scale_type),
+                "gguf": lambda t: convert.hurray_to_gguf(t.name, t.descriptor, t.buffers,
+                                                         recorded.get(t.name))}[args.to]
     else:
         model = _read_model(source)
         items = list(model.graph.encoded_initializer) + list(model.graph.initializer)
+        kv = metadata.from_metadata_props((p.key, p.value) for p in model.metadata_props)
         describe = _describe_initializer
-        step = lambda v: convert.initializer_to_hurray(v, model)  # noqa: E731
+        recorded = metadata.tensor_types(kv)
+        step = {"hurray": lambda v: convert.initializer_to_hurray(v, model, recorded.get(v.name)),
+                "gguf": lambda v: convert.initializer_to_gguf(v, model, recorded.get(v.name))}[args.to]
     rows, results = _convert_each(items, describe, step)
     if not results:
         _report(rows, None, args)
         return INVALID
+    if kind == "gguf":
+        kinds = {t.name: t.type_name for t in gguf_model.tensors}
+        kv = metadata.container_kv(gguf_kv, [(n, kinds[n]) for n, _ in results])
+    elif kv:  # the recorded GGML types, of the tensors converted only
+        types = metadata.tensor_types(kv)
+        kept = {n for n, _ in results}
+        if types:
+            kv[metadata.TENSOR_TYPES_KEY] = metadata.container_kv(
+                [], [(n, t) for n, t in types.items() if n in kept])[metadata.TENSOR_TYPES_KEY]
     written = []
+    if args.to == "gguf":
+        entries, refused = metadata.gguf_entries(kv)
+        refused += metadata.check_gguf_entries(entries)
+        names = {key for key, _ in refused}
+        rows += [Row(f"kv {key}", "kv", (), False, err.code, err.detail) for key, err in refused]
+        order = {n: i for i, n in enumerate(metadata.tensor_types(kv))}  # the GGUF order, when recorded
+        tensors = sorted((t for _, t in results), key=lambda t: order.get(t.name, len(order)))
+        written.append(_write_gguf(target, [e for e in entries if e.key not in names], tensors))
+        _report(rows, written[0], args)
+        return OK
 
     def write(stage: Staging) -> None:
         if args.to == "hurray":
-            written.append(write_hurray(target, [NamedTensor(n, *t) for n, t in results], stage))
+            written.append(write_hurray(target, [NamedTensor(n, *t) for n, t in results], stage, kv))
             return
         if args.to == "ort":
             from hurray_decl.convert.ort import matmul_nbits_model
 
             stage.write(target, _model_bytes(matmul_nbits_model(results), check=False))
         else:
-            stage.write(target, _model_bytes(convert.onnx_light_model(results), check=True))
-        written.append(str(target))
+            model = convert.onnx_light_model(results)
+            for key, text in metadata.to_metadata_props(kv):
+                entry = model.metadata_props.add()
+                entry.key, entry.value = key, text
+            stage.write(target, _model_bytes(model, check=True))
+        written.append(str(target) + (f" ({len(kv)} metadata entries)" if kv and args.to == "onnx-light" else ""))
 
     _commit(write)
     _report(rows, written[0], args)
     return OK
+
+
+def _write_gguf(target: Path, entries: Sequence[Any], tensors: Sequence[Any]) -> str:
+    """Write a ``.gguf`` file with gguf's ``GGUFWriter``: ``entries`` (their GGUF types kept) and
+    ``tensors`` (``GgufTensor``: raw blocks and their GGML type), through a temporary file renamed
+    once complete (``cli.outputs.atomic``)."""
+    import numpy as np
+    from gguf import GGMLQuantizationType, GGUFWriter
+
+    from hurray_decl.cli.common import FileProblem
+    from hurray_decl.cli.outputs import atomic
+    from hurray_decl.convert.metadata import write_gguf_entries
+
+    architecture = next((e.value for e in entries if e.key == "general.architecture" and e.type == "STRING"), b"")
+    alignment = next((e.value for e in entries if e.key == "general.alignment" and e.type == "UINT32"), None)
+    try:
+        with atomic(target) as temporary:
+            writer = GGUFWriter(temporary, architecture.decode("utf-8", "replace"))
+            if alignment:  # the entry itself is one of ``entries``
+                writer.data_alignment = int(alignment)
+            write_gguf_entries(writer, entries)
+            for tensor in tensors:
+                data = np.asarray(tensor.data, np.uint8).reshape(*tensor.shape[:-1], -1)
+                writer.add_tensor(tensor.name, data, raw_dtype=GGMLQuantizationType[tensor.type_name])
+            writer.write_header_to_file()
+            writer.write_kv_data_to_file()
+            writer.write_tensors_to_file(progress=len(tensors) > 1 and sys.stderr.isatty())
+            writer.close()
+    except FileProblem as err:
+        raise CommandError(FILE_ERROR, str(err)) from None
+    return f"{target} ({len(tensors)} tensors, {len(entries)} KV entries)"
 
 
 def _describe_initializer(value: Any) -> tuple[str, str, tuple[int, ...]]:
@@ -396,8 +505,10 @@ def register(subparsers: Any) -> None:
     convert = subparsers.add_parser(
         "convert", help="convert GGUF, Hurray and onnx-light tensors between the formats, exactly",
         description="Convert every tensor of SOURCE that has an exact form in the target and list the others with "
-                    "the reason. SOURCE is a .gguf file, a Hurray descriptor (with --buffer for each buffer) or an "
-                    "ONNX model holding onnx-light values. --to hurray writes NAME.bin, a FOLDER or NAME.hrry; "
+                    "the reason. SOURCE is a .gguf file, a .hrry container, a Hurray stream, a Hurray descriptor (with "
+                    "--buffer for each buffer) or an "
+                    "ONNX model holding onnx-light values. --to hurray writes NAME.bin, a FOLDER or NAME.hrry "
+                    "(with the source's metadata as KV); --to gguf a .gguf file (KV and tensors, GGUFWriter); "
                     "--to onnx-light an ONNX model of onnx-light encoded initializers; --to ort an ONNX model of "
                     "com.microsoft MatMulNBits nodes (input NAME.A, output NAME.Y = NAME.A @ W^T). Exit 0 written, "
                     "1 invalid input or nothing convertible, 2 usage error, 3 file error.")

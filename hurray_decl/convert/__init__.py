@@ -7,7 +7,9 @@ One module per conversion, each over the public APIs of the layers below:
 * :mod:`.group`: GPTQ and AWQ packed linear weights;
 * :mod:`.hurray`: those sources as Hurray tensors (``from_gguf``, ``from_gptq``, ...);
 * :mod:`.ort`: per-block affine tensors as ORT MatMulNBits values and runnable models;
-* :mod:`.onnx_light`: GGUF tensors as onnx-light encoded values, exactly;
+* :mod:`.onnx_light`: GGUF tensors as onnx-light encoded values, exactly, and back to GGUF blocks;
+* :mod:`.codebook`: NF4 and MXFP between Hurray and onnx-light's nf4 / mxfp4 / mxfp6 values;
+* :mod:`.metadata`: model metadata between GGUF KV, container KV and ONNX ``metadata_props``;
 * :mod:`.tensors`: one tensor between any two formats, as the ``convert`` command runs it;
 * :mod:`.safetensors`: safetensors files in and out, every dtype, ``__metadata__`` kept;
 * :mod:`.checkpoints`: GPTQ / AWQ safetensors checkpoints read whole;

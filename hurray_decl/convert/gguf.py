@@ -33,12 +33,16 @@ __all__ = [
     "GGUF_BLOCK",
     "GGUF_MAGIC",
     "GGUF_TYPES",
+    "GgufModel",
     "GgufTensor",
     "GgufType",
     "SubBlocks",
     "gguf_parts",
     "gguf_type",
+    "pack_blocks",
+    "parts_blocks",
     "read_gguf",
+    "read_gguf_model",
     "sub_blocks",
 ]
 
@@ -50,8 +54,9 @@ QK_K = 256
 GGUF_MAGIC = b"GGUF"
 """The first four bytes of a .gguf file (gguf.GGUF_MAGIC, little-endian)."""
 
-FLOAT_TYPES = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
-"""Unquantized GGML types and their Hurray element types."""
+FLOAT_TYPES = {"F32": "float32", "F16": "float16", "BF16": "bfloat16", "F64": "float64", "I8": "int8",
+               "I16": "int16", "I32": "int32", "I64": "int64"}
+"""Unquantized GGML types and their Hurray element types (one-to-one, so each converts both ways)."""
 
 F16 = "<f2"
 
@@ -61,29 +66,61 @@ def _bits(data: np.ndarray, index: np.ndarray, shift: np.ndarray, width: int) ->
     return (data[:, index].astype(np.int16) >> shift.astype(np.int16)) & ((1 << width) - 1)
 
 
+def _put_bits(out: np.ndarray, index: np.ndarray, shift: np.ndarray, width: int, values: np.ndarray) -> None:
+    """The inverse of :func:`_bits`: OR ``values[:, e] & mask`` into ``out[:, index[e]]`` at bit ``shift[e]``.
+
+    For one shift the indices are distinct (no two elements share a field), so each shift is one
+    vectorised store.
+    """
+    masked = (values.astype(np.int64) & ((1 << width) - 1)).astype(np.uint8)
+    for s in np.unique(shift).tolist():
+        sel = shift == s
+        out[:, index[sel]] |= (masked[:, sel] << np.uint8(s)).astype(np.uint8)
+
+
 _E32 = np.arange(GGUF_BLOCK)
 _E = np.arange(QK_K)
 _S16 = np.arange(QK_K // 16)
 
 
-def _nibbles32(qs: np.ndarray) -> np.ndarray:
-    """Q4_0 .. Q5_1: element e < 16 is the low nibble of byte e, element e >= 16 the high nibble of e - 16."""
-    return _bits(qs, _E32 % 16, 4 * (_E32 // 16), 4)
+@dataclass(frozen=True)
+class BitField:
+    """Bits ``position ..`` of every element's code: element e is ``width`` bits of byte ``index[e]``
+    of the record field ``field``, at bit ``shift[e]``."""
+
+    field: str
+    index: np.ndarray
+    shift: np.ndarray
+    width: int
+    position: int = 0
+
+    def read(self, blocks: np.ndarray) -> np.ndarray:
+        return _bits(blocks[self.field], self.index, self.shift, self.width) << self.position
+
+    def write(self, blocks: np.ndarray, values: np.ndarray) -> None:
+        _put_bits(blocks[self.field], self.index, self.shift, self.width, values >> self.position)
 
 
-def _k_low2(qs: np.ndarray) -> np.ndarray:
-    """Q2_K / Q3_K: 2-bit fields; element e in byte 32 * (e // 128) + e % 32, at bit 2 * ((e % 128) // 32)."""
-    return _bits(qs, 32 * (_E // 128) + _E % 32, 2 * ((_E % 128) // 32), 2)
+_NIBBLES32 = BitField("qs", _E32 % 16, 4 * (_E32 // 16), 4)
+"""Q4_0 .. Q5_1: element e < 16 is the low nibble of byte e, element e >= 16 the high nibble of e - 16."""
+_HIGH_BIT32 = BitField("qh", _E32 // 8, _E32 % 8, 1, 4)
+"""Q5_0 / Q5_1: element e's fifth bit is bit e of the little-endian 32-bit qh, bit e % 8 of byte e // 8."""
+_K_LOW2 = BitField("qs", 32 * (_E // 128) + _E % 32, 2 * ((_E % 128) // 32), 2)
+"""Q2_K / Q3_K: 2-bit fields; element e in byte 32 * (e // 128) + e % 32, at bit 2 * ((e % 128) // 32)."""
+_K_NIBBLES = BitField("qs", 32 * (_E // 64) + _E % 32, 4 * ((_E % 64) // 32), 4)
+"""Q4_K / Q5_K: element e in byte 32 * (e // 64) + e % 32, low nibble when (e % 64) < 32."""
 
 
-def _k_nibbles(qs: np.ndarray) -> np.ndarray:
-    """Q4_K / Q5_K: element e in byte 32 * (e // 64) + e % 32, low nibble when (e % 64) < 32."""
-    return _bits(qs, 32 * (_E // 64) + _E % 32, 4 * ((_E % 64) // 32), 4)
-
-
-def _k_high_bit(mask: np.ndarray) -> np.ndarray:
+def _k_high_bit(field: str, position: int) -> BitField:
     """Q3_K hmask / Q5_K qh: element e is bit e // 32 of byte e % 32."""
-    return _bits(mask, _E % 32, _E // 32, 1)
+    return BitField(field, _E % 32, _E // 32, 1, position)
+
+
+_Q6_LOW = BitField("ql", 64 * (_E // 128) + _E % 64, 4 * ((_E % 128) // 64), 4)
+_Q6_HIGH = BitField("qh", 32 * (_E // 128) + _E % 32, 2 * ((_E % 128) // 32), 2, 4)
+_Q3_SCALE_LOW = BitField("scales", _S16 % 8, 4 * (_S16 // 8), 4)
+_Q3_SCALE_HIGH = BitField("scales", 8 + _S16 % 4, 2 * (_S16 // 4), 2, 4)
+"""Q3_K: sixteen 6-bit sub-block scales (stored + 32): low four bits, then the top two."""
 
 
 def _k_scale_min(scales: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -100,72 +137,84 @@ def _k_scale_min(scales: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return sc, mn
 
 
+def _k_put_scale_min(sc: np.ndarray, mn: np.ndarray) -> np.ndarray:
+    """The inverse of :func:`_k_scale_min`: twelve bytes from eight scales and eight mins (0 .. 63)."""
+    j = np.arange(4)
+    out = np.zeros((sc.shape[0], 12), np.int64)
+    out[:, j] = (sc[:, j] & 63) | ((sc[:, j + 4] >> 4) << 6)
+    out[:, j + 4] = (mn[:, j] & 63) | ((mn[:, j + 4] >> 4) << 6)
+    out[:, j + 8] = (sc[:, j + 4] & 15) | ((mn[:, j + 4] & 15) << 4)
+    return out.astype(np.uint8)
+
+
 def _f32(values: np.ndarray) -> np.ndarray:
     return values.astype(np.float32)
 
 
-Unpacked = tuple[np.ndarray, np.ndarray, "np.ndarray | None"]
-"""(codes per block, S per sub-block, O per sub-block or None)."""
+Levels = dict[str, np.ndarray]
+"""A block's scale fields as integers and float32: ``d`` (and ``m``) for the single-level types;
+``d``, ``sc`` (and ``dmin``, ``mn``) for the K-quants, ``sc`` and ``mn`` per sub-block."""
 
 
-def _q4_0(b: np.ndarray) -> Unpacked:
-    return _nibbles32(b["qs"]) - 8, _f32(b["d"])[:, None], None
+def _single(b: np.ndarray) -> Levels:
+    return {"d": _f32(b["d"])} | ({"m": _f32(b["m"])} if "m" in (b.dtype.names or ()) else {})
 
 
-def _q4_1(b: np.ndarray) -> Unpacked:
-    return _nibbles32(b["qs"]), _f32(b["d"])[:, None], _f32(b["m"])[:, None]
+def _put_single(b: np.ndarray, levels: Levels) -> None:
+    b["d"] = levels["d"].astype(np.float16)
+    if "m" in (b.dtype.names or ()):
+        b["m"] = levels["m"].astype(np.float16)
 
 
-def _high_bit32(qh: np.ndarray) -> np.ndarray:
-    """Q5_0 / Q5_1: element e's fifth bit is bit e of the little-endian 32-bit qh, bit e % 8 of byte e // 8."""
-    return _bits(qh, _E32 // 8, _E32 % 8, 1)
-
-
-def _q5_0(b: np.ndarray) -> Unpacked:
-    return (_nibbles32(b["qs"]) | (_high_bit32(b["qh"]) << 4)) - 16, _f32(b["d"])[:, None], None
-
-
-def _q5_1(b: np.ndarray) -> Unpacked:
-    return _nibbles32(b["qs"]) | (_high_bit32(b["qh"]) << 4), _f32(b["d"])[:, None], _f32(b["m"])[:, None]
-
-
-def _q8_0(b: np.ndarray) -> Unpacked:
-    return b["qs"].astype(np.int16), _f32(b["d"])[:, None], None
-
-
-def _q2_k(b: np.ndarray) -> Unpacked:
+def _q2_levels(b: np.ndarray) -> Levels:
     s = b["scales"].astype(np.int64)
-    return _k_low2(b["qs"]), _f32(b["d"])[:, None] * _f32(s & 15), -(_f32(b["dmin"])[:, None] * _f32(s >> 4))
+    return {"d": _f32(b["d"]), "sc": s & 15, "dmin": _f32(b["dmin"]), "mn": s >> 4}
 
 
-def _q3_k(b: np.ndarray) -> Unpacked:
-    s = b["scales"]
-    low = _bits(s, _S16 % 8, 4 * (_S16 // 8), 4)
-    high = _bits(s, 8 + _S16 % 4, 2 * (_S16 // 4), 2)
-    q = _k_low2(b["qs"]) - 4 * (1 - _k_high_bit(b["hmask"]))  # a clear hmask bit subtracts 4
-    return q, _f32(b["d"])[:, None] * _f32((low | (high << 4)) - 32), None
+def _q2_put(b: np.ndarray, levels: Levels) -> None:
+    b["d"], b["dmin"] = levels["d"].astype(np.float16), levels["dmin"].astype(np.float16)
+    b["scales"] = (levels["sc"] | (levels["mn"] << 4)).astype(np.uint8)
 
 
-def _q4_k(b: np.ndarray) -> Unpacked:
+def _q3_levels(b: np.ndarray) -> Levels:
+    return {"d": _f32(b["d"]), "sc": (_Q3_SCALE_LOW.read(b) | _Q3_SCALE_HIGH.read(b)).astype(np.int64) - 32}
+
+
+def _q3_put(b: np.ndarray, levels: Levels) -> None:
+    b["d"] = levels["d"].astype(np.float16)
+    stored = levels["sc"] + 32
+    _Q3_SCALE_LOW.write(b, stored)
+    _Q3_SCALE_HIGH.write(b, stored)
+
+
+def _k_levels(b: np.ndarray) -> Levels:
     sc, mn = _k_scale_min(b["scales"])
-    return _k_nibbles(b["qs"]), _f32(b["d"])[:, None] * _f32(sc), -(_f32(b["dmin"])[:, None] * _f32(mn))
+    return {"d": _f32(b["d"]), "sc": sc, "dmin": _f32(b["dmin"]), "mn": mn}
 
 
-def _q5_k(b: np.ndarray) -> Unpacked:
-    sc, mn = _k_scale_min(b["scales"])
-    q = _k_nibbles(b["qs"]) | (_k_high_bit(b["qh"]) << 4)
-    return q, _f32(b["d"])[:, None] * _f32(sc), -(_f32(b["dmin"])[:, None] * _f32(mn))
+def _k_put(b: np.ndarray, levels: Levels) -> None:
+    b["d"], b["dmin"] = levels["d"].astype(np.float16), levels["dmin"].astype(np.float16)
+    b["scales"] = _k_put_scale_min(levels["sc"], levels["mn"])
 
 
-def _q6_k(b: np.ndarray) -> Unpacked:
-    low = _bits(b["ql"], 64 * (_E // 128) + _E % 64, 4 * ((_E % 128) // 64), 4)
-    high = _bits(b["qh"], 32 * (_E // 128) + _E % 32, 2 * ((_E % 128) // 32), 2)
-    return (low | (high << 4)) - 32, _f32(b["d"])[:, None] * _f32(b["scales"]), None
+def _q6_levels(b: np.ndarray) -> Levels:
+    return {"d": _f32(b["d"]), "sc": b["scales"].astype(np.int64)}
+
+
+def _q6_put(b: np.ndarray, levels: Levels) -> None:
+    b["d"] = levels["d"].astype(np.float16)
+    b["scales"] = levels["sc"].astype(np.int8)
 
 
 @dataclass(frozen=True)
 class GgufType:
-    """One GGML block type: its record, sub-blocks and codes."""
+    """One GGML block type: its record, sub-blocks, codes (declared as bit fields) and scale levels.
+
+    A sub-block's values are ``S * q (+ O)``: single-level types ``S = d`` and ``O = m``;
+    K-quants ``S = d * sc`` and ``O = -(dmin * mn)`` (float32 products, as gguf computes them).
+    ``read_levels`` and ``write_levels`` are each other's inverse, as are the code fields'
+    ``read`` and ``write``: every type is read and written from the same declaration.
+    """
 
     name: str
     elements: int            # per block
@@ -173,7 +222,13 @@ class GgufType:
     sub_block: int           # elements per effective scale
     bits: int                # code width
     low: int                 # the smallest code q
-    unpack: Callable[[np.ndarray], Unpacked]
+    fields: tuple[BitField, ...]   # the code bits, stored as q - low (Q8_0: two's complement)
+    read_levels: Callable[[np.ndarray], Levels]
+    write_levels: Callable[[np.ndarray, Levels], None]
+    scale_codes: tuple[int, int] = (0, 0)   # K-quants: the range of sc
+    min_codes: tuple[int, int] = (0, 0)     # K-quants with mins: the range of mn (else (0, 0))
+    top_scale: int = 0                      # the sc (and mn) llama.cpp gives the sub-block of largest |S|
+    twos: bool = False                      # codes stored in two's complement rather than as q - low
 
     @property
     def two_level(self) -> bool:
@@ -184,10 +239,39 @@ class GgufType:
         return self.low + (1 << self.bits) - 1
 
     @property
+    def has_offset(self) -> bool:
+        return bool({"m", "dmin"} & set(self.record.names or ()))
+
+    @property
     def storage(self) -> str:
         """The narrowest per-block affine storage holding the codes (5-bit codes in 8 bits)."""
         width = next(w for w in (2, 4, 8) if w >= self.bits)
         return ("int" if self.low < 0 else "uint") + str(width)
+
+    def codes(self, blocks: np.ndarray) -> np.ndarray:
+        """Every block's codes q (int16, blocks x elements)."""
+        stored = sum((f.read(blocks) for f in self.fields), np.zeros((blocks.shape[0], self.elements), np.int16))
+        if self.twos:
+            return stored - ((stored >> (self.bits - 1)) << self.bits)
+        return stored + self.low
+
+    def write_codes(self, blocks: np.ndarray, q: np.ndarray) -> None:
+        stored = (q & ((1 << self.bits) - 1)) if self.twos else q - self.low
+        for f in self.fields:
+            f.write(blocks, stored)
+
+    def unpack(self, blocks: np.ndarray) -> Unpacked:
+        """(codes, S, O): per block (codes) and per sub-block (S, O)."""
+        lv = self.read_levels(blocks)
+        if not self.two_level:
+            return self.codes(blocks), lv["d"][:, None], lv["m"][:, None] if "m" in lv else None
+        scales = lv["d"][:, None] * _f32(lv["sc"])
+        offsets = -(lv["dmin"][:, None] * _f32(lv["mn"])) if "dmin" in lv else None
+        return self.codes(blocks), scales, offsets
+
+
+Unpacked = tuple[np.ndarray, np.ndarray, "np.ndarray | None"]
+"""(codes per block, S per sub-block, O per sub-block or None)."""
 
 
 def _record(*fields: tuple) -> np.dtype:
@@ -195,23 +279,29 @@ def _record(*fields: tuple) -> np.dtype:
 
 
 GGUF_TYPES: dict[str, GgufType] = {t.name: t for t in (
-    GgufType("Q4_0", 32, _record(("d", F16), ("qs", "u1", (16,))), 32, 4, -8, _q4_0),  # 2 + 16 = 18
-    GgufType("Q4_1", 32, _record(("d", F16), ("m", F16), ("qs", "u1", (16,))), 32, 4, 0, _q4_1),  # 2 + 2 + 16 = 20
+    GgufType("Q4_0", 32, _record(("d", F16), ("qs", "u1", (16,))), 32, 4, -8, (_NIBBLES32,), _single,
+             _put_single),  # 2 + 16 = 18
+    GgufType("Q4_1", 32, _record(("d", F16), ("m", F16), ("qs", "u1", (16,))), 32, 4, 0, (_NIBBLES32,), _single,
+             _put_single),  # 2 + 2 + 16 = 20
     GgufType("Q5_0", 32, _record(("d", F16), ("qh", "u1", (4,)), ("qs", "u1", (16,))), 32, 5, -16,
-             _q5_0),  # 2 + 4 + 16 = 22
+             (_NIBBLES32, _HIGH_BIT32), _single, _put_single),  # 2 + 4 + 16 = 22
     GgufType("Q5_1", 32, _record(("d", F16), ("m", F16), ("qh", "u1", (4,)), ("qs", "u1", (16,))), 32, 5, 0,
-             _q5_1),  # 2 + 2 + 4 + 16 = 24
-    GgufType("Q8_0", 32, _record(("d", F16), ("qs", "i1", (32,))), 32, 8, -128, _q8_0),  # 2 + 32 = 34
+             (_NIBBLES32, _HIGH_BIT32), _single, _put_single),  # 2 + 2 + 4 + 16 = 24
+    GgufType("Q8_0", 32, _record(("d", F16), ("qs", "u1", (32,))), 32, 8, -128, (BitField("qs", _E32, 0 * _E32, 8),),
+             _single, _put_single, twos=True),  # 2 + 32 = 34
     GgufType("Q2_K", QK_K, _record(("scales", "u1", (16,)), ("qs", "u1", (64,)), ("d", F16), ("dmin", F16)),
-             16, 2, 0, _q2_k),  # 16 + 64 + 2 + 2 = 84
+             16, 2, 0, (_K_LOW2,), _q2_levels, _q2_put, (0, 15), (0, 15), 15),  # 16 + 64 + 2 + 2 = 84
     GgufType("Q3_K", QK_K, _record(("hmask", "u1", (32,)), ("qs", "u1", (64,)), ("scales", "u1", (12,)), ("d", F16)),
-             16, 3, -4, _q3_k),  # 32 + 64 + 12 + 2 = 110
+             16, 3, -4, (_K_LOW2, _k_high_bit("hmask", 2)), _q3_levels, _q3_put, (-32, 31), top_scale=-32),
+    # 32 + 64 + 12 + 2 = 110
     GgufType("Q4_K", QK_K, _record(("d", F16), ("dmin", F16), ("scales", "u1", (12,)), ("qs", "u1", (128,))),
-             32, 4, 0, _q4_k),  # 2 + 2 + 12 + 128 = 144
+             32, 4, 0, (_K_NIBBLES,), _k_levels, _k_put, (0, 63), (0, 63), 63),  # 2 + 2 + 12 + 128 = 144
     GgufType("Q5_K", QK_K, _record(("d", F16), ("dmin", F16), ("scales", "u1", (12,)), ("qh", "u1", (32,)),
-                                   ("qs", "u1", (128,))), 32, 5, 0, _q5_k),  # 2 + 2 + 12 + 32 + 128 = 176
+                                   ("qs", "u1", (128,))), 32, 5, 0, (_K_NIBBLES, _k_high_bit("qh", 4)), _k_levels,
+             _k_put, (0, 63), (0, 63), 63),  # 2 + 2 + 12 + 32 + 128 = 176
     GgufType("Q6_K", QK_K, _record(("ql", "u1", (128,)), ("qh", "u1", (64,)), ("scales", "i1", (16,)), ("d", F16)),
-             16, 6, -32, _q6_k),  # 128 + 64 + 16 + 2 = 210
+             16, 6, -32, (_Q6_LOW, _Q6_HIGH), _q6_levels, _q6_put, (-128, 127), top_scale=-128),
+    # 128 + 64 + 16 + 2 = 210
 )}
 """The supported GGML block types, by name."""
 
@@ -356,7 +446,22 @@ def read_gguf(path: Any) -> list[GgufTensor]:
     A file gguf cannot read is an :class:`~hurray_decl.errors.ArgumentError` on ``path`` (GGUF
     has no rules in RULES.md); a missing or unreadable file raises ``OSError``.
     """
+    return read_gguf_model(path).tensors
+
+
+@dataclass(frozen=True)
+class GgufModel:
+    """A ``.gguf`` file's tensors and its KV entries (:class:`hurray_decl.convert.metadata.GgufEntry`), in order."""
+
+    tensors: list[GgufTensor]
+    kv: list[Any]
+
+
+def read_gguf_model(path: Any) -> GgufModel:
+    """The tensors and KV entries of a ``.gguf`` file (see :func:`read_gguf`)."""
     from gguf import GGUFReader  # a dependency, imported only by the commands that read GGUF
+
+    from hurray_decl.convert.metadata import read_gguf_fields
 
     try:
         reader = GGUFReader(str(path))
@@ -369,4 +474,188 @@ def read_gguf(path: Any) -> list[GgufTensor]:
         shape = tuple(int(n) for n in reversed(tensor.shape.tolist()))  # GGUF lists ne[0] (contiguous) first
         data = np.asarray(tensor.data).reshape(-1).view(np.uint8)
         tensors.append(GgufTensor(str(tensor.name), tensor.tensor_type.name, shape, data))
-    return tensors
+    return GgufModel(tensors, read_gguf_fields(reader.fields.values()))
+
+
+# --- writing GGUF blocks ---------------------------------------------------------------------------
+
+def no_gguf_form(type_name: str, why: str, path: str = "tensor", actual: Any = None,
+                 expected: Any = None) -> ArgumentError:
+    """The refusal of a tensor that has no exact form in a GGML type (GGUF has no rules in RULES.md)."""
+    return ArgumentError(path, f"no exact {type_name} form: {why}", actual=actual, expected=expected)
+
+
+def pack_blocks(ggml_type: Any, codes: np.ndarray, levels: Levels) -> np.ndarray:
+    """GGUF blocks (uint8, flat) from every block's codes q (blocks x elements) and its scale levels."""
+    row = gguf_type(ggml_type)
+    blocks = np.zeros(codes.shape[0], row.record)
+    row.write_codes(blocks, codes.astype(np.int64))
+    row.write_levels(blocks, levels)
+    return blocks.view(np.uint8)
+
+
+def _factor(values: np.ndarray, codes: tuple[int, int], top: int, row: GgufType, what: str) -> tuple[np.ndarray,
+                                                                                                    np.ndarray]:
+    """``values[i, j] = f32(f16 d[i]) * c[i, j]`` with integer ``c`` in ``codes``: the super-block scale and codes.
+
+    Several factorizations may exist (``2d`` and ``c / 2`` ...): the one llama.cpp's quantizer
+    writes is taken, where the sub-block of largest ``|value|`` has code ``top`` (63 for Q4_K and
+    Q5_K, 15 for Q2_K, -32 for Q3_K, -128 for Q6_K), then the other codes by falling ``|c|``. An
+    all-zero super-block is ``d = 0``, codes 0.
+    """
+    lo, hi = codes
+    n = values.shape[0]
+    d = np.zeros(n, np.float32)
+    c = np.zeros(values.shape, np.int64)
+    done = np.all(values == 0, axis=1)
+    reference = values[np.arange(n), np.argmax(np.abs(values), axis=1)].astype(np.float64)
+    order = [top] + sorted((k for k in range(lo, hi + 1) if k not in (0, top)), key=lambda k: (-abs(k), k))
+    for k in order:
+        todo = np.flatnonzero(~done)
+        if not todo.size:
+            break
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            dd = (reference[todo] / k).astype(np.float16).astype(np.float32)
+            kk = np.rint(values[todo].astype(np.float64) / dd[:, None].astype(np.float64))
+            ok = (np.isfinite(kk) & (kk >= lo) & (kk <= hi)).all(axis=1) & (dd != 0) & np.isfinite(dd)
+            kk = np.where(np.isfinite(kk), kk, 0)
+            ok &= (dd[:, None] * kk.astype(np.float32) == values[todo]).all(axis=1)
+        d[todo[ok]] = dd[ok]
+        c[todo[ok]] = kk[ok].astype(np.int64)
+        done[todo[ok]] = True
+    if not done.all():
+        i = int(np.flatnonzero(~done)[0])
+        raise no_gguf_form(row.name, f"super-block {i}'s sub-block {what} are not one float16 times integers in "
+                           f"{lo} .. {hi}", f"blocks[{i}] -> {what}", actual=values[i, :4].tolist())
+    return d, c
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return a.astype(np.float32).view(np.uint32) == b.astype(np.float32).view(np.uint32)
+
+
+def zero_codes(row: GgufType, q: np.ndarray, S: np.ndarray, O: np.ndarray | None,  # noqa: E741 - GGUF's names
+               target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Codes for the sub-blocks whose ``S`` is zero, where every code gives the same value but for the sign of zero.
+
+    A code 0 keeps the sign of ``S``; the most negative code flips it. gguf's and llama.cpp's
+    quantizers write these blocks so (Q4_0: ``d = -0``, q = 0; Q6_K: ``d = 0``, q = -32), and the
+    choice gives their bytes back.
+    """
+    zero = S == 0
+    if not zero.any():
+        return q, S
+    q, S = q.copy(), S.copy()
+    if not row.two_level:  # d is the sub-block's own: the sign of a block of one signed zero
+        S[zero] = np.where(np.all(np.signbit(target[zero]), axis=1), np.float32(-0.0), np.float32(0.0))
+    zero_code = 0 if row.low <= 0 <= row.high else row.low
+    flip = np.signbit(target[zero]) != np.signbit(S[zero])[:, None]
+    if O is not None:
+        flip &= (O[zero] == 0)[:, None]
+    q[zero] = np.where(flip, row.low, zero_code)
+    return q, S
+
+
+def sub_block_blocks(row: GgufType, shape: tuple[int, ...], q: np.ndarray, S: np.ndarray,
+                     O: np.ndarray | None, target: np.ndarray) -> np.ndarray:  # noqa: E741
+    """GGUF blocks of ``row`` whose values are ``target`` (float32, flat), bit for bit, from sub-blocks
+    ``S * q (+ O)``: the single-level types take ``d = S`` and ``m = O`` (float16 values), the
+    K-quants factor ``S`` and ``-O`` by :func:`_factor`. The result is decoded again and compared
+    with ``target``, signed zeros included; anything else is refused."""
+    if not shape or shape[-1] % row.elements:
+        raise no_gguf_form(row.name, f"GGUF rows hold whole blocks of {row.elements}", "shape", list(shape),
+                           f"a last dimension that is a multiple of {row.elements}")
+    if O is not None and not row.has_offset:
+        if (O != 0).any():
+            j = int(np.flatnonzero(O != 0)[0])
+            raise no_gguf_form(row.name, "the type adds no offset", f"sub_blocks[{j}] -> offset", float(O[j]), 0.0)
+        O = None  # noqa: E741
+    if ((q < row.low) | (q > row.high)).any():
+        j = int(np.flatnonzero(((q < row.low) | (q > row.high)).ravel())[0])
+        raise no_gguf_form(row.name, "a code is outside the type's range", f"elements[{j}]", int(q.ravel()[j]),
+                           f"{row.low} .. {row.high}")
+    blocks = q.size // row.elements
+    offsets = np.zeros_like(S) if O is None else O
+    levels: Levels
+    if not row.two_level:
+        for name, values in (("d", S), ("m", offsets)):
+            with np.errstate(over="ignore"):
+                exact = _same(values.astype(np.float16), values)
+            if not exact.all():
+                j = int(np.flatnonzero(~exact)[0])
+                raise no_gguf_form(row.name, f"{name} is a float16", f"blocks[{j}] -> {name}", repr(float(values[j])),
+                                   "a float16 value")
+        levels = {"d": S} | ({"m": offsets} if row.has_offset else {})
+    else:
+        per = row.elements // row.sub_block
+        d, sc = _factor(S.reshape(blocks, per), row.scale_codes, row.top_scale, row, "scales")
+        levels = {"d": d, "sc": sc}
+        if row.has_offset:
+            dmin, mn = _factor(-offsets.reshape(blocks, per), row.min_codes, row.top_scale, row, "mins")
+            levels |= {"dmin": dmin, "mn": mn}
+    packed = pack_blocks(row.name, q.reshape(blocks, row.elements), levels)
+    got = sub_blocks(packed, row.name, shape).reference()
+    same = _same(got, target)
+    if not same.all():
+        j = int(np.flatnonzero(~same)[0])
+        raise no_gguf_form(row.name, "its values differ from the source's (a signed zero or a rounding)",
+                           f"elements[{j}]", repr(float(got[j])), repr(float(target[j])))
+    return packed
+
+
+SINGLE_LEVEL = ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0")
+"""The types a per-block affine tensor may take, tried in this order (the narrowest codes first)."""
+
+
+def parts_blocks(parts: BlockParts, ggml_type: str | None = None) -> tuple[str, np.ndarray]:
+    """A per-block affine tensor (blocks of 32 along the last axis, float16-exact scales) as GGUF blocks.
+
+    ``ggml_type`` (the type the tensor came from, when known) is the only one tried; otherwise
+    the first of :data:`SINGLE_LEVEL` that holds every value exactly: ``d = scale``, ``q = code - z``
+    (Q4_0, Q5_0, Q8_0), or ``q = code - low`` and ``m = -(z - low) * d`` (Q4_1, Q5_1). A block of
+    one value is written as gguf's quantizer writes it: ``d = 0`` (the sign of its zeros for
+    Q4_0/Q5_0/Q8_0), ``q = 0`` and, for Q4_1/Q5_1, ``m`` the value. Returns the type and bytes.
+    """
+    shape = tuple(parts.codes.shape)
+    where = "per-block affine"
+    if parts.axis != len(shape) - 1 or parts.block_size != GGUF_BLOCK:
+        raise no_gguf_form(ggml_type or "GGUF block", f"GGUF blocks are 32 elements along the last axis; this {where} "
+                           f"tensor has blocks of {parts.block_size} along axis {parts.axis}", "block_size",
+                           (parts.block_size, parts.axis), (GGUF_BLOCK, len(shape) - 1))
+    codes = parts.codes.astype(np.int64).reshape(-1, GGUF_BLOCK)
+    scale = parts.scales.astype(np.float32)
+    z = np.zeros(scale.size, np.int64) if parts.zero_points is None else parts.zero_points.astype(np.int64)
+    target = (scale[:, None] * (codes - z[:, None]).astype(np.float32)).reshape(-1)
+    low = -(1 << (int(parts.storage[-1]) - 1)) if parts.storage.startswith("int") else 0
+    names = [ggml_type] if ggml_type else [n for n in SINGLE_LEVEL if GGUF_TYPES[n].bits >= _bits_of(parts.storage)
+                                           or _fits(codes - (0 if GGUF_TYPES[n].has_offset else z[:, None]), n, low)]
+    error: ArgumentError | None = None
+    for name in names:
+        row = gguf_type(name)
+        if row.two_level:
+            raise no_gguf_form(name, "per-block affine has one scale level", "ggml_type", name, ", ".join(SINGLE_LEVEL))
+        if row.has_offset:
+            q, S, O = codes - low, scale.copy(), -((z - low).astype(np.float32) * scale)  # noqa: E741
+            constant = np.all(_same(target.reshape(codes.shape), target.reshape(codes.shape)[:, :1]), axis=1)
+            S[constant], q[constant], O[constant] = 0, 0, target.reshape(codes.shape)[constant, 0]
+        else:
+            q, S, O = codes - z[:, None], scale.copy(), None  # noqa: E741
+            S[np.all(q == 0, axis=1)] *= 0  # a block of zeros: d = +-0, the sign of its zeros
+        try:
+            return name, sub_block_blocks(row, shape, q, S, O, target)
+        except ArgumentError as err:
+            error = err
+    if error is None:
+        raise no_gguf_form("GGUF", f"{parts.storage} codes fit none of {', '.join(SINGLE_LEVEL)}", "storage",
+                           parts.storage)
+    raise error
+
+
+def _bits_of(storage: str) -> int:
+    return int(storage.lstrip("uint"))
+
+
+def _fits(q: np.ndarray, name: str, low: int) -> bool:
+    row = GGUF_TYPES[name]
+    shifted = q - low if row.has_offset else q
+    return bool(((shifted >= row.low) & (shifted <= row.high)).all())

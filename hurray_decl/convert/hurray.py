@@ -20,12 +20,14 @@ from hurray_decl.errors import ArgumentError, UnsupportedError
 from hurray_decl.hurray import kernels
 from hurray_decl.hurray.numerics import assemble, buffer_contents
 from hurray_decl.hurray.schemes.per_block_affine import PerBlockAffine
+from hurray_decl.hurray.schemes.per_channel_affine import PerChannelAffine
+from hurray_decl.hurray.schemes.per_tensor_affine import PerTensorAffine
 from hurray_decl.hurray.tables import storage
 from hurray_decl.hurray.tables.codes import ScaleType
 from hurray_decl.hurray.tables.element_types import BY_TAG
 from hurray_decl.hurray.tensor import RowMajor, TensorDescriptor, validate_buffers
 
-__all__ = ["block_parts", "from_awq", "from_block_parts", "from_gguf", "from_gguf_file", "from_gptq"]
+__all__ = ["affine_parts", "block_parts", "from_awq", "from_block_parts", "from_gguf", "from_gguf_file", "from_gptq"]
 
 
 def from_gguf(raw: Any, ggml_type: Any, shape: Sequence[int]) -> tuple[TensorDescriptor, list[bytes]]:
@@ -99,3 +101,47 @@ def block_parts(descriptor: TensorDescriptor, buffers: Sequence[Any]) -> BlockPa
     zeros = None if q.symmetric else params.array("zero_point_buffer_index", "<i4").astype(np.int64)
     return BlockParts.from_block_order(codes, name, q.axis, q.block_size,
                                        params.array("scale_buffer_index", scale_type).copy(), scale_type, zeros)
+
+
+def affine_parts(descriptor: TensorDescriptor, buffers: Sequence[Any]) -> BlockParts:
+    """Any row-major affine tensor as per-block parts with the same values, ``scale * (q - z)`` bit for bit.
+
+    Per-block affine: :func:`block_parts`. Per-tensor affine: blocks along the last axis, one per
+    row (the next power of two at least as long as the row), all with the tensor's scale and zero
+    point. Per-channel affine along axis ``a``: blocks along another axis ``b`` (the last one other
+    than ``a``), one per line, each with its channel's scale and zero point: every element of a
+    line along ``b`` has the same ``i_a``. Refused: other schemes (HQ-PB-01), storage that
+    per-block affine does not have (int16, int32: HQ-PB-14), a rank-1 per-channel tensor (a block
+    per element, HQ-PB-04), zero points outside the storage range (HQ-PB-22).
+    """
+    q = descriptor.quantization
+    if isinstance(q, PerBlockAffine):
+        return block_parts(descriptor, buffers)
+    if not isinstance(q, (PerTensorAffine, PerChannelAffine)) or not isinstance(descriptor.layout, RowMajor):
+        raise UnsupportedError("HQ-PB-01", "per-block parts exist for row-major affine tensors only (per-tensor, "
+                               "per-channel, per-block)", path="descriptor -> quantization",
+                               actual=type(q).__name__, expected="an affine scheme")
+    contents = buffer_contents(buffers)
+    params = validate_buffers(descriptor, contents)
+    name = BY_TAG[descriptor.type_tag].name
+    shape = tuple(int(n) for n in descriptor.shape)
+    count = int(np.prod(shape))
+    data = np.frombuffer(contents[0], dtype=np.uint8)[descriptor.byte_offset:]
+    codes = storage.decode(data, name, count).astype(np.int64).reshape(shape)
+    if isinstance(q, PerTensorAffine):
+        axis = len(shape) - 1
+        lines = count // shape[axis] if shape[axis] else 0
+        scales = np.full(lines, q.scale, np.float32)
+        zeros = None if q.zero_point == 0 else np.full(lines, q.zero_point, np.int64)
+    else:
+        if len(shape) < 2:
+            raise UnsupportedError("HQ-PB-04", "a rank-1 per-channel tensor has a scale per element: blocks of one",
+                                   path="descriptor -> shape", actual=list(shape), expected="rank >= 2")
+        axis = max(b for b in range(len(shape)) if b != q.axis)
+        channel = params.array("scale_buffer_index", "<f4")
+        zero = None if q.symmetric else params.array("zero_point_buffer_index", "<i4").astype(np.int64)
+        index = np.moveaxis(np.indices(shape)[q.axis], axis, -1)[..., 0].reshape(-1)  # i_a of each line, block order
+        scales = channel[index].astype(np.float32)
+        zeros = None if zero is None else zero[index]
+    block = 1 << max(1, (max(shape[axis], 1) - 1).bit_length())
+    return BlockParts.from_block_order(codes, name, axis, block, scales, "float32", zeros)

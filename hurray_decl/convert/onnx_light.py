@@ -26,8 +26,17 @@ from typing import Any
 
 import numpy as np
 
-from hurray_decl.convert.gguf import SubBlocks, sub_blocks
-from hurray_decl.errors import RuleViolation
+from hurray_decl.convert.gguf import (
+    GGUF_TYPES,
+    SubBlocks,
+    gguf_type,
+    no_gguf_form,
+    sub_block_blocks,
+    sub_blocks,
+    zero_codes,
+)
+from hurray_decl.convert.portable import affine_blocks
+from hurray_decl.errors import ArgumentError, RuleViolation
 from hurray_decl.onnx_light import (
     PROFILES as PROFILE_DEFAULTS,
     EncodedValueProto,
@@ -37,8 +46,9 @@ from hurray_decl.onnx_light import (
     make_quantization_type,
     quantize_with_type,
 )
+from hurray_decl.onnx_light.codec import dequantize_value
 
-__all__ = ["PROFILES", "gguf_to_onnx_light", "sub_blocks_to_onnx_light"]
+__all__ = ["PROFILES", "gguf_to_onnx_light", "onnx_light_to_gguf", "sub_blocks_to_onnx_light"]
 
 F = QuantizationFormat
 PROFILES = {"Q4_0": F.INT4, "Q4_1": F.INT4, "Q5_0": F.INT8, "Q5_1": F.INT8, "Q8_0": F.INT8, "Q2_K": F.Q2_K,
@@ -98,3 +108,53 @@ def sub_blocks_to_onnx_light(sb: SubBlocks) -> EncodedValueProto:
 def gguf_to_onnx_light(raw: Any, ggml_type: Any, shape: Sequence[int]) -> EncodedValueProto:
     """GGUF blocks (:data:`PROFILES`' types; blocks along the last axis) as an onnx-light value."""
     return sub_blocks_to_onnx_light(sub_blocks(raw, ggml_type, shape))
+
+
+def onnx_light_to_gguf(value: EncodedValueProto, model: Any = None, ggml_type: str | None = None) -> tuple[str, Any]:
+    """An onnx-light affine value as GGUF blocks whose values are its float32 values, bit for bit.
+
+    The inverse of :func:`gguf_to_onnx_light`: each block of ``(code - zp) * scale + offset`` is a
+    sub-block ``S * q (+ O)`` with ``S = scale`` and ``q = code - zp``, or ``S = -scale`` and
+    ``q = zp - code`` when only that is in the type's code range; a block whose codes all equal its
+    zero point, or whose scale is 2^-1074, has ``S = 0``; an offset of +-2^-1074 is 0. The GGML
+    type is ``ggml_type`` (the type the tensor came from, when recorded), else the first of the
+    profile's types (:data:`PROFILES`) that holds every value. Returns the type and the bytes.
+    """
+    blocks = affine_blocks(value, model)
+    names = [ggml_type] if ggml_type else [n for n, f in PROFILES.items() if f == blocks.format]
+    if not names:
+        raise no_gguf_form("GGUF", f"{blocks.format.wire_name} values have no GGML type; the converted profiles are "
+                           f"{', '.join(sorted({f.wire_name for f in PROFILES.values()}))}", "value -> struct_type",
+                           blocks.format.wire_name)
+    target = np.asarray(dequantize_value(value, model, np.float32), dtype=np.float32).reshape(-1)
+    for i, name in enumerate(names):
+        try:
+            return name, _blocks(gguf_type(name), blocks, target)
+        except ArgumentError:
+            if i == len(names) - 1:  # the last candidate's reason is the one reported
+                raise
+    raise no_gguf_form("GGUF", "no candidate type", "ggml_type")  # not reached: names is not empty
+
+
+def _blocks(row, blocks, target: np.ndarray) -> Any:
+    if row.name not in GGUF_TYPES or (blocks.counts != row.sub_block).any():
+        raise no_gguf_form(row.name, f"its sub-blocks are {row.sub_block} elements", "value -> blocks",
+                           blocks.counts[:4].tolist(), row.sub_block)
+    codes = blocks.codes.reshape(-1, row.sub_block)
+    zp = blocks.zero_points.astype(np.int64)
+    if (zp != blocks.zero_points).any():
+        raise no_gguf_form(row.name, "a zero point is not an integer", "value -> zero_points")
+    q = codes - zp[:, None]
+    S = blocks.scales.astype(np.float32)
+    # gguf_to_onnx_light's zero points say the sign of S; any other value is read as S > 0 where it can be
+    lo = -(1 << (PROFILE_DEFAULTS[blocks.format].bits - 1))
+    out = (zp == lo + row.high) | ((q < row.low) | (q > row.high)).any(axis=1)
+    q[out], S[out] = -q[out], -S[out]
+    zero = (blocks.scales == TINY) | np.all(q == 0, axis=1)
+    S[zero] = 0
+    O = np.where(np.abs(blocks.offsets) == TINY, 0.0, blocks.offsets)  # noqa: E741
+    O32 = O.astype(np.float32)
+    if (O32.astype(np.float64) != O).any():
+        raise no_gguf_form(row.name, "an offset is not a float32 value", "value -> offsets")
+    q, S = zero_codes(row, q, S, O32 if row.has_offset else None, target.reshape(q.shape))
+    return sub_block_blocks(row, blocks.shape, q, S, O32, target)

@@ -20,6 +20,8 @@ carrying the code of the rule the target cannot satisfy.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from hurray_decl.convert.parts import BlockParts
@@ -40,10 +42,11 @@ from hurray_decl.onnx_light.ort.geometry import SOURCE_DTYPE_NAMES, SOURCE_DTYPE
 from hurray_decl.onnx_light.packing import pack_bits, sign_extend, unpack_bits
 from hurray_decl.onnx_light.plan import QuantizationBlockLayout, RunArrays
 from hurray_decl.onnx_light.portable import Prepared, build_payload, decode_runs, open_value, read_portable, reconstruct
-from hurray_decl.onnx_light.profiles import QuantizationFormat
+from hurray_decl.onnx_light.profiles import PROFILES, QuantizationFormat, QuantizationMethod
 from hurray_decl.onnx_light.wire import canonical_type, make_logical_type, pb
 
-__all__ = ["PORTABLE_FORMATS", "from_block_parts", "ort_to_portable", "portable_to_ort", "to_block_parts"]
+__all__ = ["PORTABLE_FORMATS", "AffineBlocks", "affine_blocks", "from_block_parts", "ort_to_portable",
+           "portable_to_ort", "to_block_parts"]
 
 PORTABLE_FORMATS = {QuantizationFormat.INT4: 4, QuantizationFormat.INT8: 8}
 """The onnx-light affine profiles these conversions read and write: signed codes, zero point 0."""
@@ -209,6 +212,52 @@ def _portable_parts(opened, model, storage, symmetric, scale_type):
                       repr(float(scales[j])), f"a {name} value")
     zps = np.concatenate([r.zero_point for r in p.runs]).astype(np.int64)
     return _finish(codes.reshape(shape), zps, bits, True, storage, symmetric, narrow, name, axis, int(counts[0]))
+
+
+@dataclass(frozen=True)
+class AffineBlocks:
+    """An onnx-light affine value's blocks in flat element order: ``(code - zero_point) * scale + offset``.
+
+    ``counts``, ``scales``, ``zero_points`` and ``offsets`` have one entry per block (float64,
+    as the payload holds them); ``codes`` one per element (int64, signed when the profile is).
+    """
+
+    format: QuantizationFormat
+    shape: tuple[int, ...]
+    dtype: int
+    counts: np.ndarray
+    scales: np.ndarray
+    zero_points: np.ndarray
+    offsets: np.ndarray
+    codes: np.ndarray
+
+
+def affine_blocks(encoded, model=None) -> AffineBlocks:
+    """The blocks of a portable affine onnx-light value (int4, int8, q2_k .. q6_k, ...) in element order.
+
+    Refused: other methods (OL-PROF-02), and values with a permutation, a transform or outliers,
+    whose blocks are not contiguous runs of the logical elements (HQ-PB-15).
+    """
+    encoded, model = unwrap_value(encoded, model)
+    opened = open_value(encoded, model)
+    fmt = opened.format
+    if fmt is None or not fmt.portable or PROFILES[fmt].method != QuantizationMethod.AFFINE:
+        raise _refuse("OL-PROF-02", "only portable affine values have blocks of codes, scales and offsets",
+                      "value -> struct_type -> name", opened.resolved.name, "a portable affine profile")
+    decoded = read_portable(opened.value, model, opened)
+    p = decoded.prepared
+    if p.transform or p.outliers.size or p.permutation.size:
+        raise _refuse("HQ-PB-15", "a permutation, a transform or outliers move values out of contiguous blocks",
+                      "value", (int(p.permutation.size), p.transform, int(p.outliers.size)), "none")
+    codes = []
+    for i, (run, data) in enumerate(zip(p.runs, decoded.codes)):
+        bits = int(run.layout.bits)
+        unpacked = unpack_bits(data, int(run.layout.count), bits, f"value -> runs[{i}]")
+        codes.append((sign_extend(unpacked, bits) if run.layout.signed_codes else unpacked).astype(np.int64).ravel())
+    counts = np.concatenate([np.full(r.blocks, int(r.layout.count), np.int64) for r in p.runs])
+    return AffineBlocks(fmt, tuple(decoded.shape), int(opened.dtype), counts,
+                        np.concatenate([r.scale for r in p.runs]), np.concatenate([r.zero_point for r in p.runs]),
+                        np.concatenate([r.offset for r in p.runs]), np.concatenate(codes))
 
 
 def _portable_from_parts(parts, fmt: QuantizationFormat, dtype: int) -> pb.EncodedValueProto:

@@ -9,7 +9,12 @@ those and goes on.
 * GGUF -> onnx-light: the quantized types as encoded values
   (:mod:`hurray_decl.convert.onnx_light`), the float types as plain ONNX initializers.
 * GGUF / Hurray -> ORT: per-block affine weights as MatMulNBits values (:mod:`.ort`).
-* onnx-light -> Hurray and Hurray -> onnx-light: int4/int8 values and per-block parts.
+* onnx-light -> Hurray and Hurray -> onnx-light: int4/int8 values and affine parts (per-tensor,
+  per-channel, per-block); nf4 / mxfp4 / mxfp6 values and NF4 / MXFP (:mod:`.codebook`).
+* Hurray / onnx-light -> GGUF: plain row-major tensors of the GGML float and integer types as
+  themselves; per-block affine tensors as Q4_0 .. Q8_0 (:func:`~hurray_decl.convert.gguf.parts_blocks`);
+  onnx-light affine values as Q4_0 .. Q8_0 and the K-quants
+  (:func:`~hurray_decl.convert.onnx_light.onnx_light_to_gguf`).
 """
 
 from __future__ import annotations
@@ -19,13 +24,18 @@ from typing import Any
 
 import numpy as np
 
-from hurray_decl.convert.gguf import FLOAT_TYPES, GgufTensor
-from hurray_decl.convert.hurray import block_parts, from_block_parts as tensor_from_parts, from_gguf
-from hurray_decl.convert.onnx_light import PROFILES, gguf_to_onnx_light
+from hurray_decl.convert.codebook import codebook_to_hurray, codebook_to_onnx_light
+from hurray_decl.convert.gguf import FLOAT_TYPES, GgufTensor, no_gguf_form, parts_blocks
+from hurray_decl.convert.hurray import affine_parts, block_parts, from_block_parts as tensor_from_parts, from_gguf
+from hurray_decl.convert.onnx_light import PROFILES, gguf_to_onnx_light, onnx_light_to_gguf
 from hurray_decl.convert.ort import empty_model, tensor_to_matmul_nbits
+from hurray_decl.convert.parts import BlockParts
 from hurray_decl.convert.portable import PORTABLE_FORMATS, SCALE_DATA_TYPES, from_block_parts, to_block_parts
-from hurray_decl.errors import ArgumentError, UnsupportedError
-from hurray_decl.hurray.tables.element_types import BY_NAME
+from hurray_decl.errors import ArgumentError, HurrayDeclError, UnsupportedError
+from hurray_decl.hurray.schemes.mxfp import MXFP
+from hurray_decl.hurray.schemes.nf4 import NF4
+from hurray_decl.hurray.tables import storage as element_storage
+from hurray_decl.hurray.tables.element_types import BY_NAME, BY_TAG
 from hurray_decl.hurray.tensor import (
     BufferHandle,
     RowMajor,
@@ -42,8 +52,10 @@ __all__ = [
     "gguf_to_hurray",
     "gguf_to_onnx_light_tensor",
     "gguf_to_ort",
+    "hurray_to_gguf",
     "hurray_to_onnx_light",
     "hurray_to_ort",
+    "initializer_to_gguf",
     "initializer_to_hurray",
     "onnx_light_model",
     "onnx_light_to_hurray",
@@ -70,6 +82,48 @@ def float_tensor(raw: Any, element_type: str, shape: Sequence[int]) -> Tensor:
     descriptor = read_tensor_descriptor(write_tensor_descriptor(descriptor))
     validate_buffers(descriptor, [data])
     return descriptor, [data]
+
+
+_GGML_OF = {element: ggml for ggml, element in FLOAT_TYPES.items()}
+"""The GGML type of each Hurray element type that has one."""
+
+
+def _gguf_tensor(name: str, type_name: str, shape: tuple[int, ...], data: Any) -> GgufTensor:
+    if not 1 <= len(shape) <= 4:  # GGML_MAX_DIMS
+        raise no_gguf_form(type_name, "a GGUF tensor has 1 to 4 dimensions", "shape", list(shape), "1 .. 4")
+    return GgufTensor(name, type_name, shape, np.frombuffer(memoryview(data).cast("B"), np.uint8))
+
+
+def hurray_to_gguf(name: str, descriptor: TensorDescriptor, buffers: Sequence[Any],
+                   ggml_type: str | None = None) -> GgufTensor:
+    """A Hurray tensor as a GGUF tensor, exactly: a plain row-major tensor of F32/F16/BF16/F64/I8/I16/I32/I64
+    element type as itself, a row-major per-block affine tensor as Q4_0, Q4_1, Q5_0, Q5_1 or Q8_0
+    (``ggml_type``, when recorded, or the narrowest that holds it); anything else is refused."""
+    shape = tuple(int(n) for n in descriptor.shape)
+    if descriptor.quantization is None:
+        element = BY_TAG[descriptor.type_tag].name
+        if element not in _GGML_OF or not isinstance(descriptor.layout, RowMajor):
+            raise no_gguf_form(element, f"plain GGUF tensors are row-major {', '.join(_GGML_OF)}", "type_tag",
+                               (element, type(descriptor.layout).__name__), "a row-major tensor of a GGML type")
+        contents = [bytes(memoryview(b).cast("B")) for b in buffers]
+        validate_buffers(descriptor, contents)
+        size = int(np.prod(shape)) * np.dtype(element_storage.dtype(element)).itemsize
+        plain = contents[0][descriptor.byte_offset:descriptor.byte_offset + size]
+        return _gguf_tensor(name, _GGML_OF[element], shape, plain)
+    type_name, data = parts_blocks(block_parts(descriptor, buffers), ggml_type)
+    return _gguf_tensor(name, type_name, shape, data)
+
+
+def initializer_to_gguf(value: Any, model: Any = None, ggml_type: str | None = None) -> GgufTensor:
+    """An ONNX initializer as a GGUF tensor: an onnx-light affine value as GGUF blocks
+    (:func:`~hurray_decl.convert.onnx_light.onnx_light_to_gguf`), a float32/float16/bfloat16
+    ``raw_data`` tensor as itself."""
+    if isinstance(value, EncodedValueProto):
+        shape = tuple(int(d.dim_value) for d in value.logical_type.tensor_type.shape.dim)
+        type_name, data = onnx_light_to_gguf(value, model, ggml_type)
+        return _gguf_tensor(value.name, type_name, shape, data)
+    descriptor, buffers = initializer_to_hurray(value, model)
+    return hurray_to_gguf(value.name, descriptor, buffers)
 
 
 def gguf_to_hurray(tensor: GgufTensor) -> Tensor:
@@ -108,26 +162,67 @@ def hurray_to_ort(descriptor: TensorDescriptor, buffers: Sequence[Any], *, scale
     return tensor_to_matmul_nbits(descriptor, buffers, scale_type=scale_type)
 
 
-def hurray_to_onnx_light(descriptor: TensorDescriptor, buffers: Sequence[Any]) -> EncodedValueProto:
-    """A row-major per-block affine tensor of 4- or 8-bit codes as an onnx-light int4/int8 value (float32)."""
-    parts = block_parts(descriptor, buffers)
+def hurray_to_onnx_light(descriptor: TensorDescriptor, buffers: Sequence[Any]) -> EncodedValueProto | Any:
+    """A Hurray tensor as an onnx-light value with the same float32 values, bit for bit.
+
+    Row-major affine tensors (per-tensor, per-channel, per-block: :func:`~hurray_decl.convert.hurray.affine_parts`)
+    of 2-, 4- or 8-bit codes as int4/int8 values (2-bit codes widened to 4); plain row-major
+    float32/float16/bfloat16 tensors as ONNX ``TensorProto`` initializers.
+    """
+    if descriptor.quantization is None:
+        element = BY_TAG[descriptor.type_tag].name
+        if element not in _ONNX_FLOATS or not isinstance(descriptor.layout, RowMajor):
+            raise UnsupportedError("HT-LAY-01", "plain ONNX initializers here are row-major float32, float16 or "
+                                   "bfloat16", path="descriptor -> type_tag",
+                                   actual=(element, type(descriptor.layout).__name__),
+                                   expected="a row-major float32, float16 or bfloat16 tensor")
+        gguf = hurray_to_gguf("", descriptor, buffers)
+        plain = TensorProto()
+        plain.data_type = _ONNX_FLOATS[element]
+        plain.dims.extend(gguf.shape)
+        plain.raw_data = gguf.data.tobytes()
+        return plain
+    if isinstance(descriptor.quantization, (NF4, MXFP)):
+        return codebook_to_onnx_light(descriptor, buffers)
+    parts = affine_parts(descriptor, buffers)
     bits = BY_NAME[parts.storage].bits
+    if bits == 2:  # 2-bit codes are 4-bit codes too
+        parts = BlockParts.from_block_order(parts.codes, parts.storage[:-1] + "4", parts.axis, parts.block_size,
+                                            parts.scales, parts.scale_type, parts.zero_points)
+        bits = 4
     if bits not in _PORTABLE:
-        raise UnsupportedError("HQ-PB-14", "onnx-light int4/int8 values hold 4- and 8-bit codes", path="storage",
-                               actual=parts.storage, expected="int4, uint4, int8 or uint8")
+        raise UnsupportedError("HQ-PB-14", "onnx-light int4/int8 values hold 2-, 4- and 8-bit codes", path="storage",
+                               actual=parts.storage, expected="int2, uint2, int4, uint4, int8 or uint8")
     return from_block_parts(parts, _PORTABLE[bits], dtype=np.float32)
 
 
-def onnx_light_to_hurray(value: EncodedValueProto, model: Any = None) -> Tensor:
-    """An onnx-light int4/int8 or ORT MatMulNBits value as a per-block affine tensor, codes copied."""
-    return tensor_from_parts(to_block_parts(value, model))
+def onnx_light_to_hurray(value: EncodedValueProto, model: Any = None, ggml_type: str | None = None) -> Tensor:
+    """An onnx-light int4/int8 or ORT MatMulNBits value as a per-block affine tensor, codes copied;
+    an nf4 / mxfp4 / mxfp6 value as NF4 / MXFP (:mod:`hurray_decl.convert.codebook`).
+
+    A value the direct path refuses that has an exact GGUF form (what ``--to onnx-light`` writes
+    for GGUF tensors: offsets of +-2^-1074, scales that are float16 values) goes through it:
+    :func:`~hurray_decl.convert.onnx_light.onnx_light_to_gguf` (``ggml_type`` when recorded), then
+    :func:`~hurray_decl.convert.hurray.from_gguf`; both steps are exact and checked.
+    """
+    if value.struct_type.name.rsplit("/", 1)[-1] in ("nf4", "mxfp4", "mxfp6"):
+        return codebook_to_hurray(value, model)
+    try:
+        return tensor_from_parts(to_block_parts(value, model))
+    except HurrayDeclError as direct:
+        try:
+            type_name, raw = onnx_light_to_gguf(value, model, ggml_type)
+        except HurrayDeclError:
+            raise direct from None
+        shape = tuple(int(d.dim_value) for d in value.logical_type.tensor_type.shape.dim)
+        return from_gguf(raw, type_name, shape)
 
 
-def initializer_to_hurray(value: Any, model: Any = None) -> Tensor:
+def initializer_to_hurray(value: Any, model: Any = None, ggml_type: str | None = None) -> Tensor:
     """An initializer of an ONNX model as a Hurray tensor: onnx-light values as per-block affine
     (:func:`onnx_light_to_hurray`), float32/float16/bfloat16 ``raw_data`` tensors unquantized."""
     if isinstance(value, EncodedValueProto):
-        return onnx_light_to_hurray(value, model)
+        return onnx_light_to_hurray(value, model, ggml_type)
     elements = {code: name for name, code in _ONNX_FLOATS.items()}
     if value.data_type not in elements or not value.HasField("raw_data"):
         raise ArgumentError("initializer", "only float32, float16 and bfloat16 initializers with raw_data convert",

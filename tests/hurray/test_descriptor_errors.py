@@ -123,7 +123,7 @@ def test_an_unrecognised_layout_keeps_its_bytes_only_when_permissive() -> None:
     assert write_tensor_descriptor(d, permissive=True) == opaque
     with pytest.raises(HurrayDeclError) as info:
         write_tensor_descriptor(d)
-    assert info.value.code == "HT-HDR-16"
+    assert (info.value.code, info.value.path, info.value.offset) == (strict.code, strict.path, strict.offset)
 
 
 def test_the_fast_parses_agree_with_the_traced_one() -> None:
@@ -193,9 +193,12 @@ def test_an_error_without_an_offset_gets_that_of_its_longest_recorded_prefix(pat
     assert declaration.locate(placed, positions_of(root)).offset == 3  # an offset it has is kept
 
 
-def test_a_payload_the_writer_refuses_names_the_quantization_field() -> None:
+def test_a_payload_the_writer_refuses_names_the_quantization_field_and_its_offset() -> None:
     """A reserved scheme_tag read permissively is refused when written strictly, at its field's path."""
-    d = read_tensor_descriptor(with_field(vector(QUANTIZED), "quantization.scheme_tag", 0x7F), permissive=True)
+    data = with_field(vector(QUANTIZED), "quantization.scheme_tag", 0x7F)
+    d = read_tensor_descriptor(data, permissive=True)
     with pytest.raises(HurrayDeclError) as info:
         write_tensor_descriptor(d)
     assert (info.value.code, info.value.path) == ("HQ-HDR-09", "descriptor -> quantization -> scheme_tag")
+    # at the byte of the descriptor being written, which is where the reader found it
+    assert info.value.offset == field_span(data, "quantization.scheme_tag")[0] > 0

@@ -409,3 +409,58 @@ def test_a_32_bit_zero_point_is_subtracted_exactly() -> None:
     plan = kernels.affine_plan(g, "int32", np.ones((1, 1, 1), np.float32), np.full((1, 1, 1), z))
     out = kernels.run(plan, "int32", np.full((1, 4), np.nan, np.float32), data=codes.view(np.uint8), threads=1)
     assert out.tolist() == [[1.0, -1.0, 0.0, 3.0]]
+
+
+def test_what_quantize_returns_cannot_be_changed_afterwards() -> None:
+    """A ``Quantized`` is handed from a scheme's quantizer to the writer: frozen, so nothing between
+    them can swap the model or the arrays it was checked with."""
+    import dataclasses
+
+    done = kernels.Quantized(model=object(), elements=np.zeros(4, np.uint8), parameters=(np.ones(1),))
+    for name in ("model", "elements", "parameters"):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(done, name, None)
+
+
+@pytest.mark.parametrize("budget", [2, 4])
+def test_every_chunk_of_a_shared_one_key_table_takes_two_bytes_at_a_time(monkeypatch: pytest.MonkeyPatch,
+                                                                         budget: int) -> None:
+    """Chunks of 2 or 4 int8 codes, starting at 0, 2, 4, ... (parts of blocks of 8 when 2 or 4): each
+    one is a take of the two-byte table, none of the one-byte table, none element by element."""
+    def never(*args: object) -> None:
+        raise AssertionError("a chunk left the two-byte path")
+
+    monkeypatch.setattr(kernels, "CHUNK_ELEMENTS", budget)
+    monkeypatch.setattr(kernels, "_from_codes", never)
+    monkeypatch.setattr(kernels.Plan, "packed", property(never))
+    g = Geometry((4, 8), 1, 8)
+    assert [b.start for b in kernels.boxes(g, 8)] == list(range(0, 32, budget))
+    assert all(b.ks.stop - b.ks.start == budget for b in kernels.boxes(g, 8)), "each chunk is part of a block"
+    data = np.arange(32, dtype=np.uint8) * 7
+    out = kernels.run(kernels.Plan(g, table=kernels.code_values("int8")[None]), "int8", np.empty((4, 8), np.float32),
+                      data=data, threads=1)
+    assert np.array_equal(out.reshape(-1), data.view(np.int8).astype(np.float32))
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_each_of_the_threads_asked_for_takes_chunks(monkeypatch: pytest.MonkeyPatch, threads: int) -> None:
+    """The first ``threads`` chunks wait until all of them are in flight at once: with one thread
+    fewer than asked, that barrier never fills and the run fails."""
+    import itertools
+    import threading
+
+    barrier = threading.Barrier(threads, timeout=20)
+    order = itertools.count()
+    real = kernels._from_bytes
+
+    def together(*args: object) -> None:
+        if next(order) < threads:
+            barrier.wait()
+        real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(kernels, "_from_bytes", together)
+    monkeypatch.setattr(kernels, "CHUNK_ELEMENTS", 4)
+    plan, data, expected = _uint4_case(shape=(8, 8))
+    assert len(list(kernels.boxes(plan.geometry, 4, kernels.LARGE_CHUNKS))) > threads, "a chunk for every thread"
+    out = kernels.run(plan, "uint4", np.empty(expected.shape, np.float32), data=data, threads=threads)
+    assert np.array_equal(out, expected)

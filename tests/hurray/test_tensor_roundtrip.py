@@ -147,13 +147,13 @@ EXPECTED = {"rank 64 of 2^63": "HE-21", "morton bits 2^32-1": "HT-LAY-19", "hilb
 def test_huge_claims_cost_nothing(name):
     data = CLAIMS[name]
     tracemalloc.start()
-    start = time.perf_counter()
+    start = time.process_time()  # this process's CPU time: what the claim could cost, whatever else runs
     try:
         result = outcome(data, name.startswith("extension"))
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert time.perf_counter() - start < 2.0
+    assert time.process_time() - start < 2.0
     assert peak < 2_000_000, f"{name}: peak {peak} bytes"
     if name in EXPECTED:
         assert result == EXPECTED[name]

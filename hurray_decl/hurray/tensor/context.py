@@ -42,9 +42,8 @@ class Parameter:
 class TensorContext:
     """The tensor around the layout and quantization fields, with the checks they share."""
 
-    def __init__(self, descriptor: TensorDescriptor, permissive: bool = False, writer_rules: bool = False) -> None:
+    def __init__(self, descriptor: TensorDescriptor, *, writer_rules: bool = False) -> None:
         self.d = descriptor
-        self.permissive = permissive
         self.writer_rules = writer_rules
         self.shape: tuple[int, ...] = descriptor.shape
         self.rank = len(descriptor.shape)
@@ -273,12 +272,12 @@ class TensorContext:
                   "descriptor -> buffer_count", actual=count, expected=want)
 
 
-def check_descriptor(d: TensorDescriptor, *, permissive: bool = False, writer_rules: bool = False) -> TensorContext:
+def check_descriptor(d: TensorDescriptor, *, writer_rules: bool = False) -> TensorContext:
     """Every rule that needs more than one field, stage by stage in the order of DIGEST
     Appendix A (the reader runs the same stages between the sections it reads).
 
     ``writer_rules`` adds the rules RULES.md gives writers alone (exact component sizes)."""
-    t = TensorContext(d, permissive, writer_rules)
+    t = TensorContext(d, writer_rules=writer_rules)
     flags = d.flags or 0
     _check_layout_tag(t)
     check_scalar(t.rank, d.layout_tag)

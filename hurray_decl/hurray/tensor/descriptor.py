@@ -154,6 +154,11 @@ class ModelOf(cs.Adapter):
         return _link(code, self, f"_decode({self.subcon._compileparse(code)}, this, '(parsing)')")
 
 
+def section(subcon: cs.Construct, model: type[Section]) -> Framed:
+    """A section read into ``model`` and built from it, under the rule the model names."""
+    return Framed(ModelOf(subcon, model), model.rule)
+
+
 class Checkpoint(cs.Construct):
     """Zero bytes: ``check(context, stream)`` runs the context rules Appendix A checks here and may
     return a value (kept under the checkpoint's name). ``on_build`` is what building runs."""
@@ -244,10 +249,7 @@ class LayoutFields(cs.Construct):
         return layout_row(context["layout_tag"]).model.from_wire(wire)
 
     def _build(self, obj, stream, context, path):
-        if isinstance(obj, OpaqueLayout):
-            if not permissive(context):
-                raise RuleViolation("HT-HDR-16", "an unrecognised layout is written back only in permissive mode",
-                                    path="descriptor -> layout_tag", actual=context.layout_tag)
+        if isinstance(obj, OpaqueLayout):  # its unrecognised layout_tag was refused unless permissive (HT-HDR-16)
             stream.write(obj.payload)
             return obj
         row_of(obj).struct(context.rank)._build(obj.to_wire(), stream, context, path)
@@ -308,7 +310,7 @@ def _after_layout(context: Any, stream: Any) -> TensorDescriptor | None:
     unrecognised layout ends the descriptor: it is checked as a whole and returned."""
     if isinstance(context["layout"], OpaqueLayout):
         descriptor = trusted(TensorDescriptor, _values(context))
-        check_descriptor(descriptor, permissive=True)
+        check_descriptor(descriptor)
         return descriptor
     check_layout_rank(layout_row(context["layout_tag"]), context["rank"])
     check_extension_flag(context["type_tag"], context["flags"])
@@ -322,7 +324,7 @@ def _buffer_table(context: Any, stream: Any) -> None:
 
 def _quantization(context: Any, stream: Any) -> None:
     """Step 13: the payload against its tensor, placement, colocation, buffer count."""
-    t = context["_tensor"] = TensorContext(trusted(TensorDescriptor, _values(context)), permissive(context))
+    t = context["_tensor"] = TensorContext(trusted(TensorDescriptor, _values(context)))
     check_quantization(t)
 
 
@@ -367,8 +369,7 @@ def _extents(context: Any, stream: Any) -> TensorDescriptor:
 def _written(context: Any) -> None:
     """Building: the whole context, in Appendix A order, once the header rules have run."""
     params = context._params
-    check_descriptor(params["descriptor"], permissive=params.get("permissive", False),
-                     writer_rules=params.get("writer_rules", False))
+    check_descriptor(params["descriptor"], writer_rules=params.get("writer_rules", False))
 
 
 def _encode(context: Any) -> None:
@@ -376,8 +377,9 @@ def _encode(context: Any) -> None:
     if context.quantization is not None:
         try:
             context._payload = encode_quantization(context.quantization, permissive=permissive(context))
-        except HurrayDeclError as err:
-            raise err.rebased(0, "descriptor -> quantization") from None
+        except HurrayDeclError as err:  # at its place in the descriptor: after the length prefix
+            at = cs.stream_tell(context._io, None) + QUANTIZATION_LENGTH.sizeof()
+            raise err.rebased(at, "descriptor -> quantization") from None
 
 
 def _bare(field: cs.Construct) -> cs.Construct:
@@ -403,7 +405,7 @@ DESCRIPTOR = Framed(Record(
     StopIfOpaque(),
     "buffer_count" / cs.Rebuild(_bare(BUFFER_COUNT), cs.len_(this.buffers)) * BUFFER_COUNT.docs,
     Checkpoint(_buffer_table),
-    "buffers" / Items(this.buffer_count, Framed(ModelOf(HANDLE, BufferHandle), "HT-BUFT-01"))
+    "buffers" / Items(this.buffer_count, section(HANDLE, BufferHandle))
     * "buffer_count handles of 16 bytes",
     Checkpoint(None, _encode),
     QUANTIZATION_LENGTH.name / cs.If(_flag(Flag.HAS_QUANTIZATION),
@@ -412,17 +414,17 @@ DESCRIPTOR = Framed(Record(
     "quantization" / cs.If(_flag(Flag.HAS_QUANTIZATION), QuantizationSection())
     * "flags bit 0: the quantization descriptor, decoded by its scheme_tag",
     Checkpoint(_quantization),
-    "shard" / cs.If(_flag(Flag.HAS_SHARD), Framed(ModelOf(Record(*shard_fields(this._.rank)), Shard), "HT-SEC-03"))
+    "shard" / cs.If(_flag(Flag.HAS_SHARD), section(Record(*shard_fields(this._.rank)), Shard))
     * "flags bit 1: where this tensor sits in its parent",
     Checkpoint(_shard),
-    "statistics" / cs.If(_flag(Flag.HAS_STATISTICS), Framed(ModelOf(STATISTICS, Statistics), "HT-SEC-08"))
+    "statistics" / cs.If(_flag(Flag.HAS_STATISTICS), section(STATISTICS, Statistics))
     * "flags bit 3: advisory statistics",
     Checkpoint(_statistics),
     "extension_type" / cs.If(_flag(Flag.HAS_EXTENSION_TYPE),
-                             Framed(ModelOf(EXTENSION_TYPE, ExtensionType), "HT-SEC-21"))
+                             section(EXTENSION_TYPE, ExtensionType))
     * "flags bit 2: how to size a private element type",
     "composite_member" / cs.If(_flag(Flag.HAS_COMPOSITE_MEMBER),
-                               Framed(ModelOf(COMPOSITE_MEMBER, CompositeMember), "HT-SEC-35"))
+                               section(COMPOSITE_MEMBER, CompositeMember))
     * "flags bit 4: this descriptor's role in an overlay composite",
     Checkpoint(_member),
     Checkpoint(_length),

@@ -18,10 +18,10 @@ from hurray_decl.hurray.tensor.sections import CompositeMember, ExtensionType, S
 
 SECTION_FLAGS: tuple[tuple[str, Flag, str], ...] = (
     ("quantization", Flag.HAS_QUANTIZATION, "HT-SEC-01"),
-    ("shard", Flag.HAS_SHARD, "HT-SEC-03"),
-    ("statistics", Flag.HAS_STATISTICS, "HT-SEC-08"),
-    ("extension_type", Flag.HAS_EXTENSION_TYPE, "HT-SEC-21"),
-    ("composite_member", Flag.HAS_COMPOSITE_MEMBER, "HT-SEC-35"),
+    ("shard", Flag.HAS_SHARD, Shard.rule),
+    ("statistics", Flag.HAS_STATISTICS, Statistics.rule),
+    ("extension_type", Flag.HAS_EXTENSION_TYPE, ExtensionType.rule),
+    ("composite_member", Flag.HAS_COMPOSITE_MEMBER, CompositeMember.rule),
 )
 """Each optional section in wire order, the flag that gates it and the rule tying the two."""
 

@@ -193,7 +193,7 @@ def validate_buffers(descriptor: TensorDescriptor, buffers: Sequence[Any], *, pe
                                path="descriptor -> quantization -> scheme_tag",
                                actual=f"0x{d.quantization.scheme_tag:02X}")
     contents = sized_contents(d, buffers)
-    t = check_descriptor(d, permissive=permissive)
+    t = check_descriptor(d)
     data = DataContext(t, contents, padding=padding)
     q = d.quantization
     if q is not None:

@@ -1,4 +1,4 @@
-"""The conversion commands: ``quantize`` and ``convert``.
+"""The conversion command ``convert`` (safetensors sources and targets are routed to :mod:`.models`).
 
 ``register(subparsers)`` adds them to ``hurray-decl``; each handler takes the argparse namespace
 and returns the exit status: 0 done, 1 invalid input (the rule code is printed), 2 usage error,
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 OK, INVALID, USAGE, FILE_ERROR, INTERRUPTED = 0, 1, 2, 3, 130
-TARGETS = ("hurray", "onnx-light", "ort", "gguf")
+TARGETS = ("hurray", "onnx-light", "ort", "gguf", "safetensors")  # safetensors: routed to cli.models
 SCALE_TYPES = ("float32", "float16", "bfloat16")
 
 
@@ -500,57 +500,8 @@ def _describe_initializer(value: Any) -> tuple[str, str, tuple[int, ...]]:
     return value.name, f"TensorProto:{value.data_type}", tuple(value.dims)
 
 
-def cmd_quantize(args: argparse.Namespace) -> int:
-    import numpy as np
-
-    source = Path(args.source)
-    if not source.is_file():
-        raise CommandError(FILE_ERROR, f"no such file: {source}")
-    from hurray_decl.errors import HurrayDeclError
-    from hurray_decl.hurray.quantization import scheme
-
-    try:
-        scheme(args.scheme)
-    except HurrayDeclError as err:
-        raise CommandError(USAGE, f"--scheme: {err.detail} ({err.expected})") from None
-    target = _output(args.output)
-    try:
-        array = np.load(source, mmap_mode="r", allow_pickle=False)
-    except (ValueError, EOFError) as err:
-        raise CommandError(INVALID, f"invalid input: {source} is not a .npy array ({err})") from None
-    if not isinstance(array, np.ndarray) or array.dtype.kind not in "fiu":
-        raise CommandError(INVALID, f"invalid input: {source} holds {getattr(array, 'dtype', 'no array')}, not real "
-                           "numbers")
-    from hurray_decl.hurray.numerics import quantize
-
-    descriptor, buffers = quantize(array, args.scheme, axis=args.axis, block_size=args.block_size,
-                                   storage=args.storage, symmetric=not args.asymmetric, scale_type=args.scale_type)
-    written = []
-    _commit(lambda stage: written.append(
-        write_hurray(target, [NamedTensor(args.name or source.stem, descriptor, buffers)], stage)))
-    print(f"quantized {list(array.shape)} {array.dtype} with {args.scheme}; wrote {written[0]}")
-    return OK
-
-
 def register(subparsers: Any) -> None:
-    """Add ``quantize`` and ``convert`` to the ``hurray-decl`` sub-command parser."""
-    quantize = subparsers.add_parser(
-        "quantize", help="quantize a .npy array into a Hurray tensor",
-        description="Quantize a float .npy array with a Hurray scheme. -o NAME.bin writes the descriptor and "
-                    "NAME.buf0.bin, NAME.buf1.bin ...; -o FOLDER a folder with manifest.json; -o NAME.hrry a "
-                    "container. Exit 0 done, 1 invalid input, 2 usage error, 3 file error.")
-    quantize.add_argument("source", metavar="INPUT.npy", help="the array to quantize")
-    quantize.add_argument("--scheme", required=True,
-                          help="a registered scheme, e.g. per_block_affine (hurray-decl schemes lists them)")
-    quantize.add_argument("-o", "--output", required=True, help="NAME.bin, FOLDER or NAME.hrry")
-    quantize.add_argument("--axis", type=int, help="the quantized axis (per-channel, per-block; default per scheme)")
-    quantize.add_argument("--block-size", type=int, help="elements per block (block schemes)")
-    quantize.add_argument("--storage", help="the storage type, e.g. int8, uint4 (default per scheme)")
-    quantize.add_argument("--asymmetric", action="store_true", help="store zero points (affine schemes)")
-    quantize.add_argument("--scale-type", choices=SCALE_TYPES, default="float32", help="per-block scale type")
-    quantize.add_argument("--name", help="the tensor's name in a folder or container (default: the file's stem)")
-    quantize.set_defaults(run=_guarded(cmd_quantize))
-
+    """Add ``convert`` to the ``hurray-decl`` sub-command parser (``quantize`` is in :mod:`.models`)."""
     convert = subparsers.add_parser(
         "convert", help="convert GGUF, Hurray and onnx-light tensors between the formats, exactly",
         description="Convert every tensor of SOURCE that has an exact form in the target and list the others with "

@@ -10,7 +10,10 @@ One module per conversion, each over the public APIs of the layers below:
 * :mod:`.onnx_light`: GGUF tensors as onnx-light encoded values, exactly, and back to GGUF blocks;
 * :mod:`.codebook`: NF4 and MXFP between Hurray and onnx-light's nf4 / mxfp4 / mxfp6 values;
 * :mod:`.metadata`: model metadata between GGUF KV, container KV and ONNX ``metadata_props``;
-* :mod:`.tensors`: one tensor between any two formats, as the ``convert`` command runs it.
+* :mod:`.tensors`: one tensor between any two formats, as the ``convert`` command runs it;
+* :mod:`.safetensors`: safetensors files in and out, every dtype, ``__metadata__`` kept;
+* :mod:`.checkpoints`: GPTQ / AWQ safetensors checkpoints read whole;
+* :mod:`.model_quantize`: whole-model quantize of ``.npz``, safetensors and ONNX models, with errors.
 
 Only :class:`BlockParts` is imported with the package; the converters load on first use.
 """
@@ -35,5 +38,11 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:
+    from hurray_decl.convert.checkpoints import read_checkpoint as read_checkpoint
     from hurray_decl.convert.gguf import GGUF_BLOCK as GGUF_BLOCK, gguf_parts as gguf_parts
     from hurray_decl.convert.group import AWQ_ORDER as AWQ_ORDER, awq_parts as awq_parts, gptq_parts as gptq_parts
+    from hurray_decl.convert.model_quantize import quantize_tensor as quantize_tensor, read_model as read_model
+    from hurray_decl.convert.safetensors import (
+        open_safetensors as open_safetensors,
+        write_safetensors as write_safetensors,
+    )

@@ -51,11 +51,12 @@ def _group_parts(q: np.ndarray, zeros: np.ndarray, scales: np.ndarray, bits: int
 
 
 def gptq_parts(qweight: Any, qzeros: Any, scales: Any, *, bits: int = 4, group_size: int = 128,
-               g_idx: Any = None) -> BlockParts:
-    """GPTQ (v1 packing) to per-block affine, zero points normalized from ``zero - 1`` (HQ-ZP-01).
+               g_idx: Any = None, zero_offset: int = 1) -> BlockParts:
+    """GPTQ to per-block affine, zero points normalized from ``zero - 1`` (HQ-ZP-01).
 
     ``qweight`` int32 (in * bits / 32, out), ``qzeros`` int32 (groups, out * bits / 32), ``scales``
-    float16 (groups, out). An activation-order ``g_idx`` is refused.
+    float16 (groups, out). An activation-order ``g_idx`` is refused. ``zero_offset`` is what the
+    format adds to a stored zero: 1 for GPTQ's v1 packing, 0 for ``gptq_v2``.
     """
     if bits not in _STORAGE_BY_BITS:
         raise UnsupportedError("HQ-PB-14", f"{bits}-bit GPTQ has no Hurray storage type", path="bits",
@@ -69,7 +70,7 @@ def gptq_parts(qweight: Any, qzeros: Any, scales: Any, *, bits: int = 4, group_s
                 "HQ-PB-15", "g_idx permutes the input axis (activation order): per-block affine blocks are "
                 "contiguous, so such a tensor needs a private scheme (0xF0-0xFE)", path="g_idx",
                 actual="a permuted group index", expected="g_idx[i] = i // group_size")
-    return _group_parts(q, stored_zeros + 1, np.asarray(scales, dtype=np.float16), bits, group_size)
+    return _group_parts(q, stored_zeros + zero_offset, np.asarray(scales, dtype=np.float16), bits, group_size)
 
 
 def awq_parts(qweight: Any, qzeros: Any, scales: Any, *, group_size: int = 128) -> BlockParts:

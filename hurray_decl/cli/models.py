@@ -1,0 +1,531 @@
+"""Whole models on the command line: ``quantize``, and the safetensors sides of ``convert``.
+
+``quantize`` takes a ``.npy`` array (quantized whatever its size), or a ``.npz`` archive, a
+safetensors file or an ONNX model, whose float tensors of at least ``--min-elements`` elements
+(or the ``--tensor`` ones) are quantized one at a time (:mod:`hurray_decl.convert.model_quantize`)
+into ``.hrry`` (``--scheme``), onnx-light (``--profile``) or MatMulNBits nodes (``--to ort``),
+the others kept as they are; a line per tensor reports its error against the source (``--json``).
+
+:func:`convert_safetensors` is what ``convert`` runs for a safetensors source (plain tensors and
+GPTQ/AWQ checkpoints, :mod:`hurray_decl.convert.checkpoints`) and for ``--to safetensors``.
+
+Every output is written under a temporary name and renamed when complete (``.hrry`` files are
+written tensor by tensor, so memory holds one tensor at a time; an ONNX model is built whole, as
+protobuf needs); a failed command leaves nothing behind. Progress shows on a terminal only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import math
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hurray_decl.cli.common import INVALID, OK, CommandError, FileProblem, UsageError
+
+TARGETS = ("hurray", "onnx-light", "ort")
+SCALE_TYPES = ("float32", "float16", "bfloat16")
+MIN_ELEMENTS = 1024
+"""Float tensors smaller than this are kept as they are unless named with ``--tensor``."""
+
+
+# --- the report --------------------------------------------------------------------------------------
+
+@dataclass
+class Row:
+    """One tensor of the report: quantized (with its errors), kept unquantized, or skipped (why)."""
+
+    name: str
+    element: str
+    shape: tuple[int, ...]
+    status: str  # "quantized", "converted", "kept" or "skipped"
+    method: str = ""
+    error: Any = None  # model_quantize.ErrorReport
+    byte_size: int = 0
+    code: str | None = None
+    reason: str = ""
+
+    def text(self) -> str:
+        head = f"{self.status:9}  {self.name}  {self.element} {list(self.shape)}"
+        if self.status == "skipped":
+            return f"{head}  {self.code}: {self.reason}"
+        if self.error is None:
+            return f"{head}  {self.method}".rstrip()
+        e = self.error
+        snr = "exact" if e.snr_db is None else f"{e.snr_db:.1f} dB"
+        return (f"{head}  {self.method}  max|err| {e.max_abs_error:.4g}  rmse {e.rmse:.4g}  snr {snr}  "
+                f"{self.byte_size} B")
+
+    def record(self) -> dict[str, Any]:
+        e = self.error
+        return {"name": self.name, "type": self.element, "shape": list(self.shape), "status": self.status,
+                "method": self.method or None, "bytes": self.byte_size or None,
+                "max_abs_error": None if e is None else e.max_abs_error, "rmse": None if e is None else e.rmse,
+                "snr_db": None if e is None else _json_number(e.snr_db), "code": self.code,
+                "reason": self.reason or None}
+
+
+def _json_number(value: float | None) -> float | str | None:
+    """A float for JSON: the SNR of a zero source with an error is minus infinity, written as text."""
+    return value if value is None or math.isfinite(value) else str(value)
+
+
+def report(rows: Sequence[Row], source: Path, target: str, written: str | None, as_json: bool) -> None:
+    counts = {s: sum(r.status == s for r in rows) for s in ("quantized", "converted", "kept", "skipped")}
+    summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n or s == "skipped")
+    if as_json:
+        print(json.dumps({"source": str(source), "to": target, "output": written,
+                          "tensors": [r.record() for r in rows]}, indent=2))
+        return
+    for row in rows:
+        print(row.text())
+    print(f"{summary}; wrote {written}" if written else f"{summary}; nothing written")
+
+
+def progress(items: Sequence[Any], label: str) -> Iterable[Any]:
+    """Items with a progress bar on a terminal (stderr), silent otherwise."""
+    from tqdm import tqdm
+
+    return tqdm(items, desc=label, unit="tensor", file=sys.stderr, leave=False,
+                disable=len(items) < 2 or not sys.stderr.isatty())
+
+
+# --- outputs -----------------------------------------------------------------------------------------
+
+class HurraySink:
+    """Hurray tensors to ``-o``: a ``.hrry`` container written tensor by tensor into a temporary
+    file (renamed by :meth:`finish`), or ``NAME.bin`` / a folder through ``convert``'s writer."""
+
+    def __init__(self, target: Path) -> None:
+        self.target = target
+        self.count = 0
+        self.held: list[Any] = []
+        self._writer: Any = None
+        self._stream: Any = None
+        self._temporary: Path | None = None
+
+    @contextmanager
+    def open(self) -> Iterator[HurraySink]:
+        from hurray_decl.cli import outputs
+
+        if self.target.suffix != ".hrry":
+            yield self
+            return
+        from hurray_decl.hurray.container.writer import ContainerWriter
+
+        with outputs.atomic(self.target) as temporary, temporary.open("wb") as stream:
+            self._stream, self._temporary = stream, temporary
+            self._writer = ContainerWriter(stream)
+            yield self
+
+    def add(self, name: str, descriptor: Any, buffers: Sequence[Any]) -> None:
+        self.count += 1
+        if self._writer is not None:
+            self._writer.add(name, descriptor, buffers)
+        else:
+            from hurray_decl.cli.convert import NamedTensor
+
+            self.held.append(NamedTensor(name, descriptor, list(buffers)))
+
+    def finish(self, kv: dict[str, Any]) -> str:
+        if self._writer is not None:
+            self._writer.finish(kv or None)
+            return f"the container {self.target}"
+        from hurray_decl.cli.convert import Staging, write_hurray
+
+        stage = Staging()
+        try:
+            where = write_hurray(self.target, self.held, stage)
+            stage.commit()
+        finally:
+            stage.discard()
+        return where
+
+
+def write_model(target: Path, model: Any, *, check: bool = False) -> str:
+    """An ONNX model to ``target``, its onnx-light values checked first when ``check``."""
+    from hurray_decl.cli import outputs
+
+    if check:
+        from hurray_decl.onnx_light import check_model_values
+
+        check_model_values(model)
+    try:
+        data = model.SerializeToString()
+    except ValueError as err:  # protobuf refuses messages of 2 GiB and more
+        raise FileProblem(f"the ONNX model is too large for one protobuf message ({err})") from None
+    outputs.write_bytes(target, data)
+    return str(target)
+
+
+class InvalidInput(CommandError):
+    """An input that is not what the command reads (exit 1)."""
+
+    status = INVALID
+
+
+# --- quantize ----------------------------------------------------------------------------------------
+
+def _options(args: argparse.Namespace) -> Any:
+    from hurray_decl.convert.model_quantize import QuantizeOptions
+    from hurray_decl.errors import HurrayDeclError
+    from hurray_decl.hurray.quantization import scheme
+
+    try:
+        scheme(args.scheme)
+    except HurrayDeclError as err:
+        raise UsageError(f"--scheme: {err.detail} ({err.expected})") from None
+    if args.profile is not None:
+        from hurray_decl.onnx_light import parse_quantization_format
+
+        try:
+            fmt = parse_quantization_format(args.profile)
+        except HurrayDeclError as err:
+            raise UsageError(f"--profile: {err.detail}") from None
+        if not fmt.portable:
+            raise UsageError(f"--profile: {args.profile} is an ORT layout; use --to ort")
+    if args.to == "ort" and args.scheme != "per_block_affine":
+        raise UsageError("--to ort quantizes with --scheme per_block_affine (MatMulNBits codes)")
+    return QuantizeOptions(args.to, args.scheme, args.profile or "int4", args.axis, args.block_size, args.storage,
+                           not args.asymmetric, args.scale_type)
+
+
+def _source(path: Path, name: str | None) -> Any:
+    """A .npy array as a one-tensor model, or any other model through ``read_model``."""
+    import numpy as np
+
+    from hurray_decl.convert.model_quantize import ModelSource, ModelTensor, read_model
+    from hurray_decl.errors import ARGUMENT, HurrayDeclError
+    from hurray_decl.hurray.tables import storage
+
+    with path.open("rb") as handle:
+        head = handle.read(8)
+    if head.startswith(b"\x93NUMPY"):
+        try:
+            array = np.load(path, mmap_mode="r", allow_pickle=False)
+        except (ValueError, EOFError) as err:
+            raise InvalidInput(f"invalid input: {path} is not a .npy array ({err})") from None
+        if array.dtype.kind not in "fiu" and storage.element_of_dtype(array.dtype) != "bfloat16":
+            raise InvalidInput(f"invalid input: {path} holds {array.dtype}, not real numbers")
+        element = storage.element_of_dtype(array.dtype) or str(array.dtype)
+        return ModelSource("npy", [ModelTensor(name or path.stem, element, tuple(array.shape), lambda: array)])
+    try:
+        return read_model(path)
+    except HurrayDeclError as err:
+        if err.code == ARGUMENT:
+            raise InvalidInput(f"invalid input: {err.detail}") from None
+        raise
+
+
+def cmd_quantize(args: argparse.Namespace) -> int:
+    source_path = Path(args.source)
+    if not source_path.is_file():
+        raise FileProblem(f"no such file: {source_path}")
+    options = _options(args)
+    from hurray_decl.cli import outputs
+
+    folder = args.to == "hurray" and Path(args.output).suffix not in (".hrry", ".bin")  # checked by its writer
+    target = Path(args.output).expanduser().absolute() if folder else outputs.target(args.output)
+    source = _source(source_path, args.name)
+    try:
+        rows, written = _quantize(source, options, target, args)
+    finally:
+        source.close()
+    report(rows, source_path, args.to, written, args.json)
+    return OK
+
+
+def _quantize(source: Any, options: Any, target: Path, args: argparse.Namespace) -> tuple[list[Row], str]:
+    from hurray_decl.convert import model_quantize as mq
+    from hurray_decl.errors import HurrayDeclError
+
+    tensors = source.tensors
+    chosen = {t.name for t in tensors} if source.kind == "npy" else mq.select(tensors, args.tensor,
+                                                                              args.min_elements)
+    if args.to == "ort" and source.kind == "onnx" and not args.tensor:
+        chosen = {n for n in chosen if any(t.name == n and t.matmul_weight for t in tensors)}
+    rows: list[Row] = []
+    results: list[tuple[str, Any]] = []  # ONNX targets: the values, held for the model
+    failures: list[HurrayDeclError] = []
+    sink = HurraySink(target)
+
+    def each(add: Callable[[Any, Any], None]) -> None:
+        for tensor in progress(tensors, "quantize"):
+            quantized = None
+            try:
+                if tensor.name in chosen:
+                    quantized = mq.quantize_tensor(tensor, options)
+            except HurrayDeclError as err:
+                failures.append(err)
+                rows.append(Row(tensor.name, tensor.element, tensor.shape, "skipped", code=err.code,
+                                reason=f"kept unquantized: {err.detail}"))
+            else:
+                rows.append(Row(tensor.name, tensor.element, tensor.shape, "kept") if quantized is None else
+                            Row(tensor.name, tensor.element, tensor.shape, "quantized", quantized.method,
+                                quantized.error, quantized.byte_size))
+            try:
+                add(tensor, None if quantized is None else quantized.value)
+            except HurrayDeclError as err:  # a kept tensor the target cannot hold
+                rows[-1] = Row(tensor.name, tensor.element, tensor.shape, "skipped", code=err.code,
+                               reason=f"left out: {err.detail}")
+
+    def stop_if_empty() -> None:
+        if not any(r.status == "quantized" for r in rows):
+            report(rows, Path(args.source), args.to, None, args.json)
+            if failures:
+                raise failures[0]
+            raise UsageError("no tensor was chosen to quantize (see --min-elements and --tensor)")
+
+    if args.to == "hurray":
+        from hurray_decl.hurray.values import Tensor
+
+        def add_hurray(tensor: Any, value: Any) -> None:
+            if value is None:
+                plain = Tensor.from_numpy(tensor.load())
+                sink.add(tensor.name, plain.descriptor, plain.buffers)
+            else:
+                sink.add(tensor.name, *value)
+
+        with sink.open():
+            each(add_hurray)
+            stop_if_empty()
+            written = sink.finish(dict(source.metadata))
+        return rows, written
+
+    def add_value(tensor: Any, value: Any) -> None:
+        if value is not None:
+            results.append((tensor.name, value))
+        elif args.to == "onnx-light" and source.kind != "onnx":
+            plain = mq.plain_initializer(tensor.name, tensor.load())
+            if plain is not None:
+                results.append((tensor.name, plain))
+
+    each(add_value)
+    stop_if_empty()
+    if args.to == "ort":
+        quantized = {n: v for n, v in results}
+        if source.kind == "onnx":
+            model = mq.matmul_nbits_graph(source.model, quantized)
+        else:
+            from hurray_decl.convert.ort import matmul_nbits_model
+
+            model = matmul_nbits_model(results)
+    elif source.kind == "onnx":
+        model = mq.encoded_graph(source.model, dict(results))
+    else:
+        from hurray_decl.convert.tensors import onnx_light_model
+
+        model = onnx_light_model(results)
+    return rows, write_model(target, model, check=args.to == "onnx-light")
+
+
+# --- convert: safetensors ----------------------------------------------------------------------------
+
+def routed_convert(args: argparse.Namespace, convert_command: Callable[[argparse.Namespace], int]) -> int:
+    """``convert``: a safetensors source or ``--to safetensors`` here, everything else to ``convert_command``."""
+    source = Path(args.source)
+    head = b""
+    if source.is_file():
+        with source.open("rb") as handle:
+            head = handle.read(16)
+    from hurray_decl.convert.safetensors import is_safetensors
+
+    if is_safetensors(head) or args.to == "safetensors":
+        return convert_safetensors(args, head)
+    return convert_command(args)
+
+
+def convert_safetensors(args: argparse.Namespace, head: bytes) -> int:
+    """``convert`` of a safetensors source (to hurray, onnx-light, ort) or of a ``.hrry`` to safetensors."""
+    from hurray_decl.convert.safetensors import is_safetensors
+
+    source = Path(args.source)
+    if not source.is_file():
+        raise FileProblem(f"no such file: {source}")
+    if args.to == "safetensors":
+        from hurray_decl.hurray.container import is_container
+
+        if not is_container(head):
+            kind = "safetensors" if is_safetensors(head) else "this input"
+            raise UsageError(f"no conversion from {kind} to safetensors; converted: a .hrry container -> "
+                             "safetensors")
+        return _to_safetensors(source, Path(args.output).expanduser().absolute(), args)
+    from hurray_decl.convert.checkpoints import read_checkpoint
+    from hurray_decl.errors import ARGUMENT, HurrayDeclError
+
+    try:
+        checkpoint = read_checkpoint(source)
+    except HurrayDeclError as err:
+        if err.code == ARGUMENT:  # a file that is not what it claims, a checkpoint without its config
+            raise InvalidInput(f"invalid input: {err.detail}") from None
+        raise
+    try:
+        return _from_checkpoint(checkpoint, source, args)
+    finally:
+        checkpoint.close()
+
+
+def _from_checkpoint(checkpoint: Any, source: Path, args: argparse.Namespace) -> int:
+    from hurray_decl.convert import model_quantize as mq
+    from hurray_decl.errors import HurrayDeclError
+
+    rows: list[Row] = []
+    results: list[tuple[str, Any]] = []
+    failures: list[HurrayDeclError] = []
+    target = Path(args.output).expanduser().absolute()
+    sink = HurraySink(target)
+
+    def convert(item: Any) -> tuple[str, Any] | None:
+        """(method, converted) of one item, None for a plain tensor the target leaves out."""
+        import numpy as np
+
+        if item.quantized:
+            parts = item.parts()
+            if args.to == "hurray":
+                from hurray_decl.convert.hurray import from_block_parts
+
+                return f"per_block_affine {parts.storage} K{parts.block_size}", from_block_parts(parts)
+            if args.to == "ort":
+                from hurray_decl.convert.ort import to_matmul_nbits
+
+                return "MatMulNBits", to_matmul_nbits(parts, scale_type=args.scale_type)
+            from hurray_decl.convert.portable import PORTABLE_FORMATS, from_block_parts as portable
+
+            formats = {bits: fmt for fmt, bits in PORTABLE_FORMATS.items()}
+            bits = 8 if parts.storage.endswith("8") else 4
+            return formats[bits].wire_name, portable(parts, formats[bits], dtype=np.float32)
+        if args.to == "hurray":
+            from hurray_decl.convert.safetensors import to_hurray
+
+            plain = to_hurray(item.name, item.array())
+            return "plain", (plain.descriptor, plain.buffers)
+        if args.to == "onnx-light":
+            value = mq.plain_initializer(item.name, item.array())
+            return None if value is None else ("plain", value)
+        return None
+
+    def each(add: Callable[[str, Any], None]) -> None:
+        for item in progress(checkpoint.items, "convert"):
+            element = item.kind
+            try:
+                done = convert(item)
+            except HurrayDeclError as err:
+                failures.append(err)
+                rows.append(Row(item.name, element, item.shape, "skipped", code=err.code, reason=err.detail))
+                continue
+            if done is None:
+                rows.append(Row(item.name, element, item.shape, "skipped", code="OL-ORT-07",
+                                reason="a plain tensor: MatMulNBits nodes hold packed weights only"))
+                continue
+            rows.append(Row(item.name, element, item.shape, "converted", done[0]))
+            add(item.name, done[1])
+
+    def stop_if_empty() -> None:
+        if not any(r.status == "converted" for r in rows):
+            report(rows, source, args.to, None, args.json)
+            if failures:
+                raise failures[0]
+            raise InvalidInput(f"invalid input: nothing in {source} converts to {args.to}")
+
+    if args.to == "hurray":
+        from hurray_decl.convert.safetensors import metadata_to_kv
+
+        with sink.open():
+            each(lambda name, value: sink.add(name, *value))
+            stop_if_empty()
+            written = sink.finish(metadata_to_kv(checkpoint.metadata))
+    else:
+        each(lambda name, value: results.append((name, value)))
+        stop_if_empty()
+        if args.to == "ort":
+            from hurray_decl.convert.ort import matmul_nbits_model
+
+            model = matmul_nbits_model(results)
+        else:
+            from hurray_decl.convert.tensors import onnx_light_model
+
+            model = onnx_light_model(results)
+        written = write_model(target, model, check=args.to == "onnx-light")
+    report(rows, source, args.to, written, args.json)
+    return OK
+
+
+def _to_safetensors(source: Path, target: Path, args: argparse.Namespace) -> int:
+    from hurray_decl.cli import outputs
+    from hurray_decl.convert.safetensors import from_hurray, kv_to_metadata, write_safetensors
+    from hurray_decl.errors import HurrayDeclError
+    from hurray_decl.hurray.files import open_file
+
+    rows: list[Row] = []
+    arrays: list[tuple[str, Any]] = []
+    failures: list[HurrayDeclError] = []
+    outputs.target(target)
+    with open_file(source) as opened:
+        for name in progress(list(opened), "convert"):
+            tensor = opened[name]
+            shape = tuple(tensor.descriptor.shape)
+            try:
+                arrays.append((name, from_hurray(tensor)))
+            except HurrayDeclError as err:
+                failures.append(err)
+                rows.append(Row(name, "hurray", shape, "skipped", code=err.code, reason=err.detail))
+                continue
+            rows.append(Row(name, str(arrays[-1][1].dtype), shape, "converted", "plain"))
+        if not arrays:
+            report(rows, source, "safetensors", None, args.json)
+            if failures:
+                raise failures[0]
+            raise InvalidInput(f"invalid input: {source} holds no tensor")
+        metadata = kv_to_metadata(opened.kv)
+        with outputs.atomic(target) as temporary:
+            write_safetensors(temporary, arrays, metadata)
+        del arrays
+    report(rows, source, "safetensors", str(target), args.json)
+    return OK
+
+
+# --- the command -------------------------------------------------------------------------------------
+
+def register(subparsers: Any) -> None:
+    """Add ``quantize``, and route ``convert``'s safetensors sources and targets here (register after ``convert``)."""
+    from hurray_decl.cli.common import integer_at_least
+
+    command = subparsers.add_parser(
+        "quantize", help="quantize a .npy array, or the float tensors of a .npz, safetensors or ONNX model",
+        description="Quantize a .npy array, or every float tensor of at least --min-elements elements (or each "
+                    "--tensor) of a .npz archive, a safetensors file or an ONNX model, one tensor at a time; the "
+                    "others are kept as they are. --to hurray (--scheme): -o NAME.hrry, FOLDER or NAME.bin (one "
+                    "tensor); --to onnx-light (--profile): an ONNX model of encoded initializers; --to ort: "
+                    "MatMulNBits nodes (an ONNX model's MatMul nodes on quantized weights become MatMulNBits). "
+                    "A line per tensor reports the max abs error, RMSE and SNR of its dequantized values. Exit 0 "
+                    "done, 1 invalid input or nothing quantized, 2 usage error, 3 file error.")
+    command.add_argument("source", metavar="INPUT", help="a .npy array, .npz archive, safetensors file or ONNX model")
+    command.add_argument("-o", "--output", required=True, help="the output: NAME.hrry, FOLDER, NAME.bin or NAME.onnx")
+    command.add_argument("--to", choices=TARGETS, default="hurray", help="the target format (default: hurray)")
+    command.add_argument("--scheme", default="per_block_affine",
+                         help="a Hurray scheme for --to hurray (hurray-decl schemes lists them; default "
+                              "per_block_affine, the only one for --to ort)")
+    command.add_argument("--profile", help="an onnx-light portable profile for --to onnx-light (hurray-decl "
+                                           "profiles lists them; default int4)")
+    command.add_argument("--tensor", action="append", metavar="NAME",
+                         help="quantize this tensor (repeat for each); default: every float tensor of at least "
+                              "--min-elements elements")
+    command.add_argument("--min-elements", type=integer_at_least(1), default=MIN_ELEMENTS,
+                         help=f"the smallest float tensor quantized by default (default {MIN_ELEMENTS})")
+    command.add_argument("--axis", type=int, help="the quantized axis (per-channel, per-block; default per scheme)")
+    command.add_argument("--block-size", type=int, help="elements per block (block schemes and profiles)")
+    command.add_argument("--storage", help="the storage type, e.g. int8, uint4 (default per scheme)")
+    command.add_argument("--asymmetric", action="store_true", help="store zero points (affine schemes)")
+    command.add_argument("--scale-type", choices=SCALE_TYPES, default="float32", help="per-block scale type")
+    command.add_argument("--name", help="a .npy array's name in the output (default: the file's stem)")
+    command.add_argument("--json", action="store_true", help="print the report as JSON")
+    command.set_defaults(run=cmd_quantize)
+    convert = subparsers.choices.get("convert")
+    if convert is not None:  # safetensors sources and targets of convert come here
+        convert.set_defaults(run=functools.partial(routed_convert, convert_command=convert.get_default("run")))

@@ -1,0 +1,225 @@
+"""Whole safetensors checkpoints: plain tensors, and GPTQ / AWQ packed linear weights, read whole.
+
+A linear layer ``P`` of a GPTQ or AWQ checkpoint is the tensors ``P.qweight``, ``P.qzeros``,
+``P.scales`` (and, for GPTQ, ``P.g_idx``); :func:`read_checkpoint` groups them into one
+:class:`Item` named ``P.weight``, whose :meth:`Item.parts` are the per-block affine
+:class:`~hurray_decl.convert.BlockParts` of :mod:`.group` (bit for bit: Hurray's
+``(q - z) * scale`` is the GPTQ/AWQ formula ``scale * (q - zero)``, GPTQ's stored ``zero - 1``
+normalized, HQ-ZP-01). The weight keeps the packed layout's orientation, ``(in_features,
+out_features)`` blocked along axis 0: the ``[K, N]`` matrix ORT MatMulNBits multiplies by.
+Every other tensor (biases, norms, embeddings) is an unquantized item.
+
+The quantization settings come from a ``quantization_config`` (the first found of):
+``__metadata__["quantization_config"]`` (JSON text), ``quantize_config.json`` beside the file
+(AutoGPTQ, AutoAWQ's ``quant_config``), or ``config.json``'s ``quantization_config``
+(transformers). Read: ``quant_method`` (``gptq``, ``awq``; AutoGPTQ's file names none:
+``gptq``), ``bits`` / ``w_bit``, ``group_size`` / ``q_group_size`` (-1: one group over all
+inputs), ``desc_act``, ``checkpoint_format`` (``gptq`` or ``gptq_v2``, whose zeros are stored as
+they are) and AWQ's ``version`` (``gemm``; the GEMV packing is refused). Activation order (a
+``g_idx`` that is not ``i // group_size``) is refused by HQ-PB-15, as :func:`gptq_parts` does.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hurray_decl.convert.group import awq_parts, gptq_parts
+from hurray_decl.convert.parts import BlockParts
+from hurray_decl.convert.safetensors import SafetensorsFile, open_safetensors
+from hurray_decl.errors import ArgumentError, RuleViolation, UnsupportedError
+
+__all__ = ["CONFIG_FILES", "PACKED_ROLES", "Checkpoint", "Item", "QuantizationConfig", "read_checkpoint"]
+
+PACKED_ROLES = ("qweight", "qzeros", "scales", "g_idx")
+"""The suffixes of a packed linear layer's tensors; ``g_idx`` is GPTQ's, and optional."""
+CONFIG_FILES = ("quantize_config.json", "config.json")
+"""Files beside a checkpoint that may hold its quantization config, in the order they are asked."""
+
+
+@dataclass(frozen=True)
+class QuantizationConfig:
+    """The settings of a GPTQ or AWQ checkpoint that its conversion needs."""
+
+    method: str
+    bits: int
+    group_size: int
+    desc_act: bool = False
+    zero_offset: int = 1
+    """What GPTQ adds to a stored zero (1 for the v1 format, 0 for ``gptq_v2``); AWQ: 0."""
+    source: str = ""
+
+    @classmethod
+    def from_mapping(cls, config: Mapping[str, Any], source: str) -> QuantizationConfig:
+        """Read a ``quantization_config`` mapping (transformers, AutoGPTQ or AutoAWQ spelling)."""
+        method = str(config.get("quant_method", "gptq")).lower()
+        if method not in ("gptq", "awq"):
+            raise UnsupportedError("HQ-PB-01", f"{source}: quant_method {method!r} is not a GPTQ or AWQ checkpoint",
+                                   path="quantization_config -> quant_method", actual=method, expected="gptq or awq")
+        bits = config.get("bits", config.get("w_bit", 4))
+        group = config.get("group_size", config.get("q_group_size", 128))
+        for name, value in (("bits", bits), ("group_size", group)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ArgumentError("quantization_config", f"{source}: {name} is an integer", actual=value)
+        if method == "awq":
+            version = str(config.get("version", "gemm")).lower()
+            if version != "gemm":
+                raise UnsupportedError("HQ-PB-15", f"{source}: AWQ version {version!r} packs codes other than the "
+                                       "GEMM layout read here", path="quantization_config -> version",
+                                       actual=version, expected="gemm")
+            if bits != 4:
+                raise UnsupportedError("HQ-PB-14", f"{source}: AWQ packs 4-bit codes", path="quantization_config "
+                                       "-> bits", actual=bits, expected=4)
+            return cls("awq", 4, int(group), False, 0, source)
+        formats = {"gptq": 1, "gptq_v2": 0}
+        checkpoint_format = str(config.get("checkpoint_format", "gptq")).lower()
+        if checkpoint_format not in formats:
+            raise UnsupportedError("HQ-ZP-01", f"{source}: checkpoint_format {checkpoint_format!r} is not gptq or "
+                                   "gptq_v2", path="quantization_config -> checkpoint_format",
+                                   actual=checkpoint_format, expected="gptq or gptq_v2")
+        return cls("gptq", int(bits), int(group), bool(config.get("desc_act", False)), formats[checkpoint_format],
+                   source)
+
+
+def _json_object(text: str, source: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ArgumentError("quantization_config", f"{source} is not JSON: {err}") from None
+    if not isinstance(value, dict):
+        raise ArgumentError("quantization_config", f"{source} is not a JSON object", actual=type(value).__name__)
+    return value
+
+
+def find_config(path: Path, metadata: Mapping[str, str]) -> QuantizationConfig | None:
+    """The checkpoint's quantization config (see the module's documentation), or None."""
+    if "quantization_config" in metadata:
+        source = f"{path.name} __metadata__ quantization_config"
+        return QuantizationConfig.from_mapping(_json_object(metadata["quantization_config"], source), source)
+    for name in CONFIG_FILES:
+        beside = path.parent / name
+        if not beside.is_file():
+            continue
+        config = _json_object(beside.read_text(encoding="utf-8"), str(beside))
+        if name == "config.json":
+            if "quantization_config" not in config:
+                continue
+            config = config["quantization_config"]
+            if not isinstance(config, dict):
+                raise ArgumentError("quantization_config", f"{beside}: quantization_config is not an object")
+        return QuantizationConfig.from_mapping(config, str(beside))
+    return None
+
+
+@dataclass(frozen=True)
+class Item:
+    """One tensor of the converted checkpoint: a packed linear weight (``roles`` maps each of
+    :data:`PACKED_ROLES` present to the file's tensor name) or a plain tensor (``roles`` empty)."""
+
+    name: str
+    source: SafetensorsFile = field(repr=False)
+    config: QuantizationConfig | None
+    roles: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def quantized(self) -> bool:
+        return bool(self.roles)
+
+    @property
+    def kind(self) -> str:
+        """``gptq``, ``awq`` or the safetensors dtype code of a plain tensor."""
+        if self.config is not None and self.roles:
+            return self.config.method
+        return self.source.entries[self.name].code
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The logical shape: ``(in_features, out_features)`` for a packed weight."""
+        if not self.roles:
+            return self.source.entries[self.name].shape
+        rows, columns = self.source.entries[self.roles["qweight"]].shape
+        if self.kind == "awq":
+            return rows, columns * (32 // 4)
+        return rows * (32 // (self.config.bits if self.config else 4)), columns
+
+    def array(self) -> np.ndarray:
+        """A plain tensor's values (same bits)."""
+        return self.source.array(self.name)
+
+    def parts(self) -> BlockParts:
+        """A packed weight's per-block affine parts, bit for bit (refused by rule where none exist)."""
+        if self.config is None or not self.roles:
+            raise ArgumentError("item", f"{self.name} is not a packed weight", actual=self.name)
+        read = {role: self.source.array(name) for role, name in self.roles.items()}
+        for role in ("qweight", "qzeros"):
+            if read[role].dtype != np.int32:
+                raise RuleViolation("HQ-PB-14", f"{self.roles[role]} holds packed int32 words", path=self.roles[role],
+                                    actual=str(read[role].dtype), expected="int32")
+        scales = read["scales"]
+        if scales.dtype != np.float16 and not np.array_equal(scales.astype(np.float16).astype(np.float64),
+                                                              scales.astype(np.float64), equal_nan=True):
+            raise RuleViolation("HQ-PB-08", f"{self.roles['scales']} holds {scales.dtype} scales that float16, the "
+                                "scale type of GPTQ and AWQ, does not hold exactly", path=self.roles["scales"],
+                                actual=str(scales.dtype), expected="float16 values")
+        in_features = self.shape[0]
+        group = in_features if self.config.group_size == -1 else self.config.group_size
+        if self.config.method == "awq":
+            return awq_parts(read["qweight"], read["qzeros"], read["scales"], group_size=group)
+        return gptq_parts(read["qweight"], read["qzeros"], read["scales"], bits=self.config.bits, group_size=group,
+                          g_idx=read.get("g_idx"), zero_offset=self.config.zero_offset)
+
+
+@dataclass
+class Checkpoint:
+    """A safetensors file as conversion items, with its metadata and quantization config."""
+
+    source: SafetensorsFile
+    config: QuantizationConfig | None
+    items: list[Item]
+
+    @property
+    def metadata(self) -> dict[str, str]:
+        return self.source.metadata
+
+    def close(self) -> None:
+        self.source.close()
+
+
+def read_checkpoint(path: str | Path) -> Checkpoint:
+    """A safetensors file as items: packed GPTQ/AWQ linear weights (when it has ``*.qweight``
+    tensors, which then need a quantization config) and plain tensors, in file order."""
+    path = Path(path)
+    source = open_safetensors(path)
+    try:
+        prefixes = [n[: -len(".qweight")] for n in source.names if n.endswith(".qweight")]
+        config = find_config(path, source.metadata) if prefixes else None
+        if prefixes and config is None:
+            raise ArgumentError("quantization_config", f"{path} holds packed weights ({prefixes[0]}.qweight) but no "
+                                "quantization_config (in __metadata__, or a quantize_config.json / config.json "
+                                "beside it) says how they are packed")
+        grouped: dict[str, dict[str, str]] = {}
+        for prefix in prefixes:
+            roles = {role: f"{prefix}.{role}" for role in PACKED_ROLES if f"{prefix}.{role}" in source.entries}
+            missing = [r for r in ("qzeros", "scales") if r not in roles]
+            if missing:
+                raise ArgumentError("checkpoint", f"{prefix}.qweight has no {prefix}.{missing[0]}",
+                                    actual=prefix, expected=", ".join(PACKED_ROLES[:3]))
+            for name in roles.values():
+                grouped[name] = roles
+        items, seen = [], set()
+        for name in source.names:
+            if name not in grouped:
+                items.append(Item(name, source, config))
+            elif grouped[name]["qweight"] not in seen:
+                seen.add(grouped[name]["qweight"])
+                items.append(Item(grouped[name]["qweight"][: -len(".qweight")] + ".weight", source, config,
+                                  grouped[name]))
+    except BaseException:
+        source.close()
+        raise
+    return Checkpoint(source, config, items)

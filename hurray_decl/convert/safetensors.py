@@ -1,0 +1,291 @@
+"""safetensors files in and out, with the ``safetensors`` package (extra ``[safetensors]``).
+
+:data:`DTYPES` is the one table between the two type spaces: each safetensors dtype code, the
+Hurray element type holding its values bit for bit, and the dtype name the package's writer
+takes. Every safetensors dtype with a Hurray counterpart converts, losslessly:
+
+* the integer, bool, float16/32/64, bfloat16 and complex64 types as themselves;
+* ``F8_E4M3`` (``float8_e4m3fn``) as ``float8_e4m3``, ``F8_E5M2`` as ``float8_e5m2``, ``F8_E8M0``
+  (``float8_e8m0fnu``) as ``float8_e8m0`` (whose 0x00 and 0xFF bytes Hurray refuses, HE-26);
+* ``F4`` (``float4_e2m1fn_x2``: two values a byte, element 2k in the low nibble, as HE-14) as
+  ``float4_e2m1``;
+* ``F8_E4M3FNUZ`` and ``F8_E5M2FNUZ`` have no Hurray type (their NaN and bias differ from
+  HE-23 / HE-24) and are refused by those rules.
+
+Without the package, reading and writing raise ``ModuleNotFoundError`` (the command line names
+the package to install). Reading goes through :class:`safetensors.safe_open`, which checks the header (offsets, sizes,
+dtypes) before anything here sees it; each tensor is read when asked for, from the memory-mapped
+file. ``get_tensor`` of the package's NumPy API gives the types NumPy has; the float8 and F4
+tensors, which that API cannot build, are viewed from their bytes at the offsets of the header
+the package has checked. ``__metadata__`` (string keys and values) is kept in the file's order.
+
+:func:`metadata_to_kv` and :func:`kv_to_metadata` map ``__metadata__`` to container KV entries and
+back: each key as itself, each string value as a KV string, so a file's metadata comes back as it
+was. A KV value that is not a string (from another source) is written as its JSON text.
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+
+from hurray_decl.errors import ArgumentError, UnsupportedError
+from hurray_decl.hurray.tables import storage
+from hurray_decl.hurray.values import Tensor
+
+__all__ = [
+    "DTYPES",
+    "SafetensorsDtype",
+    "SafetensorsFile",
+    "from_hurray",
+    "is_safetensors",
+    "iterate_arrays",
+    "kv_to_metadata",
+    "metadata_to_kv",
+    "open_safetensors",
+    "to_hurray",
+    "write_safetensors",
+]
+
+
+@dataclass(frozen=True)
+class SafetensorsDtype:
+    """One safetensors dtype: its header code, the Hurray element type (None: no counterpart,
+    refused by ``rule``), and the dtype name ``safetensors.serialize_file`` takes."""
+
+    code: str
+    element: str | None
+    writer_name: str
+    rule: str | None = None
+    raw: bool = False
+    """Read from the bytes: the package's NumPy API has no type for it (float8, F4)."""
+    per_byte: int = 1
+    """Values a byte in the file (F4: two, packed as Hurray packs 4-bit types, HE-14)."""
+
+
+DTYPES = {row.code: row for row in (
+    SafetensorsDtype("BOOL", "bool", "bool"),
+    SafetensorsDtype("U8", "uint8", "uint8"), SafetensorsDtype("I8", "int8", "int8"),
+    SafetensorsDtype("U16", "uint16", "uint16"), SafetensorsDtype("I16", "int16", "int16"),
+    SafetensorsDtype("U32", "uint32", "uint32"), SafetensorsDtype("I32", "int32", "int32"),
+    SafetensorsDtype("U64", "uint64", "uint64"), SafetensorsDtype("I64", "int64", "int64"),
+    SafetensorsDtype("F16", "float16", "float16"), SafetensorsDtype("BF16", "bfloat16", "bfloat16"),
+    SafetensorsDtype("F32", "float32", "float32"), SafetensorsDtype("F64", "float64", "float64"),
+    SafetensorsDtype("C64", "complex64", "complex64"),
+    SafetensorsDtype("F8_E4M3", "float8_e4m3", "float8_e4m3fn", raw=True),
+    SafetensorsDtype("F8_E5M2", "float8_e5m2", "float8_e5m2", raw=True),
+    SafetensorsDtype("F8_E8M0", "float8_e8m0", "float8_e8m0fnu", raw=True),
+    SafetensorsDtype("F4", "float4_e2m1", "float4_e2m1fn_x2", raw=True, per_byte=2),
+    SafetensorsDtype("F8_E4M3FNUZ", None, "float8_e4m3fnuz", "HE-23"),
+    SafetensorsDtype("F8_E5M2FNUZ", None, "float8_e5m2fnuz", "HE-24"),
+)}
+"""Every safetensors dtype, by its header code."""
+
+_BY_ELEMENT = {row.element: row for row in DTYPES.values() if row.element is not None}
+_HEADER_LENGTH = 8
+"""A safetensors file starts with the byte length of its JSON header, u64 little-endian."""
+
+
+def is_safetensors(head: bytes) -> bool:
+    """Whether the first bytes look like a safetensors file: a u64 header length, then ``{``."""
+    if len(head) < _HEADER_LENGTH + 1 or head[_HEADER_LENGTH:_HEADER_LENGTH + 1] != b"{":
+        return False
+    return int.from_bytes(head[:_HEADER_LENGTH], "little") >= 2
+
+
+def _dtype_row(code: str, name: str) -> SafetensorsDtype:
+    row = DTYPES.get(code)
+    if row is None:
+        raise UnsupportedError("HE-03", f"{name}: the safetensors dtype {code} is not one this converter knows",
+                               path=f"{name} -> dtype", actual=code, expected=", ".join(DTYPES))
+    if row.element is None:
+        raise UnsupportedError(row.rule or "HE-03", f"{name}: {code} has no Hurray element type (Hurray's float8 "
+                               "types are the OCP E4M3FN and E5M2 ones)", path=f"{name} -> dtype", actual=code,
+                               expected=", ".join(c for c, r in DTYPES.items() if r.element))
+    return row
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A tensor of the file: its name, dtype row, shape (in elements) and byte range in the data."""
+
+    name: str
+    code: str
+    shape: tuple[int, ...]
+    begin: int
+    end: int
+
+
+class SafetensorsFile:
+    """A safetensors file opened by :func:`open_safetensors`: names in file order, metadata, and
+    each tensor's values read on demand (:meth:`array`). A context manager."""
+
+    def __init__(self, path: Path) -> None:
+        from safetensors import SafetensorError, safe_open  # the [safetensors] extra
+
+        self.path = path
+        try:
+            self._handle = safe_open(str(path), framework="numpy", backend="pread")
+            self._opened = self._handle.__enter__()
+        except SafetensorError as err:
+            raise ArgumentError("source", f"{path} is not a valid safetensors file: {err}", actual=str(path)) from None
+        self._file = path.open("rb")
+        self._map: mmap.mmap | None = None
+        header_size = int.from_bytes(self._file.read(_HEADER_LENGTH), "little")  # checked by safe_open
+        header = json.loads(self._file.read(header_size))
+        self._data_start = _HEADER_LENGTH + header_size
+        raw_metadata = header.pop("__metadata__", None) or {}
+        self.metadata: dict[str, str] = dict(raw_metadata)
+        entries = [Entry(name, info["dtype"], tuple(int(n) for n in info["shape"]), *map(int, info["data_offsets"]))
+                   for name, info in header.items()]
+        self.entries = {e.name: e for e in sorted(entries, key=lambda e: e.begin)}
+        if set(self.entries) != set(self._opened.keys()) or self.metadata != dict(self._opened.metadata() or {}):
+            raise ArgumentError("source", f"{path}: the header read here disagrees with the safetensors package's",
+                                actual=str(path))
+
+    @property
+    def names(self) -> list[str]:
+        """The tensors' names in the order of their data in the file."""
+        return list(self.entries)
+
+    def element(self, name: str) -> str:
+        """The Hurray element type of tensor ``name`` (refused by rule when there is none)."""
+        return _dtype_row(self.entries[name].code, name).element or ""
+
+    def array(self, name: str) -> np.ndarray:
+        """Tensor ``name``'s values, same bits: NumPy and ``ml_dtypes`` types (F4 unpacked to one
+        ``float4_e2m1fn`` a value)."""
+        if name not in self.entries:
+            raise ArgumentError("name", f"{self.path} has no tensor {name!r}", actual=name)
+        entry = self.entries[name]
+        row = _dtype_row(entry.code, name)
+        element = row.element or ""
+        target = storage.value_dtype(element)
+        if not row.raw:
+            values = self._opened.get_tensor(name)
+            if values.dtype != target:
+                values = values.view(target)
+            return values.reshape(entry.shape)
+        raw = np.frombuffer(self._mapped(), dtype=np.uint8, count=entry.end - entry.begin,
+                            offset=self._data_start + entry.begin)
+        count = int(np.prod(entry.shape, dtype=np.int64))
+        if row.per_byte > 1:
+            raw = storage.unpack_codes(raw, 8 // row.per_byte, count)
+        return raw.view(target).reshape(entry.shape)
+
+    def _mapped(self) -> mmap.mmap:
+        if self._map is None:
+            self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
+        return self._map
+
+    def close(self) -> None:
+        self._handle.__exit__(None, None, None)
+        self._file.close()  # the map stays readable while arrays viewing it live
+
+    def __enter__(self) -> SafetensorsFile:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self.close()
+
+
+def open_safetensors(path: str | Path) -> SafetensorsFile:
+    """Open a safetensors file (its header checked by the ``safetensors`` package)."""
+    return SafetensorsFile(Path(path))
+
+
+def metadata_to_kv(metadata: Mapping[str, str]) -> dict[str, str]:
+    """``__metadata__`` as container KV entries: the same keys, the same strings, the same order."""
+    return {str(k): str(v) for k, v in metadata.items()}
+
+
+def kv_to_metadata(kv: Mapping[str, Any]) -> dict[str, str]:
+    """Container KV entries as ``__metadata__``: strings as they are, other values as JSON text."""
+    out = {}
+    for key, value in kv.items():
+        if isinstance(value, str):
+            out[key] = value
+        else:
+            out[key] = json.dumps(value, default=_json_value)
+    return out
+
+
+def _json_value(value: Any) -> Any:
+    """What JSON has no type for in KV values: bytes, as hex text."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).hex()
+    raise TypeError(f"{type(value).__name__} is not a KV value")
+
+
+def _spec(name: str, values: np.ndarray) -> tuple[Any, np.ndarray]:
+    """The package's ``TensorSpec`` for ``values`` and the array whose memory it points at."""
+    from safetensors import TensorSpec
+
+    element = storage.element_of_dtype(values.dtype)
+    if element is None or element not in _BY_ELEMENT:
+        raise UnsupportedError("HE-03", f"{name}: {values.dtype} has no safetensors dtype", path=f"{name} -> dtype",
+                               actual=str(values.dtype), expected=", ".join(str(e) for e in _BY_ELEMENT))
+    row = _BY_ELEMENT[element]
+    shape = tuple(int(n) for n in values.shape)
+    per = row.per_byte
+    if per > 1:  # F4: the package counts x2 units in the last dimension and doubles it in the header
+        if not shape or shape[-1] % per:
+            raise UnsupportedError("HE-15", f"{name}: safetensors F4 packs the last dimension in pairs",
+                                   path=f"{name} -> shape", actual=list(shape), expected="an even last dimension")
+        data = np.frombuffer(storage.pack_codes(storage.codes_of_values(values, element), 8 // per), dtype=np.uint8)
+        shape = shape[:-1] + (shape[-1] // per,)
+    else:
+        data = np.ascontiguousarray(values)
+        if data.dtype.byteorder == ">":
+            data = data.astype(data.dtype.newbyteorder("<"))
+    return TensorSpec(dtype=row.writer_name, shape=shape, data_ptr=data.ctypes.data, data_len=data.nbytes), data
+
+
+def write_safetensors(path: str | Path, tensors: Iterable[tuple[str, Any]],
+                      metadata: Mapping[str, str] | None = None) -> None:
+    """Write named arrays (NumPy or ``ml_dtypes`` types of :data:`DTYPES`) and ``metadata`` with
+    ``safetensors.serialize_file``. The package orders tensors by dtype alignment then name; it
+    writes ``__metadata__`` in its own (hash) order, so a file with more than one metadata key
+    differs between two writes of the same contents in that order only."""
+    from safetensors import SafetensorError, serialize_file  # the [safetensors] extra
+
+    specs, alive = {}, []
+    for name, values in tensors:
+        if name in specs or name == "__metadata__":
+            raise ArgumentError("tensors", f"the tensor name {name!r} is used twice or reserved", actual=name)
+        specs[name], data = _spec(name, np.asarray(values))
+        alive.append(data)
+    try:
+        serialize_file(specs, str(path), metadata=dict(metadata) if metadata else None)
+    except SafetensorError as err:
+        raise ArgumentError("tensors", f"safetensors refused the tensors: {err}") from None
+    del alive
+
+
+def iterate_arrays(source: SafetensorsFile) -> Iterator[tuple[str, np.ndarray]]:
+    """Every tensor of an open file as (name, values), in file order, one at a time."""
+    for name in source.names:
+        yield name, source.array(name)
+
+
+def to_hurray(name: str, values: np.ndarray) -> Tensor:
+    """A safetensors tensor's values as an unquantized row-major Hurray tensor, same bits."""
+    return Tensor.from_numpy(values, name=name)
+
+
+def from_hurray(tensor: Tensor) -> np.ndarray:
+    """An unquantized Hurray tensor's values for :func:`write_safetensors`; a quantized one has no
+    plain safetensors form (GPTQ/AWQ are read, not written, here) and is refused."""
+    if tensor.descriptor.quantization is not None:
+        raise UnsupportedError("HT-SEC-01", f"{tensor.name or 'the tensor'} is quantized; safetensors holds plain "
+                               "tensors (dequantize it first)", path="descriptor -> quantization",
+                               actual=type(tensor.descriptor.quantization).__name__, expected="no quantization")
+    return tensor.numpy()

@@ -1,5 +1,6 @@
-"""What the atheris (libFuzzer for Python) targets share: the slow-call check, coverage
-instrumentation of chosen packages, seeding an empty corpus, and the libFuzzer entry.
+"""What the atheris (libFuzzer for Python) targets share: the slow-call check, the choice of the
+inputs that get a target's full oracle, coverage instrumentation of chosen packages, seeding an
+empty corpus, and the libFuzzer entry.
 
 The targets themselves (:mod:`hurray_decl.hurray.fuzz_target` for Hurray,
 :mod:`hurray_decl.onnx_light.fuzz_target` for onnx-light) hold their oracles and seeds.
@@ -13,6 +14,7 @@ import os
 import sys
 import time
 import types
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,10 +26,11 @@ class SlowInput(AssertionError):
 
 @contextmanager
 def within(seconds: float, what: str, data: bytes,
-           clock: Callable[[], float] = time.perf_counter) -> Iterator[None]:
+           clock: Callable[[], float] = time.process_time) -> Iterator[None]:
     """Raise :class:`SlowInput` when the body takes longer than ``seconds`` on ``data``, whether
-    it returns or raises (a slow refusal is a finding too). ``clock=time.process_time`` counts
-    this process's CPU time only, so that a loaded machine does not make an input slow."""
+    it returns or raises (a slow refusal is a finding too). The default clock counts this
+    process's CPU time only, so that a loaded machine does not make an input slow (libFuzzer's
+    ``-timeout`` still catches a call that never returns)."""
     started = clock()
     try:
         yield
@@ -35,6 +38,30 @@ def within(seconds: float, what: str, data: bytes,
         elapsed = clock() - started
         if elapsed > seconds:
             raise SlowInput(f"{what} took {elapsed:.2f} s on {len(data)} bytes")
+
+
+SAMPLE_VARIABLE = "HURRAY_FUZZ_SAMPLE"
+"""The environment variable that sets :func:`sample_every` (``1``: every input gets the full oracle)."""
+
+
+def sample_every(default: int) -> int:
+    """One input in how many gets a target's full oracle: :data:`SAMPLE_VARIABLE`, else ``default``."""
+    raw = os.environ.get(SAMPLE_VARIABLE)
+    if raw is None:
+        return default
+    try:
+        every = int(raw)
+    except ValueError:
+        every = 0
+    if every < 1:
+        raise SystemExit(f"{SAMPLE_VARIABLE}={raw!r}: expected a whole number of at least 1")
+    return every
+
+
+def sampled(data: bytes, every: int) -> bool:
+    """Whether ``data`` is one of the inputs (one in ``every``) that get the full oracle. It is
+    decided by the bytes alone (their CRC-32), so a replayed input takes the path it took in the run."""
+    return every <= 1 or zlib.crc32(data) % every == 0
 
 
 def write_seeds(directory: Path, seeds: Sequence[bytes]) -> int:

@@ -91,12 +91,26 @@ def instrument(prefixes: Sequence[str]) -> int:
     return count
 
 
+def warm_up(callback: Callable[[bytes], None], inputs: Sequence[bytes], rounds: int | None = None) -> None:
+    """Run ``callback`` on ``inputs`` ``rounds`` times (default: until every declaration they use
+    runs compiled), before the run: the first input of a kind would otherwise pay for the imports
+    and compilations it triggers (seconds, on a loaded machine, past libFuzzer's ``-timeout``),
+    and code imported only then would escape the coverage instrumentation."""
+    from hurray_decl.declare.schema import WARM_AFTER
+
+    for _ in range(WARM_AFTER + 1 if rounds is None else rounds):
+        for data in inputs:
+            callback(data)
+
+
 def run_libfuzzer(name: str, callback: Callable[[bytes], None], seeds: Callable[[int], Sequence[bytes]],
-                  default_seeds: int, instrumented: Sequence[str], argv: Sequence[str] | None = None) -> int:
+                  default_seeds: int, instrumented: Sequence[str], argv: Sequence[str] | None = None,
+                  warm: Callable[[], None] | None = None) -> int:
     """Run libFuzzer on ``callback`` with ``argv`` (libFuzzer flags and corpus folders or inputs).
 
     An empty first corpus folder is filled with ``seeds(n)`` first, ``n`` from the
-    ``HURRAY_FUZZ_SEEDS`` environment variable (default ``default_seeds``).
+    ``HURRAY_FUZZ_SEEDS`` environment variable (default ``default_seeds``); then ``warm()`` runs
+    (see :func:`warm_up`), then the instrumentation.
     """
     import atheris
 
@@ -107,6 +121,8 @@ def run_libfuzzer(name: str, callback: Callable[[bytes], None], seeds: Callable[
     if dirs and dirs[0].is_dir() and not any(dirs[0].iterdir()):
         count = write_seeds(dirs[0], seeds(int(os.environ.get("HURRAY_FUZZ_SEEDS", str(default_seeds)))))
         sys.stderr.write(f"INFO: seeded {count} inputs into {dirs[0]}\n")
+    if warm is not None:
+        warm()
     count = instrument(instrumented)
     sys.stderr.write(f"INFO: instrumented {count} functions of {', '.join(instrumented)}\n")
     atheris.Setup(args, callback)

@@ -45,7 +45,8 @@ import zlib
 from collections.abc import Sequence
 
 from hurray_decl.errors import HurrayDeclError
-from hurray_decl.fuzz_harness import run_libfuzzer, sample_every, sampled, within
+from hurray_decl.fuzz_harness import run_libfuzzer, sample_every, sampled, warm_up, within
+from hurray_decl.hurray.container import open_container, writer as container_writer
 from hurray_decl.hurray.quantization import decode_quantization, encode_quantization
 from hurray_decl.hurray.tensor import read_tensor_descriptor, write_tensor_descriptor
 
@@ -115,13 +116,10 @@ def check_one(data: bytes, every: int = SAMPLE) -> None:
 
 def check_container(data: bytes, modes: tuple[bool, ...] = BOTH) -> None:
     """Open a container in ``modes`` and write it back: a coded refusal, or the same bytes."""
-    from hurray_decl.hurray.container import open_container
-    from hurray_decl.hurray.container.writer import rewrite
-
     for permissive in modes:
         try:
             with within(SLOW_SECONDS, "open_container + rewrite", data):
-                again = rewrite(open_container(data, permissive=permissive))
+                again = container_writer.rewrite(open_container(data, permissive=permissive))
         except HurrayDeclError:
             continue
         if again != data:
@@ -182,7 +180,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run libFuzzer with ``argv`` (libFuzzer flags and corpus directories or input files)."""
     global EVERY
     EVERY = sample_every(SAMPLE)
-    return run_libfuzzer("hurray_decl.hurray.fuzz_target", test_one_input, seed_inputs, 200, INSTRUMENTED, argv)
+    return run_libfuzzer("hurray_decl.hurray.fuzz_target", test_one_input, seed_inputs, 200, INSTRUMENTED, argv,
+                         warm=lambda: warm_up(lambda data: check_one(data, every=1), seed_inputs(0)))
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hurray_decl.errors import HurrayDeclError
-from hurray_decl.fuzz_harness import run_libfuzzer, sample_every, sampled, within
+from hurray_decl.fuzz_harness import run_libfuzzer, sample_every, sampled, warm_up, within
 from hurray_decl.onnx_light.codec import decode_plan, dequantize_value
 from hurray_decl.onnx_light.dump import dump
 from hurray_decl.onnx_light.inputs import KINDS, MODEL, VALUE, check, items, parse
@@ -148,7 +148,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     global EVERY
     EVERY = sample_every(SAMPLE)
     return run_libfuzzer("hurray_decl.onnx_light.fuzz_target", test_one_input, seed_inputs, 100, INSTRUMENTED,
-                         argv)
+                         argv, warm=warm)
+
+
+WARM_LENGTH = 4096
+"""The bundled inputs :func:`warm` reads: those this long at most (a run's ``-max_len``)."""
+
+
+def warm() -> None:
+    """Read the shorter bundled inputs once, with the full oracle, before the run (see
+    :func:`~hurray_decl.fuzz_harness.warm_up`)."""
+    short = [data for data in seed_inputs(0) if len(data) <= WARM_LENGTH]
+    warm_up(lambda data: check_one(data, every=1), short, rounds=1)
 
 
 if __name__ == "__main__":

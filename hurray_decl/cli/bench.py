@@ -48,8 +48,8 @@ def register(sub: Any) -> None:
                                          "single-threaded and with --threads; "
                                          "--parse times the descriptor reader, writer and quantization decoder against "
                                          "the Kaitai-generated readers; --onnx-light times onnx-light plan, quantize, "
-                                         "dequantize and ORT export on 16M elements; --startup times hurray-decl validate "
-                                         "against python -c 'import numpy'. All ratios come from one run.")
+                                         "dequantize and ORT export on 16M elements; --startup times hurray-decl "
+                                         "validate against python -c 'import numpy'. All ratios come from one run.")
     command.add_argument("--size", type=integer_at_least(BLOCK), default=4096,
                          help=f"the square matrix size, a multiple of {BLOCK} (default: 4096)")
     command.add_argument("--repeat", type=integer_at_least(1), default=5,

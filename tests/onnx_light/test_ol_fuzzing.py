@@ -11,6 +11,7 @@ import os
 import shlex
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import given, settings
@@ -204,10 +205,7 @@ def test_a_sampled_dump_that_disagrees_is_a_finding(monkeypatch):
 
     data = min((p.read_bytes() for p in bundled().iterdir() if p.suffix == ".pb"), key=len)
 
-    class Empty:
-        rows: list = []
-        error = None
-
-    monkeypatch.setattr(fuzz_target, "dump", lambda data, kind: Empty())
+    empty = SimpleNamespace(rows=(), error=None)
+    monkeypatch.setattr(fuzz_target, "dump", lambda data, kind: empty)
     with pytest.raises(fuzz_target.DumpMismatch, match="covers 0 of"):
         fuzz_target.check_one(data, every=1)

@@ -85,7 +85,8 @@ def check_one(data: bytes, every: int = SAMPLE) -> None:
     the oracle. Returns normally when the input is accepted or refused properly; raises anything else.
     """
     modes = modes_of(data, every)
-    descriptors, payloads = [], []
+    descriptors: list[bool] = []  # accepted, by mode
+    payloads: list[bool] = []
     for permissive in modes:
         try:
             with within(SLOW_SECONDS, "read_tensor_descriptor", data):

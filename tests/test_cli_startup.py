@@ -72,3 +72,35 @@ def test_version_is_the_installed_metadata(capsys):
 def test_python_dash_m_runs_the_command_line(argv):
     done = subprocess.run([sys.executable, *argv], env=ENV, capture_output=True, text=True, check=False)
     assert done.returncode == 0 and done.stdout.startswith("hurray-decl ")
+
+
+def test_bench_startup_pairs_the_two_commands_and_prints_their_ratios(monkeypatch, capsys):
+    """``bench --startup``: the commands alternate, one validate run first, and the ratios are of
+    the medians (fake timings here: speed is measured by the bench, never by a test)."""
+    from hurray_decl.hurray import startup_bench
+
+    runs: list[tuple[str, ...]] = []
+    times = {startup_bench.BASELINE: (0.2, 0.1)}
+
+    def fake(arguments):
+        runs.append(arguments)
+        return times.get(arguments, (0.3, 0.25))
+
+    monkeypatch.setattr(startup_bench, "timed", fake)
+    assert cli.main(["bench", "--startup", "--repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    command = startup_bench.validate_command(startup_bench.bundled() / startup_bench.EXAMPLE)
+    assert runs == [command] + [startup_bench.BASELINE, command] * 5
+    assert "5 paired runs" in out and "hurray-decl validate valid_block_paged.bin" in out
+    assert " 200.0     300.0    1.50" in out and " 100.0     250.0    2.50" in out
+
+
+def test_bench_startup_times_a_real_run_and_names_a_failing_one():
+    from hurray_decl.hurray import startup_bench
+
+    wall, cpu = startup_bench.timed(("-c", "pass"))
+    assert wall > 0 and cpu >= 0
+    with pytest.raises(RuntimeError, match="exit 3"):
+        startup_bench.timed(("-c", "import sys; sys.exit('exit 3')"))
+    example = startup_bench.bundled() / startup_bench.EXAMPLE
+    assert example.is_file() and example.read_bytes().startswith(b"HRRY")

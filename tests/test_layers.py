@@ -25,6 +25,7 @@ FLOORS = {  # module prefix -> floor; the longest matching prefix decides
     "hurray.stream.strategies": 8, "hurray.stream.fuzz_target": 8, "hurray.stream.dump": 8,
     "hurray.container.dump": 8, "hurray.container.strategies": 8, "hurray.dump": 8, "hurray.strategies": 8,
     "hurray.fuzz": 8, "hurray.fuzz_target": 8, "hurray.examples": 8, "hurray.bench": 8, "hurray.parse_bench": 8,
+    "hurray.startup_bench": 8,
     "hurray.values": 8, "hurray.files": 8, "hurray.dask_arrays": 8,
     "fuzz_harness": 8, "convert": 8,
     "convert.safetensors": 8, "convert.checkpoints": 8, "convert.model_quantize": 8,

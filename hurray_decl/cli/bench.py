@@ -18,6 +18,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
         parse_bench.run(repeat=args.repeat, out=sys.stdout)
         return OK
+    if args.startup:
+        from hurray_decl.hurray import startup_bench
+
+        startup_bench.run(pairs=4 * args.repeat + 1, out=sys.stdout)
+        return OK
     if args.onnx_light:
         from hurray_decl.onnx_light import bench as onnx_light_bench
 
@@ -43,7 +48,8 @@ def register(sub: Any) -> None:
                                          "single-threaded and with --threads; "
                                          "--parse times the descriptor reader, writer and quantization decoder against "
                                          "the Kaitai-generated readers; --onnx-light times onnx-light plan, quantize, "
-                                         "dequantize and ORT export on 16M elements. All ratios come from one run.")
+                                         "dequantize and ORT export on 16M elements; --startup times hurray-decl "
+                                         "validate against python -c 'import numpy'. All ratios come from one run.")
     command.add_argument("--size", type=integer_at_least(BLOCK), default=4096,
                          help=f"the square matrix size, a multiple of {BLOCK} (default: 4096)")
     command.add_argument("--repeat", type=integer_at_least(1), default=5,
@@ -53,6 +59,8 @@ def register(sub: Any) -> None:
     which = command.add_mutually_exclusive_group()
     which.add_argument("--parse", action="store_true", help="parse speed against the Kaitai readers")
     which.add_argument("--onnx-light", action="store_true", help="onnx-light speed (16M elements, int4, block 32)")
+    which.add_argument("--startup", action="store_true", help="validate's start-up against python -c 'import "
+                       "numpy', 4 x --repeat + 1 paired runs")
     which.add_argument("--window", action="store_true", help="a 1/64 window of a per-block int4 tensor in a file "
                        "against the whole tensor")
     command.set_defaults(run=cmd_bench)

@@ -3,12 +3,15 @@
 Every input is read as each of the three onnx-light kinds (``EncodedValueProto``, ``TensorProto``,
 ``ModelProto``): parsed, checked with the full verdict (:func:`~hurray_decl.onnx_light.inputs.check`:
 descriptor, payload, every block and code, parameter sets, model checks), decoded when accepted
-(:func:`~hurray_decl.onnx_light.dequantize_value`, :func:`~hurray_decl.onnx_light.decode_plan`), and
-dumped (:func:`~hurray_decl.onnx_light.dump.dump`). The oracle:
+(:func:`~hurray_decl.onnx_light.dequantize_value`, :func:`~hurray_decl.onnx_light.decode_plan`), and,
+for one input in :data:`SAMPLE` (chosen by its bytes, :func:`~hurray_decl.fuzz_harness.sampled`, so a
+replayed input takes the same path; ``HURRAY_FUZZ_SAMPLE=1`` for every input), dumped
+(:func:`~hurray_decl.onnx_light.dump.dump`): a dump costs more than the decoders, and the rate
+should be the decoders'. The oracle:
 
 * only :class:`~hurray_decl.errors.HurrayDeclError` may escape (anything else is a finding);
-* the dump's rows cover every byte exactly once, in order, and the dump agrees with the verdict
-  (an error exactly when the verdict refuses);
+* on a sampled input, the dump's rows cover every byte exactly once, in order, and the dump agrees
+  with the verdict (an error exactly when the verdict refuses);
 * no call takes longer than :data:`SLOW_SECONDS`; libFuzzer's ``-rss_limit_mb`` catches memory
   that grows with a size claimed in the input.
 
@@ -35,13 +38,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hurray_decl.errors import HurrayDeclError
-from hurray_decl.fuzz_harness import run_libfuzzer, within
+from hurray_decl.fuzz_harness import run_libfuzzer, sample_every, sampled, warm_up, within
 from hurray_decl.onnx_light.codec import decode_plan, dequantize_value
 from hurray_decl.onnx_light.dump import dump
 from hurray_decl.onnx_light.inputs import KINDS, MODEL, VALUE, check, items, parse
 
 SLOW_SECONDS = 2.0
 """The longest one call may take on one input."""
+
+SAMPLE = 8
+"""One input in this many (chosen by its bytes) is dumped too."""
 
 
 class DumpMismatch(AssertionError):
@@ -65,8 +71,10 @@ def check_dump(data: bytes, kind: str, refused: HurrayDeclError | None) -> None:
         raise DumpMismatch(f"{kind} dump code {result.error.code}, decoder {refused.code}")
 
 
-def check_one(data: bytes) -> None:
-    """Run one input through every onnx-light kind; raise on anything but a proper verdict."""
+def check_one(data: bytes, every: int = SAMPLE) -> None:
+    """Run one input through every onnx-light kind, and dump it when it is one of the inputs
+    (one in ``every``) sampled for that; raise on anything but a proper verdict."""
+    dumped = sampled(data, every)
     for kind in KINDS:
         refused: HurrayDeclError | None = None
         try:
@@ -78,7 +86,8 @@ def check_one(data: bytes) -> None:
                     decode_plan(item.value, item.model)
         except HurrayDeclError as err:
             refused = err
-        check_dump(data, kind, refused)
+        if dumped:
+            check_dump(data, kind, refused)
 
 
 FINDINGS = os.environ.get("OL_FUZZ_FINDINGS")
@@ -103,13 +112,17 @@ def _record(findings: str, data: bytes, exc: BaseException) -> None:
         log.write(f"{name}: {type(exc).__name__} at {signature[1]}: {str(exc)[:300]}\n")
 
 
+EVERY = SAMPLE
+"""The run's sampling: ``HURRAY_FUZZ_SAMPLE``, else :data:`SAMPLE` (set by :func:`main`)."""
+
+
 def test_one_input(data: bytes) -> None:
     """The libFuzzer callback."""
     if FINDINGS is None:
-        check_one(bytes(data))
+        check_one(bytes(data), EVERY)
         return
     try:
-        check_one(bytes(data))
+        check_one(bytes(data), EVERY)
     except Exception as exc:  # collect mode records every finding and goes on
         _record(FINDINGS, bytes(data), exc)
 
@@ -132,8 +145,21 @@ INSTRUMENTED = ("hurray_decl.onnx_light", "hurray_decl.declare.trace", "construc
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run libFuzzer with ``argv`` (libFuzzer flags and corpus directories or input files)."""
+    global EVERY
+    EVERY = sample_every(SAMPLE)
     return run_libfuzzer("hurray_decl.onnx_light.fuzz_target", test_one_input, seed_inputs, 100, INSTRUMENTED,
-                         argv)
+                         argv, warm=warm)
+
+
+WARM_LENGTH = 4096
+"""The bundled inputs :func:`warm` reads: those this long at most (a run's ``-max_len``)."""
+
+
+def warm() -> None:
+    """Read the shorter bundled inputs once, with the full oracle, before the run (see
+    :func:`~hurray_decl.fuzz_harness.warm_up`)."""
+    short = [data for data in seed_inputs(0) if len(data) <= WARM_LENGTH]
+    warm_up(lambda data: check_one(data, every=1), short, rounds=1)
 
 
 if __name__ == "__main__":

@@ -104,3 +104,96 @@ def test_a_slow_call_is_a_finding_whether_it_returns_or_refuses():
     with pytest.raises(RuleViolation):  # within the limit, the refusal itself comes through
         with within(60.0, "read", b"\x00\x01"):
             raise RuleViolation("HT-HDR-08", "refused")
+
+
+def test_the_target_reads_an_input_in_one_mode_and_a_sample_in_both():
+    """One input in SAMPLE, chosen by its bytes, is read strictly and permissively; the others in
+    one mode each, both modes taken about equally often; the choice is the same on a replay."""
+    from hurray_decl.hurray import fuzz_target
+
+    inputs = [i.to_bytes(4, "little") * 5 for i in range(800)]
+    chosen = [fuzz_target.modes_of(data) for data in inputs]
+    assert chosen == [fuzz_target.modes_of(data) for data in inputs]
+    counts = {modes: chosen.count(modes) for modes in set(chosen)}
+    assert set(counts) == {(False,), (True,), (False, True)}
+    assert 60 <= counts[(False, True)] <= 140 and min(counts[(False,)], counts[(True,)]) >= 280
+    assert all(fuzz_target.modes_of(data, every=1) == (False, True) for data in inputs[:20])
+
+
+def _valid_descriptors(sampled: bool) -> list[bytes]:
+    from hurray_decl.errors import HurrayDeclError
+    from hurray_decl.fuzz_harness import sampled as is_sampled
+    from hurray_decl.hurray import fuzz_target
+    from hurray_decl.hurray.tensor import read_tensor_descriptor
+
+    found = []
+    for data in fuzz_target.seed_inputs(0):
+        if data[:8] != b"HRRYFILE" and is_sampled(data, fuzz_target.SAMPLE) == sampled:
+            try:
+                read_tensor_descriptor(data)
+            except HurrayDeclError:  # a seed that is no valid descriptor is not wanted here
+                continue
+            found.append(data)
+    return found
+
+
+def test_the_target_reads_and_writes_back_in_the_modes_it_chose(monkeypatch):
+    from hurray_decl.hurray import fuzz_target
+
+    calls: list[bool] = []
+    read = fuzz_target.read_tensor_descriptor
+
+    def recording(data, *, permissive=False):
+        calls.append(permissive)
+        return read(data, permissive=permissive)
+
+    monkeypatch.setattr(fuzz_target, "read_tensor_descriptor", recording)
+    for sampled, count in ((True, 2), (False, 1)):
+        data = _valid_descriptors(sampled)[0]
+        calls.clear()
+        fuzz_target.check_one(data)
+        assert calls == list(fuzz_target.modes_of(data)) and len(calls) == count
+    both = [_valid_descriptors(sampled)[0] for sampled in (True, False)]
+    monkeypatch.setattr(fuzz_target, "write_tensor_descriptor", lambda d, permissive: b"")
+    for data in both:  # the write-back is compared on every input
+        with pytest.raises(fuzz_target.RoundTripMismatch, match="tensor descriptor"):
+            fuzz_target.check_one(data)
+
+
+def test_a_sampled_input_refused_only_in_permissive_mode_is_a_finding(monkeypatch):
+    from hurray_decl.errors import RuleViolation
+    from hurray_decl.hurray import fuzz_target
+
+    read = fuzz_target.read_tensor_descriptor
+
+    def strict_only(data, *, permissive=False):
+        if permissive:
+            raise RuleViolation("HT-HDR-16", "refused in permissive mode only")
+        return read(data, permissive=permissive)
+
+    monkeypatch.setattr(fuzz_target, "read_tensor_descriptor", strict_only)
+    data = _valid_descriptors(False)[0]
+    with pytest.raises(fuzz_target.ModeDisagreement, match="accepted strictly"):
+        fuzz_target.check_one(data, every=1)  # every input sampled
+    if fuzz_target.modes_of(data) == (False,):
+        fuzz_target.check_one(data)  # read strictly only: nothing to compare
+
+
+@pytest.mark.parametrize("value, every", [(None, 8), ("1", 1), ("32", 32)])
+def test_the_sampling_is_set_by_the_environment(monkeypatch, value, every):
+    from hurray_decl.fuzz_harness import SAMPLE_VARIABLE, sample_every
+
+    if value is None:
+        monkeypatch.delenv(SAMPLE_VARIABLE, raising=False)
+    else:
+        monkeypatch.setenv(SAMPLE_VARIABLE, value)
+    assert sample_every(8) == every
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "often"])
+def test_a_bad_sampling_stops_the_run(monkeypatch, value):
+    from hurray_decl.fuzz_harness import SAMPLE_VARIABLE, sample_every
+
+    monkeypatch.setenv(SAMPLE_VARIABLE, value)
+    with pytest.raises(SystemExit, match="HURRAY_FUZZ_SAMPLE"):
+        sample_every(8)

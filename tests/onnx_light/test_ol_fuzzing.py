@@ -11,6 +11,7 @@ import os
 import shlex
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import given, settings
@@ -169,9 +170,42 @@ FOUND_BY_ATHERIS = {
 @pytest.mark.parametrize("finding", FOUND_BY_ATHERIS)
 def test_atheris_findings_are_refused_with_rules(finding):
     """The fuzz target's own oracle (only rule errors escape, the dump covers every byte and agrees
-    with the verdict) holds on each input the long run found."""
+    with the verdict) holds on each input the long run found, each dumped (``every=1``)."""
     import base64
 
-    from hurray_decl.onnx_light.fuzz_target import test_one_input
+    from hurray_decl.onnx_light.fuzz_target import check_one
 
-    test_one_input(base64.b64decode("".join(FOUND_BY_ATHERIS[finding])))
+    check_one(base64.b64decode("".join(FOUND_BY_ATHERIS[finding])), every=1)
+
+
+def test_the_target_dumps_a_sample_of_the_inputs_chosen_by_their_bytes(monkeypatch):
+    """One input in SAMPLE is dumped (once per kind), the same ones on a replay; every one with ``every=1``."""
+    import random
+
+    from hurray_decl.fuzz_harness import sampled
+    from hurray_decl.onnx_light import fuzz_target
+
+    dumped: list[bytes] = []
+    monkeypatch.setattr(fuzz_target, "check_dump", lambda data, kind, refused: dumped.append(data))
+    draw = random.Random(7)
+    inputs = [draw.randbytes(draw.randrange(1, 40)) for _ in range(160)]
+    for data in inputs:
+        fuzz_target.check_one(data)
+    expected = [data for data in inputs if sampled(data, fuzz_target.SAMPLE)]
+    assert 8 <= len(expected) <= 40
+    assert dumped == [data for data in expected for _ in fuzz_target.KINDS]
+    dumped.clear()
+    fuzz_target.check_one(inputs[0], every=1)
+    assert dumped == [inputs[0]] * len(fuzz_target.KINDS)
+
+
+def test_a_sampled_dump_that_disagrees_is_a_finding(monkeypatch):
+    from hurray_decl.onnx_light import fuzz_target
+    from hurray_decl.onnx_light.corpus import bundled
+
+    data = min((p.read_bytes() for p in bundled().iterdir() if p.suffix == ".pb"), key=len)
+
+    empty = SimpleNamespace(rows=(), error=None)
+    monkeypatch.setattr(fuzz_target, "dump", lambda data, kind: empty)
+    with pytest.raises(fuzz_target.DumpMismatch, match="covers 0 of"):
+        fuzz_target.check_one(data, every=1)

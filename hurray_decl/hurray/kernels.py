@@ -639,6 +639,16 @@ def part_values(x: np.ndarray, geometry: Geometry, part: Part) -> np.ndarray:
     return values.reshape(na, nj, g.block, nl)
 
 
+def block_extreme(values: np.ndarray, largest: bool) -> np.ndarray:
+    """The largest (or smallest) element of every block of ``values`` (outer, blocks, K, lanes),
+    as (outer, blocks, lanes), 0 included as the initial value; NaN-free input. Found by
+    ``argmax`` and a gather: NumPy's arg-reductions run vectorised along a row of K elements,
+    where ``max(axis=2)`` makes one inner-loop call per block (about twice as long)."""
+    at = (values.argmax if largest else values.argmin)(axis=2)[:, :, None, :]
+    found = np.take_along_axis(values, at, axis=2)[:, :, 0, :]
+    return np.maximum(found, 0) if largest else np.minimum(found, 0)
+
+
 def clear_padding(codes: np.ndarray, geometry: Geometry, part: Part) -> np.ndarray:
     """``codes`` (outer, blocks, K, lanes) of ``part`` with its padding elements set to code 0 (HQ-PB-18)."""
     g = geometry
@@ -668,6 +678,7 @@ class Codes:
         self.bits = storage.element(storage_name).bits
         self.unit = storage.packing(self.bits)
         self.aligned = aligned
+        self.integer = code_type(storage_name) if storage.element(storage_name).int_range else None
         self.data = np.zeros(self.unit.bytes(geometry.stored_elements), dtype=np.uint8)
 
     def put(self, part: Part, codes: np.ndarray) -> int:
@@ -695,13 +706,16 @@ class Codes:
         self.data[first: first + raw.size] |= raw
 
     def _encode(self, codes: np.ndarray, target: np.ndarray) -> None:
-        """``storage.encode`` of ``codes`` into ``target``, whole-byte and 4-bit integers directly."""
-        if codes.dtype.kind in "iu" and self.bits == 8:
-            np.copyto(target.view(codes.dtype), codes, casting="unsafe")
-        elif codes.dtype.kind in "iu" and codes.dtype.itemsize == 1 and self.bits == 4 and codes.size % 2 == 0:
-            pairs = codes.view(np.uint8).reshape(-1, 2)
-            np.left_shift(pairs[:, 1], np.uint8(4), out=target)
-            np.bitwise_or(target, pairs[:, 0] & np.uint8(0x0F), out=target)
+        """``storage.encode`` of ``codes`` into ``target``; 8-bit and 4-bit integer codes (integral
+        floats, or integers, in range) directly."""
+        integer = self.integer
+        if integer is not None and self.bits == 8:
+            np.copyto(target.view(integer), codes, casting="unsafe")  # integral values convert exactly
+        elif integer is not None and self.bits == 4 and codes.size % 2 == 0:
+            pairs = codes.astype(integer).view("<u2")  # element 0 in the low byte, LSB first
+            nibbles = pairs & np.uint16(0x0F0F)
+            nibbles |= nibbles >> np.uint16(4)
+            np.copyto(target, nibbles, casting="unsafe")  # the low byte: element 1's nibble above element 0's
         else:
             target[...] = np.frombuffer(storage.encode(codes, self.storage_name), dtype=np.uint8)
 
@@ -747,13 +761,14 @@ def affine_calibration(low: np.ndarray, high: np.ndarray, storage_name: str, sym
     spread over ``qmax - qmin - 1`` steps, ``z = qmin - floor(lo / s)``: one spare step keeps
     every code of the group inside the storage range whatever the rounding. Scales are cast to
     the scale type first (rounding up, :func:`cast_up`) and the codes are computed with the cast
-    scale; an all-zero group gets scale 1. Computed in float64 whatever the input's type.
+    scale; an all-zero group gets scale 1. Computed in float64 whatever the input's type; the
+    minima and maxima are finite (the quantizer refuses NaN and infinities first, HQ-PT-03).
     """
     qmin, qmax = integer_range(storage_name)
     low, high = np.asarray(low, dtype=np.float64), np.asarray(high, dtype=np.float64)
     refuse_unsigned_negatives(low, storage_name, symmetric)
-    low = np.minimum(np.nan_to_num(low, nan=0.0), 0.0)
-    high = np.maximum(np.nan_to_num(high, nan=0.0), 0.0)
+    low = np.minimum(low, 0.0)
+    high = np.maximum(high, 0.0)
     if symmetric:
         span = np.maximum(-low, high) / qmax
     else:
@@ -773,8 +788,8 @@ def code_type(storage_name: str) -> np.dtype:
 
 def affine_codes(values: np.ndarray, scales: np.ndarray, zero_points: np.ndarray | None,
                  storage_name: str) -> np.ndarray:
-    """Codes ``round(x / s) + z`` (half to even) clipped to the storage range, in the storage's
-    integer type; ``scales`` and ``zero_points`` broadcast over ``values``, None for a symmetric
+    """Codes ``round(x / s) + z`` (half to even) clipped to the storage range, as integral
+    floats (:class:`Codes` converts them as it packs); ``scales`` and ``zero_points`` broadcast over ``values``, None for a symmetric
     group (``|x| / s <= qmax`` by calibration: nothing to clip).
 
     The quotient is float64's, computed in float32 when that gives the same integer: ``x``
@@ -792,17 +807,19 @@ def affine_codes(values: np.ndarray, scales: np.ndarray, zero_points: np.ndarray
     if zero_points is not None:
         q += np.asarray(zero_points).astype(q.dtype)
         np.clip(q, qmin, qmax, out=q)
-    return q.astype(code_type(storage_name))
+    return q
 
 
 def cast_up(values: np.ndarray, dtype: Any) -> np.ndarray:
     """Positive ``values`` in ``dtype`` (float16, bfloat16, float32), rounded up, never down.
 
     A scale rounded down could push the extreme value of its group one code past the storage
-    range; rounding up keeps every code inside it.
+    range; rounding up keeps every code inside it. Past the type's range: infinity (which the
+    scale rules refuse, HQ-PB-12), without NumPy's overflow warning.
     """
     wanted = np.asarray(values, dtype=np.float64)
-    cast = wanted.astype(dtype)
+    with np.errstate(over="ignore"):
+        cast = wanted.astype(dtype)
     low = cast.astype(np.float64) < wanted
     if low.any():
         bits = cast.view(np.dtype(f"u{cast.dtype.itemsize}"))

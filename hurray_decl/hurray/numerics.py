@@ -265,8 +265,11 @@ def working_array(x: np.ndarray) -> np.ndarray:
 def refuse_non_finite(x: np.ndarray) -> None:
     """HQ-PT-03 for the first NaN or infinity of ``x``. A finite sum (one pass, no temporaries)
     proves every value finite; only a sum that is not (NaN, infinity or overflow) is searched."""
-    if x.dtype.kind != "f" or np.isfinite(np.sum(x, dtype=x.dtype)):
+    if x.dtype.kind != "f":
         return
+    with np.errstate(over="ignore", invalid="ignore"):  # finite values may sum past the largest float
+        if np.isfinite(np.sum(x, dtype=x.dtype)):
+            return
     flat = x.reshape(-1)
     bad = np.flatnonzero(~np.isfinite(flat))
     if bad.size:
@@ -305,12 +308,19 @@ def quantize(array: Any, scheme_name: str, *, axis: int | None = None, block_siz
     refuse_non_finite(x)
     options = _options(row.name, x.shape, axis, block_size, storage, symmetric, scale_type)
     result = row.quantize(x, options, count)
-    return assemble(result.model, x.shape, options.storage, result.data, result.parameters)
+    return assemble_data(result.model, x.shape, options.storage, result.data, result.parameters)
 
 
-def assemble(model: Any, shape: Sequence[int], storage_name: str, data: np.ndarray,
+def assemble(model: Any, shape: Sequence[int], storage_name: str, elements: np.ndarray,
              parameters: Sequence[np.ndarray]) -> tuple[TensorDescriptor, list[bytes]]:
-    """A row-major tensor from its data buffer (packed codes, stored order) and parameter arrays, checked."""
+    """A row-major tensor from element codes (stored order) and parameter arrays, checked."""
+    return assemble_data(model, shape, storage_name, np.frombuffer(storage.encode(elements, storage_name), np.uint8),
+                         parameters)
+
+
+def assemble_data(model: Any, shape: Sequence[int], storage_name: str, data: np.ndarray,
+                  parameters: Sequence[np.ndarray]) -> tuple[TensorDescriptor, list[bytes]]:
+    """A row-major tensor from its data buffer (codes packed in stored order) and parameter arrays, checked."""
     buffers = [data.tobytes()] + [np.ascontiguousarray(p).tobytes() for p in parameters]
     descriptor = TensorDescriptor(
         type_tag=BY_NAME[storage_name].tag,

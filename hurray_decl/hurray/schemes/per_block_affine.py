@@ -16,6 +16,7 @@ from hurray_decl.hurray.kernels import (
     affine_calibration,
     affine_codes,
     affine_plan,
+    block_extreme,
     by_block_row,
     clear_padding,
     in_turn,
@@ -136,8 +137,12 @@ def quantize(x: np.ndarray, options: Any, threads: int = 1) -> Quantized:
 
     def one(part: Part) -> int:
         values = part_values(x, g, part)
-        s, z = affine_calibration(values.min(axis=2, initial=0.0), values.max(axis=2, initial=0.0),
-                                  options.storage, options.symmetric, scales.dtype)
+        if options.symmetric:  # max(-min, max) over the block and 0 is its largest magnitude; unsigned: no
+            high = block_extreme(np.abs(values), largest=True)  # negatives (refused above), so min 0
+            low = np.zeros_like(high)
+        else:
+            low, high = block_extreme(values, largest=False), block_extreme(values, largest=True)
+        s, z = affine_calibration(low, high, options.storage, options.symmetric, scales.dtype)
         codes = affine_codes(values, s[:, :, None, :], None if zeros is None else z[:, :, None, :], options.storage)
         scales[per_block(s, part)] = s.transpose(0, 2, 1)
         if zeros is not None:

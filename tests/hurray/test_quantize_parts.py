@@ -121,7 +121,7 @@ def test_non_finite_and_invalid_inputs_are_refused_as_before(name, options):
     check_same(huge, name, options)
     symmetric = {**options, "symmetric": True} if "storage" in options else options
     check_same(-np.abs(x), name, symmetric)  # unsigned storage: refused (HQ-ZP-02)
-    assert check_same(np.abs(x), name, symmetric)[0] != "refused" or name == "mxfp"
+    check_same(np.abs(x), name, symmetric)
     check_same(x.astype(np.float16), name, options)
     check_same((x * 100).astype(np.int16), name, options)
     check_same((x * 1e6).astype(np.int64), name, options)
@@ -147,3 +147,11 @@ def test_exact_float16_ties_round_as_float64():
         check_same(x, "per_block_affine", {"block_size": 32, "storage": storage, "scale_type": "float16"})
     check_same(x, "per_block_affine", {"block_size": 32, "storage": "uint8", "symmetric": False,
                                        "scale_type": "bfloat16"})
+
+
+def test_symmetric_unsigned_blocks_of_positive_values():
+    x = np.abs(odd_array((33, 200), seed=2))
+    for storage in ("uint4", "uint8", "uint2"):
+        for name, options in (("per_block_affine", {"block_size": 32}), ("per_channel_affine", {"axis": 1}),
+                              ("per_tensor_affine", {})):
+            assert check_same(x, name, {**options, "storage": storage, "symmetric": True})[0] != "refused"

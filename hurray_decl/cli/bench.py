@@ -44,16 +44,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    command = sub.add_parser("bench", help="time dequantization, quantization, parsing or onnx-light as ratios to baselines",
+    command = sub.add_parser("bench",
+                             help="time dequantization, quantization, parsing or onnx-light as ratios to baselines",
                              description="Time dequantization of a square matrix for every scheme and layout "
                                          "(row-major, column-major, tiled) as ratios to np.copyto into a "
                                          "preallocated array, to gguf's nearest type and to row-major, "
                                          "single-threaded and with --threads; "
                                          "--parse times the descriptor reader, writer and quantization decoder against "
                                          "the Kaitai-generated readers; --onnx-light times onnx-light plan, quantize, "
-                                         "dequantize and ORT export on 16M elements; --quantize times quantize of a 2048x2048 "
-                                         "matrix per scheme against gguf.quants.quantize of the nearest type "
-                                         "and np.copyto. All ratios come from one run.")
+                                         "dequantize and ORT export on 16M elements; --quantize times quantize "
+                                         "of a 2048x2048 matrix per scheme against gguf.quants.quantize of the "
+                                         "nearest type and np.copyto. All ratios come from one run.")
     command.add_argument("--size", type=integer_at_least(BLOCK), default=None,
                          help=f"the square matrix size, a multiple of {BLOCK} (default: {SIZE}; "
                               f"{QUANTIZE_SIZE} with --quantize)")

@@ -789,8 +789,8 @@ def code_type(storage_name: str) -> np.dtype:
 def affine_codes(values: np.ndarray, scales: np.ndarray, zero_points: np.ndarray | None,
                  storage_name: str) -> np.ndarray:
     """Codes ``round(x / s) + z`` (half to even) clipped to the storage range, as integral
-    floats (:class:`Codes` converts them as it packs); ``scales`` and ``zero_points`` broadcast over ``values``, None for a symmetric
-    group (``|x| / s <= qmax`` by calibration: nothing to clip).
+    floats (:class:`Codes` converts them as it packs); ``scales`` and ``zero_points`` broadcast
+    over ``values``, None for a symmetric group (``|x| / s <= qmax`` by calibration: nothing to clip).
 
     The quotient is float64's, computed in float32 when that gives the same integer: ``x``
     float32, ``s`` float16 or bfloat16, codes of at most 8 bits. Rounding is monotonic and

@@ -11,8 +11,8 @@ import pytest
 
 from hurray_decl.errors import ArgumentError, RuleViolation
 from hurray_decl.hurray import kernels
-from hurray_decl.hurray.tables import storage
 from hurray_decl.hurray.kernels import Box, Geometry
+from hurray_decl.hurray.tables import storage
 
 
 def test_geometry_of_a_padded_axis() -> None:
@@ -182,7 +182,7 @@ def test_parts_cover_every_block_once(monkeypatch: pytest.MonkeyPatch) -> None:
             seen[part.outer, part.blocks, part.lanes] += 1
         assert (seen == 1).all(), shape
         unit = 8 // bits
-        assert aligned == (g.row_elements % unit == 0 and (g.row_elements <= 12 or g.after % unit == 0)
+        assert aligned == ((g.row_elements % unit == 0 and (g.row_elements <= 12 or g.after % unit == 0))
                            or g.blocks_per_axis * g.row_elements <= 12), shape
 
 

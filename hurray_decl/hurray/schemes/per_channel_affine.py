@@ -22,8 +22,8 @@ from hurray_decl.hurray.kernels import (
 )
 from hurray_decl.hurray.schemes.per_tensor_affine import ROW as PER_TENSOR
 from hurray_decl.hurray.schemes.quantization import AXIS, SYMMETRIC, SymmetricZeroPoint, descriptor_struct, index_field
-from hurray_decl.hurray.tables.codes import ScaleType
 from hurray_decl.hurray.tables import storage
+from hurray_decl.hurray.tables.codes import ScaleType
 from hurray_decl.lazy_modules import numpy as np
 from hurray_decl.registry import SchemeRow
 

@@ -25,8 +25,8 @@ from hurray_decl.hurray.kernels import (
     parts,
 )
 from hurray_decl.hurray.schemes.quantization import SchemeDescriptor, check_float32, descriptor_struct, f32_field
-from hurray_decl.hurray.tables.element_types import by_name
 from hurray_decl.hurray.tables import storage
+from hurray_decl.hurray.tables.element_types import by_name
 from hurray_decl.lazy_modules import numpy as np
 from hurray_decl.registry import SchemeRow
 

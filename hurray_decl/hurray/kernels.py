@@ -646,7 +646,8 @@ def block_extreme(values: np.ndarray, largest: bool) -> np.ndarray:
     where ``max(axis=2)`` makes one inner-loop call per block (about twice as long)."""
     at = (values.argmax if largest else values.argmin)(axis=2)[:, :, None, :]
     found = np.take_along_axis(values, at, axis=2)[:, :, 0, :]
-    return np.maximum(found, 0) if largest else np.minimum(found, 0)
+    extreme: np.ndarray = np.maximum(found, 0) if largest else np.minimum(found, 0)
+    return extreme
 
 
 def clear_padding(codes: np.ndarray, geometry: Geometry, part: Part) -> np.ndarray:
@@ -802,7 +803,7 @@ def affine_codes(values: np.ndarray, scales: np.ndarray, zero_points: np.ndarray
     qmin, qmax = integer_range(storage_name)
     scales = np.asarray(scales)
     narrow = values.dtype == np.float32 and scales.dtype.itemsize == 2 and storage.element(storage_name).bits <= 8
-    q = np.divide(values, scales.astype(np.float32 if narrow else np.float64))
+    q: np.ndarray = np.divide(values, scales.astype(np.float32 if narrow else np.float64))
     np.rint(q, out=q)
     if zero_points is not None:
         q += np.asarray(zero_points).astype(q.dtype)

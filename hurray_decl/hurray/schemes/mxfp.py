@@ -144,9 +144,9 @@ def quantize(x: np.ndarray, options: Any, threads: int = 1) -> Quantized:
 def _stored(values: np.ndarray, storage_name: str, bounds: tuple[int, int] | None, largest: float) -> np.ndarray:
     """The element the encoder stores for each of ``values``, as float64: integers rounded to
     nearest even and clipped; floats clamped to the largest magnitude and rounded to the type (HE-30)."""
-    if bounds:
-        return np.clip(np.rint(values), *bounds)
-    return np.clip(values, -largest, largest).astype(storage.NARROW_FLOATS[storage_name]).astype(np.float64)
+    stored: np.ndarray = np.clip(np.rint(values), *bounds) if bounds else np.clip(values, -largest, largest).astype(
+        storage.NARROW_FLOATS[storage_name]).astype(np.float64)
+    return stored
 
 
 FLOAT32_MAX = (2 - 2.0 ** -23) * 2.0 ** 127  # float(np.finfo(np.float32).max), exactly, without importing NumPy

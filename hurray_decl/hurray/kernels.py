@@ -803,7 +803,10 @@ def affine_codes(values: np.ndarray, scales: np.ndarray, zero_points: np.ndarray
     qmin, qmax = integer_range(storage_name)
     scales = np.asarray(scales)
     narrow = values.dtype == np.float32 and scales.dtype.itemsize == 2 and storage.element(storage_name).bits <= 8
-    q: np.ndarray = np.divide(values, scales.astype(np.float32 if narrow else np.float64))
+    scales = scales.astype(np.float32 if narrow else np.float64)
+    if scales.ndim == 4 and scales.shape[2:] == (1, 1) and values.shape[2] > 1:  # one scale per block of one lane:
+        scales = np.repeat(scales, values.shape[2], axis=2)  # a contiguous divide (a broadcast one loops per block)
+    q: np.ndarray = np.divide(values, scales)
     np.rint(q, out=q)
     if zero_points is not None:
         q += np.asarray(zero_points).astype(q.dtype)

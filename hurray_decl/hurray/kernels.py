@@ -639,13 +639,25 @@ def part_values(x: np.ndarray, geometry: Geometry, part: Part) -> np.ndarray:
     return values.reshape(na, nj, g.block, nl)
 
 
+@lru_cache(maxsize=8)
+def row_starts(rows: int, length: int) -> np.ndarray:
+    """``arange(rows) * length`` (read-only): the first element of each row, for every part of a size."""
+    return storage.read_only(np.arange(rows, dtype=np.intp) * length)
+
+
 def block_extreme(values: np.ndarray, largest: bool) -> np.ndarray:
     """The largest (or smallest) element of every block of ``values`` (outer, blocks, K, lanes),
     as (outer, blocks, lanes), 0 included as the initial value; NaN-free input. Found by
     ``argmax`` and a gather: NumPy's arg-reductions run vectorised along a row of K elements,
     where ``max(axis=2)`` makes one inner-loop call per block (about twice as long)."""
-    at = (values.argmax if largest else values.argmin)(axis=2)[:, :, None, :]
-    found = np.take_along_axis(values, at, axis=2)[:, :, 0, :]
+    na, nj, k, nl = values.shape
+    if nl == 1 and values.flags.c_contiguous:  # blocks of one lane, one after another: a flat gather
+        rows = values.reshape(-1, k)
+        at = (rows.argmax if largest else rows.argmin)(axis=1)
+        found = rows.reshape(-1).take(row_starts(rows.shape[0], k) + at).reshape(na, nj, 1)
+    else:
+        where = (values.argmax if largest else values.argmin)(axis=2)[:, :, None, :]
+        found = np.take_along_axis(values, where, axis=2)[:, :, 0, :]
     extreme: np.ndarray = np.maximum(found, 0) if largest else np.minimum(found, 0)
     return extreme
 
@@ -824,7 +836,8 @@ def cast_up(values: np.ndarray, dtype: Any) -> np.ndarray:
     wanted = np.asarray(values, dtype=np.float64)
     with np.errstate(over="ignore"):
         cast = wanted.astype(dtype)
-    low = cast.astype(np.float64) < wanted
+    widened = cast.astype(np.float32) if cast.dtype.itemsize == 2 else cast  # exact; NumPy widens 16-bit
+    low = widened.astype(np.float64) < wanted  # floats to float32 several times faster than to float64
     if low.any():
         bits = cast.view(np.dtype(f"u{cast.dtype.itemsize}"))
         cast = np.where(low, (bits + 1).view(cast.dtype), cast)

@@ -1,8 +1,9 @@
 """The quantizer as it was before it ran chunk by chunk: whole-array float64 NumPy, kept here
 (not in the library) as the reference the chunked quantizer is compared against, bit for bit.
 
-Each function is the previous library code, unchanged but for its imports; it returns the
-descriptor's encoded bytes and the buffers, or raises what the library raised."""
+Each function is the previous library code, unchanged but for its imports and warnings kept
+quiet; ``quantize`` returns the descriptor's encoded bytes and the buffers, or raises what the
+library raised."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from hurray_decl.errors import ArgumentError, RuleViolation, UnsupportedError
-from hurray_decl.hurray.kernels import Geometry, block_order, by_block_row, cast_up
+from hurray_decl.hurray.kernels import Geometry, block_order, by_block_row
 from hurray_decl.hurray.quantization import scheme
 from hurray_decl.hurray.schemes.mxfp import FLOAT32_MAX, MXFP
 from hurray_decl.hurray.schemes.nf4 import LEVELS, NF4
@@ -28,6 +29,17 @@ from hurray_decl.hurray.tensor import (
     validate_buffers,
     write_tensor_descriptor,
 )
+
+
+def cast_up(values: np.ndarray, dtype: Any) -> np.ndarray:
+    wanted = np.asarray(values, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        cast = wanted.astype(dtype)
+    low = cast.astype(np.float64) < wanted
+    if low.any():
+        bits = cast.view(np.dtype(f"u{cast.dtype.itemsize}"))
+        cast = np.where(low, (bits + 1).view(cast.dtype), cast)
+    return cast
 
 
 def grouped(array: np.ndarray, axis: int, block: int) -> np.ndarray:
@@ -230,5 +242,5 @@ def quantize(array: Any, scheme_name: str, *, axis: int | None = None, block_siz
 
 
 def storage_encode(values: np.ndarray, name: str) -> bytes:
-    with np.errstate(invalid="ignore"):  # MXFP padding is NaN: the descriptor is refused after (HQ-MX-08)
+    with np.errstate(invalid="ignore", over="ignore"):  # MXFP padding is NaN (refused after, HQ-MX-08)
         return storage.encode(values, name)

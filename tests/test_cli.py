@@ -239,6 +239,17 @@ def test_audit_reads_the_container_manifest_format(capsys, tmp_path):
     assert code == 0 and [e["agrees"] for e in json.loads(out)["descriptors"]] == [True, True]
 
 
+def test_bench_quantize_reports_ratios_to_gguf(capsys):
+    """``bench --quantize``: every case as x np.copyto and x gguf's nearest type, single-threaded."""
+    assert cli.main(["bench", "--quantize", "--size", "64", "--repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("quantize 64x64 float32") and "threads = 1;" in out
+    for label, kind in (("per-block int4 sym f16 K32", "Q4_0"), ("per-block int8 sym f16 K32", "Q8_0"),
+                        ("per-block uint4 asym f16 K32", "Q4_1")):
+        assert re.search(rf"{label}\s+[0-9.]+ms\s+[0-9.]+\s+{kind}\s+[0-9.]+$", out, re.M), out
+    assert cli.main(["bench", "--quantize", "--size", "48"]) == 2  # not a multiple of the block size
+
+
 def test_bench_parse_reports_ratios_to_the_kaitai_readers(capsys):
     """``bench --parse``: the three entry points and their ratios to the Kaitai readers, from one run."""
     assert cli.main(["bench", "--parse", "--repeat", "1"]) == 0

@@ -1,4 +1,4 @@
-"""``bench``: dequantization time as ratios to baselines measured in the same run."""
+"""``bench``: dequantization (or quantization) time as ratios to baselines measured in the same run."""
 
 from __future__ import annotations
 
@@ -10,6 +10,10 @@ from hurray_decl.cli.common import OK, UsageError, integer_at_least
 
 BLOCK = 32
 """The benchmark's block size: --size must be a multiple of it."""
+SIZE = 4096
+"""The default matrix size of the dequantize and window benches."""
+QUANTIZE_SIZE = 2048
+"""The default matrix size of ``--quantize``."""
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -28,37 +32,47 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
         onnx_light_bench.run(repeat=args.repeat, out=sys.stdout)
         return OK
-    if args.size % BLOCK:
-        raise UsageError(f"argument --size: {args.size} is not a multiple of the block size {BLOCK}")
+    size = args.size if args.size is not None else QUANTIZE_SIZE if args.quantize else SIZE
+    if size % BLOCK:
+        raise UsageError(f"argument --size: {size} is not a multiple of the block size {BLOCK}")
     from hurray_decl.hurray import bench
 
+    if args.quantize:
+        bench.quantize_run(size=size, repeat=args.repeat, threads=args.threads or 1, out=sys.stdout)
+        return OK
     if args.window:
-        bench.window_run(size=args.size, repeat=args.repeat, out=sys.stdout)
+        bench.window_run(size=size, repeat=args.repeat, out=sys.stdout)
         return OK
 
-    bench.run(size=args.size, repeat=args.repeat, threads=args.threads, out=sys.stdout)
+    bench.run(size=size, repeat=args.repeat, threads=args.threads, out=sys.stdout)
     return OK
 
 
 def register(sub: Any) -> None:
-    command = sub.add_parser("bench", help="time dequantization, parsing or onnx-light as ratios to baselines",
+    command = sub.add_parser("bench",
+                             help="time dequantization, quantization, parsing or onnx-light as ratios to baselines",
                              description="Time dequantization of a square matrix for every scheme and layout "
                                          "(row-major, column-major, tiled) as ratios to np.copyto into a "
                                          "preallocated array, to gguf's nearest type and to row-major, "
                                          "single-threaded and with --threads; "
                                          "--parse times the descriptor reader, writer and quantization decoder against "
                                          "the Kaitai-generated readers; --onnx-light times onnx-light plan, quantize, "
-                                         "dequantize and ORT export on 16M elements; --startup times hurray-decl "
-                                         "validate against python -c 'import numpy'. All ratios come from one run.")
-    command.add_argument("--size", type=integer_at_least(BLOCK), default=4096,
-                         help=f"the square matrix size, a multiple of {BLOCK} (default: 4096)")
+                                         "dequantize and ORT export on 16M elements; --quantize times quantize "
+                                         "of a 2048x2048 matrix per scheme against gguf.quants.quantize of the "
+                                         "nearest type and np.copyto; --startup times hurray-decl validate against "
+                                         "python -c 'import numpy'. All ratios come from one run.")
+    command.add_argument("--size", type=integer_at_least(BLOCK), default=None,
+                         help=f"the square matrix size, a multiple of {BLOCK} (default: {SIZE}; "
+                              f"{QUANTIZE_SIZE} with --quantize)")
     command.add_argument("--repeat", type=integer_at_least(1), default=5,
                          help="runs per measurement, best kept (default: 5)")
     command.add_argument("--threads", type=integer_at_least(1), default=None,
-                         help="dequantization threads (default: the cores)")
+                         help="dequantization threads (default: the cores; 1 with --quantize)")
     which = command.add_mutually_exclusive_group()
     which.add_argument("--parse", action="store_true", help="parse speed against the Kaitai readers")
     which.add_argument("--onnx-light", action="store_true", help="onnx-light speed (16M elements, int4, block 32)")
+    which.add_argument("--quantize", action="store_true", help="quantize speed against gguf.quants.quantize "
+                       "(Q4_0, Q8_0, Q4_1, MXFP4) and np.copyto, single-threaded")
     which.add_argument("--startup", action="store_true", help="validate's start-up against python -c 'import "
                        "numpy', 4 x --repeat + 1 paired runs")
     which.add_argument("--window", action="store_true", help="a 1/64 window of a per-block int4 tensor in a file "

@@ -278,5 +278,86 @@ def window_run(size: int = 4096, repeat: int = 5, out: TextIO | None = None,
     return result
 
 
-__all__ = ["CASES", "LAYOUTS", "Case", "best_of", "check_options", "interleaved", "peak_extra", "relaid", "report",
-           "run", "window_run"]
+QUANTIZE_CASES = (
+    Case("per-block int4 sym f16 K32", "per_block_affine",
+         {"block_size": 32, "storage": "int4", "scale_type": "float16"}, "Q4_0"),
+    Case("per-block int8 sym f16 K32", "per_block_affine",
+         {"block_size": 32, "storage": "int8", "scale_type": "float16"}, "Q8_0"),
+    Case("per-block uint4 asym f16 K32", "per_block_affine",
+         {"block_size": 32, "storage": "uint4", "symmetric": False, "scale_type": "float16"}, "Q4_1"),
+    Case("per-block int8 sym f32 K32", "per_block_affine", {"block_size": 32, "storage": "int8"}, "Q8_0"),
+    Case("per-channel int8 axis 0", "per_channel_affine", {"axis": 0, "storage": "int8"}, "Q8_0"),
+    Case("per-tensor int8", "per_tensor_affine", {"storage": "int8"}, "Q8_0"),
+    Case("NF4 K32", "nf4", {"block_size": 32}, None),
+    Case("MXFP float4_e2m1 K32", "mxfp", {"block_size": 32, "storage": "float4_e2m1"}, "MXFP4"),
+)
+"""The quantize bench: each case's nearest type that ``gguf.quants.quantize`` writes (gguf-py
+cannot quantize IQ4_NL, the nearest to NF4). The first three are the targets: the same blocks,
+scale width and code width as Q4_0, Q8_0 and Q4_1."""
+
+
+def _gguf_quantize(x: np.ndarray, name: str) -> Callable[[], object] | None:
+    """gguf's quantization of ``x`` to type ``name`` (None without gguf or the type)."""
+    try:
+        import gguf
+    except ImportError:
+        return None
+    kind = getattr(gguf.GGMLQuantizationType, name, None)
+    if kind is None:
+        return None
+    return lambda: gguf.quants.quantize(x, kind)
+
+
+def quantize_run(size: int = 2048, repeat: int = 5, threads: int | None = 1, out: TextIO | None = None,
+                 cases: tuple[Case, ...] = QUANTIZE_CASES) -> dict[str, Any]:
+    """``quantize`` of a ``size`` x ``size`` float32 matrix for every case (``threads`` threads, one
+    by default), as ratios to ``np.copyto`` of the matrix and to ``gguf.quants.quantize`` of the
+    case's nearest type on the same matrix; everything measured in turn, ``repeat`` rounds, the
+    fastest of each kept. A quantize result is the checked descriptor and its buffers; gguf's is
+    the raw block bytes, without a descriptor or any check."""
+    check_options(size, repeat, threads)
+    x = np.random.default_rng(0).standard_normal((size, size)).astype(np.float32)
+    target = np.empty_like(x)
+    works: dict[Any, Callable[[], object]] = {"copy": lambda: np.copyto(target, x)}
+    names = sorted({c.gguf for c in cases if c.gguf})
+    gguf_works = {name: _gguf_quantize(x, name) for name in names}
+    for name, work in gguf_works.items():
+        if work is not None:
+            works["gguf", name] = work
+    for case in cases:
+        works[case.label] = partial(quantize, x, case.scheme, threads=threads, **case.options)
+    times = interleaved(repeat, works)
+    copy = times["copy"]
+    result: dict[str, Any] = {"size": size, "threads": threads or workers(), "copyto": copy,
+                              "gguf": {name: times.get(("gguf", name)) for name in names}, "cases": {}}
+    for case in cases:
+        seconds = times[case.label]
+        figures = {"seconds": seconds, "to_copy": seconds / copy}
+        reference = result["gguf"].get(case.gguf) if case.gguf else None
+        if reference:
+            figures["to_gguf"] = seconds / reference
+        result["cases"][case.label] = figures
+    if out is not None:
+        quantize_report(result, repeat, cases, out)
+    return result
+
+
+def quantize_report(result: dict[str, Any], repeat: int, cases: tuple[Case, ...], out: TextIO) -> None:
+    """One row per case: time, x np.copyto, x gguf's nearest type."""
+    size = result["size"]
+    print(f"quantize {size}x{size} float32 (descriptor built and checked), best of {repeat}, "
+          f"threads = {result['threads']}; np.copyto {result['copyto'] * 1e3:.2f} ms; "
+          "every case, the copy and gguf measured in turn", file=out)
+    for name, seconds in sorted(result["gguf"].items()):
+        print(f"  gguf.quants.quantize {name:<6} {'not available' if seconds is None else f'{seconds * 1e3:.2f} ms'}",
+              file=out)
+    print(f"  {'case':<32} {'time':>9} {'x copy':>7} {'gguf':>6} {'x gguf':>7}", file=out)
+    for case in cases:
+        f = result["cases"][case.label]
+        ratio = f"{f['to_gguf']:.2f}" if "to_gguf" in f else "-"
+        print(f"  {case.label:<32} {f['seconds'] * 1e3:7.2f}ms {f['to_copy']:7.2f} {case.gguf or '-':>6} {ratio:>7}",
+              file=out)
+
+
+__all__ = ["CASES", "LAYOUTS", "QUANTIZE_CASES", "Case", "best_of", "check_options", "interleaved", "peak_extra",
+           "quantize_report", "quantize_run", "relaid", "report", "run", "window_run"]

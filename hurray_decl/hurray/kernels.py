@@ -151,11 +151,11 @@ class Plan:
 
 @dataclass(frozen=True)
 class Quantized:
-    """What a scheme's ``quantize`` returns: the descriptor model, the element codes (or
-    narrow-float values) in stored order, and the parameter arrays in buffer order."""
+    """What a scheme's ``quantize`` returns: the descriptor model, the data buffer (the codes
+    packed in stored order, :class:`Codes`), and the parameter arrays in buffer order."""
 
     model: Any
-    elements: np.ndarray
+    data: np.ndarray
     parameters: tuple[np.ndarray, ...]
 
 
@@ -521,14 +521,23 @@ def run(plan: Plan, storage_name: str, out: np.ndarray, *, data: np.ndarray | No
             copy(target)
         return box.stop - box.start
 
-    work = boxes(g, bits, LARGE_CHUNKS if large else 1)
+    in_turn(boxes(g, bits, LARGE_CHUNKS if large else 1), one, count, progress, total)
+    return out
+
+
+def in_turn(work: Iterator[Any], one: Callable[[Any], int], count: int,
+            progress: Callable[[int, int], None] | None = None, total: int = 0) -> None:
+    """``one(chunk)`` for every chunk of ``work`` on ``count`` threads (the calling thread one of
+    them), each thread taking the next chunk, one at a time; ``one`` returns the elements it
+    finished, passed on as ``progress(done, total)``. The first failure stops every thread after
+    its chunk and is raised in the calling thread. Chunks must touch disjoint memory."""
     done = 0
     if count == 1:
-        for box in work:
-            done += one(box)
+        for chunk in work:
+            done += one(chunk)
             if progress is not None:
                 progress(done, total)
-        return out
+        return
     lock = threading.Lock()
     failures: list[BaseException] = []
 
@@ -536,11 +545,11 @@ def run(plan: Plan, storage_name: str, out: np.ndarray, *, data: np.ndarray | No
         nonlocal done
         while True:
             with lock:
-                box = None if failures else next(work, None)
-            if box is None:
+                chunk = None if failures else next(work, None)
+            if chunk is None:
                 return
             try:
-                finished = one(box)
+                finished = one(chunk)
                 with lock:
                     done += finished
                     if progress is not None:
@@ -565,21 +574,166 @@ def run(plan: Plan, storage_name: str, out: np.ndarray, *, data: np.ndarray | No
         raise
     if failures:
         raise failures[0]
-    return out
+
+
+# --- quantization, part by part ------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Part:
+    """Whole blocks quantized together: outer indices ``outer``, blocks ``blocks`` along the
+    axis, lanes ``lanes`` (indices along ``B``); every element of each block, so that a part
+    calibrates its blocks on its own."""
+
+    outer: slice
+    blocks: slice
+    lanes: slice
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """(outer indices, blocks, lanes): the shape of the part's per-block values."""
+        return (self.outer.stop - self.outer.start, self.blocks.stop - self.blocks.start,
+                self.lanes.stop - self.lanes.start)
+
+
+def parts(geometry: Geometry, bits: int) -> tuple[list[Part], bool]:
+    """The parts of a tensor, in stored order, each of about :data:`CHUNK_ELEMENTS` elements (at
+    least one block): whole outer indices when they fit, else whole block rows of one outer index,
+    else one block over a range of lanes. And whether every part's codes start and end on a whole
+    packing unit (a multiple of bytes), so that parts never share a byte of the data buffer."""
+    g = geometry
+    if g.stored_elements == 0:
+        return [], True
+    budget = max(1, CHUNK_ELEMENTS)
+    k, b, nb, length = g.block, g.after, g.blocks_per_axis, g.row_elements
+    unit = storage.packing(bits).elements
+    full = slice(0, b)
+    per_outer = nb * length
+    if per_outer <= budget:
+        together = unit // np.gcd(per_outer, unit)  # outer indices that end on a unit boundary
+        step = max(together, budget // per_outer // together * together)
+        return [Part(slice(a, min(g.before, a + step)), slice(0, nb), full) for a in range(0, g.before, step)], True
+    if length <= budget:
+        step = budget // length
+        return [Part(slice(a, a + 1), slice(j, min(nb, j + step)), full)
+                for a in range(g.before) for j in range(0, nb, step)], length % unit == 0
+    width = max(1, budget // k)
+    if b % unit == 0:
+        width = max(unit, width // unit * unit)
+    return [Part(slice(a, a + 1), slice(j, j + 1), slice(i, min(b, i + width)))
+            for a in range(g.before) for j in range(nb) for i in range(0, b, width)], b % unit == 0
+
+
+def part_values(x: np.ndarray, geometry: Geometry, part: Part) -> np.ndarray:
+    """The part's elements of ``x`` (the logical array, C order) as (outer, blocks, K, lanes),
+    in ``x``'s dtype: a view, or a copy with the partial final block padded with zeros (which
+    change no block's minimum or maximum once 0 is in the range, and get code 0 after)."""
+    g = geometry
+    x3 = x.reshape(g.before, g.extent, g.after)
+    na, nj, nl = part.shape
+    first, last = part.blocks.start * g.block, part.blocks.stop * g.block
+    values = x3[part.outer, first: min(last, g.extent), part.lanes]
+    if last > g.extent:
+        padded = np.zeros((na, last - first, nl), dtype=x.dtype)
+        padded[:, : g.extent - first] = values
+        values = padded
+    return values.reshape(na, nj, g.block, nl)
+
+
+@lru_cache(maxsize=8)
+def row_starts(rows: int, length: int) -> np.ndarray:
+    """``arange(rows) * length`` (read-only): the first element of each row, for every part of a size."""
+    return storage.read_only(np.arange(rows, dtype=np.intp) * length)
+
+
+def block_extreme(values: np.ndarray, largest: bool) -> np.ndarray:
+    """The largest (or smallest) element of every block of ``values`` (outer, blocks, K, lanes),
+    as (outer, blocks, lanes), 0 included as the initial value; NaN-free input. Found by
+    ``argmax`` and a gather: NumPy's arg-reductions run vectorised along a row of K elements,
+    where ``max(axis=2)`` makes one inner-loop call per block (about twice as long)."""
+    na, nj, k, nl = values.shape
+    if nl == 1 and values.flags.c_contiguous:  # blocks of one lane, one after another: a flat gather
+        rows = values.reshape(-1, k)
+        at = (rows.argmax if largest else rows.argmin)(axis=1)
+        found = rows.reshape(-1).take(row_starts(rows.shape[0], k) + at).reshape(na, nj, 1)
+    else:
+        where = (values.argmax if largest else values.argmin)(axis=2)[:, :, None, :]
+        found = np.take_along_axis(values, where, axis=2)[:, :, 0, :]
+    extreme: np.ndarray = np.maximum(found, 0) if largest else np.minimum(found, 0)
+    return extreme
+
+
+def clear_padding(codes: np.ndarray, geometry: Geometry, part: Part) -> np.ndarray:
+    """``codes`` (outer, blocks, K, lanes) of ``part`` with its padding elements set to code 0 (HQ-PB-18)."""
+    g = geometry
+    if part.blocks.stop == g.blocks_per_axis and g.padded != g.extent:
+        codes[:, -1, g.extent - (g.blocks_per_axis - 1) * g.block:, :] = 0
+    return codes
+
+
+def per_block(values: np.ndarray, part: Part) -> tuple[slice, slice, slice]:
+    """Where a part's per-block values (outer, blocks, lanes) go in an (A, B, nb) array: the
+    scheme's block order b = (a * B + i_after) * nb + j, as ``values.transpose(0, 2, 1)``."""
+    return part.outer, part.lanes, part.blocks
+
+
+class Codes:
+    """The data buffer of a tensor in its padded row-major order, filled part by part.
+
+    ``put`` takes a part's element codes (integers, or the values of a float storage type) as
+    (outer, blocks, K, lanes) and packs them in place. When parts start and end on whole units
+    (:func:`parts`) each writes its own bytes; otherwise bits are merged into the zeroed buffer
+    (one thread: neighbouring parts share a byte).
+    """
+
+    def __init__(self, geometry: Geometry, storage_name: str, aligned: bool) -> None:
+        self.geometry = geometry
+        self.storage_name = storage_name
+        self.bits = storage.element(storage_name).bits
+        self.unit = storage.packing(self.bits)
+        self.aligned = aligned
+        self.integer = code_type(storage_name) if storage.element(storage_name).int_range else None
+        self.data = np.zeros(self.unit.bytes(geometry.stored_elements), dtype=np.uint8)
+
+    def put(self, part: Part, codes: np.ndarray) -> int:
+        """Pack ``codes`` of ``part``; the number of elements written."""
+        g = self.geometry
+        start = ((part.outer.start * g.blocks_per_axis + part.blocks.start) * g.block) * g.after + part.lanes.start
+        if part.lanes.stop - part.lanes.start == g.after:
+            self._run(start, codes.reshape(-1))
+        else:  # one block over some lanes: one run per position in the block
+            for i in range(g.block):
+                self._run(start + i * g.after, codes[0, 0, i])
+        return codes.size
+
+    def _run(self, start: int, codes: np.ndarray) -> None:
+        unit = self.unit
+        first = unit.byte_of(start)
+        if self.aligned:
+            self._encode(codes, self.data[first: first + unit.bytes(codes.size)])
+            return
+        skip = start % unit.elements  # leading zero codes (zero bits) put the run on its unit's bits
+        if skip:
+            codes = np.concatenate([np.zeros(skip, dtype=codes.dtype), codes])
+        raw = np.empty(unit.bytes(codes.size), dtype=np.uint8)
+        self._encode(codes, raw)
+        self.data[first: first + raw.size] |= raw
+
+    def _encode(self, codes: np.ndarray, target: np.ndarray) -> None:
+        """``storage.encode`` of ``codes`` into ``target``; 8-bit and 4-bit integer codes (integral
+        floats, or integers, in range) directly."""
+        integer = self.integer
+        if integer is not None and self.bits == 8:
+            np.copyto(target.view(integer), codes, casting="unsafe")  # integral values convert exactly
+        elif integer is not None and self.bits == 4 and codes.size % 2 == 0:
+            pairs = codes.astype(integer).view("<u2")  # element 0 in the low byte, LSB first
+            nibbles = pairs & np.uint16(0x0F0F)
+            nibbles |= nibbles >> np.uint16(4)
+            np.copyto(target, nibbles, casting="unsafe")  # the low byte: element 1's nibble above element 0's
+        else:
+            target[...] = np.frombuffer(storage.encode(codes, self.storage_name), dtype=np.uint8)
 
 
 # --- arithmetic shared by the affine schemes ----------------------------------------------
-
-def grouped(array: np.ndarray, axis: int, block: int) -> np.ndarray:
-    """``array`` as (A, nb, K, B) float64, the partial final block padded with NaN."""
-    g = Geometry(tuple(array.shape), axis, block)
-    x = np.asarray(array, dtype=np.float64).reshape(g.before, g.extent, g.after)
-    if g.padded != g.extent:
-        padded = np.full((g.before, g.padded, g.after), np.nan)
-        padded[:, : g.extent] = x
-        x = padded
-    return x.reshape(g.before, g.blocks_per_axis, block, g.after)
-
 
 def block_order(per_block: np.ndarray) -> np.ndarray:
     """(A, nb, B) per-block values in the scheme's block order b = (a * B + i_after) * nb + j."""
@@ -601,6 +755,17 @@ def integer_range(storage_name: str) -> tuple[int, int]:
     return bounds
 
 
+def refuse_unsigned_negatives(minimum: Any, storage_name: str, symmetric: bool) -> None:
+    """HQ-ZP-02: symmetric codes of an unsigned type cannot hold a negative minimum."""
+    qmin, _ = integer_range(storage_name)
+    if symmetric and qmin == 0 and np.nanmin(minimum, initial=0.0) < 0:
+        raise RuleViolation(
+            "HQ-ZP-02", "symmetric quantization subtracts no zero point, so unsigned codes cannot hold "
+            "negative values; use a signed storage type or symmetric=False",
+            path="symmetric", actual=f"{storage_name}, minimum {float(np.nanmin(minimum))!r}",
+            expected="signed storage")
+
+
 def affine_calibration(low: np.ndarray, high: np.ndarray, storage_name: str, symmetric: bool,
                        scale_dtype: Any = "float32") -> tuple[np.ndarray, np.ndarray]:
     """Scales and zero points from each group's minimum and maximum.
@@ -609,16 +774,14 @@ def affine_calibration(low: np.ndarray, high: np.ndarray, storage_name: str, sym
     spread over ``qmax - qmin - 1`` steps, ``z = qmin - floor(lo / s)``: one spare step keeps
     every code of the group inside the storage range whatever the rounding. Scales are cast to
     the scale type first (rounding up, :func:`cast_up`) and the codes are computed with the cast
-    scale; an all-zero group gets scale 1.
+    scale; an all-zero group gets scale 1. Computed in float64 whatever the input's type; the
+    minima and maxima are finite (the quantizer refuses NaN and infinities first, HQ-PT-03).
     """
     qmin, qmax = integer_range(storage_name)
-    if symmetric and qmin == 0 and np.nanmin(low, initial=0.0) < 0:
-        raise RuleViolation(
-            "HQ-ZP-02", "symmetric quantization subtracts no zero point, so unsigned codes cannot hold "
-            "negative values; use a signed storage type or symmetric=False",
-            path="symmetric", actual=f"{storage_name}, minimum {float(np.nanmin(low))!r}", expected="signed storage")
-    low = np.minimum(np.nan_to_num(low, nan=0.0), 0.0)
-    high = np.maximum(np.nan_to_num(high, nan=0.0), 0.0)
+    low, high = np.asarray(low, dtype=np.float64), np.asarray(high, dtype=np.float64)
+    refuse_unsigned_negatives(low, storage_name, symmetric)
+    low = np.minimum(low, 0.0)
+    high = np.maximum(high, 0.0)
     if symmetric:
         span = np.maximum(-low, high) / qmax
     else:
@@ -630,23 +793,51 @@ def affine_calibration(low: np.ndarray, high: np.ndarray, storage_name: str, sym
     return scales, np.clip(zero_points, qmin, qmax).astype(np.int64)
 
 
-def affine_codes(x: np.ndarray, scales: np.ndarray, zero_points: np.ndarray, storage_name: str) -> np.ndarray:
-    """Codes ``round(x / s) + z`` clipped to the storage range; NaN (padding) becomes code 0."""
+def code_type(storage_name: str) -> np.dtype:
+    """The NumPy integer type of an integer storage type's codes (int8 / uint8 up to 8 bits)."""
+    qmin, _ = integer_range(storage_name)
+    return np.dtype(f"{'i' if qmin < 0 else 'u'}{max(1, storage.element(storage_name).bits // 8)}")
+
+
+def affine_codes(values: np.ndarray, scales: np.ndarray, zero_points: np.ndarray | None,
+                 storage_name: str) -> np.ndarray:
+    """Codes ``round(x / s) + z`` (half to even) clipped to the storage range, as integral
+    floats (:class:`Codes` converts them as it packs); ``scales`` and ``zero_points`` broadcast
+    over ``values``, None for a symmetric group (``|x| / s <= qmax`` by calibration: nothing to clip).
+
+    The quotient is float64's, computed in float32 when that gives the same integer: ``x``
+    float32, ``s`` float16 or bfloat16, codes of at most 8 bits. Rounding is monotonic and
+    half-integers are float32 values, so a float32 quotient ``q`` rounds differently only if it
+    lands on ``n + 1/2`` while the exact one does not. With ``s`` of at most 11 significant bits
+    and ``|q| < 2^12``, ``x - (n + 1/2) s`` is a multiple of ``ulp(x) >= 2^(e(q) + e(s) - 23)``,
+    so unless zero the exact quotient is more than ``2^(e(q) - 24)``, half an ulp of ``q``, away
+    from ``n + 1/2``: every rounding, ties included, is the float64 one."""
     qmin, qmax = integer_range(storage_name)
-    q = np.rint(x / np.asarray(scales, dtype=np.float64)) + zero_points
-    q = np.clip(np.nan_to_num(q, nan=0.0), qmin, qmax).astype(np.int64)
-    return np.where(np.isnan(x), 0, q)
+    scales = np.asarray(scales)
+    narrow = values.dtype == np.float32 and scales.dtype.itemsize == 2 and storage.element(storage_name).bits <= 8
+    scales = scales.astype(np.float32 if narrow else np.float64)
+    if scales.ndim == 4 and scales.shape[2:] == (1, 1) and values.shape[2] > 1:  # one scale per block of one lane:
+        scales = np.repeat(scales, values.shape[2], axis=2)  # a contiguous divide (a broadcast one loops per block)
+    q: np.ndarray = np.divide(values, scales)
+    np.rint(q, out=q)
+    if zero_points is not None:
+        q += np.asarray(zero_points).astype(q.dtype)
+        np.clip(q, qmin, qmax, out=q)
+    return q
 
 
 def cast_up(values: np.ndarray, dtype: Any) -> np.ndarray:
     """Positive ``values`` in ``dtype`` (float16, bfloat16, float32), rounded up, never down.
 
     A scale rounded down could push the extreme value of its group one code past the storage
-    range; rounding up keeps every code inside it.
+    range; rounding up keeps every code inside it. Past the type's range: infinity (which the
+    scale rules refuse, HQ-PB-12), without NumPy's overflow warning.
     """
     wanted = np.asarray(values, dtype=np.float64)
-    cast = wanted.astype(dtype)
-    low = cast.astype(np.float64) < wanted
+    with np.errstate(over="ignore"):
+        cast = wanted.astype(dtype)
+    widened = cast.astype(np.float32) if cast.dtype.itemsize == 2 else cast  # exact; NumPy widens 16-bit
+    low = widened.astype(np.float64) < wanted  # floats to float32 several times faster than to float64
     if low.any():
         bits = cast.view(np.dtype(f"u{cast.dtype.itemsize}"))
         cast = np.where(low, (bits + 1).view(cast.dtype), cast)

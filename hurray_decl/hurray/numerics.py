@@ -250,14 +250,45 @@ def _options(row_name: str, shape: tuple[int, ...], axis: int | None, block_size
     return QuantizeOptions(axis, int(block_size), storage_name, bool(symmetric), scale_type)
 
 
+EXACT_IN_FLOAT32 = frozenset("float16 float32 int8 uint8 int16 uint16".split())
+"""Input dtypes whose every value float32 holds exactly: quantized from float32, without a
+float64 copy (float64 and wider integers are quantized from float64)."""
+
+
+def working_array(x: np.ndarray) -> np.ndarray:
+    """``x`` as the C-contiguous float array the quantizers read: float32 when that holds every
+    value exactly (:data:`EXACT_IN_FLOAT32`), else float64; no copy when it already is one."""
+    kind = np.float32 if x.dtype.name in EXACT_IN_FLOAT32 else np.float64
+    return np.ascontiguousarray(x, dtype=kind)
+
+
+def refuse_non_finite(x: np.ndarray) -> None:
+    """HQ-PT-03 for the first NaN or infinity of ``x``. A finite sum (one pass, no temporaries)
+    proves every value finite; only a sum that is not (NaN, infinity or overflow) is searched."""
+    if x.dtype.kind != "f":
+        return
+    with np.errstate(over="ignore", invalid="ignore"):  # finite values may sum past the largest float
+        if np.isfinite(np.sum(x, dtype=x.dtype)):
+            return
+    flat = x.reshape(-1)
+    bad = np.flatnonzero(~np.isfinite(flat))
+    if bad.size:
+        first = int(bad[0])
+        raise RuleViolation("HQ-PT-03", "a value to quantize is NaN or infinite; no finite scale maps it",
+                            path=f"array -> [{first}]", actual=float(flat[first]), expected="finite values")
+
+
 def quantize(array: Any, scheme_name: str, *, axis: int | None = None, block_size: int | None = None,
-             storage: str | None = None, symmetric: bool = True,
-             scale_type: str = "float32") -> tuple[TensorDescriptor, list[bytes]]:
+             storage: str | None = None, symmetric: bool = True, scale_type: str = "float32",
+             threads: int | None = None) -> tuple[TensorDescriptor, list[bytes]]:
     """Quantize a float array into a row-major Hurray tensor: (descriptor, buffers).
 
     ``scheme_name`` is the scheme's module name (``per_block_affine``, ``nf4``, ...). Each
     scheme documents its calibration rule on its ``quantize`` function. The result is checked
-    by the same rules as any input: the writer refuses what a reader would refuse.
+    by the same rules as any input: the writer refuses what a reader would refuse. Blocks are
+    calibrated and encoded in parts of about ``kernels.CHUNK_ELEMENTS`` elements, on
+    ``threads`` threads (default: the cores, one for arrays of at most :data:`SMALL_WINDOW`
+    elements); extra memory is a few part-sized temporaries per thread besides the outputs.
     """
     row = scheme(scheme_name)
     if row.quantize is None:
@@ -270,20 +301,27 @@ def quantize(array: Any, scheme_name: str, *, axis: int | None = None, block_siz
     if x.dtype.kind not in "fiu":
         raise ArgumentError("array", "quantize takes real numbers", actual=str(x.dtype),
                             expected="a float or integer array")
-    x = x.astype(np.float64)
-    if not np.isfinite(x).all():
-        bad = int(np.flatnonzero(~np.isfinite(x.reshape(-1)))[0])
-        raise RuleViolation("HQ-PT-03", "a value to quantize is NaN or infinite; no finite scale maps it",
-                            path=f"array -> [{bad}]", actual=float(x.reshape(-1)[bad]), expected="finite values")
+    count = kernels.thread_count(threads)
+    if threads is None and x.size <= SMALL_WINDOW:
+        count = 1  # starting threads costs more than a few parts take
+    x = working_array(x)
+    refuse_non_finite(x)
     options = _options(row.name, x.shape, axis, block_size, storage, symmetric, scale_type)
-    result = row.quantize(x, options)
-    return assemble(result.model, x.shape, options.storage, result.elements, result.parameters)
+    result = row.quantize(x, options, count)
+    return assemble_data(result.model, x.shape, options.storage, result.data, result.parameters)
 
 
 def assemble(model: Any, shape: Sequence[int], storage_name: str, elements: np.ndarray,
              parameters: Sequence[np.ndarray]) -> tuple[TensorDescriptor, list[bytes]]:
     """A row-major tensor from element codes (stored order) and parameter arrays, checked."""
-    buffers = [storage.encode(elements, storage_name)] + [np.ascontiguousarray(p).tobytes() for p in parameters]
+    return assemble_data(model, shape, storage_name, np.frombuffer(storage.encode(elements, storage_name), np.uint8),
+                         parameters)
+
+
+def assemble_data(model: Any, shape: Sequence[int], storage_name: str, data: np.ndarray,
+                  parameters: Sequence[np.ndarray]) -> tuple[TensorDescriptor, list[bytes]]:
+    """A row-major tensor from its data buffer (codes packed in stored order) and parameter arrays, checked."""
+    buffers = [data.tobytes()] + [np.ascontiguousarray(p).tobytes() for p in parameters]
     descriptor = TensorDescriptor(
         type_tag=BY_NAME[storage_name].tag,
         shape=tuple(int(n) for n in shape),

@@ -12,6 +12,7 @@ import pytest
 from hurray_decl.errors import ArgumentError, RuleViolation
 from hurray_decl.hurray import kernels
 from hurray_decl.hurray.kernels import Box, Geometry
+from hurray_decl.hurray.tables import storage
 
 
 def test_geometry_of_a_padded_axis() -> None:
@@ -154,12 +155,56 @@ def test_parameter_rows_for_a_chunk() -> None:
     assert kernels._at(None, box) is None
 
 
-def test_grouped_pads_the_last_block_with_nan() -> None:
+def test_part_values_pad_the_last_block_with_zeros() -> None:
     x = np.arange(10, dtype=np.float32).reshape(2, 5)
-    g = kernels.grouped(x, 1, 2)
-    assert g.shape == (2, 3, 2, 1) and g.dtype == np.float64
-    assert g[1, 1, :, 0].tolist() == [7, 8] and g[0, 2, 0, 0] == 4 and np.isnan(g[0, 2, 1, 0])
-    assert kernels.grouped(x, 1, 5).shape == (2, 1, 5, 1) and not np.isnan(kernels.grouped(x, 1, 5)).any()
+    g = Geometry((2, 5), 1, 2)
+    (part,), aligned = kernels.parts(g, 4)
+    assert aligned and part == kernels.Part(slice(0, 2), slice(0, 3), slice(0, 1))
+    values = kernels.part_values(x, g, part)
+    assert values.shape == (2, 3, 2, 1) and values.dtype == np.float32
+    assert values[1, 1, :, 0].tolist() == [7, 8] and values[0, 2, :, 0].tolist() == [4, 0]
+    whole = kernels.part_values(x, Geometry((2, 5), 1, 5), kernels.Part(slice(0, 2), slice(0, 1), slice(0, 1)))
+    assert whole.shape == (2, 1, 5, 1) and np.shares_memory(whole, x)  # no padding: a view
+    codes = np.ones((2, 3, 2, 1))
+    assert kernels.clear_padding(codes, g, part)[:, 2, :, 0].tolist() == [[1, 0], [1, 0]]
+
+
+def test_parts_cover_every_block_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whole outer indices, block rows of one, or one block over some lanes: every (a, j, lane) once,
+    and whether parts end on whole packing units."""
+    monkeypatch.setattr(kernels, "CHUNK_ELEMENTS", 12)
+    for shape, axis, block, bits in (((3, 8, 2), 1, 4, 4), ((2, 40, 1), 1, 2, 2), ((2, 4, 30), 1, 2, 4),
+                                     ((2, 4, 7), 1, 2, 4), ((5, 3), 0, 2, 2)):
+        g = Geometry(shape, axis, block)
+        chunks, aligned = kernels.parts(g, bits)
+        seen = np.zeros((g.before, g.blocks_per_axis, g.after), dtype=int)
+        for part in chunks:
+            seen[part.outer, part.blocks, part.lanes] += 1
+        assert (seen == 1).all(), shape
+        unit = 8 // bits
+        assert aligned == ((g.row_elements % unit == 0 and (g.row_elements <= 12 or g.after % unit == 0))
+                           or g.blocks_per_axis * g.row_elements <= 12), shape
+
+
+def test_codes_pack_parts_in_place_or_merge_their_bits() -> None:
+    g = Geometry((3, 3), 0, 2)  # B = 3: one block over lanes, rows of 6 int4 codes, parts share bytes
+    codes = kernels.Codes(g, "int4", aligned=False)
+    values = np.arange(-6, 6).reshape(2, 2, 3).astype(np.float64)  # (blocks, K, lanes)
+    for j in range(2):
+        for lane in range(3):
+            part = kernels.Part(slice(0, 1), slice(j, j + 1), slice(lane, lane + 1))
+            codes.put(part, values[j, :, lane].reshape(1, 1, 2, 1))
+    assert codes.data.tobytes() == storage.encode(values.reshape(-1), "int4")
+    eight = kernels.Codes(Geometry((4,), 0, 1), "uint8", aligned=True)
+    eight.put(kernels.Part(slice(0, 1), slice(0, 4), slice(0, 1)), np.array([0.0, 1, 254, 255]).reshape(1, 4, 1, 1))
+    assert eight.data.tolist() == [0, 1, 254, 255]
+
+
+def test_block_extreme_includes_zero() -> None:
+    values = np.array([[1.0, 3.0, -2.0], [-1.0, -4.0, -0.5]]).reshape(1, 2, 3, 1)
+    assert kernels.block_extreme(values, largest=True)[0, :, 0].tolist() == [3.0, 0.0]
+    assert kernels.block_extreme(values, largest=False)[0, :, 0].tolist() == [-2.0, -4.0]
+    assert kernels.block_extreme(np.abs(values[:, 1:]) + 1, largest=False)[0, :, 0].tolist() == [0.0]
 
 
 def test_block_order_and_block_rows() -> None:
@@ -200,10 +245,12 @@ def test_affine_calibration() -> None:
     assert float(scales[0]) >= 1 / 255
 
 
-def test_affine_codes_round_clip_and_zero_the_padding() -> None:
-    x = np.array([0.26, -0.26, 100.0, -100.0, np.nan, 0.5])
+def test_affine_codes_round_and_clip() -> None:
+    x = np.array([0.26, -0.26, 100.0, -100.0, 0.75, 0.5])
     q = kernels.affine_codes(x, np.full(6, 0.5), np.array([1, 1, 1, 1, 1, 0]), "int4")
-    assert q.tolist() == [2, 0, 7, -8, 0, 1] and q.dtype == np.int64
+    assert q.tolist() == [2, 0, 7, -8, 3, 1] and q.dtype == np.float64  # 1.5 + 1 rounds to 2 + 1, half to even
+    narrow = kernels.affine_codes(x.astype(np.float32), np.full(6, 0.5, dtype=np.float16), None, "int8")
+    assert narrow.dtype == np.float32 and narrow.tolist() == [1, -1, 200, -200, 2, 1]  # symmetric: no clip
 
 
 def test_cast_up_never_rounds_down() -> None:

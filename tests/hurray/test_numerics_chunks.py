@@ -400,6 +400,27 @@ def test_bench_reports_every_layout_and_case():
     assert sum(line.strip().startswith(bench.CASES[0].label) for line in lines) == 3
 
 
+def test_quantize_bench_reports_every_case_against_gguf():
+    import io
+
+    text = io.StringIO()
+    result = bench.quantize_run(size=64, repeat=1, out=text)
+    lines = text.getvalue().splitlines()
+    assert lines[0].startswith("quantize 64x64 float32") and "threads = 1" in lines[0]
+    for case in bench.QUANTIZE_CASES:
+        figures = result["cases"][case.label]
+        row = next(line for line in lines if line.strip().startswith(case.label))
+        assert figures["to_copy"] == figures["seconds"] / result["copyto"] > 0
+        if case.gguf:
+            assert figures["to_gguf"] == figures["seconds"] / result["gguf"][case.gguf]
+            assert row.split()[-2:] == [case.gguf, f"{figures['to_gguf']:.2f}"]
+        else:
+            assert "to_gguf" not in figures and row.split()[-2:] == ["-", "-"]
+    assert [c.gguf for c in bench.QUANTIZE_CASES[:3]] == ["Q4_0", "Q8_0", "Q4_1"]
+    with raises_rule("ARGUMENT"):
+        bench.quantize_run(size=100, repeat=1)
+
+
 @pytest.mark.parametrize("shape, tile", [((64,), (16,)), ((16, 24, 32), (4, 8, 16)), ((5, 40), (2, 16)),
                                          ((6, 48), (3, 24)), ((7, 20), (4, 6)), ((5, 192), (2, 64)),
                                          ((3, 5, 128), (2, 3, 64)), ((5, 100), (2, 64))])

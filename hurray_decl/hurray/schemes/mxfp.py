@@ -9,7 +9,19 @@ import construct as cs
 
 from hurray_decl.declare.schema import power_of_two
 from hurray_decl.errors import RuleViolation
-from hurray_decl.hurray.kernels import Geometry, Plan, Quantized, block_order, by_block_row, code_values, grouped
+from hurray_decl.hurray.kernels import (
+    Codes,
+    Geometry,
+    Part,
+    Plan,
+    Quantized,
+    block_order,
+    by_block_row,
+    code_values,
+    in_turn,
+    part_values,
+    parts,
+)
 from hurray_decl.hurray.schemes.quantization import AXIS, SchemeDescriptor, descriptor_struct, index_field
 from hurray_decl.hurray.tables import storage
 from hurray_decl.hurray.tables.element_types import by_name
@@ -84,14 +96,17 @@ def plan(descriptor: MXFP, shape: tuple[int, ...], params: Any) -> Plan:
     return Plan(geometry, table=exponent_table(name), keys=exponents)
 
 
-def quantize(x: np.ndarray, options: Any) -> Quantized:
+def quantize(x: np.ndarray, options: Any, threads: int = 1) -> Quantized:
     """Calibration: the block's exponent is that of the smallest power of two s with
     max|x| / s no larger than the element type's largest finite magnitude (127 for int8, 7 for
     int4), so nothing clips; elements round to nearest, ties to even. A block of zeros gets
     s = 1; a block so small that s would fall below 2^-126 uses 2^-126 (the smallest valid
     byte, 0x01). Refused: a block needing s above 2^127 (byte 0xFF or beyond, HQ-MX-10), and a
-    block whose dequantized values would not be finite in float32 (HQ-MX-11)."""
-    blocks = grouped(x, options.axis, options.block_size)
+    block whose dequantized values would not be finite in float32 (HQ-MX-11), the first such
+    block of the tensor. Two passes part by part: every block's max|x| (then the refusals),
+    then the elements."""
+    model = MXFP(axis=options.axis, block_size=options.block_size, scale_buffer_index=1)  # its rules first
+    g = Geometry(x.shape, options.axis, options.block_size)
     kind = storage.element(options.storage)
     bounds = kind.int_range
     if bounds:
@@ -99,7 +114,10 @@ def quantize(x: np.ndarray, options: Any) -> Quantized:
     else:
         table = storage.value_table(options.storage)
         largest = float(table[np.isfinite(table)].max())
-    absmax = np.nanmax(np.abs(blocks), axis=2, initial=0.0)
+    chunks, aligned = parts(g, kind.bits)
+    absmax = np.empty((g.before, g.blocks_per_axis, g.after))
+    for part in chunks:
+        absmax[part.outer, part.blocks, part.lanes] = np.abs(part_values(x, g, part)).max(axis=2, initial=0.0)
     with np.errstate(divide="ignore"):
         power = np.where(absmax > 0, np.ceil(np.log2(absmax / largest)), 0.0)
     power += absmax > np.ldexp(largest, power.astype(np.int64))  # log2 rounded down: one step up
@@ -107,19 +125,28 @@ def quantize(x: np.ndarray, options: Any) -> Quantized:
     _refuse(power + 127 > 254, absmax, "HQ-MX-10", "its scale would need an exponent byte above 0xFE",
             f"max |x| <= {2.0 ** 127 * largest!r}")
     exponents = np.clip(power + 127, 1, 254).astype(np.uint8)
-    scales = np.exp2(exponents.astype(np.float64) - 127)[:, :, None, :]
-    values = blocks / scales
-    if bounds:
-        values = np.clip(np.rint(values), *bounds)
-        stored = values
-    else:  # the element the encoder will store: rounded to the type, clamped to its largest (HE-30)
-        stored = np.clip(values, -largest, largest).astype(storage.NARROW_FLOATS[options.storage]).astype(np.float64)
-    with np.errstate(invalid="ignore"):
-        result = np.nanmax(np.abs(stored) * scales, axis=2, initial=0.0)
-    _refuse(result > FLOAT32_MAX, absmax, "HQ-MX-11", "its dequantized values would exceed float32",
-            f"max |x| <= {FLOAT32_MAX!r}")
-    model = MXFP(axis=options.axis, block_size=options.block_size, scale_buffer_index=1)
-    return Quantized(model, values.reshape(-1), (block_order(exponents),))
+    scales = np.exp2(exponents.astype(np.float64) - 127)
+    # the largest stored magnitude of a block is its max|x| stored (rounding is monotonic and odd)
+    _refuse(_stored(absmax / scales, options.storage, bounds, largest) * scales > FLOAT32_MAX, absmax,
+            "HQ-MX-11", "its dequantized values would exceed float32", f"max |x| <= {FLOAT32_MAX!r}")
+    data = Codes(g, options.storage, aligned)
+
+    def one(part: Part) -> int:
+        values = part_values(x, g, part) / scales[part.outer, part.blocks, part.lanes][:, :, None, :]
+        if bounds:
+            values = np.clip(np.rint(values), *bounds)
+        return data.put(part, values)
+
+    in_turn(iter(chunks), one, threads if aligned else 1)
+    return Quantized(model, data.data, (block_order(exponents),))
+
+
+def _stored(values: np.ndarray, storage_name: str, bounds: tuple[int, int] | None, largest: float) -> np.ndarray:
+    """The element the encoder stores for each of ``values``, as float64: integers rounded to
+    nearest even and clipped; floats clamped to the largest magnitude and rounded to the type (HE-30)."""
+    stored: np.ndarray = np.clip(np.rint(values), *bounds) if bounds else np.clip(values, -largest, largest).astype(
+        storage.NARROW_FLOATS[storage_name]).astype(np.float64)
+    return stored
 
 
 FLOAT32_MAX = (2 - 2.0 ** -23) * 2.0 ** 127  # float(np.finfo(np.float32).max), exactly, without importing NumPy

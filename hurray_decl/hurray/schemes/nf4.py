@@ -8,14 +8,19 @@ import construct as cs
 
 from hurray_decl.declare.schema import power_of_two
 from hurray_decl.hurray.kernels import (
+    Codes,
     Geometry,
+    Part,
     Plan,
     Quantized,
-    block_order,
     by_block_row,
     cast_up,
+    clear_padding,
     code_values,
-    grouped,
+    in_turn,
+    part_values,
+    parts,
+    per_block,
 )
 from hurray_decl.hurray.schemes.quantization import AXIS, SchemeDescriptor, descriptor_struct, index_field
 from hurray_decl.lazy_modules import numpy as np
@@ -84,19 +89,30 @@ def plan(descriptor: NF4, shape: tuple[int, ...], params: Any) -> Plan:
     return Plan(geometry, table=code_values("uint4", LEVELS)[None], scales=scales)
 
 
-def quantize(x: np.ndarray, options: Any) -> Quantized:
+def quantize(x: np.ndarray, options: Any, threads: int = 1) -> Quantized:
     """Calibration: the block's absmax is its scale (float32, rounded up); each element takes the
-    nearest level of x / absmax, the lower one on a tie; padding elements are code 0."""
-    blocks = grouped(x, options.axis, options.block_size)
-    absmax = cast_up(np.nanmax(np.abs(blocks), axis=2, initial=0.0), np.float32)
-    divisor = absmax[:, :, None, :].astype(np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(divisor > 0, blocks / divisor, 0.0)
-    levels = np.asarray(LEVELS)
-    codes = np.searchsorted((levels[1:] + levels[:-1]) / 2, ratio, side="left")
-    codes = np.where(np.isnan(blocks), 0, codes)
+    nearest level of x / absmax (in float64), the lower one on a tie; padding elements are code
+    0. Part by part (:func:`~hurray_decl.hurray.kernels.parts`)."""
+    g = Geometry(x.shape, options.axis, options.block_size)
     model = NF4(axis=options.axis, block_size=options.block_size, scale_buffer_index=1)
-    return Quantized(model, codes.reshape(-1), (block_order(absmax),))
+    chunks, aligned = parts(g, 4)
+    data = Codes(g, options.storage, aligned)
+    scales = np.empty((g.before, g.after, g.blocks_per_axis), dtype=np.float32)
+    levels = np.asarray(LEVELS)
+    middles = (levels[1:] + levels[:-1]) / 2
+
+    def one(part: Part) -> int:
+        values = part_values(x, g, part)
+        absmax = cast_up(np.abs(values).max(axis=2, initial=0.0), np.float32)
+        divisor = absmax[:, :, None, :].astype(np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(divisor > 0, values / divisor, 0.0)
+        codes = np.searchsorted(middles, ratio, side="left").astype(np.uint8)
+        scales[per_block(absmax, part)] = absmax.transpose(0, 2, 1)
+        return data.put(part, clear_padding(codes, g, part))
+
+    in_turn(iter(chunks), one, threads if aligned else 1)
+    return Quantized(model, data.data, (scales.reshape(-1),))
 
 
 ROW = SchemeRow(

@@ -8,15 +8,23 @@ import construct as cs
 
 from hurray_decl.declare.schema import Rule, power_of_two, zero_bytes
 from hurray_decl.hurray.kernels import (
+    Codes,
     Geometry,
+    Part,
     Plan,
     Quantized,
     affine_calibration,
     affine_codes,
     affine_plan,
-    block_order,
+    block_extreme,
     by_block_row,
-    grouped,
+    clear_padding,
+    in_turn,
+    integer_range,
+    part_values,
+    parts,
+    per_block,
+    refuse_unsigned_negatives,
 )
 from hurray_decl.hurray.schemes.quantization import AXIS, SYMMETRIC, SymmetricZeroPoint, descriptor_struct, index_field
 from hurray_decl.hurray.tables import storage
@@ -112,22 +120,37 @@ def plan(descriptor: PerBlockAffine, shape: tuple[int, ...], params: Any) -> Pla
     return affine_plan(geometry, params.element.name, scales, zeros)
 
 
-def quantize(x: np.ndarray, options: Any) -> Quantized:
+def quantize(x: np.ndarray, options: Any, threads: int = 1) -> Quantized:
     """Calibration: one group per block (:func:`~hurray_decl.hurray.kernels.affine_calibration`), scales
-    rounded up into the scale type; padding elements are code 0 (HQ-PB-18)."""
+    rounded up into the scale type; padding elements are code 0 (HQ-PB-18). Part by part
+    (:func:`~hurray_decl.hurray.kernels.parts`): each part's blocks calibrated, then encoded."""
     g = Geometry(x.shape, options.axis, options.block_size)
-    blocks = grouped(x, options.axis, options.block_size)
-    scales, zeros = affine_calibration(block_order(np.nanmin(blocks, axis=2, initial=0.0)),
-                                       block_order(np.nanmax(blocks, axis=2, initial=0.0)),
-                                       options.storage, options.symmetric, storage.dtype(options.scale_type))
-    grid = (g.before, g.blocks_per_axis, 1, g.after)
-    codes = affine_codes(blocks, by_block_row(scales, g).reshape(grid), by_block_row(zeros, g).reshape(grid),
-                         options.storage)
+    if options.symmetric and integer_range(options.storage)[0] == 0:  # with the tensor's minimum (HQ-ZP-02)
+        refuse_unsigned_negatives(np.min(x, initial=0.0), options.storage, options.symmetric)
     model = PerBlockAffine(axis=options.axis, block_size=options.block_size, scale_buffer_index=1,
                            symmetric=options.symmetric, zero_point_buffer_index=None if options.symmetric else 2,
                            scale_type_tag=int(ScaleType.named(options.scale_type)))
-    parameters = (scales,) + (() if options.symmetric else (zeros.astype("<i4"),))
-    return Quantized(model, codes.reshape(-1), parameters)
+    chunks, aligned = parts(g, storage.element(options.storage).bits)
+    data = Codes(g, options.storage, aligned)
+    scales = np.empty((g.before, g.after, g.blocks_per_axis), dtype=storage.dtype(options.scale_type))
+    zeros = None if options.symmetric else np.empty(scales.shape, dtype="<i4")
+
+    def one(part: Part) -> int:
+        values = part_values(x, g, part)
+        if options.symmetric:  # max(-min, max) over the block and 0 is its largest magnitude; unsigned: no
+            high = block_extreme(np.abs(values), largest=True)  # negatives (refused above), so min 0
+            low = np.zeros_like(high)
+        else:
+            low, high = block_extreme(values, largest=False), block_extreme(values, largest=True)
+        s, z = affine_calibration(low, high, options.storage, options.symmetric, scales.dtype)
+        codes = affine_codes(values, s[:, :, None, :], None if zeros is None else z[:, :, None, :], options.storage)
+        scales[per_block(s, part)] = s.transpose(0, 2, 1)
+        if zeros is not None:
+            zeros[per_block(z, part)] = z.transpose(0, 2, 1)
+        return data.put(part, clear_padding(codes, g, part))
+
+    in_turn(iter(chunks), one, threads if aligned else 1)
+    return Quantized(model, data.data, (scales.reshape(-1),) + (() if zeros is None else (zeros.reshape(-1),)))
 
 
 ROW = SchemeRow(

@@ -7,9 +7,22 @@ from typing import Any, ClassVar, Final
 import construct as cs
 
 from hurray_decl.declare.schema import equals, zero_bytes
-from hurray_decl.hurray.kernels import Geometry, Plan, Quantized, affine_calibration, affine_codes, affine_plan
+from hurray_decl.hurray.kernels import (
+    Codes,
+    Geometry,
+    Part,
+    Plan,
+    Quantized,
+    affine_calibration,
+    affine_codes,
+    affine_plan,
+    in_turn,
+    part_values,
+    parts,
+)
 from hurray_decl.hurray.schemes.per_tensor_affine import ROW as PER_TENSOR
 from hurray_decl.hurray.schemes.quantization import AXIS, SYMMETRIC, SymmetricZeroPoint, descriptor_struct, index_field
+from hurray_decl.hurray.tables import storage
 from hurray_decl.hurray.tables.codes import ScaleType
 from hurray_decl.lazy_modules import numpy as np
 from hurray_decl.registry import SchemeRow
@@ -80,17 +93,27 @@ def plan(descriptor: PerChannelAffine, shape: tuple[int, ...], params: Any) -> P
     return affine_plan(geometry, params.element.name, scales, zeros)
 
 
-def quantize(x: np.ndarray, options: Any) -> Quantized:
-    """Calibration: one group per index along the axis (:func:`~hurray_decl.hurray.kernels.affine_calibration`)."""
+def quantize(x: np.ndarray, options: Any, threads: int = 1) -> Quantized:
+    """Calibration: one group per index along the axis (:func:`~hurray_decl.hurray.kernels.affine_calibration`),
+    from the minimum and maximum of each (NumPy reductions, no temporaries); then the codes part
+    by part (:func:`~hurray_decl.hurray.kernels.parts`)."""
     g = Geometry(x.shape, options.axis, 1)
     x3 = x.reshape(g.before, g.extent, g.after)
     scales, zeros = affine_calibration(x3.min(axis=(0, 2), initial=0.0), x3.max(axis=(0, 2), initial=0.0),
                                        options.storage, options.symmetric)
-    codes = affine_codes(x3, scales[None, :, None], zeros[None, :, None], options.storage)
     model = PerChannelAffine(axis=options.axis, scale_buffer_index=1, symmetric=options.symmetric,
                              zero_point_buffer_index=None if options.symmetric else 2)
+    chunks, aligned = parts(g, storage.element(options.storage).bits)
+    data = Codes(g, options.storage, aligned)
+
+    def one(part: Part) -> int:
+        lanes = (None, part.blocks, None, None)
+        return data.put(part, affine_codes(part_values(x, g, part), scales[lanes],
+                                           None if options.symmetric else zeros[lanes], options.storage))
+
+    in_turn(iter(chunks), one, threads if aligned else 1)
     parameters = (scales.astype("<f4"),) + (() if options.symmetric else (zeros.astype("<i4"),))
-    return Quantized(model, codes.reshape(-1), parameters)
+    return Quantized(model, data.data, parameters)
 
 
 ROW = SchemeRow(

@@ -11,15 +11,21 @@ from pydantic import computed_field, field_validator, model_validator
 from hurray_decl.declare.schema import zero_bytes
 from hurray_decl.errors import RuleViolation
 from hurray_decl.hurray.kernels import (
+    Codes,
     Geometry,
+    Part,
     Plan,
     Quantized,
     affine_calibration,
     affine_codes,
     affine_plan,
     code_values,
+    in_turn,
+    part_values,
+    parts,
 )
 from hurray_decl.hurray.schemes.quantization import SchemeDescriptor, check_float32, descriptor_struct, f32_field
+from hurray_decl.hurray.tables import storage
 from hurray_decl.hurray.tables.element_types import by_name
 from hurray_decl.lazy_modules import numpy as np
 from hurray_decl.registry import SchemeRow
@@ -97,12 +103,23 @@ def plan(descriptor: PerTensorAffine, shape: tuple[int, ...], params: Any) -> Pl
     return affine_plan(geometry, params.element.name, np.full((1, 1, 1), scale, dtype=np.float32), zeros)
 
 
-def quantize(x: np.ndarray, options: Any) -> Quantized:
-    """Calibration: the whole tensor is one group (:func:`~hurray_decl.hurray.kernels.affine_calibration`)."""
+def quantize(x: np.ndarray, options: Any, threads: int = 1) -> Quantized:
+    """Calibration: the whole tensor is one group (:func:`~hurray_decl.hurray.kernels.affine_calibration`),
+    from its minimum and maximum; then the codes part by part (:func:`~hurray_decl.hurray.kernels.parts`)."""
     scales, zeros = affine_calibration(np.min(x, initial=0.0), np.max(x, initial=0.0),
                                        options.storage, options.symmetric)
     model = PerTensorAffine(scale=float(scales), zero_point=int(zeros))
-    return Quantized(model, affine_codes(x, scales, zeros, options.storage).reshape(-1), ())
+    g = Geometry((x.size,), 0, 1)
+    chunks, aligned = parts(g, storage.element(options.storage).bits)
+    data = Codes(g, options.storage, aligned)
+    flat = x.reshape(-1)
+
+    def one(part: Part) -> int:
+        return data.put(part, affine_codes(part_values(flat, g, part), scales,
+                                           None if options.symmetric else zeros, options.storage))
+
+    in_turn(iter(chunks), one, threads if aligned else 1)
+    return Quantized(model, data.data, ())
 
 
 ROW = SchemeRow(

@@ -463,8 +463,8 @@ def test_what_quantize_returns_cannot_be_changed_afterwards() -> None:
     them can swap the model or the arrays it was checked with."""
     import dataclasses
 
-    done = kernels.Quantized(model=object(), elements=np.zeros(4, np.uint8), parameters=(np.ones(1),))
-    for name in ("model", "elements", "parameters"):
+    done = kernels.Quantized(model=object(), data=np.zeros(4, np.uint8), parameters=(np.ones(1),))
+    for name in ("model", "data", "parameters"):
         with pytest.raises(dataclasses.FrozenInstanceError):
             setattr(done, name, None)
 

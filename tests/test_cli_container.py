@@ -43,7 +43,7 @@ def test_validate_gives_verdict_and_rule(capsys):
     code, out, _ = run(capsys, "validate", BASIC)
     assert code == 0 and out == "valid: container 1.0, 2 tensors (0 composite heads), 2 KV entries\n"
     code, out, _ = run(capsys, "validate", str(FILES / "i09-data-offset-off-by-8.hrry"))
-    assert code == 1 and out.startswith("invalid HF-DATA-05:") and out.count("\n") == 1
+    assert code == 1 and out.startswith("invalid: [HF-DATA-05] ") and out.count("\n") == 1
     hexed = (FILES / "v04-no-tensors.hrry").read_bytes().hex()
     assert run(capsys, "validate", hexed)[0] == 0
 

@@ -26,105 +26,22 @@ stream before they write anything.
 from __future__ import annotations
 
 import argparse
-import functools
 import io
 import json
-import os
-import stat
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hurray_decl.cli.common import INVALID, OK, Style, UsageError, verdict
-from hurray_decl.cli.inputs import HANDED_ON, Window, existing, open_file, parse_hex, peek_stdin
+from hurray_decl.cli.common import INVALID, OK, UsageError
+from hurray_decl.cli.inputs import HANDED_ON, STREAM, Window, existing, handles, open_file, parse_hex
 
-STREAM = "stream"
-MAGIC = b"HRRY"
-CONTAINER = b"HRRYFILE"
 SUFFIX = ".stream"
-ROUTED = ("inspect", "validate", "decode", "dequantize", "extract", "audit")
-
-
-# ------------------------------------------------------------------ detection
-
-
-def _probe(read: Callable[[int], bytes], skip: Callable[[int], int] | None) -> tuple[bool, bytes]:
-    """(is a stream, the bytes read) for a source read with ``read``; ``skip(n)`` (a regular file)
-    passes over the first frame's buffers and returns how many bytes it passed."""
-    from hurray_decl.errors import HurrayDeclError
-    from hurray_decl.hurray.stream.frames import DESCRIPTOR_LIMIT, MIN_DESCRIPTOR, PREFIX_FIELDS, PREFIX_LENGTH
-    from hurray_decl.hurray.tensor import read_tensor_descriptor
-
-    data = read(PREFIX_LENGTH)
-    if len(data) < PREFIX_LENGTH or data[:4] != MAGIC or data[:8] == CONTAINER:
-        return False, data
-    at = PREFIX_FIELDS["descriptor_length"]
-    length = int.from_bytes(data[at:at + 4], "little")
-    if not MIN_DESCRIPTOR <= length <= DESCRIPTOR_LIMIT:
-        return False, data
-    data += read(length - PREFIX_LENGTH)
-    try:
-        descriptor = read_tensor_descriptor(data)
-    except HurrayDeclError:
-        return False, data
-    total = sum(h.byte_size for h in descriptor.buffers)
-    if skip is not None:
-        if skip(total) < total:
-            return False, data
-        return bool(read(1)) or total > 0, data
-    body = bytearray()
-    while len(body) < total:
-        part = read(min(1 << 20, total - len(body)))
-        if not part:
-            return False, data + bytes(body)
-        body += part
-    after = read(1)  # any byte after the buffers starts the next frame
-    return bool(after) or total > 0, data + bytes(body) + after
+ROUTED = ("inspect", "validate", "decode", "dequantize", "extract")
 
 
 def _window(stream: Any, args: argparse.Namespace) -> Window:
     return Window(stream, getattr(args, "offset", 0) or 0, getattr(args, "length", None))
-
-
-def is_stream(args: argparse.Namespace) -> bool:
-    """Whether ``args.input`` is a stream (``--kind stream``, or detected; see the module's documentation).
-    A probe of standard input hands the bytes it read on to the next reader of ``-``."""
-    if getattr(args, "kind", None) == STREAM:
-        return True
-    source = getattr(args, "input", None)
-    if source is None or getattr(args, "quantization", False):
-        return False
-    if source == "-":
-        if getattr(args, "offset", 0) or getattr(args, "length", None) is not None:
-            return False  # a window of standard input: only --kind stream reads it as a stream
-        found, data = _probe(sys.stdin.buffer.read, None)
-        peek_stdin(data)  # the next reader of "-" sees these bytes again
-        return found
-    if source in HANDED_ON:
-        found, _ = _probe(io.BytesIO(HANDED_ON[source]).read, None)
-        return found
-    info = existing(source)
-    if info is None:
-        try:
-            spelled = parse_hex(source)
-        except UsageError:
-            return False  # the descriptor commands report it
-        return spelled is not None and _probe(io.BytesIO(spelled).read, None)[0]
-    if stat.S_ISDIR(info.st_mode):
-        return False
-    with open_file(source, info) as stream:
-        window = _window(stream, args)
-        if window.size is not None:
-            def skip(count: int) -> int:
-                passed = min(count, window.left or 0)
-                stream.seek(passed, os.SEEK_CUR)
-                window.left = (window.left or 0) - passed
-                return passed
-            return _probe(window.read, skip)[0]
-        found, data = _probe(window.read, None)
-        HANDED_ON[source] = data + window.read()  # a pipe by name: what was read is handed on
-        return found
 
 
 def open_source(args: argparse.Namespace) -> Any:
@@ -168,29 +85,24 @@ def _describe(item: Any) -> str:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from hurray_decl.errors import ARGUMENT, HurrayDeclError
+    from hurray_decl.cli import outputs
 
     if getattr(args, "buffers", None):
         raise UsageError("argument --buffers: a stream carries its buffers; give the stream alone")
-    style = Style(sys.stdout)
-    reader = _reader(args)
-    items = 0
-    try:
-        first = 0
+    progress = sys.stderr if getattr(args, "format", "text") == "json" else sys.stdout
+
+    def check() -> str:
+        reader = _reader(args)
+        items = first = 0
         for item in reader:
             if args.progress:
-                print(f"frame[{first}] at byte {_start(reader, first)}: {_describe(item)}", flush=True)
+                print(f"frame[{first}] at byte {_start(reader, first)}: {_describe(item)}", flush=True, file=progress)
             items += 1
             first = reader.frames
             del item  # checked: its buffers go before the next frame's arrive (memory: one frame at a time)
-    except HurrayDeclError as err:
-        if err.code == ARGUMENT:
-            raise
-        print(style.bad(verdict(err)), flush=True)
-        return INVALID
-    print(style.good(f"valid: stream of {items} item{'s' * (items != 1)} ({reader.frames} frames, "
-                     f"{reader.position} bytes)"))
-    return OK
+        return f"stream of {items} item{'s' * (items != 1)} ({reader.frames} frames, {reader.position} bytes)"
+
+    return outputs.report_verdict(args, STREAM, check)
 
 
 def _start(reader: Any, frame: int) -> int:
@@ -225,7 +137,8 @@ def _document(item: Any) -> dict[str, Any]:
 def cmd_decode(args: argparse.Namespace) -> int:
     """One JSON line per item as it arrives: ``{"frame": K, "offset": N, ...}``; a refusal is a last
     ``{"error": ...}`` line."""
-    from hurray_decl.errors import ARGUMENT, HurrayDeclError
+    from hurray_decl.cli import outputs
+    from hurray_decl.errors import HurrayDeclError
 
     reader = _reader(args)
     first = 0
@@ -234,10 +147,7 @@ def cmd_decode(args: argparse.Namespace) -> int:
             print(json.dumps({"frame": first, "offset": _start(reader, first), **_document(item)}), flush=True)
             first = reader.frames
     except HurrayDeclError as err:
-        if err.code == ARGUMENT:
-            raise
-        print(json.dumps({"error": err.to_dict()}))
-        return INVALID
+        return outputs.report_error(args, STREAM, err, indent=None)
     return OK
 
 
@@ -277,11 +187,8 @@ def cmd_dequantize(args: argparse.Namespace) -> int:
     outputs.target(args.output)
     descriptor, buffers = _frame(args)
     prepared = prepare_dequantize(descriptor, list(buffers))
-    with outputs.atomic(args.output) as temporary:
-        out = np.lib.format.open_memmap(temporary, mode="w+", dtype=np.float32, shape=tuple(descriptor.shape))
+    with outputs.npy_memmap(args.output, np.float32, tuple(descriptor.shape)) as out:
         prepared.run(out, progress=progress_printer("dequantize"))
-        out.flush()
-        del out
     print(f"wrote float32 {list(descriptor.shape)} of frame[{args.index}] to {args.output}")
     return OK
 
@@ -290,16 +197,16 @@ def cmd_extract(args: argparse.Namespace) -> int:
     from hurray_decl.cli import outputs
     from hurray_decl.hurray.tensor import write_tensor_descriptor
 
+    folder = outputs.folder_target(args.output)
     descriptor, buffers = _frame(args)
-    folder = Path(args.output)
-    if not folder.is_dir():
-        raise UsageError(f"argument -o/--output: {folder} is not a folder")
-    files = [(folder / f"frame{args.index}.descriptor.bin",
-              write_tensor_descriptor(descriptor, permissive=args.permissive))]
-    files += [(folder / f"frame{args.index}.buffer{i}.bin", bytes(b)) for i, b in enumerate(buffers)]
-    for path, content in files:
-        outputs.write_bytes(path, content)
-    print(f"wrote frame[{args.index}]: " + ", ".join(str(p) for p, _ in files))
+    contents = [(folder / f"frame{args.index}.descriptor.bin",
+                 write_tensor_descriptor(descriptor, permissive=args.permissive))]
+    contents += [(folder / f"frame{args.index}.buffer{i}.bin", bytes(b)) for i, b in enumerate(buffers)]
+    with outputs.batch() as files:
+        for path, content in contents:
+            with open(files.file(path, len(content)), "r+b") as f:
+                f.write(content)
+    print(f"wrote frame[{args.index}]: " + ", ".join(str(p) for p, _ in contents))
     return OK
 
 
@@ -321,16 +228,9 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
 }
 
 
-def routed(args: argparse.Namespace, others: Callable[[argparse.Namespace], int]) -> int:
-    command = getattr(args, "command", None)
-    if command in HANDLERS and is_stream(args):
-        return HANDLERS[command](args)
-    return others(args)
-
-
 def register(sub: Any) -> None:
-    """Wrap the handlers of :data:`ROUTED` (call it after the Hurray and container commands, before
-    onnx-light, which adds ``--kind``), add ``--progress`` and ``--index``, and teach ``audit`` ``*.stream``."""
+    """Register the stream handlers of :data:`ROUTED`, add ``--progress`` and ``--index``, and teach
+    ``audit`` ``*.stream``."""
     from hurray_decl.cli.audit import READERS
 
     READERS[SUFFIX] = check_stream
@@ -347,8 +247,7 @@ def register(sub: Any) -> None:
         if name == "extract":
             parser.add_argument("--kind", choices=("auto", STREAM), default="auto",
                                 help="stream forces the stream reader (default: detected from the bytes)")
-        if name != "audit":
-            parser.set_defaults(run=functools.partial(routed, others=parser.get_default("run")))
+        handles(sub, name, {STREAM: HANDLERS[name]})
 
 
-__all__ = ["STREAM", "is_stream", "register", "routed"]
+__all__ = ["STREAM", "register"]

@@ -64,7 +64,7 @@ def test_validate_exits_0_or_1_with_the_rule(example, capsys):
     if example.expect is None:
         assert code == 0 and out.startswith("valid: onnx-light")
     else:
-        assert code == 1 and out.startswith(f"invalid {example.expect}:")
+        assert code == 1 and out.startswith(f"invalid: [{example.expect}] ")
 
 
 def _expected_array(example) -> np.ndarray:
@@ -192,7 +192,7 @@ def test_model_verdict_reaches_values_in_nested_graphs(capsys, tmp_path):
         check(message, "model")
     (tmp_path / "m.onnx").write_bytes(case.data)
     code, out, _ = run(capsys, "validate", str(tmp_path / "m.onnx"))
-    assert code == 1 and out.startswith("invalid OL-WIRE-30")
+    assert code == 1 and out.startswith("invalid: [OL-WIRE-30]")
 
 
 def test_a_decoder_failure_is_one_line_never_a_traceback(capsys, tmp_path):

@@ -347,7 +347,7 @@ def small_disk(tmp_path):
 @pytest.mark.parametrize("argv", [("dequantize", "{c}/big.hrry", "-o", "{o}/x.npy"),
                                   ("dequantize", "{c}/big.bin", "{c}/big.buf0.bin", "-o", "{o}/x.npy")])
 def test_a_full_disk_is_refused_before_any_file_with_the_sizes(corpus, small_disk, argv):
-    status, out, err = hurray(*fill(argv, corpus, small_disk), cwd=corpus)
+    status, _, err = hurray(*fill(argv, corpus, small_disk), cwd=corpus)
     assert status == FILE and "Traceback" not in err, err
     assert "4,194,432 bytes" in err and "bytes free" in err, err  # 4 MiB and the 128-byte .npy header
     assert list(small_disk.iterdir()) == []
@@ -356,7 +356,7 @@ def test_a_full_disk_is_refused_before_any_file_with_the_sizes(corpus, small_dis
 def test_a_full_disk_while_extracting_leaves_nothing(corpus, small_disk):
     free = os.statvfs(small_disk).f_bavail * os.statvfs(small_disk).f_frsize
     (small_disk / "filler").write_bytes(b"\x00" * (free - 64))
-    status, out, err = hurray("extract", str(corpus / "small.hrry"), "-o", str(small_disk), cwd=corpus)
+    status, _, err = hurray("extract", str(corpus / "small.hrry"), "-o", str(small_disk), cwd=corpus)
     assert status == FILE and "Traceback" not in err and "bytes free" in err, err
     assert sorted(p.name for p in small_disk.iterdir()) == ["filler"]
 
@@ -390,7 +390,7 @@ def test_sigkill_mid_write_is_cleaned_by_the_next_run(corpus, tmp_path):
     writer.wait(timeout=60)
     stale = [p.name for p in tmp_path.iterdir()]
     assert len(stale) == 1 and stale[0].startswith(".x.npy.hurray-decl-") and stale[0].endswith(".part")
-    status, out, err = hurray("dequantize", str(corpus / "small.hrry"), "-o", str(tmp_path / "y.npy"), cwd=corpus)
+    status, _, err = hurray("dequantize", str(corpus / "small.hrry"), "-o", str(tmp_path / "y.npy"), cwd=corpus)
     assert status == OK, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["y.npy"]
 

@@ -67,12 +67,15 @@ def npy_values(tensor: Any, key: Any = None) -> Any:
 
 def cmd_dequantize(args: argparse.Namespace) -> int:
     """Refusals are HurrayDeclErrors: main() prints their rule (exit 1), no file having been created."""
-    from hurray_decl.hurray.tensor import read_tensor_descriptor
+    from hurray_decl.hurray.tensor import CompositeHead, read_tensor_descriptor
     from hurray_decl.hurray.values import Tensor
 
     outputs.target(args.output)
     args.quantization = False
     descriptor = read_tensor_descriptor(read(args).data, permissive=args.permissive)
+    if isinstance(descriptor.layout, CompositeHead):
+        raise UsageError("a composite head's values are its members': dequantize it from the .hrry container or "
+                         "the stream that holds them")
     if len(args.buffers) != len(descriptor.buffers):
         raise UsageError(f"the descriptor has {len(descriptor.buffers)} buffer-table entries: give one BUFFER file "
                          f"for each (got {len(args.buffers)})")

@@ -7,16 +7,17 @@ prints one JSON line per item, and a refusal is reported as soon as the bytes re
 arrived. ``--kind stream`` forces the stream reader (an empty input is then a valid empty
 stream, and a ``.hrry`` container is refused HS-FRM-12).
 
-Detection, without ``--kind``: an input is a stream when it starts with a valid descriptor whose
-declared buffers (the sum of its buffer table's byte sizes) fit in the rest of the input, and
-either more bytes follow them (judged as the next frame, whatever they are) or there is at least
-one buffer byte. A descriptor whose buffers do not fit in the rest (a descriptor inside a larger
-file, followed by unrelated bytes), or a descriptor without buffer bytes and nothing after it,
-stays a descriptor, read as far as it declares; its verdict names the bytes it judged. To
-decide, the first frame is read whole (from a regular file its buffers are skipped, not read);
-on standard input those bytes are then handed on to the reader, so the first item's line waits
-for the first byte of the next frame. ``validate`` of a stream reads every frame and checks
-every buffer's contents: it never says ``valid`` for an input it read only part of.
+Detection (:func:`hurray_decl.cli.inputs.detect`), without ``--kind``: an input is a stream when it
+starts with a valid descriptor whose declared buffers (the sum of its buffer table's byte sizes) fit
+in the rest of the input, and either more bytes follow them (judged as the next frame, whatever they
+are) or there is at least one buffer byte. A descriptor whose buffers do not fit in the rest (a
+descriptor inside a larger file, followed by unrelated bytes), or a descriptor without buffer bytes
+and nothing after it, stays a descriptor, read as far as it declares; its verdict names the bytes it
+judged. To decide, the first frame is read whole (from a regular file its buffers are skipped, not
+read); on standard input those bytes are then handed on to the reader, so the first item's line
+waits for the first byte of the next frame. ``validate`` of a stream reads every frame and checks
+every buffer's contents: it never says ``valid`` for an input it read only part of. A file named
+``*.stream`` is read as a stream whatever the probe says (the suffix decides between the two).
 
 ``--index K`` picks ``frame[K]`` (the numbering ``inspect`` shows) for ``dequantize`` and
 ``extract``; a stream has no names, so ``--name`` is refused. Both read and check the whole

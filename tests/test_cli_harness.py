@@ -160,7 +160,7 @@ def cases() -> dict[str, Case]:
         inapplicable = [("--index", "0"), ("--name", "w"), ("--permissive",), ("--region", "0:1"), ("--progress",)]
         for option in inapplicable:
             applies = {"--index": ("stream",), "--name": ("container", "value", "model"),
-                       "--permissive": ("descriptor", "container", "stream"), "--region": ("descriptor", "container"),
+                       "--permissive": ("descriptor", "container", "stream"), "--region": ("descriptor", "container", "stream"),
                        "--progress": ("stream",)}[option[0]]
             if kind in applies:
                 continue
@@ -393,6 +393,34 @@ def test_sigkill_mid_write_is_cleaned_by_the_next_run(corpus, tmp_path):
     status, _, err = hurray("dequantize", str(corpus / "small.hrry"), "-o", str(tmp_path / "y.npy"), cwd=corpus)
     assert status == OK, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["y.npy"]
+
+
+def test_container_outputs_show_progress_on_a_terminal_and_take_the_umask(corpus, tmp_path):
+    import pty
+
+    leader, follower = pty.openpty()
+    writer = subprocess.Popen([sys.executable, "-m", "hurray_decl", "dequantize", str(corpus / "big.hrry"),
+                               "-o", str(tmp_path / "x.npy")], stdout=subprocess.PIPE, stderr=follower,
+                              env=environment())
+    os.close(follower)
+    shown = b""
+    while True:
+        try:
+            part = os.read(leader, 4096)
+        except OSError:  # the terminal closed with the writer
+            break
+        if not part:
+            break
+        shown += part
+    writer.communicate(timeout=120)
+    os.close(leader)
+    assert writer.returncode == OK and b"dequantize: 100%" in shown, shown
+    mask = os.umask(0)
+    os.umask(mask)
+    assert (tmp_path / "x.npy").stat().st_mode & 0o777 == 0o666 & ~mask
+    status, _, err = hurray("extract", str(corpus / "small.hrry"), "-o", str(tmp_path), cwd=corpus)
+    assert status == OK, err
+    assert {p.stat().st_mode & 0o777 for p in tmp_path.iterdir()} == {0o666 & ~mask}
 
 
 # ------------------------------------------------------------------ the larger run, in subprocesses

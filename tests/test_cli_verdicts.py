@@ -55,7 +55,10 @@ def verdicts(path: Path, out: Path) -> dict[str, tuple[int, str | None]]:
     code = None
     if status == 1:
         text = stdout.strip()
-        last = json.loads(text) if text.startswith("{") and "\n" in text else json.loads(text.splitlines()[-1])
+        try:
+            last = json.loads(text)
+        except json.JSONDecodeError:  # a stream: one line per item, the refusal last
+            last = json.loads(text.splitlines()[-1])
         code = last["error"]["code"]
         assert last["verdict"] == "invalid" and set(last["error"]) == {"code", "message", "path", "offset"}
     found["decode"] = (status, code)

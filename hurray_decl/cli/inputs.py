@@ -158,7 +158,9 @@ class Window:
             rest = max(0, self.size - stream.tell())
             self.left = rest if length is None else min(length, rest)
         else:
+            self.left = None
             self.skip(offset)
+            self.left = length  # the window starts after the skipped bytes
 
     def read(self, count: int | None = None) -> bytes:
         """Up to ``count`` bytes (None: the rest of the window)."""
@@ -244,45 +246,12 @@ class _Prefixed(io.RawIOBase):
         return len(data)
 
 
-def peek_stdin(head: bytes) -> None:
-    """Put ``head``, bytes just read from standard input, back in front of what is still to come,
-    so that the next reader of ``-`` sees them again without standard input being read to its end."""
-    if head:
-        _REPLACED.append(sys.stdin)  # kept: a dropped wrapper would close the buffer it wraps
-        sys.stdin = io.TextIOWrapper(io.BufferedReader(_Prefixed(head, sys.stdin.buffer)))
-
-
 _REPLACED: list[Any] = []
 
 
-def read_whole(source: str) -> bytes:
-    """Every byte of ``source``, for the commands that tell input kinds apart by their content
-    (onnx-light messages). A Hurray descriptor or container, known by its magic, is read no
-    further than the magic: the Hurray commands read it themselves, only as far as it declares.
-    Standard input read here is handed on, so the next reader of ``-`` sees the same bytes."""
-    from hurray_decl.hurray.tensor.header import MAGIC
-
-    stream = source_stream(source)
-    if isinstance(stream, bytes):
-        return stream
-    if stream is sys.stdin.buffer:
-        head = stream.read(len(MAGIC))
-        if head == MAGIC:  # Hurray input: the Hurray commands read it themselves, as it arrives
-            peek_stdin(head)
-            return head
-        data = head + stream.read()
-        sys.stdin = io.TextIOWrapper(io.BytesIO(data))
-        return data
-    with stream:
-        if not stream.seekable():  # a pipe by name (/dev/stdin, <(...)): what is read here is handed on
-            HANDED_ON[source] = stream.read()
-            return HANDED_ON[source]
-        head = stream.read(len(MAGIC))
-        return head if head == MAGIC else head + stream.read()
-
-
 HANDED_ON: dict[str, bytes] = {}
-"""Streams named by a path that :func:`read_whole` has read already: their bytes, by name."""
+"""Pipes named by a path (``/dev/stdin``, ``<(...)``) that :func:`detect` has read already: their
+window's bytes, by name (the handlers read them from here)."""
 
 
 def read_text(source: str, what: str = "INPUT") -> str:
@@ -606,7 +575,7 @@ APPLIES: tuple[tuple[str, str, frozenset[str], frozenset[str] | None], ...] = (
     ("permissive", "--permissive", frozenset({DESCRIPTOR, QUANTIZATION, CONTAINER, STREAM}), None),
     ("name", "--name", frozenset({CONTAINER, VALUE, MODEL}), None),
     ("index", "--index", frozenset({STREAM}), None),
-    ("region", "--region", frozenset({DESCRIPTOR, CONTAINER}), None),
+    ("region", "--region", frozenset({DESCRIPTOR, CONTAINER, STREAM}), None),
     ("progress", "--progress", frozenset({STREAM}), None),
 )
 """(option's ``dest``, its name, the kinds it applies to, the commands it applies to (None: all)):

@@ -155,6 +155,8 @@ def cmd_dequantize(args: argparse.Namespace) -> int:
         check(message, kind)
         array = tensor_to_array(message)
     else:
+        if args.name is None:
+            check(message, kind)  # the whole input's verdict, as validate gives it, before the output exists
         found = items(message, kind, args.name)
         if len(found) != 1:
             names = ", ".join(item.name or "(unnamed)" for item in found) or "none"

@@ -69,7 +69,7 @@ def folder_target(path: str | os.PathLike, what: str = "-o") -> Path:
 
 def remove_stale(folder: Path) -> list[Path]:
     """Remove the temporaries of earlier runs into ``folder`` whose process is gone (same host)."""
-    removed = []
+    removed: list[Path] = []
     host = _host()
     try:
         names = os.listdir(folder)
@@ -127,7 +127,7 @@ def _cleanup_on_signals() -> Iterator[None]:
     def stop(number: int, frame: Any) -> None:
         raise _Terminated(signal.Signals(number).name)
 
-    kept: list[tuple[int, Any]] = []
+    kept: list[tuple[signal.Signals, Any]] = []
     try:
         for number in (signal.SIGTERM, signal.SIGHUP):
             kept.append((number, signal.signal(number, stop)))

@@ -177,20 +177,16 @@ def _frame(args: argparse.Namespace) -> tuple[Any, tuple[Any, ...]]:
 
 
 def cmd_dequantize(args: argparse.Namespace) -> int:
-    import numpy as np
-
     from hurray_decl.cli import outputs
-    from hurray_decl.cli.common import progress_printer
-    from hurray_decl.hurray.numerics import prepare_dequantize
+    from hurray_decl.cli.dequantize import region, write_values
+    from hurray_decl.hurray.values import Tensor
 
     if args.buffers:
         raise UsageError("a stream carries its buffers: give no buffer files")
     outputs.target(args.output)
+    key = region(args.region)
     descriptor, buffers = _frame(args)
-    prepared = prepare_dequantize(descriptor, list(buffers))
-    with outputs.npy_memmap(args.output, np.float32, tuple(descriptor.shape)) as out:
-        prepared.run(out, progress=progress_printer("dequantize"))
-    print(f"wrote float32 {list(descriptor.shape)} of frame[{args.index}] to {args.output}")
+    write_values(args, Tensor(descriptor, list(buffers)), key, f" of frame[{args.index}]")
     return OK
 
 

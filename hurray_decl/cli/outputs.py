@@ -24,7 +24,6 @@ import json
 import os
 import re
 import signal
-import socket
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -40,6 +39,8 @@ STALE = re.compile(r"^\..+\.hurray-decl-(?P<host>[^.]*)-(?P<pid>\d+)\.part$")
 
 
 def _host() -> str:
+    import socket
+
     return re.sub(r"[^A-Za-z0-9_]", "_", socket.gethostname())[:40]
 
 

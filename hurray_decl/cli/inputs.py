@@ -517,10 +517,10 @@ def _detect_source(args: argparse.Namespace, forced: str) -> Detected:
             window.left = (window.left or 0) - passed
             return passed
 
-        def whole() -> Any:
+        def whole_window() -> Any:
             return window_data(args)
 
-        found, _ = _classify(window.read(HEAD), window.left, hint, forced, window.read, skip, whole)
+        found, _ = _classify(window.read(HEAD), window.left, hint, forced, window.read, skip, whole_window)
         return found
 
 
@@ -557,10 +557,8 @@ def window_data(args: argparse.Namespace) -> Any:
                 view = memoryview(mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ))
             end = size if length is None else min(size, offset + length)
             return view[offset:end]
-    stream = source_stream(source)
-    if isinstance(stream, bytes):
-        stream = io.BytesIO(stream)
-    return Window(stream, offset, length).read()
+    spelled = source_stream(source)
+    return Window(io.BytesIO(spelled) if isinstance(spelled, bytes) else spelled, offset, length).read()
 
 
 # ------------------------------------------------------------------ dispatch

@@ -152,8 +152,9 @@ def cmd_decode(args: argparse.Namespace) -> int:
     return OK
 
 
-def _frame(args: argparse.Namespace) -> tuple[Any, tuple[Any, ...]]:
-    """(descriptor, buffers) of ``frame[--index]``, after the whole stream was read and checked."""
+def _frame(args: argparse.Namespace) -> Any:
+    """The item that starts at ``frame[--index]`` (a composite with its members), or else the
+    ``(descriptor, buffers)`` of that frame (a member), after the whole stream was read and checked."""
     from hurray_decl.errors import ArgumentError
 
     if getattr(args, "name", None) is not None:
@@ -168,8 +169,14 @@ def _frame(args: argparse.Namespace) -> tuple[Any, tuple[Any, ...]]:
             found.append((descriptor, buffers))
 
     reader.on_frame = keep
-    for _ in reader:
-        pass
+    item: Any = None
+    first = 0
+    for each in reader:
+        if first == args.index:  # an item starts at this frame: a composite comes with its members
+            item = each
+        first = reader.frames
+    if item is not None:
+        return item
     if not found:
         raise ArgumentError("--index", f"the stream has {reader.frames} frames", actual=args.index,
                             expected=f"0 to {reader.frames - 1}" if reader.frames else "(no frames)")
@@ -179,15 +186,32 @@ def _frame(args: argparse.Namespace) -> tuple[Any, tuple[Any, ...]]:
 def cmd_dequantize(args: argparse.Namespace) -> int:
     from hurray_decl.cli import outputs
     from hurray_decl.cli.dequantize import region, write_values
-    from hurray_decl.hurray.values import Tensor
 
     if args.buffers:
         raise UsageError("a stream carries its buffers: give no buffer files")
     outputs.target(args.output)
     key = region(args.region)
-    descriptor, buffers = _frame(args)
-    write_values(args, Tensor(descriptor, list(buffers)), key, f" of frame[{args.index}]")
+    write_values(args, _tensor(_frame(args)), key, f" of frame[{args.index}]")
     return OK
+
+
+def _tensor(item: Any) -> Any:
+    """A stream item (or a frame's ``(descriptor, buffers)``) as a Tensor, a composite's members included."""
+    from hurray_decl.hurray.stream import CompositeItem
+    from hurray_decl.hurray.tables.codes import CompositionRule
+    from hurray_decl.hurray.tensor import CompositeHead
+    from hurray_decl.hurray.values import Tensor
+
+    if isinstance(item, CompositeItem):
+        if item.head.layout.composition_rule not in (CompositionRule.PARTITION, CompositionRule.OVERLAY):
+            raise UsageError("a group composite presents no single array: dequantize one of its members "
+                             "(--index of a member's frame, as inspect numbers them)")
+        return Tensor(item.head, (), members=[_tensor(m) for m in item.members])
+    descriptor, buffers = (item.descriptor, item.buffers) if hasattr(item, "descriptor") else item
+    if isinstance(descriptor.layout, CompositeHead):
+        raise UsageError("this frame is a composite head inside another composite: dequantize the composite "
+                         "that holds it, or one of its members")
+    return Tensor(descriptor, list(buffers))
 
 
 def cmd_extract(args: argparse.Namespace) -> int:
@@ -195,7 +219,9 @@ def cmd_extract(args: argparse.Namespace) -> int:
     from hurray_decl.hurray.tensor import write_tensor_descriptor
 
     folder = outputs.folder_target(args.output)
-    descriptor, buffers = _frame(args)
+    found = _frame(args)
+    descriptor, buffers = (found.head, ()) if hasattr(found, "head") else \
+        (found.descriptor, found.buffers) if hasattr(found, "descriptor") else found
     contents = [(folder / f"frame{args.index}.descriptor.bin",
                  write_tensor_descriptor(descriptor, permissive=args.permissive))]
     contents += [(folder / f"frame{args.index}.buffer{i}.bin", bytes(b)) for i, b in enumerate(buffers)]

@@ -178,6 +178,19 @@ class Window:
                 self.left -= len(part)
         return b"".join(parts)
 
+    def read1(self, count: int = -1) -> bytes:
+        """The bytes at hand, at most ``count`` (one read of the source: what a pipe holds now)."""
+        want = CHUNK if count is None or count < 0 else count
+        if self.left is not None:
+            want = min(want, self.left)
+        if want <= 0:
+            return b""
+        reader = getattr(self.stream, "read1", None)
+        part = reader(want) if callable(reader) else self.stream.read(want)
+        if self.left is not None:
+            self.left -= len(part)
+        return part
+
     def skip(self, count: int | None) -> int:
         """Discard up to ``count`` bytes (None: to the end of the window); how many there were."""
         if self.size is not None and count is None:
@@ -467,6 +480,11 @@ def detect(args: argparse.Namespace) -> Detected:
 
 def _detect_source(args: argparse.Namespace, forced: str) -> Detected:
     source = args.input
+    if forced == STREAM or forced in ONNX_LIGHT:  # nothing to read: the handler reads the window as it arrives
+        if source != "-" and source not in HANDED_ON and existing(source) is None and parse_hex(source) is None:
+            raise FileProblem(f"argument INPUT: no such file: {source}") if looks_like_path(source) else \
+                UsageError(f"argument INPUT: {source!r} is neither an existing file nor hex bytes")
+        return Detected(forced, f"--kind {forced}")
     offset, length = getattr(args, "offset", 0) or 0, getattr(args, "length", None)
     hint = _suffix_hint(source) if source not in ("-",) else None
     if source == "-":

@@ -101,7 +101,7 @@ def test_dequantize_refuses_before_writing(capsys, tmp_path):
     assert code == 1 and "OL-WIRE-30" in err and not out.exists()
     code, _, err = run(capsys, "dequantize", str(FOLDER / "valid_int4.pb"), str(FOLDER / "valid_int4.pb"), "-o",
                        str(out))
-    assert code == 2 and "no buffer files" in err and not out.exists()
+    assert code == 2 and "BUFFER: does not apply" in err and not out.exists()
 
 
 def test_audit_default_run_includes_the_onnx_light_corpus(capsys):

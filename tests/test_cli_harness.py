@@ -160,8 +160,8 @@ def cases() -> dict[str, Case]:
         inapplicable = [("--index", "0"), ("--name", "w"), ("--permissive",), ("--region", "0:1"), ("--progress",)]
         for option in inapplicable:
             applies = {"--index": ("stream",), "--name": ("container", "value", "model"),
-                       "--permissive": ("descriptor", "container", "stream"), "--region": ("descriptor", "container", "stream"),
-                       "--progress": ("stream",)}[option[0]]
+                       "--permissive": ("descriptor", "container", "stream"),
+                       "--region": ("descriptor", "container", "stream"), "--progress": ("stream",)}[option[0]]
             if kind in applies:
                 continue
             command = "dequantize" if option[0] in ("--index", "--region") else "validate"

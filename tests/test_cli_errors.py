@@ -104,7 +104,7 @@ CASES: dict[str, Case] = {
         ["validate", "-"], 0, "the 40 bytes after it were not read", stdin=b"{row}" + bytes(40),
         stdout="valid: TensorDescriptor (bytes 0-"),
     "trailing bytes past the buffers: the next frame": Case(
-        ["validate", "-"], common.INVALID, stdin=b"{row}" + bytes(1000), stdout="invalid [HS-FRM-05] frame[1]",
+        ["validate", "-"], common.INVALID, stdin=b"{row}" + bytes(1000), stdout="invalid: [HS-FRM-05] frame[1]",
         lines=0),
     "--buffers missing file": Case(["validate", "{in}/row.bin", "--buffers", "{in}/nope.bin"], common.FILE,
                                    "argument --buffers: no such file"),
@@ -113,7 +113,7 @@ CASES: dict[str, Case] = {
     "--buffers before the descriptor": Case(["validate", "--buffers", "{in}/b48.bin", "{in}/row.bin"], 0,
                                             stdout="valid", lines=0),
     "--buffers wrong content": Case(["validate", "--buffers", "{in}/b48.bin", "{in}/q.bin"], common.INVALID,
-                                    stdout="invalid [HT-BUFT-01]", lines=0),
+                                    stdout="invalid: [HT-BUFT-01]", lines=0),
     # encode
     "encode a binary file": Case(["encode", "{in}/row.bin", "--hex"], common.USAGE, "argument INPUT: not JSON"),
     "encode bad JSON, 150 KB": Case(["encode", "{in}/big.json", "--hex"], common.USAGE, "argument INPUT: not JSON"),

@@ -43,7 +43,7 @@ def test_validate_gives_every_vector_its_verdict(capsys, entry):
     if entry["expect"] == "valid":
         assert status == 0 and out.startswith("valid: stream of"), out
     else:
-        assert status == 1 and out.startswith(f"invalid [{entry['rule']}] frame["), out
+        assert status == 1 and out.startswith(f"invalid: [{entry['rule']}] frame["), out
 
 
 def test_validate_reads_standard_input_too():
@@ -125,7 +125,7 @@ def test_a_descriptor_followed_by_less_than_its_buffers_is_judged_alone(capsys, 
     assert window == (0, "valid: TensorDescriptor\n", "")
     (tmp_path / "over.bin").write_bytes(descriptor + b"\xab" * (size + 1))
     status, out, _ = run(capsys, "validate", str(tmp_path / "over.bin"))
-    assert status == 1 and out.startswith(f"invalid [HS-FRM-04] frame[1].prefix at byte {len(descriptor) + size + 1}:")
+    assert status == 1 and out.startswith(f"invalid: [HS-FRM-04] frame[1].prefix at byte {len(descriptor) + size + 1}:")
 
 
 def test_a_two_frame_stream_is_still_a_stream(capsys, tmp_path):

@@ -14,8 +14,12 @@ them. A command module
   :class:`~hurray_decl.cli.common.FileProblem` (exit 3), :class:`hurray_decl.errors.ArgumentError`
   (exit 2, naming the argument) or any other ``HurrayDeclError`` (exit 1, its rule code printed);
   :func:`main` prints the one line. A handler that prints its own verdict returns 1 itself.
-* writes files through :mod:`hurray_decl.cli.outputs` (atomic; nothing left on failure),
-  reads descriptors through :mod:`hurray_decl.cli.inputs`.
+* reads its input through :mod:`hurray_decl.cli.inputs`: a command that takes inputs of several
+  kinds registers one handler per kind (``inputs.handles(subparsers, command, {kind: handler})``)
+  and :func:`hurray_decl.cli.inputs.dispatch` runs the one for the kind detected in the input's
+  window (options that do not apply to that kind refused first);
+* writes files, verdict lines and JSON documents through :mod:`hurray_decl.cli.outputs` (atomic
+  files, nothing left on failure; one verdict line; one JSON envelope).
 
 Exit codes are those of :mod:`hurray_decl.cli.common`: 0 valid or done, 1 invalid (the rule code
 is printed), 2 usage error, 3 file or environment error, 4 internal error (``--debug`` or

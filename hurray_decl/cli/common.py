@@ -55,8 +55,9 @@ def one_line(text: str, limit: int = MESSAGE_LIMIT) -> str:
 
 
 def verdict(err: Any) -> str:
-    """The one line naming a HurrayDeclError's rule, field and offset: ``invalid [CODE] path at byte N: ...``."""
-    return one_line(f"invalid {err}")
+    """The one line naming a HurrayDeclError's rule, field and offset, for every kind of input:
+    ``invalid: [CODE] path at byte N: ...`` (as the last line of a dump; ``valid: WHAT`` otherwise)."""
+    return one_line(f"invalid: {err}")
 
 
 class Style:

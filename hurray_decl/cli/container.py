@@ -1,12 +1,13 @@
 """Container (``.hrry``) commands of ``hurray-decl``.
 
-``register(subparsers)`` adds ``extract``; ``route(args)`` sends ``inspect``, ``validate``,
-``decode``, ``audit`` and ``dequantize`` to the container handlers when their input is a container, which
-is decided by its first 8 bytes, "HRRYFILE" (HF-HDR-19): such input is never parsed as a
-tensor descriptor. Exit codes: 0 valid or done, 1 invalid input (the rule code is printed),
-2 usage error (a missing or unknown ``--name``), 3 file or environment error. Output files
-are written to a temporary file in the target folder and renamed, after the input was
-validated; nothing is left behind on failure.
+``register(subparsers)`` adds ``extract`` and the container handlers of ``inspect``, ``validate``,
+``decode``, ``dequantize`` and ``extract``, which :func:`hurray_decl.cli.inputs.dispatch` runs when
+the input's window is a container: its first 8 bytes are "HRRYFILE" (HF-HDR-19; such input is
+never parsed as a tensor descriptor), or "HRRYFIL" and a damaged eighth byte, or no magic of any
+kind and the suffix ``.hrry`` (both refused HF-HDR-03). Exit codes: 0 valid or done, 1 invalid
+input (the rule code is printed), 2 usage error (a missing or unknown ``--name``, an option that
+does not apply), 3 file or environment error. Output files go through :mod:`hurray_decl.cli.outputs`,
+after the whole input was validated; nothing is left behind on failure.
 """
 
 from __future__ import annotations
@@ -14,124 +15,74 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import mmap
-import os
 import re
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hurray_decl.errors import ARGUMENT, HurrayDeclError
+from hurray_decl.errors import HurrayDeclError
 
-OK, INVALID, USAGE, ENVIRONMENT = 0, 1, 2, 3
+OK, INVALID = 0, 1
 MAGIC = b"HRRYFILE"
-HEX_MAGIC = MAGIC.hex()
+CONTAINER = "container"
 
 
-def _load(source: str) -> Any:
-    """The bytes of ``source`` when it is a container (a file, hex, or ``-``), else None.
+def _data(args: argparse.Namespace) -> Any:
+    """The container's bytes: the input's window (a memory map's view of a file)."""
+    from hurray_decl.cli.inputs import window_data
 
-    Standard input that is not a container is put back, so the descriptor commands read it.
-    """
-    if source is None:  # "validate --buffers A B DESC": the descriptor commands take the last file
-        return None
-    if source == "-":
-        head = sys.stdin.buffer.read(len(MAGIC))
-        if head == MAGIC:
-            return head + sys.stdin.buffer.read()
-        from hurray_decl.cli.inputs import peek_stdin
-
-        peek_stdin(head)  # not a container: put back, not read to its end (a stream arrives as it comes)
-        return None
-    path = Path(source)
-    try:
-        if path.is_file():
-            with open(path, "rb") as f:
-                if f.read(8) != MAGIC:
-                    return None
-                return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    except OSError:
-        return None  # the descriptor commands report unreadable files
-    text = re.sub(r"[\s:]|0x", "", source, flags=re.IGNORECASE)
-    if text.lower().startswith(HEX_MAGIC):
-        try:
-            return bytes.fromhex(text)
-        except ValueError:
-            return None
-    return None
+    return window_data(args)
 
 
-def _say(message: str, stream: Any = None) -> None:
-    print(message.replace("\n", " "), file=stream or sys.stdout)
+# ------------------------------------------------------------------ inspect, validate, decode
 
 
-def _refuse(err: HurrayDeclError) -> int:
-    if err.code == ARGUMENT:
-        _say(f"hurray-decl: error: {err}", sys.stderr)
-        return USAGE
-    _say(f"invalid {err.code}: {err}")
-    return INVALID
+def inspect(args: argparse.Namespace) -> int:
+    from hurray_decl.hurray.container.dump import container_dump, container_stream
 
+    if args.format == "html":
+        from hurray_decl.cli.html import print_page
 
-def _guarded(run: Callable[[], int]) -> int:
-    try:
-        return run()
-    except HurrayDeclError as err:
-        return _refuse(err)
-    except OSError as err:
-        _say(f"hurray-decl: error: {err.strerror or err}: {err.filename or ''}".rstrip(": "), sys.stderr)
-        return ENVIRONMENT
-
-
-# ------------------------------------------------------------------ inspect, validate
-
-
-def inspect(args: argparse.Namespace, data: Any) -> int:
+        return print_page(container_dump(_data(args)), args)
     from hurray_decl.dump.render import write
-    from hurray_decl.hurray.container.dump import container_stream
 
-    def run() -> int:
-        dump = container_stream(data)
-        write(dump, sys.stdout, args.format)  # each row printed as it is read
-        return INVALID if dump.error is not None else OK
-    return _guarded(run)
+    dump = container_stream(_data(args))
+    write(dump, sys.stdout, args.format)  # each row printed as it is read
+    return INVALID if dump.error is not None else OK
 
 
-def validate(args: argparse.Namespace, data: Any) -> int:
-    from hurray_decl.hurray.container import validate_container
-    from hurray_decl.hurray.tensor.layouts import CompositeHead
+def validate(args: argparse.Namespace) -> int:
+    from hurray_decl.cli import outputs
 
-    def run() -> int:
-        if getattr(args, "buffers", None):
-            _say("hurray-decl: error: --buffers: a container holds its buffers; give the .hrry file alone",
-                 sys.stderr)
-            return USAGE
-        c = validate_container(data, permissive=getattr(args, "permissive", False))
+    def check() -> str:
+        from hurray_decl.hurray.container import validate_container
+        from hurray_decl.hurray.tensor.layouts import CompositeHead
+
+        c = validate_container(_data(args), permissive=getattr(args, "permissive", False))
         composites = sum(1 for t in c.tensors() if isinstance(t.descriptor.layout, CompositeHead))
-        _say(f"valid: container {c.header.container_version_major}.{c.header.container_version_minor}, "
-             f"{len(c.entries)} tensors ({composites} composite heads), {len(c.kv)} KV entries")
-        return OK
-    return _guarded(run)
+        return (f"container {c.header.container_version_major}.{c.header.container_version_minor}, "
+                f"{len(c.entries)} tensors ({composites} composite heads), {len(c.kv)} KV entries")
+
+    return outputs.report_verdict(args, CONTAINER, check)
 
 
-def decode(args: argparse.Namespace, data: Any) -> int:
+def decode(args: argparse.Namespace) -> int:
     """The whole container as JSON: header, trailer, KV values with their types, and each
     tensor's index entry and decoded descriptor, in index order."""
+    from hurray_decl.cli import outputs
     from hurray_decl.hurray.container import validate_container
 
     try:
-        c = validate_container(data, permissive=getattr(args, "permissive", False))
+        c = validate_container(_data(args), permissive=getattr(args, "permissive", False))
+        document = {
+            "header": c.header.model_dump(), "trailer": c.trailer.model_dump(),
+            "kv": {key: {"type": v.type_name(), "value": v.plain()} for key, v in c.kv.items()},
+            "tensors": [{"entry": e.model_dump(),
+                         "descriptor": json.loads(c.tensor(e.name).descriptor.model_dump_json())} for e in c.entries],
+        }
     except HurrayDeclError as err:
-        print(json.dumps({"error": err.to_dict()}, indent=2))
-        return USAGE if err.code == ARGUMENT else INVALID
-    document = {
-        "header": c.header.model_dump(), "trailer": c.trailer.model_dump(),
-        "kv": {key: {"type": v.type_name(), "value": v.plain()} for key, v in c.kv.items()},
-        "tensors": [{"entry": e.model_dump(), "descriptor": json.loads(c.tensor(e.name).descriptor.model_dump_json())}
-                    for e in c.entries],
-    }
+        return outputs.report_error(args, CONTAINER, err)
     print(json.dumps(document, indent=2))
     return OK
 
@@ -142,36 +93,6 @@ def decode(args: argparse.Namespace, data: Any) -> int:
 def _safe(name: str) -> str:
     """A file-name stem for a tensor name (names may hold '/', spaces or anything UTF-8)."""
     return re.sub(r"[^A-Za-z0-9._-]", "_", name).strip(".") or "tensor"
-
-
-class _Outputs:
-    """Files written as temporaries in their folder and renamed together at the end."""
-
-    def __init__(self, folder: Path) -> None:
-        if not folder.is_dir():
-            raise OSError(2, "no such folder", str(folder))
-        self.folder = folder
-        self.pending: list[tuple[str, Path]] = []
-
-    def temporary(self, final: Path) -> str:
-        fd, temp = tempfile.mkstemp(prefix=f".{final.name}.", dir=final.parent)
-        os.close(fd)
-        self.pending.append((temp, final))
-        return temp
-
-    def commit(self) -> list[Path]:
-        for temp, final in self.pending:
-            os.replace(temp, final)
-        done = [final for _, final in self.pending]
-        self.pending = []
-        return done
-
-    def discard(self) -> None:
-        for temp, _ in self.pending:
-            try:
-                os.unlink(temp)
-            except FileNotFoundError:
-                pass
 
 
 def _named(data: Any, name: str | None, permissive: bool) -> tuple[Any, str]:
@@ -185,76 +106,40 @@ def _named(data: Any, name: str | None, permissive: bool) -> tuple[Any, str]:
             raise ArgumentError("--name", "the container holds several tensors; name one",
                                 expected=", ".join(c.names[:20]) or "(no tensors)")
         name = c.names[0]  # a single-tensor container: its sole entry (HF-IDX-02-S)
+    elif name not in c.names:
+        raise ArgumentError("--name", "the container holds no tensor of this name", actual=name,
+                            expected=", ".join(c.names[:20]) or "(no tensors)")
     return c, name
 
 
-def _tensor(data: Any, name: str | None, permissive: bool) -> Any:
-    c, name = _named(data, name, permissive)
-    return c.tensor(name)
-
-
 def extract(args: argparse.Namespace) -> int:
+    from hurray_decl.cli import outputs
     from hurray_decl.hurray.tensor import write_tensor_descriptor
 
-    def run() -> int:
-        data = _load(args.input)
-        if data is None:
-            _say(f"hurray-decl: error: {args.input!r} is not a .hrry container (no HRRYFILE magic)", sys.stderr)
-            return USAGE
-        tensor = _tensor(data, args.name, args.permissive)
-        outputs = _Outputs(Path(args.output))
-        stem = _safe(tensor.name)
-        try:
-            files = [(outputs.temporary(outputs.folder / f"{stem}.descriptor.bin"),
-                      write_tensor_descriptor(tensor.descriptor, permissive=args.permissive))]
-            files += [(outputs.temporary(outputs.folder / f"{stem}.buffer{i}.bin"), b)
-                      for i, b in enumerate(tensor.buffers)]
-            for temp, content in files:
-                with open(temp, "wb") as f:
-                    f.write(content)
-            written = outputs.commit()
-        finally:
-            outputs.discard()
-        _say(f"wrote {tensor.name!r}: " + ", ".join(str(p) for p in written))
-        return OK
-    return _guarded(run)
+    folder = outputs.folder_target(args.output)
+    c, name = _named(_data(args), args.name, args.permissive)
+    tensor = c.tensor(name)
+    stem = _safe(tensor.name)
+    contents = [(folder / f"{stem}.descriptor.bin", write_tensor_descriptor(tensor.descriptor,
+                                                                            permissive=args.permissive))]
+    contents += [(folder / f"{stem}.buffer{i}.bin", b) for i, b in enumerate(tensor.buffers)]
+    with outputs.batch() as files:
+        for path, content in contents:
+            with open(files.file(path, len(content)), "r+b") as f:
+                f.write(content)
+    print(f"wrote {tensor.name!r}: " + ", ".join(str(p) for p, _ in contents))
+    return OK
 
 
-def dequantize(args: argparse.Namespace, data: Any) -> int:
-    import numpy as np
-
-    from hurray_decl.cli.dequantize import region, streamed, values_of
+def dequantize(args: argparse.Namespace) -> int:
+    from hurray_decl.cli import outputs
+    from hurray_decl.cli.dequantize import region, write_values
     from hurray_decl.hurray.files import tensor_of
 
-    def run() -> int:
-        if args.buffers:
-            _say("hurray-decl: error: buffers: a container holds its buffers; use --name", sys.stderr)
-            return USAGE
-        container, name = _named(data, getattr(args, "name", None), args.permissive)
-        tensor = tensor_of(container, name)
-        values = values_of(tensor, region(getattr(args, "region", None)))  # every refusal before the output exists
-        prepared: Any = streamed(tensor) if values is None else None
-        final = Path(args.output)
-        outputs = _Outputs(final.parent if str(final.parent) else Path("."))
-        try:
-            temp = outputs.temporary(final)
-            if values is not None:
-                with open(temp, "wb") as stream:
-                    np.save(stream, values, allow_pickle=False)
-                kind = str(values.dtype)
-            else:
-                out = np.lib.format.open_memmap(temp, mode="w+", dtype=np.float32, shape=tensor.shape)
-                prepared.run(out)
-                out.flush()
-                del out
-                kind = "float32"
-            outputs.commit()
-        finally:
-            outputs.discard()
-        _say(f"wrote {kind} {list(tensor.shape if values is None else values.shape)} of {tensor.name!r} to {final}")
-        return OK
-    return _guarded(run)
-
+    outputs.target(args.output)
+    container, name = _named(_data(args), getattr(args, "name", None), args.permissive)
+    write_values(args, tensor_of(container, name), region(getattr(args, "region", None)), f" of {name!r}")
+    return OK
 
 
 # ------------------------------------------------------------------ audit
@@ -345,44 +230,32 @@ def audit(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------ hooks
 
 
-def route(args: argparse.Namespace) -> Callable[[argparse.Namespace], int] | None:
-    """The container handler for ``args`` when its input is a container, else None."""
-    command = getattr(args, "command", None)
-    if command in ("inspect", "validate", "decode"):
-        data = _load(args.input)
-        if data is not None:
-            handler = {"inspect": inspect, "validate": validate, "decode": decode}[command]
-            return lambda a: handler(a, data)
-    elif command == "dequantize":
-        data = _load(args.input)
-        if data is not None:
-            return lambda a: dequantize(a, data)
-    elif command == "audit" and getattr(args, "folder", None) and has_containers(Path(args.folder)):
-        return audit
-    return None
-
-
 def register(subparsers: Any) -> None:
-    """Add ``extract``, and route the container inputs of the commands in :data:`ROUTED` here."""
-    text = ("write one tensor of a .hrry container as a descriptor file and one file per buffer, "
-            "after validating the whole container; exit 1 if it is invalid")
+    """Add ``extract``, the container handlers of ``inspect``, ``validate``, ``decode``,
+    ``dequantize`` and ``extract``, and the container audit of ``audit``."""
+    from hurray_decl.cli.inputs import handles
+
+    text = ("write one tensor of a .hrry container (or a frame of a stream) as a descriptor file and one file per "
+            "buffer, after validating the whole input; exit 1 if it is invalid")
     extract_cmd = subparsers.add_parser("extract", help=text, description=text)
-    extract_cmd.add_argument("input", help="the .hrry file")
+    extract_cmd.add_argument("input", help="the .hrry file or stream: a file, - for standard input, or hex bytes")
     extract_cmd.add_argument("--name", help="the tensor to extract (optional when the file holds one tensor)")
     extract_cmd.add_argument("-o", "--output", required=True, help="the existing folder to write into")
     extract_cmd.add_argument("--permissive", action="store_true", help="read descriptors in permissive mode")
     extract_cmd.set_defaults(run=extract)
-    for name in ROUTED:
-        command = subparsers.choices.get(name)
-        if command is not None:
-            command.set_defaults(run=functools.partial(routed, descriptor_commands=command.get_default("run")))
-
-
-ROUTED = ("inspect", "validate", "decode", "dequantize", "audit")
-"""The commands that also read containers: a .hrry input goes to this module's handler."""
+    for name, handler in (("inspect", inspect), ("validate", validate), ("decode", decode),
+                          ("dequantize", dequantize), ("extract", extract)):
+        handles(subparsers, name, {CONTAINER: handler})
+    command = subparsers.choices.get("audit")
+    if command is not None:
+        command.set_defaults(run=functools.partial(routed, descriptor_commands=command.get_default("run")))
 
 
 def routed(args: argparse.Namespace, descriptor_commands: Callable[[argparse.Namespace], int]) -> int:
-    return (route(args) or descriptor_commands)(args)
+    """``audit`` of a folder holding containers goes to :func:`audit`."""
+    if getattr(args, "folder", None) and has_containers(Path(args.folder)):
+        return audit(args)
+    return descriptor_commands(args)
 
-__all__ = ["audit", "decode", "dequantize", "extract", "inspect", "register", "route", "validate"]
+
+__all__ = ["audit", "decode", "dequantize", "extract", "inspect", "register", "validate"]

@@ -15,7 +15,7 @@ from typing import Any
 from hurray_decl.cli import outputs
 from hurray_decl.cli.common import OK, UsageError, progress_printer
 from hurray_decl.cli.descriptors import read
-from hurray_decl.cli.inputs import map_file, window_options
+from hurray_decl.cli.inputs import DESCRIPTOR, handles, map_file, window_options
 
 
 def region(text: str | None) -> Any:
@@ -40,14 +40,6 @@ def region(text: str | None) -> Any:
             raise UsageError(f"argument --region: {part!r} is not an integer, a start:stop[:step] slice or ...") \
                 from None
     return tuple(items)
-
-
-def values_of(tensor: Any, key: Any) -> Any:
-    """The values to write: the window ``key`` when given (read and dequantized alone), else
-    None when the whole tensor is streamed (:func:`streamed`), else the whole tensor's values."""
-    if key is not None:
-        return npy_values(tensor, key)
-    return None if streamed(tensor) is not None else npy_values(tensor)
 
 
 def streamed(tensor: Any) -> Any:
@@ -75,34 +67,41 @@ def npy_values(tensor: Any, key: Any = None) -> Any:
 
 def cmd_dequantize(args: argparse.Namespace) -> int:
     """Refusals are HurrayDeclErrors: main() prints their rule (exit 1), no file having been created."""
-    import numpy as np
-
-    from hurray_decl.hurray.tensor import read_tensor_descriptor
+    from hurray_decl.hurray.tensor import CompositeHead, read_tensor_descriptor
     from hurray_decl.hurray.values import Tensor
 
-    if not args.buffers:
-        raise UsageError("a Hurray tensor descriptor needs one buffer file per buffer-table entry")
     outputs.target(args.output)
-    buffers = [map_file(path, what="BUFFER") for path in args.buffers]
     args.quantization = False
     descriptor = read_tensor_descriptor(read(args).data, permissive=args.permissive)
+    if isinstance(descriptor.layout, CompositeHead):
+        raise UsageError("a composite head's values are its members': dequantize it from the .hrry container or "
+                         "the stream that holds them")
+    if len(args.buffers) != len(descriptor.buffers):
+        raise UsageError(f"the descriptor has {len(descriptor.buffers)} buffer-table entries: give one BUFFER file "
+                         f"for each (got {len(args.buffers)})")
+    buffers = [map_file(path, what="BUFFER") for path in args.buffers]
     tensor = Tensor(descriptor, buffers)
-    key = region(args.region)
-    values = values_of(tensor, key)  # every refusal before the output file exists
-    prepared: Any = streamed(tensor) if values is None else None
-    with outputs.atomic(args.output) as temporary:
-        if values is not None:
-            with open(temporary, "wb") as stream:
-                np.save(stream, values, allow_pickle=False)
-            kind = str(values.dtype)
-        else:
-            out = np.lib.format.open_memmap(temporary, mode="w+", dtype=np.float32, shape=tuple(descriptor.shape))
-            prepared.run(out, progress=progress_printer("dequantize"))
-            out.flush()
-            del out
-            kind = "float32"
-    print(f"wrote {kind} {list(descriptor.shape if values is None else values.shape)} to {args.output}")
+    write_values(args, tensor, region(args.region), "")
     return OK
+
+
+def write_values(args: argparse.Namespace, tensor: Any, key: Any, label: str) -> None:
+    """Write ``tensor``'s values (or the window ``key``) to ``args.output`` as a ``.npy``: every refusal
+    first, then the size checked against the free space, then the values (a quantized dense tensor
+    through a memory map, with progress on a terminal). ``label``: what the last line names."""
+    import numpy as np
+
+    prepared = streamed(tensor) if key is None else None  # every refusal before the output file exists
+    if prepared is None:
+        values = npy_values(tensor, key)
+        outputs.write_npy(args.output, values)
+        kind, shape = str(values.dtype), list(values.shape)
+    else:
+        shape = list(tensor.shape)
+        with outputs.npy_memmap(args.output, np.float32, tuple(shape)) as out:
+            prepared.run(out, progress=progress_printer("dequantize"))
+        kind = "float32"
+    print(f"wrote {kind} {shape}{label} to {args.output}")
 
 
 def register(sub: Any) -> None:
@@ -124,3 +123,4 @@ def register(sub: Any) -> None:
                               "slices, ...): only the blocks it touches are read and dequantized")
     window_options(command)
     command.set_defaults(run=cmd_dequantize)
+    handles(sub, "dequantize", {DESCRIPTOR: cmd_dequantize})

@@ -9,8 +9,19 @@ from collections.abc import Iterator
 from typing import Any
 
 from hurray_decl.cli import outputs
-from hurray_decl.cli.common import INVALID, OK, Style, UsageError, colour_verdicts, note, verdict
-from hurray_decl.cli.inputs import Input, input_argument, kind_options, map_file, read_descriptor, read_text
+from hurray_decl.cli.common import INVALID, OK, Style, UsageError, colour_verdicts, note
+from hurray_decl.cli.inputs import (
+    DESCRIPTOR,
+    QUANTIZATION,
+    Input,
+    detect,
+    handles,
+    input_argument,
+    kind_options,
+    map_file,
+    read_descriptor,
+    read_text,
+)
 
 
 class LazyChoices:
@@ -91,37 +102,25 @@ def cmd_decode(args: argparse.Namespace) -> int:
     try:
         descriptor = decode(read(args).data, args)
     except HurrayDeclError as err:
-        print(json.dumps({"error": err.to_dict()}, indent=2))
-        return INVALID
+        return outputs.report_error(args, detect(args).kind, err)
     print(descriptor.model_dump_json(indent=2))
     return OK
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from hurray_decl.errors import ARGUMENT, HurrayDeclError
-
-    if args.input is None:  # "validate --buffers A B DESC": the last file is the descriptor
-        if not args.buffers:
-            raise UsageError("argument INPUT: the descriptor is missing")
-        args.input = args.buffers.pop()
-    style = Style(sys.stdout)
-    buffers = [map_file(path) for path in args.buffers or ()]
-    try:
+    def check() -> str:
+        if args.buffers and args.quantization:
+            raise UsageError("argument --buffers: buffers belong to a tensor descriptor, not --quantization")
+        buffers = [map_file(path) for path in args.buffers or ()]
         got = read(args)
         descriptor = decode(got.data, args)
         if args.buffers:
-            if args.quantization:
-                raise UsageError("argument --buffers: buffers belong to a tensor descriptor, not --quantization")
             from hurray_decl.hurray.tensor import validate_buffers
 
             validate_buffers(descriptor, buffers, permissive=args.permissive)
-    except HurrayDeclError as err:
-        if err.code == ARGUMENT:
-            raise
-        print(style.bad(verdict(err)))
-        return INVALID
-    print(style.good(f"valid: {type(descriptor).__name__}{judged(got)}"))
-    return OK
+        return f"{type(descriptor).__name__}{judged(got)}"
+
+    return outputs.report_verdict(args, detect(args).kind, check)
 
 
 def load(text: str, args: argparse.Namespace) -> Any:
@@ -233,4 +232,9 @@ def register(sub: Any) -> None:
     validate.add_argument("--buffers", nargs="+", metavar="FILE", default=[],
                           help="the buffer contents, one file per buffer-table entry, to check the data rules too; "
                                "after them, the last file is the descriptor if none came before")
+    validate.add_argument("--format", choices=("text", "json"), default="text",
+                          help="the verdict as one line (text, default) or as a JSON document: file, kind, verdict "
+                               "and the error's code, message, path and offset")
     validate.set_defaults(run=cmd_validate)
+    for name, handler in (("inspect", cmd_inspect), ("decode", cmd_decode), ("validate", cmd_validate)):
+        handles(sub, name, {DESCRIPTOR: handler, QUANTIZATION: handler})

@@ -18,6 +18,14 @@ reported in one line. ``--offset`` and ``--length`` choose a window of the input
 descriptor inside a larger file). A bare quantization payload has no length of its own: the
 whole window is read. (A descriptor whose buffers fit in the rest of the input is a stream, not
 read here: see :mod:`hurray_decl.cli.stream`.)
+
+**Kinds.** Every command that reads an input goes through :func:`dispatch`: the window is
+chosen first (``--offset`` / ``--length`` apply to every kind), then :func:`detect` decides the
+kind of the bytes in it, once, by magic prefix and structure, with the file suffix as a hint for
+damaged input, and the command's handler for that kind runs (:data:`HANDLERS`, filled by each
+command module's ``register``). Options that do not apply to the detected kind are usage errors
+(:data:`APPLIES`); GGUF and safetensors files are pointed to the commands that read them; an
+empty input is "empty input" (no rule of RULES.md covers input of no kind: a usage-level error).
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ import os
 import stat
 import string
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
@@ -149,7 +158,9 @@ class Window:
             rest = max(0, self.size - stream.tell())
             self.left = rest if length is None else min(length, rest)
         else:
+            self.left = None
             self.skip(offset)
+            self.left = length  # the window starts after the skipped bytes
 
     def read(self, count: int | None = None) -> bytes:
         """Up to ``count`` bytes (None: the rest of the window)."""
@@ -166,6 +177,19 @@ class Window:
             if self.left is not None:
                 self.left -= len(part)
         return b"".join(parts)
+
+    def read1(self, count: int = -1) -> bytes:
+        """The bytes at hand, at most ``count`` (one read of the source: what a pipe holds now)."""
+        want = CHUNK if count is None or count < 0 else count
+        if self.left is not None:
+            want = min(want, self.left)
+        if want <= 0:
+            return b""
+        reader = getattr(self.stream, "read1", None)
+        part = reader(want) if callable(reader) else self.stream.read(want)
+        if self.left is not None:
+            self.left -= len(part)
+        return part
 
     def skip(self, count: int | None) -> int:
         """Discard up to ``count`` bytes (None: to the end of the window); how many there were."""
@@ -235,45 +259,12 @@ class _Prefixed(io.RawIOBase):
         return len(data)
 
 
-def peek_stdin(head: bytes) -> None:
-    """Put ``head``, bytes just read from standard input, back in front of what is still to come,
-    so that the next reader of ``-`` sees them again without standard input being read to its end."""
-    if head:
-        _REPLACED.append(sys.stdin)  # kept: a dropped wrapper would close the buffer it wraps
-        sys.stdin = io.TextIOWrapper(io.BufferedReader(_Prefixed(head, sys.stdin.buffer)))
-
-
 _REPLACED: list[Any] = []
 
 
-def read_whole(source: str) -> bytes:
-    """Every byte of ``source``, for the commands that tell input kinds apart by their content
-    (onnx-light messages). A Hurray descriptor or container, known by its magic, is read no
-    further than the magic: the Hurray commands read it themselves, only as far as it declares.
-    Standard input read here is handed on, so the next reader of ``-`` sees the same bytes."""
-    from hurray_decl.hurray.tensor.header import MAGIC
-
-    stream = source_stream(source)
-    if isinstance(stream, bytes):
-        return stream
-    if stream is sys.stdin.buffer:
-        head = stream.read(len(MAGIC))
-        if head == MAGIC:  # Hurray input: the Hurray commands read it themselves, as it arrives
-            peek_stdin(head)
-            return head
-        data = head + stream.read()
-        sys.stdin = io.TextIOWrapper(io.BytesIO(data))
-        return data
-    with stream:
-        if not stream.seekable():  # a pipe by name (/dev/stdin, <(...)): what is read here is handed on
-            HANDED_ON[source] = stream.read()
-            return HANDED_ON[source]
-        head = stream.read(len(MAGIC))
-        return head if head == MAGIC else head + stream.read()
-
-
 HANDED_ON: dict[str, bytes] = {}
-"""Streams named by a path that :func:`read_whole` has read already: their bytes, by name."""
+"""Pipes named by a path (``/dev/stdin``, ``<(...)``) that :func:`detect` has read already: their
+window's bytes, by name (the handlers read them from here)."""
 
 
 def read_text(source: str, what: str = "INPUT") -> str:
@@ -299,3 +290,366 @@ def map_file(path: str, what: str = "--buffers") -> memoryview | bytes:
         if info.st_size == 0:
             return b""
         return memoryview(mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ))
+
+
+# ------------------------------------------------------------------ kinds
+
+DESCRIPTOR, QUANTIZATION, CONTAINER, STREAM = "descriptor", "quantization", "container", "stream"
+VALUE, TENSOR, MODEL = "value", "tensor", "model"
+GGUF, SAFETENSORS, EMPTY = "gguf", "safetensors", "empty"
+ONNX_LIGHT = (VALUE, TENSOR, MODEL)
+"""The onnx-light kinds (a serialized ``EncodedValueProto``, ``TensorProto`` or ONNX model)."""
+HURRAY_KINDS = (DESCRIPTOR, QUANTIZATION, CONTAINER, STREAM)
+AUTO, HURRAY = "auto", "hurray"
+FORCED = (AUTO, *ONNX_LIGHT, HURRAY, STREAM)
+"""``--kind``: detect, an onnx-light kind, the Hurray kinds (detected among themselves), or a stream."""
+
+DESCRIPTOR_MAGIC = b"HRRY"
+CONTAINER_MAGIC = b"HRRYFILE"
+CONTAINER_STEM = CONTAINER_MAGIC[:7]
+"""``HRRYFIL`` and any eighth byte: a container whose magic is damaged, refused as one (HF-HDR-03)."""
+GGUF_MAGIC = b"GGUF"
+SUFFIXES = {".hrry": CONTAINER, ".stream": STREAM, ".gguf": GGUF, ".safetensors": SAFETENSORS,
+            ".onnx": MODEL, ".pb": VALUE}
+"""File suffixes as hints: they decide only when neither a magic nor the structure does."""
+TAKEN_BY = {GGUF: "a GGUF file: hurray-decl convert reads it (to Hurray, onnx-light or ORT)",
+            SAFETENSORS: "a safetensors file: hurray-decl convert reads it"}
+"""The foreign kinds the command line recognises, and where to take them."""
+
+
+@dataclass(frozen=True)
+class Detected:
+    """The kind of an input's window, as :func:`detect` decided it, and why (for messages)."""
+
+    kind: str
+    reason: str = "content"
+
+
+def _fifo(info: os.stat_result) -> bool:
+    return not stat.S_ISREG(info.st_mode)
+
+
+def _is_safetensors(head: bytes, total: int | None) -> bool:
+    """A little-endian u64 header length that fits the input, then a JSON object."""
+    if len(head) < 10 or head[8:9] != b"{":
+        return False
+    size = int.from_bytes(head[:8], "little")
+    return 2 <= size and (total is None or size <= total - 8)
+
+
+def _probe_stream(read: Callable[[int], bytes], skip: Callable[[int], int] | None) -> tuple[bool, bytes]:
+    """(a stream, the bytes read) for an input starting with ``HRRY``; ``skip(n)`` (a regular file)
+    passes over the first frame's buffers and returns how many bytes it passed (see
+    :mod:`hurray_decl.cli.stream` for the rule)."""
+    from hurray_decl.errors import HurrayDeclError
+    from hurray_decl.hurray.stream.frames import DESCRIPTOR_LIMIT, MIN_DESCRIPTOR, PREFIX_FIELDS, PREFIX_LENGTH
+    from hurray_decl.hurray.tensor import read_tensor_descriptor
+
+    data = read(PREFIX_LENGTH)
+    if len(data) < PREFIX_LENGTH:
+        return False, data
+    at = PREFIX_FIELDS["descriptor_length"]
+    length = int.from_bytes(data[at:at + 4], "little")
+    if not MIN_DESCRIPTOR <= length <= DESCRIPTOR_LIMIT:
+        return False, data
+    data += read(length - PREFIX_LENGTH)
+    try:
+        descriptor = read_tensor_descriptor(data)
+    except HurrayDeclError:
+        return False, data
+    total = sum(h.byte_size for h in descriptor.buffers)
+    if skip is not None:
+        if skip(total) < total:
+            return False, data
+        return bool(read(1)) or total > 0, data
+    body = bytearray()
+    while len(body) < total:
+        part = read(min(CHUNK, total - len(body)))
+        if not part:
+            return False, data + bytes(body)
+        body += part
+    after = read(1)  # any byte after the buffers starts the next frame
+    return bool(after) or total > 0, data + bytes(body) + after
+
+
+def _onnx_kind(data: Any, hint: str | None) -> str | None:
+    """The onnx-light kind the bytes read as (the best fit of the three messages), else the kind of
+    a damaged one: the suffix's, or the kind whose walk read known fields and stopped only at a
+    truncation; else None."""
+    from hurray_decl.onnx_light.inputs import KINDS, MESSAGES, detect_kind
+    from hurray_decl.onnx_light.protowire import walk
+
+    kind = detect_kind(bytes(data))
+    if kind in KINDS:
+        return kind
+    if hint in ONNX_LIGHT:
+        return hint
+    best: tuple[int, str] | None = None
+    for candidate in KINDS:
+        result = walk(data, MESSAGES[candidate].DESCRIPTOR, rows=False)
+        error = result.error
+        truncated = error is not None and ("truncated" in error.reason or "past the end" in error.reason)
+        if truncated and result.unknown == 0 and result.known >= 2 and (best is None or result.known > best[0]):
+            best = (result.known, candidate)
+    return best[1] if best else None
+
+
+def _classify(head: bytes, total: int | None, hint: str | None, forced: str,
+              read: Callable[[int], bytes], skip: Callable[[int], int] | None,
+              whole: Callable[[], Any], streams: bool = True) -> tuple[Detected, bytes]:
+    """The kind of an input whose first bytes are ``head`` (``read`` gives more, ``skip`` passes
+    over bytes of a regular file, ``whole`` the whole window); also every byte read."""
+    if forced == STREAM:
+        return Detected(STREAM, "--kind stream"), head
+    if forced in ONNX_LIGHT:
+        return Detected(forced, f"--kind {forced}"), head
+    if not head:
+        return (Detected(STREAM, "suffix") if hint == STREAM else Detected(EMPTY)), head
+    if head.startswith(CONTAINER_STEM):
+        return Detected(CONTAINER, "magic"), head
+    if head.startswith(DESCRIPTOR_MAGIC) and not streams:
+        return Detected(DESCRIPTOR, "magic (a window of standard input is a stream only with --kind stream)"), head
+    if head.startswith(DESCRIPTOR_MAGIC):
+        replay = _Replay(head, read, skip)
+        found, data = _probe_stream(replay.read, replay.skip if skip is not None else None)
+        if not found and hint == STREAM:  # a descriptor or a stream: the suffix tells
+            return Detected(STREAM, "magic and suffix"), data
+        return Detected(STREAM if found else DESCRIPTOR, "magic"), data
+    if forced == HURRAY:
+        return Detected(CONTAINER if hint == CONTAINER else DESCRIPTOR, "--kind hurray"), head
+    if head.startswith(GGUF_MAGIC):
+        return Detected(GGUF, "magic"), head
+    if _is_safetensors(head, total):
+        return Detected(SAFETENSORS, "structure"), head
+    if hint in (CONTAINER, STREAM, GGUF, SAFETENSORS):
+        return Detected(hint, "suffix"), head
+    data = whole()
+    kind = _onnx_kind(data, hint)
+    if kind is not None:
+        return Detected(kind, "structure"), bytes(data)
+    return Detected(DESCRIPTOR, "fallback"), bytes(data)  # no kind fits: judged as a descriptor (HT-HDR-04)
+
+
+class _Replay:
+    """``head`` (bytes read already), then what ``read`` gives; ``skip`` passes over the rest."""
+
+    def __init__(self, head: bytes, read: Callable[[int], bytes], skip: Callable[[int], int] | None) -> None:
+        self.head, self.more, self.passer = head, read, skip
+
+    def read(self, count: int) -> bytes:
+        part, self.head = self.head[:count], self.head[count:]
+        return part + self.more(count - len(part)) if count > len(part) else part
+
+    def skip(self, count: int) -> int:
+        part, self.head = self.head[:count], self.head[count:]
+        return len(part) + (self.passer(count - len(part)) if self.passer is not None and count > len(part) else 0)
+
+
+def _suffix_hint(source: str) -> str | None:
+    name = source.replace("\\", "/").rsplit("/", 1)[-1].lower()
+    for suffix, kind in SUFFIXES.items():
+        if name.endswith(suffix):
+            return kind
+    return None
+
+
+HEAD = 16
+"""Bytes read first to tell kinds apart by their magic."""
+
+
+def detect(args: argparse.Namespace) -> Detected:
+    """The kind of ``args.input``'s window, decided once per command (and kept on ``args``).
+
+    A regular file is read no further than its kind needs (its first frame's buffers are
+    skipped, not read). Standard input and pipes named by path are read as far as detection
+    needs, and those bytes are handed on: the command's handler reads the same window again, from
+    its start (``args.offset`` and ``args.length`` are then spent: the window has been applied)."""
+    cached = getattr(args, "detected", None)
+    if isinstance(cached, Detected):
+        return cached
+    forced = getattr(args, "kind", AUTO) or AUTO
+    if getattr(args, "quantization", False):
+        if forced not in (AUTO, HURRAY):
+            raise UsageError(f"argument --quantization: not with --kind {forced} (a quantization payload is Hurray)")
+        found = Detected(QUANTIZATION, "--quantization")
+    else:
+        found = _detect_source(args, forced)
+    args.detected = found
+    return found
+
+
+def _detect_source(args: argparse.Namespace, forced: str) -> Detected:
+    source = args.input
+    if forced == STREAM or forced in ONNX_LIGHT:  # nothing to read: the handler reads the window as it arrives
+        if source != "-" and source not in HANDED_ON and existing(source) is None and parse_hex(source) is None:
+            raise FileProblem(f"argument INPUT: no such file: {source}") if looks_like_path(source) else \
+                UsageError(f"argument INPUT: {source!r} is neither an existing file nor hex bytes")
+        return Detected(forced, f"--kind {forced}")
+    offset, length = getattr(args, "offset", 0) or 0, getattr(args, "length", None)
+    hint = _suffix_hint(source) if source not in ("-",) else None
+    if source == "-":
+        window = Window(sys.stdin.buffer, offset, length)
+        taken = bytearray()
+
+        def read(count: int) -> bytes:
+            part = window.read(count)
+            taken.extend(part)
+            return part
+
+        def whole() -> bytes:
+            taken.extend(window.read())
+            return bytes(taken)
+
+        windowed = bool(offset) or length is not None
+        found, _ = _classify(read(HEAD), None, hint, forced, read, None, whole, streams=not windowed)
+        _hand_on_stdin(bytes(taken), window, args)
+        return found
+    if source in HANDED_ON:
+        data = HANDED_ON[source]
+        return _classify_bytes(data, hint, forced)
+    info = existing(source)
+    if info is None:
+        spelled = parse_hex(source)
+        if spelled is None:
+            if looks_like_path(source):
+                raise FileProblem(f"argument INPUT: no such file: {source}")
+            raise UsageError(f"argument INPUT: {source!r} is neither an existing file nor hex bytes")
+        return _classify_bytes(Window(io.BytesIO(spelled), offset, length).read(), None, forced)
+    stream = open_file(source, info)
+    with stream:
+        window = Window(stream, offset, length)
+        if window.size is None:  # a pipe by name: read whole, handed on as bytes
+            data = window.read()
+            HANDED_ON[source] = data
+            args.offset, args.length = 0, None
+            return _classify_bytes(data, hint, forced)
+        if window.size < offset:
+            raise UsageError(f"argument --offset: {offset} is past the end of {source} ({window.size} bytes)")
+        if length is not None and offset + length > window.size:
+            raise UsageError(f"argument --length: the window of {length} bytes from byte {offset} runs past the end "
+                             f"of {source} ({window.size} bytes)")
+
+        def skip(count: int) -> int:
+            passed = min(count, window.left or 0)
+            stream.seek(passed, os.SEEK_CUR)
+            window.left = (window.left or 0) - passed
+            return passed
+
+        def whole_window() -> Any:
+            return window_data(args)
+
+        found, _ = _classify(window.read(HEAD), window.left, hint, forced, window.read, skip, whole_window)
+        return found
+
+
+def _classify_bytes(data: bytes, hint: str | None, forced: str) -> Detected:
+    view = io.BytesIO(data)
+    head = view.read(HEAD)
+
+    def skip(count: int) -> int:
+        passed = min(count, len(data) - view.tell())
+        view.seek(passed, os.SEEK_CUR)
+        return passed
+
+    return _classify(head, len(data) - len(head), hint, forced, view.read, skip, lambda: data)[0]
+
+
+def _hand_on_stdin(taken: bytes, window: Window, args: argparse.Namespace) -> None:
+    """Standard input after detection: the bytes read, then the rest of the window as it arrives."""
+    _REPLACED.append(sys.stdin)  # kept: a dropped wrapper would close the buffer it wraps
+    sys.stdin = io.TextIOWrapper(io.BufferedReader(_Prefixed(taken, window)))  # type: ignore[arg-type]
+    args.offset, args.length = 0, None
+
+
+def window_data(args: argparse.Namespace) -> Any:
+    """Every byte of ``args.input``'s window: a memory map's view for a regular file, else bytes."""
+    source = args.input
+    offset, length = getattr(args, "offset", 0) or 0, getattr(args, "length", None)
+    if source != "-" and source not in HANDED_ON:
+        info = existing(source)
+        if info is not None and stat.S_ISREG(info.st_mode):
+            with open_file(source, info) as stream:
+                size = os.fstat(stream.fileno()).st_size
+                if offset >= size or length == 0:
+                    return b""
+                view = memoryview(mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ))
+            end = size if length is None else min(size, offset + length)
+            return view[offset:end]
+    spelled = source_stream(source)
+    return Window(io.BytesIO(spelled) if isinstance(spelled, bytes) else spelled, offset, length).read()
+
+
+# ------------------------------------------------------------------ dispatch
+
+Handler = Callable[[argparse.Namespace], int]
+HANDLERS: dict[str, dict[str, Handler]] = {}
+"""command -> kind -> handler: what each command does with each kind of input (filled by the
+command modules' ``register``, through :func:`handles`)."""
+
+APPLIES: tuple[tuple[str, str, frozenset[str], frozenset[str] | None], ...] = (
+    ("buffers", "--buffers", frozenset({DESCRIPTOR}), None),
+    ("permissive", "--permissive", frozenset({DESCRIPTOR, QUANTIZATION, CONTAINER, STREAM}), None),
+    ("name", "--name", frozenset({CONTAINER, VALUE, MODEL}), None),
+    ("index", "--index", frozenset({STREAM}), None),
+    ("region", "--region", frozenset({DESCRIPTOR, CONTAINER, STREAM}), None),
+    ("progress", "--progress", frozenset({STREAM}), None),
+)
+"""(option's ``dest``, its name, the kinds it applies to, the commands it applies to (None: all)):
+an option given for another kind is a usage error naming both, never silently ignored."""
+NAME_COMMANDS = {CONTAINER: frozenset({"dequantize", "extract"})}
+"""Kinds for which ``--name`` applies to some commands only (a container's tensor is picked for
+dequantize and extract; validate, inspect and decode judge the whole file)."""
+
+
+def handles(sub: Any, command: str, handlers: dict[str, Handler]) -> None:
+    """Register ``handlers`` (kind -> handler) for ``command`` and route it through :func:`dispatch`."""
+    parser = sub.choices.get(command)
+    if parser is None:
+        return
+    HANDLERS.setdefault(command, {}).update(handlers)
+    parser.set_defaults(run=dispatch)
+
+
+def check_options(args: argparse.Namespace, kind: str) -> None:
+    """Refuse every given option that does not apply to ``kind`` (exit 2)."""
+    command = getattr(args, "command", "")
+    for dest, flag, kinds, commands in APPLIES:
+        value = getattr(args, dest, None)
+        if value is None or value is False or (isinstance(value, (list, tuple)) and not value):
+            continue
+        applies = kind in kinds and (commands is None or command in commands)
+        if dest == "name" and kind in NAME_COMMANDS:
+            applies = command in NAME_COMMANDS[kind]
+        if not applies:
+            flag = "BUFFER" if dest == "buffers" and command == "dequantize" else flag
+            raise UsageError(f"argument {flag}: does not apply to {what(kind)} input of {command}")
+
+
+def what(kind: str) -> str:
+    return {DESCRIPTOR: "a tensor descriptor", QUANTIZATION: "a quantization payload", CONTAINER: "a .hrry container",
+            STREAM: "a Hurray stream", VALUE: "an onnx-light value", TENSOR: "an onnx-light tensor",
+            MODEL: "an onnx-light model", GGUF: "a GGUF", SAFETENSORS: "a safetensors", EMPTY: "empty"}.get(kind, kind)
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    """Run ``args.command``'s handler for the kind of its input (see the module's documentation)."""
+    command = args.command
+    if command == "validate" and args.input is None:  # "validate --buffers A B DESC": the last file
+        if not args.buffers:
+            raise UsageError("argument INPUT: the descriptor is missing")
+        args.input = args.buffers.pop()
+    if args.input is None:
+        raise UsageError("argument INPUT: the input is missing")
+    found = detect(args)
+    if found.kind in TAKEN_BY:
+        raise UsageError(f"argument INPUT: {args.input} is {TAKEN_BY[found.kind]}, not {command}")
+    if found.kind == EMPTY:
+        raise UsageError(f"argument INPUT: empty input ({args.input} has no bytes"
+                         + (" in the window" if getattr(args, "offset", 0) or getattr(args, "length", None) is not None
+                            else "") + "; --kind stream reads it as an empty stream)")
+    handler = HANDLERS.get(command, {}).get(found.kind)
+    if handler is None:
+        takes = ", ".join(what(kind) for kind in HANDLERS.get(command, {}))
+        raise UsageError(f"argument INPUT: {command} does not take {what(found.kind)} input (it takes {takes})")
+    check_options(args, found.kind)
+    return handler(args)

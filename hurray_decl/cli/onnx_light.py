@@ -27,99 +27,65 @@ from typing import Any
 
 from hurray_decl.cli.audit import RENDERERS, audit
 from hurray_decl.cli.common import Style, UsageError, colour_verdicts
-from hurray_decl.errors import ARGUMENT, HurrayDeclError
+from hurray_decl.errors import HurrayDeclError
 
 __all__ = ["KIND_CHOICES", "audit_folder", "cmd_fuzz", "profile_table", "register"]
 
-INVALID, USAGE, ENVIRONMENT = 1, 2, 3
+INVALID = 1
 AUTO, HURRAY, STREAM = "auto", "hurray", "stream"
 KIND_CHOICES = (AUTO, "value", "tensor", "model", HURRAY, STREAM)
-"""``--kind``: detect from the bytes, an onnx-light kind, the Hurray handlers, or a Hurray stream."""
+"""``--kind``: detect from the bytes, an onnx-light kind, the Hurray handlers, or a Hurray stream
+(:data:`hurray_decl.cli.inputs.FORCED`)."""
 DECODER_FAILURES = (TypeError, ValueError, UnicodeDecodeError, OverflowError, KeyError, IndexError)
 """What a decoder bug surfaces as: an audit reports it as a crash verdict (elsewhere it is an
 internal error, reported in one line by :func:`hurray_decl.cli.main`)."""
 
 
-def read_input(source: str) -> bytes:
-    """The bytes kinds are told apart by (see :func:`hurray_decl.cli.inputs.read_whole`)."""
-    from hurray_decl.cli.inputs import read_whole
+def _message(args: argparse.Namespace) -> tuple[str, Any]:
+    """(kind, parsed message) of the onnx-light input's window: the one protobuf reader of every
+    command (:func:`hurray_decl.onnx_light.inputs.parse`)."""
+    from hurray_decl.cli.inputs import detect, window_data
+    from hurray_decl.onnx_light.inputs import parse
 
-    return read_whole(source)
-
-
-def _kind(args: argparse.Namespace, data: bytes) -> str:
-    from hurray_decl.hurray.tensor.header import MAGIC
-
-    if args.kind != AUTO:
-        return args.kind
-    if data.startswith(MAGIC):
-        return HURRAY  # a descriptor or a container: no onnx-light module is loaded for it
-    from hurray_decl.onnx_light.inputs import CONTAINER, detect_kind
-
-    if getattr(args, "quantization", False) or getattr(args, "permissive", False):
-        return HURRAY  # options only the Hurray side reads
-    kind = detect_kind(data)
-    return HURRAY if kind == CONTAINER else kind
-
-
-def _invalid(err: HurrayDeclError, stream=None) -> int:
-    """Report a rule error (exit 1); an argument error goes on to :func:`hurray_decl.cli.main` (exit 2)."""
-    if err.code == ARGUMENT:
-        raise err
-    stream = sys.stdout if stream is None else stream
-    print(Style(stream).bad(f"invalid {err.code}: {err}"), file=stream)
-    return INVALID
+    kind = detect(args).kind
+    return kind, parse(window_data(args), kind)
 
 
 # --- commands ------------------------------------------------------------------------------------
 
-def cmd_inspect(args: argparse.Namespace, hurray) -> int:
-    data = read_input(args.input)
-    kind = _kind(args, data)
-    if kind == HURRAY:
-        return hurray(args)
-    from hurray_decl.dump.render import FORMATS, render
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from hurray_decl.cli.inputs import detect, window_data
+    from hurray_decl.dump.render import render
     from hurray_decl.onnx_light.dump import dump
 
-    if args.format not in FORMATS:
-        raise UsageError(f"--format {args.format} is not available for onnx-light inputs ({', '.join(FORMATS)})")
-    result = dump(data, kind=kind, name=args.name)
+    result = dump(bytes(window_data(args)), kind=detect(args).kind, name=args.name)
+    if args.format == "html":
+        from hurray_decl.cli.html import print_page
+
+        return print_page(result, args)
     text = render(result, args.format)
     print(text if args.format == "json" else colour_verdicts(text, Style(sys.stdout)))
     return INVALID if result.error is not None else 0
 
 
-def _load(args: argparse.Namespace, source: str):
-    """(kind, parsed message) of an onnx-light input, or (HURRAY, None)."""
-    if source is None:  # "validate --buffers A B DESC": the Hurray commands take the last file
-        return HURRAY, None
-    data = read_input(source)
-    kind = _kind(args, data)
-    if kind == HURRAY:
-        return kind, None
-    from hurray_decl.onnx_light.inputs import parse
+def cmd_validate(args: argparse.Namespace) -> int:
+    from hurray_decl.cli import outputs
+    from hurray_decl.cli.inputs import detect
 
-    return kind, parse(data, kind)
-
-
-def cmd_validate(args: argparse.Namespace, hurray) -> int:
-    try:
-        kind, message = _load(args, args.input)
-        if kind == HURRAY:
-            return hurray(args)
+    def check() -> str:
         from hurray_decl.onnx_light.inputs import check, check_item, items
 
+        kind, message = _message(args)
         if args.name is not None:
             for item in items(message, kind, args.name):
                 check_item(item)
         else:
             check(message, kind)
-    except HurrayDeclError as err:
-        return _invalid(err)
-    count = len(items(message, kind)) if kind != "tensor" else 0
-    what = f"{kind} ({count} encoded value{'s' * (count != 1)})" if kind == "model" else kind
-    print(Style(sys.stdout).good(f"valid: onnx-light {what}"))
-    return 0
+        count = len(items(message, kind)) if kind != "tensor" else 0
+        return f"onnx-light {kind} ({count} encoded value{'s' * (count != 1)})" if kind == "model" \
+            else f"onnx-light {kind}"
+
+    return outputs.report_verdict(args, detect(args).kind, check)
 
 
 def plan_json(plan) -> dict[str, Any]:
@@ -139,11 +105,11 @@ def plan_json(plan) -> dict[str, Any]:
     }
 
 
-def cmd_decode(args: argparse.Namespace, hurray) -> int:
+def cmd_decode(args: argparse.Namespace) -> int:
+    from hurray_decl.cli import outputs
+
     try:
-        kind, message = _load(args, args.input)
-        if kind == HURRAY:
-            return hurray(args)
+        kind, message = _message(args)
         from hurray_decl.onnx_light import decode_plan
         from hurray_decl.onnx_light.inputs import check, check_item, items
         from hurray_decl.onnx_light.tensors import tensor_to_array
@@ -166,55 +132,40 @@ def cmd_decode(args: argparse.Namespace, hurray) -> int:
                                 "plan": plan_json(decode_plan(item.value, item.model))})
             out = {"kind": kind, "values": decoded}
     except HurrayDeclError as err:
-        if err.code == ARGUMENT:
-            raise
-        print(json.dumps({"error": err.to_dict()}, indent=2))
-        return INVALID
+        from hurray_decl.cli.inputs import detect
+
+        return outputs.report_error(args, detect(args).kind, err)
     print(json.dumps(out, indent=2))
     return 0
 
 
-def write_npy(path: Path, array: Any) -> None:
-    """Write ``array`` to ``path`` through a temporary file in the same folder, then rename."""
-    import numpy as np
+def cmd_dequantize(args: argparse.Namespace) -> int:
+    """Refusals are HurrayDeclErrors: main() prints their rule (exit 1), no file having been created."""
+    import ml_dtypes
 
-    from hurray_decl.cli.outputs import atomic
+    from hurray_decl.cli import outputs
+    from hurray_decl.onnx_light.inputs import array_of, check, items
+    from hurray_decl.onnx_light.tensors import tensor_to_array
 
-    with atomic(path) as temporary, open(temporary, "wb") as stream:
-        np.save(stream, array, allow_pickle=False)
-
-
-def cmd_dequantize(args: argparse.Namespace, hurray) -> int:
-    try:
-        kind, message = _load(args, args.input)
-        if kind == HURRAY:
-            return hurray(args)
-        import ml_dtypes
-
-        from hurray_decl.onnx_light.inputs import array_of, check, items
-        from hurray_decl.onnx_light.tensors import tensor_to_array
-
-        if args.buffers:
-            raise UsageError("an onnx-light input carries its payload: give no buffer files")
-        if kind == "tensor":
-            check(message, kind)
-            array = tensor_to_array(message)
-        else:
-            found = items(message, kind, args.name)
-            if len(found) != 1:
-                names = ", ".join(item.name or "(unnamed)" for item in found) or "none"
-                raise UsageError(f"the model holds {len(found)} encoded values ({names}): pick one with --name")
-            array = array_of(found[0])
-    except HurrayDeclError as err:
-        return _invalid(err, sys.stderr)
+    if args.buffers:
+        raise UsageError("an onnx-light input carries its payload: give no buffer files")
+    outputs.target(args.output)
+    kind, message = _message(args)
+    if kind == "tensor":
+        check(message, kind)
+        array = tensor_to_array(message)
+    else:
+        if args.name is None:
+            check(message, kind)  # the whole input's verdict, as validate gives it, before the output exists
+        found = items(message, kind, args.name)
+        if len(found) != 1:
+            names = ", ".join(item.name or "(unnamed)" for item in found) or "none"
+            raise UsageError(f"the model holds {len(found)} encoded values ({names}): pick one with --name")
+        array = array_of(found[0])
     note = ""
     if array.dtype == ml_dtypes.bfloat16:  # .npy has no bfloat16: widen exactly
         array, note = array.astype("float32"), " (bfloat16 widened exactly to float32)"
-    try:
-        write_npy(Path(args.output), array)
-    except OSError as err:
-        print(f"hurray-decl: cannot write {args.output}: {err.strerror or err}", file=sys.stderr)
-        return ENVIRONMENT
+    outputs.write_npy(args.output, array)
     print(f"wrote {array.dtype} {list(array.shape)} to {args.output}{note}")
     return 0
 
@@ -327,9 +278,8 @@ def cmd_profiles(args: argparse.Namespace) -> int:
     return 0
 
 
-WRAPPED: dict[str, Callable[..., int]] = {
-    "inspect": cmd_inspect, "validate": cmd_validate, "decode": cmd_decode,
-    "dequantize": cmd_dequantize, "audit": cmd_audit,
+WRAPPED: dict[str, Callable[[argparse.Namespace], int]] = {
+    "inspect": cmd_inspect, "validate": cmd_validate, "decode": cmd_decode, "dequantize": cmd_dequantize,
 }
 """The Hurray commands that also read onnx-light inputs, and their onnx-light handlers."""
 
@@ -349,23 +299,23 @@ def register(subparsers) -> None:
                           help="what to fuzz the reader with: Hurray tensor descriptors, onnx-light values, "
                                "tensors and models, or Hurray streams (default: hurray)")
         fuzz.set_defaults(run=functools.partial(cmd_fuzz, hurray=fuzz.get_default("run")))
-    for name, handler in WRAPPED.items():
+    from hurray_decl.cli.inputs import ONNX_LIGHT, handles
+
+    for name in ("inspect", "validate", "decode", "dequantize", "audit"):
         parser = subparsers.choices.get(name)
         if parser is None:
             continue
         parser.add_argument("--kind", choices=KIND_CHOICES, default=AUTO,
                             help="the input kind: an onnx-light EncodedValueProto (value), TensorProto (tensor) or "
-                                 "ONNX model (model), or a Hurray input (hurray); default: detected from the bytes")
-        if name != "audit":
-            parser.add_argument("--name", default=None,
-                                help="an onnx-light model's encoded value to use, by name (default: all of them); "
-                                     "for dequantize, also the tensor of a .hrry container")
-        parser.set_defaults(run=functools.partial(_unless_stream, handler=handler, hurray=parser.get_default("run")))
-
-
-def _unless_stream(args: argparse.Namespace, handler: Callable[..., int], hurray: Callable[..., int]) -> int:
-    """``--kind stream`` goes to the Hurray handlers before any byte is read here (it arrives as it comes)."""
-    return hurray(args) if args.kind == STREAM else handler(args, hurray)
+                                 "ONNX model (model), a Hurray input (hurray) or a Hurray stream (stream); "
+                                 "default: detected from the bytes")
+        if name == "audit":
+            parser.set_defaults(run=functools.partial(cmd_audit, hurray=parser.get_default("run")))
+            continue
+        parser.add_argument("--name", default=None,
+                            help="an onnx-light model's encoded value to use, by name (default: all of them); "
+                                 "for dequantize and extract, the tensor of a .hrry container")
+        handles(subparsers, name, dict.fromkeys(ONNX_LIGHT, WRAPPED[name]))
 
 
 def draw_cases(count: int, seed: int, rules: Sequence[str] | None = None):

@@ -1,16 +1,47 @@
-"""Output files written atomically: a temporary file in the target's folder, renamed over the
-target once complete, removed on any failure, so that a reader never sees a partial file and a
-failed command leaves nothing behind. Callers check their input before calling :func:`target`."""
+"""What commands write: output files, verdict lines and JSON documents, each made one way.
+
+**Files** are written atomically: a temporary file in the target's folder, renamed over the target
+once complete, removed on any failure (an error, Ctrl-C, SIGTERM), so that a reader never sees a
+partial file and a failed command leaves nothing behind. A temporary is named
+``.NAME.hurray-decl-HOST-PID.part``: one left by a run that was killed (SIGKILL, a power cut) is
+recognised by that name and removed by the next run that writes into the same folder, once its
+process is gone. A large output is checked against the folder's free space before it is created
+and its blocks are reserved before the first byte is written (``posix_fallocate``), so that a
+full disk is a one-line refusal naming the sizes, never a SIGBUS in a memory map. Files get the
+permissions a plain ``open()`` gives (the umask's). Callers check their input before calling
+:func:`target`: every refusal that can be decided before writing comes before the output exists.
+
+**Verdicts**: one line format for every kind, ``valid: WHAT`` or ``invalid: [CODE] path at byte N:
+message`` (:func:`hurray_decl.cli.common.verdict`), and one JSON document (:func:`envelope`): the
+file, its kind, the verdict and the error object ``{code, message, path, offset}``.
+"""
 
 from __future__ import annotations
 
+import argparse
+import errno
+import json
 import os
-import tempfile
-from collections.abc import Iterator
+import re
+import signal
+import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
-from hurray_decl.cli.common import FileProblem
+from hurray_decl.cli.common import INVALID, OK, FileProblem, Style, verdict
+
+TAG = "hurray-decl"
+"""The mark in every temporary's name."""
+STALE = re.compile(r"^\..+\.hurray-decl-(?P<host>[^.]*)-(?P<pid>\d+)\.part$")
+"""A temporary of this program: ``.NAME.hurray-decl-HOST-PID.part``."""
+
+
+def _host() -> str:
+    import socket
+
+    return re.sub(r"[^A-Za-z0-9_]", "_", socket.gethostname())[:40]
 
 
 def target(path: str | os.PathLike, what: str = "-o") -> Path:
@@ -26,28 +57,272 @@ def target(path: str | os.PathLike, what: str = "-o") -> Path:
     return out
 
 
-@contextmanager
-def atomic(path: str | os.PathLike, what: str = "-o") -> Iterator[Path]:
-    """A temporary path beside ``path``; renamed to ``path`` when the block completes, removed if it fails."""
-    out = target(path, what)
-    fd, name = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".part")
-    os.close(fd)
-    temporary = Path(name)
+def folder_target(path: str | os.PathLike, what: str = "-o") -> Path:
+    """``path`` checked as an existing, writable folder to write files into."""
+    folder = Path(path)
+    if not folder.is_dir():
+        raise FileProblem(f"argument {what}: {folder} is not a folder" if folder.exists()
+                          else f"argument {what}: no such folder: {folder}")
+    if not os.access(folder, os.W_OK):
+        raise FileProblem(f"argument {what}: the folder {folder} is not writable")
+    return folder
+
+
+def remove_stale(folder: Path) -> list[Path]:
+    """Remove the temporaries of earlier runs into ``folder`` whose process is gone (same host)."""
+    removed: list[Path] = []
+    host = _host()
     try:
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(temporary, 0o666 & ~mask)  # the permissions a plain open() would give
-        yield temporary
-        os.replace(temporary, out)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
+        names = os.listdir(folder)
+    except OSError:
+        return removed
+    for name in names:
+        match = STALE.match(name)
+        if match is None or match["host"] != host or _alive(int(match["pid"])):
+            continue
+        path = folder / name
+        try:
+            path.unlink()
+            removed.append(path)
+        except OSError:
+            pass
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    except OverflowError:
+        return False
+    return True
+
+
+def free_space(folder: Path) -> int | None:
+    """Bytes an unprivileged writer may still use in ``folder``'s file system, or None if unknown."""
+    try:
+        info = os.statvfs(folder)
+    except (OSError, AttributeError):
+        return None
+    return info.f_bavail * info.f_frsize
+
+
+def check_space(out: Path, size: int, what: str = "-o") -> None:
+    """Refuse an output of ``size`` bytes that its folder has no room for, naming both sizes (exit 3)."""
+    free = free_space(out.parent)
+    if free is not None and size > free:
+        raise FileProblem(f"argument {what}: {out} would take {size:,} bytes; {out.parent} has {free:,} bytes free")
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP while an output is being written: cleaned up as for Ctrl-C."""
+
+
+@contextmanager
+def _cleanup_on_signals() -> Iterator[None]:
+    def stop(number: int, frame: Any) -> None:
+        raise _Terminated(signal.Signals(number).name)
+
+    kept: list[tuple[signal.Signals, Any]] = []
+    try:
+        for number in (signal.SIGTERM, signal.SIGHUP):
+            kept.append((number, signal.signal(number, stop)))
+    except (ValueError, OSError, AttributeError):  # not the main thread, or no such signal
+        pass
+    try:
+        yield
+    finally:
+        for number, handler in kept:
+            signal.signal(number, handler)
+
+
+def _temporary(out: Path) -> Path:
+    """A new temporary beside ``out`` (created empty, the umask's permissions)."""
+    stem = out.name[:180]
+    for attempt in range(100):
+        suffix = f"-{attempt}" if attempt else ""
+        name = out.parent / f".{stem}{suffix}.{TAG}-{_host()}-{os.getpid()}.part"
+        try:
+            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        return name
+    raise FileProblem(f"cannot create a temporary file beside {out}")
+
+
+def _reserve(path: Path, size: int, out: Path) -> None:
+    """Reserve ``size`` bytes for ``path`` (a full disk refused now, not as a SIGBUS later)."""
+    if size <= 0:
+        return
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.posix_fallocate(fd, 0, size)
+    except OSError as err:
+        if err.errno == errno.ENOSPC or err.errno == errno.EDQUOT:
+            free = free_space(out.parent)
+            raise FileProblem(f"argument -o: {out} would take {size:,} bytes; {out.parent} has "
+                              f"{'an unknown number of' if free is None else f'{free:,}'} bytes free") from None
+        if err.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+            raise
+    finally:
+        os.close(fd)
+
+
+class Batch:
+    """Several output files, each written to its own temporary and all renamed at the end."""
+
+    def __init__(self) -> None:
+        self.pending: list[tuple[Path, Path]] = []
+
+    def file(self, path: str | os.PathLike, size: int = 0, what: str = "-o") -> Path:
+        """A temporary for ``path`` (checked with :func:`target`); ``size``: bytes to check and reserve."""
+        out = target(path, what)
+        remove_stale(out.parent)
+        if size:
+            check_space(out, size, what)
+        temporary = _temporary(out)
+        self.pending.append((temporary, out))
+        _reserve(temporary, size, out)
+        return temporary
+
+    def commit(self) -> list[Path]:
+        for temporary, out in self.pending:
+            os.replace(temporary, out)
+        done = [out for _, out in self.pending]
+        self.pending = []
+        return done
+
+    def discard(self) -> None:
+        for temporary, _ in self.pending:
+            temporary.unlink(missing_ok=True)
+        self.pending = []
+
+
+@contextmanager
+def batch() -> Iterator[Batch]:
+    """A :class:`Batch` whose files are renamed when the block completes, removed if it fails."""
+    files = Batch()
+    with _cleanup_on_signals():
+        try:
+            yield files
+            files.commit()
+        finally:
+            files.discard()
+
+
+@contextmanager
+def atomic(path: str | os.PathLike, what: str = "-o", size: int = 0) -> Iterator[Path]:
+    """A temporary path beside ``path``; renamed to ``path`` when the block completes, removed if it
+    fails. ``size``: the bytes the output will take, checked against the free space and reserved."""
+    with batch() as files:
+        yield files.file(path, size, what)
 
 
 def write_bytes(path: str | os.PathLike, data: bytes, what: str = "-o") -> None:
-    with atomic(path, what) as temporary:
+    with atomic(path, what, size=len(data)) as temporary:
         temporary.write_bytes(data)
 
 
 def write_text(path: str | os.PathLike, text: str, what: str = "-o") -> None:
     write_bytes(path, text.encode("utf-8"), what)
+
+
+def npy_size(dtype: Any, shape: tuple[int, ...]) -> tuple[bytes, int]:
+    """The ``.npy`` header for an array of ``dtype`` and ``shape``, and the whole file's size."""
+    import io
+
+    import numpy as np
+
+    header = io.BytesIO()
+    document = {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False, "shape": shape}
+    try:
+        np.lib.format.write_array_header_1_0(header, document)
+    except ValueError:
+        header = io.BytesIO()
+        np.lib.format.write_array_header_2_0(header, document)
+    count = 1
+    for extent in shape:
+        count *= int(extent)
+    return header.getvalue(), len(header.getvalue()) + count * np.dtype(dtype).itemsize
+
+
+@contextmanager
+def npy_memmap(path: str | os.PathLike, dtype: Any, shape: tuple[int, ...]) -> Iterator[Any]:
+    """A writable memory map of a new ``.npy`` file at ``path``, written atomically: its size is
+    checked against the free space and reserved before the file is mapped."""
+    import numpy as np
+
+    header, size = npy_size(dtype, shape)
+    with atomic(path, size=size) as temporary:
+        with open(temporary, "r+b") as stream:
+            stream.write(header)
+        count = size - len(header)
+        if count:
+            out = np.memmap(temporary, dtype=dtype, mode="r+", offset=len(header), shape=shape)
+            yield out
+            out.flush()
+            del out
+        else:
+            yield np.empty(shape, dtype=dtype)
+
+
+def write_npy(path: str | os.PathLike, values: Any) -> None:
+    """``values`` into a new ``.npy`` file, atomically, its size checked and reserved first."""
+    import numpy as np
+
+    _, size = npy_size(values.dtype, tuple(values.shape))
+    with atomic(path, size=size) as temporary, open(temporary, "r+b") as stream:
+        np.save(stream, values, allow_pickle=False)
+
+
+# ------------------------------------------------------------------ verdicts and JSON documents
+
+
+def error_object(err: Any) -> dict[str, Any]:
+    """The error object every JSON document holds: code, message, path, offset."""
+    return {"code": err.code, "message": err.detail, "path": err.path, "offset": err.offset}
+
+
+def envelope(args: argparse.Namespace, kind: str, err: Any = None, **more: Any) -> dict[str, Any]:
+    """The JSON document of a verdict: file, kind, verdict, error (None when valid), then ``more``."""
+    return {"file": getattr(args, "input", None), "kind": kind, "verdict": "valid" if err is None else "invalid",
+            "error": None if err is None else error_object(err), **more}
+
+
+def report_verdict(args: argparse.Namespace, kind: str, check: Callable[[], str]) -> int:
+    """Run ``check`` (the summary of a valid input, or a HurrayDeclError) and print the verdict: one
+    line, or with ``--format json`` the :func:`envelope`. Argument errors go on to ``main`` (exit 2)."""
+    from hurray_decl.errors import ARGUMENT, HurrayDeclError
+
+    as_json = getattr(args, "format", "text") == "json"
+    try:
+        summary = check()
+    except HurrayDeclError as err:
+        if err.code == ARGUMENT:
+            raise
+        if as_json:
+            print(json.dumps(envelope(args, kind, err), indent=2))
+        else:
+            print(Style(sys.stdout).bad(verdict(err)), flush=True)
+        return INVALID
+    if as_json:
+        print(json.dumps(envelope(args, kind, summary=summary), indent=2))
+    else:
+        print(Style(sys.stdout).good(f"valid: {summary}"))
+    return OK
+
+
+def report_error(args: argparse.Namespace, kind: str, err: Any, *, indent: int | None = 2) -> int:
+    """A refusal as the JSON document of ``decode`` (exit 1); argument errors go on to ``main``."""
+    from hurray_decl.errors import ARGUMENT
+
+    if err.code == ARGUMENT:
+        raise err
+    print(json.dumps(envelope(args, kind, err), indent=indent), flush=True)
+    return INVALID

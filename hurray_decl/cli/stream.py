@@ -7,16 +7,17 @@ prints one JSON line per item, and a refusal is reported as soon as the bytes re
 arrived. ``--kind stream`` forces the stream reader (an empty input is then a valid empty
 stream, and a ``.hrry`` container is refused HS-FRM-12).
 
-Detection, without ``--kind``: an input is a stream when it starts with a valid descriptor whose
-declared buffers (the sum of its buffer table's byte sizes) fit in the rest of the input, and
-either more bytes follow them (judged as the next frame, whatever they are) or there is at least
-one buffer byte. A descriptor whose buffers do not fit in the rest (a descriptor inside a larger
-file, followed by unrelated bytes), or a descriptor without buffer bytes and nothing after it,
-stays a descriptor, read as far as it declares; its verdict names the bytes it judged. To
-decide, the first frame is read whole (from a regular file its buffers are skipped, not read);
-on standard input those bytes are then handed on to the reader, so the first item's line waits
-for the first byte of the next frame. ``validate`` of a stream reads every frame and checks
-every buffer's contents: it never says ``valid`` for an input it read only part of.
+Detection (:func:`hurray_decl.cli.inputs.detect`), without ``--kind``: an input is a stream when it
+starts with a valid descriptor whose declared buffers (the sum of its buffer table's byte sizes) fit
+in the rest of the input, and either more bytes follow them (judged as the next frame, whatever they
+are) or there is at least one buffer byte. A descriptor whose buffers do not fit in the rest (a
+descriptor inside a larger file, followed by unrelated bytes), or a descriptor without buffer bytes
+and nothing after it, stays a descriptor, read as far as it declares; its verdict names the bytes it
+judged. To decide, the first frame is read whole (from a regular file its buffers are skipped, not
+read); on standard input those bytes are then handed on to the reader, so the first item's line
+waits for the first byte of the next frame. ``validate`` of a stream reads every frame and checks
+every buffer's contents: it never says ``valid`` for an input it read only part of. A file named
+``*.stream`` is read as a stream whatever the probe says (the suffix decides between the two).
 
 ``--index K`` picks ``frame[K]`` (the numbering ``inspect`` shows) for ``dequantize`` and
 ``extract``; a stream has no names, so ``--name`` is refused. Both read and check the whole
@@ -26,105 +27,22 @@ stream before they write anything.
 from __future__ import annotations
 
 import argparse
-import functools
 import io
 import json
-import os
-import stat
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hurray_decl.cli.common import INVALID, OK, Style, UsageError, verdict
-from hurray_decl.cli.inputs import HANDED_ON, Window, existing, open_file, parse_hex, peek_stdin
+from hurray_decl.cli.common import INVALID, OK, UsageError
+from hurray_decl.cli.inputs import HANDED_ON, STREAM, Window, existing, handles, open_file, parse_hex
 
-STREAM = "stream"
-MAGIC = b"HRRY"
-CONTAINER = b"HRRYFILE"
 SUFFIX = ".stream"
-ROUTED = ("inspect", "validate", "decode", "dequantize", "extract", "audit")
-
-
-# ------------------------------------------------------------------ detection
-
-
-def _probe(read: Callable[[int], bytes], skip: Callable[[int], int] | None) -> tuple[bool, bytes]:
-    """(is a stream, the bytes read) for a source read with ``read``; ``skip(n)`` (a regular file)
-    passes over the first frame's buffers and returns how many bytes it passed."""
-    from hurray_decl.errors import HurrayDeclError
-    from hurray_decl.hurray.stream.frames import DESCRIPTOR_LIMIT, MIN_DESCRIPTOR, PREFIX_FIELDS, PREFIX_LENGTH
-    from hurray_decl.hurray.tensor import read_tensor_descriptor
-
-    data = read(PREFIX_LENGTH)
-    if len(data) < PREFIX_LENGTH or data[:4] != MAGIC or data[:8] == CONTAINER:
-        return False, data
-    at = PREFIX_FIELDS["descriptor_length"]
-    length = int.from_bytes(data[at:at + 4], "little")
-    if not MIN_DESCRIPTOR <= length <= DESCRIPTOR_LIMIT:
-        return False, data
-    data += read(length - PREFIX_LENGTH)
-    try:
-        descriptor = read_tensor_descriptor(data)
-    except HurrayDeclError:
-        return False, data
-    total = sum(h.byte_size for h in descriptor.buffers)
-    if skip is not None:
-        if skip(total) < total:
-            return False, data
-        return bool(read(1)) or total > 0, data
-    body = bytearray()
-    while len(body) < total:
-        part = read(min(1 << 20, total - len(body)))
-        if not part:
-            return False, data + bytes(body)
-        body += part
-    after = read(1)  # any byte after the buffers starts the next frame
-    return bool(after) or total > 0, data + bytes(body) + after
+ROUTED = ("inspect", "validate", "decode", "dequantize", "extract")
 
 
 def _window(stream: Any, args: argparse.Namespace) -> Window:
     return Window(stream, getattr(args, "offset", 0) or 0, getattr(args, "length", None))
-
-
-def is_stream(args: argparse.Namespace) -> bool:
-    """Whether ``args.input`` is a stream (``--kind stream``, or detected; see the module's documentation).
-    A probe of standard input hands the bytes it read on to the next reader of ``-``."""
-    if getattr(args, "kind", None) == STREAM:
-        return True
-    source = getattr(args, "input", None)
-    if source is None or getattr(args, "quantization", False):
-        return False
-    if source == "-":
-        if getattr(args, "offset", 0) or getattr(args, "length", None) is not None:
-            return False  # a window of standard input: only --kind stream reads it as a stream
-        found, data = _probe(sys.stdin.buffer.read, None)
-        peek_stdin(data)  # the next reader of "-" sees these bytes again
-        return found
-    if source in HANDED_ON:
-        found, _ = _probe(io.BytesIO(HANDED_ON[source]).read, None)
-        return found
-    info = existing(source)
-    if info is None:
-        try:
-            spelled = parse_hex(source)
-        except UsageError:
-            return False  # the descriptor commands report it
-        return spelled is not None and _probe(io.BytesIO(spelled).read, None)[0]
-    if stat.S_ISDIR(info.st_mode):
-        return False
-    with open_file(source, info) as stream:
-        window = _window(stream, args)
-        if window.size is not None:
-            def skip(count: int) -> int:
-                passed = min(count, window.left or 0)
-                stream.seek(passed, os.SEEK_CUR)
-                window.left = (window.left or 0) - passed
-                return passed
-            return _probe(window.read, skip)[0]
-        found, data = _probe(window.read, None)
-        HANDED_ON[source] = data + window.read()  # a pipe by name: what was read is handed on
-        return found
 
 
 def open_source(args: argparse.Namespace) -> Any:
@@ -168,29 +86,24 @@ def _describe(item: Any) -> str:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from hurray_decl.errors import ARGUMENT, HurrayDeclError
+    from hurray_decl.cli import outputs
 
     if getattr(args, "buffers", None):
         raise UsageError("argument --buffers: a stream carries its buffers; give the stream alone")
-    style = Style(sys.stdout)
-    reader = _reader(args)
-    items = 0
-    try:
-        first = 0
+    progress = sys.stderr if getattr(args, "format", "text") == "json" else sys.stdout
+
+    def check() -> str:
+        reader = _reader(args)
+        items = first = 0
         for item in reader:
             if args.progress:
-                print(f"frame[{first}] at byte {_start(reader, first)}: {_describe(item)}", flush=True)
+                print(f"frame[{first}] at byte {_start(reader, first)}: {_describe(item)}", flush=True, file=progress)
             items += 1
             first = reader.frames
             del item  # checked: its buffers go before the next frame's arrive (memory: one frame at a time)
-    except HurrayDeclError as err:
-        if err.code == ARGUMENT:
-            raise
-        print(style.bad(verdict(err)), flush=True)
-        return INVALID
-    print(style.good(f"valid: stream of {items} item{'s' * (items != 1)} ({reader.frames} frames, "
-                     f"{reader.position} bytes)"))
-    return OK
+        return f"stream of {items} item{'s' * (items != 1)} ({reader.frames} frames, {reader.position} bytes)"
+
+    return outputs.report_verdict(args, STREAM, check)
 
 
 def _start(reader: Any, frame: int) -> int:
@@ -225,7 +138,8 @@ def _document(item: Any) -> dict[str, Any]:
 def cmd_decode(args: argparse.Namespace) -> int:
     """One JSON line per item as it arrives: ``{"frame": K, "offset": N, ...}``; a refusal is a last
     ``{"error": ...}`` line."""
-    from hurray_decl.errors import ARGUMENT, HurrayDeclError
+    from hurray_decl.cli import outputs
+    from hurray_decl.errors import HurrayDeclError
 
     reader = _reader(args)
     first = 0
@@ -234,15 +148,13 @@ def cmd_decode(args: argparse.Namespace) -> int:
             print(json.dumps({"frame": first, "offset": _start(reader, first), **_document(item)}), flush=True)
             first = reader.frames
     except HurrayDeclError as err:
-        if err.code == ARGUMENT:
-            raise
-        print(json.dumps({"error": err.to_dict()}))
-        return INVALID
+        return outputs.report_error(args, STREAM, err, indent=None)
     return OK
 
 
-def _frame(args: argparse.Namespace) -> tuple[Any, tuple[Any, ...]]:
-    """(descriptor, buffers) of ``frame[--index]``, after the whole stream was read and checked."""
+def _frame(args: argparse.Namespace) -> Any:
+    """The item that starts at ``frame[--index]`` (a composite with its members), or else the
+    ``(descriptor, buffers)`` of that frame (a member), after the whole stream was read and checked."""
     from hurray_decl.errors import ArgumentError
 
     if getattr(args, "name", None) is not None:
@@ -257,8 +169,14 @@ def _frame(args: argparse.Namespace) -> tuple[Any, tuple[Any, ...]]:
             found.append((descriptor, buffers))
 
     reader.on_frame = keep
-    for _ in reader:
-        pass
+    item: Any = None
+    first = 0
+    for each in reader:
+        if first == args.index:  # an item starts at this frame: a composite comes with its members
+            item = each
+        first = reader.frames
+    if item is not None:
+        return item
     if not found:
         raise ArgumentError("--index", f"the stream has {reader.frames} frames", actual=args.index,
                             expected=f"0 to {reader.frames - 1}" if reader.frames else "(no frames)")
@@ -266,40 +184,52 @@ def _frame(args: argparse.Namespace) -> tuple[Any, tuple[Any, ...]]:
 
 
 def cmd_dequantize(args: argparse.Namespace) -> int:
-    import numpy as np
-
     from hurray_decl.cli import outputs
-    from hurray_decl.cli.common import progress_printer
-    from hurray_decl.hurray.numerics import prepare_dequantize
+    from hurray_decl.cli.dequantize import region, write_values
 
     if args.buffers:
         raise UsageError("a stream carries its buffers: give no buffer files")
     outputs.target(args.output)
-    descriptor, buffers = _frame(args)
-    prepared = prepare_dequantize(descriptor, list(buffers))
-    with outputs.atomic(args.output) as temporary:
-        out = np.lib.format.open_memmap(temporary, mode="w+", dtype=np.float32, shape=tuple(descriptor.shape))
-        prepared.run(out, progress=progress_printer("dequantize"))
-        out.flush()
-        del out
-    print(f"wrote float32 {list(descriptor.shape)} of frame[{args.index}] to {args.output}")
+    key = region(args.region)
+    write_values(args, _tensor(_frame(args)), key, f" of frame[{args.index}]")
     return OK
+
+
+def _tensor(item: Any) -> Any:
+    """A stream item (or a frame's ``(descriptor, buffers)``) as a Tensor, a composite's members included."""
+    from hurray_decl.hurray.stream import CompositeItem
+    from hurray_decl.hurray.tables.codes import CompositionRule
+    from hurray_decl.hurray.tensor import CompositeHead
+    from hurray_decl.hurray.values import Tensor
+
+    if isinstance(item, CompositeItem):
+        if item.head.layout.composition_rule not in (CompositionRule.PARTITION, CompositionRule.OVERLAY):
+            raise UsageError("a group composite presents no single array: dequantize one of its members "
+                             "(--index of a member's frame, as inspect numbers them)")
+        return Tensor(item.head, (), members=[_tensor(m) for m in item.members])
+    descriptor, buffers = (item.descriptor, item.buffers) if hasattr(item, "descriptor") else item
+    if isinstance(descriptor.layout, CompositeHead):
+        raise UsageError("this frame is a composite head inside another composite: dequantize the composite "
+                         "that holds it, or one of its members")
+    return Tensor(descriptor, list(buffers))
 
 
 def cmd_extract(args: argparse.Namespace) -> int:
     from hurray_decl.cli import outputs
     from hurray_decl.hurray.tensor import write_tensor_descriptor
 
-    descriptor, buffers = _frame(args)
-    folder = Path(args.output)
-    if not folder.is_dir():
-        raise UsageError(f"argument -o/--output: {folder} is not a folder")
-    files = [(folder / f"frame{args.index}.descriptor.bin",
-              write_tensor_descriptor(descriptor, permissive=args.permissive))]
-    files += [(folder / f"frame{args.index}.buffer{i}.bin", bytes(b)) for i, b in enumerate(buffers)]
-    for path, content in files:
-        outputs.write_bytes(path, content)
-    print(f"wrote frame[{args.index}]: " + ", ".join(str(p) for p, _ in files))
+    folder = outputs.folder_target(args.output)
+    found = _frame(args)
+    descriptor, buffers = (found.head, ()) if hasattr(found, "head") else \
+        (found.descriptor, found.buffers) if hasattr(found, "descriptor") else found
+    contents = [(folder / f"frame{args.index}.descriptor.bin",
+                 write_tensor_descriptor(descriptor, permissive=args.permissive))]
+    contents += [(folder / f"frame{args.index}.buffer{i}.bin", bytes(b)) for i, b in enumerate(buffers)]
+    with outputs.batch() as files:
+        for path, content in contents:
+            with open(files.file(path, len(content)), "r+b") as f:
+                f.write(content)
+    print(f"wrote frame[{args.index}]: " + ", ".join(str(p) for p, _ in contents))
     return OK
 
 
@@ -321,16 +251,9 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
 }
 
 
-def routed(args: argparse.Namespace, others: Callable[[argparse.Namespace], int]) -> int:
-    command = getattr(args, "command", None)
-    if command in HANDLERS and is_stream(args):
-        return HANDLERS[command](args)
-    return others(args)
-
-
 def register(sub: Any) -> None:
-    """Wrap the handlers of :data:`ROUTED` (call it after the Hurray and container commands, before
-    onnx-light, which adds ``--kind``), add ``--progress`` and ``--index``, and teach ``audit`` ``*.stream``."""
+    """Register the stream handlers of :data:`ROUTED`, add ``--progress`` and ``--index``, and teach
+    ``audit`` ``*.stream``."""
     from hurray_decl.cli.audit import READERS
 
     READERS[SUFFIX] = check_stream
@@ -347,8 +270,7 @@ def register(sub: Any) -> None:
         if name == "extract":
             parser.add_argument("--kind", choices=("auto", STREAM), default="auto",
                                 help="stream forces the stream reader (default: detected from the bytes)")
-        if name != "audit":
-            parser.set_defaults(run=functools.partial(routed, others=parser.get_default("run")))
+        handles(sub, name, {STREAM: HANDLERS[name]})
 
 
-__all__ = ["STREAM", "is_stream", "register", "routed"]
+__all__ = ["STREAM", "register"]

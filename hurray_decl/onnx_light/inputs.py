@@ -70,14 +70,21 @@ def detect_kind(data: bytes) -> str:
 
 
 def parse(data: bytes, kind: str):
-    """The message of ``kind`` the bytes hold; bytes that are not one raise the kind's rule."""
-    try:
-        return MESSAGES[kind].FromString(bytes(data))
-    except DecodeError as exc:
-        where = walk(data, MESSAGES[kind].DESCRIPTOR).error
-        raise OnnxLightError(PARSE_RULES[kind], f"the bytes are not a serialized {MESSAGES[kind].__name__}"
-                             + (f": {where.reason}" if where is not None else ""),
-                             path=kind, offset=where.offset if where is not None else None) from exc
+    """The message of ``kind`` the bytes hold; bytes that are not one raise the kind's rule.
+
+    The wire is judged by one reader, :func:`~hurray_decl.onnx_light.protowire.walk` (the one the
+    dump names every byte with), so that ``validate``, ``decode`` and ``inspect`` agree on every
+    input; the protobuf runtime then builds the message from bytes the walk accepted."""
+    data = bytes(data)
+    where = walk(data, MESSAGES[kind].DESCRIPTOR, rows=False).error
+    if where is None:
+        try:
+            return MESSAGES[kind].FromString(data)
+        except DecodeError as exc:  # the runtime refuses what the walk accepts: still the kind's rule
+            raise OnnxLightError(PARSE_RULES[kind], f"the bytes are not a serialized {MESSAGES[kind].__name__}",
+                                 path=kind) from exc
+    raise OnnxLightError(PARSE_RULES[kind], f"the bytes are not a serialized {MESSAGES[kind].__name__}: "
+                         f"{where.reason}", path=kind, offset=where.offset)
 
 
 @dataclass(frozen=True)

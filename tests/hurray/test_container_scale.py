@@ -138,3 +138,25 @@ def test_long_non_zero_padding_is_a_rule_not_a_memory_error():
         validate_container(bytes(data))
     assert (info.value.code, info.value.offset) == ("HF-HDR-15", 64)
     assert np.frombuffer(bytes(data[64:64 + gap]), np.uint8).all()
+
+
+@pytest.mark.parametrize("claim", [5, 6, 35])
+def test_a_count_of_wide_elements_past_the_section_is_refused_at_the_count(claim):
+    """Three int64 elements, then the "z" entry: a count the bytes left hold as bytes but not as
+    8-byte elements is refused at the count, by the declaration, before any element is read (so
+    the one NumPy view of the elements never reaches past the section)."""
+    data = bytearray(kv_file([7, 8, 9]))
+    c = open_container(bytes(data))
+    start = entry_start(bytes(data), c)
+    count_at = start + 2 + 3 + 1 + 1  # key_length, "big", value_tag, element_tag
+    assert int.from_bytes(data[count_at:count_at + 4], "little") == 3
+    data[count_at:count_at + 4] = claim.to_bytes(4, "little")
+    end = c.trailer.kv_offset + c.trailer.kv_length
+    left = end - (count_at + 4)
+    assert claim * 8 > left >= claim, "the count passes a one-byte-per-element bound, not the 8-byte one"
+    expected = declared_error(bytes(data), start, end)
+    with pytest.raises(HurrayDeclError) as info:
+        open_container(bytes(data))
+    assert (info.value.code, info.value.path, info.value.offset, str(info.value)) == (
+        expected.code, expected.path, expected.offset, str(expected))
+    assert (info.value.code, info.value.offset) == ("HF-META-07", count_at)

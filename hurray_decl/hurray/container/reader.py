@@ -513,9 +513,7 @@ def _items(view: memoryview, section: Section, where: str, tag: int, count: int)
         raise RuleViolation("HF-META-12", "an array element could not be read", path=where, offset=at)
 
     if tag in FIXED_ITEMS:
-        dtype, ruled = FIXED_ITEMS[tag]
-        if count * dtype.itemsize > end - start:
-            refuse(start + (end - start) // dtype.itemsize * dtype.itemsize)
+        dtype, ruled = FIXED_ITEMS[tag]  # ARRAY_HEAD's count fits the bytes left at this width (CountWithin)
         array = np.frombuffer(view, dtype=dtype, count=count, offset=start)
         if ruled and count:  # a rule on the element: judge each distinct value once, by the declaration
             for value in np.unique(array):

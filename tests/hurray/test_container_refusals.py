@@ -525,3 +525,38 @@ def test_a_misaligned_descriptor_offset_is_hf_data_02() -> None:
                                                 f.entry(1, "descriptor_offset"))
     assert (err.actual, err.expected) == (off + 4, "a multiple of 8")
     assert err.detail == "a descriptor_offset is not 8-aligned"
+
+
+def test_a_tensor_not_where_the_previous_one_ends_is_hf_data_03() -> None:
+    """Entry 1 names entry 0's descriptor (same offset, lengths, data): each tensor is readable on
+    its own, but the second does not start where the first ends."""
+    data = _file()
+    f = Layout(data)
+    widths = {"descriptor_offset": 8, "descriptor_length": 4, "data_offset": 8, "data_length": 8}
+    bad = _patched(data, {f.entry(1, name): (f.u(f.entry(0, name), size), size) for name, size in widths.items()})
+    with pytest.raises(HurrayDeclError) as info:
+        validate_container(bad)
+    err = info.value
+    assert (err.code, err.path, err.offset) == ("HF-DATA-03", "file -> index -> entries -> 1 -> descriptor_offset",
+                                                f.entry(1, "descriptor_offset"))
+    assert err.actual == f.u(f.entry(0, "descriptor_offset"), 8)
+    assert err.expected == str(f.u(f.entry(1, "descriptor_offset"), 8))
+
+
+def test_a_data_rule_inside_a_buffer_is_located_from_that_buffers_first_byte() -> None:
+    """A NaN scale (HQ-PB-12) in the scale buffer of a per-block tensor: the offset is the scale's
+    byte in the file (its buffer's start plus its place in the buffer), not the buffer's end."""
+    import numpy as np
+
+    from hurray_decl import quantize
+
+    q = quantize(np.linspace(-1, 1, 64, dtype=np.float32).reshape(2, 32), "per_block_affine", storage="int8",
+                 block_size=32)
+    data = bytearray(write_container([("q", q.descriptor, [bytes(b) for b in q.buffers])]))
+    start, end = open_container(bytes(data)).tensor("q").placement.buffers[1]
+    data[start + 4:start + 8] = np.float32(np.nan).tobytes()  # the second block's scale
+    with pytest.raises(HurrayDeclError) as info:
+        validate_container(bytes(data))
+    err = info.value
+    assert (err.code, err.offset) == ("HQ-PB-12", start + 4) and end > start + 4
+    assert err.path == "file -> tensor 'q' -> descriptor -> buffers -> 1 -> [1]"

@@ -97,6 +97,7 @@ def test_a_refused_payload_inside_its_descriptor_points_at_its_byte_in_the_descr
     assert dump.error.path.startswith("descriptor -> quantization")
     alone = hd.quantization_dump(bad[start:], base=start, prefix="quantization")
     assert alone.error is not None and alone.error.offset == scale_type and alone.rows[0].offset == start
+    assert alone.error.path == dump.error.path == "descriptor -> quantization -> scale_type_tag"
 
 
 def test_bytes_after_descriptor_length_are_labelled_and_nothing_is_undecoded() -> None:

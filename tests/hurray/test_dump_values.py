@@ -20,6 +20,8 @@ PER_CHANNEL = bytes.fromhex("0201000000000000010000000200000003000000")
     ("payload", b"", "(empty)"),
     ("payload", b"\x01\xab", "01 AB"),
     ("payload", bytearray(b"\x0f"), "0F"),
+    ("payload", bytes(range(32)), " ".join(f"{i:02X}" for i in range(32))),  # HEX_SHOWN bytes: all shown
+    ("payload", bytes(range(35)), " ".join(f"{i:02X}" for i in range(32)) + " … (+3 bytes)"),
     ("symmetric", True, "true"),
     ("symmetric", False, "false"),
     ("minimum", 0.1, "0.1"),

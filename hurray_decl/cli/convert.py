@@ -404,8 +404,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
         step = {"hurray": lambda t: (t.descriptor, t.buffers),
                 "onnx-light": lambda t: convert.hurray_to_onnx_light(t.descriptor, t.buffers),
                 "ort": lambda t: convert.hurray_to_ort(t.descriptor, t.buffers, scale_type=scale_type),
-                "gguf": lambda t: convert.hurray_to_gguf(t.name, t.descriptor, t.buffers,
-                                                         recorded.get(t.name))}[args.to]
+                "gguf": _planned(lambda t: convert.hurray_to_gguf(t.name, t.descriptor, t.buffers,
+                                                                  recorded.get(t.name)))}[args.to]
     else:
         model = _read_model(source)
         items = list(model.graph.encoded_initializer) + list(model.graph.initializer)
@@ -413,7 +413,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
         describe = _describe_initializer
         recorded = metadata.tensor_types(kv)
         step = {"hurray": lambda v: convert.initializer_to_hurray(v, model, recorded.get(v.name)),
-                "gguf": lambda v: convert.initializer_to_gguf(v, model, recorded.get(v.name))}[args.to]
+                "gguf": _planned(lambda v: convert.initializer_to_gguf(v, model, recorded.get(v.name)))}[args.to]
     rows, results = _convert_each(items, describe, step)
     if not results:
         _report(rows, None, args)
@@ -460,10 +460,58 @@ def cmd_convert(args: argparse.Namespace) -> int:
     return OK
 
 
-def _write_gguf(target: Path, entries: Sequence[Any], tensors: Sequence[Any]) -> str:
+@dataclass(frozen=True)
+class PlannedGguf:
+    """A tensor the gguf target takes, as the first pass leaves it: the source item, the conversion,
+    and the name, GGML type, byte shape and size of its GGUF form (the converted bytes themselves
+    dropped; the second pass converts the item again and writes the bytes)."""
+
+    item: Any
+    convert: Callable[[Any], Any]
+    name: str
+    type_name: str
+    byte_shape: tuple[int, ...]
+    nbytes: int
+
+    def data(self) -> Any:
+        """The tensor's GGUF bytes, converted again, as a uint8 array of :attr:`byte_shape`."""
+        import numpy as np
+
+        from hurray_decl.errors import HurrayDeclError
+
+        try:
+            tensor = self.convert(self.item)
+        except HurrayDeclError as err:  # converted in the first pass: its bytes are not the same now
+            raise CommandError(FILE_ERROR, f"the source changed during the conversion: {self.name} is now refused "
+                               f"({err}); nothing written") from None
+        data = np.asarray(tensor.data, np.uint8).reshape(*tensor.shape[:-1], -1)
+        if (tensor.name, tensor.type_name, data.shape) != (self.name, self.type_name, self.byte_shape):
+            raise CommandError(FILE_ERROR, f"the source changed during the conversion: {self.name} is now "
+                               f"{tensor.type_name} {list(data.shape)} bytes, not {self.type_name} "
+                               f"{list(self.byte_shape)}; nothing written")
+        return data
+
+
+def _planned(convert: Callable[[Any], Any]) -> Callable[[Any], PlannedGguf]:
+    """The first pass of the gguf target: ``convert`` (an item to a ``GgufTensor``) run for what it
+    refuses and for the GGML type it picks, both of which depend on the values (the narrowest type
+    that holds them exactly), so no shape-only rule gives them; its bytes are dropped at once."""
+    import numpy as np
+
+    def plan(item: Any) -> PlannedGguf:
+        tensor = convert(item)
+        shape = np.asarray(tensor.data, np.uint8).reshape(*tensor.shape[:-1], -1).shape
+        return PlannedGguf(item, convert, tensor.name, tensor.type_name, shape, int(tensor.data.nbytes))
+
+    return plan
+
+
+def _write_gguf(target: Path, entries: Sequence[Any], tensors: Sequence[PlannedGguf]) -> str:
     """Write a ``.gguf`` file with gguf's ``GGUFWriter``: ``entries`` (their GGUF types kept) and
-    ``tensors`` (``GgufTensor``: raw blocks and their GGML type), through a temporary file renamed
-    once complete (``cli.outputs.atomic``)."""
+    ``tensors`` (:class:`PlannedGguf`), through a temporary file renamed once complete
+    (``cli.outputs.atomic``). Every tensor's info goes first, from the plan; then each tensor is
+    converted again, written and dropped before the next, so memory holds one tensor at a time.
+    ``write_tensor_data`` pads as ``write_tensors_to_file`` does: the same bytes."""
     import numpy as np
     from gguf import GGMLQuantizationType, GGUFWriter
 
@@ -479,12 +527,16 @@ def _write_gguf(target: Path, entries: Sequence[Any], tensors: Sequence[Any]) ->
             if alignment:  # the entry itself is one of ``entries``
                 writer.data_alignment = int(alignment)
             write_gguf_entries(writer, entries)
-            for tensor in tensors:
-                data = np.asarray(tensor.data, np.uint8).reshape(*tensor.shape[:-1], -1)
-                writer.add_tensor(tensor.name, data, raw_dtype=GGMLQuantizationType[tensor.type_name])
+            for planned in tensors:
+                writer.add_tensor_info(planned.name, planned.byte_shape, np.dtype(np.uint8), planned.nbytes,
+                                       raw_dtype=GGMLQuantizationType[planned.type_name])
             writer.write_header_to_file()
             writer.write_kv_data_to_file()
-            writer.write_tensors_to_file(progress=len(tensors) > 1 and sys.stderr.isatty())
+            writer.write_ti_data_to_file()
+            for planned in _progress(tensors, "write"):
+                data = planned.data()
+                writer.write_tensor_data(data)
+                del data  # dropped before the next tensor is converted
             writer.close()
     except FileProblem as err:
         raise CommandError(FILE_ERROR, str(err)) from None

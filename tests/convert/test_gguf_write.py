@@ -315,3 +315,94 @@ def test_stream_to_gguf(tmp_path):
 def test_bad_metadata_props_are_refused_by_name(props):
     with pytest.raises(ArgumentError):
         from_metadata_props(props)
+
+
+# --- the gguf target, tensor by tensor -----------------------------------------------------------
+
+@pytest.fixture
+def blocks_container(tmp_path) -> dict:
+    """A .hrry container of per-block tensors (Q4_0, Q8_0 and F16 in GGUF), one with blocks along
+    axis 0 (refused), and the GGUF tensors the conversion makes of the others."""
+    from hurray_decl.hurray.container.writer import ContainerWriter
+
+    rng = np.random.default_rng(25)
+    tensors = {"a": hd.quantize(rng.standard_normal((7, 160)), "per_block_affine", axis=1, block_size=32,
+                                storage="int4", scale_type="float16"),
+               "axis0": hd.quantize(rng.standard_normal((64, 64)), "per_block_affine", axis=0, block_size=32,
+                                    storage="int4", scale_type="float16"),
+               "b": hd.quantize(rng.standard_normal((5, 3, 64)), "per_block_affine", axis=2, block_size=32,
+                                storage="int8", scale_type="float16"),
+               "c": hd.Tensor.from_numpy(rng.standard_normal((3, 5)).astype(np.float16))}
+    with (tmp_path / "w.hrry").open("wb") as stream:
+        writer = ContainerWriter(stream, tensor_count_hint=len(tensors))
+        for name, t in tensors.items():
+            writer.add(name, t.descriptor, t.buffers)
+        writer.finish()
+    kept = {n: hurray_to_gguf(n, t.descriptor, t.buffers) for n, t in tensors.items() if n != "axis0"}
+    return {"folder": tmp_path, "kept": kept}
+
+
+def test_gguf_target_converts_and_writes_tensor_by_tensor(blocks_container, monkeypatch, capsys):
+    """A first pass converts every tensor (the refusals and GGML types depend on the values) and keeps
+    none; then each kept tensor is converted again and written before the next is converted. The
+    file is the one GGUFWriter writes with every tensor held (``add_tensor``), byte for byte."""
+    import weakref
+
+    from hurray_decl.cli import main
+    from hurray_decl.convert import tensors as convert
+
+    folder, kept = blocks_container["folder"], blocks_container["kept"]
+    events: list[tuple] = []
+    alive: list[weakref.ref] = []
+    real, real_write = convert.hurray_to_gguf, gguf.GGUFWriter.write_tensor_data
+
+    def counted(name, *rest):
+        events.append(("convert", name, sum(r() is not None for r in alive)))  # converted bytes still held
+        tensor = real(name, *rest)
+        alive.append(weakref.ref(tensor.data))
+        return tensor
+
+    def write(self, tensor, *rest, **options):
+        events.append(("write", tensor.nbytes, sum(r() is not None for r in alive)))
+        return real_write(self, tensor, *rest, **options)
+
+    monkeypatch.setattr(convert, "hurray_to_gguf", counted)
+    monkeypatch.setattr(gguf.GGUFWriter, "write_tensor_data", write)
+    assert main(["convert", str(folder / "w.hrry"), "--to", "gguf", "-o", str(folder / "w.gguf"), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [(r["name"], r["converted"]) for r in report["tensors"]] == [
+        ("a", True), ("axis0", False), ("b", True), ("c", True)]
+    sizes = {n: t.data.nbytes for n, t in kept.items()}
+    assert events == [("convert", "a", 0), ("convert", "axis0", 0), ("convert", "b", 0), ("convert", "c", 0),
+                      ("convert", "a", 0), ("write", sizes["a"], 1), ("convert", "b", 0), ("write", sizes["b"], 1),
+                      ("convert", "c", 0), ("write", sizes["c"], 1)]
+    whole = gguf.GGUFWriter(folder / "whole.gguf", "")  # the same tensors, all held, in one call
+    for name, t in kept.items():
+        whole.add_tensor(name, t.data.reshape(*t.shape[:-1], -1), raw_dtype=Q[t.type_name])
+    whole.write_header_to_file()
+    whole.write_kv_data_to_file()
+    whole.write_tensors_to_file()
+    whole.close()
+    assert (folder / "w.gguf").read_bytes() == (folder / "whole.gguf").read_bytes()
+    assert [(t.name, t.tensor_type.name) for t in gguf.GGUFReader(folder / "w.gguf").tensors] == [
+        ("a", "Q4_0"), ("b", "Q8_0"), ("c", "F16")]
+
+
+@pytest.mark.parametrize("name, says", [("a", "a is now Q5_0 [7, 110] bytes, not Q4_0 [7, 90]"),
+                                         ("b", "b is now refused ([ARGUMENT] elements[0]: no exact Q5_0 form")])
+def test_a_source_that_converts_otherwise_the_second_time_writes_nothing(blocks_container, monkeypatch, capsys, name,
+                                                                         says):
+    from hurray_decl.cli import main
+    from hurray_decl.convert import tensors as convert
+
+    folder = blocks_container["folder"]
+    real, calls = convert.hurray_to_gguf, []
+
+    def drifting(tensor, descriptor, buffers, ggml_type=None):  # Q5_0 the second time, as if its bytes changed
+        calls.append(tensor)
+        return real(tensor, descriptor, buffers, "Q5_0" if calls.count(name) == 2 else ggml_type)
+
+    monkeypatch.setattr(convert, "hurray_to_gguf", drifting)
+    assert main(["convert", str(folder / "w.hrry"), "--to", "gguf", "-o", str(folder / "w.gguf")]) == 3
+    assert f"the source changed during the conversion: {says}" in capsys.readouterr().err
+    assert sorted(p.name for p in folder.iterdir()) == ["w.hrry"]

@@ -211,6 +211,15 @@ def _fixed_format(con: cs.Construct) -> tuple[str, Rule | None] | None:
     return None
 
 
+def record_format(record: cs.Construct) -> struct.Struct | None:
+    """The struct reading every field of ``record`` at once (each of a fixed size), in wire
+    order; None when one of them is not."""
+    formats = [_fixed_format(sc) for sc in record.subcons]
+    if any(fixed is None for fixed in formats):
+        return None
+    return struct.Struct("<" + "".join(fixed[0] for fixed in formats if fixed is not None))
+
+
 READ_ARRAY = """
     def read_array(io, count, code, size):
         if count <= 0:

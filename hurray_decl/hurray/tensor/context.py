@@ -17,7 +17,7 @@ from hurray_decl.errors import RuleViolation
 from hurray_decl.hurray.quantization import scheme
 from hurray_decl.hurray.schemes.quantization import OpaqueQuantization
 from hurray_decl.hurray.tables.element_types import BY_TAG, ElementType
-from hurray_decl.hurray.tables.storage import byte_size, packing
+from hurray_decl.hurray.tables.storage import packing
 from hurray_decl.hurray.tables.tags import is_private
 from hurray_decl.hurray.tensor.common import DYNAMIC
 from hurray_decl.hurray.tensor.header import Flag
@@ -54,6 +54,8 @@ class TensorContext:
         self.row: LayoutRow = row_of(descriptor.layout)
         self.buffers = descriptor.buffers
         self.element: ElementType | None = BY_TAG.get(descriptor.type_tag)
+        self._bytes = None if self.element is None else packing(self.element.bits).bytes
+        """byte_size of the element type, its packing looked up once."""
         self.owned: int | None = None if self.row.owned is None else self.row.owned(self.rank)
         self.params: list[Parameter] = []
         self.padded: dict[int, int] = {}
@@ -70,8 +72,8 @@ class TensorContext:
         """Bytes of ``count`` contiguous elements of the tensor's type (HE-21, HT-SEC-34)."""
         if count is None:
             return None
-        if self.element is not None:
-            return byte_size(self.element.name, count)
+        if self._bytes is not None:
+            return self._bytes(count)
         if self.d.extension_type is not None:
             return self.d.extension_type.packed_size(count)
         return None
@@ -246,7 +248,7 @@ class TensorContext:
 
     def check_colocation(self, params: set[int]) -> None:
         """Every buffer on one device (HT-BUFT-24; parameters: HQ-BUF-06) and one memory class."""
-        if not self.buffers:
+        if len(self.buffers) < 2:  # none, or buffer 0 alone: nothing to compare
             return
         first = self.buffers[0]
         for i, handle in enumerate(self.buffers):

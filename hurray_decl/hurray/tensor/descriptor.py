@@ -479,9 +479,18 @@ def _buffer_table(context: Any, stream: Any) -> None:
     check_buffer_table(context["layout"], context["buffer_count"], context["byte_offset"])
 
 
+_FIELDS = field_names(TensorDescriptor)
+_READ_BY_STEP_13 = _FIELDS[:_FIELDS.index("quantization") + 1]
+"""The descriptor's fields (in wire order) read when step 13 runs; the sections after it are not yet."""
+_NOT_YET = dict.fromkeys(_FIELDS[len(_READ_BY_STEP_13):])
+
+
 def _quantization(context: Any, stream: Any) -> None:
     """Step 13: the payload against its tensor, placement, colocation, buffer count."""
-    t = context["_tensor"] = TensorContext(trusted(TensorDescriptor, _values(context)))
+    values = {name: context[name] for name in _READ_BY_STEP_13}
+    values.update(_NOT_YET)
+    values["shape"], values["buffers"], values["trailing"] = tuple(values["shape"]), tuple(values["buffers"]), b""
+    t = context["_tensor"] = TensorContext(trusted(TensorDescriptor, values))
     check_quantization(t)
 
 

@@ -148,6 +148,8 @@ class HandleTable(Items):
         fields = [field.name for field in HANDLE.subcons]
         self._names = field_names(model)
         self._picks = [fields.index(name) for name in self._names]
+        self._leading = self._picks == list(range(len(self._names)))
+        """Whether the model's fields are the handle's first fields, in order (zip takes them)."""
         self._format = record_format(HANDLE)
 
     def _parse_fast(self, stream: Any, context: Any) -> list[Any]:
@@ -156,7 +158,7 @@ class HandleTable(Items):
         raw = stream.read(count * size)
         if len(raw) != count * size:
             raise TruncatedError("HT-HDR-08", "a section ends past descriptor_length", path="descriptor -> buffers")
-        accepted, names, picks, model = self._accepted, self._names, self._picks, self.model
+        accepted, names, picks, leading, model = self._accepted, self._names, self._picks, self._leading, self.model
         handles = []
         parse = None
         for index, values in enumerate(self._format.iter_unpack(raw)):  # type: ignore[union-attr]
@@ -168,7 +170,7 @@ class HandleTable(Items):
                 if verdict_kept(values):
                     accepted.add(key)
                 continue
-            handles.append(trusted(model, dict(zip(names, [values[i] for i in picks]))))
+            handles.append(trusted(model, dict(zip(names, values if leading else [values[i] for i in picks]))))
         return handles
 
     def _emitparse(self, code):

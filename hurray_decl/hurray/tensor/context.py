@@ -10,6 +10,7 @@ called here stage by stage), and sees the tensor through
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -27,6 +28,9 @@ from hurray_decl.hurray.tensor.sections import Shard, Statistics
 
 _EXTENSION_BIT = int(Flag.HAS_EXTENSION_TYPE)
 """The flag as an int: ``int & Flag`` would make a Flag object on every descriptor."""
+
+_SIZERS: dict[int, Callable[[int], int]] = {}
+"""The storage size function of each assigned type tag's packing, by tag."""
 
 ASTRONOMICAL_BITS = 80
 """A power of two with this exponent exceeds every u64 byte_size; sizes beyond it are never built."""
@@ -54,8 +58,10 @@ class TensorContext:
         self.row: LayoutRow = row_of(descriptor.layout)
         self.buffers = descriptor.buffers
         self.element: ElementType | None = BY_TAG.get(descriptor.type_tag)
-        self._bytes = None if self.element is None else packing(self.element.bits).bytes
-        """byte_size of the element type, its packing looked up once."""
+        self._bytes = _SIZERS.get(descriptor.type_tag)
+        """byte_size of the element type (its packing looked up once a type tag)."""
+        if self._bytes is None and self.element is not None:
+            self._bytes = _SIZERS[descriptor.type_tag] = packing(self.element.bits).bytes
         self.owned: int | None = None if self.row.owned is None else self.row.owned(self.rank)
         self.params: list[Parameter] = []
         self.padded: dict[int, int] = {}

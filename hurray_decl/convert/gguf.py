@@ -18,13 +18,13 @@ bit for bit (signed zeros included), before it is returned.
 
 from __future__ import annotations
 
-import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from hurray_decl.convert.gguf_file import GGUF_MAGIC as GGUF_MAGIC, open_gguf  # GGUF_MAGIC: re-exported
 from hurray_decl.convert.parts import BlockParts
 from hurray_decl.errors import ArgumentError, RuleViolation, UnsupportedError
 
@@ -37,6 +37,7 @@ __all__ = [
     "GgufType",
     "SubBlocks",
     "gguf_parts",
+    "gguf_tensors",
     "gguf_type",
     "read_gguf",
     "sub_blocks",
@@ -47,8 +48,6 @@ GGUF_BLOCK = 32
 QK_K = 256
 """Elements per super-block of the K-quants."""
 
-GGUF_MAGIC = b"GGUF"
-"""The first four bytes of a .gguf file (gguf.GGUF_MAGIC, little-endian)."""
 
 FLOAT_TYPES = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
 """Unquantized GGML types and their Hurray element types."""
@@ -350,23 +349,21 @@ class GgufTensor:
         return int(np.prod(self.shape))
 
 
-def read_gguf(path: Any) -> list[GgufTensor]:
-    """The tensors of a ``.gguf`` file, read with the ``gguf`` package (memory-mapped).
+def gguf_tensors(path: Any) -> Iterator[GgufTensor]:
+    """The tensors of a ``.gguf`` file one by one, as views of one read-only memory map.
 
-    A file gguf cannot read is an :class:`~hurray_decl.errors.ArgumentError` on ``path`` (GGUF
-    has no rules in RULES.md); a missing or unreadable file raises ``OSError``.
+    The whole layout is checked first (:func:`~hurray_decl.convert.gguf_file.open_gguf`: counts,
+    lengths and sizes against the file, with RULES.md codes), so nothing is yielded from a file
+    that would be refused. The pages of a tensor's data are given back to the system when the
+    next tensor is asked for, so a caller converting tensor by tensor holds one tensor's data at
+    a time. A missing or unreadable file raises ``OSError``.
     """
-    from gguf import GGUFReader  # a dependency, imported only by the commands that read GGUF
+    layout = open_gguf(path)
+    for info in layout.tensors:
+        yield GgufTensor(info.name, info.type_name, info.shape, layout.tensor_data(info))
+        layout.release(info)
 
-    try:
-        reader = GGUFReader(str(path))
-    except OSError:
-        raise
-    except (ValueError, KeyError, IndexError, TypeError, struct.error) as exc:  # what gguf raises on bad bytes
-        raise ArgumentError("path", f"{path} is not a GGUF file gguf can read: {exc}", actual=str(path)) from exc
-    tensors = []
-    for tensor in reader.tensors:
-        shape = tuple(int(n) for n in reversed(tensor.shape.tolist()))  # GGUF lists ne[0] (contiguous) first
-        data = np.asarray(tensor.data).reshape(-1).view(np.uint8)
-        tensors.append(GgufTensor(str(tensor.name), tensor.tensor_type.name, shape, data))
-    return tensors
+
+def read_gguf(path: Any) -> list[GgufTensor]:
+    """The tensors of a ``.gguf`` file (see :func:`gguf_tensors`), checked, as memory-mapped views."""
+    return list(gguf_tensors(path))

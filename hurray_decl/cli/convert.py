@@ -21,7 +21,7 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib.util import find_spec
 from pathlib import Path
@@ -152,14 +152,15 @@ def _container_package() -> None:
                            "or -o FOLDER for a folder of descriptors and buffers")
 
 
-def write_container(path: Path, tensors: Sequence[NamedTensor]) -> None:
+def write_container(path: Path, tensors: Iterable[NamedTensor]) -> None:
     """Write ``tensors`` as a ``.hrry`` container at ``path`` (a temporary file, renamed afterwards),
-    with the one-pass writer of ``hurray_decl.hurray.container``."""
+    with the one-pass writer of ``hurray_decl.hurray.container``: each tensor is written as it comes,
+    so an iterator of tensors is never held whole."""
     _container_package()
     from hurray_decl.hurray.container.writer import ContainerWriter
 
     with path.open("wb") as stream:
-        writer = ContainerWriter(stream, tensor_count_hint=len(tensors))
+        writer = ContainerWriter(stream, tensor_count_hint=len(tensors) if isinstance(tensors, Sequence) else None)
         for tensor in tensors:
             writer.add(tensor.name, tensor.descriptor, tensor.buffers)
         writer.finish()
@@ -173,12 +174,14 @@ def read_container_tensors(path: Path) -> list[NamedTensor]:
     return [NamedTensor(t.name, t.descriptor, list(t.buffers)) for t in read_container(path).validate().tensors()]
 
 
-def write_hurray(target: Path, tensors: Sequence[NamedTensor], stage: Staging) -> str:
-    """Stage Hurray tensors at ``target``: a ``.hrry`` container, one ``NAME.bin`` tensor, or a folder."""
+def write_hurray(target: Path, tensors: Iterable[NamedTensor], stage: Staging) -> str:
+    """Stage Hurray tensors at ``target``: a ``.hrry`` container, one ``NAME.bin`` tensor, or a folder
+    (the container and the folder take the tensors one by one, as an iterator gives them)."""
     if target.suffix == ".hrry":
         write_container(stage.path(target), tensors)
         return f"the container {target}"
     if target.suffix == ".bin":
+        tensors = list(tensors)
         if len(tensors) != 1:
             raise CommandError(USAGE, f"{len(tensors)} tensors do not fit one {target.name}: give -o FOLDER or "
                                "-o NAME.hrry")
@@ -188,7 +191,9 @@ def write_hurray(target: Path, tensors: Sequence[NamedTensor], stage: Staging) -
         return ", ".join(str(p) for p, _ in files)
     folder = stage.path(target, folder=True)
     manifest, used = [], set()
+    count = 0
     for tensor in tensors:
+        count += 1
         stem = re.sub(r"[^A-Za-z0-9._-]", "_", tensor.name) or "tensor"
         while stem in used:
             stem += "_"
@@ -199,7 +204,7 @@ def write_hurray(target: Path, tensors: Sequence[NamedTensor], stage: Staging) -
         manifest.append({"name": tensor.name, "descriptor": files[0][0].name,
                          "buffers": [p.name for p, _ in files[1:]]})
     (folder / "manifest.json").write_text(json.dumps({"tensors": manifest}, indent=2) + "\n", encoding="utf-8")
-    return f"the folder {target} ({len(tensors)} tensors and manifest.json)"
+    return f"the folder {target} ({count} tensors and manifest.json)"
 
 
 # --- reporting ----------------------------------------------------------------------------------
@@ -226,20 +231,55 @@ def _progress(items: Sequence[Any], label: str) -> Iterable[Any]:
                 disable=len(items) < 2 or not sys.stderr.isatty())
 
 
-def _convert_each(items: Sequence[Any], describe: Callable[[Any], tuple[str, str, tuple[int, ...]]],
-                  convert: Callable[[Any], Any]) -> tuple[list[Row], list[tuple[str, Any]]]:
-    """Convert every item, keeping the results and a row per item (the reason when there is none)."""
+def _converted(items: Sequence[Any], describe: Callable[[Any], tuple[str, str, tuple[int, ...]]],
+               convert: Callable[[Any], Any], rows: list[Row]) -> Iterator[tuple[str, Any]]:
+    """Convert the items one at a time, yielding each result as it is made and adding a row per
+    item to ``rows`` (the reason when there is no result)."""
     from hurray_decl.errors import HurrayDeclError
 
-    rows, results = [], []
     for item in _progress(items, "convert"):
         name, source, shape = describe(item)
         try:
-            results.append((name, convert(item)))
-            rows.append(Row(name, source, shape, True))
+            result = convert(item)
         except HurrayDeclError as err:
             rows.append(Row(name, source, shape, False, err.code, err.detail))
+            continue
+        rows.append(Row(name, source, shape, True))
+        yield name, result
+
+
+def _convert_each(items: Sequence[Any], describe: Callable[[Any], tuple[str, str, tuple[int, ...]]],
+                  convert: Callable[[Any], Any]) -> tuple[list[Row], list[tuple[str, Any]]]:
+    """Convert every item, keeping the results and a row per item (the reason when there is none)."""
+    rows: list[Row] = []
+    results = list(_converted(items, describe, convert, rows))
     return rows, results
+
+
+class _NothingConverted(Exception):
+    """Raised inside a streamed write when no tensor converted: the staged output is discarded."""
+
+
+def _stream_hurray(target: Path, items: Sequence[Any], describe: Callable[[Any], tuple[str, str, tuple[int, ...]]],
+                   convert: Callable[[Any], Any], args: argparse.Namespace) -> int:
+    """Convert and write tensor by tensor (a ``.hrry`` container or a folder): each converted
+    tensor is written and dropped before the next is read, so memory holds one tensor at a time."""
+    rows: list[Row] = []
+    written = []
+
+    def write(stage: Staging) -> None:
+        tensors = (NamedTensor(name, *tensor) for name, tensor in _converted(items, describe, convert, rows))
+        written.append(write_hurray(target, tensors, stage))
+        if not any(r.converted for r in rows):
+            raise _NothingConverted
+
+    try:
+        _commit(write)
+    except _NothingConverted:
+        _report(rows, None, args)
+        return INVALID
+    _report(rows, written[0], args)
+    return OK
 
 
 def _report(rows: Sequence[Row], written: str | None, args: argparse.Namespace) -> None:
@@ -339,13 +379,9 @@ def cmd_convert(args: argparse.Namespace) -> int:
     scale_type = args.scale_type
     items: list[Any]  # GGUF tensors, named Hurray tensors or ONNX initializers
     if kind == "gguf":
-        from hurray_decl.convert.gguf import read_gguf
-        from hurray_decl.errors import ArgumentError
+        from hurray_decl.convert.gguf import GgufTensors
 
-        try:
-            items = read_gguf(source)
-        except ArgumentError as err:  # bytes gguf cannot read: invalid input, not a usage error
-            raise CommandError(INVALID, f"invalid input: {err.detail}") from None
+        items = GgufTensors(source)  # checked whole here (RULES.md codes); each tensor's data read when converted
         describe = lambda t: (t.name, t.type_name, t.shape)  # noqa: E731
         step = {"hurray": convert.gguf_to_hurray, "onnx-light": convert.gguf_to_onnx_light_tensor,
                 "ort": lambda t: convert.gguf_to_ort(t, scale_type=scale_type)}[args.to]
@@ -359,6 +395,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
         items = list(model.graph.encoded_initializer) + list(model.graph.initializer)
         describe = _describe_initializer
         step = lambda v: convert.initializer_to_hurray(v, model)  # noqa: E731
+    if kind == "gguf" and args.to == "hurray" and target.suffix != ".bin":
+        return _stream_hurray(target, items, describe, step, args)
     rows, results = _convert_each(items, describe, step)
     if not results:
         _report(rows, None, args)

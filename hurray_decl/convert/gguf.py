@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
-from hurray_decl.convert.gguf_file import GGUF_MAGIC as GGUF_MAGIC, open_gguf  # GGUF_MAGIC: re-exported
+from hurray_decl.convert.gguf_file import GGUF_MAGIC as GGUF_MAGIC, GgufTensorInfo, open_gguf  # the magic: re-exported
 from hurray_decl.convert.parts import BlockParts
 from hurray_decl.errors import ArgumentError, RuleViolation, UnsupportedError
 
@@ -34,6 +34,7 @@ __all__ = [
     "GGUF_MAGIC",
     "GGUF_TYPES",
     "GgufTensor",
+    "GgufTensors",
     "GgufType",
     "SubBlocks",
     "gguf_parts",
@@ -349,21 +350,47 @@ class GgufTensor:
         return int(np.prod(self.shape))
 
 
-def gguf_tensors(path: Any) -> Iterator[GgufTensor]:
-    """The tensors of a ``.gguf`` file one by one, as views of one read-only memory map.
+class GgufTensors(Sequence[GgufTensor]):
+    """The tensors of a ``.gguf`` file, as views of one read-only memory map.
 
-    The whole layout is checked first (:func:`~hurray_decl.convert.gguf_file.open_gguf`: counts,
-    lengths and sizes against the file, with RULES.md codes), so nothing is yielded from a file
-    that would be refused. The pages of a tensor's data are given back to the system when the
-    next tensor is asked for, so a caller converting tensor by tensor holds one tensor's data at
-    a time. A missing or unreadable file raises ``OSError``.
+    The whole layout is checked when this is made (:func:`~hurray_decl.convert.gguf_file.open_gguf`:
+    counts, lengths and sizes against the file, with RULES.md codes), so nothing is returned from a
+    file that would be refused. Iterating gives the pages of each tensor's data back to the system
+    when the next tensor is asked for, so a caller converting tensor by tensor holds one tensor's
+    data at a time. A missing or unreadable file raises ``OSError``.
     """
-    layout = open_gguf(path)
-    for info in layout.tensors:
-        yield GgufTensor(info.name, info.type_name, info.shape, layout.tensor_data(info))
-        layout.release(info)
+
+    def __init__(self, path: Any) -> None:
+        self.layout = open_gguf(path)
+
+    def __len__(self) -> int:
+        return len(self.layout.tensors)
+
+    @overload
+    def __getitem__(self, index: int) -> GgufTensor: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[GgufTensor]: ...
+
+    def __getitem__(self, index: int | slice) -> GgufTensor | list[GgufTensor]:
+        if isinstance(index, slice):
+            return [self._tensor(info) for info in self.layout.tensors[index]]
+        return self._tensor(self.layout.tensors[index])
+
+    def _tensor(self, info: GgufTensorInfo) -> GgufTensor:
+        return GgufTensor(info.name, info.type_name, info.shape, self.layout.tensor_data(info))
+
+    def __iter__(self) -> Iterator[GgufTensor]:
+        for info in self.layout.tensors:
+            yield self._tensor(info)
+            self.layout.release(info)
+
+
+def gguf_tensors(path: Any) -> GgufTensors:
+    """The tensors of a ``.gguf`` file, checked, read one by one (see :class:`GgufTensors`)."""
+    return GgufTensors(path)
 
 
 def read_gguf(path: Any) -> list[GgufTensor]:
-    """The tensors of a ``.gguf`` file (see :func:`gguf_tensors`), checked, as memory-mapped views."""
-    return list(gguf_tensors(path))
+    """The tensors of a ``.gguf`` file (see :class:`GgufTensors`), checked, as memory-mapped views."""
+    return list(GgufTensors(path))

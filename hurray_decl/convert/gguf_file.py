@@ -132,8 +132,11 @@ SCALARS: dict[int, cs.Construct] = {
 
 FIXED = {tag: con.sizeof() for tag, con in SCALARS.items() if tag != V.STRING}
 """The size of each fixed-width value type."""
-DTYPES = {tag: np.dtype("u1" if tag == V.BOOL else SCALARS[tag].fmtstr) for tag in FIXED}
-"""Each fixed-width type as a NumPy dtype (from its declaration's format)."""
+_KIND = {**dict.fromkeys("BHLQ", "u"), **dict.fromkeys("bhlq", "i"), **dict.fromkeys("efd", "f")}
+DTYPES = {tag: np.dtype("u1" if tag == V.BOOL else f"<{_KIND[SCALARS[tag].fmtstr[-1]]}{size}")
+          for tag, size in FIXED.items()}
+"""Each fixed-width type as a NumPy dtype (its declaration's struct format and size; never the
+platform's C sizes: struct's standard ``<L`` is 4 bytes, NumPy's ``L`` a C long)."""
 SMALLEST = {**FIXED, V.STRING: 8, V.ARRAY: 4 + 8}
 """The smallest encoding of each value type: bounds a count by the bytes left."""
 

@@ -377,7 +377,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
     from hurray_decl.convert import tensors as convert
 
     scale_type = args.scale_type
-    items: list[Any]  # GGUF tensors, named Hurray tensors or ONNX initializers
+    items: Sequence[Any]  # GGUF tensors, named Hurray tensors or ONNX initializers
     if kind == "gguf":
         from hurray_decl.convert.gguf import GgufTensors
 

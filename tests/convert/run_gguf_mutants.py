@@ -34,9 +34,10 @@ import time
 from collections import Counter
 from multiprocessing import Pool
 from pathlib import Path
+from typing import Any
 
 FAILURES = ("internal", "timeout", "memory", "other")
-_LIMITS: dict[str, float] = {}
+_LIMITS: dict[str, Any] = {}
 _FOLDER: list[Path] = []
 
 
@@ -63,7 +64,7 @@ def _reset_peak() -> bool:
         return False
 
 
-def start(seconds: float, memory_mib: int, parent: str) -> None:
+def start(seconds: float, memory_mib: int, parent: str, keep: str | None) -> None:
     """Worker start-up: import everything a case uses, then cap the address space."""
     from hurray_decl.convert.gguf_mutants import valid_ggufs
     from hurray_decl.hurray.fuzz import draw_examples
@@ -77,6 +78,8 @@ def start(seconds: float, memory_mib: int, parent: str) -> None:
         warm.unlink()
         warm.with_suffix(".hrry").unlink(missing_ok=True)
     _LIMITS["seconds"] = seconds
+    if keep:
+        _LIMITS["keep"] = keep
     address_space = _status_kib("VmSize") * 1024 + memory_mib * 2**20
     resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
     signal.signal(signal.SIGALRM, _alarm)
@@ -119,7 +122,7 @@ def case(item: tuple[int, bytes, str]) -> dict:
     source.write_bytes(data)
     measured = _reset_peak()
     before = _status_kib("VmRSS")
-    began = time.perf_counter()
+    began, cpu = time.perf_counter(), time.process_time()
     ls_status = None
     signal.setitimer(signal.ITIMER_REAL, _LIMITS["seconds"])
     try:
@@ -134,11 +137,13 @@ def case(item: tuple[int, bytes, str]) -> dict:
         kind, detail = "memory", []
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
-    seconds = time.perf_counter() - began
+    seconds, cpu = time.perf_counter() - began, time.process_time() - cpu
+    if kind in FAILURES and _LIMITS.get("keep"):
+        (Path(_LIMITS["keep"]) / f"m{index}.gguf").write_bytes(data)  # kept for replay
     grown = max(0, _status_kib("VmHWM") - before) if measured else -1
     source.unlink(missing_ok=True)
     target.unlink(missing_ok=True)
-    return {"index": index, "label": label, "outcome": kind, "detail": detail, "seconds": seconds,
+    return {"index": index, "label": label, "outcome": kind, "detail": detail, "seconds": seconds, "cpu": cpu,
             "peak_growth_kib": grown, "ls": ls_status, "size": len(data)}
 
 
@@ -150,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=2.0, help="the time limit per case")
     parser.add_argument("--memory", type=int, default=300, help="MiB of address space per case beyond start-up")
     parser.add_argument("--json", help="write every case's result here")
+    parser.add_argument("--keep", help="a folder to keep the failing mutants in, for replay")
     args = parser.parse_args(argv)
     from hurray_decl.convert.gguf_mutants import draw_mutants
 
@@ -157,14 +163,19 @@ def main(argv: list[str] | None = None) -> int:
     mutants = draw_mutants(args.count, args.seed)
     drawn = time.perf_counter() - began
     with tempfile.TemporaryDirectory(prefix="gguf-mutants-") as parent, \
-            Pool(args.workers, initializer=start, initargs=(args.seconds, args.memory, parent)) as pool:
-        results = list(pool.imap_unordered(case, [(i, d, label) for i, (d, label) in enumerate(mutants)],
-                                           chunksize=16))
+            Pool(args.workers, initializer=start, initargs=(args.seconds, args.memory, parent, args.keep)) as pool:
+        results = []
+        for result in pool.imap_unordered(case, [(i, d, label) for i, (d, label) in enumerate(mutants)],
+                                          chunksize=16):
+            results.append(result)
+            if len(results) % 1000 == 0:  # a long run shows it is moving
+                print(f"  {len(results)} cases done", file=sys.stderr, flush=True)
     outcomes = Counter(r["outcome"] for r in results)
     codes = Counter(c for r in results if r["outcome"] == "nothing convertible" for c in r["detail"])
     kinds = Counter(r["label"].split(":")[0] for r in results)
     failed = [r for r in results if r["outcome"] in FAILURES]
     slowest = max(results, key=lambda r: r["seconds"])
+    busiest = max(results, key=lambda r: r["cpu"])
     largest = max(results, key=lambda r: r["peak_growth_kib"])
     print(f"{len(results)} GGUF mutants (seed {args.seed}; drawn in {drawn:.0f} s), by mutation: "
           + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())))
@@ -173,7 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     if codes:
         print("  codes of the tensors listed when nothing converted: "
               + ", ".join(f"{c} {n}" for c, n in codes.most_common()))
-    print(f"max time {slowest['seconds']:.3f} s ({slowest['label']}, {slowest['size']} bytes); "
+    print(f"max time {slowest['seconds']:.3f} s wall ({slowest['label']}, {slowest['size']} bytes), "
+          f"{busiest['cpu']:.3f} s CPU ({busiest['label']}); "
           f"max peak-RSS growth {largest['peak_growth_kib'] / 1024:.1f} MiB ({largest['label']}); "
           f"limits {args.seconds} s and {args.memory} MiB of address space per case")
     for r in failed[:20]:

@@ -79,6 +79,30 @@ def test_the_layout_reads_as_gguf_reads_it(model):
         assert value == theirs, key
 
 
+def test_the_kv_entries_kept_are_gguf_readers_bytes(model):
+    """The entries convert keeps (metadata.gguf_file_entries) hold the bytes of gguf's reader's
+    fields: every value type, the float32 widened exactly, strings as their bytes, nested arrays as
+    their GGUF encoding, in file order."""
+    from hurray_decl.convert.metadata import gguf_file_entries
+
+    path, _ = model
+    reader = gguf.GGUFReader(str(path))
+    entries = gguf_file_entries(open_gguf(path))
+    assert [e.key for e in entries] == [k for k in reader.fields if not k.startswith("GGUF.")]
+    for entry in entries:
+        field = reader.fields[entry.key]
+        if entry.type == "ARRAY[ARRAY]":
+            assert entry.value == b"".join(p.tobytes() for p in field.parts[3:])
+        elif entry.type == "STRING":
+            assert entry.value == field.parts[-1].tobytes()
+        elif entry.type == "ARRAY[STRING]":
+            assert entry.value == [field.parts[i].tobytes() for i in field.data]
+        elif isinstance(entry.value, np.ndarray):
+            assert entry.value.tobytes() == b"".join(field.parts[i].tobytes() for i in field.data), entry.key
+        else:
+            assert entry.value == field.contents(), entry.key
+
+
 def test_tensors_are_views_that_survive_their_release(model):
     path, data = model
     tensors = GgufTensors(path)

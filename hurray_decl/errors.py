@@ -67,12 +67,14 @@ class HurrayDeclError(Exception):
 
     def _render(self) -> str:
         where = self.path if self.offset is None else f"{self.path} at byte {self.offset}"
-        text = f"[{self.code}] {where}: {self.detail}"
+        return f"[{self.code}] {where}: {self.explained()}"
+
+    def explained(self) -> str:
+        """What is wrong, with the actual and expected values when known (the message without
+        its code, path and offset)."""
         said = [f"{name} {_show(value)}" for name, value in (("actual", self.actual), ("expected", self.expected))
                 if value is not None]
-        if said:
-            text += f" ({'; '.join(said)})"
-        return text
+        return f"{self.detail} ({'; '.join(said)})" if said else self.detail
 
     def rebased(self, delta: int, prefix: str | None = None) -> HurrayDeclError:
         """Shift the offset by ``delta`` bytes and prepend ``prefix`` to the path, in place.
@@ -96,8 +98,8 @@ class HurrayDeclError(Exception):
         return self
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready summary: code, path, offset and message."""
-        return {"code": self.code, "path": self.path, "offset": self.offset, "message": self.detail}
+        """A JSON-ready summary: code, path, offset and message (with the actual and expected values)."""
+        return {"code": self.code, "path": self.path, "offset": self.offset, "message": self.explained()}
 
 
 class FormatError(HurrayDeclError, ValueError):

@@ -256,3 +256,28 @@ def test_bench_parse_reports_ratios_to_the_kaitai_readers(capsys):
     out = capsys.readouterr().out
     for line in ("read_tensor_descriptor", "write_tensor_descriptor", "decode_quantization"):
         assert re.search(rf"{line}\s+[0-9.]+x the Kaitai (payload )?reader", out), out
+
+
+@pytest.mark.parametrize("path", [
+    CONFORMANCE / "descriptors" / "row_major_f32_3x4.bin",
+    CONFORMANCE / "files" / "basic.hrry",
+    CONFORMANCE / "files" / "i02-alignment-zero.hrry",
+    CONFORMANCE / "streams" / "i01-truncated-prefix.stream",
+    CONFORMANCE / "streams" / "i03-truncated-buffer.stream",
+], ids=lambda p: p.name)
+def test_inspect_and_validate_give_one_json_envelope(path, capsys) -> None:
+    """The dump's JSON names the file and its kind first and ends with the verdict and the error
+    object validate gives for the same input (code, path, offset, message); it meets the schema."""
+    from jsonschema import validate as meets
+
+    inspected = cli.main(["inspect", "--format", "json", str(path)])
+    dump = json.loads(capsys.readouterr().out)
+    validated = cli.main(["validate", "--format", "json", str(path)])
+    verdict = json.loads(capsys.readouterr().out)
+    assert inspected == validated
+    assert (dump["file"], dump["kind"]) == (verdict["file"], verdict["kind"]) == (str(path), verdict["kind"])
+    assert (dump["verdict"], dump["error"]) == (verdict["verdict"], verdict["error"])
+    assert list(dump)[:2] == ["file", "kind"] and list(dump)[-2:] == ["verdict", "error"]
+    if dump["error"] is not None:
+        assert set(dump["error"]) == {"code", "path", "offset", "message"} and dump["verdict"] == "invalid"
+    meets(dump, json_schema())

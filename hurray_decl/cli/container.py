@@ -45,9 +45,11 @@ def inspect(args: argparse.Namespace) -> int:
         from hurray_decl.cli.html import print_page
 
         return print_page(container_dump(_data(args)), args)
+    from hurray_decl.cli.outputs import about
     from hurray_decl.dump.render import write
 
     dump = container_stream(_data(args))
+    dump.about.update(about(args, CONTAINER))
     write(dump, sys.stdout, args.format)  # each row printed as it is read
     return INVALID if dump.error is not None else OK
 

@@ -21,7 +21,7 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib.util import find_spec
 from pathlib import Path
@@ -152,17 +152,22 @@ def _container_package() -> None:
                            "or -o FOLDER for a folder of descriptors and buffers")
 
 
-def write_container(path: Path, tensors: Sequence[NamedTensor], kv: Any = None) -> None:
+def write_container(path: Path, tensors: Iterable[NamedTensor], kv: Any = None) -> Any:
     """Write ``tensors`` (and the KV entries ``kv``) as a ``.hrry`` container at ``path`` (a temporary
-    file, renamed afterwards), with the one-pass writer of ``hurray_decl.hurray.container``."""
+    file, renamed afterwards), with the one-pass writer of ``hurray_decl.hurray.container``: each
+    tensor is written as it comes, so an iterator of tensors is never held whole. ``kv`` may be a
+    function giving the entries, called once every tensor is written (entries that depend on which
+    tensors converted)."""
     _container_package()
     from hurray_decl.hurray.container.writer import ContainerWriter
 
     with path.open("wb") as stream:
-        writer = ContainerWriter(stream, tensor_count_hint=len(tensors))
+        writer = ContainerWriter(stream, tensor_count_hint=len(tensors) if isinstance(tensors, Sequence) else None)
         for tensor in tensors:
             writer.add(tensor.name, tensor.descriptor, tensor.buffers)
-        writer.finish(kv or None)
+        entries = kv() if callable(kv) else kv
+        writer.finish(entries or None)
+    return entries
 
 
 def read_container_tensors(path: Path) -> list[NamedTensor]:
@@ -179,12 +184,15 @@ def read_container_model(path: Path) -> tuple[list[NamedTensor], dict[str, Any]]
     return [NamedTensor(t.name, t.descriptor, list(t.buffers)) for t in container.tensors()], dict(container.kv)
 
 
-def write_hurray(target: Path, tensors: Sequence[NamedTensor], stage: Staging, kv: Any = None) -> str:
-    """Stage Hurray tensors at ``target``: a ``.hrry`` container (with ``kv``), one ``NAME.bin`` tensor, or a folder."""
+def write_hurray(target: Path, tensors: Iterable[NamedTensor], stage: Staging, kv: Any = None) -> str:
+    """Stage Hurray tensors at ``target``: a ``.hrry`` container (with ``kv``: entries, or a function
+    giving them after the last tensor), one ``NAME.bin`` tensor, or a folder (the container and the
+    folder take the tensors one by one, as an iterator gives them)."""
     if target.suffix == ".hrry":
-        write_container(stage.path(target), tensors, kv)
-        return f"the container {target}" + (f" ({len(kv)} KV entries)" if kv else "")
+        entries = write_container(stage.path(target), tensors, kv)
+        return f"the container {target}" + (f" ({len(entries)} KV entries)" if entries else "")
     if target.suffix == ".bin":
+        tensors = list(tensors)
         if len(tensors) != 1:
             raise CommandError(USAGE, f"{len(tensors)} tensors do not fit one {target.name}: give -o FOLDER or "
                                "-o NAME.hrry")
@@ -194,7 +202,9 @@ def write_hurray(target: Path, tensors: Sequence[NamedTensor], stage: Staging, k
         return ", ".join(str(p) for p, _ in files)
     folder = stage.path(target, folder=True)
     manifest, used = [], set()
+    count = 0
     for tensor in tensors:
+        count += 1
         stem = re.sub(r"[^A-Za-z0-9._-]", "_", tensor.name) or "tensor"
         while stem in used:
             stem += "_"
@@ -205,7 +215,7 @@ def write_hurray(target: Path, tensors: Sequence[NamedTensor], stage: Staging, k
         manifest.append({"name": tensor.name, "descriptor": files[0][0].name,
                          "buffers": [p.name for p, _ in files[1:]]})
     (folder / "manifest.json").write_text(json.dumps({"tensors": manifest}, indent=2) + "\n", encoding="utf-8")
-    return f"the folder {target} ({len(tensors)} tensors and manifest.json)"
+    return f"the folder {target} ({count} tensors and manifest.json)"
 
 
 # --- reporting ----------------------------------------------------------------------------------
@@ -232,20 +242,57 @@ def _progress(items: Sequence[Any], label: str) -> Iterable[Any]:
                 disable=len(items) < 2 or not sys.stderr.isatty())
 
 
-def _convert_each(items: Sequence[Any], describe: Callable[[Any], tuple[str, str, tuple[int, ...]]],
-                  convert: Callable[[Any], Any]) -> tuple[list[Row], list[tuple[str, Any]]]:
-    """Convert every item, keeping the results and a row per item (the reason when there is none)."""
+def _converted(items: Sequence[Any], describe: Callable[[Any], tuple[str, str, tuple[int, ...]]],
+               convert: Callable[[Any], Any], rows: list[Row]) -> Iterator[tuple[str, Any]]:
+    """Convert the items one at a time, yielding each result as it is made and adding a row per
+    item to ``rows`` (the reason when there is no result)."""
     from hurray_decl.errors import HurrayDeclError
 
-    rows, results = [], []
     for item in _progress(items, "convert"):
         name, source, shape = describe(item)
         try:
-            results.append((name, convert(item)))
-            rows.append(Row(name, source, shape, True))
+            result = convert(item)
         except HurrayDeclError as err:
             rows.append(Row(name, source, shape, False, err.code, err.detail))
+            continue
+        rows.append(Row(name, source, shape, True))
+        yield name, result
+
+
+def _convert_each(items: Sequence[Any], describe: Callable[[Any], tuple[str, str, tuple[int, ...]]],
+                  convert: Callable[[Any], Any]) -> tuple[list[Row], list[tuple[str, Any]]]:
+    """Convert every item, keeping the results and a row per item (the reason when there is none)."""
+    rows: list[Row] = []
+    results = list(_converted(items, describe, convert, rows))
     return rows, results
+
+
+class _NothingConverted(Exception):
+    """Raised inside a streamed write when no tensor converted: the staged output is discarded."""
+
+
+def _stream_hurray(target: Path, items: Sequence[Any], describe: Callable[[Any], tuple[str, str, tuple[int, ...]]],
+                   convert: Callable[[Any], Any], args: argparse.Namespace,
+                   kv: Callable[[list[Row]], Any] | None = None) -> int:
+    """Convert and write tensor by tensor (a ``.hrry`` container or a folder): each converted
+    tensor is written and dropped before the next is read, so memory holds one tensor at a time.
+    A container gets the KV entries ``kv`` makes from the rows, once every tensor is written."""
+    rows: list[Row] = []
+    written = []
+
+    def write(stage: Staging) -> None:
+        tensors = (NamedTensor(name, *tensor) for name, tensor in _converted(items, describe, convert, rows))
+        written.append(write_hurray(target, tensors, stage, None if kv is None else lambda: kv(rows)))
+        if not any(r.converted for r in rows):
+            raise _NothingConverted
+
+    try:
+        _commit(write)
+    except _NothingConverted:
+        _report(rows, None, args)
+        return INVALID
+    _report(rows, written[0], args)
+    return OK
 
 
 def _report(rows: Sequence[Row], written: str | None, args: argparse.Namespace) -> None:
@@ -377,16 +424,16 @@ def cmd_convert(args: argparse.Namespace) -> int:
     from hurray_decl.convert import metadata, tensors as convert
 
     scale_type = args.scale_type
-    items: list[Any]  # GGUF tensors, named Hurray tensors or ONNX initializers
+    items: Sequence[Any]  # GGUF tensors, named Hurray tensors or ONNX initializers
     kv: dict[str, Any] = {}  # the source's metadata as container KV values
     gguf_kv: list[Any] = []
     if kind == "gguf":
         from hurray_decl.convert.gguf import read_gguf_model
         from hurray_decl.errors import ArgumentError
 
-        try:
+        try:  # the layout checked whole here (RULES.md codes); each tensor's data read when converted
             gguf_model = read_gguf_model(source)
-        except ArgumentError as err:  # bytes gguf cannot read: invalid input, not a usage error
+        except ArgumentError as err:  # a KV key the conversion records types under: invalid input
             raise CommandError(INVALID, f"invalid input: {err.detail}") from None
         items, gguf_kv = gguf_model.tensors, gguf_model.kv
         describe = lambda t: (t.name, t.type_name, t.shape)  # noqa: E731
@@ -414,13 +461,18 @@ def cmd_convert(args: argparse.Namespace) -> int:
         recorded = metadata.tensor_types(kv)
         step = {"hurray": lambda v: convert.initializer_to_hurray(v, model, recorded.get(v.name)),
                 "gguf": _planned(lambda v: convert.initializer_to_gguf(v, model, recorded.get(v.name)))}[args.to]
+
+    def gguf_container_kv(rows: list[Row]) -> dict[str, Any]:  # the GGUF entries, and the types of the tensors kept
+        return metadata.container_kv(gguf_kv, [(r.name, r.source) for r in rows if r.converted])
+
+    if kind == "gguf" and args.to == "hurray" and target.suffix != ".bin":
+        return _stream_hurray(target, items, describe, step, args, gguf_container_kv)
     rows, results = _convert_each(items, describe, step)
     if not results:
         _report(rows, None, args)
         return INVALID
     if kind == "gguf":
-        kinds = {t.name: t.type_name for t in gguf_model.tensors}
-        kv = metadata.container_kv(gguf_kv, [(n, kinds[n]) for n, _ in results])
+        kv = gguf_container_kv(rows)
     elif kv:  # the recorded GGML types, of the tensors converted only
         types = metadata.tensor_types(kv)
         kept = {n for n, _ in results}

@@ -84,7 +84,11 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     from hurray_decl.hurray import dump as hexdump
 
     got = read(args)
+    from hurray_decl.cli.inputs import detect
+    from hurray_decl.cli.outputs import about
+
     result = hexdump.dump(got.data, kind=kind(args), permissive=args.permissive)
+    result.about.update(about(args, detect(args).kind))
     if args.format == "html":
         from hurray_decl.cli.html import print_page
 

@@ -312,7 +312,8 @@ GGUF_MAGIC = b"GGUF"
 SUFFIXES = {".hrry": CONTAINER, ".stream": STREAM, ".gguf": GGUF, ".safetensors": SAFETENSORS,
             ".onnx": MODEL, ".pb": VALUE}
 """File suffixes as hints: they decide only when neither a magic nor the structure does."""
-TAKEN_BY = {GGUF: "a GGUF file: hurray-decl convert reads it (to Hurray, onnx-light or ORT)",
+TAKEN_BY = {GGUF: "a GGUF file: hurray-decl convert reads it (to Hurray, onnx-light or ORT), hurray-decl ls "
+                  "lists its tensors",
             SAFETENSORS: "a safetensors file: hurray-decl convert reads it"}
 """The foreign kinds the command line recognises, and where to take them."""
 

@@ -55,10 +55,12 @@ def _message(args: argparse.Namespace) -> tuple[str, Any]:
 
 def cmd_inspect(args: argparse.Namespace) -> int:
     from hurray_decl.cli.inputs import detect, window_data
+    from hurray_decl.cli.outputs import about
     from hurray_decl.dump.render import render
     from hurray_decl.onnx_light.dump import dump
 
     result = dump(bytes(window_data(args)), kind=detect(args).kind, name=args.name)
+    result.about.update(about(args, detect(args).kind))
     if args.format == "html":
         from hurray_decl.cli.html import print_page
 

@@ -285,13 +285,19 @@ def write_npy(path: str | os.PathLike, values: Any) -> None:
 
 
 def error_object(err: Any) -> dict[str, Any]:
-    """The error object every JSON document holds: code, message, path, offset."""
-    return {"code": err.code, "message": err.detail, "path": err.path, "offset": err.offset}
+    """The error object every JSON document holds, dumps included: code, path, offset, message."""
+    as_dict: dict[str, Any] = err.to_dict()
+    return as_dict
+
+
+def about(args: argparse.Namespace, kind: str) -> dict[str, Any]:
+    """What every JSON document of the command line says first: the file (as given) and its kind."""
+    return {"file": getattr(args, "input", None), "kind": kind}
 
 
 def envelope(args: argparse.Namespace, kind: str, err: Any = None, **more: Any) -> dict[str, Any]:
     """The JSON document of a verdict: file, kind, verdict, error (None when valid), then ``more``."""
-    return {"file": getattr(args, "input", None), "kind": kind, "verdict": "valid" if err is None else "invalid",
+    return {**about(args, kind), "verdict": "valid" if err is None else "invalid",
             "error": None if err is None else error_object(err), **more}
 
 

@@ -118,7 +118,10 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         if rows and args.progress:
             print(f"{rows[0].field.split('.')[0]}: {len(rows)} rows", file=sys.stderr, flush=True)
 
+    from hurray_decl.cli.outputs import about
+
     result = stream_dump(open_source(args), permissive=getattr(args, "permissive", False), each=progress)
+    result.about.update(about(args, STREAM))
     if args.format == "html":
         from hurray_decl.cli.html import print_page
 

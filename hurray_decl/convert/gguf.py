@@ -18,13 +18,13 @@ bit for bit (signed zeros included), before it is returned.
 
 from __future__ import annotations
 
-import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
+from hurray_decl.convert.gguf_file import GGUF_MAGIC as GGUF_MAGIC, GgufTensorInfo, open_gguf  # the magic: re-exported
 from hurray_decl.convert.parts import BlockParts
 from hurray_decl.errors import ArgumentError, RuleViolation, UnsupportedError
 
@@ -35,9 +35,11 @@ __all__ = [
     "GGUF_TYPES",
     "GgufModel",
     "GgufTensor",
+    "GgufTensors",
     "GgufType",
     "SubBlocks",
     "gguf_parts",
+    "gguf_tensors",
     "gguf_type",
     "pack_blocks",
     "parts_blocks",
@@ -51,8 +53,6 @@ GGUF_BLOCK = 32
 QK_K = 256
 """Elements per super-block of the K-quants."""
 
-GGUF_MAGIC = b"GGUF"
-"""The first four bytes of a .gguf file (gguf.GGUF_MAGIC, little-endian)."""
 
 FLOAT_TYPES = {"F32": "float32", "F16": "float16", "BF16": "bfloat16", "F64": "float64", "I8": "int8",
                "I16": "int16", "I32": "int32", "I64": "int64"}
@@ -440,41 +440,68 @@ class GgufTensor:
         return int(np.prod(self.shape))
 
 
-def read_gguf(path: Any) -> list[GgufTensor]:
-    """The tensors of a ``.gguf`` file, read with the ``gguf`` package (memory-mapped).
+class GgufTensors(Sequence[GgufTensor]):
+    """The tensors of a ``.gguf`` file, as views of one read-only memory map.
 
-    A file gguf cannot read is an :class:`~hurray_decl.errors.ArgumentError` on ``path`` (GGUF
-    has no rules in RULES.md); a missing or unreadable file raises ``OSError``.
+    The whole layout is checked when this is made (:func:`~hurray_decl.convert.gguf_file.open_gguf`:
+    counts, lengths and sizes against the file, with RULES.md codes), so nothing is returned from a
+    file that would be refused. Iterating gives the pages of each tensor's data back to the system
+    when the next tensor is asked for, so a caller converting tensor by tensor holds one tensor's
+    data at a time. A missing or unreadable file raises ``OSError``.
     """
-    return read_gguf_model(path).tensors
+
+    def __init__(self, path: Any) -> None:
+        self.layout = open_gguf(path)
+
+    def __len__(self) -> int:
+        return len(self.layout.tensors)
+
+    @overload
+    def __getitem__(self, index: int) -> GgufTensor: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[GgufTensor]: ...
+
+    def __getitem__(self, index: int | slice) -> GgufTensor | list[GgufTensor]:
+        if isinstance(index, slice):
+            return [self._tensor(info) for info in self.layout.tensors[index]]
+        return self._tensor(self.layout.tensors[index])
+
+    def _tensor(self, info: GgufTensorInfo) -> GgufTensor:
+        return GgufTensor(info.name, info.type_name, info.shape, self.layout.tensor_data(info))
+
+    def __iter__(self) -> Iterator[GgufTensor]:
+        for info in self.layout.tensors:
+            yield self._tensor(info)
+            self.layout.release(info)
+
+
+def gguf_tensors(path: Any) -> GgufTensors:
+    """The tensors of a ``.gguf`` file, checked, read one by one (see :class:`GgufTensors`)."""
+    return GgufTensors(path)
+
+
+def read_gguf(path: Any) -> list[GgufTensor]:
+    """The tensors of a ``.gguf`` file (see :class:`GgufTensors`), checked, as memory-mapped views."""
+    return list(GgufTensors(path))
 
 
 @dataclass(frozen=True)
 class GgufModel:
-    """A ``.gguf`` file's tensors and its KV entries (:class:`hurray_decl.convert.metadata.GgufEntry`), in order."""
+    """A ``.gguf`` file's tensors (:class:`GgufTensors`, read one by one) and its KV entries
+    (:class:`hurray_decl.convert.metadata.GgufEntry`), in file order."""
 
-    tensors: list[GgufTensor]
+    tensors: GgufTensors
     kv: list[Any]
 
 
 def read_gguf_model(path: Any) -> GgufModel:
-    """The tensors and KV entries of a ``.gguf`` file (see :func:`read_gguf`)."""
-    from gguf import GGUFReader  # a dependency, imported only by the commands that read GGUF
+    """The tensors and KV entries of a ``.gguf`` file, both from one checked layout
+    (:func:`~hurray_decl.convert.gguf_file.open_gguf`; gguf's own reader never sees the file)."""
+    from hurray_decl.convert.metadata import gguf_file_entries
 
-    from hurray_decl.convert.metadata import read_gguf_fields
-
-    try:
-        reader = GGUFReader(str(path))
-    except OSError:
-        raise
-    except (ValueError, KeyError, IndexError, TypeError, struct.error) as exc:  # what gguf raises on bad bytes
-        raise ArgumentError("path", f"{path} is not a GGUF file gguf can read: {exc}", actual=str(path)) from exc
-    tensors = []
-    for tensor in reader.tensors:
-        shape = tuple(int(n) for n in reversed(tensor.shape.tolist()))  # GGUF lists ne[0] (contiguous) first
-        data = np.asarray(tensor.data).reshape(-1).view(np.uint8)
-        tensors.append(GgufTensor(str(tensor.name), tensor.tensor_type.name, shape, data))
-    return GgufModel(tensors, read_gguf_fields(reader.fields.values()))
+    tensors = GgufTensors(path)
+    return GgufModel(tensors, gguf_file_entries(tensors.layout))
 
 
 # --- writing GGUF blocks ---------------------------------------------------------------------------

@@ -34,7 +34,7 @@ import json
 import struct
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import construct as cs
 import numpy as np
@@ -42,6 +42,9 @@ import numpy as np
 from hurray_decl.errors import ArgumentError
 from hurray_decl.hurray.container import KVValue
 from hurray_decl.hurray.tables.codes import KVTag
+
+if TYPE_CHECKING:
+    from hurray_decl.convert.gguf_file import GgufFile
 
 __all__ = [
     "CONTAINER_TAG",
@@ -55,7 +58,7 @@ __all__ = [
     "container_kv",
     "from_metadata_props",
     "gguf_entries",
-    "read_gguf_fields",
+    "gguf_file_entries",
     "tensor_types",
     "to_metadata_props",
     "write_gguf_entries",
@@ -142,45 +145,44 @@ class GgufEntry:
         return self.type[6:-1] if self.type.startswith("ARRAY[") else None
 
 
-def read_gguf_fields(fields: Iterable[Any]) -> list[GgufEntry]:
-    """The KV entries of a ``gguf.GGUFReader``'s ``fields`` (its header pseudo-fields left out).
+def gguf_file_entries(layout: GgufFile) -> list[GgufEntry]:
+    """The KV entries of a checked GGUF layout (:func:`hurray_decl.convert.gguf_file.open_gguf`), in file order.
 
-    Each field's ``parts`` are the bytes of the file in order (key length, key, value type, then
-    the value), so the values are read from them: exact, for every type and any nesting.
+    Each value is taken from the entry's payload bytes (:meth:`~hurray_decl.convert.gguf_file.GgufKV.raw`),
+    whose counts and lengths the layout checked against the file: exact, for every type and any
+    nesting; numeric arrays are copied out of the file's memory map in one NumPy step.
     """
+    from hurray_decl.convert.gguf_file import ARRAY_HEAD, LENGTH
+
+    head, length = ARRAY_HEAD.sizeof(), LENGTH.sizeof()  # an array's element type and count; a string's length
+    data = layout.mapped()
     entries = []
-    for field in fields:
-        if len(field.parts) < 4:  # GGUF.version, GGUF.tensor_count, GGUF.kv_count: header fields
-            continue
-        key = field.parts[1].tobytes().decode("utf-8", "surrogateescape")
-        code = int(field.parts[2][0])
-        name = _NAMES.get(code)
-        value_parts = field.parts[3:]
+    for entry in layout.kv.values():
+        key, raw = entry.key, entry.raw()
+        name = _NAMES.get(entry.value_type)
         if name in _SCALARS:
-            entries.append(GgufEntry(key, name, np.asarray(value_parts[0]).view(_SCALARS[name])[0].item()
-                                     if name != "FLOAT32" else _widen(value_parts[0])[0]))
+            scalar = np.frombuffer(raw, _SCALARS[name], count=1)
+            entries.append(GgufEntry(key, name, _widen(scalar)[0] if name == "FLOAT32" else scalar[0].item()))
         elif name == "STRING":
-            entries.append(GgufEntry(key, name, value_parts[1].tobytes()))
+            entries.append(GgufEntry(key, name, bytes(raw[length:])))
         elif name == "ARRAY":
-            element = _NAMES.get(int(value_parts[0][0]))
-            items = value_parts[2:]
+            element = _NAMES.get(entry.element_type if entry.element_type is not None else -1)
             if element in _SCALARS:
-                data = np.concatenate([np.asarray(p).reshape(-1) for p in items]) if items else np.zeros(0)
-                entries.append(GgufEntry(key, f"ARRAY[{element}]", data.view(_SCALARS[element]) if items
-                                         else np.zeros(0, _SCALARS[element])))
+                values = np.frombuffer(raw, _SCALARS[element], count=entry.count, offset=head).copy()
+                entries.append(GgufEntry(key, f"ARRAY[{element}]", values))
             elif element == "STRING":
-                entries.append(GgufEntry(key, "ARRAY[STRING]", [p.tobytes() for p in items[1::2]]))
+                spans = layout.strings(entry.payload + head, entry.count, f"gguf -> {key}")
+                entries.append(GgufEntry(key, "ARRAY[STRING]", [bytes(data[at:at + n]) for at, n in spans]))
             elif element == "ARRAY":
-                entries.append(GgufEntry(key, "ARRAY[ARRAY]", b"".join(p.tobytes() for p in value_parts)))
+                entries.append(GgufEntry(key, "ARRAY[ARRAY]", bytes(raw)))
             else:
-                raise ArgumentError(f"kv -> {key!r}", "an unknown GGUF array element type",
-                                    actual=int(value_parts[0][0]))
+                raise ArgumentError(f"kv -> {key!r}", "an unknown GGUF array element type", actual=entry.element_type)
         else:
-            raise ArgumentError(f"kv -> {key!r}", "an unknown GGUF value type", actual=code)
-    for entry in entries:
-        if entry.key in RESERVED_KEYS:
-            raise ArgumentError(f"kv -> {entry.key!r}", "this key is the one the conversion records GGUF types "
-                                "under", actual=entry.key)
+            raise ArgumentError(f"kv -> {key!r}", "an unknown GGUF value type", actual=entry.value_type)
+    for item in entries:
+        if item.key in RESERVED_KEYS:
+            raise ArgumentError(f"kv -> {item.key!r}", "this key is the one the conversion records GGUF types "
+                                "under", actual=item.key)
     return entries
 
 

@@ -131,8 +131,16 @@ class Rule(cs.Subconstruct):
             bind(code, f"check_{id(rule)}", rule.check)
         bind(code, f"refuse_{id(self)}", self.refuse)
         head = value if parsed is None else f"({value} := {parsed})"
-        tests = " and ".join([f"check_{id(rules[0])}({head}, this)"]
-                             + [f"check_{id(rule)}({value}, this)" for rule in rules[1:]])
+        alone = [rule for rule in rules if _value_only(rule.check)] if _hashable_leaf(self.leaf()) else []
+        calls = [f"check_{id(rule)}" for rule in rules if rule not in alone]
+        if alone:
+            accepted: set[Any] = set()
+            bind(code, f"accepted_{id(self)}", accepted)
+            calls.insert(0, bind(code, f"judge_{id(self)}", _remembering([rule.check for rule in alone], accepted)))
+            first = f"({head} in accepted_{id(self)} or {calls[0]}({value}, this))"
+        else:
+            first = f"{calls[0]}({head}, this)"
+        tests = " and ".join([first] + [f"{call}({value}, this)" for call in calls[1:]])
         return f"({value} if {tests} else refuse_{id(self)}({value}, this))"
 
     def leaf(self) -> cs.Construct:
@@ -158,6 +166,36 @@ class Rule(cs.Subconstruct):
 
 
 _DEFERRED = "_deferred_rules"
+
+REMEMBERED = 256
+"""Values of a field the compiled parser remembers as accepted by the rules that read the value alone."""
+
+
+def _value_only(check: Check) -> bool:
+    """Whether a rule's check reads the value alone: its context parameter is named ``_`` (the
+    declarations' convention for a check that ignores the context)."""
+    code = getattr(check, "__code__", None)
+    return code is not None and code.co_argcount == 2 and code.co_varnames[1] == "_"
+
+
+def _hashable_leaf(field: cs.Construct) -> bool:
+    """Whether a field's values are integers or bytes (never a float: -0.0 equals 0.0, NaN nothing)."""
+    if type(field) is cs.FormatField:
+        return field.fmtstr[-1] in "bBhHiIlLqQ"
+    return type(field) in (cs.Bytes, Bytes)
+
+
+def _remembering(checks: list[Check], accepted: set[Any]) -> Check:
+    """The checks that read the value alone, run in turn; a value they all accept is remembered
+    (at most :data:`REMEMBERED` of them), so the compiled parser finds it in ``accepted`` next time."""
+    def judge(value: Any, context: Any) -> bool:
+        for check in checks:
+            if not check(value, context):
+                return False
+        if len(accepted) < REMEMBERED:
+            accepted.add(value)
+        return True
+    return judge
 
 
 def _pending(context: Any) -> list | None:
@@ -209,6 +247,15 @@ def _fixed_format(con: cs.Construct) -> tuple[str, Rule | None] | None:
     if type(con) in (cs.Bytes, Bytes) and isinstance(con.length, int) and con.length > 0:
         return f"{con.length}s", rule
     return None
+
+
+def record_format(record: cs.Construct) -> struct.Struct | None:
+    """The struct reading every field of ``record`` at once (each of a fixed size), in wire
+    order; None when one of them is not."""
+    formats = [_fixed_format(sc) for sc in record.subcons]
+    if any(fixed is None for fixed in formats):
+        return None
+    return struct.Struct("<" + "".join(fixed[0] for fixed in formats if fixed is not None))
 
 
 READ_ARRAY = """

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from hurray_decl.errors import HurrayDeclError
@@ -89,16 +89,17 @@ def typed(value: Any) -> tuple[Any, int]:
 class Dump:
     rows: list[Row]
     error: HurrayDeclError | None
+    about: dict[str, Any] = field(default_factory=dict, compare=False)
+    """What the JSON document says before its rows (the command line puts the file and its kind there)."""
 
     def to_json(self) -> dict[str, Any]:
-        return {"rows": [r.to_json() for r in self.rows], **verdict_json(self.error)}
+        return {**self.about, "rows": [r.to_json() for r in self.rows], **verdict_json(self.error)}
 
 
 def verdict_json(error: HurrayDeclError | None) -> dict[str, Any]:
-    """What the JSON document gives after its rows: the error, or null."""
-    if error is None:
-        return {"error": None}
-    return {"error": {"code": error.code, "offset": error.offset, "message": str(error)}}
+    """What the JSON document gives after its rows: the verdict, and the error object (the one
+    every JSON document of the project gives: code, path, offset, message) or null."""
+    return {"verdict": "valid" if error is None else "invalid", "error": None if error is None else error.to_dict()}
 
 
 class RowStream:
@@ -108,6 +109,7 @@ class RowStream:
 
     def __init__(self, produce: Callable[[RowStream], Iterable[Row]]) -> None:
         self.error: HurrayDeclError | None = None
+        self.about: dict[str, Any] = {}  # as Dump.about
         self._rows = iter(produce(self))
 
     @property
@@ -117,7 +119,7 @@ class RowStream:
     def collect(self) -> Dump:
         """Every row, then the verdict, as a :class:`Dump`."""
         rows = list(self._rows)
-        return Dump(rows, self.error)
+        return Dump(rows, self.error, self.about)
 
 
 Rows = Dump | RowStream

@@ -42,7 +42,8 @@ def json_schema() -> dict[str, Any]:
 def json_lines(dump: Rows) -> Iterator[str]:
     """The dump's JSON document, indented as ``json.dumps(dump.to_json(), indent=2)`` would be,
     one row at a time."""
-    yield '{\n  "rows": ['
+    head = json.dumps(dump.about, indent=2)[1:-2]  # the keys before the rows, if any
+    yield "{" + (head + "," if dump.about else "") + '\n  "rows": ['
     first = True
     for row in dump.rows:
         text = json.dumps(row.to_json(), indent=2).replace("\n", "\n    ")

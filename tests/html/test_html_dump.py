@@ -65,9 +65,11 @@ def test_inspect_prints_the_page(capsys):
     assert main(["inspect", "--quantization", "--format", "html", data]) == 1
     page = capsys.readouterr().out
     dump = hexdump.dump(bytes.fromhex(data), kind="quantization")
+    dump.about.update(file=data, kind="quantization")  # the command line names the input and its kind
     assert embedded(page) == hexdump.render(dump, "json")
     assert f"<title>hurray-decl inspect {data}</title>" in page
-    assert hexdump.hexdump(bytes.fromhex(data), kind="quantization", format="html") == render_html(dump)
+    assert hexdump.hexdump(bytes.fromhex(data), kind="quantization", format="html") == render_html(
+        hexdump.dump(bytes.fromhex(data), kind="quantization"))
 
 
 def test_audit_writes_an_index_and_one_page_per_file(tmp_path, capsys):

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import io
 import pickle
 from pathlib import Path
 from typing import Any
 
+import construct as cs
 import pytest
 from hypothesis import given, settings, strategies as st
 from pydantic import BaseModel, ValidationError
@@ -193,3 +195,47 @@ def test_only_what_a_constructor_or_reader_made_counts_as_validated():
                   type(d).model_construct(**dict(d))):
         assert other == d and not validated(other)
         assert validated(other.checked()) and other.checked() == d
+
+
+def test_a_compiled_record_remembers_only_verdicts_on_the_value_alone():
+    """Checks reading the value alone (their context parameter named ``_``) run once per
+    accepted integer; a check reading the context runs on every parse, and a float field is
+    judged each time (-0.0 equals 0.0)."""
+    calls: list[str] = []
+
+    def small(v: int, _: Any) -> bool:
+        calls.append("small")
+        return v < 200
+
+    def allowed(v: int, ctx: Any) -> bool:
+        calls.append("allowed")
+        return v != ctx._params["refused"]
+
+    def positive(v: float, _: Any) -> bool:
+        calls.append("positive")
+        return v > 0 or str(v) == "0.0"
+
+    record = schema.Record(
+        "a" / schema.Rule(schema.Rule(cs.Int8ul, small, "X-1", "< 200", "too large"), allowed, "X-2", "not refused",
+                          "refused"),
+        "b" / schema.Rule(cs.Float32l, positive, "X-3", "> 0 or 0.0", "negative"),
+    )
+    parser = schema.compiled(record)
+    assert parser is not None
+
+    def parse(a: int, b: float, refused: int) -> Any:
+        outer = schema.Context(_params={"refused": refused})
+        outer.__dict__ = outer
+        return parser.parsefunc(io.BytesIO(cs.Int8ul.build(a) + cs.Float32l.build(b)), outer)
+
+    assert parse(7, 0.0, 0).a == 7 and calls == ["small", "allowed", "positive"]
+    calls.clear()
+    assert parse(7, 0.0, 0).a == 7 and calls == ["allowed", "positive"]
+    with pytest.raises(HurrayDeclError, match="X-2"):
+        parse(7, 0.0, 7)  # the context check still runs
+    with pytest.raises(HurrayDeclError, match="X-3"):
+        parse(7, -0.0, 0)
+    with pytest.raises(HurrayDeclError, match="X-1"):
+        parse(201, 1.0, 0)
+    with pytest.raises(HurrayDeclError, match="X-1"):
+        parse(201, 1.0, 0)  # a refused value is never remembered

@@ -82,6 +82,22 @@ def test_private_devices_with_standard_memory():
         write_tensor_descriptor(one_handle(device_tag=0xF4, memory_class=0xF4))
 
 
+def test_a_remembered_handle_verdict_holds_only_where_the_rules_would_give_it():
+    """Warm, the compiled parse accepts a handle whose rule inputs it accepted before without
+    running the handle rules again: byte_size zero or not is one of those inputs (HT-BUFT-13),
+    and a private memory class, which the mode and the registry judge (HT-BUFT-21), is judged
+    each time."""
+    empty = encode(dense(shape=(0, 4), sizes=()).replace(buffers=(BufferHandle(byte_size=0, alignment=32),)))
+    private = patch_field(patch_field(BASE, "buffers.0.device_tag", 0xF4), "buffers.0.memory_class", 0xF4)
+    for _ in range(12):  # past the first uses, which the interpreted declaration parses
+        assert read_tensor_descriptor(empty).buffers[0].alignment == 32
+        with raises_rule("HT-BUFT-13", offset=at(BASE, "buffers.0.alignment")):
+            read_tensor_descriptor(patch_field(empty, "buffers.0.byte_size", 48))
+        assert read_tensor_descriptor(private, permissive=True).buffers[0].memory_class == 0xF4
+        with raises_rule("HT-BUFT-21", offset=at(BASE, "buffers.0.memory_class")):
+            read_tensor_descriptor(private)
+
+
 @pytest.mark.parametrize("device, memory_class, ok", [
     (0x00, 0x00, True), (0x00, 0x01, True), (0x00, 0x02, True), (0x00, 0x03, False),
     (0x01, 0x03, True), (0x02, 0x03, True), (0x03, 0x03, False), (0x04, 0x03, True),

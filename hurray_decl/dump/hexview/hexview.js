@@ -417,7 +417,8 @@
     const problem = $("problem");
     problem.hidden = false;
     problem.querySelector(".code").textContent = error.code;
-    problem.querySelector(".message").textContent = error.message;
+    const where = error.offset === null ? error.path : error.path + " at byte " + error.offset;
+    problem.querySelector(".message").textContent = "[" + error.code + "] " + where + ": " + error.message;
     const rule = rules[error.code];
     problem.querySelector(".rule-text").textContent = rule ? rule.text : "(no text for " + error.code + " in RULES.md)";
     problem.querySelector(".source").textContent = rule && rule.source ? " (" + rule.source + ")" : "";

@@ -90,6 +90,23 @@ HANDLE = OrderedStruct(
 )
 """One 16-byte buffer handle (HT-BUFT-01)."""
 
+_CLASS_AT = [field.name for field in HANDLE.subcons].index("memory_class")
+
+
+def rule_inputs(values: tuple[Any, ...]) -> tuple[Any, ...]:
+    """What the rules of :data:`HANDLE` read of one handle's values (in wire order): every field
+    but byte_size, which HT-BUFT-13 reads only as zero or not. A handle with the same inputs as
+    one the declaration accepted is accepted too, if :func:`verdict_kept` says so of that one."""
+    return (values[0] == 0, *values[1:])
+
+
+def verdict_kept(values: tuple[Any, ...]) -> bool:
+    """Whether the declaration's verdict on a handle's :func:`rule_inputs` holds for every later
+    handle with those inputs: not for a private memory class, whose verdict also depends on the
+    registry and the mode (HT-BUFT-21)."""
+    return not is_private(values[_CLASS_AT])
+
+
 BUFFER_COUNT = "buffer_count" / cs.Int8ul * "number of handles that follow; 0 only for a composite head"
 
 

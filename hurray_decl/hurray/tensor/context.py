@@ -10,6 +10,7 @@ called here stage by stage), and sees the tensor through
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -17,7 +18,7 @@ from hurray_decl.errors import RuleViolation
 from hurray_decl.hurray.quantization import scheme
 from hurray_decl.hurray.schemes.quantization import OpaqueQuantization
 from hurray_decl.hurray.tables.element_types import BY_TAG, ElementType
-from hurray_decl.hurray.tables.storage import byte_size, packing
+from hurray_decl.hurray.tables.storage import packing
 from hurray_decl.hurray.tables.tags import is_private
 from hurray_decl.hurray.tensor.common import DYNAMIC
 from hurray_decl.hurray.tensor.header import Flag
@@ -27,6 +28,9 @@ from hurray_decl.hurray.tensor.sections import Shard, Statistics
 
 _EXTENSION_BIT = int(Flag.HAS_EXTENSION_TYPE)
 """The flag as an int: ``int & Flag`` would make a Flag object on every descriptor."""
+
+_SIZERS: dict[int, Callable[[int], int]] = {}
+"""The storage size function of each assigned type tag's packing, by tag."""
 
 ASTRONOMICAL_BITS = 80
 """A power of two with this exponent exceeds every u64 byte_size; sizes beyond it are never built."""
@@ -54,6 +58,10 @@ class TensorContext:
         self.row: LayoutRow = row_of(descriptor.layout)
         self.buffers = descriptor.buffers
         self.element: ElementType | None = BY_TAG.get(descriptor.type_tag)
+        self._bytes = _SIZERS.get(descriptor.type_tag)
+        """byte_size of the element type (its packing looked up once a type tag)."""
+        if self._bytes is None and self.element is not None:
+            self._bytes = _SIZERS[descriptor.type_tag] = packing(self.element.bits).bytes
         self.owned: int | None = None if self.row.owned is None else self.row.owned(self.rank)
         self.params: list[Parameter] = []
         self.padded: dict[int, int] = {}
@@ -70,8 +78,8 @@ class TensorContext:
         """Bytes of ``count`` contiguous elements of the tensor's type (HE-21, HT-SEC-34)."""
         if count is None:
             return None
-        if self.element is not None:
-            return byte_size(self.element.name, count)
+        if self._bytes is not None:
+            return self._bytes(count)
         if self.d.extension_type is not None:
             return self.d.extension_type.packed_size(count)
         return None
@@ -246,7 +254,7 @@ class TensorContext:
 
     def check_colocation(self, params: set[int]) -> None:
         """Every buffer on one device (HT-BUFT-24; parameters: HQ-BUF-06) and one memory class."""
-        if not self.buffers:
+        if len(self.buffers) < 2:  # none, or buffer 0 alone: nothing to compare
             return
         first = self.buffers[0]
         for i, handle in enumerate(self.buffers):

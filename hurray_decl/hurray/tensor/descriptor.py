@@ -39,12 +39,13 @@ from hurray_decl.declare.schema import (
     fast_parser,
     field_offsets,
     parse_untraced,
+    record_format,
     strict_build,
 )
 from hurray_decl.declare.trace import parse_tree, positions_of
 from hurray_decl.errors import HurrayDeclError, RuleViolation, TruncatedError
 from hurray_decl.hurray.quantization import Payload, decode_quantization, encode_quantization
-from hurray_decl.hurray.tensor.buffers import BUFFER_COUNT, HANDLE, BufferHandle
+from hurray_decl.hurray.tensor.buffers import BUFFER_COUNT, HANDLE, BufferHandle, rule_inputs, verdict_kept
 from hurray_decl.hurray.tensor.common import Section, field_names, permissive, trusted
 from hurray_decl.hurray.tensor.context import (
     TensorContext,
@@ -132,6 +133,50 @@ class Items(cs.Array):
                 return built
         """)
         return f"{name}(obj, io, this)"
+
+
+class HandleTable(Items):
+    """The buffer table: Items of handle sections whose compiled parse unpacks the whole table
+    at once and runs the handle declaration's compiled parser only on a handle whose rule
+    inputs (:func:`~hurray_decl.hurray.tensor.buffers.rule_inputs`) it has not accepted before;
+    the others' rules gave their verdict already, so their models are made straight away."""
+
+    def __init__(self, count: Any, subcon: cs.Construct, model: type[Section]) -> None:
+        super().__init__(count, subcon)
+        self.model = model
+        self._accepted: set[tuple[Any, ...]] = set()
+        fields = [field.name for field in HANDLE.subcons]
+        self._names = field_names(model)
+        self._picks = [fields.index(name) for name in self._names]
+        self._leading = self._picks == list(range(len(self._names)))
+        """Whether the model's fields are the handle's first fields, in order (zip takes them)."""
+        self._format = record_format(HANDLE)
+
+    def _parse_fast(self, stream: Any, context: Any) -> list[Any]:
+        count = context["buffer_count"]
+        size = self._format.size  # type: ignore[union-attr]
+        raw = stream.read(count * size)
+        if len(raw) != count * size:
+            raise TruncatedError("HT-HDR-08", "a section ends past descriptor_length", path="descriptor -> buffers")
+        accepted, names, picks, leading, model = self._accepted, self._names, self._picks, self._leading, self.model
+        handles = []
+        parse = None
+        for index, values in enumerate(self._format.iter_unpack(raw)):  # type: ignore[union-attr]
+            key = rule_inputs(values)
+            if key not in accepted:
+                if parse is None:
+                    parse = compiled(self.subcon).parsefunc  # type: ignore[union-attr]
+                handles.append(parse(io.BytesIO(raw[index * size:(index + 1) * size]), context))
+                if verdict_kept(values):
+                    accepted.add(key)
+                continue
+            handles.append(trusted(model, dict(zip(names, values if leading else [values[i] for i in picks]))))
+        return handles
+
+    def _emitparse(self, code):
+        if self._format is None or compiled(self.subcon) is None:
+            return super()._emitparse(code)
+        return _link(code, self, "_parse_fast(io, this)")
 
 
 class Framed(cs.Subconstruct):
@@ -436,9 +481,18 @@ def _buffer_table(context: Any, stream: Any) -> None:
     check_buffer_table(context["layout"], context["buffer_count"], context["byte_offset"])
 
 
+_FIELDS = field_names(TensorDescriptor)
+_READ_BY_STEP_13 = _FIELDS[:_FIELDS.index("quantization") + 1]
+"""The descriptor's fields (in wire order) read when step 13 runs; the sections after it are not yet."""
+_NOT_YET = dict.fromkeys(_FIELDS[len(_READ_BY_STEP_13):])
+
+
 def _quantization(context: Any, stream: Any) -> None:
     """Step 13: the payload against its tensor, placement, colocation, buffer count."""
-    t = context["_tensor"] = TensorContext(trusted(TensorDescriptor, _values(context)))
+    values = {name: context[name] for name in _READ_BY_STEP_13}
+    values.update(_NOT_YET)
+    values["shape"], values["buffers"], values["trailing"] = tuple(values["shape"]), tuple(values["buffers"]), b""
+    t = context["_tensor"] = TensorContext(trusted(TensorDescriptor, values))
     check_quantization(t)
 
 
@@ -517,7 +571,7 @@ DESCRIPTOR = Framed(Record(
     StopIfOpaque(),
     "buffer_count" / cs.Rebuild(_bare(BUFFER_COUNT), cs.len_(this.buffers)) * BUFFER_COUNT.docs,
     Checkpoint(_buffer_table),
-    "buffers" / Items(this.buffer_count, section(HANDLE, BufferHandle))
+    "buffers" / HandleTable(this.buffer_count, section(HANDLE, BufferHandle), BufferHandle)
     * "buffer_count handles of 16 bytes",
     Checkpoint(None, _encode),
     QUANTIZATION_LENGTH.name / cs.If(_flag(Flag.HAS_QUANTIZATION),

@@ -1,0 +1,208 @@
+"""``hurray-decl ls FILE``: one line per tensor (name, element type, shape, scheme, layout, bytes).
+
+The summary view of a ``.hrry`` container, a Hurray stream or bare descriptor, an ONNX model of
+onnx-light values, or a ``.gguf`` file, like ``gguf-dump``'s table. The kind is decided by the
+first bytes: ``GGUF``, ``HRRYFILE`` (a container), ``HRRY`` (a stream; a bare descriptor when the
+file is exactly one descriptor), else an ONNX model. Each file is checked as far as the listing
+reads it: a GGUF's whole layout (:mod:`hurray_decl.convert.gguf_file`), a container at open, each
+stream frame (buffers skipped, not checked), the model's protobuf. Shapes are in NumPy order (the
+contiguous dimension last; ``gguf-dump`` prints GGUF's ``ne`` order, contiguous first); bytes are
+the tensor's data (GGUF, onnx-light ``raw_data``) or its buffers (Hurray).
+
+Text rows have fixed column widths (they fit 100 columns; a longer cell is cut with an ellipsis)
+and are printed as they are read; ``--format json`` prints one document with the file, its kind
+and every row in full.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from hurray_decl.cli.common import INVALID, OK, CommandError, FileProblem
+
+KINDS = ("gguf", "container", "stream", "descriptor", "onnx")
+COLUMNS = (("name", 27), ("type", 8), ("shape", 14), ("scheme", 16), ("layout", 14), ("bytes", 10))
+"""Text columns and widths: five gaps of two spaces, 99 columns in all."""
+NONE = "-"
+
+
+class NotListable(CommandError):
+    """An input that is none of the kinds ``ls`` reads (exit 1)."""
+
+    status = INVALID
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    type: str
+    shape: tuple[int, ...]
+    scheme: str
+    layout: str
+    bytes: int
+
+
+def _cell(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 1] + "\u2026"
+
+
+def text_line(values: tuple[str, ...]) -> str:
+    cells = [(_cell(v, w).rjust(w) if n == "bytes" else _cell(v, w).ljust(w)) for v, (n, w) in zip(values, COLUMNS)]
+    return "  ".join(cells).rstrip()
+
+
+def _shape(shape: tuple[int, ...]) -> str:
+    return "x".join(str(n) for n in shape) if shape else "scalar"
+
+
+# ------------------------------------------------------------------ the kinds
+
+def kind_of(path: Path) -> str:
+    from hurray_decl.convert.gguf_file import GGUF_MAGIC
+    from hurray_decl.hurray.stream.frames import CONTAINER_MAGIC, PREFIX_FIELDS, PREFIX_LENGTH
+    from hurray_decl.hurray.tensor.header import MAGIC
+
+    with path.open("rb") as handle:
+        head = handle.read(PREFIX_LENGTH)
+    if not head:
+        raise NotListable(f"{path} is empty: no tensors to list")
+    if head.startswith(GGUF_MAGIC):
+        return "gguf"
+    if head.startswith(CONTAINER_MAGIC):
+        return "container"
+    if head.startswith(MAGIC):
+        at = PREFIX_FIELDS["descriptor_length"]
+        whole = len(head) == PREFIX_LENGTH and int.from_bytes(head[at:at + 4], "little") == path.stat().st_size
+        return "descriptor" if whole else "stream"
+    return "onnx"
+
+
+def _hurray_row(name: str, descriptor: Any) -> Row:
+    from hurray_decl.hurray.quantization import scheme
+    from hurray_decl.hurray.tables.element_types import BY_TAG
+    from hurray_decl.hurray.tensor import LAYOUTS
+
+    element = BY_TAG.get(descriptor.type_tag)
+    layout = LAYOUTS.get(descriptor.layout.tag)
+    q = descriptor.quantization
+    return Row(name, element.name if element else f"0x{descriptor.type_tag:02X}", tuple(descriptor.shape),
+               NONE if q is None else scheme(q.scheme_tag).name,
+               layout.title if layout else f"0x{descriptor.layout.tag:02X}",
+               sum(b.byte_size for b in descriptor.buffers))
+
+
+def gguf_rows(path: Path) -> Iterator[Row]:
+    from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
+
+    from hurray_decl.convert.gguf_file import open_gguf
+
+    for t in open_gguf(path).tensors:
+        block = GGML_QUANT_SIZES[GGMLQuantizationType(t.ggml_type)][0]
+        yield Row(t.name, t.type_name, t.shape, NONE if block == 1 else f"ggml block {block}", "row-major",
+                  t.nbytes)
+
+
+def container_rows(path: Path) -> Iterator[Row]:
+    from hurray_decl.hurray.container import read_container
+
+    container = read_container(path)
+    for name in container.names:
+        yield _hurray_row(name, container.tensor(name).descriptor)
+
+
+def stream_rows(path: Path) -> Iterator[Row]:
+    from hurray_decl.hurray.stream import CompositeItem, read_stream
+
+    def walk(item: Any, name: str) -> Iterator[Row]:
+        if isinstance(item, CompositeItem):
+            yield _hurray_row(name, item.head)
+            for i, member in enumerate(item.members):
+                yield from walk(member, f"{name}.member[{i}]")
+        else:
+            yield _hurray_row(name, item.descriptor)
+
+    with path.open("rb") as handle:
+        for k, item in enumerate(read_stream(handle, check_buffers=False)):
+            yield from walk(item, f"frame[{k}]")
+
+
+def descriptor_rows(path: Path) -> Iterator[Row]:
+    from hurray_decl.hurray.tensor import read_tensor_descriptor
+
+    yield _hurray_row(path.stem, read_tensor_descriptor(path.read_bytes()))
+
+
+def onnx_rows(path: Path) -> Iterator[Row]:
+    from google.protobuf.message import DecodeError
+
+    from hurray_decl.onnx_light import ModelProto
+
+    try:
+        model = ModelProto.FromString(path.read_bytes())
+    except DecodeError:
+        raise NotListable(f"{path} is neither a GGUF file, a .hrry container, a Hurray stream nor an "
+                          "ONNX model") from None
+    for value in model.graph.encoded_initializer:
+        tensor_type = value.logical_type.tensor_type
+        profile = value.struct_type.name.rsplit("/", 1)[-1] or "encoded"
+        shape = tuple(d.dim_value for d in tensor_type.shape.dim)
+        yield Row(value.name, _data_type(tensor_type.elem_type), shape, f"onnx-light {profile}", NONE,
+                  len(value.raw_data))
+    for plain in model.graph.initializer:
+        yield Row(plain.name, _data_type(plain.data_type), tuple(plain.dims), NONE, "row-major", len(plain.raw_data))
+
+
+def _data_type(code: int) -> str:
+    from hurray_decl.onnx_light import TensorProto
+
+    try:
+        return str(TensorProto.DataType.Name(code)).lower()
+    except ValueError:
+        return f"type {code}"
+
+
+READERS = {"gguf": gguf_rows, "container": container_rows, "stream": stream_rows, "descriptor": descriptor_rows,
+           "onnx": onnx_rows}
+
+
+# ------------------------------------------------------------------ the command
+
+def cmd_ls(args: argparse.Namespace) -> int:
+    path = Path(args.source)
+    if path.is_dir():
+        raise FileProblem(f"{path} is a folder, not a file")
+    kind = kind_of(path)
+    rows = READERS[kind](path)
+    if args.format == "json":
+        listed = [{**asdict(r), "shape": list(r.shape)} for r in rows]
+        print(json.dumps({"file": str(path), "kind": kind, "tensors": listed,
+                          "bytes": sum(r["bytes"] for r in listed)}, indent=2))
+        return OK
+    first = next(rows, None)  # the file's kind confirmed (or refused) before the header
+    print(text_line(tuple(name.upper() for name, _ in COLUMNS)), flush=True)
+    count = total = 0
+    for row in itertools.chain([] if first is None else [first], rows):
+        print(text_line((row.name, row.type, _shape(row.shape), row.scheme, row.layout, str(row.bytes))),
+              flush=sys.stdout.isatty())
+        count, total = count + 1, total + row.bytes
+    print(f"{count} tensor{'s' if count != 1 else ''}, {total} bytes ({kind})")
+    return OK
+
+
+def register(subparsers: Any) -> None:
+    """Add ``ls`` to the ``hurray-decl`` sub-command parser."""
+    parser = subparsers.add_parser(
+        "ls", help="list the tensors of a .hrry, stream, onnx-light model or .gguf file",
+        description="One line per tensor: name, element type, shape (NumPy order), scheme, layout and bytes, for a "
+                    ".hrry container, a Hurray stream or descriptor, an ONNX model of onnx-light values or a .gguf "
+                    "file. Exit 0 listed, 1 invalid input (the rule code is printed), 3 file error.")
+    parser.add_argument("source", metavar="FILE", help="the file to list")
+    parser.add_argument("--format", choices=("text", "json"), default="text", help="text rows or one JSON document")
+    parser.set_defaults(run=cmd_ls)

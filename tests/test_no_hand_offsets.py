@@ -58,6 +58,18 @@ ALLOWED: list[tuple[str, str, str | None, str]] = [
      "windows of a tensor's values (NumPy slices of the logical array), not descriptor bytes"),
     ("hurray_decl/hurray/container/reader.py", "offset given as a number", 'offset=0, actual=f"{size} bytes"',
      "a file too short to hold any field is refused at its first byte, which no declaration names"),
+    ("hurray_decl/convert/gguf_file.py", "offset given as a number", 'path="gguf -> magic", offset=0',
+     "a GGUF file's magic, at its first byte: no Hurray descriptor is read"),
+    ("hurray_decl/convert/metadata.py", "header bytes sliced", "[6:-1]",
+     'the element type inside a GGUF type name "ARRAY[...]" (a string, not bytes)'),
+    ("hurray_decl/convert/model_quantize.py", "header bytes sliced", "tensors[:20]", "the first 20 names of a list"),
+    ("tests/convert/run_gguf_mutants.py", "header bytes sliced", "failed[:20]", "the first 20 failures of a list"),
+    ("tests/hurray/test_fuzz_harness.py", "header bytes sliced", "inputs[:20]", "the first 20 inputs of a list"),
+    ("tests/hurray/test_quantize_parts.py", "header bytes sliced", "[:6]!r", "the first 6 bytes of two outputs shown"),
+    ("tests/hurray/test_container_scale.py", "container field at a number", "kv_offset + 4",
+     "the first KV entry follows the section's 4-byte count (the test checks the reader's recorded positions)"),
+    ("tests/test_cli_harness.py", "header bytes sliced", "header[6:10] = (0xFFFFFFFF)",
+     "a hostile command line's input: descriptor_length claimed as 4 GiB in a hand-made header"),
 ]
 
 

@@ -66,6 +66,7 @@ def parses(monkeypatch):
     monkeypatch.setattr(dump_module, "parse_tree", counted_tree)
     monkeypatch.setattr(quantization, "parse_inside", counted_inside)
     monkeypatch.setattr(quantization, "decode_quantization", untraced)
+    monkeypatch.setattr(descriptor_module, "decode_quantization", untraced)  # the compiled parse's own name for it
     monkeypatch.setattr(trace_module, "trace", forbidden)
     fields_module._spans.cache_clear()
     yield counts

@@ -284,12 +284,6 @@ def write_npy(path: str | os.PathLike, values: Any) -> None:
 # ------------------------------------------------------------------ verdicts and JSON documents
 
 
-def error_object(err: Any) -> dict[str, Any]:
-    """The error object every JSON document holds, dumps included: code, path, offset, message."""
-    as_dict: dict[str, Any] = err.to_dict()
-    return as_dict
-
-
 def about(args: argparse.Namespace, kind: str) -> dict[str, Any]:
     """What every JSON document of the command line says first: the file (as given) and its kind."""
     return {"file": getattr(args, "input", None), "kind": kind}
@@ -297,8 +291,9 @@ def about(args: argparse.Namespace, kind: str) -> dict[str, Any]:
 
 def envelope(args: argparse.Namespace, kind: str, err: Any = None, **more: Any) -> dict[str, Any]:
     """The JSON document of a verdict: file, kind, verdict, error (None when valid), then ``more``."""
-    return {**about(args, kind), "verdict": "valid" if err is None else "invalid",
-            "error": None if err is None else error_object(err), **more}
+    from hurray_decl.dump.rows import verdict_json  # the verdict and error object of every JSON document
+
+    return {**about(args, kind), **verdict_json(err), **more}
 
 
 def report_verdict(args: argparse.Namespace, kind: str, check: Callable[[], str]) -> int:

@@ -128,15 +128,22 @@ def relaid(descriptor: Any, buffers: list[bytes], layout: str) -> tuple[Any, lis
     return read_tensor_descriptor(write_tensor_descriptor(changed)), [data, *buffers[1:]]
 
 
-def _gguf_work(x: np.ndarray, name: str) -> Callable[[], object] | None:
-    """gguf's dequantization of ``x`` quantized to type ``name`` (None without gguf or the type)."""
+def _gguf_kind(name: str) -> Any:
+    """gguf's type ``name`` (None without gguf or the type)."""
     try:
         import gguf
     except ImportError:
         return None
-    kind = getattr(gguf.GGMLQuantizationType, name, None)
+    return getattr(gguf.GGMLQuantizationType, name, None)
+
+
+def _gguf_work(x: np.ndarray, name: str) -> Callable[[], object] | None:
+    """gguf's dequantization of ``x`` quantized to type ``name`` (None without gguf or the type)."""
+    kind = _gguf_kind(name)
     if kind is None:
         return None
+    import gguf
+
     try:
         raw = gguf.quants.quantize(x, kind)
     except NotImplementedError:  # IQ4_NL: gguf-py dequantizes but cannot quantize; random blocks will do
@@ -298,13 +305,11 @@ scale width and code width as Q4_0, Q8_0 and Q4_1."""
 
 def _gguf_quantize(x: np.ndarray, name: str) -> Callable[[], object] | None:
     """gguf's quantization of ``x`` to type ``name`` (None without gguf or the type)."""
-    try:
-        import gguf
-    except ImportError:
-        return None
-    kind = getattr(gguf.GGMLQuantizationType, name, None)
+    kind = _gguf_kind(name)
     if kind is None:
         return None
+    import gguf
+
     return lambda: gguf.quants.quantize(x, kind)
 
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import io
 from typing import Any
+
+import construct as cs
 
 from hurray_decl.declare.trace import Span, positions_of, spans_of, trace
 from hurray_decl.errors import ArgumentError, HurrayDeclError, TruncatedError
-from hurray_decl.hurray.tensor.descriptor import parse_fast, parse_traced, preamble_fast
+from hurray_decl.hurray.tensor.descriptor import DESCRIPTOR, parse_fast, parse_traced, preamble_fast
 from hurray_decl.hurray.tensor.header import HEADER, HEADER_LENGTH, PREAMBLE, PREAMBLE_LENGTH
 from hurray_decl.hurray.tensor.model import TensorDescriptor
 
@@ -57,10 +60,20 @@ def _preamble(data: Any, permissive: bool) -> bytes:
 
 
 def _refused(data: Any, permissive: bool) -> TensorDescriptor:
-    """What the compiled parse refused (or could not take), parsed again traced: the error it
-    raises says which rule refuses, where (the traced parse accepting it is returned)."""
+    """What the compiled parse refused (or could not take), parsed again in rule order: the error
+    it raises says which rule refuses, where (an accepted parse is returned). The interpreted
+    parse runs first, untraced: a field rule's error already holds its offset. Only a model's error
+    (a rule over several fields, raised without a position) or a cut-short stream needs the traced
+    parse, whose recorded positions locate it."""
     view = _preamble(data, permissive)
-    traced = parse_traced(view, permissive)  # refused: the traced parse says where
+    try:
+        DESCRIPTOR.parse_stream(io.BytesIO(view), permissive=permissive)
+    except HurrayDeclError as err:
+        if err.offset is not None:
+            raise
+    except cs.ConstructError:
+        pass
+    traced = parse_traced(view, permissive)
     if traced[2] is not None:
         raise traced[2]
     return traced[1]

@@ -47,6 +47,9 @@ _STACK: ContextVar[list[_Node] | None] = ContextVar("hurray_decl_trace_stack", d
 _TRACED: weakref.WeakKeyDictionary[cs.Construct, cs.Construct] = weakref.WeakKeyDictionary()
 """Each declaration's traced copy, built once."""
 
+_POSITIONS: weakref.WeakKeyDictionary[cs.Construct, cs.Construct] = weakref.WeakKeyDictionary()
+"""Each declaration's positions-only traced copy, built once."""
+
 
 def _recorder(con: cs.Construct) -> Any:
     """A ``_parsereport`` for the copy ``con`` that records its span in the running trace."""
@@ -72,31 +75,41 @@ def _recorder(con: cs.Construct) -> Any:
     return recording
 
 
-def _copy(value: Any, memo: dict[int, Any]) -> Any:
-    """``value`` with every Construct inside it replaced by its recording copy (sharing kept)."""
+_POSITIONED = (cs.Renamed, cs.Array, cs.GreedyRange)
+"""The nodes a positions-only copy records: named fields and arrays (with their items), all that
+:func:`positions_of` reads."""
+
+
+def _copy(value: Any, memo: dict[int, Any], positions: bool = False) -> Any:
+    """``value`` with every Construct inside it replaced by its recording copy (sharing kept);
+    with ``positions``, only the nodes :func:`positions_of` reads record (:data:`_POSITIONED`, and
+    an array's item), the others parse as they are declared."""
     if id(value) in memo:
         return memo[id(value)]
     if isinstance(value, cs.Construct):
         new = copy.copy(value)
         memo[id(value)] = new
         for name, attr in vars(value).items():
-            setattr(new, name, _copy(attr, memo))
+            setattr(new, name, _copy(attr, memo, positions))
         if isinstance(value, cs.LazyBound):  # built when parsed: trace what it builds
             build = value.subconfunc
-            new.subconfunc = lambda: traced(build())
+            new.subconfunc = lambda: traced(build(), positions=positions)
         choose = getattr(value, "choose", None)
         if callable(choose):  # picks its declaration when parsed (by tag and rank): trace the pick
-            new.choose = lambda context: _traced_or_none(choose(context))
-        new._parsereport = _recorder(new)  # on the copy only: the declaration is untouched
+            new.choose = lambda context: _traced_or_none(choose(context), positions)
+        if not positions or isinstance(value, _POSITIONED):
+            new._parsereport = _recorder(new)  # on the copy only: the declaration is untouched
+        if positions and isinstance(value, (cs.Array, cs.GreedyRange)):
+            new.subcon._parsereport = _recorder(new.subcon)  # each item is a node: its index is a path
         return new
     if isinstance(value, dict):
         new_dict = copy.copy(value)
         memo[id(value)] = new_dict
         for key, item in value.items():
-            new_dict[key] = _copy(item, memo)
+            new_dict[key] = _copy(item, memo, positions)
         return new_dict
     if isinstance(value, (list, tuple)):
-        items = [_copy(item, memo) for item in value]
+        items = [_copy(item, memo, positions) for item in value]
         result = items if isinstance(value, list) else tuple(items)
         memo[id(value)] = result
         return result
@@ -127,20 +140,24 @@ def parse_inside(declaration: cs.Construct, data: bytes, base: int) -> tuple[Any
     return value, error
 
 
-def _traced_or_none(declaration: cs.Construct | None) -> cs.Construct | None:
-    return None if declaration is None else traced(declaration)
+def _traced_or_none(declaration: cs.Construct | None, positions: bool = False) -> cs.Construct | None:
+    return None if declaration is None else traced(declaration, positions=positions)
 
 
-def traced(declaration: cs.Construct) -> cs.Construct:
-    """A copy of ``declaration`` whose every node records its span while :func:`trace` runs.
+def traced(declaration: cs.Construct, *, positions: bool = False) -> cs.Construct:
+    """A copy of ``declaration`` whose every node records its span while :func:`trace` runs
+    (``positions``: only the nodes whose start :func:`positions_of` reads, and the top one).
 
     Built once per declaration and cached; nothing global (no class, no shared node) changes,
     so parses elsewhere, in any thread, never see the recording.
     """
+    cache = _POSITIONS if positions else _TRACED
     try:
-        return _TRACED[declaration]
+        return cache[declaration]
     except KeyError:
-        copied = _TRACED[declaration] = _copy(declaration, {})
+        copied = cache[declaration] = _copy(declaration, {}, positions)
+        if "_parsereport" not in vars(copied):
+            copied._parsereport = _recorder(copied)
         return copied
 
 
@@ -174,11 +191,12 @@ def _leaves(node: _Node, path: str, doc: str, out: list[Span], base: int,
         _leaves(child, path, "", out, base)
 
 
-def parse_tree(declaration: cs.Construct, data: bytes | io.BytesIO, *,
-               params: dict[str, Any] | None = None) -> tuple[_Node, Any, HurrayDeclError | None]:
+def parse_tree(declaration: cs.Construct, data: bytes | io.BytesIO, *, params: dict[str, Any] | None = None,
+               positions: bool = False) -> tuple[_Node, Any, HurrayDeclError | None]:
     """Parse with the traced copy of ``declaration``: the root of the recorded node tree, the
     parsed value (None when the parse stopped) and the rule error that stopped it, if any.
-    ``data`` may be a stream, read from its current position."""
+    ``data`` may be a stream, read from its current position. With ``positions`` the tree holds
+    only what :func:`positions_of` reads (faster: for locating an error, not for spans)."""
     root = _Node(declaration, 0)
     stream = data if isinstance(data, io.IOBase) else io.BytesIO(data)
     error: HurrayDeclError | None = None
@@ -187,7 +205,7 @@ def parse_tree(declaration: cs.Construct, data: bytes | io.BytesIO, *,
     try:
         context = cs.Container(_parsing=True, _building=False, _sizing=False, _params=dict(params or {}))
         context.update(params or {})
-        value = traced(declaration)._parsereport(stream, context, "(parsing)")
+        value = traced(declaration, positions=positions)._parsereport(stream, context, "(parsing)")
     except HurrayDeclError as err:
         error = err
     except cs.ConstructError:  # the stream ran out inside a field: the caller's decoder says why

@@ -21,6 +21,7 @@ from hurray_decl.hurray.tensor import (
     descriptor as descriptor_module,
     fields as fields_module,
     read_tensor_descriptor,
+    reader as reader_module,
     write_tensor_descriptor,
 )
 from hurray_decl.hurray.tensor.reader import field_positions
@@ -64,6 +65,7 @@ def parses(monkeypatch):
     monkeypatch.setattr(trace_module, "parse_tree", counted_tree)
     monkeypatch.setattr(descriptor_module, "parse_tree", counted_tree)
     monkeypatch.setattr(dump_module, "parse_tree", counted_tree)
+    monkeypatch.setattr(reader_module, "parse_tree", counted_tree)  # a refusal's positions-only trace
     monkeypatch.setattr(quantization, "parse_inside", counted_inside)
     monkeypatch.setattr(quantization, "decode_quantization", untraced)
     monkeypatch.setattr(descriptor_module, "decode_quantization", untraced)  # the compiled parse's own name for it
@@ -111,7 +113,7 @@ def test_a_context_error_inside_the_payload_is_located_by_the_trace(parses):
     with pytest.raises(HurrayDeclError) as info:
         read_tensor_descriptor(bad)
     # The compiled parse refused it, the untraced parse in rule order named the rule without a
-    # position (a context rule), and one traced parse says where.
+    # position (a context rule), and one traced parse (positions only) says where.
     assert parses["traced"] == 1
     assert parses["untraced"] == 2
     assert info.value.offset == offset, info.value

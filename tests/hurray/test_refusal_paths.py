@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from hurray_decl.declare import trace as trace_module
 from hurray_decl.errors import HurrayDeclError
 from hurray_decl.hurray import strategies
 from hurray_decl.hurray.examples import bundled
@@ -109,19 +110,38 @@ def first_refusals() -> tuple[bytes, bytes]:
     raise AssertionError("no example mutant of each kind")
 
 
-def test_a_field_rule_refusal_needs_no_traced_parse(monkeypatch):
+def test_a_field_rule_refusal_needs_no_traced_parse_and_a_model_one_a_positions_only_parse(monkeypatch):
     field, model = first_refusals()
-    calls = []
-    original = reader.parse_traced
+    calls: list[str] = []
+    full, tree = reader.parse_traced, reader.parse_tree
 
-    def counted(view, permissive):
-        calls.append(len(view))
-        return original(view, permissive)
+    def counted_full(view, permissive):
+        calls.append("full")
+        return full(view, permissive)
 
-    monkeypatch.setattr(reader, "parse_traced", counted)
+    def counted_tree(*args, **kwargs):
+        calls.append("positions" if kwargs.get("positions") else "tree")
+        return tree(*args, **kwargs)
+
+    monkeypatch.setattr(reader, "parse_traced", counted_full)
+    monkeypatch.setattr(reader, "parse_tree", counted_tree)
     with pytest.raises(HurrayDeclError) as field_error:
         read_tensor_descriptor(field)
     assert calls == [] and field_error.value.offset is not None
     with pytest.raises(HurrayDeclError) as model_error:
         read_tensor_descriptor(model)
-    assert len(calls) == 1 and model_error.value.offset is not None
+    assert calls == ["positions"]
+    assert key(model_error.value) == key(traced_error(model, False))
+
+
+def test_a_positions_only_trace_records_fewer_nodes_and_the_same_positions():
+    _, model = first_refusals()
+    view = reader._preamble(model, False)
+    full, _, _ = trace_module.parse_tree(declaration.DESCRIPTOR, view, params={"permissive": False})
+    light, _, _ = trace_module.parse_tree(declaration.DESCRIPTOR, view, params={"permissive": False}, positions=True)
+
+    def count(node) -> int:
+        return 1 + sum(count(child) for child in node.children)
+
+    assert count(light) * 2 < count(full)
+    assert trace_module.positions_of(light) == trace_module.positions_of(full)

@@ -7,9 +7,9 @@ from typing import Any
 
 import construct as cs
 
-from hurray_decl.declare.trace import Span, positions_of, spans_of, trace
+from hurray_decl.declare.trace import Span, parse_tree, positions_of, spans_of, trace
 from hurray_decl.errors import ArgumentError, HurrayDeclError, TruncatedError
-from hurray_decl.hurray.tensor.descriptor import DESCRIPTOR, parse_fast, parse_traced, preamble_fast
+from hurray_decl.hurray.tensor.descriptor import DESCRIPTOR, locate, parse_fast, parse_traced, preamble_fast
 from hurray_decl.hurray.tensor.header import HEADER, HEADER_LENGTH, PREAMBLE, PREAMBLE_LENGTH
 from hurray_decl.hurray.tensor.model import TensorDescriptor
 
@@ -62,15 +62,19 @@ def _preamble(data: Any, permissive: bool) -> bytes:
 def _refused(data: Any, permissive: bool) -> TensorDescriptor:
     """What the compiled parse refused (or could not take), parsed again in rule order: the error
     it raises says which rule refuses, where (an accepted parse is returned). The interpreted
-    parse runs first, untraced: a field rule's error already holds its offset. Only a model's error
-    (a rule over several fields, raised without a position) or a cut-short stream needs the traced
-    parse, whose recorded positions locate it."""
+    parse runs first, untraced: a field rule's error already holds its offset. A model's error (a
+    rule over several fields, raised without a position) is located by a traced parse that records
+    only where named fields start; a cut-short stream is left to the fully traced parse."""
     view = _preamble(data, permissive)
+    params = {"permissive": permissive}
     try:
-        DESCRIPTOR.parse_stream(io.BytesIO(view), permissive=permissive)
+        DESCRIPTOR.parse_stream(io.BytesIO(view), **params)
     except HurrayDeclError as err:
         if err.offset is not None:
             raise
+        root, _, error = parse_tree(DESCRIPTOR, io.BytesIO(view), params=params, positions=True)
+        if error is not None:
+            raise locate(error, positions_of(root)) from None
     except cs.ConstructError:
         pass
     traced = parse_traced(view, permissive)

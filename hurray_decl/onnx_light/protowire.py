@@ -16,6 +16,7 @@ skipped as the runtime skips them.
 from __future__ import annotations
 
 import enum
+import re
 import struct
 from dataclasses import dataclass, field
 from typing import Any
@@ -78,6 +79,10 @@ _WIRE_OF_TYPE = {
 """The wire type of each field type that is not a varint."""
 _FIXED = {_T.TYPE_DOUBLE: "<d", _T.TYPE_FIXED64: "<Q", _T.TYPE_SFIXED64: "<q",
           _T.TYPE_FLOAT: "<f", _T.TYPE_FIXED32: "<I", _T.TYPE_SFIXED32: "<i"}
+_FIXED_SIZE = {int(wire): wire.size for wire in WireType if wire.size is not None}
+"""The size of a fixed-width wire type's value, by code."""
+_VARINT_RUN = re.compile(rb"(?:[\x80-\xff]{0,9}[\x00-\x7f])*")
+"""Bytes that are whole varints, each at most 10 bytes long (what :func:`read_varint` reads)."""
 _SIGNED64 = {_T.TYPE_INT64, _T.TYPE_INT32, _T.TYPE_ENUM}
 _DATA_TYPE_FIELDS = {"elem_type", "data_type"}
 """int32 fields that hold a TensorProto.DataType code (the .proto declares them int32, as ONNX does)."""
@@ -173,6 +178,23 @@ class _Walker:
             self.rows.append(Row(self.base + start, end - start, _hex(self.data, start, end), path, value))
         return len(self.rows) - 1
 
+    def scalar_row(self, start: int, end: int, path: str, fd: FieldDescriptor | None, value: int) -> int:
+        """The row of a varint value; not recording, only what counts against the fit (an enum
+        value the enum does not name) is looked at."""
+        if self.record:
+            return self.row(start, end, path, self.scalar(fd, value))
+        if fd is not None and fd.type == _T.TYPE_ENUM:
+            self.scalar(fd, value)
+        return -1
+
+    def text_row(self, start: int, end: int, path: str, fd: FieldDescriptor, value: bytes) -> int:
+        """The row of a string or bytes value; not recording, only a string's UTF-8 is looked at."""
+        if self.record:
+            return self.row(start, end, path, self.text(fd, value))
+        if fd.type == _T.TYPE_STRING:
+            self.text(fd, value)
+        return -1
+
     def message(self, start: int, end: int, descriptor: Descriptor | None, path: str, parent: Field,
                 depth: int, group: int | None = None) -> int:
         """Read fields from ``start`` to ``end`` (or up to the end-group key of ``group``)."""
@@ -191,8 +213,9 @@ class _Walker:
             if wire == _W.EGROUP:
                 if group != number:
                     raise WireError(pos, f"end-group key for field {number} outside its group")
-                self.row(pos, after, f"{path}:end_group" if path else "end_group",
-                         f"field {number}, wire type {int(_W.EGROUP)} ({_W.EGROUP.title})")
+                if self.record:
+                    self.row(pos, after, f"{path}:end_group" if path else "end_group",
+                             f"field {number}, wire type {int(_W.EGROUP)} ({_W.EGROUP.title})")
                 return after
             fd = descriptor.fields_by_number.get(number) if descriptor is not None else None
             expected = None if fd is None else _WIRE_OF_TYPE.get(fd.type, _W.VARINT)
@@ -205,8 +228,11 @@ class _Walker:
             if fd is not None and fd.is_repeated and not packed:
                 here = f"{here}[{index}]"
             node = Field(name, here, pos, after, number, wire, fd)
-            node.first_row = self.row(pos, after, f"{here}:key",
-                                      f"field {number} ({name}), wire type {wire} ({WIRE_TYPES[wire]})")
+            if self.record:
+                node.first_row = self.row(pos, after, f"{here}:key",
+                                          f"field {number} ({name}), wire type {wire} ({WIRE_TYPES[wire]})")
+            else:
+                node.first_row = -1
             pos = self.value(node, after, end, depth, counts, path)
             node.end = pos
             node.last_row = len(self.rows) - 1
@@ -225,16 +251,16 @@ class _Walker:
         if wire == _W.VARINT:
             value, after = read_varint(data, pos, end)
             node.value = value
-            node.value_row = self.row(pos, after, here, self.scalar(fd, value))
+            node.value_row = self.scalar_row(pos, after, here, fd, value)
             return after
-        size = _W(wire).size
+        size = _FIXED_SIZE.get(wire)
         if size is not None:  # I64 or I32
             if pos + size > end:
                 raise WireError(pos, f"truncated {size * 8}-bit value")
             raw = data[pos:pos + size]
             fmt = (_FIXED.get(fd.type) if fd is not None else None) or ("<Q" if size == 8 else "<I")
             node.value = struct.unpack(fmt, raw)[0]
-            node.value_row = self.row(pos, pos + size, here, self.fixed(node.value))
+            node.value_row = self.row(pos, pos + size, here, self.fixed(node.value)) if self.record else -1
             return pos + size
         if wire == _W.SGROUP:
             node.value_row = node.first_row
@@ -244,9 +270,12 @@ class _Walker:
             raise WireError(pos, f"length {length} runs past the end of the enclosing message")
         stop = body + length
         node.body = (body, stop)
-        what = fd.message_type.name if fd is not None and fd.type == _T.TYPE_MESSAGE else "bytes"
-        node.value_row = self.row(pos, body, f"{here}:length", f"{length} bytes ({what})" if what != "bytes"
-                                  else f"{length} bytes")
+        if self.record:
+            what = fd.message_type.name if fd is not None and fd.type == _T.TYPE_MESSAGE else "bytes"
+            node.value_row = self.row(pos, body, f"{here}:length", f"{length} bytes ({what})" if what != "bytes"
+                                      else f"{length} bytes")
+        else:
+            node.value_row = -1
         if fd is None:
             if length:
                 node.value = data[body:stop]
@@ -264,13 +293,15 @@ class _Walker:
         if fd.type in (_T.TYPE_STRING, _T.TYPE_BYTES):
             node.value = data[body:stop]
             if length:
-                node.value_row = self.row(body, stop, here, self.text(fd, node.value))
+                node.value_row = self.text_row(body, stop, here, fd, node.value)
             return stop
         size = _WIRE_OF_TYPE.get(fd.type, _W.VARINT).size
         if not self.record and size is not None:  # fitting only: a fixed-width run needs a whole count
             if length % size:
                 raise WireError(body + length - length % size, "a packed run ends inside an element")
             return stop
+        if not self.record and fd.type != _T.TYPE_ENUM and _VARINT_RUN.fullmatch(data, body, stop):
+            return stop  # fitting only: whole varints of at most 10 bytes (else the loop says where)
         # A packed run of scalars: one row per element, indexed across runs of the same field.
         base_path = here
         index = counts.get(fd.name, 0)
@@ -280,15 +311,15 @@ class _Walker:
             element = Field(fd.name, f"{base_path}[{index}]", at, at, fd.number, int(_W.VARINT), fd)
             if size is None:
                 value, after = read_varint(data, at, stop)
-                text = self.scalar(fd, value)
+                row = self.scalar_row(at, after, element.path, fd, value)
             else:
                 if at + size > stop:
                     raise WireError(at, "a packed run ends inside an element")
                 after = at + size
                 value = struct.unpack(_FIXED[fd.type], data[at:after])[0]
-                text = self.fixed(value)
+                row = self.row(at, after, element.path, self.fixed(value))
             element.value, element.end = value, after
-            element.first_row = element.value_row = element.last_row = self.row(at, after, element.path, text)
+            element.first_row = element.value_row = element.last_row = row
             node.children.append(element)
             index += 1
             at = after
@@ -331,7 +362,8 @@ class _Walker:
 
 def walk(data: bytes, descriptor: Descriptor, *, base: int = 0, path: str = "", rows: bool = True) -> Walk:
     """Rows and field tree of ``data`` read as ``descriptor``'s message (``rows=False``: only the
-    tree and the fit counts, faster, for telling message types apart).
+    fit counts and the error, faster, for telling message types apart and checking the wire; the
+    tree then lists no element of a packed run).
 
     On bytes that are not such a message, ``error`` says where reading stopped; the rows and
     the tree hold every field completed before that point.

@@ -19,6 +19,7 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from math import prod
 from typing import Any
 
@@ -360,35 +361,42 @@ _STRING_RULES = {
 rule of the nearest listed message holding them (a StructTypeProto's Field is OL-WIRE-02)."""
 
 
-def _string_rule(descriptor, inherited: str) -> str:
+@cache
+def _own_string_rule(descriptor) -> str | None:
+    """The rule of the nearest listed message holding ``descriptor`` (itself included), if any."""
     while descriptor is not None:
         if descriptor.full_name in _STRING_RULES:
             return _STRING_RULES[descriptor.full_name]
         descriptor = descriptor.containing_type
-    return inherited
+    return None
+
+
+@cache
+def _text_fields(descriptor) -> tuple[tuple[str, bool, bool], ...]:
+    """The string and message fields of a message type: (name, repeated, a message)."""
+    return tuple((f.name, f.is_repeated, f.type == f.TYPE_MESSAGE) for f in descriptor.fields
+                 if f.type in (f.TYPE_STRING, f.TYPE_MESSAGE))
 
 
 def check_strings(message, path: str, code: str) -> None:
     """Refuse a string field that is not UTF-8 (protobuf's Python runtime hands such a proto2
     string back as ``bytes``), with the rule of the message holding it; ``code`` is the rule
     for messages not listed in ``_STRING_RULES``."""
-    code = _string_rule(message.DESCRIPTOR, code)
-    for field in message.DESCRIPTOR.fields:   # not ListFields: it would copy every bytes field
-        if field.type not in (field.TYPE_STRING, field.TYPE_MESSAGE):
-            continue
-        repeated = field.is_repeated
+    descriptor = message.DESCRIPTOR
+    code = _own_string_rule(descriptor) or code
+    for name, repeated, nested in _text_fields(descriptor):   # not ListFields: it would copy every bytes field
         if repeated:
-            items = getattr(message, field.name)
+            items = getattr(message, name)
             if not len(items):
                 continue
-        elif not message.HasField(field.name):
+        elif not message.HasField(name):
             continue
         else:
-            items = (getattr(message, field.name),)
-        where = f"{path} -> {field.name}"
+            items = (getattr(message, name),)
+        where = f"{path} -> {name}"
         for i, item in enumerate(items):
             at = f"{where}[{i}]" if repeated else where
-            if field.type == field.TYPE_MESSAGE:
+            if nested:
                 check_strings(item, at, code)
             elif isinstance(item, bytes):
                 raise _fail(code, "a string field is not valid UTF-8", at, item[:32].hex(" "), "UTF-8 text")

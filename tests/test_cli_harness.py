@@ -1,5 +1,6 @@
 """Bad command lines over every kind of input: descriptor, payload, container, stream, onnx-light
-value, tensor and model, GGUF.
+value, tensor and model, GGUF; for the commands that judge them and for ``ls`` and ``convert``, which
+read through the same input layer.
 
 For every kind: a missing file, an empty one, a folder, a truncated file, garbage, huge claims,
 windows past the end, options that do not apply or conflict, outputs that cannot be written; and,
@@ -105,6 +106,7 @@ def build_corpus(folder: Path) -> dict[str, Path]:
     (folder / "claims.bin").write_bytes(bytes(header))
     (folder / "claims.pb").write_bytes(b"\x0a\xff\xff\xff\xff\x07" + b"\x00" * 16)  # a 2 GiB length prefix
     (folder / "claims.gguf").write_bytes(b"GGUF" + (3).to_bytes(4, "little") + (2 ** 62).to_bytes(8, "little") * 2)
+    (folder / "magic.gguf").write_bytes(b"GGUE" + files["gguf"].read_bytes()[4:])
     return files
 
 
@@ -182,6 +184,44 @@ def cases() -> dict[str, Case]:
         for command in ("validate", "inspect", "decode"):
             table[f"{kind}: {command} huge claims"] = Case((command, f"{{c}}/{claims}", *forced), INVALID,
                                                            '"verdict": "invalid"' if command == "decode" else "[")
+    # ls and convert: the same input layer, so the same refusals of missing, empty, folder and damaged input
+    to = {"container": "onnx-light", "descriptor": "onnx-light"}
+    for kind, name in names.items():
+        f = f"{{c}}/{name}"
+        listed = kind not in ("value", "tensor")
+        for command in ("ls", "convert"):
+            out = ("--to", to.get(kind, "hurray"), "-o", "{o}/out.x") if command == "convert" else ()
+            more = ("--buffer", "{c}/w.buf0.bin", "--buffer", "{c}/w.buf1.bin") \
+                if command == "convert" and kind == "descriptor" else ()
+            table[f"{kind}: {command} a missing file"] = Case((command, f"{{c}}/missing-{name}", *more, *out), FILE,
+                                                               "no such file")
+            empty = (USAGE, "empty input") if kind != "stream" else \
+                (OK, "0 tensors, 0 bytes (stream)") if command == "ls" else (INVALID, "nothing written")
+            table[f"{kind}: {command} an empty file"] = Case((command, f"{{c}}/empty-{name}", *more, *out), *empty)
+            judged = "invalid: [" if command == "ls" else "invalid "
+            table[f"{kind}: {command} truncated"] = Case(  # a cut .pb is a value by its suffix
+                (command, f"{{c}}/trunc-{name}", *more, *out), INVALID if listed else USAGE,
+                judged if listed else f"{command} does not take an onnx-light value")
+            if not listed:
+                table[f"{kind}: {command} is not a file of tensors"] = Case(
+                    (command, f, *out), USAGE, f"{command} does not take an onnx-light {kind}")
+    for command in ("ls", "convert"):
+        out = ("-o", "{o}/out.hrry") if command == "convert" else ()
+        code = "invalid: [HF-HDR-03] gguf -> magic" if command == "ls" else "invalid HF-HDR-03: "
+        table[f"gguf: {command} a damaged magic is a GGUF's"] = Case((command, "{c}/magic.gguf", *out), INVALID, code)
+        table[f"gguf: {command} garbage named .gguf"] = Case((command, "{c}/garbage-small.gguf", *out), INVALID,
+                                                             code)
+        table[f"gguf: {command} a folder"] = Case((command, "{c}/dir.hrry", *out), FILE, "is a folder")
+        table[f"container: {command} a damaged magic"] = Case(
+            (command, "-", *(("--to", "onnx-light", *out) if out else ())), INVALID,
+            "invalid: [HF-HDR-03]" if command == "ls" else "invalid HF-HDR-03: ", stdin=b"HRRYFILF" + bytes(100))
+    table["gguf: ls a damaged magic on standard input has no kind"] = Case(("ls", "-"), INVALID, "[HT-HDR-04]",
+                                                                           stdin=b"GGUE" + bytes(100))
+    table["gguf: convert a damaged magic on standard input has no kind"] = Case(
+        ("convert", "-", "-o", "{o}/out.hrry"), INVALID, "none of the kinds convert reads", stdin=b"GGUE" + bytes(100))
+    table["gguf: ls"] = Case(("ls", "{c}/small.gguf"), OK, "1 tensor, 256 bytes (gguf)")
+    table["gguf: convert"] = Case(("convert", "{c}/small.gguf", "-o", "{o}/out.hrry"), OK, "1 converted",
+                                  outputs=("out.hrry",))
     # kinds by content, whatever the suffix; damaged magic; stdin
     table["container: HRRYFILF is a damaged container"] = Case(("validate", "-"), INVALID, "[HF-HDR-03]",
                                                                stdin=b"HRRYFILF" + bytes(100))

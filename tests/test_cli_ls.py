@@ -15,6 +15,8 @@ from hurray_decl.cli.ls import COLUMNS
 from hurray_decl.hurray.container import read_container
 from tests.paths import CONFORMANCE, REPO as ROOT
 
+ONNX_EXAMPLES = ROOT / "hurray_decl" / "onnx_light" / "examples"
+
 Q = gguf.GGMLQuantizationType
 
 
@@ -110,13 +112,20 @@ def test_text_fits_100_columns_and_cuts_long_cells(files, name):
 
 
 @pytest.mark.parametrize("make, status, words", [
-    (lambda d: (d / "empty.gguf").write_bytes(b""), 1, "is empty"),
-    (lambda d: (d / "notes.txt").write_text("not a model\n"), 1, "is neither a GGUF file"),
+    (lambda d: (d / "empty.gguf").write_bytes(b""), 2, "empty input"),
+    (lambda d: (d / "notes.txt").write_text("not a model\n"), 1, "invalid: [HT-HDR-04]"),  # no kind: as validate
     (lambda d: (d / "cut.gguf").write_bytes((d.parent / "model.gguf").read_bytes()[:200]), 1, "invalid: [HF-"),
     (lambda d: (d / "big.gguf").write_bytes(b"GGUF" + (3).to_bytes(4, "little") + (1).to_bytes(8, "little")
                                             + (2**63).to_bytes(8, "little") + bytes(200)), 1, "invalid: [HF-META-07]"),
+    (lambda d: (d / "magic.gguf").write_bytes(b"GGUE" + (d.parent / "model.gguf").read_bytes()[4:]), 1,
+     "invalid: [HF-HDR-03] gguf -> magic at byte 0"),
+    (lambda d: (d / "short.gguf").write_bytes(b"GGU"), 1, "invalid: [HF-HDR-03]"),
+    (lambda d: (d / "magic.hrry").write_bytes(b"HRRYFILF" + bytes(100)), 1, "invalid: [HF-HDR-03]"),
+    (lambda d: (d / "cut.onnx").write_bytes((d.parent / "model.onnx").read_bytes()[:300]), 1, "invalid: [OL-WIRE-01]"),
+    (lambda d: (d / "value.pb").write_bytes((ONNX_EXAMPLES / "valid_int4.pb").read_bytes()), 2,
+     "ls does not take an onnx-light value"),
     (lambda d: (d / "folder.gguf").mkdir(), 3, "is a folder"),
-    (lambda d: None, 3, "No such file"),
+    (lambda d: None, 3, "no such file"),
 ])
 def test_what_cannot_be_listed(files, tmp_path, make, status, words):
     folder = files / f"bad{abs(hash(words)) % 10**6}"
@@ -128,3 +137,45 @@ def test_what_cannot_be_listed(files, tmp_path, make, status, words):
     assert result.returncode == status, result.stderr
     assert words in result.stderr and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and not result.stdout
+    assert sorted(folder.iterdir()) == created  # nothing written
+
+
+@pytest.mark.parametrize("name, data", [
+    ("notes.txt", b"not a model\n"),
+    ("magic.hrry", b"HRRYFILF" + bytes(100)),
+    ("cut.stream", None),
+    ("zeros.onnx", bytes(64)),
+])
+def test_refusals_are_the_verdict_lines_of_validate(tmp_path, name, data):
+    """One input layer and one reader per kind: ``ls`` refuses a damaged input with the line that
+    ``validate`` prints for it (the kind decided alike: magic, structure, then the suffix)."""
+    path = tmp_path / name
+    path.write_bytes(data if data is not None else
+                     (CONFORMANCE / "streams" / "v03-three-tensors.stream").read_bytes()[:-3])
+    listed_ = ls(str(path))
+    validated = subprocess.run([sys.executable, "-m", "hurray_decl", "validate", str(path)], capture_output=True,
+                               text=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "NO_COLOR": "1"},
+                               check=False)
+    assert listed_.returncode == validated.returncode == 1, (listed_.stderr, validated.stdout)
+    line = validated.stdout.strip().splitlines()[-1]
+    assert line.startswith("invalid: [") and listed_.stderr.strip() == f"hurray-decl: {line}"
+
+
+def test_standard_input_and_hex_are_listed_as_files_are(files):
+    """``ls -`` and ``ls HEX`` read through the same input layer as a file argument."""
+    data = (files / "model.gguf").read_bytes()
+    piped = subprocess.run([sys.executable, "-m", "hurray_decl", "ls", "-", "--format", "json"], input=data,
+                           capture_output=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, check=False)
+    assert piped.returncode == 0, piped.stderr
+    by_file = listed(files / "model.gguf")
+    assert json.loads(piped.stdout)["tensors"] == by_file["tensors"] and json.loads(piped.stdout)["kind"] == "gguf"
+    descriptor = CONFORMANCE / "descriptors" / "quant_per_block_int4_128x128.bin"
+    spelled = ls(descriptor.read_bytes().hex(), "--format", "json")
+    assert spelled.returncode == 0, spelled.stderr
+    assert [t["bytes"] for t in json.loads(spelled.stdout)["tensors"]] == [8448]
+    stream = CONFORMANCE / "streams" / "v03-three-tensors.stream"
+    piped = subprocess.run([sys.executable, "-m", "hurray_decl", "ls", "-", "--format", "json"],
+                           input=stream.read_bytes(), capture_output=True,
+                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, check=False)
+    assert piped.returncode == 0, piped.stderr
+    assert json.loads(piped.stdout)["tensors"] == listed(stream)["tensors"]

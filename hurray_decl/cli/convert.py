@@ -86,11 +86,21 @@ class NamedTensor:
 
 @dataclass
 class Staging:
-    """Output files written under temporary names beside their targets, renamed into place by :meth:`commit`."""
+    """Outputs written under temporary names beside their targets, renamed into place by
+    :meth:`commit`: files through :class:`hurray_decl.cli.outputs.Batch` (recognisable temporaries
+    with the umask's permissions, stale ones of killed runs removed, the free space checked),
+    folders as private temporary folders given the umask's permissions when renamed."""
 
-    pending: list[tuple[Path, Path]] = field(default_factory=list)
+    files: Any = None
+    folders: list[tuple[Path, Path]] = field(default_factory=list)
 
-    def path(self, target: Path, folder: bool = False) -> Path:
+    def __post_init__(self) -> None:
+        if self.files is None:
+            from hurray_decl.cli.outputs import Batch
+
+            self.files = Batch()
+
+    def path(self, target: Path, folder: bool = False, size: int = 0) -> Path:
         parent = target.parent
         if not parent.is_dir():
             raise CommandError(FILE_ERROR, f"cannot write {target}: the folder {parent} does not exist")
@@ -98,43 +108,43 @@ class Staging:
             raise CommandError(FILE_ERROR, f"cannot write {target}: it is {'a non-empty' if folder else 'a'} folder")
         if folder and target.exists() and not target.is_dir():
             raise CommandError(FILE_ERROR, f"cannot write the folder {target}: a file of that name exists")
-        if folder:
-            temp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=parent))
-        else:
-            handle, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)
-            os.close(handle)
-            temp = Path(name)
-        self.pending.append((temp, target))
+        if not folder:
+            return Path(self.files.file(target, size))
+        temp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=parent))
+        self.folders.append((temp, target))
         return temp
 
     def write(self, target: Path, data: bytes) -> None:
-        self.path(target).write_bytes(data)
+        self.path(target, size=len(data)).write_bytes(data)
 
     def commit(self) -> None:
         mask = os.umask(0)
         os.umask(mask)
-        for temp, target in self.pending:  # temporary files are private; outputs get the usual permissions
-            os.chmod(temp, (0o777 if temp.is_dir() else 0o666) & ~mask)
+        for temp, target in self.folders:  # a temporary folder is private; the output gets the usual permissions
+            os.chmod(temp, 0o777 & ~mask)
             os.replace(temp, target)
-        self.pending.clear()
+        self.folders.clear()
+        self.files.commit()
 
     def discard(self) -> None:
-        for temp, _ in self.pending:
-            if temp.is_dir():
-                shutil.rmtree(temp, ignore_errors=True)
-            else:
-                temp.unlink(missing_ok=True)
-        self.pending.clear()
+        for temp, _ in self.folders:
+            shutil.rmtree(temp, ignore_errors=True)
+        self.folders.clear()
+        self.files.discard()
 
 
 def _commit(write: Callable[[Staging], None]) -> None:
-    """Stage every output with ``write``, then rename all of them; on any failure remove them all."""
-    stage = Staging()
-    try:
-        write(stage)
-        stage.commit()
-    finally:
-        stage.discard()
+    """Stage every output with ``write``, then rename all of them; on any failure (SIGTERM and
+    SIGHUP included, as :func:`hurray_decl.cli.outputs.batch` catches them) remove them all."""
+    from hurray_decl.cli.outputs import batch
+
+    with batch() as files:
+        stage = Staging(files)
+        try:
+            write(stage)
+            stage.commit()
+        finally:
+            stage.discard()
 
 
 def _descriptor_files(folder_or_bin: Path, tensor: NamedTensor, stem: str) -> list[tuple[Path, bytes]]:
@@ -170,17 +180,18 @@ def write_container(path: Path, tensors: Iterable[NamedTensor], kv: Any = None) 
     return entries
 
 
-def read_container_tensors(path: Path) -> list[NamedTensor]:
+def read_container_tensors(source: Any) -> list[NamedTensor]:
     """Every tensor of a ``.hrry`` container, read with ``hurray_decl.hurray.container`` (checked, memory-mapped)."""
-    return read_container_model(path)[0]
+    return read_container_model(source)[0]
 
 
-def read_container_model(path: Path) -> tuple[list[NamedTensor], dict[str, Any]]:
-    """Every tensor of a ``.hrry`` container and its KV entries (``KVValue``s, in file order)."""
+def read_container_model(source: Any) -> tuple[list[NamedTensor], dict[str, Any]]:
+    """Every tensor of a ``.hrry`` container (a path, or its bytes: a memory map's view) and its
+    KV entries (``KVValue``s, in file order)."""
     _container_package()
-    from hurray_decl.hurray.container import read_container
+    from hurray_decl.hurray.container import open_container, read_container
 
-    container = read_container(path).validate()
+    container = (read_container(source) if isinstance(source, (str, Path)) else open_container(source)).validate()
     return [NamedTensor(t.name, t.descriptor, list(t.buffers)) for t in container.tensors()], dict(container.kv)
 
 
@@ -299,7 +310,7 @@ def _report(rows: Sequence[Row], written: str | None, args: argparse.Namespace) 
     done = sum(r.converted for r in rows)
     summary = f"{done} converted, {len(rows) - done} skipped"
     if args.json:
-        print(json.dumps({"source": str(args.source), "to": args.to, "output": written, "tensors": [
+        print(json.dumps({"source": str(args.input), "to": args.to, "output": written, "tensors": [
             {"name": r.name, "type": r.source, "shape": list(r.shape), "converted": r.converted, "code": r.code,
              "reason": r.reason or None} for r in rows]}, indent=2))
         return
@@ -310,82 +321,61 @@ def _report(rows: Sequence[Row], written: str | None, args: argparse.Namespace) 
 
 # --- sources --------------------------------------------------------------------------------------
 
-def _is_container(head: bytes) -> bool:
-    if find_spec(f"{__package__}.container") is None:  # until the container package is merged: its FILE_MAGIC
-        return head.startswith(b"HRRYFILE")
-    from hurray_decl.hurray.container import is_container
-
-    return is_container(head)
-
-
-def _source_kind(path: Path) -> str:
-    """``gguf``, ``container``, ``hurray`` (a tensor descriptor) or ``onnx``, from the first bytes."""
-    from hurray_decl.convert.gguf import GGUF_MAGIC
-    from hurray_decl.hurray.tensor.header import MAGIC
-
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(16)
-    except IsADirectoryError:
-        raise CommandError(FILE_ERROR, f"{path} is a folder, not a file") from None
-    if head.startswith(GGUF_MAGIC):
-        return "gguf"
-    if _is_container(head):
-        return "container"
-    if head.startswith(MAGIC):
-        return "hurray"
-    return "onnx"
+KINDS = {"gguf": "gguf", "container": "container", "stream": "stream", "descriptor": "hurray", "model": "onnx"}
+"""The input kinds (:mod:`hurray_decl.cli.inputs`' names) ``convert`` reads, and the names its
+messages give them (safetensors sources are :mod:`.models`')."""
+READS = ("a GGUF file, a .hrry container, a Hurray stream or descriptor, an ONNX model of onnx-light values or a "
+         "safetensors file")
 
 
-def _read_model(path: Path) -> Any:
-    from google.protobuf.message import DecodeError
+def source_kind(args: argparse.Namespace) -> str:
+    """``gguf``, ``container``, ``stream``, ``hurray`` (a tensor descriptor) or ``onnx``: the kind
+    :func:`hurray_decl.cli.inputs.detect` decided for the input (by magic, structure and suffix);
+    input of no kind is refused here (exit 1)."""
+    from hurray_decl.cli.inputs import detect
 
-    from hurray_decl.onnx_light import ModelProto
+    found = detect(args)
+    if found.reason == "fallback":
+        raise CommandError(INVALID, f"invalid input: {args.input} is none of the kinds convert reads ({READS}) by its "
+                           "first bytes")
+    return KINDS[found.kind]
 
-    try:
-        return ModelProto.FromString(path.read_bytes())
-    except DecodeError:
-        raise CommandError(INVALID, f"invalid input: {path} is neither a GGUF file, a Hurray descriptor nor an ONNX "
-                           "model") from None
+
+def _read_model(args: argparse.Namespace) -> Any:
+    from hurray_decl.cli.inputs import MODEL, window_data
+    from hurray_decl.onnx_light.inputs import parse
+
+    return parse(window_data(args), MODEL)  # the one protobuf reader of every command, its rule on refusal
 
 
 def _read_hurray(args: argparse.Namespace) -> list[NamedTensor]:
+    from hurray_decl.cli.inputs import map_file, read_descriptor
     from hurray_decl.hurray.tensor import read_tensor_descriptor
 
     if not args.buffer:
         raise CommandError(USAGE, "a Hurray descriptor needs its buffers: --buffer FILE, once per buffer")
-    descriptor = read_tensor_descriptor(Path(args.source).read_bytes())
-    buffers = [Path(b).read_bytes() for b in args.buffer]
-    return [NamedTensor(args.name or Path(args.source).stem, descriptor, buffers)]
+    descriptor = read_tensor_descriptor(read_descriptor(args.input).data)
+    buffers = [bytes(map_file(b, what="--buffer")) for b in args.buffer]
+    return [NamedTensor(args.name or Path(args.input).stem, descriptor, buffers)]
 
 
-def _is_stream(path: Path) -> bool:
-    """Whether bytes follow the descriptor that ``path`` starts with (its declared descriptor_length)."""
-    import construct as cs
-
-    from hurray_decl.hurray.tensor.header import PREAMBLE
-
-    with path.open("rb") as handle:
-        head = handle.read(PREAMBLE.sizeof())
-    try:
-        length = PREAMBLE.parse(head).descriptor_length
-    except cs.ConstructError:  # too short for the preamble: the descriptor reader says why
-        return False
-    return path.stat().st_size > length
-
-
-def _read_stream(path: Path, name: str | None) -> list[NamedTensor]:
-    """The tensors of a Hurray stream file, named ``NAME.0``, ``NAME.1`` ... (``--name``, else the file's stem)."""
+def _read_stream(args: argparse.Namespace) -> list[NamedTensor]:
+    """The tensors of a Hurray stream, named ``NAME.0``, ``NAME.1`` ... (``--name``, else the input's stem)."""
+    from hurray_decl.cli.stream import open_source
     from hurray_decl.hurray.stream import CompositeItem, read_stream
 
-    stem = name or path.stem
+    stem = args.name or Path(args.input).stem
     tensors = []
-    with path.open("rb") as handle:
-        for i, item in enumerate(read_stream(handle)):
+    source = open_source(args)
+    try:
+        for i, item in enumerate(read_stream(source)):
             if isinstance(item, CompositeItem):
-                raise CommandError(INVALID, f"invalid input: frame {i} of {path} is a composite; convert takes "
+                raise CommandError(INVALID, f"invalid input: frame {i} of {args.input} is a composite; convert takes "
                                    "streams of plain tensors")
             tensors.append(NamedTensor(f"{stem}.{i}", item.descriptor, [bytes(b) for b in item.buffers]))
+    finally:
+        if source.stream is not sys.stdin.buffer:
+            source.stream.close()
     return tensors
 
 
@@ -406,18 +396,20 @@ def _output(path: str) -> Path:
     return Path(path).expanduser().absolute()
 
 
+PAIRS = {("gguf", "hurray"), ("gguf", "onnx-light"), ("gguf", "ort"), ("hurray", "ort"), ("hurray", "onnx-light"),
+         ("container", "ort"), ("container", "onnx-light"), ("onnx", "hurray"), ("container", "gguf"),
+         ("hurray", "gguf"), ("onnx", "gguf"), ("stream", "gguf"), ("stream", "onnx-light"), ("stream", "ort"),
+         ("stream", "hurray")}
+"""(source kind, target) of every conversion ``convert`` makes here (safetensors ones: :mod:`.models`)."""
+
+
 def cmd_convert(args: argparse.Namespace) -> int:
-    source = Path(args.source)
-    if not source.exists():
-        raise CommandError(FILE_ERROR, f"no such file: {source}")
-    kind = _source_kind(source)
+    """``convert`` of a source whose kind :func:`hurray_decl.cli.inputs.dispatch` detected."""
+    from hurray_decl.cli.inputs import regular_file, window_data
+
+    kind = source_kind(args)
     target = _output(args.output)
-    pairs = {("gguf", "hurray"), ("gguf", "onnx-light"), ("gguf", "ort"), ("hurray", "ort"), ("hurray", "onnx-light"),
-             ("container", "ort"), ("container", "onnx-light"), ("onnx", "hurray"), ("container", "gguf"),
-             ("hurray", "gguf"), ("onnx", "gguf")}
-    if kind == "hurray" and not args.buffer and _is_stream(source):  # a descriptor, its buffers, ...: STREAM-FORMAT.md
-        kind = "stream"
-        pairs |= {("stream", "gguf"), ("stream", "onnx-light"), ("stream", "ort"), ("stream", "hurray")}
+    pairs = PAIRS if kind == "stream" else {pair for pair in PAIRS if pair[0] != "stream"}
     if (kind, args.to) not in pairs:
         raise CommandError(USAGE, f"no conversion from {kind} to {args.to}; converted: "
                            + ", ".join(f"{a} -> {b}" for a, b in sorted(pairs)))
@@ -431,8 +423,9 @@ def cmd_convert(args: argparse.Namespace) -> int:
         from hurray_decl.convert.gguf import read_gguf_model
         from hurray_decl.errors import ArgumentError
 
+        path = regular_file(args)
         try:  # the layout checked whole here (RULES.md codes); each tensor's data read when converted
-            gguf_model = read_gguf_model(source)
+            gguf_model = read_gguf_model(path if path is not None else bytes(window_data(args)))
         except ArgumentError as err:  # a KV key the conversion records types under: invalid input
             raise CommandError(INVALID, f"invalid input: {err.detail}") from None
         items, gguf_kv = gguf_model.tensors, gguf_model.kv
@@ -443,9 +436,9 @@ def cmd_convert(args: argparse.Namespace) -> int:
         if kind == "hurray":
             items = _read_hurray(args)
         elif kind == "stream":
-            items = _read_stream(source, args.name)
+            items = _read_stream(args)
         else:
-            items, kv = read_container_model(source)
+            items, kv = read_container_model(window_data(args))
         describe = lambda t: (t.name, "hurray", tuple(t.descriptor.shape))  # noqa: E731
         recorded = metadata.tensor_types(kv)
         step = {"hurray": lambda t: (t.descriptor, t.buffers),
@@ -454,7 +447,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
                 "gguf": _planned(lambda t: convert.hurray_to_gguf(t.name, t.descriptor, t.buffers,
                                                                   recorded.get(t.name)))}[args.to]
     else:
-        model = _read_model(source)
+        model = _read_model(args)
         items = list(model.graph.encoded_initializer) + list(model.graph.initializer)
         kv = metadata.from_metadata_props((p.key, p.value) for p in model.metadata_props)
         describe = _describe_initializer
@@ -616,7 +609,8 @@ def register(subparsers: Any) -> None:
                     "--to onnx-light an ONNX model of onnx-light encoded initializers; --to ort an ONNX model of "
                     "com.microsoft MatMulNBits nodes (input NAME.A, output NAME.Y = NAME.A @ W^T). Exit 0 written, "
                     "1 invalid input or nothing convertible, 2 usage error, 3 file error.")
-    convert.add_argument("source", metavar="SOURCE", help="a .gguf file, a Hurray descriptor or an ONNX model")
+    convert.add_argument("input", metavar="SOURCE", help="a .gguf file, a .hrry container, a Hurray stream or "
+                         "descriptor, an ONNX model or a safetensors file (or - for standard input)")
     convert.add_argument("-o", "--output", required=True, help="the output file or folder")
     convert.add_argument("--to", choices=TARGETS, default="hurray", help="the target format (default: hurray)")
     convert.add_argument("--buffer", action="append", metavar="FILE",
@@ -626,4 +620,6 @@ def register(subparsers: Any) -> None:
                          help="the MatMulNBits matrix and scale type for --to ort (default: float32, exact for "
                               "float16 scales)")
     convert.add_argument("--json", action="store_true", help="print the report as JSON")
-    convert.set_defaults(run=_guarded(cmd_convert))
+    from hurray_decl.cli.inputs import handles
+
+    handles(subparsers, "convert", dict.fromkeys(KINDS, _guarded(cmd_convert)))

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -28,15 +26,12 @@ def print_page(result: Dump, args: argparse.Namespace) -> int:
 
 
 def write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to a temporary file beside ``path``, then rename it into place."""
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    """Write ``text`` to ``path`` through :func:`hurray_decl.cli.outputs.write_text`: a recognisable
+    temporary beside it, renamed into place once complete (the umask's permissions, the free space
+    checked first, nothing left on failure)."""
+    from hurray_decl.cli.outputs import write_text
+
+    write_text(path, text)
 
 
 def page_name(file: str) -> str:

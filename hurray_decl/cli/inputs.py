@@ -315,7 +315,8 @@ SUFFIXES = {".hrry": CONTAINER, ".stream": STREAM, ".gguf": GGUF, ".safetensors"
 TAKEN_BY = {GGUF: "a GGUF file: hurray-decl convert reads it (to Hurray, onnx-light or ORT), hurray-decl ls "
                   "lists its tensors",
             SAFETENSORS: "a safetensors file: hurray-decl convert reads it"}
-"""The foreign kinds the command line recognises, and where to take them."""
+"""The foreign kinds the command line recognises, and where to take them (the commands that
+register a handler for one, ``convert`` and ``ls``, read it)."""
 
 
 @dataclass(frozen=True)
@@ -395,11 +396,59 @@ def _onnx_kind(data: Any, hint: str | None) -> str | None:
     return best[1] if best else None
 
 
+SCAN = 32
+"""Bytes read at each top-level field by :func:`protobuf_extent`: a key and a length (at most ten
+bytes each), or a key and a fixed-width value."""
+
+
+def protobuf_extent(at: Callable[[int, int], bytes], size: int | None) -> int | None:
+    """How many bytes from the window's start decide the onnx-light walks of an input without a
+    magic, read field by field at the top level (``at(start, count)`` reads the window's bytes
+    from ``start``; ``size`` is the window's, None when unknown: a length is then checked by
+    reading up to its end); None when the top level reads on to the end of the window (or
+    holds a group): the walks then need every byte.
+
+    A key of wire type 6 or 7 or of field number 0, a varint of more than ten bytes, or a length
+    that runs past the end of the window stops every walk at that field, whichever message it
+    reads the bytes as (the top level's wire structure is the same for all three); the fields
+    before it lie wholly before it, so their nested bytes are walked alike. The walks of the
+    bytes up to :data:`SCAN` bytes past that field's key therefore end as the walks of the whole
+    window do: a huge file of no known kind is not read whole to find that out."""
+    from hurray_decl.onnx_light.protowire import MAX_FIELD_NUMBER, WIRE_TYPES, WireError, WireType, read_varint
+
+    pos = 0
+    while True:
+        chunk = at(pos, SCAN)
+        if len(chunk) < SCAN:  # the end of the window is near: the walks read to it
+            return None
+        try:
+            key, after = read_varint(chunk, 0, SCAN)
+            number, wire = key >> 3, key & 7
+            if wire in (WireType.SGROUP, WireType.EGROUP):
+                return None
+            if wire not in WIRE_TYPES or number == 0 or number > MAX_FIELD_NUMBER:
+                return pos + SCAN
+            if wire == WireType.VARINT:
+                pos += read_varint(chunk, after, SCAN)[1]
+            elif wire == WireType.LEN:
+                length, body = read_varint(chunk, after, SCAN)
+                stop = pos + body + length
+                if (size is not None and stop > size) or (size is None and length and not at(stop - 1, 1)):
+                    return pos + SCAN  # the walks stop here: the length runs past the end
+                pos = stop
+            else:
+                pos += after + (8 if wire == WireType.I64 else 4)
+        except WireError:  # a varint of more than ten bytes (a chunk holds two whole ones)
+            return pos + SCAN
+
+
 def _classify(head: bytes, total: int | None, hint: str | None, forced: str,
               read: Callable[[int], bytes], skip: Callable[[int], int] | None,
-              whole: Callable[[], Any], streams: bool = True) -> tuple[Detected, bytes]:
+              whole: Callable[[], Any], at: Callable[[int, int], bytes], size: int | None,
+              streams: bool = True) -> tuple[Detected, bytes]:
     """The kind of an input whose first bytes are ``head`` (``read`` gives more, ``skip`` passes
-    over bytes of a regular file, ``whole`` the whole window); also every byte read."""
+    over bytes of a regular file, ``whole`` the whole window, ``at(start, count)`` the window's
+    bytes from ``start``, ``size`` its size when known); also the bytes judged."""
     if forced == STREAM:
         return Detected(STREAM, "--kind stream"), head
     if forced in ONNX_LIGHT:
@@ -424,7 +473,8 @@ def _classify(head: bytes, total: int | None, hint: str | None, forced: str,
         return Detected(SAFETENSORS, "structure"), head
     if hint in (CONTAINER, STREAM, GGUF, SAFETENSORS):
         return Detected(hint, "suffix"), head
-    data = whole()
+    extent = protobuf_extent(at, size)
+    data = whole() if extent is None else at(0, extent)
     kind = _onnx_kind(data, hint)
     if kind is not None:
         return Detected(kind, "structure"), bytes(data)
@@ -501,8 +551,16 @@ def _detect_source(args: argparse.Namespace, forced: str) -> Detected:
             taken.extend(window.read())
             return bytes(taken)
 
+        def at(start: int, count: int) -> bytes:
+            while len(taken) < start + count:
+                part = window.read(min(CHUNK, start + count - len(taken)))
+                if not part:
+                    break
+                taken.extend(part)
+            return bytes(taken[start:start + count])
+
         windowed = bool(offset) or length is not None
-        found, _ = _classify(read(HEAD), None, hint, forced, read, None, whole, streams=not windowed)
+        found, _ = _classify(read(HEAD), None, hint, forced, read, None, whole, at, None, streams=not windowed)
         _hand_on_stdin(bytes(taken), window, args)
         return found
     if source in HANDED_ON:
@@ -539,7 +597,15 @@ def _detect_source(args: argparse.Namespace, forced: str) -> Detected:
         def whole_window() -> Any:
             return window_data(args)
 
-        found, _ = _classify(window.read(HEAD), window.left, hint, forced, window.read, skip, whole_window)
+        size = window.left or 0
+
+        def at(start: int, count: int) -> bytes:  # once the kind's magic is ruled out: the stream is free to move
+            if start >= size:
+                return b""
+            stream.seek(offset + start)
+            return stream.read(min(count, size - start))
+
+        found, _ = _classify(window.read(HEAD), window.left, hint, forced, window.read, skip, whole_window, at, size)
         return found
 
 
@@ -552,7 +618,8 @@ def _classify_bytes(data: bytes, hint: str | None, forced: str) -> Detected:
         view.seek(passed, os.SEEK_CUR)
         return passed
 
-    return _classify(head, len(data) - len(head), hint, forced, view.read, skip, lambda: data)[0]
+    return _classify(head, len(data) - len(head), hint, forced, view.read, skip, lambda: data,
+                     lambda start, count: data[start:start + count], len(data))[0]
 
 
 def _hand_on_stdin(taken: bytes, window: Window, args: argparse.Namespace) -> None:
@@ -560,6 +627,16 @@ def _hand_on_stdin(taken: bytes, window: Window, args: argparse.Namespace) -> No
     _REPLACED.append(sys.stdin)  # kept: a dropped wrapper would close the buffer it wraps
     sys.stdin = io.TextIOWrapper(io.BufferedReader(_Prefixed(taken, window)))  # type: ignore[arg-type]
     args.offset, args.length = 0, None
+
+
+def regular_file(args: argparse.Namespace) -> str | None:
+    """``args.input`` when it names a regular file read whole (no window), for readers that open
+    or map a file by its name; None for standard input, hex bytes, a pipe or a window."""
+    source = args.input
+    if source == "-" or source in HANDED_ON or getattr(args, "offset", 0) or getattr(args, "length", None) is not None:
+        return None
+    info = existing(source)
+    return source if info is not None and stat.S_ISREG(info.st_mode) else None
 
 
 def window_data(args: argparse.Namespace) -> Any:
@@ -594,12 +671,16 @@ APPLIES: tuple[tuple[str, str, frozenset[str], frozenset[str] | None], ...] = (
     ("index", "--index", frozenset({STREAM}), None),
     ("region", "--region", frozenset({DESCRIPTOR, CONTAINER, STREAM}), None),
     ("progress", "--progress", frozenset({STREAM}), None),
+    ("buffer", "--buffer", frozenset({DESCRIPTOR}), frozenset({"convert"})),
 )
 """(option's ``dest``, its name, the kinds it applies to, the commands it applies to (None: all)):
 an option given for another kind is a usage error naming both, never silently ignored."""
 NAME_COMMANDS = {CONTAINER: frozenset({"dequantize", "extract"})}
 """Kinds for which ``--name`` applies to some commands only (a container's tensor is picked for
 dequantize and extract; validate, inspect and decode judge the whole file)."""
+COMMAND_KINDS = {("name", "convert"): frozenset({DESCRIPTOR, STREAM})}
+"""(option's ``dest``, command) -> the kinds the option applies to for that command, in place of
+:data:`APPLIES`' (``convert --name`` names the tensor of one descriptor, or the tensors of a stream)."""
 
 
 def handles(sub: Any, command: str, handlers: dict[str, Handler]) -> None:
@@ -621,6 +702,8 @@ def check_options(args: argparse.Namespace, kind: str) -> None:
         applies = kind in kinds and (commands is None or command in commands)
         if dest == "name" and kind in NAME_COMMANDS:
             applies = command in NAME_COMMANDS[kind]
+        if (dest, command) in COMMAND_KINDS:
+            applies = kind in COMMAND_KINDS[dest, command]
         if not applies:
             flag = "BUFFER" if dest == "buffers" and command == "dequantize" else flag
             raise UsageError(f"argument {flag}: does not apply to {what(kind)} input of {command}")
@@ -642,13 +725,14 @@ def dispatch(args: argparse.Namespace) -> int:
     if args.input is None:
         raise UsageError("argument INPUT: the input is missing")
     found = detect(args)
-    if found.kind in TAKEN_BY:
+    handler = HANDLERS.get(command, {}).get(found.kind)
+    if found.kind in TAKEN_BY and handler is None:
         raise UsageError(f"argument INPUT: {args.input} is {TAKEN_BY[found.kind]}, not {command}")
     if found.kind == EMPTY:
         raise UsageError(f"argument INPUT: empty input ({args.input} has no bytes"
                          + (" in the window" if getattr(args, "offset", 0) or getattr(args, "length", None) is not None
-                            else "") + "; --kind stream reads it as an empty stream)")
-    handler = HANDLERS.get(command, {}).get(found.kind)
+                            else "")
+                         + ("; --kind stream reads it as an empty stream)" if hasattr(args, "kind") else ")"))
     if handler is None:
         takes = ", ".join(what(kind) for kind in HANDLERS.get(command, {}))
         raise UsageError(f"argument INPUT: {command} does not take {what(found.kind)} input (it takes {takes})")

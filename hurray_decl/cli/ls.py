@@ -1,11 +1,18 @@
 """``hurray-decl ls FILE``: one line per tensor (name, element type, shape, scheme, layout, bytes).
 
 The summary view of a ``.hrry`` container, a Hurray stream or bare descriptor, an ONNX model of
-onnx-light values, or a ``.gguf`` file, like ``gguf-dump``'s table. The kind is decided by the
-first bytes: ``GGUF``, ``HRRYFILE`` (a container), ``HRRY`` (a stream; a bare descriptor when the
-file is exactly one descriptor), else an ONNX model. Each file is checked as far as the listing
-reads it: a GGUF's whole layout (:mod:`hurray_decl.convert.gguf_file`), a container at open, each
-stream frame (buffers skipped, not checked), the model's protobuf. Shapes are in NumPy order (the
+onnx-light values, or a ``.gguf`` file, like ``gguf-dump``'s table. The input is read through
+:mod:`hurray_decl.cli.inputs`, as every command reads its input: a file, ``-`` for standard
+input, or hex bytes; its kind decided once by :func:`~hurray_decl.cli.inputs.detect` (the magic
+``GGUF``, ``HRRYFILE`` (a container), ``HRRY`` (a stream, or a bare descriptor when the bytes are
+one descriptor), else an onnx-light message by its structure; the suffix decides for damaged
+input, so that a ``.gguf`` whose magic is damaged is refused as a GGUF, HF-HDR-03), and missing,
+empty and folder inputs are refused as for every command. Input of no kind is judged as a tensor
+descriptor, as ``validate`` judges it (HT-HDR-04), and an onnx-light value or tensor is not a
+file of tensors to list (exit 2). Each file is checked as far as the listing reads it: a GGUF's
+whole layout (:mod:`hurray_decl.convert.gguf_file`), a container at open, each stream frame
+(buffers skipped, not checked), the model's protobuf; a refusal is the verdict line of every
+command, ``invalid: [CODE] path at byte N: message`` (exit 1). Shapes are in NumPy order (the
 contiguous dimension last; ``gguf-dump`` prints GGUF's ``ne`` order, contiguous first); bytes are
 the tensor's data (GGUF, onnx-light ``raw_data``) or its buffers (Hurray).
 
@@ -25,18 +32,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from hurray_decl.cli.common import INVALID, OK, CommandError, FileProblem
+from hurray_decl.cli.common import OK
 
 KINDS = ("gguf", "container", "stream", "descriptor", "onnx")
 COLUMNS = (("name", 27), ("type", 8), ("shape", 14), ("scheme", 16), ("layout", 14), ("bytes", 10))
 """Text columns and widths: five gaps of two spaces, 99 columns in all."""
 NONE = "-"
-
-
-class NotListable(CommandError):
-    """An input that is none of the kinds ``ls`` reads (exit 1)."""
-
-    status = INVALID
 
 
 @dataclass(frozen=True)
@@ -64,26 +65,6 @@ def _shape(shape: tuple[int, ...]) -> str:
 
 # ------------------------------------------------------------------ the kinds
 
-def kind_of(path: Path) -> str:
-    from hurray_decl.convert.gguf_file import GGUF_MAGIC
-    from hurray_decl.hurray.stream.frames import CONTAINER_MAGIC, PREFIX_FIELDS, PREFIX_LENGTH
-    from hurray_decl.hurray.tensor.header import MAGIC
-
-    with path.open("rb") as handle:
-        head = handle.read(PREFIX_LENGTH)
-    if not head:
-        raise NotListable(f"{path} is empty: no tensors to list")
-    if head.startswith(GGUF_MAGIC):
-        return "gguf"
-    if head.startswith(CONTAINER_MAGIC):
-        return "container"
-    if head.startswith(MAGIC):
-        at = PREFIX_FIELDS["descriptor_length"]
-        whole = len(head) == PREFIX_LENGTH and int.from_bytes(head[at:at + 4], "little") == path.stat().st_size
-        return "descriptor" if whole else "stream"
-    return "onnx"
-
-
 def _hurray_row(name: str, descriptor: Any) -> Row:
     from hurray_decl.hurray.quantization import scheme
     from hurray_decl.hurray.tables.element_types import BY_TAG
@@ -98,26 +79,36 @@ def _hurray_row(name: str, descriptor: Any) -> Row:
                sum(b.byte_size for b in descriptor.buffers))
 
 
-def gguf_rows(path: Path) -> Iterator[Row]:
+def _window_bytes(args: argparse.Namespace) -> bytes:
+    from hurray_decl.cli.inputs import window_data
+
+    return bytes(window_data(args))
+
+
+def gguf_rows(args: argparse.Namespace) -> Iterator[Row]:
     from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
 
+    from hurray_decl.cli.inputs import regular_file
     from hurray_decl.convert.gguf_file import open_gguf
 
-    for t in open_gguf(path).tensors:
+    path = regular_file(args)
+    for t in open_gguf(path if path is not None else _window_bytes(args)).tensors:
         block = GGML_QUANT_SIZES[GGMLQuantizationType(t.ggml_type)][0]
         yield Row(t.name, t.type_name, t.shape, NONE if block == 1 else f"ggml block {block}", "row-major",
                   t.nbytes)
 
 
-def container_rows(path: Path) -> Iterator[Row]:
-    from hurray_decl.hurray.container import read_container
+def container_rows(args: argparse.Namespace) -> Iterator[Row]:
+    from hurray_decl.cli.inputs import window_data
+    from hurray_decl.hurray.container import open_container
 
-    container = read_container(path)
+    container = open_container(window_data(args))
     for name in container.names:
         yield _hurray_row(name, container.tensor(name).descriptor)
 
 
-def stream_rows(path: Path) -> Iterator[Row]:
+def stream_rows(args: argparse.Namespace) -> Iterator[Row]:
+    from hurray_decl.cli.stream import open_source
     from hurray_decl.hurray.stream import CompositeItem, read_stream
 
     def walk(item: Any, name: str) -> Iterator[Row]:
@@ -128,27 +119,31 @@ def stream_rows(path: Path) -> Iterator[Row]:
         else:
             yield _hurray_row(name, item.descriptor)
 
-    with path.open("rb") as handle:
-        for k, item in enumerate(read_stream(handle, check_buffers=False)):
+    source = open_source(args)
+    try:
+        for k, item in enumerate(read_stream(source, check_buffers=False)):
             yield from walk(item, f"frame[{k}]")
+    finally:
+        if source.stream is not sys.stdin.buffer:
+            source.stream.close()
 
 
-def descriptor_rows(path: Path) -> Iterator[Row]:
+def descriptor_rows(args: argparse.Namespace) -> Iterator[Row]:
+    """The one descriptor the window starts with (as far as it declares), or the descriptor
+    reader's refusal of bytes of no known kind."""
+    from hurray_decl.cli.inputs import read_descriptor
     from hurray_decl.hurray.tensor import read_tensor_descriptor
 
-    yield _hurray_row(path.stem, read_tensor_descriptor(path.read_bytes()))
+    data = read_descriptor(args.input, offset=getattr(args, "offset", 0) or 0,
+                           length=getattr(args, "length", None)).data
+    yield _hurray_row(Path(args.input).stem, read_tensor_descriptor(data))
 
 
-def onnx_rows(path: Path) -> Iterator[Row]:
-    from google.protobuf.message import DecodeError
+def onnx_rows(args: argparse.Namespace) -> Iterator[Row]:
+    from hurray_decl.cli.inputs import MODEL, window_data
+    from hurray_decl.onnx_light.inputs import parse
 
-    from hurray_decl.onnx_light import ModelProto
-
-    try:
-        model = ModelProto.FromString(path.read_bytes())
-    except DecodeError:
-        raise NotListable(f"{path} is neither a GGUF file, a .hrry container, a Hurray stream nor an "
-                          "ONNX model") from None
+    model = parse(window_data(args), MODEL)  # the one protobuf reader of every command, its rule on refusal
     for value in model.graph.encoded_initializer:
         tensor_type = value.logical_type.tensor_type
         profile = value.struct_type.name.rsplit("/", 1)[-1] or "encoded"
@@ -170,19 +165,20 @@ def _data_type(code: int) -> str:
 
 READERS = {"gguf": gguf_rows, "container": container_rows, "stream": stream_rows, "descriptor": descriptor_rows,
            "onnx": onnx_rows}
+LISTED = {"gguf": "gguf", "container": "container", "stream": "stream", "descriptor": "descriptor", "model": "onnx"}
+"""The input kinds ``ls`` lists (:mod:`hurray_decl.cli.inputs`' names) and the names its output gives them."""
 
 
 # ------------------------------------------------------------------ the command
 
 def cmd_ls(args: argparse.Namespace) -> int:
-    path = Path(args.source)
-    if path.is_dir():
-        raise FileProblem(f"{path} is a folder, not a file")
-    kind = kind_of(path)
-    rows = READERS[kind](path)
+    from hurray_decl.cli.inputs import detect
+
+    kind = LISTED[detect(args).kind]
+    rows = READERS[kind](args)
     if args.format == "json":
         listed = [{**asdict(r), "shape": list(r.shape)} for r in rows]
-        print(json.dumps({"file": str(path), "kind": kind, "tensors": listed,
+        print(json.dumps({"file": str(Path(args.input)), "kind": kind, "tensors": listed,
                           "bytes": sum(r["bytes"] for r in listed)}, indent=2))
         return OK
     first = next(rows, None)  # the file's kind confirmed (or refused) before the header
@@ -197,12 +193,16 @@ def cmd_ls(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: Any) -> None:
-    """Add ``ls`` to the ``hurray-decl`` sub-command parser."""
+    """Add ``ls`` to the ``hurray-decl`` sub-command parser, its input read through :mod:`hurray_decl.cli.inputs`."""
+    from hurray_decl.cli.inputs import handles
+
     parser = subparsers.add_parser(
         "ls", help="list the tensors of a .hrry, stream, onnx-light model or .gguf file",
         description="One line per tensor: name, element type, shape (NumPy order), scheme, layout and bytes, for a "
                     ".hrry container, a Hurray stream or descriptor, an ONNX model of onnx-light values or a .gguf "
-                    "file. Exit 0 listed, 1 invalid input (the rule code is printed), 3 file error.")
-    parser.add_argument("source", metavar="FILE", help="the file to list")
+                    "file (a file, - for standard input, or hex bytes). Exit 0 listed, 1 invalid input (the rule "
+                    "code is printed), 2 usage error (an empty input, an input that is not a file of tensors), "
+                    "3 file error.")
+    parser.add_argument("input", metavar="FILE", help="the file to list")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="text rows or one JSON document")
-    parser.set_defaults(run=cmd_ls)
+    handles(subparsers, "ls", dict.fromkeys(LISTED, cmd_ls))

@@ -328,34 +328,32 @@ def _quantize(source: Any, options: Any, target: Path, args: argparse.Namespace)
 # --- convert: safetensors ----------------------------------------------------------------------------
 
 def routed_convert(args: argparse.Namespace, convert_command: Callable[[argparse.Namespace], int]) -> int:
-    """``convert``: a safetensors source or ``--to safetensors`` here, everything else to ``convert_command``."""
-    source = Path(args.source)
-    head = b""
-    if source.is_file():
-        with source.open("rb") as handle:
-            head = handle.read(16)
-    from hurray_decl.convert.safetensors import is_safetensors
-
-    if is_safetensors(head) or args.to == "safetensors":
-        return convert_safetensors(args, head)
+    """``convert --to safetensors`` here, every other target to ``convert_command`` (the handler of
+    the input's kind)."""
+    if args.to == "safetensors":
+        return convert_safetensors(args)
     return convert_command(args)
 
 
-def convert_safetensors(args: argparse.Namespace, head: bytes) -> int:
-    """``convert`` of a safetensors source (to hurray, onnx-light, ort) or of a ``.hrry`` to safetensors."""
-    from hurray_decl.convert.safetensors import is_safetensors
+def convert_safetensors(args: argparse.Namespace) -> int:
+    """``convert`` of a safetensors source (to hurray, onnx-light, ort) or of a ``.hrry`` to
+    safetensors, the input's kind as :func:`hurray_decl.cli.inputs.detect` decided it."""
+    from hurray_decl.cli.convert import KINDS
+    from hurray_decl.cli.inputs import CONTAINER, SAFETENSORS, detect, regular_file
 
-    source = Path(args.source)
-    if not source.is_file():
-        raise FileProblem(f"no such file: {source}")
+    found = detect(args)
     if args.to == "safetensors":
-        from hurray_decl.hurray.container import is_container
-
-        if not is_container(head):
-            kind = "safetensors" if is_safetensors(head) else "this input"
+        if found.kind != CONTAINER:
+            kind = (SAFETENSORS if found.kind == SAFETENSORS else "this input" if found.reason == "fallback"
+                    else KINDS.get(found.kind, "this input"))
             raise UsageError(f"no conversion from {kind} to safetensors; converted: a .hrry container -> "
                              "safetensors")
-        return _to_safetensors(source, Path(args.output).expanduser().absolute(), args)
+        return _to_safetensors(args, Path(args.output).expanduser().absolute())
+    path = regular_file(args)
+    if path is None:
+        raise UsageError(f"argument SOURCE: a safetensors source is read from a file by its name (its quantization "
+                         f"config may be a file beside it), not from {args.input}")
+    source = Path(path)
     from hurray_decl.convert.checkpoints import read_checkpoint
     from hurray_decl.errors import ARGUMENT, HurrayDeclError
 
@@ -456,17 +454,20 @@ def _from_checkpoint(checkpoint: Any, source: Path, args: argparse.Namespace) ->
     return OK
 
 
-def _to_safetensors(source: Path, target: Path, args: argparse.Namespace) -> int:
+def _to_safetensors(args: argparse.Namespace, target: Path) -> int:
     from hurray_decl.cli import outputs
+    from hurray_decl.cli.inputs import window_data
     from hurray_decl.convert.safetensors import from_hurray, kv_to_metadata, write_safetensors
     from hurray_decl.errors import HurrayDeclError
-    from hurray_decl.hurray.files import open_file
+    from hurray_decl.hurray.container import open_container
+    from hurray_decl.hurray.files import File
 
+    source = Path(args.input)
     rows: list[Row] = []
     arrays: list[tuple[str, Any]] = []
     failures: list[HurrayDeclError] = []
     outputs.target(target)
-    with open_file(source) as opened:
+    with File(str(source), open_container(window_data(args))) as opened:
         for name in progress(list(opened), "convert"):
             tensor = opened[name]
             shape = tuple(tensor.descriptor.shape)
@@ -526,6 +527,10 @@ def register(subparsers: Any) -> None:
     command.add_argument("--name", help="a .npy array's name in the output (default: the file's stem)")
     command.add_argument("--json", action="store_true", help="print the report as JSON")
     command.set_defaults(run=cmd_quantize)
-    convert = subparsers.choices.get("convert")
-    if convert is not None:  # safetensors sources and targets of convert come here
-        convert.set_defaults(run=functools.partial(routed_convert, convert_command=convert.get_default("run")))
+    if "convert" in subparsers.choices:  # safetensors sources and targets of convert come here
+        from hurray_decl.cli.inputs import HANDLERS, SAFETENSORS, handles
+
+        routed: dict[str, Callable[[argparse.Namespace], int]] = {
+            kind: functools.partial(routed_convert, convert_command=handler)
+            for kind, handler in HANDLERS.get("convert", {}).items()}
+        handles(subparsers, "convert", {**routed, SAFETENSORS: convert_safetensors})

@@ -8,8 +8,9 @@ tuples); :attr:`File.kv_entries` keeps the typed entries, tags included.
 
 from __future__ import annotations
 
+import errno
 import os
-import tempfile
+import secrets
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -160,10 +161,23 @@ def load_kv(path: str | Path) -> dict[str, Any]:
     return open_file(path).kv
 
 
+def _temporary(folder: str) -> tuple[int, str]:
+    """A new file in ``folder`` for :func:`save` to write (its descriptor and name), created with the
+    permissions a plain ``open`` gives a new file (0o666 less the umask), as it keeps them once renamed."""
+    for _ in range(100):
+        name = os.path.join(folder, f".hurray-{secrets.token_hex(6)}.tmp")
+        try:
+            return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666), name
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temporary name", folder)
+
+
 def save(path: str | Path, tensors: Mapping[str, Any], kv: Mapping[str, Any] | None = None, *,
          alignment: int = 4096) -> None:
     """Write ``tensors`` (name -> :class:`Tensor` or array) and ``kv`` to ``path``: to a
-    temporary file beside it, renamed over it once complete."""
+    temporary file beside it, renamed over it once complete. The file gets the permissions a
+    plain ``open`` gives a new file (0o666 less the umask)."""
     text = path_of(path)
     if not isinstance(tensors, Mapping):
         raise ArgumentError("tensors", "save takes a mapping of names to tensors", actual=type(tensors).__name__)
@@ -174,7 +188,7 @@ def save(path: str | Path, tensors: Mapping[str, Any], kv: Mapping[str, Any] | N
         items.append((name, value))
     folder = os.path.dirname(os.path.abspath(text))
     try:
-        handle, temporary = tempfile.mkstemp(dir=folder, prefix=".hurray-", suffix=".tmp")
+        handle, temporary = _temporary(folder)
     except OSError as exc:
         raise ArgumentError("path", f"cannot write into {folder}: {exc.strerror or exc}", actual=text) from None
     try:

@@ -11,13 +11,17 @@ plus ``--memory`` MiB and arms a ``--seconds`` timer per case; per case it measu
 time and the growth of its peak resident set (``VmHWM``, reset through ``/proc/self/clear_refs``).
 
 Outcomes: ``converted`` (exit 0; tensors without an exact form listed with their code),
-``refused CODE`` (exit 1 with a rule code), ``nothing convertible`` (exit 1, every tensor listed
-with its code), ``not recognised`` (exit 1: cut to fewer than the 4 magic bytes, so no longer
-a GGUF file by its first bytes; ``convert`` says it is none of the kinds it reads), and the
-failures: ``internal`` (exit 4: an exception that is not the project's),
-``timeout``, ``memory`` (MemoryError under the limit), ``other``. The run exits 1 when any case
-failed, and prints the counts per outcome, the codes, and the largest time and memory.
+``refused CODE`` (exit 1 with a rule code: a damaged magic too, HF-HDR-03, since the ``.gguf``
+suffix tells the command line's input layer the kind of a file whose magic does not),
+``nothing convertible`` (exit 1, every tensor listed with its code), ``not recognised`` (a
+mutant cut to fewer than the 4 magic bytes that ``convert`` and ``ls`` do not read as a GGUF:
+cut to nothing, an empty input, exit 2 as for every command; or ``convert`` saying it is none of
+the kinds it reads, exit 1), and the failures: ``internal`` (exit 4: an exception that is not the
+project's), ``timeout``, ``memory`` (MemoryError under the limit), ``other`` (any other exit, and
+an input of 4 bytes or more that is not recognised). The run exits 1 when any case failed, and
+prints the counts per outcome, the codes, and the largest time and memory.
 """
+
 
 from __future__ import annotations
 
@@ -37,6 +41,8 @@ from pathlib import Path
 from typing import Any
 
 FAILURES = ("internal", "timeout", "memory", "other")
+UNRECOGNISED = ("is none of the kinds convert reads", "empty input")
+"""What ``convert`` says of an input it does not read as any kind (exit 1), and of an empty one (exit 2)."""
 _LIMITS: dict[str, Any] = {}
 _FOLDER: list[Path] = []
 
@@ -94,15 +100,16 @@ def _run(argv: list[str]) -> tuple[int, str, str]:
     return status, out.getvalue(), err.getvalue()
 
 
-def _outcome(status: int, out: str, err: str) -> tuple[str, list[str]]:
+def _outcome(status: int, out: str, err: str, size: int) -> tuple[str, list[str]]:
+    if status in (1, 2) and any(words in err for words in UNRECOGNISED):
+        # too short to hold the magic (cut to nothing): not recognised as a GGUF at all; a longer input is a failure
+        return ("not recognised" if size < 4 else "other"), [err.strip()[:300]]
     if status == 0:
         return "converted", []
     if status == 1:
         refused = re.search(r"invalid ([A-Z]+(?:-[A-Z0-9]+)+)", err)
         if refused:
             return f"refused {refused.group(1)}", []
-        if "is neither a GGUF file" in err:  # too short to start with the magic: not recognised as GGUF at all
-            return "not recognised", [err.strip()[:300]]
         try:
             rows = json.loads(out)["tensors"]
         except (ValueError, KeyError):
@@ -127,9 +134,9 @@ def case(item: tuple[int, bytes, str]) -> dict:
     signal.setitimer(signal.ITIMER_REAL, _LIMITS["seconds"])
     try:
         status, out, err = _run(["convert", str(source), "-o", str(target), "--json"])
-        kind, detail = _outcome(status, out, err)
+        kind, detail = _outcome(status, out, err, len(data))
         ls_status, _, ls_err = _run(["ls", str(source)])
-        if ls_status not in (0, 1):
+        if ls_status not in (0, 1) and not (kind == "not recognised" and ls_status == 2 and "empty input" in ls_err):
             kind, detail = ("internal" if ls_status == 4 else "other"), [f"ls exit {ls_status}: {ls_err.strip()[:300]}"]
     except Overtime:
         kind, detail = "timeout", []

@@ -198,7 +198,7 @@ def cases() -> dict[str, Case]:
             empty = (USAGE, "empty input") if kind != "stream" else \
                 (OK, "0 tensors, 0 bytes (stream)") if command == "ls" else (INVALID, "nothing written")
             table[f"{kind}: {command} an empty file"] = Case((command, f"{{c}}/empty-{name}", *more, *out), *empty)
-            judged = "invalid: [" if command == "ls" else "invalid "
+            judged = "invalid: ["
             table[f"{kind}: {command} truncated"] = Case(  # a cut .pb is a value by its suffix
                 (command, f"{{c}}/trunc-{name}", *more, *out), INVALID if listed else USAGE,
                 judged if listed else f"{command} does not take an onnx-light value")
@@ -207,14 +207,14 @@ def cases() -> dict[str, Case]:
                     (command, f, *out), USAGE, f"{command} does not take an onnx-light {kind}")
     for command in ("ls", "convert"):
         out = ("-o", "{o}/out.hrry") if command == "convert" else ()
-        code = "invalid: [HF-HDR-03] gguf -> magic" if command == "ls" else "invalid HF-HDR-03: "
+        code = "invalid: [HF-HDR-03] gguf -> magic"
         table[f"gguf: {command} a damaged magic is a GGUF's"] = Case((command, "{c}/magic.gguf", *out), INVALID, code)
         table[f"gguf: {command} garbage named .gguf"] = Case((command, "{c}/garbage-small.gguf", *out), INVALID,
                                                              code)
         table[f"gguf: {command} a folder"] = Case((command, "{c}/dir.hrry", *out), FILE, "is a folder")
         table[f"container: {command} a damaged magic"] = Case(
             (command, "-", *(("--to", "onnx-light", *out) if out else ())), INVALID,
-            "invalid: [HF-HDR-03]" if command == "ls" else "invalid HF-HDR-03: ", stdin=b"HRRYFILF" + bytes(100))
+            "invalid: [HF-HDR-03]", stdin=b"HRRYFILF" + bytes(100))
     table["gguf: ls a damaged magic on standard input has no kind"] = Case(("ls", "-"), INVALID, "[HT-HDR-04]",
                                                                            stdin=b"GGUE" + bytes(100))
     table["gguf: convert a damaged magic on standard input has no kind"] = Case(

@@ -75,11 +75,11 @@ def damaged(model: Path, name: str) -> bytes:
 
 
 @pytest.mark.parametrize("name, status, says", [
-    ("magic.gguf", 1, "invalid HF-HDR-03: [HF-HDR-03] gguf -> magic at byte 0: not a GGUF file"),
-    ("flipped.gguf", 1, "invalid HF-HDR-03"),
-    ("short.gguf", 1, "invalid HF-HDR-03"),  # a damaged magic, not a file of no kind: the suffix tells
-    ("magic.hrry", 1, "invalid HF-HDR-03"),
-    ("cut.onnx", 1, "invalid OL-WIRE-01"),
+    ("magic.gguf", 1, "invalid: [HF-HDR-03] gguf -> magic at byte 0: not a GGUF file"),
+    ("flipped.gguf", 1, "invalid: [HF-HDR-03]"),
+    ("short.gguf", 1, "invalid: [HF-HDR-03]"),  # a damaged magic, not a file of no kind: the suffix tells
+    ("magic.hrry", 1, "invalid: [HF-HDR-03]"),
+    ("cut.onnx", 1, "invalid: [OL-WIRE-01]"),
     ("notes.txt", 1, "invalid input: "),
     ("empty.gguf", 2, "empty input"),
     ("value.pb", 2, "convert does not take an onnx-light value input"),

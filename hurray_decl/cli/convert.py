@@ -46,6 +46,7 @@ def _say(message: str) -> None:
 
 def _guarded(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
     """Run a handler, turning every expected failure into one line and its exit status."""
+    from hurray_decl.cli.common import verdict
     from hurray_decl.errors import ARGUMENT, HurrayDeclError
 
     def run(args: argparse.Namespace) -> int:
@@ -58,7 +59,7 @@ def _guarded(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse
             if err.code == ARGUMENT:
                 _say(f"usage: {err}")
                 return USAGE
-            _say(f"invalid {err.code}: {err}")
+            _say(verdict(err))
             return INVALID
         except BrokenPipeError:
             raise  # the reader of our output went away: the top level stops quietly

@@ -107,7 +107,7 @@ def _outcome(status: int, out: str, err: str, size: int) -> tuple[str, list[str]
     if status == 0:
         return "converted", []
     if status == 1:
-        refused = re.search(r"invalid ([A-Z]+(?:-[A-Z0-9]+)+)", err)
+        refused = re.search(r"invalid: \[([A-Z]+(?:-[A-Z0-9]+)+)\]", err)
         if refused:
             return f"refused {refused.group(1)}", []
         try:

@@ -193,7 +193,7 @@ BAD = [
     # (arguments, exit status, a word of the message)
     (["convert", "missing.gguf", "-o", "out"], 3, "no such file"),
     (["convert", "notes.txt", "-o", "out"], 1, "invalid input"),
-    (["convert", "corrupt.gguf", "-o", "out"], 1, "invalid HF-DATA-13"),  # a truncated file: checked before reading
+    (["convert", "corrupt.gguf", "-o", "out"], 1, "invalid: [HF-DATA-13]"),  # a truncated file: checked before reading
     (["convert", "folder", "-o", "out"], 3, "is a folder"),
     (["convert", "model.gguf", "-o", "nowhere/out"], 3, "does not exist"),
     (["convert", "model.gguf", "-o", "full"], 3, "non-empty folder"),

@@ -141,6 +141,8 @@ class Walk:
 
 def read_varint(data: bytes, pos: int, end: int) -> tuple[int, int]:
     """The varint at ``pos`` and the position after it."""
+    if pos < end and data[pos] < 0x80:  # one byte: most keys, lengths and small values
+        return data[pos], pos + 1
     value = shift = 0
     start = pos
     while True:

@@ -528,7 +528,7 @@ def _items(view: memoryview, section: Section, where: str, tag: int, count: int)
     text = tag == KVTag.STRING
     for _ in range(count):
         length = int.from_bytes(view[p:p + 4], "little")
-        if p + 4 > end or length > end - p - 4:
+        if length > end - p - 4:  # also when the length itself is cut (then end - p - 4 < 0)
             refuse(p)
         raw = view[p + 4:p + 4 + length]
         if text:

@@ -443,9 +443,10 @@ def _decoded(codes: np.ndarray, storage_name: str, value_map: tuple[float, ...] 
     if bits < 8 or value_map is not None or storage_name in storage.NARROW_FLOATS:
         return np.take(code_values(storage_name, value_map), codes)
     values = storage.decode(np.ascontiguousarray(codes).view(np.uint8), storage_name, codes.size).reshape(codes.shape)
-    if values.dtype.kind in "iu" and values.dtype.itemsize >= 4:
+    integral = np.issubdtype(values.dtype, np.integer)
+    if integral and values.dtype.itemsize >= 4:
         return values.astype(np.int64)
-    return values if values.dtype.kind in "iu" else values.astype(np.float32)
+    return values if integral else values.astype(np.float32)
 
 
 def row_major_codes(data: np.ndarray, bits: int) -> Callable[[int, int], np.ndarray]:

@@ -590,3 +590,24 @@ def test_one_scale_per_block_divides_contiguously(monkeypatch: pytest.MonkeyPatc
     one = kernels.affine_codes(values[:, :, :1], single, None, "int32")
     assert np.array_equal(one, np.rint(values[:, :, :1] / single))
     assert seen[1:] == [(2, 3, 4, 5), (2, 3, 1, 1)]
+
+
+def test_short_rows_of_row_parameters_are_spread_into_a_contiguous_chunk() -> None:
+    """Several rows of one value each, rows of fewer than 256 elements: repeated into the chunk's
+    shape; otherwise the parameters are returned as they are (a broadcast)."""
+    counts: list[int] = []
+
+    def repeat(values: np.ndarray, count: int) -> np.ndarray:
+        counts.append(count)
+        return np.repeat(values, count)
+
+    rows = np.array([2.0, 3.0], dtype=np.float32).reshape(2, 1, 1)
+    for shape in ((2, 4, 5), (2, 15, 17)):
+        spread = kernels._spread(rows, shape, repeat)
+        assert spread.shape == shape and np.array_equal(spread, np.broadcast_to(rows, shape))
+    assert counts == [20, 255]
+    lanes = np.arange(10, dtype=np.float32).reshape(2, 1, 5)
+    one = np.ones((1, 1, 1), dtype=np.float32)
+    for values, shape in ((rows, (2, 16, 16)), (lanes, (2, 4, 5)), (one, (1, 4, 5))):
+        assert kernels._spread(values, shape, repeat) is values
+    assert counts == [20, 255]

@@ -534,12 +534,6 @@ def in_turn(work: Iterator[Any], one: Callable[[Any], int], count: int,
     finished, passed on as ``progress(done, total)``. The first failure stops every thread after
     its chunk and is raised in the calling thread. Chunks must touch disjoint memory."""
     done = 0
-    if count == 1:
-        for chunk in work:
-            done += one(chunk)
-            if progress is not None:
-                progress(done, total)
-        return
     lock = threading.Lock()
     failures: list[BaseException] = []
 

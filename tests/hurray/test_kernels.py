@@ -611,3 +611,15 @@ def test_short_rows_of_row_parameters_are_spread_into_a_contiguous_chunk() -> No
     for values, shape in ((rows, (2, 16, 16)), (lanes, (2, 4, 5)), (one, (1, 4, 5))):
         assert kernels._spread(values, shape, repeat) is values
     assert counts == [20, 255]
+
+
+def test_the_quotient_is_float32_only_for_float32_values_16_bit_scales_and_codes_of_8_bits_at_most() -> None:
+    x = np.array([0.26, -0.26, 1.0], dtype=np.float32)
+    half = np.full(3, 0.5, dtype=np.float16)
+    for name in ("int2", "int4", "uint4", "int8"):
+        q = kernels.affine_codes(x, half, None, name)
+        assert q.dtype == np.float32 and q.tolist() == [1, -1, 2], name
+    for values, scales, name in ((x, half, "int16"), (x, half.astype(np.float32), "int4"),
+                                 (x.astype(np.float64), half, "int4")):
+        q = kernels.affine_codes(values, scales, None, name)
+        assert q.dtype == np.float64 and q.tolist() == [1, -1, 2], name

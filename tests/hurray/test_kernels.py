@@ -623,3 +623,34 @@ def test_the_quotient_is_float32_only_for_float32_values_16_bit_scales_and_codes
                                  (x.astype(np.float64), half, "int4")):
         q = kernels.affine_codes(values, scales, None, name)
         assert q.dtype == np.float64 and q.tolist() == [1, -1, 2], name
+
+
+def test_eight_and_four_bit_integer_codes_skip_the_generic_encoder(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+    real = storage.encode
+
+    def encode(codes: np.ndarray, name: str) -> bytes:
+        calls.append(name)
+        return real(codes, name)
+
+    monkeypatch.setattr(storage, "encode", encode)
+    values = np.array([-3.0, 0.0, 5.0, -8.0, 7.0, 1.0])
+    for name, size, generic in (("int8", 6, []), ("int4", 6, []), ("uint4", 4, []), ("int4", 5, ["int4"]),
+                                ("int2", 4, ["int2"])):
+        codes = np.clip(values[:size], *kernels.integer_range(name))
+        packed = kernels.Codes(Geometry((size,), 0, 1), name, aligned=True)
+        packed.put(kernels.Part(slice(0, 1), slice(0, size), slice(0, 1)), codes.reshape(1, size, 1, 1))
+        assert calls == generic, name
+        assert packed.data.tobytes() == real(codes, name), name
+        calls.clear()
+
+
+def test_the_row_start_and_pair_caches_are_bounded() -> None:
+    kernels.row_starts.cache_clear()
+    for rows in range(1, 11):
+        assert kernels.row_starts(rows, 3).tolist() == [3 * r for r in range(rows)]
+    assert kernels.row_starts.cache_info().currsize == 8
+    kernels._pairs_of.cache_clear()
+    for key in range(18):
+        kernels.pair_table(np.full(256, key, dtype=np.float32))
+    assert kernels._pairs_of.cache_info().currsize == 16

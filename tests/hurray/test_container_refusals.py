@@ -265,6 +265,7 @@ def test_buffers_reaching_past_the_region_are_hf_data_13() -> None:
     assert (err.code, err.path, err.offset) == ("HF-DATA-13", "file -> index -> entries -> 0 -> data_length",
                                                 f.entry(0, "data_length"))
     assert err.actual == room + 1 and err.expected == f"buffers ending by {region}"
+    assert err.detail == "the buffers reach past the tensor region"
     exact = _patched(data, {size_at: (room, 8), f.entry(0, "data_length"): (room, 8)})
     assert open_container(exact).tensor("a").placement.end == region  # exactly filling the region is valid
 

@@ -378,6 +378,7 @@ def test_a_nonzero_padding_byte_is_refused_at_its_offset(gap: str) -> None:
             validate_container(data[:at] + b"\x5A" + data[at + 1:])
         err = info.value
         assert (err.code, err.path, err.offset, err.actual, err.expected) == (code, path, at, "0x5A", "0x00")
+        assert err.detail == "padding bytes are 0x00"
 
 
 def test_asking_a_plain_tensor_for_its_composite_is_an_argument_error() -> None:
@@ -564,6 +565,11 @@ def test_a_data_rule_inside_a_buffer_is_located_from_that_buffers_first_byte() -
     err = info.value
     assert (err.code, err.offset) == ("HQ-PB-12", start + 4) and end > start + 4
     assert err.path == "file -> tensor 'q' -> descriptor -> buffers -> 1 -> [1]"
+    for by_default in (lambda c: c.validate(), lambda c: list(c.checks())):  # the data rules are on by default
+        with pytest.raises(HurrayDeclError) as again:
+            by_default(open_container(bytes(data)))
+        assert (again.value.code, again.value.offset) == ("HQ-PB-12", start + 4)
+    assert open_container(bytes(data)).validate(data=False).names == ("q",)
 
 
 # --- KV arrays of strings and byte sequences, read in one pass ------------------------------
@@ -661,3 +667,20 @@ def test_an_input_shorter_than_the_magic_expects_8_bytes(size: int) -> None:
     assert (err.code, err.path, err.offset) == ("HF-HDR-03", "file -> header -> magic", 0)
     assert (err.actual, err.expected) == (f"{size} bytes", ">= 8 bytes")
     assert err.detail == "the input is shorter than the container magic"
+
+
+@pytest.mark.rules("HF-IDX-18")
+def test_the_descriptors_own_length_is_read_as_four_bytes() -> None:
+    """A descriptor_length whose fourth byte is set differs from the index's, even when its low three bytes agree."""
+    data = _file()
+    c = open_container(data)
+    e = c.entries[1]
+    at = e.descriptor_offset + 9  # the high byte of the preamble's u32 descriptor_length
+    with pytest.raises(HurrayDeclError) as info:
+        open_container(_patched(data, {at: (1, 1)})).tensor("b")
+    err = info.value
+    f = Layout(data)
+    assert (err.code, err.path, err.offset) == ("HF-IDX-18", "file -> index -> entries -> 1 -> descriptor_length",
+                                                f.entry(1, "descriptor_length"))
+    assert (err.actual, err.expected) == (e.descriptor_length, e.descriptor_length + (1 << 24))
+    assert err.detail == "descriptor_length differs from the descriptor's own"

@@ -520,7 +520,7 @@ def _items(view: memoryview, section: Section, where: str, tag: int, count: int)
                 try:
                     payload.parse(value.tobytes())
                 except HurrayDeclError:
-                    refuse(start + int(np.argmax(array == value)) * dtype.itemsize)
+                    refuse(start + array[:int(np.argmax(array == value))].nbytes)  # the first one's bytes
         section.stream.seek(start - section.start + count * dtype.itemsize)
         return tuple((array.astype(bool) if tag == KVTag.BOOL else array).tolist())
     items: list[Any] = []

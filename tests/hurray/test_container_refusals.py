@@ -684,3 +684,25 @@ def test_the_descriptors_own_length_is_read_as_four_bytes() -> None:
                                                 f.entry(1, "descriptor_length"))
     assert (err.actual, err.expected) == (e.descriptor_length, e.descriptor_length + (1 << 24))
     assert err.detail == "descriptor_length differs from the descriptor's own"
+
+
+@pytest.mark.rules("HF-DATA-13", "HF-DATA-05")
+def test_a_descriptor_ending_exactly_at_the_region_end_is_inside_the_region() -> None:
+    """A newer-minor descriptor of 56 bytes (3 trailing) moved to end at the KV section: the region
+    check passes it, and its buffer, now after the region, is where HF-DATA-05 refuses it."""
+    a = TensorDescriptor(type_tag=0x10, shape=(13,), buffers=(BufferHandle(byte_size=13),), version_minor=1,
+                         trailing=bytes(3))
+    data = write_container([("a", a, [bytes(13)])], kv={"k": "v"})
+    c = open_container(data)
+    e, region = c.entries[0], c.region_end
+    start = region - e.descriptor_length
+    assert start % 8 == 0 and e.descriptor_length == 56
+    moved = bytearray(data)
+    moved[start:region] = data[e.descriptor_offset:e.descriptor_offset + e.descriptor_length]
+    f = Layout(data)
+    with pytest.raises(HurrayDeclError) as info:
+        open_container(_patched(bytes(moved), {f.entry(0, "descriptor_offset"): (start, 8)})).tensor("a")
+    err = info.value
+    assert (err.code, err.path, err.offset) == ("HF-DATA-05", "file -> index -> entries -> 0 -> data_offset",
+                                                f.entry(0, "data_offset"))
+    assert (err.actual, err.expected) == (e.data_offset, align(region, c.header.data_buffer_alignment))

@@ -206,7 +206,7 @@ def packed_table(table: np.ndarray, bits: int) -> np.ndarray:
     rows = np.ascontiguousarray(table[:, byte_codes(bits)])  # (keys, 256, per) float32
     width = 4 * per
     kind = np.dtype(f"u{width}") if width <= 8 else np.dtype(f"V{width}")
-    return storage.read_only(rows.reshape(-1, per).view(kind).ravel())
+    return storage.read_only(rows.reshape(rows.shape[0] * 256, per).view(kind).ravel())
 
 
 def pair_table(table: np.ndarray) -> np.ndarray:
@@ -222,7 +222,7 @@ def _pairs_of(values: bytes) -> np.ndarray:
     pairs = np.empty((256, 256, 2), dtype=np.float32)  # [high byte, low byte]: element 0 is the low byte
     pairs[:, :, 0] = codes[None, :]
     pairs[:, :, 1] = codes[:, None]
-    return storage.read_only(pairs.reshape(-1, 2).view(np.uint64).ravel())
+    return storage.read_only(pairs.reshape(65536, 2).view(np.uint64).ravel())
 
 
 def affine_plan(geometry: Geometry, storage_name: str, scales: np.ndarray | None,
@@ -352,7 +352,7 @@ def broadcast_repeat(values: np.ndarray, count: int) -> np.ndarray:
     GIL throughout (NumPy's PyArray_Repeat never releases it), a copy releases it, so threads
     expand their chunks' parameters at the same time (single-threaded, ``np.repeat`` is faster)."""
     result = np.empty(values.size * count, dtype=values.dtype)
-    np.copyto(result.reshape(values.size, count), values.reshape(-1, 1))
+    np.copyto(result.reshape(values.size, count), values[:, None])
     return result
 
 
@@ -443,9 +443,10 @@ def _decoded(codes: np.ndarray, storage_name: str, value_map: tuple[float, ...] 
     if bits < 8 or value_map is not None or storage_name in storage.NARROW_FLOATS:
         return np.take(code_values(storage_name, value_map), codes)
     values = storage.decode(np.ascontiguousarray(codes).view(np.uint8), storage_name, codes.size).reshape(codes.shape)
-    if values.dtype.kind in "iu" and values.dtype.itemsize >= 4:
+    integral = np.issubdtype(values.dtype, np.integer)
+    if integral and values.dtype.itemsize >= 4:
         return values.astype(np.int64)
-    return values if values.dtype.kind in "iu" else values.astype(np.float32)
+    return values if integral else values.astype(np.float32)
 
 
 def row_major_codes(data: np.ndarray, bits: int) -> Callable[[int, int], np.ndarray]:
@@ -473,7 +474,8 @@ def _writer(g: Geometry, out: np.ndarray) -> Callable[[Box], tuple[np.ndarray, C
             lo = j * k + box.ks.start
             hi = min(g.extent, (last - 1 - a * nb) * k + box.ks.stop)
             if hi > lo:
-                target[a, lo:hi, box.lanes] = result.reshape(-1, box.lanes.stop - box.lanes.start)[: hi - lo]
+                n, m, width = result.shape
+                target[a, lo:hi, box.lanes] = result.reshape(n * m, width)[: hi - lo]
 
         return np.empty(box.shape, np.float32), copy
 
@@ -532,12 +534,6 @@ def in_turn(work: Iterator[Any], one: Callable[[Any], int], count: int,
     finished, passed on as ``progress(done, total)``. The first failure stops every thread after
     its chunk and is raised in the calling thread. Chunks must touch disjoint memory."""
     done = 0
-    if count == 1:
-        for chunk in work:
-            done += one(chunk)
-            if progress is not None:
-                progress(done, total)
-        return
     lock = threading.Lock()
     failures: list[BaseException] = []
 
@@ -652,9 +648,9 @@ def block_extreme(values: np.ndarray, largest: bool) -> np.ndarray:
     where ``max(axis=2)`` makes one inner-loop call per block (about twice as long)."""
     na, nj, k, nl = values.shape
     if nl == 1 and values.flags.c_contiguous:  # blocks of one lane, one after another: a flat gather
-        rows = values.reshape(-1, k)
+        rows = values.reshape(na * nj, k)
         at = (rows.argmax if largest else rows.argmin)(axis=1)
-        found = rows.reshape(-1).take(row_starts(rows.shape[0], k) + at).reshape(na, nj, 1)
+        found = rows.ravel().take(row_starts(rows.shape[0], k) + at).reshape(na, nj, 1)
     else:
         where = (values.argmax if largest else values.argmin)(axis=2)[:, :, None, :]
         found = np.take_along_axis(values, where, axis=2)[:, :, 0, :]
@@ -699,7 +695,7 @@ class Codes:
         g = self.geometry
         start = ((part.outer.start * g.blocks_per_axis + part.blocks.start) * g.block) * g.after + part.lanes.start
         if part.lanes.stop - part.lanes.start == g.after:
-            self._run(start, codes.reshape(-1))
+            self._run(start, codes.ravel())
         else:  # one block over some lanes: one run per position in the block
             for i in range(g.block):
                 self._run(start + i * g.after, codes[0, 0, i])
@@ -816,7 +812,7 @@ def affine_codes(values: np.ndarray, scales: np.ndarray, zero_points: np.ndarray
     scales = np.asarray(scales)
     narrow = values.dtype == np.float32 and scales.dtype.itemsize == 2 and storage.element(storage_name).bits <= 8
     scales = scales.astype(np.float32 if narrow else np.float64)
-    if scales.ndim == 4 and scales.shape[2:] == (1, 1) and values.shape[2] > 1:  # one scale per block of one lane:
+    if scales.ndim == 4 and scales.shape[2:] == (1, 1):  # one scale per block of one lane:
         scales = np.repeat(scales, values.shape[2], axis=2)  # a contiguous divide (a broadcast one loops per block)
     q: np.ndarray = np.divide(values, scales)
     np.rint(q, out=q)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import construct as cs
 import pytest
 from hypothesis import given, settings
 
@@ -29,12 +30,14 @@ from hurray_decl.hurray.container.declarations import (
     INDEX_ENTRY,
     KV_COUNT,
     KV_ENTRY,
+    SCALAR_PAYLOADS,
     TRAILER,
     TRAILER_LENGTH,
     FileFlag,
+    KVTag,
 )
 from hurray_decl.hurray.container.reader import Container, align
-from hurray_decl.hurray.container.strategies import invalid_containers
+from hurray_decl.hurray.container.strategies import Patch, invalid_containers
 from hurray_decl.hurray.container.writer import write_container
 from hurray_decl.hurray.tensor import BufferHandle, CompositeHead, TensorDescriptor
 from hurray_decl.hurray.tensor.fields import field_span
@@ -262,6 +265,7 @@ def test_buffers_reaching_past_the_region_are_hf_data_13() -> None:
     assert (err.code, err.path, err.offset) == ("HF-DATA-13", "file -> index -> entries -> 0 -> data_length",
                                                 f.entry(0, "data_length"))
     assert err.actual == room + 1 and err.expected == f"buffers ending by {region}"
+    assert err.detail == "the buffers reach past the tensor region"
     exact = _patched(data, {size_at: (room, 8), f.entry(0, "data_length"): (room, 8)})
     assert open_container(exact).tensor("a").placement.end == region  # exactly filling the region is valid
 
@@ -374,6 +378,7 @@ def test_a_nonzero_padding_byte_is_refused_at_its_offset(gap: str) -> None:
             validate_container(data[:at] + b"\x5A" + data[at + 1:])
         err = info.value
         assert (err.code, err.path, err.offset, err.actual, err.expected) == (code, path, at, "0x5A", "0x00")
+        assert err.detail == "padding bytes are 0x00"
 
 
 def test_asking_a_plain_tensor_for_its_composite_is_an_argument_error() -> None:
@@ -560,3 +565,144 @@ def test_a_data_rule_inside_a_buffer_is_located_from_that_buffers_first_byte() -
     err = info.value
     assert (err.code, err.offset) == ("HQ-PB-12", start + 4) and end > start + 4
     assert err.path == "file -> tensor 'q' -> descriptor -> buffers -> 1 -> [1]"
+    for by_default in (lambda c: c.validate(), lambda c: list(c.checks())):  # the data rules are on by default
+        with pytest.raises(HurrayDeclError) as again:
+            by_default(open_container(bytes(data)))
+        assert (again.value.code, again.value.offset) == ("HQ-PB-12", start + 4)
+    assert open_container(bytes(data)).validate(data=False).names == ("q",)
+
+
+# --- KV arrays of strings and byte sequences, read in one pass ------------------------------
+
+def _kv_array(kv: dict[str, Any], field: str | None = None, value: int | bytes = 0,
+              width: int = 4) -> tuple[bytes, int]:
+    """A container of one KV array, with ``field`` of its entry patched; and where that field is."""
+    p = Patch(write_container([], kv))
+    at = p.kv_entries()[0][field][0] if field else 0
+    return (p.put(at, value, width).recrc() if field else bytes(p.data)), at
+
+
+@pytest.mark.parametrize("values", [["ab", ""], ["ab", "cd"], [b"x", b""], [b"x", b"yz"]])
+def test_an_array_whose_last_element_ends_the_kv_section_is_read_whole(values: list[Any]) -> None:
+    data, _ = _kv_array({"k": values})
+    c = open_container(data)
+    p = Patch(data)
+    last = p.kv_entries()[0]
+    assert max(offset + size for offset, size in last.values()) == c.trailer.kv_offset + c.trailer.kv_length
+    assert c.kv["k"].value == tuple(values)
+
+
+@pytest.mark.rules("HF-META-07")
+@pytest.mark.parametrize(("item", "length", "room"), [(1, 3, 2), (0, 0x0100_0002, 8), (1, 0x0100_0002, 2)])
+def test_an_array_element_longer_than_the_bytes_left_is_hf_meta_07_at_its_length(item: int, length: int,
+                                                                                 room: int) -> None:
+    """One byte too long, or a length whose fourth byte is set (its low three bytes alone would fit)."""
+    data, at = _kv_array({"k": ["ab", "cd"]}, f"value.items[{item}].length", length)
+    with pytest.raises(HurrayDeclError) as info:
+        open_container(data)
+    err = info.value
+    assert (err.code, err.path, err.offset) == ("HF-META-07", "file -> kv -> entries -> 0 -> value -> items -> length",
+                                                at)
+    assert (err.actual, err.expected) == (length, f"<= {room} ({room} bytes left)")
+    assert err.detail == "a string length cannot fit in the bytes left in its section"
+
+
+@pytest.mark.rules("HF-META-07")
+def test_an_array_counting_one_element_more_than_it_holds_is_cut_at_the_section_end() -> None:
+    data, _ = _kv_array({"k": ["abcdef", "x"]}, "value.count", 3)
+    c = Patch(write_container([], {"k": ["abcdef", "x"]})).c
+    end = c.trailer.kv_offset + c.trailer.kv_length
+    with pytest.raises(HurrayDeclError) as info:
+        open_container(data)
+    err = info.value
+    assert (err.code, err.path, err.offset) == ("HF-META-07", "file -> kv -> entries -> 0 -> value -> items", end)
+
+
+@pytest.mark.rules("HF-META-13")
+def test_a_string_element_that_is_not_utf8_is_hf_meta_13_at_its_bytes() -> None:
+    data, at = _kv_array({"k": ["ab", "cd"]}, "value.items[1].bytes", b"\xff\xfe")
+    with pytest.raises(HurrayDeclError) as info:
+        open_container(data)
+    err = info.value
+    assert (err.code, err.path, err.offset) == ("HF-META-13", "file -> kv -> entries -> 0 -> value -> items -> bytes",
+                                                at)
+    assert err.actual == b"\xff\xfe"
+
+
+@pytest.mark.rules("HF-META-12")
+def test_an_element_the_fast_path_refuses_and_its_declaration_accepts_is_hf_meta_12(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The one-pass read never keeps a value its declaration would read otherwise: were the string
+    declaration to accept bytes that are not UTF-8, the element is refused, not decoded another way."""
+    data, at = _kv_array({"k": ["ab", "cd"]}, "value.items[1].bytes", b"\xff\xfe")
+    loose = cs.Struct("length" / cs.Int32ul, "bytes" / cs.Bytes(cs.this.length))
+    monkeypatch.setitem(SCALAR_PAYLOADS, KVTag.STRING, loose)
+    with pytest.raises(HurrayDeclError) as info:
+        open_container(data)
+    err = info.value
+    assert (err.code, err.path, err.offset) == ("HF-META-12", "file -> kv -> entries -> 0 -> value -> items", at - 4)
+    assert err.detail == "an array element could not be read"
+
+
+@pytest.mark.rules("HF-DATA-07")
+@pytest.mark.parametrize("length", [23, 25])
+def test_a_data_length_other_than_its_buffers_end_is_hf_data_07(length: int) -> None:
+    data = _file()
+    f = Layout(data)
+    with pytest.raises(HurrayDeclError) as info:
+        open_container(_patched(data, {f.entry(0, "data_length"): (length, 8)})).tensor("a")
+    err = info.value
+    assert (err.code, err.path, err.offset) == ("HF-DATA-07", "file -> index -> entries -> 0 -> data_length",
+                                                f.entry(0, "data_length"))
+    assert (err.actual, err.expected) == (length, 24)
+    assert err.detail == "data_length is not the end of the last buffer - data_offset"
+
+
+@pytest.mark.rules("HF-HDR-03")
+@pytest.mark.parametrize("size", [0, 7])
+def test_an_input_shorter_than_the_magic_expects_8_bytes(size: int) -> None:
+    with pytest.raises(HurrayDeclError) as info:
+        open_container(b"HRRYFILE"[:size])
+    err = info.value
+    assert (err.code, err.path, err.offset) == ("HF-HDR-03", "file -> header -> magic", 0)
+    assert (err.actual, err.expected) == (f"{size} bytes", ">= 8 bytes")
+    assert err.detail == "the input is shorter than the container magic"
+
+
+@pytest.mark.rules("HF-IDX-18")
+def test_the_descriptors_own_length_is_read_as_four_bytes() -> None:
+    """A descriptor_length whose fourth byte is set differs from the index's, even when its low three bytes agree."""
+    data = _file()
+    c = open_container(data)
+    e = c.entries[1]
+    at = e.descriptor_offset + 9  # the high byte of the preamble's u32 descriptor_length
+    with pytest.raises(HurrayDeclError) as info:
+        open_container(_patched(data, {at: (1, 1)})).tensor("b")
+    err = info.value
+    f = Layout(data)
+    assert (err.code, err.path, err.offset) == ("HF-IDX-18", "file -> index -> entries -> 1 -> descriptor_length",
+                                                f.entry(1, "descriptor_length"))
+    assert (err.actual, err.expected) == (e.descriptor_length, e.descriptor_length + (1 << 24))
+    assert err.detail == "descriptor_length differs from the descriptor's own"
+
+
+@pytest.mark.rules("HF-DATA-13", "HF-DATA-05")
+def test_a_descriptor_ending_exactly_at_the_region_end_is_inside_the_region() -> None:
+    """A newer-minor descriptor of 56 bytes (3 trailing) moved to end at the KV section: the region
+    check passes it, and its buffer, now after the region, is where HF-DATA-05 refuses it."""
+    a = TensorDescriptor(type_tag=0x10, shape=(13,), buffers=(BufferHandle(byte_size=13),), version_minor=1,
+                         trailing=bytes(3))
+    data = write_container([("a", a, [bytes(13)])], kv={"k": "v"})
+    c = open_container(data)
+    e, region = c.entries[0], c.region_end
+    start = region - e.descriptor_length
+    assert start % 8 == 0 and e.descriptor_length == 56
+    moved = bytearray(data)
+    moved[start:region] = data[e.descriptor_offset:e.descriptor_offset + e.descriptor_length]
+    f = Layout(data)
+    with pytest.raises(HurrayDeclError) as info:
+        open_container(_patched(bytes(moved), {f.entry(0, "descriptor_offset"): (start, 8)})).tensor("a")
+    err = info.value
+    assert (err.code, err.path, err.offset) == ("HF-DATA-05", "file -> index -> entries -> 0 -> data_offset",
+                                                f.entry(0, "data_offset"))
+    assert (err.actual, err.expected) == (e.data_offset, align(region, c.header.data_buffer_alignment))

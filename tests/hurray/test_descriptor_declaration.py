@@ -26,15 +26,21 @@ from hurray_decl.hurray.quantization import (
     unregister_private_scheme,
 )
 from hurray_decl.hurray.schemes.quantization import SchemeDescriptor
-from hurray_decl.hurray.tensor import descriptor as declaration, read_tensor_descriptor, write_tensor_descriptor
+from hurray_decl.hurray.tensor import (
+    BufferHandle,
+    descriptor as declaration,
+    read_tensor_descriptor,
+    write_tensor_descriptor,
+)
 from hurray_decl.hurray.tensor.buffers import HANDLE
+from hurray_decl.hurray.tensor.fields import with_field
 from hurray_decl.hurray.tensor.header import HEADER, PREAMBLE_LENGTH
-from hurray_decl.hurray.tensor.layouts import LAYOUTS
+from hurray_decl.hurray.tensor.layouts import LAYOUTS, Tiled
 from hurray_decl.hurray.tensor.reader import field_positions, trace_tensor_descriptor
 from hurray_decl.hurray.tensor.sections import COMPOSITE_MEMBER, EXTENSION_TYPE, STATISTICS
 from tests.paths import CONFORMANCE
 
-from .tensor_support import manifest
+from .tensor_support import manifest, vector
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "hurray_decl" / "hurray" / "examples").glob("*.bin"))
 VECTORS = [CONFORMANCE / entry["file"] for entry in manifest()]
@@ -261,3 +267,53 @@ def test_every_builtin_declaration_compiles():
     for row in SCHEMES:
         assert compiled(row.struct) is not None, row.name
     assert compiled(declaration.DESCRIPTOR) is not None and compiled(PREAMBLE) is not None
+
+
+def test_warm_the_buffer_table_and_the_layout_take_their_compiled_paths(monkeypatch):
+    """The buffer table unpacked at once (a new handle's rule inputs recorded as accepted), a
+    recognised layout built by its compiled builder; an opaque layout's payload written by the
+    interpreted one."""
+    monkeypatch.setattr(schema, "WARM_AFTER", 0)
+    found: list[Any] = []
+    _walk(declaration.DESCRIPTOR, set(), found)
+    table = next(c for c in found if isinstance(c, declaration.HandleTable))
+    table._accepted.clear()
+    data = vector("quant_per_block_int4_128x128.bin")
+    assert declaration.parse_fast(data, False) is not None and table._accepted
+    calls: list[tuple[str, str]] = []
+    interpreted = declaration.LayoutFields._build
+
+    def spy(self, obj, stream, context, path):
+        calls.append((type(obj).__name__, path))
+        return interpreted(self, obj, stream, context, path)
+
+    monkeypatch.setattr(declaration.LayoutFields, "_build", spy)
+    assert write_tensor_descriptor(read_tensor_descriptor(data)) == data and calls == []
+    opaque = with_field(data, "layout_tag", 0xEE)
+    assert write_tensor_descriptor(read_tensor_descriptor(opaque, permissive=True), permissive=True) == opaque
+    assert calls == [("OpaqueLayout", "(building)")]
+
+
+def test_warm_a_section_is_built_by_its_own_compiled_builder(monkeypatch):
+    """The buffer handles and the sections are written by the builders their ModelOf emits, never
+    by a call of the interpreted one."""
+    monkeypatch.setattr(schema, "WARM_AFTER", 0)
+    data = vector("quant_per_block_int4_128x128.bin")
+    d = read_tensor_descriptor(data)
+    assert write_tensor_descriptor(d) == data
+    calls: list[str] = []
+    interpreted = declaration.ModelOf._encode  # what the interpreted build runs first
+
+    def spy(self, obj, context, path):
+        calls.append(self.model.__name__)
+        return interpreted(self, obj, context, path)
+
+    monkeypatch.setattr(declaration.ModelOf, "_encode", spy)
+    assert write_tensor_descriptor(d) == data and calls == []
+    monkeypatch.setattr(schema, "WARM_AFTER", 10**9)  # and the spy sees the interpreted build
+    assert write_tensor_descriptor(d) == data and calls == ["BufferHandle", "BufferHandle"]
+
+
+def test_a_model_makes_itself_from_wire_values_by_section_from_wire_unless_it_has_its_own() -> None:
+    assert declaration._inherits_from_wire(BufferHandle)
+    assert not declaration._inherits_from_wire(Tiled)

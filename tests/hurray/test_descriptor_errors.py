@@ -54,6 +54,8 @@ def test_an_input_ending_inside_a_handle_names_that_handle(index: int) -> None:
     err = refusal(data[:cut])
     assert (err.code, err.path, err.offset) == ("HT-HDR-08", f"descriptor -> buffers -> {index}", cut)
     assert err.actual == f"{cut} bytes"
+    assert err.expected == "more bytes inside descriptor_length"
+    assert err.detail == "a section ends past descriptor_length"
 
 
 def test_an_input_one_byte_shorter_than_descriptor_length_is_ht_hdr_08_at_its_end() -> None:
@@ -70,6 +72,7 @@ def test_an_input_cut_inside_the_payload_is_ht_hdr_08_at_its_end() -> None:
     err = refusal(data[:-1])
     assert (err.code, err.path, err.offset) == ("HT-HDR-08", "descriptor -> quantization", len(data) - 1)
     assert (err.actual, err.expected) == (f"{length - 1} bytes left", f"{length} bytes")
+    assert err.detail == "a section ends past descriptor_length"
 
 
 def test_bytes_after_the_sections_are_ht_hdr_09_in_minor_0_and_kept_in_a_newer_minor() -> None:

@@ -521,3 +521,136 @@ def test_wide_codes_are_numbers_of_their_own_width_and_32_bit_ones_of_64(name: s
     codes = np.array([1, 2, np.iinfo(kind).max], dtype=kind)
     values = kernels._decoded(codes, name, None)
     assert values.dtype == np.dtype(widened) and values.tolist() == codes.tolist()
+
+
+# --- exact values where only a count or a coverage was checked ------------------------------
+
+def test_a_thread_count_below_one_names_the_argument_and_the_bound() -> None:
+    with pytest.raises(ArgumentError) as info:
+        kernels.thread_count(0)
+    err = info.value
+    assert (err.code, err.path, err.actual, err.expected) == ("ARGUMENT", "threads", 0, ">= 1")
+    assert err.detail == "threads is a positive integer"
+
+
+def _spans(chunks: list[kernels.Part]) -> list[tuple[tuple[int, int], tuple[int, int], tuple[int, int]]]:
+    return [((p.outer.start, p.outer.stop), (p.blocks.start, p.blocks.stop), (p.lanes.start, p.lanes.stop))
+            for p in chunks]
+
+
+@pytest.mark.parametrize(("shape", "bits", "budget", "spans", "aligned"), [
+    # whole outer indices: rows of 2 two-bit codes end on a byte every 2 outer indices; 10 // 2 // 2 * 2 = 4
+    ((6, 2, 1), 2, 10, [((0, 4), (0, 1), (0, 1)), ((4, 6), (0, 1), (0, 1))], True),
+    ((6, 2, 1), 2, 3, [((0, 2), (0, 1), (0, 1)), ((2, 4), (0, 1), (0, 1)), ((4, 6), (0, 1), (0, 1))], True),
+    # block rows of one outer index: 7 // 2 = 3 block rows of 2 elements
+    ((2, 10, 1), 4, 7, [((a, a + 1), j, (0, 1)) for a in (0, 1) for j in ((0, 3), (3, 5))], True),
+    ((2, 10, 1), 2, 7, [((a, a + 1), j, (0, 1)) for a in (0, 1) for j in ((0, 3), (3, 5))], False),
+    # one block over some lanes: 14 // 2 = 7 lanes, down to 6, a multiple of the 2 codes of a byte
+    ((1, 2, 30), 4, 14, [((0, 1), (0, 1), (i, i + 6)) for i in range(0, 30, 6)], True),
+    ((1, 2, 5), 8, 1, [((0, 1), (0, 1), (i, i + 1)) for i in range(5)], True),  # at least one lane
+    ((1, 2, 5), 4, 4, [((0, 1), (0, 1), (0, 2)), ((0, 1), (0, 1), (2, 4)), ((0, 1), (0, 1), (4, 5))], False),
+    ((1, 2, 4), 4, 2, [((0, 1), (0, 1), (0, 2)), ((0, 1), (0, 1), (2, 4))], True),  # at least one byte's lanes
+])
+def test_parts_are_exactly_the_budgets_spans(monkeypatch: pytest.MonkeyPatch, shape: tuple[int, ...], bits: int,
+                                             budget: int, spans: list[object], aligned: bool) -> None:
+    monkeypatch.setattr(kernels, "CHUNK_ELEMENTS", budget)
+    chunks, whole = kernels.parts(Geometry(shape, axis=1, block=2), bits)
+    assert (_spans(chunks), whole) == (spans, aligned)
+
+
+def test_sub_byte_codes_are_read_through_the_code_table() -> None:
+    codes = np.array([[0, 7, 8, 15]], dtype=np.uint8)
+    values = kernels._decoded(codes, "int4", None)
+    assert values.dtype == np.float32 and values.tolist() == [[0, 7, -8, -1]]
+    nf = tuple(float(v) / 2 for v in range(256))
+    mapped = kernels._decoded(np.array([[0, 3, 255]], dtype=np.uint8), "uint8", nf)
+    assert mapped.dtype == np.float32 and mapped.tolist() == [[0.0, 1.5, 127.5]]
+    wide = kernels._decoded(np.array([[0, 3, 255]], dtype=np.uint8), "uint8", None)
+    assert wide.dtype == np.uint8 and wide.tolist() == [[0, 3, 255]]
+
+
+def test_one_scale_per_block_divides_contiguously(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scales (outer, blocks, 1, 1) are repeated along the block before the divide; other shapes broadcast."""
+    seen: list[tuple[int, ...]] = []
+    divide = np.divide
+
+    def spy(values: np.ndarray, scales: np.ndarray) -> np.ndarray:
+        seen.append(np.shape(scales))
+        result: np.ndarray = divide(values, scales)
+        return result
+
+    monkeypatch.setattr(kernels.np, "divide", spy)
+    values = np.arange(2 * 3 * 4 * 5, dtype=np.float64).reshape(2, 3, 4, 5)
+    per_block = np.arange(1, 7, dtype=np.float64).reshape(2, 3, 1, 1)
+    q = kernels.affine_codes(values, per_block, None, "int32")
+    assert seen == [(2, 3, 4, 1)] and np.array_equal(q, np.rint(values / per_block))
+    per_element = np.full((2, 3, 4, 5), 0.5)
+    assert np.array_equal(kernels.affine_codes(values, per_element, None, "int32"), values * 2)
+    single = np.arange(1, 7, dtype=np.float64).reshape(2, 3, 1, 1)
+    one = kernels.affine_codes(values[:, :, :1], single, None, "int32")
+    assert np.array_equal(one, np.rint(values[:, :, :1] / single))
+    assert seen[1:] == [(2, 3, 4, 5), (2, 3, 1, 1)]
+
+
+def test_short_rows_of_row_parameters_are_spread_into_a_contiguous_chunk() -> None:
+    """Several rows of one value each, rows of fewer than 256 elements: repeated into the chunk's
+    shape; otherwise the parameters are returned as they are (a broadcast)."""
+    counts: list[int] = []
+
+    def repeat(values: np.ndarray, count: int) -> np.ndarray:
+        counts.append(count)
+        return np.repeat(values, count)
+
+    rows = np.array([2.0, 3.0], dtype=np.float32).reshape(2, 1, 1)
+    for shape in ((2, 4, 5), (2, 15, 17)):
+        spread = kernels._spread(rows, shape, repeat)
+        assert spread.shape == shape and np.array_equal(spread, np.broadcast_to(rows, shape))
+    assert counts == [20, 255]
+    lanes = np.arange(10, dtype=np.float32).reshape(2, 1, 5)
+    one = np.ones((1, 1, 1), dtype=np.float32)
+    for values, shape in ((rows, (2, 16, 16)), (lanes, (2, 4, 5)), (one, (1, 4, 5))):
+        assert kernels._spread(values, shape, repeat) is values
+    assert counts == [20, 255]
+
+
+def test_the_quotient_is_float32_only_for_float32_values_16_bit_scales_and_codes_of_8_bits_at_most() -> None:
+    x = np.array([0.26, -0.26, 1.0], dtype=np.float32)
+    half = np.full(3, 0.5, dtype=np.float16)
+    for name in ("int2", "int4", "uint4", "int8"):
+        q = kernels.affine_codes(x, half, None, name)
+        assert q.dtype == np.float32 and q.tolist() == [1, -1, 2], name
+    for values, scales, name in ((x, half, "int16"), (x, half.astype(np.float32), "int4"),
+                                 (x.astype(np.float64), half, "int4")):
+        q = kernels.affine_codes(values, scales, None, name)
+        assert q.dtype == np.float64 and q.tolist() == [1, -1, 2], name
+
+
+def test_eight_and_four_bit_integer_codes_skip_the_generic_encoder(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+    real = storage.encode
+
+    def encode(codes: np.ndarray, name: str) -> bytes:
+        calls.append(name)
+        return real(codes, name)
+
+    monkeypatch.setattr(storage, "encode", encode)
+    values = np.array([-3.0, 0.0, 5.0, -8.0, 7.0, 1.0])
+    for name, size, generic in (("int8", 6, []), ("int4", 6, []), ("uint4", 4, []), ("int4", 5, ["int4"]),
+                                ("int2", 4, ["int2"])):
+        codes = np.clip(values[:size], *kernels.integer_range(name))
+        packed = kernels.Codes(Geometry((size,), 0, 1), name, aligned=True)
+        packed.put(kernels.Part(slice(0, 1), slice(0, size), slice(0, 1)), codes.reshape(1, size, 1, 1))
+        assert calls == generic, name
+        assert packed.data.tobytes() == real(codes, name), name
+        calls.clear()
+
+
+def test_the_row_start_and_pair_caches_are_bounded() -> None:
+    kernels.row_starts.cache_clear()
+    for rows in range(1, 11):
+        assert kernels.row_starts(rows, 3).tolist() == [3 * r for r in range(rows)]
+    assert kernels.row_starts.cache_info().currsize == 8
+    kernels._pairs_of.cache_clear()
+    for key in range(18):
+        kernels.pair_table(np.full(256, key, dtype=np.float32))
+    assert kernels._pairs_of.cache_info().currsize == 16

@@ -212,7 +212,7 @@ class Container:
     def field_offset(self, index: int, field: str) -> int:
         """Absolute offset of one field of index entry ``index``."""
         after_name = field not in ("name_length", "name")
-        name_length = len(self.entries[index].name.encode("utf-8")) if after_name else 0
+        name_length = len(self.entries[index].name.encode()) if after_name else 0  # UTF-8
         return self.positions[f"index -> entries -> {index}"] + ENTRY_OFFSETS[field] + name_length
 
     def locate(self, name: str) -> int:
@@ -520,7 +520,7 @@ def _items(view: memoryview, section: Section, where: str, tag: int, count: int)
                 try:
                     payload.parse(value.tobytes())
                 except HurrayDeclError:
-                    refuse(start + int(np.argmax(array == value)) * dtype.itemsize)
+                    refuse(start + array[:int(np.argmax(array == value))].nbytes)  # the first one's bytes
         section.stream.seek(start - section.start + count * dtype.itemsize)
         return tuple((array.astype(bool) if tag == KVTag.BOOL else array).tolist())
     items: list[Any] = []
@@ -528,16 +528,16 @@ def _items(view: memoryview, section: Section, where: str, tag: int, count: int)
     text = tag == KVTag.STRING
     for _ in range(count):
         length = int.from_bytes(view[p:p + 4], "little")
-        if p + 4 > end or length > end - p - 4:
+        if length > end - p - 4:  # also when the length itself is cut (then end - p - 4 < 0)
             refuse(p)
-        raw = view[p + 4:p + 4 + length]
+        raw = bytes(view[p + 4:p + 4 + length])
         if text:
             try:
-                items.append(str(raw, "utf-8"))
+                items.append(raw.decode())  # UTF-8
             except UnicodeDecodeError:
                 refuse(p)
         else:
-            items.append(bytes(raw))
+            items.append(raw)
         p += 4 + length
     section.stream.seek(p - section.start)
     return tuple(items)
@@ -568,7 +568,7 @@ def _kv(view: memoryview, trailer: Trailer, minor: int,
             positions[f"kv -> entries -> {i}"] = p
         where = f"file -> kv -> entries -> {i}"
         head = section.parse(KV_ENTRY_HEAD, where)
-        key = bytes(head.key).decode("utf-8")
+        key = bytes(head.key).decode()  # UTF-8
         value = _kv_value(view, section, f"{where} -> value", head.value_tag)
         if key in kv:
             raise RuleViolation("HF-META-11", "two KV entries have the same key",

@@ -155,9 +155,7 @@ class HandleTable(Items):
     def _parse_fast(self, stream: Any, context: Any) -> list[Any]:
         count = context["buffer_count"]
         size = self._format.size  # type: ignore[union-attr]
-        raw = stream.read(count * size)
-        if len(raw) != count * size:
-            raise TruncatedError("HT-HDR-08", "a section ends past descriptor_length", path="descriptor -> buffers")
+        raw = _take(stream, count * size, "descriptor -> buffers")
         accepted, names, picks, leading, model = self._accepted, self._names, self._picks, self._leading, self.model
         handles = []
         parse = None
@@ -174,7 +172,7 @@ class HandleTable(Items):
         return handles
 
     def _emitparse(self, code):
-        if self._format is None or compiled(self.subcon) is None:
+        if compiled(self.subcon) is None:  # (the handle's format is fixed: 16 bytes)
             return super()._emitparse(code)
         return _link(code, self, "_parse_fast(io, this)")
 
@@ -392,11 +390,8 @@ class LayoutFields(cs.Construct):
 
     def _build_fast(self, obj: Any, stream: Any, context: Any) -> Any:
         """The compiled builder of the layout's struct (reached from compiled code only)."""
-        if isinstance(obj, OpaqueLayout):
-            return self._build(obj, stream, context, "(building)")
-        struct = row_of(obj).struct(context["rank"])
-        fast = compiled(struct)
-        if fast is None:
+        fast = None if isinstance(obj, OpaqueLayout) else compiled(row_of(obj).struct(context["rank"]))
+        if fast is None:  # an opaque layout's payload, or a struct that does not compile
             return self._build(obj, stream, context, "(building)")
         fast.buildfunc(obj.to_wire(), stream, context)
         return obj
@@ -413,13 +408,17 @@ def _not_composite(context: Any) -> None:
                             actual=f"0x{context.flags:08X}", expected="HAS_QUANTIZATION clear")
 
 
+_QUANTIZATION_PATH = "descriptor -> quantization"
+"""Where the quantization payload is, in error paths."""
+
+
 class QuantizationSection(Payload):
     """quantization_length bytes, decoded by the scheme their scheme_tag names; bytes after the
     scheme's fields are kept as writer padding (HQ-HDR-05). A traced parse descends into the
     payload through the scheme's declaration (:class:`~hurray_decl.hurray.quantization.Payload`)."""
 
     def __init__(self) -> None:
-        super().__init__(this.quantization_length, "descriptor -> quantization", _not_composite)
+        super().__init__(this.quantization_length, _QUANTIZATION_PATH, _not_composite)
 
     def _parse(self, stream, context, path):
         start = stream.tell()
@@ -434,10 +433,7 @@ class QuantizationSection(Payload):
     def _parse_fast(self, stream: Any, context: Any) -> Any:
         """The payload as :meth:`_parse` reads it, for the compiled parse (which says nothing of
         where a refusal is): any error refuses."""
-        length = context["quantization_length"]
-        data = stream.read(length)
-        if len(data) != length:
-            raise TruncatedError("HT-HDR-08", "a section ends past descriptor_length", path=self.where or "descriptor")
+        data = _take(stream, context["quantization_length"], _QUANTIZATION_PATH)
         if self.check is not None:
             self.check(context)
         return decode_quantization(data, permissive=permissive(context))
@@ -535,7 +531,7 @@ def _extents(context: Any, stream: Any) -> TensorDescriptor:
 def _written(context: Any) -> None:
     """Building: the whole context, in Appendix A order, once the header rules have run."""
     params = context._params
-    check_descriptor(params["descriptor"], writer_rules=params.get("writer_rules", False))
+    check_descriptor(params["descriptor"], writer_rules=params["writer_rules"])
 
 
 def _encode(context: Any) -> None:
@@ -545,7 +541,7 @@ def _encode(context: Any) -> None:
             context._payload = encode_quantization(context.quantization, permissive=permissive(context))
         except HurrayDeclError as err:  # at its place in the descriptor: after the length prefix
             at = cs.stream_tell(context._io, None) + QUANTIZATION_LENGTH.sizeof()
-            raise err.rebased(at, "descriptor -> quantization") from None
+            raise err.rebased(at, _QUANTIZATION_PATH) from None
 
 
 def _bare(field: cs.Construct) -> cs.Construct:

@@ -313,15 +313,15 @@ class _Walker:
             element = Field(fd.name, f"{base_path}[{index}]", at, at, fd.number, int(_W.VARINT), fd)
             if size is None:
                 value, after = read_varint(data, at, stop)
-                row = self.scalar_row(at, after, element.path, fd, value)
+                shown = self.scalar_row(at, after, element.path, fd, value)
             else:
                 if at + size > stop:
                     raise WireError(at, "a packed run ends inside an element")
                 after = at + size
                 value = struct.unpack(_FIXED[fd.type], data[at:after])[0]
-                row = self.row(at, after, element.path, self.fixed(value))
+                shown = self.row(at, after, element.path, self.fixed(value))
             element.value, element.end = value, after
-            element.first_row = element.value_row = element.last_row = row
+            element.first_row = element.value_row = element.last_row = shown
             node.children.append(element)
             index += 1
             at = after

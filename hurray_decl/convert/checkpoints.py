@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from hurray_decl.convert.group import awq_parts, gptq_parts
+from hurray_decl.convert.group import awq_parts, float16_scales, gptq_parts
 from hurray_decl.convert.parts import BlockParts
 from hurray_decl.convert.safetensors import SafetensorsFile, open_safetensors
 from hurray_decl.errors import ArgumentError, RuleViolation, UnsupportedError
@@ -160,12 +160,7 @@ class Item:
             if read[role].dtype != np.int32:
                 raise RuleViolation("HQ-PB-14", f"{self.roles[role]} holds packed int32 words", path=self.roles[role],
                                     actual=str(read[role].dtype), expected="int32")
-        scales = read["scales"]
-        if scales.dtype != np.float16 and not np.array_equal(scales.astype(np.float16).astype(np.float64),
-                                                              scales.astype(np.float64), equal_nan=True):
-            raise RuleViolation("HQ-PB-08", f"{self.roles['scales']} holds {scales.dtype} scales that float16, the "
-                                "scale type of GPTQ and AWQ, does not hold exactly", path=self.roles["scales"],
-                                actual=str(scales.dtype), expected="float16 values")
+        read["scales"] = float16_scales(read["scales"], self.roles["scales"])
         in_features = self.shape[0]
         group = in_features if self.config.group_size == -1 else self.config.group_size
         if self.config.method == "awq":

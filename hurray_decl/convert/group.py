@@ -50,6 +50,24 @@ def _group_parts(q: np.ndarray, zeros: np.ndarray, scales: np.ndarray, bits: int
     return BlockParts(q, storage, 0, group_size, scales, "float16", zeros)  # both in the (groups, out) grid
 
 
+def float16_scales(scales: Any, path: str = "scales") -> np.ndarray:
+    """``scales`` as float16, the scale type of GPTQ and AWQ; values float16 does not hold exactly
+    (a float32 array rounded on the way) are refused, never rounded silently (HQ-PB-08)."""
+    array = np.asarray(scales)
+    if array.dtype == np.float16:
+        return array
+    if array.dtype.kind not in "fiu":
+        raise RuleViolation("HQ-PB-08", f"{path} holds {array.dtype} values, not scales", path=path,
+                            actual=str(array.dtype), expected="float16 values")
+    wide = array.astype(np.float64)
+    narrow = array.astype(np.float16)
+    if not np.array_equal(narrow.astype(np.float64), wide, equal_nan=True):
+        raise RuleViolation("HQ-PB-08", f"{path} holds {array.dtype} scales that float16, the scale type of GPTQ "
+                            "and AWQ, does not hold exactly", path=path, actual=str(array.dtype),
+                            expected="float16 values")
+    return narrow
+
+
 def gptq_parts(qweight: Any, qzeros: Any, scales: Any, *, bits: int = 4, group_size: int = 128,
                g_idx: Any = None, zero_offset: int = 1) -> BlockParts:
     """GPTQ to per-block affine, zero points normalized from ``zero - 1`` (HQ-ZP-01).
@@ -70,11 +88,11 @@ def gptq_parts(qweight: Any, qzeros: Any, scales: Any, *, bits: int = 4, group_s
                 "HQ-PB-15", "g_idx permutes the input axis (activation order): per-block affine blocks are "
                 "contiguous, so such a tensor needs a private scheme (0xF0-0xFE)", path="g_idx",
                 actual="a permuted group index", expected="g_idx[i] = i // group_size")
-    return _group_parts(q, stored_zeros + zero_offset, np.asarray(scales, dtype=np.float16), bits, group_size)
+    return _group_parts(q, stored_zeros + zero_offset, float16_scales(scales), bits, group_size)
 
 
 def awq_parts(qweight: Any, qzeros: Any, scales: Any, *, group_size: int = 128) -> BlockParts:
     """AWQ (GEMM packing, 4-bit) to per-block affine; AWQ stores the zero point as subtracted."""
     q = _unpack_int32(qweight, 4, 1, AWQ_ORDER)
     zeros = _unpack_int32(qzeros, 4, 1, AWQ_ORDER)
-    return _group_parts(q, zeros, np.asarray(scales, dtype=np.float16), 4, group_size)
+    return _group_parts(q, zeros, float16_scales(scales), 4, group_size)

@@ -141,6 +141,23 @@ def test_awq_packing_and_zero_points():
     assert same_bits(hd.dequantize(descriptor, buffers), expected)
 
 
+@pytest.mark.parametrize("convert", ["gptq", "awq"])
+def test_scales_float16_does_not_hold_are_refused_not_rounded(convert):
+    q, zeros = np.zeros((32, 8), int), np.zeros((1, 8), int)
+    order = (0, 2, 4, 6, 1, 3, 5, 7)
+    gptq = convert == "gptq"
+    words = (pack(q, 4, 0), pack(zeros, 4, 1)) if gptq else (pack(q, 4, 1, order), pack(zeros, 4, 1, order))
+    make = hd.from_gptq if gptq else hd.from_awq
+    exact = np.full((1, 8), 0.375, np.float32)  # float16 holds it: taken, as float16
+    descriptor, _ = make(*words, exact, group_size=32)
+    assert descriptor.quantization.scale_type_tag == 0x01
+    inexact = np.full((1, 8), 0.1, np.float32)  # 0.1 rounds in float16
+    with raises_rule("HQ-PB-08", path="scales"):
+        make(*words, inexact, group_size=32)
+    with raises_rule("HQ-PB-08", path="scales"):
+        make(*words, np.full((1, 8), "x"), group_size=32)
+
+
 def test_group_size_must_tile_the_input():
     with raises_rule("HQ-PB-03"):
         hd.from_gptq(pack(np.zeros((64, 8), int), 4, 0), pack(np.zeros((3, 8), int), 4, 1),

@@ -579,10 +579,11 @@ def _assemble(head: Tensor) -> np.ndarray:
 
 def quantize(array: Any, scheme: str, *, name: str | None = None, axis: int | None = None,
              block_size: int | None = None, storage: str | None = None, symmetric: bool = True,
-             scale_type: str = "float32") -> Tensor:
-    """Quantize a float array into a row-major Hurray tensor (see :func:`numerics.quantize`)."""
+             scale_type: str = "float32", threads: int | None = None) -> Tensor:
+    """Quantize a float array into a row-major Hurray tensor (see :func:`numerics.quantize`, which
+    also says what ``threads`` does)."""
     descriptor, buffers = numerics.quantize(array, scheme, axis=axis, block_size=block_size, storage=storage,
-                                            symmetric=symmetric, scale_type=scale_type)
+                                            symmetric=symmetric, scale_type=scale_type, threads=threads)
     return Tensor(descriptor, buffers, name)
 
 

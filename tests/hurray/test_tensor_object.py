@@ -541,3 +541,21 @@ def test_bench_window_reports_both_ratios(capsys):
     assert "32x32 window (1/64 of the elements)" in out
     ratios = [float(r) for r in re.findall(r"ratio ([0-9.]+) \(1/", out)]
     assert len(ratios) == 2 and all(0 < r for r in ratios)
+
+
+def test_quantize_passes_threads_on(monkeypatch):
+    """hurray_decl.quantize takes numerics.quantize's threads, gives it on, and the bytes do not
+    depend on it."""
+    seen = []
+    original = numerics.quantize
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("threads"))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(numerics, "quantize", spy)
+    x = np.random.default_rng(4).standard_normal((96, 160)).astype(np.float32)
+    one = hd.quantize(x, "per_block_affine", axis=1, block_size=32, threads=1)
+    two = hd.quantize(x, "per_block_affine", axis=1, block_size=32, threads=2)
+    assert seen == [1, 2]
+    assert one.buffers == two.buffers and one.descriptor == two.descriptor

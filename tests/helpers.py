@@ -7,7 +7,12 @@ The RULES.md coverage test (tests/test_rules_coverage.py) finds, in the test sou
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import os
+import struct
+import subprocess
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 
 import pytest
 
@@ -30,3 +35,37 @@ def raises_rule(code: str, *, offset: int | None = None, path: str | None = None
 def covers(*codes: str):
     """Mark a test as the acceptance or exact-value test of rules that refuse nothing."""
     return pytest.mark.rules(*codes)
+
+
+def on_terminal(command: Sequence[str], *, cwd: Path, env: Mapping[str, str] | None = None,
+                columns: int = 100) -> tuple[int, bytes]:
+    """Run ``command`` with its standard error on a pseudo-terminal ``columns`` wide (POSIX only):
+    its exit status and every byte it showed there, read while it runs (a closed pty may drop
+    what is left unread)."""
+    import fcntl
+    import termios
+
+    primary, secondary = os.openpty()
+    fcntl.ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    shown = bytearray()
+
+    def drain() -> None:
+        while True:
+            try:
+                chunk = os.read(primary, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            shown.extend(chunk)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        result = subprocess.run(list(command), cwd=cwd, stdout=subprocess.PIPE, stderr=secondary,
+                                env=None if env is None else dict(env), timeout=300)
+    finally:
+        os.close(secondary)
+        reader.join(timeout=10)
+        os.close(primary)
+    return result.returncode, bytes(shown)

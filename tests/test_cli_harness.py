@@ -33,6 +33,7 @@ import pytest
 import hurray_decl as hd
 from hurray_decl import cli
 from hurray_decl.cli import common, inputs
+from tests.helpers import on_terminal
 from tests.paths import CONFORMANCE, REPO
 
 ONNX_EXAMPLES = REPO / "hurray_decl" / "onnx_light" / "examples"
@@ -436,25 +437,9 @@ def test_sigkill_mid_write_is_cleaned_by_the_next_run(corpus, tmp_path):
 
 
 def test_container_outputs_show_progress_on_a_terminal_and_take_the_umask(corpus, tmp_path):
-    import pty
-
-    leader, follower = pty.openpty()
-    writer = subprocess.Popen([sys.executable, "-m", "hurray_decl", "dequantize", str(corpus / "big.hrry"),
-                               "-o", str(tmp_path / "x.npy")], stdout=subprocess.PIPE, stderr=follower,
-                              env=environment())
-    os.close(follower)
-    shown = b""
-    while True:
-        try:
-            part = os.read(leader, 4096)
-        except OSError:  # the terminal closed with the writer
-            break
-        if not part:
-            break
-        shown += part
-    writer.communicate(timeout=120)
-    os.close(leader)
-    assert writer.returncode == OK and b"dequantize: 100%" in shown, shown
+    status, shown = on_terminal([sys.executable, "-m", "hurray_decl", "dequantize", str(corpus / "big.hrry"),
+                                 "-o", str(tmp_path / "x.npy")], cwd=tmp_path, env=environment())
+    assert status == OK and b"dequantize: 100%" in shown, shown
     mask = os.umask(0)
     os.umask(mask)
     assert (tmp_path / "x.npy").stat().st_mode & 0o777 == 0o666 & ~mask

@@ -16,10 +16,8 @@ import importlib.util
 import json
 import os
 import shutil
-import struct
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import gguf
@@ -30,6 +28,7 @@ import hurray_decl as hd
 from hurray_decl.convert.gguf import GGUF_TYPES
 from hurray_decl.hurray.tensor import read_tensor_descriptor
 from hurray_decl.onnx_light import ModelProto, dequantize_value
+from tests.helpers import on_terminal
 
 Q = gguf.GGMLQuantizationType
 ROOT = Path(__file__).resolve().parents[2]
@@ -248,36 +247,11 @@ def test_bad_inputs(workplace, argv, status, words):
 
 @pytest.mark.skipif(sys.platform == "win32", reason="a pseudo-terminal needs POSIX")
 def test_a_progress_bar_on_a_terminal_only(model, tmp_path):
-    import fcntl
-    import termios
-
     path, _ = model
     command = [SCRIPT] if SCRIPT else [sys.executable, "-m", "hurray_decl.cli"]
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    primary, secondary = os.openpty()
-    fcntl.ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # a terminal 100 wide
-    shown = bytearray()
-
-    def drain() -> None:  # read the terminal while the command runs (a closed pty may drop what is left)
-        while True:
-            try:
-                chunk = os.read(primary, 65536)
-            except OSError:
-                return
-            if not chunk:
-                return
-            shown.extend(chunk)
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
-    try:
-        result = subprocess.run(command + ["convert", str(path), "-o", str(tmp_path / "tty")], cwd=tmp_path, env=env,
-                                stdout=subprocess.PIPE, stderr=secondary, timeout=300)
-    finally:
-        os.close(secondary)
-        reader.join(timeout=10)
-        os.close(primary)
-    assert result.returncode == 0
+    status, shown = on_terminal(command + ["convert", str(path), "-o", str(tmp_path / "tty")], cwd=tmp_path,
+                                env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert status == 0
     assert b"convert:   0%" in shown and b"0/9" in shown           # tqdm's bar, on the terminal
     piped = cli("convert", str(path), "-o", str(tmp_path / "piped"), cwd=tmp_path)
     assert piped.returncode == 0 and piped.stderr == ""             # silent when stderr is not a terminal

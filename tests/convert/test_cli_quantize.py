@@ -19,6 +19,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import hurray_decl as hd
 from hurray_decl.onnx_light import ModelProto, dequantize_value
+from tests.helpers import on_terminal
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -209,38 +210,11 @@ def test_bad_quantize_runs_leave_nothing(mlp, argv, status, words):
 
 @pytest.mark.skipif(sys.platform == "win32", reason="a pseudo-terminal needs POSIX")
 def test_progress_on_a_terminal_only(mlp, tmp_path):
-    import fcntl
-    import os
-    import struct
-    import termios
-    import threading
-
     folder, _ = mlp
-    primary, secondary = os.openpty()
-    fcntl.ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
-    shown = bytearray()
-
-    def drain() -> None:
-        while True:
-            try:
-                chunk = os.read(primary, 65536)
-            except OSError:
-                return
-            if not chunk:
-                return
-            shown.extend(chunk)
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
-    try:
-        result = subprocess.run([sys.executable, "-m", "hurray_decl", "quantize", str(folder / "mlp.onnx"), "-o",
-                                 str(tmp_path / "tty.hrry")], cwd=tmp_path, stdout=subprocess.PIPE, stderr=secondary,
-                                env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=300)
-    finally:
-        os.close(secondary)
-        reader.join(timeout=10)
-        os.close(primary)
-    assert result.returncode == 0
+    status, shown = on_terminal([sys.executable, "-m", "hurray_decl", "quantize", str(folder / "mlp.onnx"), "-o",
+                                 str(tmp_path / "tty.hrry")], cwd=tmp_path,
+                                env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert status == 0
     assert b"quantize:" in shown and b"/4" in shown  # tqdm's bar over the four tensors, on the terminal
     piped = cli("quantize", "mlp.onnx", "-o", str(tmp_path / "piped.hrry"), cwd=folder)
     assert piped.returncode == 0 and piped.stderr == ""

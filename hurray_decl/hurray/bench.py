@@ -218,6 +218,13 @@ def run(size: int = 4096, repeat: int = 5, threads: int | None = None, out: Text
     return result
 
 
+def _gguf_times(times: dict[str, float | None], label: str, out: TextIO) -> None:
+    """One line per gguf baseline: ``label`` (formatted with the type's ``name``) and its time."""
+    for name, seconds in sorted(times.items()):
+        shown = "not available" if seconds is None else f"{seconds * 1e3:.2f} ms"
+        print(f"  {label.format(name=name)} {shown}", file=out)
+
+
 def report(result: dict[str, Any], size: int, repeat: int, layouts: tuple[str, ...], cases: tuple[Case, ...],
            out: TextIO) -> None:
     """The tables: one per layout, one row per case."""
@@ -225,9 +232,7 @@ def report(result: dict[str, Any], size: int, repeat: int, layouts: tuple[str, .
     print(f"dequantize {size}x{size} float32 into a preallocated out, best of {repeat}; "
           f"np.copyto baseline {copy * 1e3:.2f} ms (the fastest of the run); default threads = {result['threads']}; "
           "each case's layouts, thread counts, a copy and gguf measured in turn", file=out)
-    for name, seconds in sorted(result["gguf"].items()):
-        print(f"  gguf {name:<7} dequantize {'not available' if seconds is None else f'{seconds * 1e3:.2f} ms'}",
-              file=out)
+    _gguf_times(result["gguf"], "gguf {name:<7} dequantize", out)
     header = (f"  {'case':<32} {'1 thread':>9} {'x copy':>7} {'x gguf':>7} {'x row':>6} "
               f"{'default':>9} {'x copy':>7} {'x gguf':>7} {'peak MiB':>9}")
     for layout in layouts:
@@ -353,9 +358,7 @@ def quantize_report(result: dict[str, Any], repeat: int, cases: tuple[Case, ...]
     print(f"quantize {size}x{size} float32 (descriptor built and checked), best of {repeat}, "
           f"threads = {result['threads']}; np.copyto {result['copyto'] * 1e3:.2f} ms; "
           "every case, the copy and gguf measured in turn", file=out)
-    for name, seconds in sorted(result["gguf"].items()):
-        print(f"  gguf.quants.quantize {name:<6} {'not available' if seconds is None else f'{seconds * 1e3:.2f} ms'}",
-              file=out)
+    _gguf_times(result["gguf"], "gguf.quants.quantize {name:<6}", out)
     print(f"  {'case':<32} {'time':>9} {'x copy':>7} {'gguf':>6} {'x gguf':>7}", file=out)
     for case in cases:
         f = result["cases"][case.label]

@@ -125,10 +125,7 @@ def extract(args: argparse.Namespace) -> int:
     contents = [(folder / f"{stem}.descriptor.bin", write_tensor_descriptor(tensor.descriptor,
                                                                             permissive=args.permissive))]
     contents += [(folder / f"{stem}.buffer{i}.bin", b) for i, b in enumerate(tensor.buffers)]
-    with outputs.batch() as files:
-        for path, content in contents:
-            with open(files.file(path, len(content)), "r+b") as f:
-                f.write(content)
+    outputs.write_all(contents)
     print(f"wrote {tensor.name!r}: " + ", ".join(str(p) for p, _ in contents))
     return OK
 

@@ -233,6 +233,14 @@ def write_text(path: str | os.PathLike, text: str, what: str = "-o") -> None:
     write_bytes(path, text.encode("utf-8"), what)
 
 
+def write_all(contents: list[tuple[Path, bytes]], what: str = "-o") -> None:
+    """Write each (path, bytes) as one batch: every file appears once all are complete, none if one fails."""
+    with batch() as files:
+        for path, content in contents:
+            with open(files.file(path, len(content), what), "r+b") as f:
+                f.write(content)
+
+
 def npy_size(dtype: Any, shape: tuple[int, ...]) -> tuple[bytes, int]:
     """The ``.npy`` header for an array of ``dtype`` and ``shape``, and the whole file's size."""
     import io

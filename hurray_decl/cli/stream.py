@@ -228,10 +228,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
     contents = [(folder / f"frame{args.index}.descriptor.bin",
                  write_tensor_descriptor(descriptor, permissive=args.permissive))]
     contents += [(folder / f"frame{args.index}.buffer{i}.bin", bytes(b)) for i, b in enumerate(buffers)]
-    with outputs.batch() as files:
-        for path, content in contents:
-            with open(files.file(path, len(content)), "r+b") as f:
-                f.write(content)
+    outputs.write_all(contents)
     print(f"wrote frame[{args.index}]: " + ", ".join(str(p) for p, _ in contents))
     return OK
 

@@ -414,7 +414,7 @@ def protobuf_extent(at: Callable[[int, int], bytes], size: int | None) -> int | 
     before it lie wholly before it, so their nested bytes are walked alike. The walks of the
     bytes up to :data:`SCAN` bytes past that field's key therefore end as the walks of the whole
     window do: a huge file of no known kind is not read whole to find that out."""
-    from hurray_decl.onnx_light.protowire import MAX_FIELD_NUMBER, WIRE_TYPES, WireError, WireType, read_varint
+    from hurray_decl.onnx_light.protowire import WireError, WireType, read_key, read_varint
 
     pos = 0
     while True:
@@ -422,12 +422,9 @@ def protobuf_extent(at: Callable[[int, int], bytes], size: int | None) -> int | 
         if len(chunk) < SCAN:  # the end of the window is near: the walks read to it
             return None
         try:
-            key, after = read_varint(chunk, 0, SCAN)
-            number, wire = key >> 3, key & 7
+            _, wire, after = read_key(chunk, 0, SCAN)
             if wire in (WireType.SGROUP, WireType.EGROUP):
                 return None
-            if wire not in WIRE_TYPES or number == 0 or number > MAX_FIELD_NUMBER:
-                return pos + SCAN
             if wire == WireType.VARINT:
                 pos += read_varint(chunk, after, SCAN)[1]
             elif wire == WireType.LEN:
@@ -438,7 +435,7 @@ def protobuf_extent(at: Callable[[int, int], bytes], size: int | None) -> int | 
                 pos = stop
             else:
                 pos += after + (8 if wire == WireType.I64 else 4)
-        except WireError:  # a varint of more than ten bytes (a chunk holds two whole ones)
+        except WireError:  # a key every walk refuses, or a varint of more than ten bytes (a chunk holds two)
             return pos + SCAN
 
 

@@ -33,6 +33,7 @@ __all__ = [
     "Walk",
     "WireError",
     "WireType",
+    "read_key",
     "read_varint",
     "walk",
 ]
@@ -158,6 +159,18 @@ def read_varint(data: bytes, pos: int, end: int) -> tuple[int, int]:
             raise WireError(start, "varint longer than 10 bytes")
 
 
+def read_key(data: bytes, pos: int, end: int) -> tuple[int, int, int]:
+    """The field number and wire type of the key at ``pos``, and the position after it; a wire type
+    6 or 7 or a field number outside 1 .. :data:`MAX_FIELD_NUMBER` is a :class:`WireError`."""
+    key, after = read_varint(data, pos, end)
+    number, wire = key >> 3, key & 7
+    if wire not in WIRE_TYPES:  # 6 or 7
+        raise WireError(pos, f"invalid wire type {wire}")
+    if number == 0 or number > MAX_FIELD_NUMBER:
+        raise WireError(pos, f"field number {number} outside 1 .. {MAX_FIELD_NUMBER}")
+    return number, wire, after
+
+
 def _hex(data: bytes, start: int, end: int) -> str:
     return data[start:end].hex(" ").upper()
 
@@ -206,12 +219,7 @@ class _Walker:
         pos = start
         counts: dict[str, int] = {}
         while pos < end:
-            key, after = read_varint(data, pos, end)
-            number, wire = key >> 3, key & 7
-            if wire not in WIRE_TYPES:  # 6 or 7
-                raise WireError(pos, f"invalid wire type {wire}")
-            if number == 0 or number > MAX_FIELD_NUMBER:
-                raise WireError(pos, f"field number {number} outside 1 .. {MAX_FIELD_NUMBER}")
+            number, wire, after = read_key(data, pos, end)
             if wire == _W.EGROUP:
                 if group != number:
                     raise WireError(pos, f"end-group key for field {number} outside its group")

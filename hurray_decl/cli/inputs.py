@@ -664,20 +664,26 @@ command modules' ``register``, through :func:`handles`)."""
 APPLIES: tuple[tuple[str, str, frozenset[str], frozenset[str] | None], ...] = (
     ("buffers", "--buffers", frozenset({DESCRIPTOR}), None),
     ("permissive", "--permissive", frozenset({DESCRIPTOR, QUANTIZATION, CONTAINER, STREAM}), None),
-    ("name", "--name", frozenset({CONTAINER, VALUE, MODEL}), None),
+    ("name", "--name", frozenset({VALUE, MODEL}), None),
+    # a container's tensor is picked for dequantize and extract (validate, inspect, decode judge the whole file)
+    ("name", "--name", frozenset({CONTAINER, VALUE, MODEL}), frozenset({"dequantize", "extract"})),
+    # convert --name names the tensor of one descriptor, or the tensors of a stream
+    ("name", "--name", frozenset({DESCRIPTOR, STREAM}), frozenset({"convert"})),
     ("index", "--index", frozenset({STREAM}), None),
     ("region", "--region", frozenset({DESCRIPTOR, CONTAINER, STREAM}), None),
     ("progress", "--progress", frozenset({STREAM}), None),
     ("buffer", "--buffer", frozenset({DESCRIPTOR}), frozenset({"convert"})),
 )
-"""(option's ``dest``, its name, the kinds it applies to, the commands it applies to (None: all)):
-an option given for another kind is a usage error naming both, never silently ignored."""
-NAME_COMMANDS = {CONTAINER: frozenset({"dequantize", "extract"})}
-"""Kinds for which ``--name`` applies to some commands only (a container's tensor is picked for
-dequantize and extract; validate, inspect and decode judge the whole file)."""
-COMMAND_KINDS = {("name", "convert"): frozenset({DESCRIPTOR, STREAM})}
-"""(option's ``dest``, command) -> the kinds the option applies to for that command, in place of
-:data:`APPLIES`' (``convert --name`` names the tensor of one descriptor, or the tensors of a stream)."""
+"""(option's ``dest``, its name, the kinds it applies to, the commands the row is for (None: every
+command no row of that option names)): an option given for another kind is a usage error naming
+both, never silently ignored. The rows that name a command are the only ones for it."""
+
+
+def applies(dest: str, kind: str, command: str) -> bool:
+    """Whether the option ``dest`` applies to ``kind`` input of ``command`` (:data:`APPLIES`)."""
+    rows = [row for row in APPLIES if row[0] == dest]
+    named = [row for row in rows if row[3] is not None and command in row[3]]
+    return any(kind in row[2] for row in named or [row for row in rows if row[3] is None])
 
 
 def handles(sub: Any, command: str, handlers: dict[str, Handler]) -> None:
@@ -692,16 +698,11 @@ def handles(sub: Any, command: str, handlers: dict[str, Handler]) -> None:
 def check_options(args: argparse.Namespace, kind: str) -> None:
     """Refuse every given option that does not apply to ``kind`` (exit 2)."""
     command = getattr(args, "command", "")
-    for dest, flag, kinds, commands in APPLIES:
+    for dest, flag in dict((row[0], row[1]) for row in APPLIES).items():
         value = getattr(args, dest, None)
         if value is None or value is False or (isinstance(value, (list, tuple)) and not value):
             continue
-        applies = kind in kinds and (commands is None or command in commands)
-        if dest == "name" and kind in NAME_COMMANDS:
-            applies = command in NAME_COMMANDS[kind]
-        if (dest, command) in COMMAND_KINDS:
-            applies = kind in COMMAND_KINDS[dest, command]
-        if not applies:
+        if not applies(dest, kind, command):
             flag = "BUFFER" if dest == "buffers" and command == "dequantize" else flag
             raise UsageError(f"argument {flag}: does not apply to {what(kind)} input of {command}")
 

@@ -1,7 +1,5 @@
 """``python -m hurray_decl``: the ``hurray-decl`` command line."""
 
-import sys
+from hurray_decl.cli import run
 
-from hurray_decl.cli import main
-
-sys.exit(main())
+run()

@@ -36,7 +36,7 @@ def test_every_command_runs_without_extras():
     """fuzz draws its cases with Hypothesis: a dependency, not only a test extra."""
     names = {re.split(r"[<>=!~ ;\[]", r, maxsplit=1)[0].lower() for r in PROJECT["project"]["dependencies"]}
     assert {"hypothesis", "numpy", "pydantic", "construct"} <= names
-    assert PROJECT["project"]["scripts"] == {"hurray-decl": "hurray_decl.cli:main"}
+    assert PROJECT["project"]["scripts"] == {"hurray-decl": "hurray_decl.cli:run"}
 
 
 def test_rules_md_ships_and_the_spec_texts_stay_in_the_repository():

@@ -104,3 +104,28 @@ def test_bench_startup_times_a_real_run_and_names_a_failing_one():
         startup_bench.timed(("-c", "import sys; sys.exit('exit 3')"))
     example = startup_bench.bundled() / startup_bench.EXAMPLE
     assert example.is_file() and example.read_bytes().startswith(b"HRRY")
+
+
+@pytest.mark.parametrize(("example", "status"), [("valid_block_paged.bin", 0), ("invalid_bad_alignment.bin", 1)])
+def test_the_console_script_exits_with_mains_code_and_freezes_the_collector(monkeypatch, capsys, example, status):
+    """``run`` (the console script, ``python -m hurray_decl``) exits with what ``main`` returns, after
+    moving every object out of the collector's reach, so the interpreter's last collections walk none."""
+    path = ROOT / "hurray_decl" / "hurray" / "examples" / example
+    monkeypatch.setattr(sys, "argv", ["hurray-decl", "validate", str(path)])
+    import gc
+
+    gc.unfreeze()
+    try:
+        with pytest.raises(SystemExit) as stop:
+            cli.run()
+        assert stop.value.code == status
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+    assert capsys.readouterr().out.startswith("valid" if status == 0 else "invalid")
+
+
+def test_python_dash_m_runs_the_console_script():
+    done = subprocess.run([sys.executable, "-m", "hurray_decl", "validate", str(VECTOR)], env=ENV,
+                          capture_output=True, text=True)
+    assert (done.returncode, done.stdout) == (0, "valid: TensorDescriptor\n")

@@ -121,8 +121,7 @@ class SchemeDescriptor(Descriptor):
     @classmethod
     def wire_fields(cls, wire: dict[str, Any]) -> dict[str, Any]:
         """Model fields from parsed wire values: reserved bytes dropped, NONE32 made None."""
-        fields = _field_set(cls)
-        values = {k: v for k, v in wire.items() if k in fields}
+        values = {name: wire[name] for name in _wire_names(cls)}
         for name in cls.optional_indices:
             if values.get(name) == NONE32:
                 values[name] = None
@@ -177,8 +176,11 @@ class SymmetricZeroPoint(SchemeDescriptor):
     def _fold_symmetric(cls, data: Any) -> Any:
         if not isinstance(data, dict):
             return data
+        folded = data.get("zero_point_buffer_index") == NONE32
+        if not folded and "symmetric" not in data:  # nothing to fold (a reader's values): no copy
+            return data
         data = dict(data)
-        if data.get("zero_point_buffer_index") == NONE32:
+        if folded:
             data["zero_point_buffer_index"] = None
         if "symmetric" not in data:
             return data
@@ -195,12 +197,13 @@ class SymmetricZeroPoint(SchemeDescriptor):
     @model_validator(mode="after")
     def _zero_point_presence(self) -> SymmetricZeroPoint:
         index = self.zero_point_buffer_index
-        if self.symmetric and index is not None:
+        symmetric = self.flags & SYMMETRIC
+        if symmetric and index is not None:
             raise RuleViolation(
                 self.symmetric_code, "SYMMETRIC is set, so there is no zero-point buffer",
                 path="descriptor -> zero_point_buffer_index", actual=index, expected="0xFFFFFFFF",
             )
-        if not self.symmetric and index is None:
+        if not symmetric and index is None:
             raise RuleViolation(
                 self.asymmetric_code, "SYMMETRIC is clear, so a zero-point buffer must be named",
                 path="descriptor -> zero_point_buffer_index", actual="0xFFFFFFFF",

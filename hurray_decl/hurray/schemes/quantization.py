@@ -129,12 +129,6 @@ class SchemeDescriptor(Descriptor):
 
 
 @cache
-def _field_set(cls: type[SchemeDescriptor]) -> frozenset[str]:
-    """A model's field names (pydantic computes ``model_fields`` on each access: read once)."""
-    return frozenset(cls.model_fields)
-
-
-@cache
 def _wire_names(cls: type[SchemeDescriptor]) -> tuple[str, ...]:
     """The fields :meth:`SchemeDescriptor.to_wire` gives the declaration: all but the padding."""
     return tuple(name for name in cls.model_fields if name != "padding")

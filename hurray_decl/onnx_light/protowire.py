@@ -19,6 +19,7 @@ import enum
 import re
 import struct
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
@@ -370,17 +371,176 @@ class _Walker:
             return "(not UTF-8)"
 
 
+# --- the walk without rows: one table look-up per field -------------------------------------------
+
+_Table = dict[int, tuple[Any, Any]]
+"""A message type's fields by key (field number and wire type, as the wire spells them): the
+:class:`_Fit` method that reads the value, and what it needs (a nested table, an enum's values,
+a fixed width)."""
+
+
+class _Fit:
+    """The walk that makes neither rows nor a tree: the fit counts and the first refusal, exactly
+    as :class:`_Walker` finds them. A field is one look-up of its key in the message type's
+    :func:`_tables` entry; a key the table lacks is an unknown field (or a refusal, an end-group)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.known = 0
+        self.unknown = 0
+
+    def message(self, pos: int, end: int, table: _Table, depth: int, group: int | None = None) -> int:
+        if depth > MAX_DEPTH:
+            raise WireError(pos, f"messages nest deeper than {MAX_DEPTH}")
+        data = self.data
+        while pos < end:
+            key = data[pos]
+            if key < 0x80:
+                after = pos + 1
+            else:
+                key, after = read_varint(data, pos, end)
+            entry = table.get(key)
+            if entry is not None:
+                pos = entry[0](self, entry[1], after, end, depth)
+                self.known += 1
+                continue
+            number, wire, after = read_key(data, pos, end)
+            if wire == _W.EGROUP:
+                if group != number:
+                    raise WireError(pos, f"end-group key for field {number} outside its group")
+                return after
+            if wire == _W.SGROUP:
+                pos = self.message(after, end, _NO_FIELDS, depth + 1, number)
+            else:
+                read, arg = _UNKNOWN[wire]
+                pos = read(self, arg, after, end, depth)
+            self.unknown += 1
+        if group is not None:
+            raise WireError(end, f"group of field {group} is not closed")
+        return pos
+
+    def varint(self, _: None, pos: int, end: int, depth: int) -> int:
+        return read_varint(self.data, pos, end)[1]
+
+    def enum(self, values: frozenset[int], pos: int, end: int, depth: int) -> int:
+        value, after = read_varint(self.data, pos, end)
+        if value not in values:
+            self.unknown += 1
+        return after
+
+    def fixed(self, size: int, pos: int, end: int, depth: int) -> int:
+        if pos + size > end:
+            raise WireError(pos, f"truncated {size * 8}-bit value")
+        return pos + size
+
+    def body(self, pos: int, end: int) -> tuple[int, int]:
+        """The payload of the length-delimited value at ``pos``."""
+        length, body = read_varint(self.data, pos, end)
+        if body + length > end:
+            raise WireError(pos, f"length {length} runs past the end of the enclosing message")
+        return body, body + length
+
+    def blob(self, _: None, pos: int, end: int, depth: int) -> int:
+        return self.body(pos, end)[1]
+
+    def string(self, _: None, pos: int, end: int, depth: int) -> int:
+        body, stop = self.body(pos, end)
+        try:
+            self.data[body:stop].decode("utf-8")
+        except UnicodeDecodeError:
+            self.unknown += 1
+        return stop
+
+    def nested(self, table: _Table, pos: int, end: int, depth: int) -> int:
+        body, stop = self.body(pos, end)
+        self.message(body, stop, table, depth + 1)
+        return stop
+
+    def packed_fixed(self, size: int, pos: int, end: int, depth: int) -> int:
+        body, stop = self.body(pos, end)
+        if (stop - body) % size:
+            raise WireError(stop - (stop - body) % size, "a packed run ends inside an element")
+        return stop
+
+    def packed_varint(self, _: None, pos: int, end: int, depth: int) -> int:
+        body, stop = self.body(pos, end)
+        whole = _VARINT_RUN.match(self.data, body, stop).end()  # type: ignore[union-attr]  # (...)* always matches
+        if whole < stop:  # the element there is cut short or longer than 10 bytes
+            read_varint(self.data, whole, stop)
+        return stop
+
+    def packed_enum(self, values: frozenset[int], pos: int, end: int, depth: int) -> int:
+        body, stop = self.body(pos, end)
+        while body < stop:
+            body = self.enum(values, body, stop, depth)
+        return stop
+
+
+_NO_FIELDS: _Table = {}
+"""The table of a group's fields (unknown, every one)."""
+_UNKNOWN: _Table = {int(_W.VARINT): (_Fit.varint, None), int(_W.I64): (_Fit.fixed, 8), int(_W.I32): (_Fit.fixed, 4),
+            int(_W.LEN): (_Fit.blob, None)}
+"""How a field the table does not name is read, by wire type (groups and end-groups aside)."""
+
+
+def _enum_values(fd: FieldDescriptor) -> frozenset[int]:
+    """The values an enum field names, as the wire's unsigned 64 bits carry them."""
+    return frozenset(number & 0xFFFFFFFFFFFFFFFF for number in fd.enum_type.values_by_number)
+
+
+@cache
+def _tables(root: Descriptor) -> dict[str, _Table]:
+    """The :class:`_Fit` table of ``root`` and of every message type it holds, by full name."""
+    found: dict[str, Descriptor] = {}
+    pending = [root]
+    while pending:
+        descriptor = pending.pop()
+        if descriptor.full_name not in found:
+            found[descriptor.full_name] = descriptor
+            pending += [fd.message_type for fd in descriptor.fields if fd.type == _T.TYPE_MESSAGE]
+    tables: dict[str, _Table] = {name: {} for name in found}
+    for name, table in tables.items():
+        for fd in found[name].fields:
+            wire = _WIRE_OF_TYPE.get(fd.type, _W.VARINT)
+            key = fd.number << 3 | wire
+            if fd.type == _T.TYPE_MESSAGE:
+                table[key] = (_Fit.nested, tables[fd.message_type.full_name])
+            elif fd.type == _T.TYPE_STRING:
+                table[key] = (_Fit.string, None)
+            elif fd.type == _T.TYPE_BYTES:
+                table[key] = (_Fit.blob, None)
+            elif wire.size is not None:
+                table[key] = (_Fit.fixed, wire.size)
+            elif fd.type == _T.TYPE_ENUM:
+                table[key] = (_Fit.enum, _enum_values(fd))
+            else:
+                table[key] = (_Fit.varint, None)
+            if fd.is_repeated and wire in _PACKABLE:
+                table[fd.number << 3 | _W.LEN] = (
+                    (_Fit.packed_fixed, wire.size) if wire.size is not None else
+                    (_Fit.packed_enum, _enum_values(fd)) if fd.type == _T.TYPE_ENUM else (_Fit.packed_varint, None))
+    return tables
+
+
 def walk(data: bytes, descriptor: Descriptor, *, base: int = 0, path: str = "", rows: bool = True) -> Walk:
     """Rows and field tree of ``data`` read as ``descriptor``'s message (``rows=False``: only the
     fit counts and the error, faster, for telling message types apart and checking the wire; the
-    tree then lists no element of a packed run).
+    root then lists no field).
 
     On bytes that are not such a message, ``error`` says where reading stopped; the rows and
     the tree hold every field completed before that point.
     """
-    walker = _Walker(bytes(data), base, rows)
+    data = bytes(data)
     root = Field(descriptor.name, path, 0, len(data), 0, 2, None, (0, len(data)), message=descriptor)
     error = None
+    if not rows:
+        fit = _Fit(data)
+        try:
+            fit.message(0, len(data), _tables(descriptor)[descriptor.full_name], 0)
+        except WireError as err:
+            error = err
+        return Walk([], root, fit.known, fit.unknown, error)
+    walker = _Walker(data, base, rows)
     try:
         walker.message(0, len(data), descriptor, path, root, 0)
     except WireError as err:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+import numpy as np
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from hurray_decl.dump.rows import Row
@@ -176,40 +177,17 @@ def _hex(data: bytes, start: int, end: int) -> str:
     return data[start:end].hex(" ").upper()
 
 
-def _signed(value: int) -> int:
-    return value - (1 << 64) if value >= 1 << 63 else value
-
-
 class _Walker:
-    def __init__(self, data: bytes, base: int, record: bool = True) -> None:
+    def __init__(self, data: bytes, base: int) -> None:
         self.data = data
         self.base = base
-        self.record = record
         self.rows: list[Row] = []
         self.known = 0
         self.unknown = 0
 
     def row(self, start: int, end: int, path: str, value: str) -> int:
-        if self.record:
-            self.rows.append(Row(self.base + start, end - start, _hex(self.data, start, end), path, value))
+        self.rows.append(Row(self.base + start, end - start, _hex(self.data, start, end), path, value))
         return len(self.rows) - 1
-
-    def scalar_row(self, start: int, end: int, path: str, fd: FieldDescriptor | None, value: int) -> int:
-        """The row of a varint value; not recording, only what counts against the fit (an enum
-        value the enum does not name) is looked at."""
-        if self.record:
-            return self.row(start, end, path, self.scalar(fd, value))
-        if fd is not None and fd.type == _T.TYPE_ENUM:
-            self.scalar(fd, value)
-        return -1
-
-    def text_row(self, start: int, end: int, path: str, fd: FieldDescriptor, value: bytes) -> int:
-        """The row of a string or bytes value; not recording, only a string's UTF-8 is looked at."""
-        if self.record:
-            return self.row(start, end, path, self.text(fd, value))
-        if fd.type == _T.TYPE_STRING:
-            self.text(fd, value)
-        return -1
 
     def message(self, start: int, end: int, descriptor: Descriptor | None, path: str, parent: Field,
                 depth: int, group: int | None = None) -> int:
@@ -224,9 +202,8 @@ class _Walker:
             if wire == _W.EGROUP:
                 if group != number:
                     raise WireError(pos, f"end-group key for field {number} outside its group")
-                if self.record:
-                    self.row(pos, after, f"{path}:end_group" if path else "end_group",
-                             f"field {number}, wire type {int(_W.EGROUP)} ({_W.EGROUP.title})")
+                self.row(pos, after, f"{path}:end_group" if path else "end_group",
+                         f"field {number}, wire type {int(_W.EGROUP)} ({_W.EGROUP.title})")
                 return after
             fd = descriptor.fields_by_number.get(number) if descriptor is not None else None
             expected = None if fd is None else _WIRE_OF_TYPE.get(fd.type, _W.VARINT)
@@ -239,16 +216,13 @@ class _Walker:
             if fd is not None and fd.is_repeated and not packed:
                 here = f"{here}[{index}]"
             node = Field(name, here, pos, after, number, wire, fd)
-            if self.record:
-                node.first_row = self.row(pos, after, f"{here}:key",
-                                          f"field {number} ({name}), wire type {wire} ({WIRE_TYPES[wire]})")
-            else:
-                node.first_row = -1
-            pos = self.value(node, after, end, depth, counts, path)
+            node.first_row = self.row(pos, after, f"{here}:key",
+                                      f"field {number} ({name}), wire type {wire} ({WIRE_TYPES[wire]})")
+            pos = self.value(node, after, end, depth, index)
             node.end = pos
             node.last_row = len(self.rows) - 1
             parent.children.append(node)
-            counts[name] = counts.get(name, 0) + 1 if not packed else counts.get(name, 0) + len(node.children)
+            counts[name] = index + (len(node.children) if packed else 1)
             if fd is None:
                 self.unknown += 1
             else:
@@ -257,21 +231,21 @@ class _Walker:
             raise WireError(end, f"group of field {group} is not closed")
         return pos
 
-    def value(self, node: Field, pos: int, end: int, depth: int, counts: dict[str, int], path: str) -> int:
+    def value(self, node: Field, pos: int, end: int, depth: int, index: int) -> int:
+        """Read the value of ``node`` (``index``: the elements of its field read so far)."""
         data, fd, wire, here = self.data, node.descriptor, node.wire_type, node.path
         if wire == _W.VARINT:
             value, after = read_varint(data, pos, end)
             node.value = value
-            node.value_row = self.scalar_row(pos, after, here, fd, value)
+            node.value_row = self.row(pos, after, here, self.scalars(fd, [value])[0])
             return after
         size = _FIXED_SIZE.get(wire)
         if size is not None:  # I64 or I32
             if pos + size > end:
                 raise WireError(pos, f"truncated {size * 8}-bit value")
-            raw = data[pos:pos + size]
             fmt = (_FIXED.get(fd.type) if fd is not None else None) or ("<Q" if size == 8 else "<I")
-            node.value = struct.unpack(fmt, raw)[0]
-            node.value_row = self.row(pos, pos + size, here, self.fixed(node.value)) if self.record else -1
+            node.value = struct.unpack(fmt, data[pos:pos + size])[0]
+            node.value_row = self.row(pos, pos + size, here, str(node.value))  # a float's str is its repr
             return pos + size
         if wire == _W.SGROUP:
             node.value_row = node.first_row
@@ -281,22 +255,19 @@ class _Walker:
             raise WireError(pos, f"length {length} runs past the end of the enclosing message")
         stop = body + length
         node.body = (body, stop)
-        if self.record:
-            what = fd.message_type.name if fd is not None and fd.type == _T.TYPE_MESSAGE else "bytes"
-            node.value_row = self.row(pos, body, f"{here}:length", f"{length} bytes ({what})" if what != "bytes"
-                                      else f"{length} bytes")
-        else:
-            node.value_row = -1
+        message = fd.message_type if fd is not None and fd.type == _T.TYPE_MESSAGE else None
+        node.value_row = self.row(pos, body, f"{here}:length",
+                                  f"{length} bytes ({message.name})" if message is not None else f"{length} bytes")
         if fd is None:
             if length:
                 node.value = data[body:stop]
                 self.row(body, stop, here, "(unknown field, not interpreted)")
             return stop
-        if fd.type == _T.TYPE_MESSAGE:
-            node.message = fd.message_type
-            self.message(body, stop, fd.message_type, here, node, depth + 1)
+        if message is not None:
+            node.message = message
+            self.message(body, stop, message, here, node, depth + 1)
             alias = node.alias
-            if alias is not None and self.record:  # name the message by its own name or key field
+            if alias is not None:  # name the message by its own name or key field
                 row = self.rows[node.value_row]
                 self.rows[node.value_row] = Row(row.offset, row.size, row.hex, row.field,
                                                 f"{row.value[:-1]} {alias!r})")
@@ -304,62 +275,61 @@ class _Walker:
         if fd.type in (_T.TYPE_STRING, _T.TYPE_BYTES):
             node.value = data[body:stop]
             if length:
-                node.value_row = self.text_row(body, stop, here, fd, node.value)
+                node.value_row = self.row(body, stop, here, self.text(fd, node.value))
             return stop
-        size = _WIRE_OF_TYPE.get(fd.type, _W.VARINT).size
-        if not self.record and size is not None:  # fitting only: a fixed-width run needs a whole count
-            if length % size:
-                raise WireError(body + length - length % size, "a packed run ends inside an element")
-            return stop
-        if not self.record and fd.type != _T.TYPE_ENUM and _VARINT_RUN.fullmatch(data, body, stop):
-            return stop  # fitting only: whole varints of at most 10 bytes (else the loop says where)
-        # A packed run of scalars: one row per element, indexed across runs of the same field.
-        base_path = here
-        index = counts.get(fd.name, 0)
-        at = body
-        while at < stop:
-            size = _WIRE_OF_TYPE.get(fd.type, _W.VARINT).size
-            element = Field(fd.name, f"{base_path}[{index}]", at, at, fd.number, int(_W.VARINT), fd)
-            if size is None:
-                value, after = read_varint(data, at, stop)
-                shown = self.scalar_row(at, after, element.path, fd, value)
-            else:
-                if at + size > stop:
-                    raise WireError(at, "a packed run ends inside an element")
-                after = at + size
-                value = struct.unpack(_FIXED[fd.type], data[at:after])[0]
-                shown = self.row(at, after, element.path, self.fixed(value))
-            element.value, element.end = value, after
-            element.first_row = element.value_row = element.last_row = shown
-            node.children.append(element)
-            index += 1
-            at = after
+        self.packed(node, fd, body, stop, index)
         return stop
 
-    def scalar(self, fd: FieldDescriptor | None, value: int) -> str:
-        if fd is None:
-            return str(value)
-        if fd.type == _T.TYPE_BOOL:
-            return "true" if value else "false"
-        if fd.type in _SIGNED64:
-            value = _signed(value)
-            if fd.type == _T.TYPE_INT32 and not -(1 << 31) <= value < 1 << 31:
-                return f"{value} (not an int32)"
-        if fd.type == _T.TYPE_ENUM:
-            known = fd.enum_type.values_by_number.get(value)
-            if known is None:
-                self.unknown += 1
-                return f"{value} (not a {fd.enum_type.name} value; kept as an unknown field)"
-            return f"{value} ({known.name})"
-        if fd.name in _DATA_TYPE_FIELDS and fd.containing_type is not None:
-            data_type = fd.file.message_types_by_name["TensorProto"].enum_types_by_name["DataType"]
-            known = data_type.values_by_number.get(value)
-            return f"{value} ({known.name})" if known is not None else str(value)
-        return str(value)
+    def packed(self, node: Field, fd: FieldDescriptor, body: int, stop: int, index: int) -> None:
+        """The elements of a packed run, one row and one child each, indexed across the field's runs
+        from ``index``; read whole first, then a refusal at the element that does not end in the run."""
+        data = self.data
+        size = _WIRE_OF_TYPE.get(fd.type, _W.VARINT).size
+        if size is not None:
+            whole = stop - (stop - body) % size
+            values = list(struct.unpack(f"<{(whole - body) // size}{_FIXED[fd.type][1]}", data[body:whole]))
+            ends = list(range(body + size, whole + 1, size))
+            texts = list(map(str, values))  # a float's str is its repr
+        else:
+            whole = _VARINT_RUN.match(data, body, stop).end()  # type: ignore[union-attr]  # (...)* always matches
+            ends, values = _varints(data, body, whole)
+            texts = self.scalars(fd, values)
+        shown = data[body:whole].hex(" ").upper()
+        rows, children, first, at = self.rows, node.children, len(self.rows), body
+        for k, (after, value, text) in enumerate(zip(ends, values, texts)):
+            path = f"{node.path}[{index + k}]"
+            rows.append(Row(self.base + at, after - at, shown[3 * (at - body):3 * (after - body) - 1], path, text))
+            children.append(Field(fd.name, path, at, after, fd.number, int(_W.VARINT), fd, value=value,
+                                  first_row=first + k, value_row=first + k, last_row=first + k))
+            at = after
+        if whole < stop:
+            if size is not None:
+                raise WireError(whole, "a packed run ends inside an element")
+            read_varint(data, whole, stop)  # cut short or longer than 10 bytes: refused here
 
-    @staticmethod
-    def fixed(value: Any) -> str:
-        return repr(value) if isinstance(value, float) else str(value)
+    def scalars(self, fd: FieldDescriptor | None, values: list[int]) -> list[str]:
+        """The texts of varint values of field ``fd`` (each the wire's unsigned 64 bits); an enum
+        value the enum does not name counts against the fit."""
+        if fd is None:
+            return list(map(str, values))
+        if fd.type == _T.TYPE_BOOL:
+            return ["true" if value else "false" for value in values]
+        if fd.type in _SIGNED64:
+            values = list(struct.unpack(f"<{len(values)}q", struct.pack(f"<{len(values)}Q", *values)))
+        if fd.type == _T.TYPE_ENUM:
+            known = fd.enum_type.values_by_number
+            self.unknown += sum(value not in known for value in values)
+            return [f"{value} ({known[value].name})" if value in known else
+                    f"{value} (not a {fd.enum_type.name} value; kept as an unknown field)" for value in values]
+        if fd.name in _DATA_TYPE_FIELDS and fd.containing_type is not None:
+            named = fd.file.message_types_by_name["TensorProto"].enum_types_by_name["DataType"].values_by_number
+            texts = [f"{value} ({named[value].name})" if value in named else str(value) for value in values]
+        else:
+            texts = list(map(str, values))
+        if fd.type == _T.TYPE_INT32 and values and not -(1 << 31) <= min(values) <= max(values) < 1 << 31:
+            texts = [text if -(1 << 31) <= value < 1 << 31 else f"{value} (not an int32)"
+                     for value, text in zip(values, texts)]
+        return texts
 
     def text(self, fd: FieldDescriptor, value: bytes) -> str:
         if fd.type == _T.TYPE_BYTES:
@@ -369,6 +339,20 @@ class _Walker:
         except UnicodeDecodeError:
             self.unknown += 1
             return "(not UTF-8)"
+
+
+def _varints(data: bytes, start: int, end: int) -> tuple[list[int], list[int]]:
+    """The end of each varint in ``data[start:end]`` (whole varints of at most 10 bytes) and its
+    value (its low 64 bits, as :func:`read_varint` gives it), decoded at once."""
+    raw = np.frombuffer(data, np.uint8, end - start, start)
+    if not raw.size:
+        return [], []
+    last = raw < 0x80
+    ends = np.flatnonzero(last) + 1
+    starts = np.concatenate(([0], ends[:-1]))
+    within = np.arange(raw.size) - np.repeat(starts, ends - starts)
+    parts = (raw & 0x7F).astype(np.uint64) << (7 * within).astype(np.uint64)
+    return (ends + start).tolist(), np.bitwise_or.reduceat(parts, starts).tolist()
 
 
 # --- the walk without rows: one table look-up per field -------------------------------------------
@@ -540,7 +524,7 @@ def walk(data: bytes, descriptor: Descriptor, *, base: int = 0, path: str = "", 
         except WireError as err:
             error = err
         return Walk([], root, fit.known, fit.unknown, error)
-    walker = _Walker(data, base, rows)
+    walker = _Walker(data, base)
     try:
         walker.message(0, len(data), descriptor, path, root, 0)
     except WireError as err:

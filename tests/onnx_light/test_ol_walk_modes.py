@@ -5,6 +5,7 @@ same fit counts, on the bundled corpus and on its byte mutants, for every messag
 from __future__ import annotations
 
 import random
+import struct
 
 import pytest
 
@@ -106,3 +107,37 @@ def test_both_walks_judge_hand_made_wires_alike(data):
     values, packed runs, strings, groups and nesting, against the walk that makes rows."""
     for kind in KINDS:
         assert verdict(data, kind, rows=False) == verdict(data, kind, rows=True), (kind, data.hex())
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        out.append(value & 0x7F | (0x80 if value > 0x7F else 0))
+        value >>= 7
+        if not value:
+            return bytes(out)
+
+
+@pytest.mark.parametrize("number, wire, elements", [
+    (1, 0, [_varint(v) for v in (0, 1, 300, 2**63, 2**64 - 1)]),             # dims (int64)
+    (5, 0, [_varint(v) for v in (5, 2**31, 2**64 - 1, 2**40, 2**64 - 2**31)]),  # int32_data, some no int32
+    (11, 0, [_varint(v) for v in (0, 2**64 - 1)]),                         # uint64_data
+    (4, 5, [struct.pack("<f", v) for v in (1.5, float("nan"), -float("inf"))]),   # float_data
+    (10, 1, [struct.pack("<d", v) for v in (0.1, -0.0, 1e300)]),          # double_data
+])
+def test_a_packed_run_reads_as_its_elements_sent_one_by_one(number, wire, elements):
+    """The rows and elements of a packed run (read at once) are those of the same values sent as
+    one field each: offsets, fields, texts and values, keys and length aside."""
+    run = b"".join(elements)
+    packed = bytes([number << 3 | 2, len(run)]) + run
+    unpacked = b"".join(bytes([number << 3 | wire]) + element for element in elements)
+
+    def values(data: bytes, skip: int, per: int) -> tuple[list[tuple[object, ...]], list[str]]:
+        result = walk(data, MESSAGES["tensor"].DESCRIPTOR)
+        assert result.error is None and result.unknown == 0
+        rows = [r for r in result.rows if not r.field.endswith((":key", ":length"))]
+        leaves = [f for node in result.root.children for f in (node.children or [node])]
+        shown = [(r.offset - skip - per * i, r.size, r.hex, r.field, r.value) for i, r in enumerate(rows)]
+        return shown, [repr(f.value) for f in leaves]
+
+    assert values(packed, 2, 0) == values(unpacked, 1, 1)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import fields as dataclass_fields
+from operator import attrgetter
 
 import numpy as np
 
@@ -67,6 +68,9 @@ SHOWN_CODES = 32
 
 def _hex(data: bytes) -> str:
     return data.hex(" ").upper()
+
+
+_SPAN = attrgetter("offset", "size")
 
 
 def _raw(data: bytes, start: int, end: int, base: int = 0, label: str = UNDECODED) -> list[Row]:
@@ -251,6 +255,11 @@ def payload_rows(struct_type: pb.StructTypeProto, logical_type: pb.TypeProto, ra
 
 def _covering(rows: list[Row], start: int, end: int, data: bytes, label: str) -> list[Row]:
     """``rows`` in order, then raw rows for whatever of [start, end) they leave uncovered."""
+    if rows:  # rows that follow one another from start (most dumps' rows): checked by columns
+        offsets, sizes = (np.array(column, dtype=np.int64) for column in zip(*map(_SPAN, rows)))
+        ends = start + np.cumsum(sizes)
+        if offsets[0] == start and (sizes >= 0).all() and ends[-1] <= end and (offsets[1:] == ends[:-1]).all():
+            return [*rows, *_raw(data, int(ends[-1]), end, label=label)]
     out, at = [], start
     for row in rows:
         if row.offset < at or row.offset + row.size > end:

@@ -385,3 +385,31 @@ def test_dump_of_one_named_value_of_a_model():
     picked = dump(data, name="other")
     inside = [r for r in whole.rows if r.field.startswith("graph.encoded_initializer[1]")]
     assert picked.error is None and picked.rows == inside
+
+
+def _covering_row_by_row(rows, start, end, data, label):
+    """The rows in order, then raw rows for the gaps: one row at a time (what ``_covering`` gives)."""
+    from hurray_decl.onnx_light.dump import _raw
+
+    out, at = [], start
+    for row in rows:
+        if row.offset < at or row.offset + row.size > end:
+            break
+        out += _raw(data, at, row.offset, label=label) + [row]
+        at = row.offset + row.size
+    return out + _raw(data, at, end, label=label)
+
+
+@pytest.mark.parametrize("spans, start, end", [
+    ([], 0, 40), ([(0, 4), (4, 2), (6, 34)], 0, 40), ([(3, 4), (7, 1)], 3, 40),   # in a row, then the tail
+    ([(0, 4), (4, 0), (4, 2)], 0, 6),                                          # an empty row
+    ([(0, 4), (9, 2)], 0, 40), ([(2, 4)], 0, 40),                              # gaps
+    ([(0, 4), (3, 2), (5, 1)], 0, 40), ([(0, 4), (4, 40)], 0, 40),             # an overlap, past the end
+])
+def test_covering_rows_read_by_columns_agree_with_the_row_by_row_reading(spans, start, end):
+    from hurray_decl.onnx_light.dump import _covering
+
+    data = bytes(range(40))
+    rows = [dump_rows.Row(offset, size, data[offset:offset + size].hex(" ").upper(), f"f{offset}", "")
+            for offset, size in spans]
+    assert _covering(rows, start, end, data, "x") == _covering_row_by_row(rows, start, end, data, "x")

@@ -11,6 +11,7 @@ import os
 import shlex
 import subprocess
 import sys
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
@@ -209,3 +210,32 @@ def test_a_sampled_dump_that_disagrees_is_a_finding(monkeypatch):
     monkeypatch.setattr(fuzz_target, "dump", lambda data, kind: empty)
     with pytest.raises(fuzz_target.DumpMismatch, match="covers 0 of"):
         fuzz_target.check_one(data, every=1)
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda rows: rows, None),
+    (lambda rows: rows[:1] + rows[2:], "row .* does not continue at byte 1"),                 # a gap
+    (lambda rows: rows[:2] + [replace(rows[2], offset=rows[2].offset - 1)] + rows[3:],
+     "row .* does not continue at byte 2"),                                                 # an overlap
+    (lambda rows: rows[:1] + [replace(rows[1], hex="FF" + rows[1].hex[2:])] + rows[2:],
+     "row .*hex='FF.* does not continue at byte 1"),                                        # other bytes
+    (lambda rows: rows[:1] + [replace(rows[1], field="")] + rows[2:], "row .* does not continue at byte 1"),
+    (lambda rows: [*rows[:1], replace(rows[1], size=0, hex=""), *rows[1:]], "does not continue at byte 1"),
+    (lambda rows: rows[:-1], "covers 3 of 4 bytes"),                                        # the end left out
+    (lambda rows: [*rows, replace(rows[-1], offset=4)], "does not continue at byte 4"),     # past the end
+    (lambda rows: [], "covers 0 of 4 bytes"),
+])
+def test_a_dump_that_does_not_cover_the_bytes_in_order_is_a_finding(monkeypatch, change, message):
+    """The dump check reads the rows by columns: a gap, an overlap, a row showing other bytes, an
+    unnamed or empty row, the end left out or rows past it are each caught, at the first such row."""
+    from hurray_decl.dump.rows import Dump, Row
+    from hurray_decl.onnx_light import fuzz_target
+
+    data = bytes([1, 2, 3, 4])
+    rows = [Row(i, 1, f"{b:02X}", f"f{i}", "") for i, b in enumerate(data)]
+    monkeypatch.setattr(fuzz_target, "dump", lambda data, kind: Dump(change(rows), None))
+    if message is None:
+        fuzz_target.check_dump(data, "value", None)
+        return
+    with pytest.raises(fuzz_target.DumpMismatch, match=message):
+        fuzz_target.check_dump(data, "value", None)

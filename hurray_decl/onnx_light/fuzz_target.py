@@ -2,8 +2,9 @@
 
 Every input is read as each of the three onnx-light kinds (``EncodedValueProto``, ``TensorProto``,
 ``ModelProto``): parsed, checked with the full verdict (:func:`~hurray_decl.onnx_light.inputs.check`:
-descriptor, payload, every block and code, parameter sets, model checks), decoded when accepted
-(:func:`~hurray_decl.onnx_light.dequantize_value`, :func:`~hurray_decl.onnx_light.decode_plan`), and,
+descriptor, payload, every block and code, parameter sets, model checks; it decodes every encoded
+value, :func:`~hurray_decl.onnx_light.dequantize_value`), its plans rebuilt when accepted
+(:func:`~hurray_decl.onnx_light.decode_plan`), and,
 for one input in :data:`SAMPLE` (chosen by its bytes, :func:`~hurray_decl.fuzz_harness.sampled`, so a
 replayed input takes the same path; ``HURRAY_FUZZ_SAMPLE=1`` for every input), dumped
 (:func:`~hurray_decl.onnx_light.dump.dump`): a dump costs more than the decoders, and the rate
@@ -43,7 +44,7 @@ import numpy as np
 from hurray_decl.dump.rows import Row
 from hurray_decl.errors import HurrayDeclError
 from hurray_decl.fuzz_harness import run_libfuzzer, sample_every, sampled, warm_up, within
-from hurray_decl.onnx_light.codec import decode_plan, dequantize_value
+from hurray_decl.onnx_light.codec import decode_plan
 from hurray_decl.onnx_light.dump import dump
 from hurray_decl.onnx_light.inputs import KINDS, MODEL, VALUE, check, items, parse
 
@@ -107,8 +108,7 @@ def check_one(data: bytes, every: int = SAMPLE) -> None:
                 message = parse(data, kind)
                 check(message, kind)
                 for item in items(message, kind) if kind in (VALUE, MODEL) else ():
-                    dequantize_value(item.value, item.model)
-                    decode_plan(item.value, item.model)
+                    decode_plan(item.value, item.model)  # check has decoded each value already
         except HurrayDeclError as err:
             refused = err
         if dumped:

@@ -387,19 +387,17 @@ def check_strings(message, path: str, code: str) -> None:
     for name, repeated, nested in _text_fields(descriptor):   # not ListFields: it would copy every bytes field
         if repeated:
             items = getattr(message, name)
-            if not len(items):
-                continue
-        elif not message.HasField(name):
-            continue
-        else:
+        elif message.HasField(name):
             items = (getattr(message, name),)
-        where = f"{path} -> {name}"
-        for i, item in enumerate(items):
-            at = f"{where}[{i}]" if repeated else where
-            if nested:
-                check_strings(item, at, code)
-            elif isinstance(item, bytes):
-                raise _fail(code, "a string field is not valid UTF-8", at, item[:32].hex(" "), "UTF-8 text")
+        else:
+            continue
+        if nested:
+            for i, item in enumerate(items):
+                check_strings(item, f"{path} -> {name}[{i}]" if repeated else f"{path} -> {name}", code)
+        elif bytes in map(type, items):  # a string that is not UTF-8
+            i = list(map(type, items)).index(bytes)
+            raise _fail(code, "a string field is not valid UTF-8", f"{path} -> {name}[{i}]" if repeated
+                        else f"{path} -> {name}", items[i][:32].hex(" "), "UTF-8 text")
 
 
 def _checked(value: int, path: str) -> int:

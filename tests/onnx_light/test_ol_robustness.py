@@ -261,3 +261,18 @@ def test_model_decoders_on_arbitrary_bytes(data):
         return
     for call in MODEL_DECODERS.values():
         ol_only(call, model)
+
+
+def test_the_first_string_that_is_not_utf8_is_named_by_its_path():
+    """Fields in declaration order, depth first; a repeated string by its index."""
+    from hurray_decl.onnx_light._generated.onnx_light_pb2 import NodeProto
+    from hurray_decl.onnx_light.wire import check_strings
+
+    node = NodeProto.FromString(b"\x0a\x01a" + bytes([0x0A, len(BAD)]) + BAD + bytes([0x12, 3]) + b"\xc3\x28z")
+    with raises_rule("OL-WIRE-03") as caught:
+        check_strings(node, "node", "OL-WIRE-03")
+    assert caught.value.path == "node -> input[1]" and caught.value.actual == BAD.hex(" ")
+    node = NodeProto.FromString(bytes([0x12, 3]) + b"\xc3\x28z")
+    with raises_rule("OL-WIRE-03") as caught:
+        check_strings(node, "node", "OL-WIRE-03")
+    assert caught.value.path == "node -> output[0]" and caught.value.actual == "c3 28 7a"

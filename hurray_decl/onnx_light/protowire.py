@@ -121,7 +121,10 @@ class Field:
 
     @property
     def alias(self) -> str | None:
-        """The message's own ``name`` (or ``key``) string, which paths in error messages use."""
+        """The message's own ``name`` (or ``key``) string, which paths in error messages use (None
+        for a field not read as a message: a group's fields are unknown, a packed run's are numbers)."""
+        if self.message is None:
+            return None
         for child in self.children:
             if child.name in ("name", "key") and isinstance(child.value, bytes):
                 return child.value.decode("utf-8", "replace")

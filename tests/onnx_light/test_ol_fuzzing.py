@@ -164,6 +164,22 @@ FOUND_BY_ATHERIS = {
         "aXRzGgoKCAgQEgQKAggHImUAAAAAAAAAAEAAAAAAAAAYQAAAAAAAAOA/mAAAAAAAANA/AAAAAAAAHEAAAAAAAAAAAPAAAAAA"
         "AADwPwAAAAAAACpAAAAAAAAA9L+fAAAAAAAA4D8AAAAAAABGQAAAAAAAAOA/NCoRCghsb2NhdGlvbhIFdy5iaW4="
     ),
+    "a graph field onnx reads as a damaged sparse_initializer: the check's onnx re-parse raised DecodeError": (
+        "CAo6wwcSEW9ubnhfbGlnaHRfdmFsdWVzKtYDCJYDEAJCNm9ubnhfbGlnaHQucXVhbnRpemF0aW9uLnBhcmFtZXRlcnM6Y29t"
+        "bW9uL3N0b3JhZ2VfdHlwZUqWAxLwAgoWCghyZXNlcnZlZBIKCggIAhIECgIIAQoZCgtwZXJtdXRhdGlvbhIKCggIBxIECgII"
+        "AAoZCgdmdWFudGl6YXRpb24ucGFyYW1ldGVyczpjb21tb24SRgoMc3RvcmFnZV90eXBlEjZvbm54X2xpZ2h0LnF1YW50aXph"
+        "dGlvbi5wYXJhbWV0ZXJzOmNvbW1vbi9zdG9yYWdlX3R5cGUSRgoMbG9naWNhbF90eXBlEjZvbm54X2xpZ2h0LnF1YW50aXph"
+        "dGlvbi5wYXJhbS0tLS0tLS2HLS0tLS0tLS0tLS0tLS0tLS0tLS0tLS0tLS0tLS0tLS0tLS0tLS0tLS0tLS0tLS0tLS0tLS0t"
+        "LS0tLS0tLS0tLS0tLS0tLS0tLS0tLS0tLS0tLS0tLS0ECAsaAAoQCgZvZmZzZXQSBgoECAsSAAoWCghjb2RlYm9vaxIKCggI"
+        "CxIECgIIAgoTCgVjb29uL2xvZ2ljYWxfdHlwZUoKCggIARIECgIICSo8CAEQAUIwb25u/////////6txdWFudGl6YXRpb24u"
+        "cGFyYW1ldGVyczpjb21tb24vc2NhbGVzSgQAAABAcvcBCilvbm54X2xpZ2h0LnF1YW50aXphdGlvbi5wYXJhbWV0ZXJzOmNv"
+        "bW1vbhJGCgxzdG9yYWdlX3R5cGUSNm9ubnhfbGlnaHQucXVhbnRpemF0aW9uLnBhcmFtZXRlcnM6Y29tbW9uL3N0b3JhZ2Vf"
+        "dHlwZRJGCgxsb2dpY2FsX3R5cGUSNm9ubnhfbGlnaHQucXVhbnRpemR0W2lvbi5wYXJhbS0tLS0tLS0tLS0tLS0tLS0tLS0t"
+        "LS0tLS0tLS0tLS0tLS0tLS0tLS0tLS0tLS0tLS0tLS0tLS0tLS0tLS0tLS0tLS0tLS0tLS0tLS0tLS0tLS0tLS0tLS0tLS0t"
+        "LS0tLS0tLWV0ZXJzOmNvbW1vbi9sb2dpY2FsX3R5cGUSOgoGc2NhbGVzEjBvbm5ueF9saWdodC5xdWFudGl6YXRpb24ucGFy"
+        "YW1ldGVyczpjb21tb24vc2NhbGVzwj5SEjoSFQoTCgVsb2NhbBIKCggIAhIECgIIAzohb25ueF9saWdodC5xdZWRi5Z6YXRp"
+        "b24uc2hhcmVkLnYxGgoKCAgBEgQKAggJIgMA9QA6AXdKAEIECgAQFUIJCgVhaS5ydBAB"
+    ),
 }
 """Inputs the 10-minute atheris run found (base64), each once a foreign exception."""
 
@@ -177,6 +193,20 @@ def test_atheris_findings_are_refused_with_rules(finding):
     from hurray_decl.onnx_light.fuzz_target import check_one
 
     check_one(base64.b64decode("".join(FOUND_BY_ATHERIS[finding])), every=1)
+
+
+def test_a_model_onnx_cannot_reparse_is_checked_as_without_onnx(tmp_path, capsys):
+    """The model whose graph field 15 onnx reads as a damaged sparse_initializer: the check falls
+    back to the package's own types (as without onnx), and the command line gives its verdict."""
+    import base64
+
+    from hurray_decl.cli import main
+
+    key = next(k for k in FOUND_BY_ATHERIS if "sparse_initializer" in k)
+    path = tmp_path / "model.onnx"
+    path.write_bytes(base64.b64decode("".join(FOUND_BY_ATHERIS[key])))
+    assert main(["validate", "--kind", "model", str(path)]) == 0
+    assert capsys.readouterr().out.strip() == "valid: onnx-light model (0 encoded values)"
 
 
 def test_the_target_dumps_a_sample_of_the_inputs_chosen_by_their_bytes(monkeypatch):

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from google.protobuf.message import DecodeError
+
 from hurray_decl.errors import HurrayDeclError, OnnxLightError
 from hurray_decl.onnx_light.codec import validate_value
 from hurray_decl.onnx_light.shared import PARAMETERS_PREFIX, as_pb_model, check_shared_value, parameter_catalogue
@@ -151,8 +153,6 @@ def check_model(model) -> int:
             except ImportError:   # without onnx, function defaults (attribute_proto) are unknown fields
                 rich = model
             else:
-                from google.protobuf.message import DecodeError
-
                 try:
                     rich = onnx.ModelProto.FromString(model.SerializeToString())
                 except DecodeError:
@@ -214,10 +214,14 @@ def model_to_textproto(model) -> str:
     bare = as_pb_model(model)
     found = _extensions(bare)
     if cls is not None:
-        message = cls.FromString(bare.SerializeToString())
-        text = text_format.MessageToString(message)
-        again = text_format.Parse(text, cls())
-        if again.SerializeToString(deterministic=True) != message.SerializeToString(deterministic=True):
+        try:
+            message = cls.FromString(bare.SerializeToString())
+        except DecodeError:  # a field onnx-light leaves unknown that ONNX reads as a message, and cannot
+            message = None
+            found = found or ["model (a field ONNX cannot read)"]
+        text = "" if message is None else text_format.MessageToString(message)
+        if message is not None and text_format.Parse(text, cls()).SerializeToString(deterministic=True) \
+                != message.SerializeToString(deterministic=True):
             found = found or ["model (a field ONNX text format cannot represent)"]
     else:
         text = text_format.MessageToString(bare)

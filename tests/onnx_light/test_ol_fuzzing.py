@@ -269,3 +269,18 @@ def test_a_dump_that_does_not_cover_the_bytes_in_order_is_a_finding(monkeypatch,
         return
     with pytest.raises(fuzz_target.DumpMismatch, match=message):
         fuzz_target.check_dump(data, "value", None)
+
+
+def test_a_model_onnx_cannot_reparse_has_no_text_format():
+    """The same model as text: ONNX's schema cannot read it, so the text is refused (OL-SHR-36)
+    rather than DecodeError escaping."""
+    import base64
+
+    from hurray_decl.errors import HurrayDeclError
+    from hurray_decl.onnx_light.inputs import MODEL, parse
+    from hurray_decl.onnx_light.model import model_to_textproto
+
+    key = next(k for k in FOUND_BY_ATHERIS if "sparse_initializer" in k)
+    with pytest.raises(HurrayDeclError) as caught:
+        model_to_textproto(parse(base64.b64decode("".join(FOUND_BY_ATHERIS[key])), MODEL))
+    assert caught.value.code == "OL-SHR-36" and caught.value.path == "model (a field ONNX cannot read)"

@@ -276,3 +276,25 @@ def test_the_first_string_that_is_not_utf8_is_named_by_its_path():
     with raises_rule("OL-WIRE-03") as caught:
         check_strings(node, "node", "OL-WIRE-03")
     assert caught.value.path == "node -> output[0]" and caught.value.actual == "c3 28 7a"
+
+
+DAMAGED_EXTENSION = b"\xc2\x3e\x02\xff\xff"
+"""Field 1000 (onnx-light's extension number), length-delimited, holding a bad key: onnx keeps it
+as an unknown field, onnx-light reads it as a message and cannot."""
+
+
+def test_an_onnx_model_with_a_damaged_extension_field_is_refused_under_its_rule():
+    model = onnx.ModelProto.FromString(b"\x08\x01" + DAMAGED_EXTENSION)
+    with pytest.raises(HurrayDeclError) as caught:
+        check_model(model)
+    assert caught.value.code == "OL-WIRE-01" and caught.value.path == "model"
+    assert "extension field (number 1000)" in caught.value.detail
+
+
+def test_an_onnx_type_with_a_damaged_extension_field_is_refused_when_converted():
+    from hurray_decl.onnx_light.shared.parameters import convert_message
+    from hurray_decl.onnx_light.wire import pb
+
+    with pytest.raises(HurrayDeclError) as caught:
+        convert_message(onnx.TypeProto.FromString(DAMAGED_EXTENSION), pb.TypeProto)
+    assert caught.value.code == "OL-WIRE-01" and caught.value.path == "type"

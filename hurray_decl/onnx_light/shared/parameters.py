@@ -78,13 +78,23 @@ def as_pb_model(model) -> pb.ModelProto:
     elif not hasattr(model, "SerializeToString"):
         raise shared_error("OL-SHR-29", "expected a ModelProto", "model", type(model).__name__, "ModelProto")
     else:
-        converted = pb.ModelProto.FromString(model.SerializeToString())
+        converted = convert_message(model, pb.ModelProto)
     check_strings(converted, "model", "OL-WIRE-01")
     return converted
 
 
 def convert_message(message, cls):
-    return message if isinstance(message, cls) else cls.FromString(message.SerializeToString())
+    """``message`` (an onnx message, say) as this package's ``cls``, by its bytes. A field onnx
+    leaves unknown that ``cls`` reads as a message, and cannot, is refused (OL-WIRE-01): onnx
+    keeps a damaged extension field (number 1000) as unknown bytes."""
+    if isinstance(message, cls):
+        return message
+    try:
+        return cls.FromString(message.SerializeToString())
+    except DecodeError as exc:
+        raise shared_error("OL-WIRE-01", f"the message does not parse as onnx-light's {cls.__name__}: "
+                           "an extension field (number 1000) is damaged",
+                           cls.__name__.removesuffix("Proto").lower()) from exc
 
 
 @dataclass(frozen=True)

@@ -180,6 +180,54 @@ def _hex(data: bytes, start: int, end: int) -> str:
     return data[start:end].hex(" ").upper()
 
 
+# --- the refusals both walks make, each stated once -----------------------------------------------
+
+def _nested(pos: int, depth: int) -> None:
+    if depth > MAX_DEPTH:
+        raise WireError(pos, f"messages nest deeper than {MAX_DEPTH}")
+
+
+def _group_end(pos: int, number: int, group: int | None) -> None:
+    if group != number:
+        raise WireError(pos, f"end-group key for field {number} outside its group")
+
+
+def _closed(end: int, group: int | None) -> None:
+    if group is not None:
+        raise WireError(end, f"group of field {group} is not closed")
+
+
+def _fixed_end(pos: int, size: int, end: int) -> int:
+    """The end of the ``size``-byte value at ``pos``."""
+    if pos + size > end:
+        raise WireError(pos, f"truncated {size * 8}-bit value")
+    return pos + size
+
+
+def _body(data: bytes, pos: int, end: int) -> tuple[int, int]:
+    """The payload (start, stop) of the length-delimited value whose length is at ``pos``."""
+    length, body = read_varint(data, pos, end)
+    if body + length > end:
+        raise WireError(pos, f"length {length} runs past the end of the enclosing message")
+    return body, body + length
+
+
+def _whole(data: bytes, body: int, stop: int, size: int | None) -> int:
+    """Where the whole elements of the packed run ``data[body:stop]`` end (``size`` None: varints
+    of at most 10 bytes)."""
+    if size is not None:
+        return stop - (stop - body) % size
+    return _VARINT_RUN.match(data, body, stop).end()  # type: ignore[union-attr]  # (...)* always matches
+
+
+def _rest(data: bytes, whole: int, stop: int, size: int | None) -> None:
+    """The refusal of the bytes a packed run holds after its whole elements (none: nothing)."""
+    if whole < stop:
+        if size is not None:
+            raise WireError(whole, "a packed run ends inside an element")
+        read_varint(data, whole, stop)  # cut short or longer than 10 bytes: refused here
+
+
 class _Walker:
     def __init__(self, data: bytes, base: int) -> None:
         self.data = data
@@ -195,16 +243,14 @@ class _Walker:
     def message(self, start: int, end: int, descriptor: Descriptor | None, path: str, parent: Field,
                 depth: int, group: int | None = None) -> int:
         """Read fields from ``start`` to ``end`` (or up to the end-group key of ``group``)."""
-        if depth > MAX_DEPTH:
-            raise WireError(start, f"messages nest deeper than {MAX_DEPTH}")
+        _nested(start, depth)
         data = self.data
         pos = start
         counts: dict[str, int] = {}
         while pos < end:
             number, wire, after = read_key(data, pos, end)
             if wire == _W.EGROUP:
-                if group != number:
-                    raise WireError(pos, f"end-group key for field {number} outside its group")
+                _group_end(pos, number, group)
                 self.row(pos, after, f"{path}:end_group" if path else "end_group",
                          f"field {number}, wire type {int(_W.EGROUP)} ({_W.EGROUP.title})")
                 return after
@@ -230,8 +276,7 @@ class _Walker:
                 self.unknown += 1
             else:
                 self.known += 1
-        if group is not None:
-            raise WireError(end, f"group of field {group} is not closed")
+        _closed(end, group)
         return pos
 
     def value(self, node: Field, pos: int, end: int, depth: int, index: int) -> int:
@@ -244,20 +289,16 @@ class _Walker:
             return after
         size = _FIXED_SIZE.get(wire)
         if size is not None:  # I64 or I32
-            if pos + size > end:
-                raise WireError(pos, f"truncated {size * 8}-bit value")
+            after = _fixed_end(pos, size, end)
             fmt = (_FIXED.get(fd.type) if fd is not None else None) or ("<Q" if size == 8 else "<I")
-            node.value = struct.unpack(fmt, data[pos:pos + size])[0]
-            node.value_row = self.row(pos, pos + size, here, str(node.value))  # a float's str is its repr
-            return pos + size
+            node.value = struct.unpack(fmt, data[pos:after])[0]
+            node.value_row = self.row(pos, after, here, str(node.value))  # a float's str is its repr
+            return after
         if wire == _W.SGROUP:
             node.value_row = node.first_row
             return self.message(pos, end, None, here, node, depth + 1, group=node.number)
-        length, body = read_varint(data, pos, end)
-        if body + length > end:
-            raise WireError(pos, f"length {length} runs past the end of the enclosing message")
-        stop = body + length
-        node.body = (body, stop)
+        body, stop = node.body = _body(data, pos, end)
+        length = stop - body
         message = fd.message_type if fd is not None and fd.type == _T.TYPE_MESSAGE else None
         node.value_row = self.row(pos, body, f"{here}:length",
                                   f"{length} bytes ({message.name})" if message is not None else f"{length} bytes")
@@ -288,13 +329,12 @@ class _Walker:
         from ``index``; read whole first, then a refusal at the element that does not end in the run."""
         data = self.data
         size = _WIRE_OF_TYPE.get(fd.type, _W.VARINT).size
+        whole = _whole(data, body, stop, size)
         if size is not None:
-            whole = stop - (stop - body) % size
             values = list(struct.unpack(f"<{(whole - body) // size}{_FIXED[fd.type][1]}", data[body:whole]))
             ends = list(range(body + size, whole + 1, size))
             texts = list(map(str, values))  # a float's str is its repr
         else:
-            whole = _VARINT_RUN.match(data, body, stop).end()  # type: ignore[union-attr]  # (...)* always matches
             ends, values = _varints(data, body, whole)
             texts = self.scalars(fd, values)
         shown = data[body:whole].hex(" ").upper()
@@ -305,10 +345,7 @@ class _Walker:
             children.append(Field(fd.name, path, at, after, fd.number, int(_W.VARINT), fd, value=value,
                                   first_row=first + k, value_row=first + k, last_row=first + k))
             at = after
-        if whole < stop:
-            if size is not None:
-                raise WireError(whole, "a packed run ends inside an element")
-            read_varint(data, whole, stop)  # cut short or longer than 10 bytes: refused here
+        _rest(data, whole, stop, size)
 
     def scalars(self, fd: FieldDescriptor | None, values: list[int]) -> list[str]:
         """The texts of varint values of field ``fd`` (each the wire's unsigned 64 bits); an enum
@@ -377,8 +414,7 @@ class _Fit:
         self.unknown = 0
 
     def message(self, pos: int, end: int, table: _Table, depth: int, group: int | None = None) -> int:
-        if depth > MAX_DEPTH:
-            raise WireError(pos, f"messages nest deeper than {MAX_DEPTH}")
+        _nested(pos, depth)
         data = self.data
         while pos < end:
             key = data[pos]
@@ -393,8 +429,7 @@ class _Fit:
                 continue
             number, wire, after = read_key(data, pos, end)
             if wire == _W.EGROUP:
-                if group != number:
-                    raise WireError(pos, f"end-group key for field {number} outside its group")
+                _group_end(pos, number, group)
                 return after
             if wire == _W.SGROUP:
                 pos = self.message(after, end, _NO_FIELDS, depth + 1, number)
@@ -402,8 +437,7 @@ class _Fit:
                 read, arg = _UNKNOWN[wire]
                 pos = read(self, arg, after, end, depth)
             self.unknown += 1
-        if group is not None:
-            raise WireError(end, f"group of field {group} is not closed")
+        _closed(end, group)
         return pos
 
     def varint(self, _: None, pos: int, end: int, depth: int) -> int:
@@ -416,22 +450,13 @@ class _Fit:
         return after
 
     def fixed(self, size: int, pos: int, end: int, depth: int) -> int:
-        if pos + size > end:
-            raise WireError(pos, f"truncated {size * 8}-bit value")
-        return pos + size
-
-    def body(self, pos: int, end: int) -> tuple[int, int]:
-        """The payload of the length-delimited value at ``pos``."""
-        length, body = read_varint(self.data, pos, end)
-        if body + length > end:
-            raise WireError(pos, f"length {length} runs past the end of the enclosing message")
-        return body, body + length
+        return _fixed_end(pos, size, end)
 
     def blob(self, _: None, pos: int, end: int, depth: int) -> int:
-        return self.body(pos, end)[1]
+        return _body(self.data, pos, end)[1]
 
     def string(self, _: None, pos: int, end: int, depth: int) -> int:
-        body, stop = self.body(pos, end)
+        body, stop = _body(self.data, pos, end)
         try:
             self.data[body:stop].decode("utf-8")
         except UnicodeDecodeError:
@@ -439,27 +464,24 @@ class _Fit:
         return stop
 
     def nested(self, table: _Table, pos: int, end: int, depth: int) -> int:
-        body, stop = self.body(pos, end)
+        body, stop = _body(self.data, pos, end)
         self.message(body, stop, table, depth + 1)
         return stop
 
-    def packed_fixed(self, size: int, pos: int, end: int, depth: int) -> int:
-        body, stop = self.body(pos, end)
-        if (stop - body) % size:
-            raise WireError(stop - (stop - body) % size, "a packed run ends inside an element")
-        return stop
-
-    def packed_varint(self, _: None, pos: int, end: int, depth: int) -> int:
-        body, stop = self.body(pos, end)
-        whole = _VARINT_RUN.match(self.data, body, stop).end()  # type: ignore[union-attr]  # (...)* always matches
-        if whole < stop:  # the element there is cut short or longer than 10 bytes
-            read_varint(self.data, whole, stop)
+    def packed(self, size: int | None, pos: int, end: int, depth: int) -> int:
+        """A packed run of ``size``-byte elements (None: varints) that are not enum values."""
+        body, stop = _body(self.data, pos, end)
+        _rest(self.data, _whole(self.data, body, stop, size), stop, size)
         return stop
 
     def packed_enum(self, values: frozenset[int], pos: int, end: int, depth: int) -> int:
-        body, stop = self.body(pos, end)
-        while body < stop:
-            body = self.enum(values, body, stop, depth)
+        """A packed run of enum values: the whole ones decoded at once and counted against the
+        enum, then the refusal of the rest."""
+        data = self.data
+        body, stop = _body(data, pos, end)
+        whole = _whole(data, body, stop, None)
+        self.unknown += sum(value not in values for value in _varints(data, body, whole)[1])
+        _rest(data, whole, stop, None)
         return stop
 
 
@@ -504,8 +526,7 @@ def _tables(root: Descriptor) -> dict[str, _Table]:
                 table[key] = (_Fit.varint, None)
             if fd.is_repeated and wire in _PACKABLE:
                 table[fd.number << 3 | _W.LEN] = (
-                    (_Fit.packed_fixed, wire.size) if wire.size is not None else
-                    (_Fit.packed_enum, _enum_values(fd)) if fd.type == _T.TYPE_ENUM else (_Fit.packed_varint, None))
+                    (_Fit.packed_enum, _enum_values(fd)) if fd.type == _T.TYPE_ENUM else (_Fit.packed, wire.size))
     return tables
 
 

@@ -150,15 +150,13 @@ def check_model(model) -> int:
         if isinstance(model, pb.ModelProto):
             try:
                 import onnx
-            except ImportError:   # without onnx, function defaults (attribute_proto) are unknown fields
-                rich = model
-            else:
-                try:
-                    rich = onnx.ModelProto.FromString(model.SerializeToString())
-                except DecodeError:
-                    # a field onnx-light leaves unknown that onnx reads as a message and cannot (a
-                    # damaged sparse_initializer, graph field 15): checked as without onnx
-                    rich = model
+
+                rich = onnx.ModelProto.FromString(model.SerializeToString())
+            except (ImportError, DecodeError):
+                # checked with the package's own types, where function defaults (attribute_proto) are
+                # unknown fields: without onnx, or when onnx cannot read a field onnx-light leaves
+                # unknown (a damaged sparse_initializer, graph field 15)
+                pass
         functions = {(f.domain, f.name): f for f in rich.functions}
         _check_nodes(rich.graph.node, None, functions, sets, "model -> graph")
     except HurrayDeclError as err:

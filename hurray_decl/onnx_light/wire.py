@@ -394,8 +394,8 @@ def check_strings(message, path: str, code: str) -> None:
         if nested:
             for i, item in enumerate(items):
                 check_strings(item, f"{path} -> {name}[{i}]" if repeated else f"{path} -> {name}", code)
-        elif bytes in map(type, items):  # a string that is not UTF-8
-            i = list(map(type, items)).index(bytes)
+        elif bytes in (kinds := list(map(type, items))):  # a string that is not UTF-8
+            i = kinds.index(bytes)
             raise _fail(code, "a string field is not valid UTF-8", f"{path} -> {name}[{i}]" if repeated
                         else f"{path} -> {name}", items[i][:32].hex(" "), "UTF-8 text")
 

@@ -79,7 +79,7 @@ def test_container_rows(files):
 
 def test_onnx_light_model_rows(files):
     doc = listed(files / "model.onnx")
-    assert doc["kind"] == "onnx"
+    assert doc["kind"] == "model"
     rows = {t["name"]: (t["type"], t["shape"], t["scheme"]) for t in doc["tensors"]}
     assert rows == {"blk.0.attn_output.weight.with_a_name_longer_than_its_column": ("float", [4, 64],
                                                                                      "onnx-light int4"),

@@ -98,10 +98,12 @@ class Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from hurray_decl.cli.kinds import summary
+
     parser = Parser(
         prog=PROG, epilog=EPILOG,
-        description="Decode, encode, inspect, validate, audit and dequantize Hurray tensor and quantization "
-                    "descriptors.")
+        description="Inspect, validate, decode, encode, dequantize, list, convert, audit and fuzz quantized tensors: "
+                    f"{summary()}; the kind is detected from the bytes.")
     parser.add_argument("--version", action=VersionAction)
     parser.add_argument("--debug", action="store_true", help="show the traceback of an internal error")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

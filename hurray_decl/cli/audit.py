@@ -33,6 +33,7 @@ from typing import Any
 
 from hurray_decl.cli.common import INVALID, OK, FileProblem, Style, progress_printer
 from hurray_decl.cli.inputs import kind_options, read_descriptor
+from hurray_decl.cli.kinds import Kind
 
 MANIFEST = "manifest.json"
 LISTS = ("descriptors", "files", "vectors")
@@ -188,7 +189,7 @@ def audit(folder: Path, args: argparse.Namespace) -> dict[str, Any]:
         counts[verdict] = sum(e["verdict"] == verdict for e in report)
     counts["unlisted"] = sum(e.get("expected") == "(not listed)" for e in report)
     counts["disagreements"] = sum(e.get("agrees") is False for e in report)
-    return {"folder": str(folder), "kind": "quantization" if args.quantization else "tensor",
+    return {"folder": str(folder), "kind": Kind.QUANTIZATION if args.quantization else Kind.DESCRIPTOR,
             "manifest": manifest.is_file(), "summary": counts, "descriptors": report}
 
 

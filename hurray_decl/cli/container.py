@@ -21,11 +21,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hurray_decl.cli.kinds import KINDS, Kind
 from hurray_decl.errors import HurrayDeclError
 
 OK, INVALID = 0, 1
-MAGIC = b"HRRYFILE"
-CONTAINER = "container"
+CONTAINER = Kind.CONTAINER
+MAGIC = KINDS[CONTAINER].magic
 
 
 def _data(args: argparse.Namespace) -> Any:
@@ -165,7 +166,8 @@ def _expectations(folder: Path) -> dict[str, str | None]:
 def has_containers(folder: Path) -> bool:
     try:
         for path in folder.iterdir():
-            if path.is_file() and path.suffix != ".stream":  # a .stream file is read as a stream, whatever it holds
+            # a .stream file is read as a stream, whatever it holds
+            if path.is_file() and path.suffix not in KINDS[Kind.STREAM].suffixes:
                 with open(path, "rb") as f:
                     if f.read(8) == MAGIC:
                         return True
@@ -184,11 +186,11 @@ def audit(args: argparse.Namespace) -> int:
     files = sorted(p for p in folder.iterdir() if p.is_file() and p.name != "manifest.json")
     for path in files:
         raw = path.read_bytes()
-        kind = "container" if raw[:8] == MAGIC else "descriptor"
+        kind = CONTAINER if raw[:8] == MAGIC else Kind.DESCRIPTOR
         entry: dict[str, Any] = {"file": path.name, "kind": kind, "verdict": "valid", "code": None, "offset": None,
                                  "message": ""}
         try:
-            (validate_container if kind == "container" else read_tensor_descriptor)(raw)
+            (validate_container if kind == CONTAINER else read_tensor_descriptor)(raw)
         except HurrayDeclError as err:
             entry.update(verdict="invalid", code=err.code, offset=err.offset, message=str(err))
         if path.name in expected:

@@ -11,8 +11,6 @@ from typing import Any
 from hurray_decl.cli import outputs
 from hurray_decl.cli.common import INVALID, OK, Style, UsageError, colour_verdicts, note
 from hurray_decl.cli.inputs import (
-    DESCRIPTOR,
-    QUANTIZATION,
     Input,
     detect,
     handles,
@@ -22,6 +20,7 @@ from hurray_decl.cli.inputs import (
     read_descriptor,
     read_text,
 )
+from hurray_decl.cli.kinds import Kind
 
 
 class LazyChoices:
@@ -44,10 +43,6 @@ class LazyChoices:
 
 
 DUMP_FORMATS = LazyChoices("hurray_decl.dump.render", "FORMATS")
-
-
-def kind(args: argparse.Namespace) -> str:
-    return "quantization" if args.quantization else "tensor"
 
 
 def read(args: argparse.Namespace) -> Input:
@@ -87,7 +82,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     from hurray_decl.cli.inputs import detect
     from hurray_decl.cli.outputs import about
 
-    result = hexdump.dump(got.data, kind=kind(args), permissive=args.permissive)
+    dump = hexdump.quantization_dump if args.quantization else hexdump.tensor_dump
+    result = dump(got.data, permissive=args.permissive)
     result.about.update(about(args, detect(args).kind))
     if args.format == "html":
         from hurray_decl.cli.html import print_page
@@ -241,4 +237,4 @@ def register(sub: Any) -> None:
                                "and the error's code, message, path and offset")
     validate.set_defaults(run=cmd_validate)
     for name, handler in (("inspect", cmd_inspect), ("decode", cmd_decode), ("validate", cmd_validate)):
-        handles(sub, name, {DESCRIPTOR: handler, QUANTIZATION: handler})
+        handles(sub, name, {Kind.DESCRIPTOR: handler, Kind.QUANTIZATION: handler})

@@ -24,7 +24,7 @@ chosen first (``--offset`` / ``--length`` apply to every kind), then :func:`dete
 kind of the bytes in it, once, by magic prefix and structure, with the file suffix as a hint for
 damaged input, and the command's handler for that kind runs (:data:`HANDLERS`, filled by each
 command module's ``register``). Options that do not apply to the detected kind are usage errors
-(:data:`APPLIES`); GGUF and safetensors files are pointed to the commands that read them; an
+(:func:`hurray_decl.cli.kinds.applies`); GGUF and safetensors files are pointed to the commands that read them; an
 empty input is "empty input" (no rule of RULES.md covers input of no kind: a usage-level error).
 """
 
@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from hurray_decl.cli.common import FileProblem, UsageError, integer_at_least
+from hurray_decl.cli.kinds import KINDS, ONNX_LIGHT, OPTIONS, SUFFIXES, TAKEN_BY, Kind, applies, title
 
 CHUNK = 1 << 20
 """Bytes per read when a stream's unread tail is counted or skipped."""
@@ -294,36 +295,23 @@ def map_file(path: str, what: str = "--buffers") -> memoryview | bytes:
 
 # ------------------------------------------------------------------ kinds
 
-DESCRIPTOR, QUANTIZATION, CONTAINER, STREAM = "descriptor", "quantization", "container", "stream"
-VALUE, TENSOR, MODEL = "value", "tensor", "model"
-GGUF, SAFETENSORS, EMPTY = "gguf", "safetensors", "empty"
-ONNX_LIGHT = (VALUE, TENSOR, MODEL)
-"""The onnx-light kinds (a serialized ``EncodedValueProto``, ``TensorProto`` or ONNX model)."""
-HURRAY_KINDS = (DESCRIPTOR, QUANTIZATION, CONTAINER, STREAM)
-AUTO, HURRAY = "auto", "hurray"
-FORCED = (AUTO, *ONNX_LIGHT, HURRAY, STREAM)
-"""``--kind``: detect, an onnx-light kind, the Hurray kinds (detected among themselves), or a stream."""
+DESCRIPTOR, QUANTIZATION, CONTAINER, STREAM = Kind.DESCRIPTOR, Kind.QUANTIZATION, Kind.CONTAINER, Kind.STREAM
+VALUE, TENSOR, MODEL = Kind.VALUE, Kind.TENSOR, Kind.MODEL
+GGUF, SAFETENSORS, EMPTY = Kind.GGUF, Kind.SAFETENSORS, Kind.EMPTY
+AUTO, HURRAY = Kind.AUTO, Kind.HURRAY
 
-DESCRIPTOR_MAGIC = b"HRRY"
-CONTAINER_MAGIC = b"HRRYFILE"
+DESCRIPTOR_MAGIC = KINDS[DESCRIPTOR].magic
+CONTAINER_MAGIC = KINDS[CONTAINER].magic
 CONTAINER_STEM = CONTAINER_MAGIC[:7]
 """``HRRYFIL`` and any eighth byte: a container whose magic is damaged, refused as one (HF-HDR-03)."""
-GGUF_MAGIC = b"GGUF"
-SUFFIXES = {".hrry": CONTAINER, ".stream": STREAM, ".gguf": GGUF, ".safetensors": SAFETENSORS,
-            ".onnx": MODEL, ".pb": VALUE}
-"""File suffixes as hints: they decide only when neither a magic nor the structure does."""
-TAKEN_BY = {GGUF: "a GGUF file: hurray-decl convert reads it (to Hurray, onnx-light or ORT), hurray-decl ls "
-                  "lists its tensors",
-            SAFETENSORS: "a safetensors file: hurray-decl convert reads it"}
-"""The foreign kinds the command line recognises, and where to take them (the commands that
-register a handler for one, ``convert`` and ``ls``, read it)."""
+GGUF_MAGIC = KINDS[GGUF].magic
 
 
 @dataclass(frozen=True)
 class Detected:
     """The kind of an input's window, as :func:`detect` decided it, and why (for messages)."""
 
-    kind: str
+    kind: Kind
     reason: str = "content"
 
 
@@ -374,7 +362,7 @@ def _probe_stream(read: Callable[[int], bytes], skip: Callable[[int], int] | Non
     return bool(after) or total > 0, data + bytes(body) + after
 
 
-def _onnx_kind(data: Any, hint: str | None) -> str | None:
+def _onnx_kind(data: Any, hint: Kind | None) -> Kind | None:
     """The onnx-light kind the bytes read as (the best fit of the three messages), else the kind of
     a damaged one: the suffix's, or the kind whose walk read known fields and stopped only at a
     truncation; else None."""
@@ -383,7 +371,7 @@ def _onnx_kind(data: Any, hint: str | None) -> str | None:
 
     kind = detect_kind(bytes(data))
     if kind in KINDS:
-        return kind
+        return Kind(kind)
     if hint in ONNX_LIGHT:
         return hint
     best: tuple[int, str] | None = None
@@ -393,7 +381,7 @@ def _onnx_kind(data: Any, hint: str | None) -> str | None:
         truncated = error is not None and ("truncated" in error.reason or "past the end" in error.reason)
         if truncated and result.unknown == 0 and result.known >= 2 and (best is None or result.known > best[0]):
             best = (result.known, candidate)
-    return best[1] if best else None
+    return Kind(best[1]) if best else None
 
 
 SCAN = 32
@@ -439,7 +427,7 @@ def protobuf_extent(at: Callable[[int, int], bytes], size: int | None) -> int | 
             return pos + SCAN
 
 
-def _classify(head: bytes, total: int | None, hint: str | None, forced: str,
+def _classify(head: bytes, total: int | None, hint: Kind | None, forced: Kind,
               read: Callable[[int], bytes], skip: Callable[[int], int] | None,
               whole: Callable[[], Any], at: Callable[[int, int], bytes], size: int | None,
               streams: bool = True) -> tuple[Detected, bytes]:
@@ -493,7 +481,7 @@ class _Replay:
         return len(part) + (self.passer(count - len(part)) if self.passer is not None and count > len(part) else 0)
 
 
-def _suffix_hint(source: str) -> str | None:
+def _suffix_hint(source: str) -> Kind | None:
     name = source.replace("\\", "/").rsplit("/", 1)[-1].lower()
     for suffix, kind in SUFFIXES.items():
         if name.endswith(suffix):
@@ -515,7 +503,7 @@ def detect(args: argparse.Namespace) -> Detected:
     cached = getattr(args, "detected", None)
     if isinstance(cached, Detected):
         return cached
-    forced = getattr(args, "kind", AUTO) or AUTO
+    forced = Kind(getattr(args, "kind", AUTO) or AUTO)
     if getattr(args, "quantization", False):
         if forced not in (AUTO, HURRAY):
             raise UsageError(f"argument --quantization: not with --kind {forced} (a quantization payload is Hurray)")
@@ -526,7 +514,7 @@ def detect(args: argparse.Namespace) -> Detected:
     return found
 
 
-def _detect_source(args: argparse.Namespace, forced: str) -> Detected:
+def _detect_source(args: argparse.Namespace, forced: Kind) -> Detected:
     source = args.input
     if forced == STREAM or forced in ONNX_LIGHT:  # nothing to read: the handler reads the window as it arrives
         if source != "-" and source not in HANDED_ON and existing(source) is None and parse_hex(source) is None:
@@ -606,7 +594,7 @@ def _detect_source(args: argparse.Namespace, forced: str) -> Detected:
         return found
 
 
-def _classify_bytes(data: bytes, hint: str | None, forced: str) -> Detected:
+def _classify_bytes(data: bytes, hint: Kind | None, forced: Kind) -> Detected:
     view = io.BytesIO(data)
     head = view.read(HEAD)
 
@@ -657,36 +645,11 @@ def window_data(args: argparse.Namespace) -> Any:
 # ------------------------------------------------------------------ dispatch
 
 Handler = Callable[[argparse.Namespace], int]
-HANDLERS: dict[str, dict[str, Handler]] = {}
+HANDLERS: dict[str, dict[Kind, Handler]] = {}
 """command -> kind -> handler: what each command does with each kind of input (filled by the
 command modules' ``register``, through :func:`handles`)."""
 
-APPLIES: tuple[tuple[str, str, frozenset[str], frozenset[str] | None], ...] = (
-    ("buffers", "--buffers", frozenset({DESCRIPTOR}), None),
-    ("permissive", "--permissive", frozenset({DESCRIPTOR, QUANTIZATION, CONTAINER, STREAM}), None),
-    ("name", "--name", frozenset({VALUE, MODEL}), None),
-    # a container's tensor is picked for dequantize and extract (validate, inspect, decode judge the whole file)
-    ("name", "--name", frozenset({CONTAINER, VALUE, MODEL}), frozenset({"dequantize", "extract"})),
-    # convert --name names the tensor of one descriptor, or the tensors of a stream
-    ("name", "--name", frozenset({DESCRIPTOR, STREAM}), frozenset({"convert"})),
-    ("index", "--index", frozenset({STREAM}), None),
-    ("region", "--region", frozenset({DESCRIPTOR, CONTAINER, STREAM}), None),
-    ("progress", "--progress", frozenset({STREAM}), None),
-    ("buffer", "--buffer", frozenset({DESCRIPTOR}), frozenset({"convert"})),
-)
-"""(option's ``dest``, its name, the kinds it applies to, the commands the row is for (None: every
-command no row of that option names)): an option given for another kind is a usage error naming
-both, never silently ignored. The rows that name a command are the only ones for it."""
-
-
-def applies(dest: str, kind: str, command: str) -> bool:
-    """Whether the option ``dest`` applies to ``kind`` input of ``command`` (:data:`APPLIES`)."""
-    rows = [row for row in APPLIES if row[0] == dest]
-    named = [row for row in rows if row[3] is not None and command in row[3]]
-    return any(kind in row[2] for row in named or [row for row in rows if row[3] is None])
-
-
-def handles(sub: Any, command: str, handlers: dict[str, Handler]) -> None:
+def handles(sub: Any, command: str, handlers: dict[Kind, Handler]) -> None:
     """Register ``handlers`` (kind -> handler) for ``command`` and route it through :func:`dispatch`."""
     parser = sub.choices.get(command)
     if parser is None:
@@ -695,22 +658,16 @@ def handles(sub: Any, command: str, handlers: dict[str, Handler]) -> None:
     parser.set_defaults(run=dispatch)
 
 
-def check_options(args: argparse.Namespace, kind: str) -> None:
+def check_options(args: argparse.Namespace, kind: Kind) -> None:
     """Refuse every given option that does not apply to ``kind`` (exit 2)."""
     command = getattr(args, "command", "")
-    for dest, flag in dict((row[0], row[1]) for row in APPLIES).items():
+    for dest, flag in OPTIONS.items():
         value = getattr(args, dest, None)
         if value is None or value is False or (isinstance(value, (list, tuple)) and not value):
             continue
         if not applies(dest, kind, command):
             flag = "BUFFER" if dest == "buffers" and command == "dequantize" else flag
-            raise UsageError(f"argument {flag}: does not apply to {what(kind)} input of {command}")
-
-
-def what(kind: str) -> str:
-    return {DESCRIPTOR: "a tensor descriptor", QUANTIZATION: "a quantization payload", CONTAINER: "a .hrry container",
-            STREAM: "a Hurray stream", VALUE: "an onnx-light value", TENSOR: "an onnx-light tensor",
-            MODEL: "an onnx-light model", GGUF: "a GGUF", SAFETENSORS: "a safetensors", EMPTY: "empty"}.get(kind, kind)
+            raise UsageError(f"argument {flag}: does not apply to {title(kind)} input of {command}")
 
 
 def dispatch(args: argparse.Namespace) -> int:
@@ -732,7 +689,7 @@ def dispatch(args: argparse.Namespace) -> int:
                             else "")
                          + ("; --kind stream reads it as an empty stream)" if hasattr(args, "kind") else ")"))
     if handler is None:
-        takes = ", ".join(what(kind) for kind in HANDLERS.get(command, {}))
-        raise UsageError(f"argument INPUT: {command} does not take {what(found.kind)} input (it takes {takes})")
+        takes = ", ".join(title(kind) for kind in HANDLERS.get(command, {}))
+        raise UsageError(f"argument INPUT: {command} does not take {title(found.kind)} input (it takes {takes})")
     check_options(args, found.kind)
     return handler(args)

@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from hurray_decl.cli.common import OK
+from hurray_decl.cli.kinds import Kind
 
-KINDS = ("gguf", "container", "stream", "descriptor", "onnx")
 COLUMNS = (("name", 27), ("type", 8), ("shape", 14), ("scheme", 16), ("layout", 14), ("bytes", 10))
 """Text columns and widths: five gaps of two spaces, 99 columns in all."""
 NONE = "-"
@@ -140,10 +140,10 @@ def descriptor_rows(args: argparse.Namespace) -> Iterator[Row]:
 
 
 def onnx_rows(args: argparse.Namespace) -> Iterator[Row]:
-    from hurray_decl.cli.inputs import MODEL, window_data
+    from hurray_decl.cli.inputs import window_data
     from hurray_decl.onnx_light.inputs import parse
 
-    model = parse(window_data(args), MODEL)  # the one protobuf reader of every command, its rule on refusal
+    model = parse(window_data(args), Kind.MODEL)  # the one protobuf reader of every command, its rule on refusal
     for value in model.graph.encoded_initializer:
         tensor_type = value.logical_type.tensor_type
         profile = value.struct_type.name.rsplit("/", 1)[-1] or "encoded"
@@ -163,10 +163,9 @@ def _data_type(code: int) -> str:
         return f"type {code}"
 
 
-READERS = {"gguf": gguf_rows, "container": container_rows, "stream": stream_rows, "descriptor": descriptor_rows,
-           "onnx": onnx_rows}
-LISTED = {"gguf": "gguf", "container": "container", "stream": "stream", "descriptor": "descriptor", "model": "onnx"}
-"""The input kinds ``ls`` lists (:mod:`hurray_decl.cli.inputs`' names) and the names its output gives them."""
+READERS = {Kind.GGUF: gguf_rows, Kind.CONTAINER: container_rows, Kind.STREAM: stream_rows,
+           Kind.DESCRIPTOR: descriptor_rows, Kind.MODEL: onnx_rows}
+"""The input kinds ``ls`` lists, and the reader of each."""
 
 
 # ------------------------------------------------------------------ the command
@@ -174,7 +173,7 @@ LISTED = {"gguf": "gguf", "container": "container", "stream": "stream", "descrip
 def cmd_ls(args: argparse.Namespace) -> int:
     from hurray_decl.cli.inputs import detect
 
-    kind = LISTED[detect(args).kind]
+    kind = detect(args).kind
     rows = READERS[kind](args)
     if args.format == "json":
         listed = [{**asdict(r), "shape": list(r.shape)} for r in rows]
@@ -205,4 +204,4 @@ def register(subparsers: Any) -> None:
                     "3 file error.")
     parser.add_argument("input", metavar="FILE", help="the file to list")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="text rows or one JSON document")
-    handles(subparsers, "ls", dict.fromkeys(LISTED, cmd_ls))
+    handles(subparsers, "ls", dict.fromkeys(READERS, cmd_ls))

@@ -28,8 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from hurray_decl.cli.common import INVALID, OK, CommandError, FileProblem, UsageError
+from hurray_decl.cli.kinds import Kind, Target
 
-TARGETS = ("hurray", "onnx-light", "ort")
+TARGETS = (Target.HURRAY, Target.ONNX_LIGHT, Target.ORT)
 SCALE_TYPES = ("float32", "float16", "bfloat16")
 MIN_ELEMENTS = 1024
 """Float tensors smaller than this are kept as they are unless named with ``--tensor``."""
@@ -230,7 +231,7 @@ def cmd_quantize(args: argparse.Namespace) -> int:
     options = _options(args)
     from hurray_decl.cli import outputs
 
-    folder = args.to == "hurray" and Path(args.output).suffix not in (".hrry", ".bin")  # checked by its writer
+    folder = args.to == Target.HURRAY and Path(args.output).suffix not in (".hrry", ".bin")  # checked by its writer
     target = Path(args.output).expanduser().absolute() if folder else outputs.target(args.output)
     source = _source(source_path, args.name)
     try:
@@ -282,7 +283,7 @@ def _quantize(source: Any, options: Any, target: Path, args: argparse.Namespace)
                 raise failures[0]
             raise UsageError("no tensor was chosen to quantize (see --min-elements and --tensor)")
 
-    if args.to == "hurray":
+    if args.to == Target.HURRAY:
         from hurray_decl.hurray.values import Tensor
 
         def add_hurray(tensor: Any, value: Any) -> None:
@@ -301,7 +302,7 @@ def _quantize(source: Any, options: Any, target: Path, args: argparse.Namespace)
     def add_value(tensor: Any, value: Any) -> None:
         if value is not None:
             results.append((tensor.name, value))
-        elif args.to == "onnx-light" and source.kind != "onnx":
+        elif args.to == Target.ONNX_LIGHT and source.kind != "onnx":
             plain = mq.plain_initializer(tensor.name, tensor.load())
             if plain is not None:
                 results.append((tensor.name, plain))
@@ -322,7 +323,7 @@ def _quantize(source: Any, options: Any, target: Path, args: argparse.Namespace)
         from hurray_decl.convert.tensors import onnx_light_model
 
         model = onnx_light_model(results)
-    return rows, write_model(target, model, check=args.to == "onnx-light")
+    return rows, write_model(target, model, check=args.to == Target.ONNX_LIGHT)
 
 
 # --- convert: safetensors ----------------------------------------------------------------------------
@@ -330,7 +331,7 @@ def _quantize(source: Any, options: Any, target: Path, args: argparse.Namespace)
 def routed_convert(args: argparse.Namespace, convert_command: Callable[[argparse.Namespace], int]) -> int:
     """``convert --to safetensors`` here, every other target to ``convert_command`` (the handler of
     the input's kind)."""
-    if args.to == "safetensors":
+    if args.to == Target.SAFETENSORS:
         return convert_safetensors(args)
     return convert_command(args)
 
@@ -338,14 +339,14 @@ def routed_convert(args: argparse.Namespace, convert_command: Callable[[argparse
 def convert_safetensors(args: argparse.Namespace) -> int:
     """``convert`` of a safetensors source (to hurray, onnx-light, ort) or of a ``.hrry`` to
     safetensors, the input's kind as :func:`hurray_decl.cli.inputs.detect` decided it."""
-    from hurray_decl.cli.convert import KINDS
     from hurray_decl.cli.inputs import CONTAINER, SAFETENSORS, detect, regular_file
+    from hurray_decl.cli.kinds import title
 
     found = detect(args)
-    if args.to == "safetensors":
+    if args.to == Target.SAFETENSORS:
         if found.kind != CONTAINER:
             kind = (SAFETENSORS if found.kind == SAFETENSORS else "this input" if found.reason == "fallback"
-                    else KINDS.get(found.kind, "this input"))
+                    else title(found.kind))
             raise UsageError(f"no conversion from {kind} to safetensors; converted: a .hrry container -> "
                              "safetensors")
         return _to_safetensors(args, Path(args.output).expanduser().absolute())
@@ -385,7 +386,7 @@ def _from_checkpoint(checkpoint: Any, source: Path, args: argparse.Namespace) ->
 
         if item.quantized:
             parts = item.parts()
-            if args.to == "hurray":
+            if args.to == Target.HURRAY:
                 from hurray_decl.convert.hurray import from_block_parts
 
                 return f"per_block_affine {parts.storage} K{parts.block_size}", from_block_parts(parts)
@@ -398,12 +399,12 @@ def _from_checkpoint(checkpoint: Any, source: Path, args: argparse.Namespace) ->
             formats = {bits: fmt for fmt, bits in PORTABLE_FORMATS.items()}
             bits = 8 if parts.storage.endswith("8") else 4
             return formats[bits].wire_name, portable(parts, formats[bits], dtype=np.float32)
-        if args.to == "hurray":
+        if args.to == Target.HURRAY:
             from hurray_decl.convert.safetensors import to_hurray
 
             plain = to_hurray(item.name, item.array())
             return "plain", (plain.descriptor, plain.buffers)
-        if args.to == "onnx-light":
+        if args.to == Target.ONNX_LIGHT:
             value = mq.plain_initializer(item.name, item.array())
             return None if value is None else ("plain", value)
         return None
@@ -431,7 +432,7 @@ def _from_checkpoint(checkpoint: Any, source: Path, args: argparse.Namespace) ->
                 raise failures[0]
             raise InvalidInput(f"invalid input: nothing in {source} converts to {args.to}")
 
-    if args.to == "hurray":
+    if args.to == Target.HURRAY:
         from hurray_decl.convert.safetensors import metadata_to_kv
 
         with sink.open():
@@ -449,7 +450,7 @@ def _from_checkpoint(checkpoint: Any, source: Path, args: argparse.Namespace) ->
             from hurray_decl.convert.tensors import onnx_light_model
 
             model = onnx_light_model(results)
-        written = write_model(target, model, check=args.to == "onnx-light")
+        written = write_model(target, model, check=args.to == Target.ONNX_LIGHT)
     report(rows, source, args.to, written, args.json)
     return OK
 
@@ -475,11 +476,11 @@ def _to_safetensors(args: argparse.Namespace, target: Path) -> int:
                 arrays.append((name, from_hurray(tensor)))
             except HurrayDeclError as err:
                 failures.append(err)
-                rows.append(Row(name, "hurray", shape, "skipped", code=err.code, reason=err.detail))
+                rows.append(Row(name, Target.HURRAY, shape, "skipped", code=err.code, reason=err.detail))
                 continue
             rows.append(Row(name, str(arrays[-1][1].dtype), shape, "converted", "plain"))
         if not arrays:
-            report(rows, source, "safetensors", None, args.json)
+            report(rows, source, Kind.SAFETENSORS, None, args.json)
             if failures:
                 raise failures[0]
             raise InvalidInput(f"invalid input: {source} holds no tensor")
@@ -487,7 +488,7 @@ def _to_safetensors(args: argparse.Namespace, target: Path) -> int:
         with outputs.atomic(target) as temporary:
             write_safetensors(temporary, arrays, metadata)
         del arrays
-    report(rows, source, "safetensors", str(target), args.json)
+    report(rows, source, Kind.SAFETENSORS, str(target), args.json)
     return OK
 
 
@@ -508,7 +509,7 @@ def register(subparsers: Any) -> None:
                     "done, 1 invalid input or nothing quantized, 2 usage error, 3 file error.")
     command.add_argument("source", metavar="INPUT", help="a .npy array, .npz archive, safetensors file or ONNX model")
     command.add_argument("-o", "--output", required=True, help="the output: NAME.hrry, FOLDER, NAME.bin or NAME.onnx")
-    command.add_argument("--to", choices=TARGETS, default="hurray", help="the target format (default: hurray)")
+    command.add_argument("--to", choices=TARGETS, default=Target.HURRAY, help="the target format (default: hurray)")
     command.add_argument("--scheme", default="per_block_affine",
                          help="a Hurray scheme for --to hurray (hurray-decl schemes lists them; default "
                               "per_block_affine, the only one for --to ort)")
@@ -530,7 +531,7 @@ def register(subparsers: Any) -> None:
     if "convert" in subparsers.choices:  # safetensors sources and targets of convert come here
         from hurray_decl.cli.inputs import HANDLERS, SAFETENSORS, handles
 
-        routed: dict[str, Callable[[argparse.Namespace], int]] = {
+        routed: dict[Kind, Callable[[argparse.Namespace], int]] = {
             kind: functools.partial(routed_convert, convert_command=handler)
             for kind, handler in HANDLERS.get("convert", {}).items()}
         handles(subparsers, "convert", {**routed, SAFETENSORS: convert_safetensors})

@@ -27,15 +27,16 @@ from typing import Any
 
 from hurray_decl.cli.audit import RENDERERS, audit
 from hurray_decl.cli.common import Style, UsageError, colour_verdicts
+from hurray_decl.cli.kinds import FORCED, Kind
 from hurray_decl.errors import HurrayDeclError
 
 __all__ = ["KIND_CHOICES", "audit_folder", "cmd_fuzz", "profile_table", "register"]
 
 INVALID = 1
-AUTO, HURRAY, STREAM = "auto", "hurray", "stream"
-KIND_CHOICES = (AUTO, "value", "tensor", "model", HURRAY, STREAM)
+AUTO, HURRAY, STREAM = Kind.AUTO, Kind.HURRAY, Kind.STREAM
+KIND_CHOICES = FORCED
 """``--kind``: detect from the bytes, an onnx-light kind, the Hurray handlers, or a Hurray stream
-(:data:`hurray_decl.cli.inputs.FORCED`)."""
+(:data:`hurray_decl.cli.kinds.FORCED`)."""
 DECODER_FAILURES = (TypeError, ValueError, UnicodeDecodeError, OverflowError, KeyError, IndexError)
 """What a decoder bug surfaces as: an audit reports it as a crash verdict (elsewhere it is an
 internal error, reported in one line by :func:`hurray_decl.cli.main`)."""
@@ -83,8 +84,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 check_item(item)
         else:
             check(message, kind)
-        count = len(items(message, kind)) if kind != "tensor" else 0
-        return f"onnx-light {kind} ({count} encoded value{'s' * (count != 1)})" if kind == "model" \
+        count = len(items(message, kind)) if kind != Kind.TENSOR else 0
+        return f"onnx-light {kind} ({count} encoded value{'s' * (count != 1)})" if kind == Kind.MODEL \
             else f"onnx-light {kind}"
 
     return outputs.report_verdict(args, detect(args).kind, check)
@@ -117,7 +118,7 @@ def cmd_decode(args: argparse.Namespace) -> int:
         from hurray_decl.onnx_light.tensors import tensor_to_array
         from hurray_decl.onnx_light.wire import logical_shape
 
-        if kind == "tensor":
+        if kind == Kind.TENSOR:
             check(message, kind)
             values = tensor_to_array(message)
             out: dict[str, Any] = {"kind": kind, "name": message.name, "dtype": str(values.dtype),
@@ -153,7 +154,7 @@ def cmd_dequantize(args: argparse.Namespace) -> int:
         raise UsageError("an onnx-light input carries its payload: give no buffer files")
     outputs.target(args.output)
     kind, message = _message(args)
-    if kind == "tensor":
+    if kind == Kind.TENSOR:
         check(message, kind)
         array = tensor_to_array(message)
     else:
@@ -198,7 +199,7 @@ def audit_folder(folder: Path) -> dict[str, Any]:
     counts["invalid"] = counts["files"] - counts["valid"]
     counts.update(missing=0, unchecked=0, unlisted=sum("expected" not in e for e in report) if expected else 0)
     counts["disagreements"] = sum(e.get("agrees") is False for e in report)
-    return {"folder": str(folder), "kind": "onnx-light", "manifest": bool(expected), "summary": counts,
+    return {"folder": str(folder), "kind": Kind.ONNX_LIGHT, "manifest": bool(expected), "summary": counts,
             "descriptors": report}
 
 
@@ -297,7 +298,7 @@ def register(subparsers) -> None:
     profiles.set_defaults(run=cmd_profiles)
     fuzz = subparsers.choices.get("fuzz")
     if fuzz is not None:
-        fuzz.add_argument("--kind", choices=("hurray", "onnx-light", STREAM), default="hurray",
+        fuzz.add_argument("--kind", choices=(HURRAY, Kind.ONNX_LIGHT, STREAM), default=HURRAY,
                           help="what to fuzz the reader with: Hurray tensor descriptors, onnx-light values, "
                                "tensors and models, or Hurray streams (default: hurray)")
         fuzz.set_defaults(run=functools.partial(cmd_fuzz, hurray=fuzz.get_default("run")))
@@ -351,7 +352,7 @@ def draw_cases(count: int, seed: int, rules: Sequence[str] | None = None):
 
 def cmd_fuzz(args: argparse.Namespace, hurray) -> int:
     """``fuzz --kind onnx-light``: the same harness, drawing onnx-light cases."""
-    if args.kind == "onnx-light":
+    if args.kind == Kind.ONNX_LIGHT:
         args.draw = draw_cases
     elif args.kind == STREAM:
         from hurray_decl.hurray.stream.strategies import draw_cases as draw_stream_cases

@@ -36,8 +36,9 @@ from typing import Any
 
 from hurray_decl.cli.common import INVALID, OK, UsageError
 from hurray_decl.cli.inputs import HANDED_ON, STREAM, Window, existing, handles, open_file, parse_hex
+from hurray_decl.cli.kinds import KINDS, Kind
 
-SUFFIX = ".stream"
+SUFFIX = KINDS[STREAM].suffixes[0]
 ROUTED = ("inspect", "validate", "decode", "dequantize", "extract")
 
 
@@ -268,7 +269,7 @@ def register(sub: Any) -> None:
             parser.add_argument("--index", type=int, default=None, metavar="K",
                                 help="for a stream: frame[K], as inspect numbers the frames")
         if name == "extract":
-            parser.add_argument("--kind", choices=("auto", STREAM), default="auto",
+            parser.add_argument("--kind", choices=(Kind.AUTO, STREAM), default=Kind.AUTO,
                                 help="stream forces the stream reader (default: detected from the bytes)")
         handles(sub, name, {STREAM: HANDLERS[name]})
 

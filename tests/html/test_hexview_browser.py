@@ -438,7 +438,7 @@ def test_audit_index_links_each_page_with_its_verdict(open_page, tmp_path):
     target = (tmp_path / f"{name}.html").as_uri()
     view = open_page((tmp_path / "index.html").read_text(), name="index.html", follows=(target,),
                      wait=False).page
-    listed = view.evaluate("""() => [...document.querySelectorAll('section[data-kind="tensor"] tbody tr')]
+    listed = view.evaluate("""() => [...document.querySelectorAll('section[data-kind="descriptor"] tbody tr')]
         .map(r => [r.dataset.file, r.children[1].textContent, r.children[2].textContent,
                    r.querySelector('a').getAttribute('href')])""")
     assert listed == [[f, "valid" if EXPECT[f] is None else "invalid", EXPECT[f] or "", f"{f}.html"] for f in FILES]

@@ -135,6 +135,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         except SystemExit as stop:  # argparse: --help, --version (0) or a usage error (2)
             return stop.code if isinstance(stop.code, int) else USAGE
         debug = debug or args.debug
+        from hurray_decl.cli.outputs import check_outputs
+
+        check_outputs(args)  # an output that would destroy a node or an input: refused before any work
         status = args.run(args)
         sys.stdout.flush()
         return status

@@ -16,13 +16,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
-import shutil
 import sys
-import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
@@ -90,12 +87,11 @@ class NamedTensor:
 @dataclass
 class Staging:
     """Outputs written under temporary names beside their targets, renamed into place by
-    :meth:`commit`: files through :class:`hurray_decl.cli.outputs.Batch` (recognisable temporaries
-    with the umask's permissions, stale ones of killed runs removed, the free space checked),
-    folders as private temporary folders given the umask's permissions when renamed."""
+    :meth:`commit`, files and folders alike through :class:`hurray_decl.cli.outputs.Batch`
+    (recognisable temporaries, stale ones of killed runs removed, the free space checked, the
+    permissions of a replaced file kept)."""
 
     files: Any = None
-    folders: list[tuple[Path, Path]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.files is None:
@@ -113,26 +109,15 @@ class Staging:
             raise CommandError(FILE_ERROR, f"cannot write the folder {target}: a file of that name exists")
         if not folder:
             return Path(self.files.file(target, size))
-        temp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=parent))
-        self.folders.append((temp, target))
-        return temp
+        return Path(self.files.folder(target))
 
     def write(self, target: Path, data: bytes) -> None:
         self.path(target, size=len(data)).write_bytes(data)
 
     def commit(self) -> None:
-        mask = os.umask(0)
-        os.umask(mask)
-        for temp, target in self.folders:  # a temporary folder is private; the output gets the usual permissions
-            os.chmod(temp, 0o777 & ~mask)
-            os.replace(temp, target)
-        self.folders.clear()
         self.files.commit()
 
     def discard(self) -> None:
-        for temp, _ in self.folders:
-            shutil.rmtree(temp, ignore_errors=True)
-        self.folders.clear()
         self.files.discard()
 
 

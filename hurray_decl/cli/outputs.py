@@ -23,14 +23,16 @@ import errno
 import json
 import os
 import re
+import shutil
 import signal
+import stat
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from hurray_decl.cli.common import INVALID, OK, FileProblem, Style, verdict
+from hurray_decl.cli.common import INVALID, OK, FileProblem, Style, UsageError, verdict
 
 TAG = "hurray-decl"
 """The mark in every temporary's name."""
@@ -38,15 +40,71 @@ STALE = re.compile(r"^\..+\.hurray-decl-(?P<host>[^.]*)-(?P<pid>\d+)\.part$")
 """A temporary of this program: ``.NAME.hurray-decl-HOST-PID.part``."""
 
 
-def _host() -> str:
+def host_tag() -> str:
     import socket
 
     return re.sub(r"[^A-Za-z0-9_]", "_", socket.gethostname())[:40]
 
 
+NODES = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO"),
+         (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link"))
+"""What an existing output may be that is never replaced (nor written through): only regular
+files (and, for the commands that write into one, folders) are outputs."""
+
+INPUT_DESTS = ("input", "source", "buffers", "buffer", "folder")
+"""The arguments that name the files a command reads."""
+OUTPUT_DESTS = (("output", "-o"), ("json", "--json"), ("out", "--out"))
+"""The arguments that name a file or folder a command writes, and their names in messages."""
+
+READ: list[tuple[str, os.stat_result]] = []
+"""The files the running command reads (set by :func:`check_outputs`): no output replaces one."""
+
+
+def refuse_node(out: Path, what: str = "-o") -> os.stat_result | None:
+    """``out``'s status when something is there (``lstat``: a link is not followed), refusing
+    (exit 2) every node that is not a regular file or a folder, and a file the command reads."""
+    try:
+        info = os.lstat(out)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError:
+        return None  # too long, or a folder we may not search: the writer reports it
+    for test, name in NODES:
+        if test(info.st_mode):
+            raise UsageError(f"argument {what}: {out} is {name}; an output replaces only a regular file "
+                             "(name a new file)")
+    if stat.S_ISREG(info.st_mode):
+        for source, read in READ:
+            if (read.st_dev, read.st_ino) == (info.st_dev, info.st_ino):
+                raise UsageError(f"argument {what}: {out} is the input {source}; write to another file")
+    return info
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Before a command does any work: record the files it reads, and refuse (exit 2) an output
+    argument naming a device, a FIFO, a socket, a symbolic link or one of those files."""
+    READ.clear()
+    for dest in INPUT_DESTS:
+        value = getattr(args, dest, None)
+        for name in value if isinstance(value, (list, tuple)) else [value]:
+            if isinstance(name, (str, os.PathLike)) and str(name) != "-":
+                try:
+                    info = os.stat(name)
+                except (OSError, ValueError):
+                    continue
+                if stat.S_ISREG(info.st_mode):
+                    READ.append((str(name), info))
+    for dest, what in OUTPUT_DESTS:
+        value = getattr(args, dest, None)
+        if isinstance(value, (str, os.PathLike)):
+            refuse_node(Path(value).expanduser(), what)
+
+
 def target(path: str | os.PathLike, what: str = "-o") -> Path:
-    """``path`` checked as a file to create or replace: not a folder, in a folder that exists."""
+    """``path`` checked as a file to create or replace: not a folder, in a folder that exists, and
+    nothing :func:`refuse_node` refuses."""
     out = Path(path)
+    refuse_node(out, what)
     if out.is_dir():
         raise FileProblem(f"argument {what}: {out} is a folder; give the name of a file to write")
     folder = out.parent
@@ -60,6 +118,7 @@ def target(path: str | os.PathLike, what: str = "-o") -> Path:
 def folder_target(path: str | os.PathLike, what: str = "-o") -> Path:
     """``path`` checked as an existing, writable folder to write files into."""
     folder = Path(path)
+    refuse_node(folder, what)
     if not folder.is_dir():
         raise FileProblem(f"argument {what}: {folder} is not a folder" if folder.exists()
                           else f"argument {what}: no such folder: {folder}")
@@ -71,7 +130,7 @@ def folder_target(path: str | os.PathLike, what: str = "-o") -> Path:
 def remove_stale(folder: Path) -> list[Path]:
     """Remove the temporaries of earlier runs into ``folder`` whose process is gone (same host)."""
     removed: list[Path] = []
-    host = _host()
+    host = host_tag()
     try:
         names = os.listdir(folder)
     except OSError:
@@ -82,7 +141,10 @@ def remove_stale(folder: Path) -> list[Path]:
             continue
         path = folder / name
         try:
-            path.unlink()
+            if path.is_dir() and not path.is_symlink():  # a staging folder (Batch.folder)
+                shutil.rmtree(path)
+            else:
+                path.unlink()
             removed.append(path)
         except OSError:
             pass
@@ -141,19 +203,22 @@ def _cleanup_on_signals() -> Iterator[None]:
             signal.signal(number, handler)
 
 
-def _temporary(out: Path) -> Path:
-    """A new temporary beside ``out`` (created empty, the umask's permissions)."""
+def _temporary(out: Path, folder: bool = False) -> Path:
+    """A new temporary beside ``out``: an empty file (the umask's permissions), or a private folder."""
     stem = out.name[:180]
     for attempt in range(100):
         suffix = f"-{attempt}" if attempt else ""
-        name = out.parent / f".{stem}{suffix}.{TAG}-{_host()}-{os.getpid()}.part"
+        name = out.parent / f".{stem}{suffix}.{TAG}-{host_tag()}-{os.getpid()}.part"
         try:
+            if folder:
+                os.mkdir(name, 0o700)
+                return name
             fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         except FileExistsError:
             continue
         os.close(fd)
         return name
-    raise FileProblem(f"cannot create a temporary file beside {out}")
+    raise FileProblem(f"cannot create a temporary {'folder' if folder else 'file'} beside {out}")
 
 
 def _reserve(path: Path, size: int, out: Path) -> None:
@@ -175,10 +240,15 @@ def _reserve(path: Path, size: int, out: Path) -> None:
 
 
 class Batch:
-    """Several output files, each written to its own temporary and all renamed at the end."""
+    """Several output files and folders, each written to its own temporary and all renamed at the end.
+
+    A file that replaces an existing one keeps that file's permission bits (a 0600 file stays
+    0600); a new one gets the umask's. A folder is staged private (0700) and gets the umask's
+    permissions when renamed."""
 
     def __init__(self) -> None:
-        self.pending: list[tuple[Path, Path]] = []
+        self.pending: list[tuple[Path, Path, int | None]] = []
+        self.folders: list[tuple[Path, Path]] = []
 
     def file(self, path: str | os.PathLike, size: int = 0, what: str = "-o") -> Path:
         """A temporary for ``path`` (checked with :func:`target`); ``size``: bytes to check and reserve."""
@@ -187,21 +257,41 @@ class Batch:
         if size:
             check_space(out, size, what)
         temporary = _temporary(out)
-        self.pending.append((temporary, out))
+        info = refuse_node(out, what)
+        self.pending.append((temporary, out, None if info is None else stat.S_IMODE(info.st_mode)))
         _reserve(temporary, size, out)
         return temporary
 
+    def folder(self, path: str | os.PathLike, what: str = "-o") -> Path:
+        """A private staging folder for the folder ``path`` (absent or empty), renamed at the end;
+        one left by a killed run is removed like a stale temporary (:func:`remove_stale`)."""
+        out = Path(path)
+        refuse_node(out, what)
+        remove_stale(out.parent)
+        temporary = _temporary(out, folder=True)
+        self.folders.append((temporary, out))
+        return temporary
+
     def commit(self) -> list[Path]:
-        for temporary, out in self.pending:
+        mask = os.umask(0)
+        os.umask(mask)
+        for staged, out in self.folders:
+            os.chmod(staged, 0o777 & ~mask)
+            os.replace(staged, out)
+        for temporary, out, mode in self.pending:
+            if mode is not None:
+                os.chmod(temporary, mode)
             os.replace(temporary, out)
-        done = [out for _, out in self.pending]
-        self.pending = []
+        done = [out for _, out in self.folders] + [out for _, out, _ in self.pending]
+        self.pending, self.folders = [], []
         return done
 
     def discard(self) -> None:
-        for temporary, _ in self.pending:
+        for temporary, _, _ in self.pending:
             temporary.unlink(missing_ok=True)
-        self.pending = []
+        for staged, _ in self.folders:
+            shutil.rmtree(staged, ignore_errors=True)
+        self.pending, self.folders = [], []
 
 
 @contextmanager

@@ -50,13 +50,25 @@ class Row:
     bytes: int
 
 
-def _cell(text: str, width: int) -> str:
-    return text if len(text) <= width else text[:width - 1] + "\u2026"
+def _cells(values: tuple[str, ...], columns: tuple[tuple[str, int], ...]) -> str:
+    """The values in their columns; a value wider than its column is written whole, pushing the
+    next ones right (never cut)."""
+    line, end = "", 0  # end: where the columns so far end when nothing overflows
+    for value, (name, width) in zip(values, columns):
+        end += width + (2 if line or end else 0)
+        cell = value.rjust(width) if name == "bytes" else value
+        line = (line + "  " if line else "") + cell
+        line = line.ljust(end) if len(line) < end else line
+    return line.rstrip()
 
 
 def text_line(values: tuple[str, ...]) -> str:
-    cells = [(_cell(v, w).rjust(w) if n == "bytes" else _cell(v, w).ljust(w)) for v, (n, w) in zip(values, COLUMNS)]
-    return "  ".join(cells).rstrip()
+    """One row as text: one line when every value fits its column; else the whole name on a line of
+    its own and the other values on the next, in their columns (names are never cut: each can
+    be pasted into ``--name``)."""
+    if len(values[0]) <= COLUMNS[0][1]:
+        return _cells(values, COLUMNS)
+    return values[0] + "\n" + _cells(("",) + tuple(values[1:]), COLUMNS)
 
 
 def _shape(shape: tuple[int, ...]) -> str:

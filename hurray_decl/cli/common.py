@@ -78,8 +78,10 @@ class Style:
 
 def colour_verdicts(text: str, style: Style) -> str:
     lines = []
+    verdict = False  # in an invalid verdict: its continuation lines are indented
     for line in text.splitlines():
-        if line.startswith("invalid") or "<-- " in line:
+        verdict = line.startswith("invalid") or (verdict and line.startswith(" "))
+        if verdict or "<-- " in line:
             line = style.bad(line)
         elif line == "valid" or line.startswith("valid ("):
             line = style.good(line)

@@ -105,7 +105,7 @@ def test_dequantize_a_named_tensor(tmp_path, capsys):
 @pytest.mark.parametrize("argv, code, text", [
     (["extract", BASIC, "-o", "{tmp}"], 2, "--name"),
     (["extract", BASIC, "--name", "nope", "-o", "{tmp}"], 2, "nope"),
-    (["extract", BASIC, "--name", "bias", "-o", "{tmp}/missing"], 3, "no such folder"),
+    (["extract", BASIC, "--name", "bias", "-o", "{tmp}/missing/new"], 3, "no such folder"),  # made, not its parent
     (["extract", str(FILES / "i07-crc-mismatch.hrry"), "--name", "w.a", "-o", "{tmp}"], 1, "HF-DATA-20"),
     (["extract", str(FILES.parent / "descriptors" / "row_major_f32_3x4.bin"), "-o", "{tmp}"], 2,
      "does not take a tensor descriptor"),

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hurray_decl.cli.common import INVALID, OK, FileProblem, Style, progress_printer
+from hurray_decl.cli.common import INVALID, OK, FileProblem, Style, UsageError, progress_printer
 from hurray_decl.cli.inputs import kind_options, read_descriptor
 from hurray_decl.cli.kinds import Kind
 
@@ -275,4 +275,11 @@ def register(sub: Any) -> None:
                               "to -o DIR")
     command.add_argument("-o", "--output", metavar="DIR", help="the folder --format html writes its pages to")
     kind_options(command)
-    command.set_defaults(run=cmd_audit)
+    command.set_defaults(run=cmd_audit, check=check_options)
+
+
+def check_options(args: argparse.Namespace) -> None:
+    """``-o DIR`` is where ``--format html`` writes its pages: with another format it is refused."""
+    if args.output is not None and args.format != PAGES:
+        raise UsageError(f"argument -o: applies to --format {PAGES} only (the --format {args.format} report is "
+                         "printed on standard output)")

@@ -119,15 +119,14 @@ def extract(args: argparse.Namespace) -> int:
     from hurray_decl.cli import outputs
     from hurray_decl.hurray.tensor import write_tensor_descriptor
 
-    folder = outputs.folder_target(args.output)
+    folder = outputs.folder_target(args.output, create=True)
     c, name = _named(_data(args), args.name, args.permissive)
     tensor = c.tensor(name)
     stem = _safe(tensor.name)
-    contents = [(folder / f"{stem}.descriptor.bin", write_tensor_descriptor(tensor.descriptor,
-                                                                            permissive=args.permissive))]
-    contents += [(folder / f"{stem}.buffer{i}.bin", b) for i, b in enumerate(tensor.buffers)]
-    outputs.write_all(contents)
-    print(f"wrote {tensor.name!r}: " + ", ".join(str(p) for p, _ in contents))
+    contents = [(f"{stem}.descriptor.bin", write_tensor_descriptor(tensor.descriptor, permissive=args.permissive))]
+    contents += [(f"{stem}.buffer{i}.bin", bytes(b)) for i, b in enumerate(tensor.buffers)]
+    written = outputs.write_into(folder, contents)
+    print(f"wrote {tensor.name!r}: " + ", ".join(str(p) for p in written))
     return OK
 
 
@@ -241,7 +240,8 @@ def register(subparsers: Any) -> None:
     extract_cmd = subparsers.add_parser("extract", help=text, description=text)
     extract_cmd.add_argument("input", help="the .hrry file or stream: a file, - for standard input, or hex bytes")
     extract_cmd.add_argument("--name", help="the tensor to extract (optional when the file holds one tensor)")
-    extract_cmd.add_argument("-o", "--output", required=True, help="the existing folder to write into")
+    extract_cmd.add_argument("-o", "--output", required=True,
+                             help="the folder to write into (made when missing, as convert -o DIR is)")
     extract_cmd.add_argument("--permissive", action="store_true", help="read descriptors in permissive mode")
     extract_cmd.set_defaults(run=extract)
     for name, handler in (("inspect", inspect), ("validate", validate), ("decode", decode),

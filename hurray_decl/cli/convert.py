@@ -403,7 +403,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
                            + ", ".join(f"{a} -> {b}" for a, b in sorted(pairs)))
     from hurray_decl.convert import metadata, tensors as convert
 
-    scale_type = args.scale_type
+    scale_type = args.scale_type or SCALE_TYPES[0]
     items: Sequence[Any]  # GGUF tensors, named Hurray tensors or ONNX initializers
     kv: dict[str, Any] = {}  # the source's metadata as container KV values
     gguf_kv: list[Any] = []
@@ -604,10 +604,20 @@ def register(subparsers: Any) -> None:
     convert.add_argument("--buffer", action="append", metavar="FILE",
                          help="a buffer of a Hurray descriptor SOURCE, in order; repeat for each")
     convert.add_argument("--name", help="the tensor's name when SOURCE is one Hurray descriptor")
-    convert.add_argument("--scale-type", choices=SCALE_TYPES, default="float32",
+    convert.add_argument("--scale-type", choices=SCALE_TYPES, default=None,
                          help="the MatMulNBits matrix and scale type for --to ort (default: float32, exact for "
                               "float16 scales)")
     convert.add_argument("--json", action="store_true", help="print the report as JSON")
+    convert.set_defaults(check=check_options)
     from hurray_decl.cli.inputs import handles
 
     handles(subparsers, "convert", dict.fromkeys(SOURCES, _guarded(cmd_convert)))
+
+
+def check_options(args: argparse.Namespace) -> None:
+    """The options of ``convert`` that apply to one target only, refused for the others."""
+    from hurray_decl.cli.common import UsageError
+
+    if args.scale_type is not None and args.to != Target.ORT:
+        raise UsageError(f"argument --scale-type: applies to --to ort only (the MatMulNBits matrix and scale "
+                         f"type), not --to {args.to}")

@@ -42,6 +42,31 @@ def region(text: str | None) -> Any:
     return tuple(items)
 
 
+def check_region(key: tuple[Any, ...], shape: tuple[int, ...]) -> None:
+    """Refuse (exit 2) a ``--region`` that does not fit ``shape``: more indices than dimensions, an
+    index past its dimension, or a slice bound past it (NumPy would clip it silently)."""
+    explicit = [item for item in key if item is not Ellipsis]
+    if key.count(Ellipsis) > 1:
+        raise UsageError("argument --region: at most one ...")
+    if len(explicit) > len(shape):
+        raise UsageError(f"argument --region: {len(explicit)} indices for a tensor of {len(shape)} dimensions "
+                         f"(shape {list(shape)})")
+    at = key.index(Ellipsis) if Ellipsis in key else len(key)
+    dims = list(range(at)) + list(range(len(shape) - (len(key) - at - 1), len(shape)))
+    for item, dim in zip(explicit, dims):
+        extent = shape[dim]
+        if isinstance(item, slice):
+            if item.step == 0:
+                raise UsageError(f"argument --region: a slice step of 0 (dimension {dim})")
+            bounds = [b for b in (item.start, item.stop) if b is not None]
+            wrong = [b for b in bounds if not -extent <= b <= extent]
+        else:
+            wrong = [item] if not -extent <= item < extent else []
+        if wrong:
+            raise UsageError(f"argument --region: {wrong[0]} is past dimension {dim}, of {extent} (shape "
+                             f"{list(shape)})")
+
+
 def streamed(tensor: Any) -> Any:
     """The checked dequantization of a quantized dense tensor (written through a memory map),
     or None for every other tensor (its values are computed whole, :func:`npy_values`)."""
@@ -91,6 +116,8 @@ def write_values(args: argparse.Namespace, tensor: Any, key: Any, label: str) ->
     through a memory map, with progress on a terminal). ``label``: what the last line names."""
     import numpy as np
 
+    if key is not None:
+        check_region(key, tuple(tensor.shape))
     prepared = streamed(tensor) if key is None else None  # every refusal before the output file exists
     if prepared is None:
         values = npy_values(tensor, key)

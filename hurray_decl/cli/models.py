@@ -224,6 +224,32 @@ def _source(path: Path, name: str | None) -> Any:
         raise
 
 
+def check_quantize(args: argparse.Namespace) -> None:
+    """The options of ``quantize`` that the chosen scheme or target does not take, refused (exit 2)
+    before any work: ``--axis`` and ``--block-size`` of a scheme without them (its quantizer's
+    defaults list what it takes), a ``--storage`` the scheme does not store, and ``--storage`` or
+    ``--scheme``-only options for ``--to onnx-light`` (whose profile decides)."""
+    from hurray_decl.errors import HurrayDeclError
+    from hurray_decl.hurray.quantization import scheme
+
+    if args.to == Target.ONNX_LIGHT:
+        if args.storage is not None:
+            raise UsageError("argument --storage: does not apply to --to onnx-light (its --profile sets the storage)")
+        return
+    try:
+        row = scheme(args.scheme)
+    except HurrayDeclError as err:
+        raise UsageError(f"argument --scheme: {err.detail} ({err.expected})") from None
+    for dest, flag in (("axis", "--axis"), ("block_size", "--block-size")):
+        if getattr(args, dest) is not None and dest not in row.quantize_defaults:
+            takes = [f"--{key.replace('_', '-')}" for key in ("axis", "block_size") if key in row.quantize_defaults]
+            raise UsageError(f"argument {flag}: does not apply to --scheme {row.name} (it takes "
+                             f"{' and '.join(takes) if takes else 'neither --axis nor --block-size'})")
+    if args.storage is not None and args.storage not in row.storage_types:
+        raise UsageError(f"argument --storage: {row.title} does not store {args.storage!r} (it stores "
+                         f"{', '.join(row.storage_types)})")
+
+
 def cmd_quantize(args: argparse.Namespace) -> int:
     source_path = Path(args.source)
     if not source_path.is_file():
@@ -393,7 +419,7 @@ def _from_checkpoint(checkpoint: Any, source: Path, args: argparse.Namespace) ->
             if args.to == "ort":
                 from hurray_decl.convert.ort import to_matmul_nbits
 
-                return "MatMulNBits", to_matmul_nbits(parts, scale_type=args.scale_type)
+                return "MatMulNBits", to_matmul_nbits(parts, scale_type=args.scale_type or SCALE_TYPES[0])
             from hurray_decl.convert.portable import PORTABLE_FORMATS, from_block_parts as portable
 
             formats = {bits: fmt for fmt, bits in PORTABLE_FORMATS.items()}
@@ -527,7 +553,7 @@ def register(subparsers: Any) -> None:
     command.add_argument("--scale-type", choices=SCALE_TYPES, default="float32", help="per-block scale type")
     command.add_argument("--name", help="a .npy array's name in the output (default: the file's stem)")
     command.add_argument("--json", action="store_true", help="print the report as JSON")
-    command.set_defaults(run=cmd_quantize)
+    command.set_defaults(run=cmd_quantize, check=check_quantize)
     if "convert" in subparsers.choices:  # safetensors sources and targets of convert come here
         from hurray_decl.cli.inputs import HANDLERS, SAFETENSORS, handles
 

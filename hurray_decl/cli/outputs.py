@@ -115,10 +115,14 @@ def target(path: str | os.PathLike, what: str = "-o") -> Path:
     return out
 
 
-def folder_target(path: str | os.PathLike, what: str = "-o") -> Path:
-    """``path`` checked as an existing, writable folder to write files into."""
+def folder_target(path: str | os.PathLike, what: str = "-o", create: bool = False) -> Path:
+    """``path`` checked as an existing, writable folder to write files into; with ``create``, a
+    missing one in a writable folder too (:func:`write_into` makes it, as ``convert -o DIR`` does)."""
     folder = Path(path)
     refuse_node(folder, what)
+    if create and not folder.exists() and not folder.is_symlink():
+        folder_target(folder.parent if str(folder.parent) else ".", what)
+        return folder
     if not folder.is_dir():
         raise FileProblem(f"argument {what}: {folder} is not a folder" if folder.exists()
                           else f"argument {what}: no such folder: {folder}")
@@ -329,6 +333,19 @@ def write_all(contents: list[tuple[Path, bytes]], what: str = "-o") -> None:
         for path, content in contents:
             with open(files.file(path, len(content), what), "r+b") as f:
                 f.write(content)
+
+
+def write_into(folder: Path, contents: list[tuple[str, bytes]], what: str = "-o") -> list[Path]:
+    """Write each (name, bytes) into ``folder`` as one batch; a missing folder is made, staged
+    under a temporary name with its files and renamed once all are complete (none if one fails)."""
+    if folder.is_dir():
+        write_all([(folder / name, content) for name, content in contents], what)
+        return [folder / name for name, _ in contents]
+    with batch() as files:
+        staged = files.folder(folder, what)
+        for name, content in contents:
+            (staged / name).write_bytes(content)
+    return [folder / name for name, _ in contents]
 
 
 def npy_size(dtype: Any, shape: tuple[int, ...]) -> tuple[bytes, int]:

@@ -222,15 +222,14 @@ def cmd_extract(args: argparse.Namespace) -> int:
     from hurray_decl.cli import outputs
     from hurray_decl.hurray.tensor import write_tensor_descriptor
 
-    folder = outputs.folder_target(args.output)
+    folder = outputs.folder_target(args.output, create=True)
     found = _frame(args)
     descriptor, buffers = (found.head, ()) if hasattr(found, "head") else \
         (found.descriptor, found.buffers) if hasattr(found, "descriptor") else found
-    contents = [(folder / f"frame{args.index}.descriptor.bin",
-                 write_tensor_descriptor(descriptor, permissive=args.permissive))]
-    contents += [(folder / f"frame{args.index}.buffer{i}.bin", bytes(b)) for i, b in enumerate(buffers)]
-    outputs.write_all(contents)
-    print(f"wrote frame[{args.index}]: " + ", ".join(str(p) for p, _ in contents))
+    contents = [(f"frame{args.index}.descriptor.bin", write_tensor_descriptor(descriptor, permissive=args.permissive))]
+    contents += [(f"frame{args.index}.buffer{i}.bin", bytes(b)) for i, b in enumerate(buffers)]
+    written = outputs.write_into(folder, contents)
+    print(f"wrote frame[{args.index}]: " + ", ".join(str(p) for p in written))
     return OK
 
 

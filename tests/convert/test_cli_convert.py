@@ -204,7 +204,8 @@ BAD = [
     (["quantize", "notes.txt", "--scheme", "nf4", "-o", "q.bin"], 1, "not a .npy array"),
     (["quantize", "words.npy", "--scheme", "nf4", "-o", "q.bin"], 1, "not real numbers"),
     (["quantize", "x.npy", "--scheme", "per_block_affine", "--block-size", "3", "-o", "q.bin"], 1, "HQ-PB-03"),
-    (["quantize", "x.npy", "--scheme", "per_block_affine", "--storage", "int3", "-o", "q.bin"], 1, "HQ-PB-14"),
+    (["quantize", "x.npy", "--scheme", "per_block_affine", "--storage", "int3", "-o", "q.bin"], 2,
+     "argument --storage"),
     (["quantize", "missing.npy", "--scheme", "nf4", "-o", "q.bin"], 3, "no such file"),
 ]
 

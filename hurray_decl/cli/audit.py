@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from hurray_decl.cli.common import INVALID, OK, FileProblem, Style, UsageError, progress_printer
-from hurray_decl.cli.inputs import kind_options, read_descriptor
+from hurray_decl.cli.inputs import decode_descriptor, kind_options, read_descriptor
 from hurray_decl.cli.kinds import Kind
 
 MANIFEST = "manifest.json"
@@ -43,9 +43,8 @@ TENSORS = "tensors"
 
 def check_descriptor(path: Path, args: argparse.Namespace) -> dict[str, Any]:
     """Read one descriptor file; its properties, in the shared conformance manifest's terms."""
-    from hurray_decl.cli.descriptors import decode
 
-    descriptor = decode(read_descriptor(str(path), quantization=args.quantization).data, args)
+    descriptor = decode_descriptor(read_descriptor(str(path), quantization=args.quantization).data, args)
     if args.quantization:
         return {}
     from hurray_decl.hurray.tables.element_types import BY_TAG

@@ -132,7 +132,8 @@ def extract(args: argparse.Namespace) -> int:
 
 def dequantize(args: argparse.Namespace) -> int:
     from hurray_decl.cli import outputs
-    from hurray_decl.cli.dequantize import region, write_values
+    from hurray_decl.cli.common import region
+    from hurray_decl.cli.outputs import write_values
     from hurray_decl.hurray.files import tensor_of
 
     outputs.target(args.output)

@@ -348,7 +348,7 @@ def _read_hurray(args: argparse.Namespace) -> list[NamedTensor]:
 
 def _read_stream(args: argparse.Namespace) -> list[NamedTensor]:
     """The tensors of a Hurray stream, named ``NAME.0``, ``NAME.1`` ... (``--name``, else the input's stem)."""
-    from hurray_decl.cli.stream import open_source
+    from hurray_decl.cli.inputs import open_source
     from hurray_decl.hurray.stream import CompositeItem, read_stream
 
     stem = args.name or Path(args.input).stem

@@ -9,15 +9,16 @@ from collections.abc import Iterator
 from typing import Any
 
 from hurray_decl.cli import outputs
-from hurray_decl.cli.common import INVALID, OK, Style, UsageError, colour_verdicts, note
+from hurray_decl.cli.common import INVALID, OK, Style, UsageError, colour_verdicts
 from hurray_decl.cli.inputs import (
     Input,
+    decode_descriptor,
     detect,
     handles,
     input_argument,
     kind_options,
     map_file,
-    read_descriptor,
+    read_noted,
     read_text,
 )
 from hurray_decl.cli.kinds import Kind
@@ -45,16 +46,6 @@ class LazyChoices:
 DUMP_FORMATS = LazyChoices("hurray_decl.dump.render", "FORMATS")
 
 
-def read(args: argparse.Namespace) -> Input:
-    """The descriptor's bytes, with a one-line note on standard error for the bytes after it."""
-    got = read_descriptor(args.input, quantization=args.quantization, offset=args.offset, length=args.length)
-    if got.unread:
-        end = ("the descriptor ends after {} bytes (its descriptor_length)" if got.declared
-               else "the header is refused, so only its {} bytes were read").format(len(got.data))
-        note(f"note: {end}; the {got.unread} bytes after it were not read")
-    return got
-
-
 def judged(got: Input) -> str:
     """What a ``valid`` verdict adds when bytes of the input were not read: the bytes it judged
     (``" (bytes 0-52 of 154; --length to judge a window)"``), so it never claims the whole input."""
@@ -63,22 +54,11 @@ def judged(got: Input) -> str:
     return f" (bytes 0-{len(got.data) - 1} of {len(got.data) + got.unread}; --length to judge a window)"
 
 
-def decode(data: bytes, args: argparse.Namespace) -> Any:
-    """The descriptor model of ``data``, as ``args`` says (kind, permissive)."""
-    if args.quantization:
-        from hurray_decl.hurray.quantization import decode_quantization
-
-        return decode_quantization(data, permissive=args.permissive)
-    from hurray_decl.hurray.tensor import read_tensor_descriptor
-
-    return read_tensor_descriptor(data, permissive=args.permissive)
-
-
 def cmd_inspect(args: argparse.Namespace) -> int:
     from hurray_decl.dump.render import render
     from hurray_decl.hurray import dump as hexdump
 
-    got = read(args)
+    got = read_noted(args)
     from hurray_decl.cli.inputs import detect
     from hurray_decl.cli.outputs import about
 
@@ -100,7 +80,7 @@ def cmd_decode(args: argparse.Namespace) -> int:
     from hurray_decl.errors import HurrayDeclError
 
     try:
-        descriptor = decode(read(args).data, args)
+        descriptor = decode_descriptor(read_noted(args).data, args)
     except HurrayDeclError as err:
         return outputs.report_error(args, detect(args).kind, err)
     print(descriptor.model_dump_json(indent=2))
@@ -112,8 +92,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if args.buffers and args.quantization:
             raise UsageError("argument --buffers: buffers belong to a tensor descriptor, not --quantization")
         buffers = [map_file(path) for path in args.buffers or ()]
-        got = read(args)
-        descriptor = decode(got.data, args)
+        got = read_noted(args)
+        descriptor = decode_descriptor(got.data, args)
         if args.buffers:
             from hurray_decl.hurray.tensor import validate_buffers
 

@@ -39,10 +39,10 @@ import stat
 import string
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, BinaryIO
 
-from hurray_decl.cli.common import FileProblem, UsageError, integer_at_least
+from hurray_decl.cli.common import FileProblem, UsageError, integer_at_least, note
 from hurray_decl.cli.kinds import KINDS, ONNX_LIGHT, OPTIONS, SUFFIXES, TAKEN_BY, Kind, applies, title
 
 CHUNK = 1 << 20
@@ -239,6 +239,50 @@ def read_descriptor(source: str, *, quantization: bool = False, offset: int = 0,
             stream.close()
 
 
+def read_noted(args: argparse.Namespace, quantization: bool | None = None) -> Input:
+    """The descriptor's bytes (a payload's with ``quantization``, default ``args.quantization``),
+    with a one-line note on standard error for the bytes after it."""
+    payload = getattr(args, "quantization", False) if quantization is None else quantization
+    got = read_descriptor(args.input, quantization=payload, offset=args.offset, length=args.length)
+    if got.unread:
+        end = ("the descriptor ends after {} bytes (its descriptor_length)" if got.declared
+               else "the header is refused, so only its {} bytes were read").format(len(got.data))
+        note(f"note: {end}; the {got.unread} bytes after it were not read")
+    return got
+
+
+def decode_descriptor(data: bytes, args: argparse.Namespace) -> Any:
+    """The descriptor model of ``data``, as ``args`` says (kind, permissive)."""
+    if args.quantization:
+        from hurray_decl.hurray.quantization import decode_quantization
+
+        return decode_quantization(data, permissive=args.permissive)
+    from hurray_decl.hurray.tensor import read_tensor_descriptor
+
+    return read_tensor_descriptor(data, permissive=args.permissive)
+
+
+def _window(stream: Any, args: argparse.Namespace) -> Window:
+    return Window(stream, getattr(args, "offset", 0) or 0, getattr(args, "length", None))
+
+
+def open_source(args: argparse.Namespace) -> Window:
+    """The window of ``args.input`` to read a stream from, as it arrives (a file, standard input,
+    a pipe already read by :func:`detect`, or hex bytes)."""
+    source = args.input
+    if source == "-":
+        return _window(sys.stdin.buffer, args)
+    if source in HANDED_ON:
+        return _window(io.BytesIO(HANDED_ON[source]), args)
+    info = existing(source)
+    if info is None:
+        data = parse_hex(source)
+        if data is None:
+            raise UsageError(f"argument INPUT: {source!r} is neither an existing file nor hex bytes")
+        return _window(io.BytesIO(data), args)
+    return _window(open_file(source, info), args)
+
+
 class _Prefixed(io.RawIOBase):
     """Bytes already read from a stream, then the rest of that stream as it arrives."""
 
@@ -313,6 +357,9 @@ class Detected:
 
     kind: Kind
     reason: str = "content"
+    spent: bool = False
+    """Whether detection applied the window to bytes it hands on (standard input, a pipe named by
+    path): the handler then reads them from their start (:func:`dispatch` passes offset 0)."""
 
 
 def _fifo(info: os.stat_result) -> bool:
@@ -494,12 +541,14 @@ HEAD = 16
 
 
 def detect(args: argparse.Namespace) -> Detected:
-    """The kind of ``args.input``'s window, decided once per command (and kept on ``args``).
+    """The kind of ``args.input``'s window, decided once per command (:func:`dispatch` hands its
+    handler the arguments with ``detected`` set, which this returns; nothing is written into
+    ``args``).
 
     A regular file is read no further than its kind needs (its first frame's buffers are
     skipped, not read). Standard input and pipes named by path are read as far as detection
     needs, and those bytes are handed on: the command's handler reads the same window again, from
-    its start (``args.offset`` and ``args.length`` are then spent: the window has been applied)."""
+    its start (the result is ``spent``: the window has been applied)."""
     cached = getattr(args, "detected", None)
     if isinstance(cached, Detected):
         return cached
@@ -510,7 +559,6 @@ def detect(args: argparse.Namespace) -> Detected:
         found = Detected(QUANTIZATION, "--quantization")
     else:
         found = _detect_source(args, forced)
-    args.detected = found
     return found
 
 
@@ -546,8 +594,8 @@ def _detect_source(args: argparse.Namespace, forced: Kind) -> Detected:
 
         windowed = bool(offset) or length is not None
         found, _ = _classify(read(HEAD), None, hint, forced, read, None, whole, at, None, streams=not windowed)
-        _hand_on_stdin(bytes(taken), window, args)
-        return found
+        _hand_on_stdin(bytes(taken), window)
+        return replace(found, spent=True)
     if source in HANDED_ON:
         data = HANDED_ON[source]
         return _classify_bytes(data, hint, forced)
@@ -565,8 +613,7 @@ def _detect_source(args: argparse.Namespace, forced: Kind) -> Detected:
         if window.size is None:  # a pipe by name: read whole, handed on as bytes
             data = window.read()
             HANDED_ON[source] = data
-            args.offset, args.length = 0, None
-            return _classify_bytes(data, hint, forced)
+            return replace(_classify_bytes(data, hint, forced), spent=True)
         if window.size < offset:
             raise UsageError(f"argument --offset: {offset} is past the end of {source} ({window.size} bytes)")
         if length is not None and offset + length > window.size:
@@ -607,11 +654,10 @@ def _classify_bytes(data: bytes, hint: Kind | None, forced: Kind) -> Detected:
                      lambda start, count: data[start:start + count], len(data))[0]
 
 
-def _hand_on_stdin(taken: bytes, window: Window, args: argparse.Namespace) -> None:
+def _hand_on_stdin(taken: bytes, window: Window) -> None:
     """Standard input after detection: the bytes read, then the rest of the window as it arrives."""
     _REPLACED.append(sys.stdin)  # kept: a dropped wrapper would close the buffer it wraps
     sys.stdin = io.TextIOWrapper(io.BufferedReader(_Prefixed(taken, window)))  # type: ignore[arg-type]
-    args.offset, args.length = 0, None
 
 
 def regular_file(args: argparse.Namespace) -> str | None:
@@ -671,25 +717,34 @@ def check_options(args: argparse.Namespace, kind: Kind) -> None:
 
 
 def dispatch(args: argparse.Namespace) -> int:
-    """Run ``args.command``'s handler for the kind of its input (see the module's documentation)."""
+    """Run ``args.command``'s handler for the kind of its input (see the module's documentation).
+
+    The handler gets the arguments resolved, in a new namespace (``args`` is left as parsed):
+    the input (``validate --buffers A B DESC``: the last file), ``detected``, and the window
+    spent (offset 0) when detection applied it to bytes it hands on."""
     command = args.command
+    resolved = dict(vars(args))
     if command == "validate" and args.input is None:  # "validate --buffers A B DESC": the last file
         if not args.buffers:
             raise UsageError("argument INPUT: the descriptor is missing")
-        args.input = args.buffers.pop()
-    if args.input is None:
+        resolved.update(input=args.buffers[-1], buffers=args.buffers[:-1])
+    if resolved["input"] is None:
         raise UsageError("argument INPUT: the input is missing")
-    found = detect(args)
+    found = detect(argparse.Namespace(**resolved))
+    resolved["detected"] = found
+    if found.spent:
+        resolved.update(offset=0, length=None)
+    run = argparse.Namespace(**resolved)
     handler = HANDLERS.get(command, {}).get(found.kind)
     if found.kind in TAKEN_BY and handler is None:
-        raise UsageError(f"argument INPUT: {args.input} is {TAKEN_BY[found.kind]}, not {command}")
+        raise UsageError(f"argument INPUT: {run.input} is {TAKEN_BY[found.kind]}, not {command}")
     if found.kind == EMPTY:
-        raise UsageError(f"argument INPUT: empty input ({args.input} has no bytes"
+        raise UsageError(f"argument INPUT: empty input ({run.input} has no bytes"
                          + (" in the window" if getattr(args, "offset", 0) or getattr(args, "length", None) is not None
                             else "")
                          + ("; --kind stream reads it as an empty stream)" if hasattr(args, "kind") else ")"))
     if handler is None:
         takes = ", ".join(title(kind) for kind in HANDLERS.get(command, {}))
         raise UsageError(f"argument INPUT: {command} does not take {title(found.kind)} input (it takes {takes})")
-    check_options(args, found.kind)
-    return handler(args)
+    check_options(run, found.kind)
+    return handler(run)

@@ -120,7 +120,7 @@ def container_rows(args: argparse.Namespace) -> Iterator[Row]:
 
 
 def stream_rows(args: argparse.Namespace) -> Iterator[Row]:
-    from hurray_decl.cli.stream import open_source
+    from hurray_decl.cli.inputs import open_source
     from hurray_decl.hurray.stream import CompositeItem, read_stream
 
     def walk(item: Any, name: str) -> Iterator[Row]:

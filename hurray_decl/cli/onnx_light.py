@@ -353,9 +353,9 @@ def draw_cases(count: int, seed: int, rules: Sequence[str] | None = None):
 def cmd_fuzz(args: argparse.Namespace, hurray) -> int:
     """``fuzz --kind onnx-light``: the same harness, drawing onnx-light cases."""
     if args.kind == Kind.ONNX_LIGHT:
-        args.draw = draw_cases
-    elif args.kind == STREAM:
+        return hurray(argparse.Namespace(**{**vars(args), "draw": draw_cases}))
+    if args.kind == STREAM:
         from hurray_decl.hurray.stream.strategies import draw_cases as draw_stream_cases
 
-        args.draw = draw_stream_cases
+        return hurray(argparse.Namespace(**{**vars(args), "draw": draw_stream_cases}))
     return hurray(args)

@@ -32,7 +32,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from hurray_decl.cli.common import INVALID, OK, FileProblem, Style, UsageError, verdict
+from hurray_decl.cli.common import INVALID, OK, FileProblem, Style, UsageError, check_region, progress_printer, verdict
 
 TAG = "hurray-decl"
 """The mark in every temporary's name."""
@@ -394,6 +394,53 @@ def write_npy(path: str | os.PathLike, values: Any) -> None:
     _, size = npy_size(values.dtype, tuple(values.shape))
     with atomic(path, size=size) as temporary, open(temporary, "r+b") as stream:
         np.save(stream, values, allow_pickle=False)
+
+
+# ------------------------------------------------------------------ values into .npy files
+
+
+def streamed(tensor: Any) -> Any:
+    """The checked dequantization of a quantized dense tensor (written through a memory map),
+    or None for every other tensor (its values are computed whole, :func:`npy_values`)."""
+    from hurray_decl.hurray.numerics import prepare_dequantize
+    from hurray_decl.hurray.tensor import BlockPaged, CompositeHead
+    from hurray_decl.hurray.values import SPARSE
+
+    if tensor.descriptor.quantization is None or isinstance(tensor.layout, (*SPARSE, BlockPaged, CompositeHead)):
+        return None
+    return prepare_dequantize(tensor.descriptor, tensor.buffers)
+
+
+def npy_values(tensor: Any, key: Any = None) -> Any:
+    """A tensor's values (or those of the window ``key``) as a .npy file holds them: types NumPy
+    lacks (bfloat16, float8/6/4) widened exactly to float32."""
+    import numpy as np
+
+    values = tensor.numpy() if key is None else np.asarray(tensor[key])
+    if values.dtype.kind == "V":  # the ml_dtypes types: .npy has no name for them
+        values = values.astype(np.float32)
+    return values
+
+
+def write_values(args: argparse.Namespace, tensor: Any, key: Any, label: str) -> None:
+    """Write ``tensor``'s values (or the window ``key``) to ``args.output`` as a ``.npy``: every refusal
+    first, then the size checked against the free space, then the values (a quantized dense tensor
+    through a memory map, with progress on a terminal). ``label``: what the last line names."""
+    import numpy as np
+
+    if key is not None:
+        check_region(key, tuple(tensor.shape))
+    prepared = streamed(tensor) if key is None else None  # every refusal before the output file exists
+    if prepared is None:
+        values = npy_values(tensor, key)
+        write_npy(args.output, values)
+        kind, shape = str(values.dtype), list(values.shape)
+    else:
+        shape = list(tensor.shape)
+        with npy_memmap(args.output, np.float32, tuple(shape)) as out:
+            prepared.run(out, progress=progress_printer("dequantize"))
+        kind = "float32"
+    print(f"wrote {kind} {shape}{label} to {args.output}")
 
 
 # ------------------------------------------------------------------ verdicts and JSON documents

@@ -27,7 +27,6 @@ stream before they write anything.
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import sys
 from collections.abc import Callable
@@ -35,31 +34,11 @@ from pathlib import Path
 from typing import Any
 
 from hurray_decl.cli.common import INVALID, OK, UsageError
-from hurray_decl.cli.inputs import HANDED_ON, STREAM, Window, existing, handles, open_file, parse_hex
+from hurray_decl.cli.inputs import STREAM, handles, open_source
 from hurray_decl.cli.kinds import KINDS, Kind
 
 SUFFIX = KINDS[STREAM].suffixes[0]
 ROUTED = ("inspect", "validate", "decode", "dequantize", "extract")
-
-
-def _window(stream: Any, args: argparse.Namespace) -> Window:
-    return Window(stream, getattr(args, "offset", 0) or 0, getattr(args, "length", None))
-
-
-def open_source(args: argparse.Namespace) -> Any:
-    """The stream to read ``args.input`` from: an object with ``read``, or bytes."""
-    source = args.input
-    if source == "-":
-        return _window(sys.stdin.buffer, args)
-    if source in HANDED_ON:
-        return _window(io.BytesIO(HANDED_ON[source]), args)
-    info = existing(source)
-    if info is None:
-        data = parse_hex(source)
-        if data is None:
-            raise UsageError(f"argument INPUT: {source!r} is neither an existing file nor hex bytes")
-        return _window(io.BytesIO(data), args)
-    return _window(open_file(source, info), args)
 
 
 def _reader(args: argparse.Namespace, **options: Any) -> Any:
@@ -189,7 +168,8 @@ def _frame(args: argparse.Namespace) -> Any:
 
 def cmd_dequantize(args: argparse.Namespace) -> int:
     from hurray_decl.cli import outputs
-    from hurray_decl.cli.dequantize import region, write_values
+    from hurray_decl.cli.common import region
+    from hurray_decl.cli.outputs import write_values
 
     if args.buffers:
         raise UsageError("a stream carries its buffers: give no buffer files")

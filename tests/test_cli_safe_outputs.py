@@ -34,6 +34,7 @@ WRITERS = {
     "quantize": ("quantize", "{c}/a.npy", "-o", "{o}"),
     "audit html": ("audit", "{c}/audit", "--format", "html", "-o", "{o}"),
     "fuzz json": ("fuzz", "--reader", "true", "--count", "1", "--json", "{o}"),
+    "fuzz out": ("fuzz", "--reader", "true", "--count", "1", "--out", "{o}"),
 }
 """Every command that writes a file or a folder, its output ``{o}`` ({c}: the corpus folder)."""
 

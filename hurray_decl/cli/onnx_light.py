@@ -6,8 +6,8 @@ inputs: an ``EncodedValueProto`` file, a ``TensorProto`` file or an ONNX model (
 initializer, nested graphs included, or the one ``--name`` picks). The input kind is detected
 from the bytes (``--kind`` forces one); Hurray inputs (``HRRY`` descriptors, ``HRRYFILE``
 containers) go on to the Hurray handlers unchanged. ``audit`` without a folder audits the
-bundled onnx-light corpus beside the Hurray one. :func:`cmd_fuzz` runs ``hurray-decl fuzz
---kind onnx-light``.
+bundled onnx-light corpus beside the Hurray one. (``hurray-decl fuzz --kind onnx-light`` is
+:mod:`hurray_decl.cli.fuzz`'s.)
 
 Exit codes: 0 valid or done, 1 invalid input (the rule code is printed), 2 usage error, 3 file
 or environment error (an output that cannot be written, a decoder failing with something other
@@ -20,7 +20,7 @@ import argparse
 import functools
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,7 @@ from hurray_decl.cli.common import Style, UsageError, colour_verdicts
 from hurray_decl.cli.kinds import FORCED, Kind
 from hurray_decl.errors import HurrayDeclError
 
-__all__ = ["KIND_CHOICES", "audit_folder", "cmd_fuzz", "profile_table", "register"]
+__all__ = ["KIND_CHOICES", "audit_folder", "profile_table", "register"]
 
 INVALID = 1
 AUTO, HURRAY, STREAM = Kind.AUTO, Kind.HURRAY, Kind.STREAM
@@ -296,12 +296,6 @@ def register(subparsers) -> None:
     profiles.add_argument("--format", choices=("text", "markdown", "json"), default="text",
                           help="output format (default: text)")
     profiles.set_defaults(run=cmd_profiles)
-    fuzz = subparsers.choices.get("fuzz")
-    if fuzz is not None:
-        fuzz.add_argument("--kind", choices=(HURRAY, Kind.ONNX_LIGHT, STREAM), default=HURRAY,
-                          help="what to fuzz the reader with: Hurray tensor descriptors, onnx-light values, "
-                               "tensors and models, or Hurray streams (default: hurray)")
-        fuzz.set_defaults(run=functools.partial(cmd_fuzz, hurray=fuzz.get_default("run")))
     from hurray_decl.cli.inputs import ONNX_LIGHT, handles
 
     for name in ("inspect", "validate", "decode", "dequantize", "audit"):
@@ -319,43 +313,3 @@ def register(subparsers) -> None:
                             help="an onnx-light model's encoded value to use, by name (default: all of them); "
                                  "for dequantize and extract, the tensor of a .hrry container")
         handles(subparsers, name, dict.fromkeys(ONNX_LIGHT, WRAPPED[name]))
-
-
-def draw_cases(count: int, seed: int, rules: Sequence[str] | None = None):
-    """``count`` onnx-light cases for the fuzz harness: a quarter valid inputs, the rest mutants
-    spread over the reader rules (or only ``rules``), reproducibly from ``seed``."""
-    import random
-    import zlib
-
-    from hurray_decl.hurray.fuzz import ACCEPT, REJECT, VALID, VALID_SHARE, Case
-    from hurray_decl.onnx_light.mutants import MUTANTS, RandomSource, valid_case
-
-    if rules:
-        unknown = [r for r in rules if r not in MUTANTS]
-        if unknown:
-            raise ValueError(f"no onnx-light mutant generator for {', '.join(unknown)} "
-                             "(see hurray_decl.onnx_light.mutants.MUTANTS)")
-    targets = sorted(set(rules)) if rules else sorted(MUTANTS)
-    drawn: list[tuple[bytes, str, str]] = []
-    valid = 0 if rules else max(1, count // VALID_SHARE)
-    for i in range(valid):
-        drawn.append((valid_case(RandomSource(seed * 1_000_003 + i)).data, ACCEPT, VALID))
-    rest = count - valid
-    start = random.Random(seed).randrange(len(targets))  # small runs start at a seeded rule
-    for i in range(rest):
-        rule = targets[(start + i) % len(targets)]
-        case = MUTANTS[rule].build(RandomSource((seed ^ zlib.crc32(rule.encode())) * 1_000_003 + i))
-        drawn.append((case.data, REJECT, rule))
-    random.Random(seed).shuffle(drawn)
-    return [Case(i, data, expected, rule) for i, (data, expected, rule) in enumerate(drawn)]
-
-
-def cmd_fuzz(args: argparse.Namespace, hurray) -> int:
-    """``fuzz --kind onnx-light``: the same harness, drawing onnx-light cases."""
-    if args.kind == Kind.ONNX_LIGHT:
-        return hurray(argparse.Namespace(**{**vars(args), "draw": draw_cases}))
-    if args.kind == STREAM:
-        from hurray_decl.hurray.stream.strategies import draw_cases as draw_stream_cases
-
-        return hurray(argparse.Namespace(**{**vars(args), "draw": draw_stream_cases}))
-    return hurray(args)

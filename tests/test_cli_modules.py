@@ -77,3 +77,25 @@ def test_handlers_write_nothing_into_the_parsed_arguments(tmp_path, capsys) -> N
         assert status == 0, (argv, capsys.readouterr())
         assert after == before, argv
     capsys.readouterr()
+
+
+def _options(parser) -> dict[str, set[str]]:
+    import argparse
+
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return {name: {flag for a in command._actions for flag in a.option_strings}
+            for name, command in action.choices.items()}
+
+
+def test_every_command_declares_its_own_options() -> None:
+    """Each command module's parsers have every option they will have: no other module adds one
+    (the full parser's options of each command are those its own module gives it alone)."""
+    import argparse
+    import importlib
+
+    full = _options(cli.build_parser())
+    for module in cli.COMMAND_MODULES:
+        alone = argparse.ArgumentParser()
+        importlib.import_module(module).register(alone.add_subparsers(dest="command"))
+        for name, flags in _options(alone).items():
+            assert flags == full[name], (module, name, full[name] - flags)

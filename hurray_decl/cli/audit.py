@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from hurray_decl.cli.common import INVALID, OK, FileProblem, Style, UsageError, progress_printer
-from hurray_decl.cli.inputs import decode_descriptor, kind_options, read_descriptor
+from hurray_decl.cli.inputs import decode_descriptor, forced_kind_option, kind_options, read_descriptor
 from hurray_decl.cli.kinds import Kind
 
 MANIFEST = "manifest.json"
@@ -274,6 +274,7 @@ def register(sub: Any) -> None:
                               "to -o DIR")
     command.add_argument("-o", "--output", metavar="DIR", help="the folder --format html writes its pages to")
     kind_options(command)
+    forced_kind_option(command)
     command.set_defaults(run=cmd_audit, check=check_options)
 
 

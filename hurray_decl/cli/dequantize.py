@@ -14,7 +14,16 @@ from typing import Any
 
 from hurray_decl.cli import outputs
 from hurray_decl.cli.common import OK, UsageError, region
-from hurray_decl.cli.inputs import DESCRIPTOR, handles, map_file, read_noted, window_options
+from hurray_decl.cli.inputs import (
+    DESCRIPTOR,
+    forced_kind_option,
+    handles,
+    index_option,
+    map_file,
+    name_option,
+    read_noted,
+    window_options,
+)
 from hurray_decl.cli.outputs import write_values
 
 
@@ -55,5 +64,8 @@ def register(sub: Any) -> None:
                          help="write only this window, e.g. 0:64,... or 3,:,5:9 (integers, start:stop[:step] "
                               "slices, ...): only the blocks it touches are read and dequantized")
     window_options(command)
+    forced_kind_option(command)
+    name_option(command)
+    index_option(command)
     command.set_defaults(run=cmd_dequantize)
     handles(sub, "dequantize", {DESCRIPTOR: cmd_dequantize})

@@ -14,10 +14,13 @@ from hurray_decl.cli.inputs import (
     Input,
     decode_descriptor,
     detect,
+    forced_kind_option,
     handles,
     input_argument,
     kind_options,
     map_file,
+    name_option,
+    progress_option,
     read_noted,
     read_text,
 )
@@ -185,6 +188,9 @@ def register(sub: Any) -> None:
                                          "descriptor declares are shown; a note on standard error counts the rest. "
                                          "Exit 0 valid, 1 invalid.")
     input_argument(inspect)
+    forced_kind_option(inspect)
+    name_option(inspect)
+    progress_option(inspect)
     inspect.add_argument("--format", choices=DUMP_FORMATS, default="text", metavar="FORMAT",
                          help="one of %(choices)s (default: text)")
     inspect.set_defaults(run=cmd_inspect)
@@ -193,6 +199,8 @@ def register(sub: Any) -> None:
                                 description="Decode a descriptor and print it as JSON (an error object if invalid). "
                                             "Exit 0 valid, 1 invalid.")
     input_argument(decode_cmd)
+    forced_kind_option(decode_cmd)
+    name_option(decode_cmd)
     decode_cmd.set_defaults(run=cmd_decode)
 
     encode_cmd = sub.add_parser("encode", help="build descriptor bytes from the JSON that decode prints",
@@ -209,6 +217,9 @@ def register(sub: Any) -> None:
                               description="Check a descriptor, and with --buffers the rules needing buffer contents. "
                                           "Exit 0 valid, 1 invalid (the rule code is printed).")
     input_argument(validate, optional=True)  # INPUT may follow --buffers' files: "validate --buffers A B DESC"
+    forced_kind_option(validate)
+    name_option(validate)
+    progress_option(validate)
     validate.add_argument("--buffers", nargs="+", metavar="FILE", default=[],
                           help="the buffer contents, one file per buffer-table entry, to check the data rules too; "
                                "after them, the last file is the descriptor if none came before")

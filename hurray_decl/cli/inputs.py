@@ -43,7 +43,7 @@ from dataclasses import dataclass, replace
 from typing import Any, BinaryIO
 
 from hurray_decl.cli.common import FileProblem, UsageError, integer_at_least, note
-from hurray_decl.cli.kinds import KINDS, ONNX_LIGHT, OPTIONS, SUFFIXES, TAKEN_BY, Kind, applies, title
+from hurray_decl.cli.kinds import FORCED, KINDS, ONNX_LIGHT, OPTIONS, SUFFIXES, TAKEN_BY, Kind, applies, title
 
 CHUNK = 1 << 20
 """Bytes per read when a stream's unread tail is counted or skipped."""
@@ -67,6 +67,30 @@ def input_argument(command: argparse.ArgumentParser, *, optional: bool = False) 
                          help="the descriptor: a file, - for standard input, or hex bytes")
     kind_options(command)
     window_options(command)
+
+
+def forced_kind_option(command: argparse.ArgumentParser, choices: tuple[Kind, ...] = FORCED) -> None:
+    """``--kind``: the input kind to read, or :attr:`Kind.AUTO` (detected from the bytes)."""
+    named = ", ".join(f"{choice} ({title(choice)})" for choice in choices if choice is not Kind.AUTO)
+    command.add_argument("--kind", choices=choices, default=Kind.AUTO,
+                         help=f"the input kind: {named}; default: detected from the bytes")
+
+
+def name_option(command: argparse.ArgumentParser) -> None:
+    """``--name``: an onnx-light model's encoded value (dequantize, extract: a container's tensor)."""
+    command.add_argument("--name", default=None,
+                         help="an onnx-light model's encoded value to use, by name (default: all of them); for "
+                              "dequantize and extract, the tensor of a .hrry container")
+
+
+def index_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--index", type=int, default=None, metavar="K",
+                         help="for a stream: frame[K], as inspect numbers the frames")
+
+
+def progress_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--progress", action="store_true",
+                         help="for a stream: a line per item as it arrives (inspect: per frame, on stderr)")
 
 
 def window_options(command: argparse.ArgumentParser) -> None:

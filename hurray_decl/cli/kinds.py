@@ -130,7 +130,7 @@ KINDS: dict[Kind, KindRow] = {row.kind: row for row in (
 HURRAY_KINDS = KINDS[Kind.HURRAY].members
 ONNX_LIGHT = KINDS[Kind.ONNX_LIGHT].members
 """The onnx-light kinds (a serialized ``EncodedValueProto``, ``TensorProto`` or ONNX model)."""
-FORCED = tuple(row.kind for row in KINDS.values() if row.forced)
+FORCED = (Kind.AUTO, *(row.kind for row in KINDS.values() if row.forced and row.kind is not Kind.AUTO))
 """``--kind`` of the reading commands: detect, an onnx-light kind, the Hurray kinds (detected
 among themselves), or a stream."""
 TAKEN_BY = {row.kind: row.taken_by for row in KINDS.values() if row.taken_by}

@@ -302,14 +302,7 @@ def register(subparsers) -> None:
         parser = subparsers.choices.get(name)
         if parser is None:
             continue
-        parser.add_argument("--kind", choices=KIND_CHOICES, default=AUTO,
-                            help="the input kind: an onnx-light EncodedValueProto (value), TensorProto (tensor) or "
-                                 "ONNX model (model), a Hurray input (hurray) or a Hurray stream (stream); "
-                                 "default: detected from the bytes")
         if name == "audit":
             parser.set_defaults(run=functools.partial(cmd_audit, hurray=parser.get_default("run")))
             continue
-        parser.add_argument("--name", default=None,
-                            help="an onnx-light model's encoded value to use, by name (default: all of them); "
-                                 "for dequantize and extract, the tensor of a .hrry container")
         handles(subparsers, name, dict.fromkeys(ONNX_LIGHT, WRAPPED[name]))

@@ -35,7 +35,7 @@ from typing import Any
 
 from hurray_decl.cli.common import INVALID, OK, UsageError
 from hurray_decl.cli.inputs import STREAM, handles, open_source
-from hurray_decl.cli.kinds import KINDS, Kind
+from hurray_decl.cli.kinds import KINDS
 
 SUFFIX = KINDS[STREAM].suffixes[0]
 ROUTED = ("inspect", "validate", "decode", "dequantize", "extract")
@@ -232,8 +232,8 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
 
 
 def register(sub: Any) -> None:
-    """Register the stream handlers of :data:`ROUTED`, add ``--progress`` and ``--index``, and teach
-    ``audit`` ``*.stream``."""
+    """Register the stream handlers of :data:`ROUTED` and teach ``audit`` ``*.stream`` (the commands
+    declare ``--progress``, ``--index`` and ``--kind`` themselves)."""
     from hurray_decl.cli.audit import READERS
 
     READERS[SUFFIX] = check_stream
@@ -241,15 +241,6 @@ def register(sub: Any) -> None:
         parser = sub.choices.get(name)
         if parser is None:
             continue
-        if name in ("validate", "inspect"):
-            parser.add_argument("--progress", action="store_true",
-                                help="for a stream: a line per item as it arrives (inspect: per frame, on stderr)")
-        if name in ("dequantize", "extract"):
-            parser.add_argument("--index", type=int, default=None, metavar="K",
-                                help="for a stream: frame[K], as inspect numbers the frames")
-        if name == "extract":
-            parser.add_argument("--kind", choices=(Kind.AUTO, STREAM), default=Kind.AUTO,
-                                help="stream forces the stream reader (default: detected from the bytes)")
         handles(sub, name, {STREAM: HANDLERS[name]})
 
 

@@ -10,7 +10,7 @@ from hurray_decl import cli
 
 CLI = Path(cli.__file__).parent
 COMMANDS = {name.rsplit(".", 1)[1] for name in cli.COMMAND_MODULES}
-STILL = {("models", "convert"), ("onnx_light", "audit"), ("stream", "audit")}
+STILL = {("models", "convert"), ("onnx_light", "audit")}
 """The imports from one command module to another not yet cut (convert's staged writers, the
 audit routing); the test fails when one of them goes, so that this list only shrinks."""
 

@@ -17,9 +17,9 @@ A listed file that is missing, a file the manifest does not list and a verdict o
 differs are disagreements (exit 1). A listed file whose suffix has no reader is reported as
 unchecked. A manifest that is not such JSON is a file error (exit 3).
 
-:data:`READERS` is the plug-in point for other kinds of file: a command module adds
-``READERS[".hrry"] = check`` in its ``register``, where ``check(path, args)`` returns the
-properties read (a dict, possibly empty) or raises a HurrayDeclError.
+:data:`READERS` holds the reader of each suffix (``*.bin`` descriptors, ``*.stream`` streams):
+``check(path, args)`` returns the properties read (a dict, possibly empty) or raises a
+HurrayDeclError.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from typing import Any
 
 from hurray_decl.cli.common import INVALID, OK, FileProblem, Style, UsageError, progress_printer
 from hurray_decl.cli.inputs import decode_descriptor, forced_kind_option, kind_options, read_descriptor
-from hurray_decl.cli.kinds import Kind
+from hurray_decl.cli.kinds import KINDS, Kind
 
 MANIFEST = "manifest.json"
 LISTS = ("descriptors", "files", "vectors")
@@ -64,7 +64,20 @@ def check_descriptor(path: Path, args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-READERS: dict[str, Callable[[Path, argparse.Namespace], dict[str, Any]]] = {".bin": check_descriptor}
+def check_stream(path: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """``audit``'s reader of ``*.stream`` files: the items, T for a tensor and C for a composite."""
+    from hurray_decl.hurray.stream import CompositeItem, read_stream
+
+    items = []
+    with open(path, "rb") as source:
+        for item in read_stream(source):
+            items.append("C" if isinstance(item, CompositeItem) else "T")
+            del item  # before the next item's buffers arrive
+    return {"items": ",".join(items)}
+
+
+READERS: dict[str, Callable[[Path, argparse.Namespace], dict[str, Any]]] = {
+    ".bin": check_descriptor, **dict.fromkeys(KINDS[Kind.STREAM].suffixes, check_stream)}
 """File suffix -> the function that checks such a file (see the module's documentation)."""
 
 

@@ -30,14 +30,11 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from hurray_decl.cli.common import INVALID, OK, UsageError
 from hurray_decl.cli.inputs import STREAM, handles, open_source
-from hurray_decl.cli.kinds import KINDS
 
-SUFFIX = KINDS[STREAM].suffixes[0]
 ROUTED = ("inspect", "validate", "decode", "dequantize", "extract")
 
 
@@ -213,18 +210,6 @@ def cmd_extract(args: argparse.Namespace) -> int:
     return OK
 
 
-def check_stream(path: Path, args: argparse.Namespace) -> dict[str, Any]:
-    """``audit``'s reader of ``*.stream`` files: the items, T for a tensor and C for a composite."""
-    from hurray_decl.hurray.stream import CompositeItem, read_stream
-
-    items = []
-    with open(path, "rb") as source:
-        for item in read_stream(source):
-            items.append("C" if isinstance(item, CompositeItem) else "T")
-            del item  # before the next item's buffers arrive
-    return {"items": ",".join(items)}
-
-
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "validate": cmd_validate, "inspect": cmd_inspect, "decode": cmd_decode,
     "dequantize": cmd_dequantize, "extract": cmd_extract,
@@ -232,11 +217,8 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
 
 
 def register(sub: Any) -> None:
-    """Register the stream handlers of :data:`ROUTED` and teach ``audit`` ``*.stream`` (the commands
-    declare ``--progress``, ``--index`` and ``--kind`` themselves)."""
-    from hurray_decl.cli.audit import READERS
-
-    READERS[SUFFIX] = check_stream
+    """Register the stream handlers of :data:`ROUTED` (the commands declare ``--progress``,
+    ``--index`` and ``--kind`` themselves; ``audit`` reads ``*.stream`` files itself)."""
     for name in ROUTED:
         parser = sub.choices.get(name)
         if parser is None:

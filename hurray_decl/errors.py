@@ -11,6 +11,9 @@ Every error raised by a public function derives from :class:`HurrayDeclError` an
 
 Bad input raises subclasses that also derive from :class:`ValueError`; a request for something
 hurray_decl does not do raises subclasses that also derive from :class:`NotImplementedError`.
+A caller's path that cannot be opened raises a :class:`PathError`, which is also the built-in
+error ``open`` gives (``FileNotFoundError``, ``IsADirectoryError``, ``PermissionError``...); a
+name a file does not hold raises a :class:`NameNotFound`, which is also a ``KeyError``.
 """
 
 from __future__ import annotations
@@ -19,13 +22,20 @@ from typing import Any
 
 __all__ = [
     "ARGUMENT",
+    "PATH_ERRORS",
     "ArgumentError",
+    "FolderGiven",
     "FormatError",
     "HurrayDeclError",
     "InvalidSchemeTag",
+    "MissingFile",
+    "NameNotFound",
+    "NoPermission",
+    "NotAFolder",
     "OnnxLightError",
     "OnnxLightTypeError",
     "OpaqueDataAccess",
+    "PathError",
     "PrivateSchemeTag",
     "RegistrationError",
     "ReservedSchemeTag",
@@ -34,6 +44,7 @@ __all__ = [
     "TruncatedError",
     "UnassignedSchemeTag",
     "UnsupportedError",
+    "path_error",
 ]
 
 
@@ -167,3 +178,53 @@ class ArgumentError(HurrayDeclError, ValueError):
 
     def __init__(self, argument: str, message: str, *, actual: Any = None, expected: Any = None) -> None:
         super().__init__(ARGUMENT, message, path=argument, actual=actual, expected=expected)
+
+
+class NameNotFound(ArgumentError, KeyError):
+    """A name a mapping does not hold (``f["nope"]`` of an opened file): an :class:`ArgumentError`
+    (code :data:`ARGUMENT`) that ``except KeyError`` catches too, as for a dict."""
+
+    def __str__(self) -> str:  # the message, not KeyError's repr of it
+        return Exception.__str__(self)
+
+
+class PathError(ArgumentError, OSError):
+    """A path the caller gave that cannot be opened or written: an :class:`ArgumentError` (code
+    :data:`ARGUMENT`) that is also the ``OSError`` the system gave, with its ``errno``,
+    ``strerror`` and ``filename`` (:func:`path_error` picks ``FileNotFoundError``,
+    ``IsADirectoryError``, ``PermissionError``... as ``open`` does)."""
+
+    def __str__(self) -> str:  # the message naming the code and argument, not OSError's "[Errno N] ..."
+        return Exception.__str__(self)
+
+
+class MissingFile(PathError, FileNotFoundError):
+    """No file at the path given (``FileNotFoundError``)."""
+
+
+class FolderGiven(PathError, IsADirectoryError):
+    """A folder where a file was asked for (``IsADirectoryError``)."""
+
+
+class NotAFolder(PathError, NotADirectoryError):
+    """A path through something that is not a folder (``NotADirectoryError``)."""
+
+
+class NoPermission(PathError, PermissionError):
+    """A file the system does not let us open (``PermissionError``)."""
+
+
+PATH_ERRORS: dict[type[OSError], type[PathError]] = {
+    FileNotFoundError: MissingFile, IsADirectoryError: FolderGiven, NotADirectoryError: NotAFolder,
+    PermissionError: NoPermission,
+}
+"""The built-in error of each common reason, and the :class:`PathError` that subclasses it."""
+
+
+def path_error(argument: str, message: str, cause: OSError, path: str) -> PathError:
+    """The :class:`PathError` for ``cause`` (an OSError the system raised for ``path``): of the
+    class that subclasses ``cause``'s, keeping its errno and reason."""
+    kind = next((error for base, error in PATH_ERRORS.items() if isinstance(cause, base)), PathError)
+    err = kind(argument, message, actual=path)
+    err.errno, err.strerror, err.filename = cause.errno, cause.strerror, path
+    return err

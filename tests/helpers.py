@@ -69,3 +69,11 @@ def on_terminal(command: Sequence[str], *, cwd: Path, env: Mapping[str, str] | N
         reader.join(timeout=10)
         os.close(primary)
     return result.returncode, bytes(shown)
+
+
+def dump_verdict(text: str) -> str:
+    """The verdict of a text dump, on one line: the lines after its last blank line (a verdict
+    wider than the dump's 100 columns continues on indented lines)."""
+    lines = text.rstrip("\n").split("\n")
+    start = len(lines) - 1 - lines[::-1].index("")
+    return " ".join(line.strip() for line in lines[start + 1:])

@@ -79,7 +79,7 @@ def test_container_rows(files):
 
 def test_onnx_light_model_rows(files):
     doc = listed(files / "model.onnx")
-    assert doc["kind"] == "onnx"
+    assert doc["kind"] == "model"
     rows = {t["name"]: (t["type"], t["shape"], t["scheme"]) for t in doc["tensors"]}
     assert rows == {"blk.0.attn_output.weight.with_a_name_longer_than_its_column": ("float", [4, 64],
                                                                                      "onnx-light int4"),
@@ -101,14 +101,21 @@ def test_stream_and_descriptor_rows():
 
 
 @pytest.mark.parametrize("name", ["model.gguf", "model.hrry", "model.onnx"])
-def test_text_fits_100_columns_and_cuts_long_cells(files, name):
+def test_text_fits_100_columns_and_wraps_long_names_whole(files, name):
+    """A name longer than its column is printed whole on a line of its own (pasteable into
+    --name), the row's other cells on the next line, in their columns; nothing is cut."""
     result = ls(str(files / name))
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].split() == [n.upper() for n, _ in COLUMNS]
     assert max(len(line) for line in lines) <= 100
-    assert any("\u2026" in line for line in lines[1:-1])  # the long name, cut
-    assert lines[-1].startswith(f"{len(lines) - 2} tensors, ")
+    assert not any("\u2026" in line for line in lines)
+    long = "blk.0.attn_output.weight.with_a_name_longer_than_its_column"
+    at = lines.index(long)
+    assert lines[at + 1][:COLUMNS[0][1]].strip() == "" and lines[at + 1].split()[-1].isdigit()
+    assert lines[at + 1].index(lines[at + 1].split()[0]) == lines[0].index("TYPE")
+    names = {row["name"] for row in listed(files / name)["tensors"]}
+    assert long in names and lines[-1].startswith(f"{len(names)} tensors, ")
 
 
 @pytest.mark.parametrize("make, status, words", [

@@ -18,7 +18,7 @@ from hurray_decl.hurray.numerics import dequantize
 from hurray_decl.hurray.stream import read_stream, write_stream
 from hurray_decl.hurray.stream.strategies import frame_bytes
 from hurray_decl.hurray.tensor import write_tensor_descriptor
-from tests.helpers import covers
+from tests.helpers import covers, dump_verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 VECTORS = ROOT / "tests" / "conformance" / "hurray" / "streams"
@@ -86,7 +86,7 @@ def _verdict(command: str, out: str) -> tuple[str, int]:
     if command == "decode":
         error = json.loads(out.splitlines()[-1])["error"]
         return error["code"], error["offset"]
-    line = out.splitlines()[-1] if command == "inspect" else out.strip()
+    line = dump_verdict(out) if command == "inspect" else out.strip()
     code = line.split("[", 1)[1].split("]", 1)[0]
     return code, int(line.split(" at byte ", 1)[1].split(":", 1)[0])
 

@@ -28,6 +28,7 @@ from hurray_decl.hurray.stream.dump import stream_dump
 from hurray_decl.hurray.tensor import BufferHandle, TensorDescriptor
 from hurray_decl.onnx_light import dump as onnx_light_dump
 from hurray_decl.onnx_light.corpus import bundled as onnx_light_bundled, examples as onnx_light_examples
+from tests.helpers import dump_verdict
 from tests.paths import FILES, STREAMS
 
 CONTAINERS = sorted(FILES.glob("*.hrry"))
@@ -37,14 +38,18 @@ ONNX_LIGHT_EXAMPLES = sorted(p for p in onnx_light_bundled().rglob("*") if p.suf
 
 
 def table_lines(text: str) -> list[str]:
-    """The lines of a text dump before its verdict (the verdict is one line, whatever its length)."""
+    """The lines of a text dump before its verdict (the lines after the last blank one)."""
     lines = text.split("\n")
-    assert lines[-2] == "" and lines[-1].startswith(("valid", "invalid: ["))
-    return lines[:-2]
+    start = len(lines) - 1 - lines[::-1].index("")
+    assert dump_verdict(text).startswith(("valid", "invalid: ["))
+    assert all(line.startswith("  ") for line in lines[start + 2:])  # the verdict's continuation lines
+    return lines[:start]
 
 
 def assert_fits(text: str, name: str) -> None:
-    wide = [line for line in table_lines(text) if len(line) > WIDTH]
+    """Every line of the dump within WIDTH columns, the verdict's too."""
+    wide = [line for line in text.split("\n") if len(line) > WIDTH]
+    table_lines(text)
     assert not wide, f"{name}: {len(wide)} lines wider than {WIDTH}: {wide[:2]}"
 
 
@@ -116,7 +121,7 @@ def test_the_first_rows_come_before_the_last_tensor_is_checked():
     rest = "".join(pieces)
     assert dump.error is not None and dump.error.code == "HF-DATA-11"
     assert "<-- HF-DATA-11" in rest
-    assert rest.rstrip().splitlines()[-1].startswith("invalid: [HF-DATA-11]")
+    assert dump_verdict(rest).startswith("invalid: [HF-DATA-11]")
 
 
 def test_write_prints_each_row_before_the_next_is_made(monkeypatch):

@@ -15,6 +15,9 @@ them. A command module
   :class:`~hurray_decl.cli.common.FileProblem` (exit 3), :class:`hurray_decl.errors.ArgumentError`
   (exit 2, naming the argument) or any other ``HurrayDeclError`` (exit 1, its rule code printed);
   :func:`main` prints the one line. A handler that prints its own verdict returns 1 itself.
+* may check, before any work, options that do not apply together (``set_defaults(check=fn)``,
+  ``fn(args)`` raising :class:`~hurray_decl.cli.common.UsageError`): an option that does not
+  apply is refused naming it, never ignored;
 * reads its input through :mod:`hurray_decl.cli.inputs`: a command that takes inputs of several
   kinds registers one handler per kind (``inputs.handles(subparsers, command, {kind: handler})``)
   and :func:`hurray_decl.cli.inputs.dispatch` runs the one for the kind detected in the input's
@@ -98,11 +101,13 @@ class Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from hurray_decl.cli.kinds import summary
+
     parser = Parser(
         prog=PROG, epilog=EPILOG,
-        description="Decode, encode, inspect, validate, audit and dequantize Hurray tensor and quantization "
-                    "descriptors.")
-    parser.add_argument("--version", action=VersionAction)
+        description="Inspect, validate, decode, encode, dequantize, list, convert, audit and fuzz quantized tensors: "
+                    f"{summary()}; the kind is detected from the bytes.")
+    parser.add_argument("-V", "--version", action=VersionAction)
     parser.add_argument("--debug", action="store_true", help="show the traceback of an internal error")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMAND_MODULES:
@@ -133,6 +138,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         except SystemExit as stop:  # argparse: --help, --version (0) or a usage error (2)
             return stop.code if isinstance(stop.code, int) else USAGE
         debug = debug or args.debug
+        from hurray_decl.cli.outputs import check_outputs
+
+        check_outputs(args)  # an output that would destroy a node or an input: refused before any work
+        check = getattr(args, "check", None)
+        if check is not None:  # the command's options that do not apply together (exit 2), before any work
+            check(args)
         status = args.run(args)
         sys.stdout.flush()
         return status

@@ -17,9 +17,9 @@ A listed file that is missing, a file the manifest does not list and a verdict o
 differs are disagreements (exit 1). A listed file whose suffix has no reader is reported as
 unchecked. A manifest that is not such JSON is a file error (exit 3).
 
-:data:`READERS` is the plug-in point for other kinds of file: a command module adds
-``READERS[".hrry"] = check`` in its ``register``, where ``check(path, args)`` returns the
-properties read (a dict, possibly empty) or raises a HurrayDeclError.
+:data:`READERS` holds the reader of each suffix (``*.bin`` descriptors, ``*.stream`` streams):
+``check(path, args)`` returns the properties read (a dict, possibly empty) or raises a
+HurrayDeclError.
 """
 
 from __future__ import annotations
@@ -31,8 +31,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hurray_decl.cli.common import INVALID, OK, FileProblem, Style, progress_printer
-from hurray_decl.cli.inputs import kind_options, read_descriptor
+from hurray_decl.cli.common import INVALID, OK, FileProblem, Style, UsageError, progress_printer
+from hurray_decl.cli.inputs import decode_descriptor, forced_kind_option, kind_options, read_descriptor
+from hurray_decl.cli.kinds import KINDS, Kind
 
 MANIFEST = "manifest.json"
 LISTS = ("descriptors", "files", "vectors")
@@ -42,9 +43,8 @@ TENSORS = "tensors"
 
 def check_descriptor(path: Path, args: argparse.Namespace) -> dict[str, Any]:
     """Read one descriptor file; its properties, in the shared conformance manifest's terms."""
-    from hurray_decl.cli.descriptors import decode
 
-    descriptor = decode(read_descriptor(str(path), quantization=args.quantization).data, args)
+    descriptor = decode_descriptor(read_descriptor(str(path), quantization=args.quantization).data, args)
     if args.quantization:
         return {}
     from hurray_decl.hurray.tables.element_types import BY_TAG
@@ -64,7 +64,20 @@ def check_descriptor(path: Path, args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-READERS: dict[str, Callable[[Path, argparse.Namespace], dict[str, Any]]] = {".bin": check_descriptor}
+def check_stream(path: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """``audit``'s reader of ``*.stream`` files: the items, T for a tensor and C for a composite."""
+    from hurray_decl.hurray.stream import CompositeItem, read_stream
+
+    items = []
+    with open(path, "rb") as source:
+        for item in read_stream(source):
+            items.append("C" if isinstance(item, CompositeItem) else "T")
+            del item  # before the next item's buffers arrive
+    return {"items": ",".join(items)}
+
+
+READERS: dict[str, Callable[[Path, argparse.Namespace], dict[str, Any]]] = {
+    ".bin": check_descriptor, **dict.fromkeys(KINDS[Kind.STREAM].suffixes, check_stream)}
 """File suffix -> the function that checks such a file (see the module's documentation)."""
 
 
@@ -188,7 +201,7 @@ def audit(folder: Path, args: argparse.Namespace) -> dict[str, Any]:
         counts[verdict] = sum(e["verdict"] == verdict for e in report)
     counts["unlisted"] = sum(e.get("expected") == "(not listed)" for e in report)
     counts["disagreements"] = sum(e.get("agrees") is False for e in report)
-    return {"folder": str(folder), "kind": "quantization" if args.quantization else "tensor",
+    return {"folder": str(folder), "kind": Kind.QUANTIZATION if args.quantization else Kind.DESCRIPTOR,
             "manifest": manifest.is_file(), "summary": counts, "descriptors": report}
 
 
@@ -274,4 +287,12 @@ def register(sub: Any) -> None:
                               "to -o DIR")
     command.add_argument("-o", "--output", metavar="DIR", help="the folder --format html writes its pages to")
     kind_options(command)
-    command.set_defaults(run=cmd_audit)
+    forced_kind_option(command)
+    command.set_defaults(run=cmd_audit, check=check_options)
+
+
+def check_options(args: argparse.Namespace) -> None:
+    """``-o DIR`` is where ``--format html`` writes its pages: with another format it is refused."""
+    if args.output is not None and args.format != PAGES:
+        raise UsageError(f"argument -o: applies to --format {PAGES} only (the --format {args.format} report is "
+                         "printed on standard output)")

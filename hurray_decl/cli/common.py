@@ -78,8 +78,10 @@ class Style:
 
 def colour_verdicts(text: str, style: Style) -> str:
     lines = []
+    verdict = False  # in an invalid verdict: its continuation lines are indented
     for line in text.splitlines():
-        if line.startswith("invalid") or "<-- " in line:
+        verdict = line.startswith("invalid") or (verdict and line.startswith(" "))
+        if verdict or "<-- " in line:
             line = style.bad(line)
         elif line == "valid" or line.startswith("valid ("):
             line = style.good(line)
@@ -117,3 +119,52 @@ def integer_at_least(minimum: int) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+def region(text: str | None) -> Any:
+    """``--region`` as an index: comma-separated integers, ``start:stop[:step]`` slices and ``...``
+    (``"0:64,...,3"``); None without the option."""
+    if text is None:
+        return None
+    items: list[Any] = []
+    for part in text.split(","):
+        part = part.strip()
+        try:
+            if part == "...":
+                items.append(Ellipsis)
+            elif ":" in part:
+                bounds = [int(b) if b.strip() else None for b in part.split(":")]
+                if len(bounds) > 3:
+                    raise ValueError(part)
+                items.append(slice(*bounds))
+            else:
+                items.append(int(part))
+        except ValueError:
+            raise UsageError(f"argument --region: {part!r} is not an integer, a start:stop[:step] slice or ...") \
+                from None
+    return tuple(items)
+
+
+def check_region(key: tuple[Any, ...], shape: tuple[int, ...]) -> None:
+    """Refuse (exit 2) a ``--region`` that does not fit ``shape``: more indices than dimensions, an
+    index past its dimension, or a slice bound past it (NumPy would clip it silently)."""
+    explicit = [item for item in key if item is not Ellipsis]
+    if key.count(Ellipsis) > 1:
+        raise UsageError("argument --region: at most one ...")
+    if len(explicit) > len(shape):
+        raise UsageError(f"argument --region: {len(explicit)} indices for a tensor of {len(shape)} dimensions "
+                         f"(shape {list(shape)})")
+    at = key.index(Ellipsis) if Ellipsis in key else len(key)
+    dims = list(range(at)) + list(range(len(shape) - (len(key) - at - 1), len(shape)))
+    for item, dim in zip(explicit, dims):
+        extent = shape[dim]
+        if isinstance(item, slice):
+            if item.step == 0:
+                raise UsageError(f"argument --region: a slice step of 0 (dimension {dim})")
+            bounds = [b for b in (item.start, item.stop) if b is not None]
+            wrong = [b for b in bounds if not -extent <= b <= extent]
+        else:
+            wrong = [item] if not -extent <= item < extent else []
+        if wrong:
+            raise UsageError(f"argument --region: {wrong[0]} is past dimension {dim}, of {extent} (shape "
+                             f"{list(shape)})")

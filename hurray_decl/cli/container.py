@@ -21,11 +21,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hurray_decl.cli.kinds import KINDS, Kind
 from hurray_decl.errors import HurrayDeclError
 
 OK, INVALID = 0, 1
-MAGIC = b"HRRYFILE"
-CONTAINER = "container"
+CONTAINER = Kind.CONTAINER
+MAGIC = KINDS[CONTAINER].magic
 
 
 def _data(args: argparse.Namespace) -> Any:
@@ -118,21 +119,21 @@ def extract(args: argparse.Namespace) -> int:
     from hurray_decl.cli import outputs
     from hurray_decl.hurray.tensor import write_tensor_descriptor
 
-    folder = outputs.folder_target(args.output)
+    folder = outputs.folder_target(args.output, create=True)
     c, name = _named(_data(args), args.name, args.permissive)
     tensor = c.tensor(name)
     stem = _safe(tensor.name)
-    contents = [(folder / f"{stem}.descriptor.bin", write_tensor_descriptor(tensor.descriptor,
-                                                                            permissive=args.permissive))]
-    contents += [(folder / f"{stem}.buffer{i}.bin", b) for i, b in enumerate(tensor.buffers)]
-    outputs.write_all(contents)
-    print(f"wrote {tensor.name!r}: " + ", ".join(str(p) for p, _ in contents))
+    contents = [(f"{stem}.descriptor.bin", write_tensor_descriptor(tensor.descriptor, permissive=args.permissive))]
+    contents += [(f"{stem}.buffer{i}.bin", bytes(b)) for i, b in enumerate(tensor.buffers)]
+    written = outputs.write_into(folder, contents)
+    print(f"wrote {tensor.name!r}: " + ", ".join(str(p) for p in written))
     return OK
 
 
 def dequantize(args: argparse.Namespace) -> int:
     from hurray_decl.cli import outputs
-    from hurray_decl.cli.dequantize import region, write_values
+    from hurray_decl.cli.common import region
+    from hurray_decl.cli.outputs import write_values
     from hurray_decl.hurray.files import tensor_of
 
     outputs.target(args.output)
@@ -165,7 +166,8 @@ def _expectations(folder: Path) -> dict[str, str | None]:
 def has_containers(folder: Path) -> bool:
     try:
         for path in folder.iterdir():
-            if path.is_file() and path.suffix != ".stream":  # a .stream file is read as a stream, whatever it holds
+            # a .stream file is read as a stream, whatever it holds
+            if path.is_file() and path.suffix not in KINDS[Kind.STREAM].suffixes:
                 with open(path, "rb") as f:
                     if f.read(8) == MAGIC:
                         return True
@@ -184,11 +186,11 @@ def audit(args: argparse.Namespace) -> int:
     files = sorted(p for p in folder.iterdir() if p.is_file() and p.name != "manifest.json")
     for path in files:
         raw = path.read_bytes()
-        kind = "container" if raw[:8] == MAGIC else "descriptor"
+        kind = CONTAINER if raw[:8] == MAGIC else Kind.DESCRIPTOR
         entry: dict[str, Any] = {"file": path.name, "kind": kind, "verdict": "valid", "code": None, "offset": None,
                                  "message": ""}
         try:
-            (validate_container if kind == "container" else read_tensor_descriptor)(raw)
+            (validate_container if kind == CONTAINER else read_tensor_descriptor)(raw)
         except HurrayDeclError as err:
             entry.update(verdict="invalid", code=err.code, offset=err.offset, message=str(err))
         if path.name in expected:
@@ -232,15 +234,18 @@ def audit(args: argparse.Namespace) -> int:
 def register(subparsers: Any) -> None:
     """Add ``extract``, the container handlers of ``inspect``, ``validate``, ``decode``,
     ``dequantize`` and ``extract``, and the container audit of ``audit``."""
-    from hurray_decl.cli.inputs import handles
+    from hurray_decl.cli.inputs import forced_kind_option, handles, index_option
 
     text = ("write one tensor of a .hrry container (or a frame of a stream) as a descriptor file and one file per "
             "buffer, after validating the whole input; exit 1 if it is invalid")
     extract_cmd = subparsers.add_parser("extract", help=text, description=text)
     extract_cmd.add_argument("input", help="the .hrry file or stream: a file, - for standard input, or hex bytes")
     extract_cmd.add_argument("--name", help="the tensor to extract (optional when the file holds one tensor)")
-    extract_cmd.add_argument("-o", "--output", required=True, help="the existing folder to write into")
+    extract_cmd.add_argument("-o", "--output", required=True,
+                             help="the folder to write into (made when missing, as convert -o DIR is)")
     extract_cmd.add_argument("--permissive", action="store_true", help="read descriptors in permissive mode")
+    forced_kind_option(extract_cmd, (Kind.AUTO, Kind.STREAM))
+    index_option(extract_cmd)
     extract_cmd.set_defaults(run=extract)
     for name, handler in (("inspect", inspect), ("validate", validate), ("decode", decode),
                           ("dequantize", dequantize), ("extract", extract)):

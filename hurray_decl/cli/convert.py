@@ -16,19 +16,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
-import shutil
 import sys
-import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
+from hurray_decl.cli.kinds import Kind, Target
+
 OK, INVALID, USAGE, FILE_ERROR, INTERRUPTED = 0, 1, 2, 3, 130
-TARGETS = ("hurray", "onnx-light", "ort", "gguf", "safetensors")  # safetensors: routed to cli.models
+TARGETS = tuple(Target)  # safetensors: routed to cli.models
 SCALE_TYPES = ("float32", "float16", "bfloat16")
 
 
@@ -88,12 +87,11 @@ class NamedTensor:
 @dataclass
 class Staging:
     """Outputs written under temporary names beside their targets, renamed into place by
-    :meth:`commit`: files through :class:`hurray_decl.cli.outputs.Batch` (recognisable temporaries
-    with the umask's permissions, stale ones of killed runs removed, the free space checked),
-    folders as private temporary folders given the umask's permissions when renamed."""
+    :meth:`commit`, files and folders alike through :class:`hurray_decl.cli.outputs.Batch`
+    (recognisable temporaries, stale ones of killed runs removed, the free space checked, the
+    permissions of a replaced file kept)."""
 
     files: Any = None
-    folders: list[tuple[Path, Path]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.files is None:
@@ -111,26 +109,15 @@ class Staging:
             raise CommandError(FILE_ERROR, f"cannot write the folder {target}: a file of that name exists")
         if not folder:
             return Path(self.files.file(target, size))
-        temp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=parent))
-        self.folders.append((temp, target))
-        return temp
+        return Path(self.files.folder(target))
 
     def write(self, target: Path, data: bytes) -> None:
         self.path(target, size=len(data)).write_bytes(data)
 
     def commit(self) -> None:
-        mask = os.umask(0)
-        os.umask(mask)
-        for temp, target in self.folders:  # a temporary folder is private; the output gets the usual permissions
-            os.chmod(temp, 0o777 & ~mask)
-            os.replace(temp, target)
-        self.folders.clear()
         self.files.commit()
 
     def discard(self) -> None:
-        for temp, _ in self.folders:
-            shutil.rmtree(temp, ignore_errors=True)
-        self.folders.clear()
         self.files.discard()
 
 
@@ -322,15 +309,14 @@ def _report(rows: Sequence[Row], written: str | None, args: argparse.Namespace) 
 
 # --- sources --------------------------------------------------------------------------------------
 
-KINDS = {"gguf": "gguf", "container": "container", "stream": "stream", "descriptor": "hurray", "model": "onnx"}
-"""The input kinds (:mod:`hurray_decl.cli.inputs`' names) ``convert`` reads, and the names its
-messages give them (safetensors sources are :mod:`.models`')."""
+SOURCES = (Kind.GGUF, Kind.CONTAINER, Kind.STREAM, Kind.DESCRIPTOR, Kind.MODEL)
+"""The input kinds ``convert`` reads here (safetensors sources are :mod:`.models`')."""
 READS = ("a GGUF file, a .hrry container, a Hurray stream or descriptor, an ONNX model of onnx-light values or a "
          "safetensors file")
 
 
-def source_kind(args: argparse.Namespace) -> str:
-    """``gguf``, ``container``, ``stream``, ``hurray`` (a tensor descriptor) or ``onnx``: the kind
+def source_kind(args: argparse.Namespace) -> Kind:
+    """One of :data:`SOURCES`: the kind
     :func:`hurray_decl.cli.inputs.detect` decided for the input (by magic, structure and suffix);
     input of no kind is refused here (exit 1)."""
     from hurray_decl.cli.inputs import detect
@@ -339,7 +325,7 @@ def source_kind(args: argparse.Namespace) -> str:
     if found.reason == "fallback":
         raise CommandError(INVALID, f"invalid input: {args.input} is none of the kinds convert reads ({READS}) by its "
                            "first bytes")
-    return KINDS[found.kind]
+    return found.kind
 
 
 def _read_model(args: argparse.Namespace) -> Any:
@@ -362,7 +348,7 @@ def _read_hurray(args: argparse.Namespace) -> list[NamedTensor]:
 
 def _read_stream(args: argparse.Namespace) -> list[NamedTensor]:
     """The tensors of a Hurray stream, named ``NAME.0``, ``NAME.1`` ... (``--name``, else the input's stem)."""
-    from hurray_decl.cli.stream import open_source
+    from hurray_decl.cli.inputs import open_source
     from hurray_decl.hurray.stream import CompositeItem, read_stream
 
     stem = args.name or Path(args.input).stem
@@ -397,10 +383,11 @@ def _output(path: str) -> Path:
     return Path(path).expanduser().absolute()
 
 
-PAIRS = {("gguf", "hurray"), ("gguf", "onnx-light"), ("gguf", "ort"), ("hurray", "ort"), ("hurray", "onnx-light"),
-         ("container", "ort"), ("container", "onnx-light"), ("onnx", "hurray"), ("container", "gguf"),
-         ("hurray", "gguf"), ("onnx", "gguf"), ("stream", "gguf"), ("stream", "onnx-light"), ("stream", "ort"),
-         ("stream", "hurray")}
+PAIRS = {(Kind.GGUF, Target.HURRAY), (Kind.GGUF, Target.ONNX_LIGHT), (Kind.GGUF, Target.ORT),
+         (Kind.DESCRIPTOR, Target.ORT), (Kind.DESCRIPTOR, Target.ONNX_LIGHT), (Kind.CONTAINER, Target.ORT),
+         (Kind.CONTAINER, Target.ONNX_LIGHT), (Kind.MODEL, Target.HURRAY), (Kind.CONTAINER, Target.GGUF),
+         (Kind.DESCRIPTOR, Target.GGUF), (Kind.MODEL, Target.GGUF), (Kind.STREAM, Target.GGUF),
+         (Kind.STREAM, Target.ONNX_LIGHT), (Kind.STREAM, Target.ORT), (Kind.STREAM, Target.HURRAY)}
 """(source kind, target) of every conversion ``convert`` makes here (safetensors ones: :mod:`.models`)."""
 
 
@@ -410,17 +397,17 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
     kind = source_kind(args)
     target = _output(args.output)
-    pairs = PAIRS if kind == "stream" else {pair for pair in PAIRS if pair[0] != "stream"}
+    pairs = PAIRS if kind == Kind.STREAM else {pair for pair in PAIRS if pair[0] != Kind.STREAM}
     if (kind, args.to) not in pairs:
         raise CommandError(USAGE, f"no conversion from {kind} to {args.to}; converted: "
                            + ", ".join(f"{a} -> {b}" for a, b in sorted(pairs)))
     from hurray_decl.convert import metadata, tensors as convert
 
-    scale_type = args.scale_type
+    scale_type = args.scale_type or SCALE_TYPES[0]
     items: Sequence[Any]  # GGUF tensors, named Hurray tensors or ONNX initializers
     kv: dict[str, Any] = {}  # the source's metadata as container KV values
     gguf_kv: list[Any] = []
-    if kind == "gguf":
+    if kind == Kind.GGUF:
         from hurray_decl.convert.gguf import read_gguf_model
         from hurray_decl.errors import ArgumentError
 
@@ -433,14 +420,14 @@ def cmd_convert(args: argparse.Namespace) -> int:
         describe = lambda t: (t.name, t.type_name, t.shape)  # noqa: E731
         step = {"hurray": convert.gguf_to_hurray, "onnx-light": convert.gguf_to_onnx_light_tensor,
                 "ort": lambda t: convert.gguf_to_ort(t, scale_type=scale_type)}[args.to]
-    elif kind in ("hurray", "container", "stream"):
-        if kind == "hurray":
+    elif kind in (Kind.DESCRIPTOR, Kind.CONTAINER, Kind.STREAM):
+        if kind == Kind.DESCRIPTOR:
             items = _read_hurray(args)
-        elif kind == "stream":
+        elif kind == Kind.STREAM:
             items = _read_stream(args)
         else:
             items, kv = read_container_model(window_data(args))
-        describe = lambda t: (t.name, "hurray", tuple(t.descriptor.shape))  # noqa: E731
+        describe = lambda t: (t.name, Target.HURRAY, tuple(t.descriptor.shape))  # noqa: E731
         recorded = metadata.tensor_types(kv)
         step = {"hurray": lambda t: (t.descriptor, t.buffers),
                 "onnx-light": lambda t: convert.hurray_to_onnx_light(t.descriptor, t.buffers),
@@ -459,13 +446,13 @@ def cmd_convert(args: argparse.Namespace) -> int:
     def gguf_container_kv(rows: list[Row]) -> dict[str, Any]:  # the GGUF entries, and the types of the tensors kept
         return metadata.container_kv(gguf_kv, [(r.name, r.source) for r in rows if r.converted])
 
-    if kind == "gguf" and args.to == "hurray" and target.suffix != ".bin":
+    if kind == Kind.GGUF and args.to == Target.HURRAY and target.suffix != ".bin":
         return _stream_hurray(target, items, describe, step, args, gguf_container_kv)
     rows, results = _convert_each(items, describe, step)
     if not results:
         _report(rows, None, args)
         return INVALID
-    if kind == "gguf":
+    if kind == Kind.GGUF:
         kv = gguf_container_kv(rows)
     elif kv:  # the recorded GGML types, of the tensors converted only
         types = metadata.tensor_types(kv)
@@ -474,7 +461,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
             kv[metadata.TENSOR_TYPES_KEY] = metadata.container_kv(
                 [], [(n, t) for n, t in types.items() if n in kept])[metadata.TENSOR_TYPES_KEY]
     written = []
-    if args.to == "gguf":
+    if args.to == Target.GGUF:
         entries, refused = metadata.gguf_entries(kv)
         refused += metadata.check_gguf_entries(entries)
         names = {key for key, _ in refused}
@@ -486,7 +473,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
         return OK
 
     def write(stage: Staging) -> None:
-        if args.to == "hurray":
+        if args.to == Target.HURRAY:
             written.append(write_hurray(target, [NamedTensor(n, *t) for n, t in results], stage, kv))
             return
         if args.to == "ort":
@@ -499,7 +486,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
                 entry = model.metadata_props.add()
                 entry.key, entry.value = key, text
             stage.write(target, _model_bytes(model, check=True))
-        written.append(str(target) + (f" ({len(kv)} metadata entries)" if kv and args.to == "onnx-light" else ""))
+        written.append(str(target) + (f" ({len(kv)} metadata entries)" if kv and args.to == Target.ONNX_LIGHT else ""))
 
     _commit(write)
     _report(rows, written[0], args)
@@ -613,14 +600,24 @@ def register(subparsers: Any) -> None:
     convert.add_argument("input", metavar="SOURCE", help="a .gguf file, a .hrry container, a Hurray stream or "
                          "descriptor, an ONNX model or a safetensors file (or - for standard input)")
     convert.add_argument("-o", "--output", required=True, help="the output file or folder")
-    convert.add_argument("--to", choices=TARGETS, default="hurray", help="the target format (default: hurray)")
+    convert.add_argument("--to", choices=TARGETS, default=Target.HURRAY, help="the target format (default: hurray)")
     convert.add_argument("--buffer", action="append", metavar="FILE",
                          help="a buffer of a Hurray descriptor SOURCE, in order; repeat for each")
     convert.add_argument("--name", help="the tensor's name when SOURCE is one Hurray descriptor")
-    convert.add_argument("--scale-type", choices=SCALE_TYPES, default="float32",
+    convert.add_argument("--scale-type", choices=SCALE_TYPES, default=None,
                          help="the MatMulNBits matrix and scale type for --to ort (default: float32, exact for "
                               "float16 scales)")
     convert.add_argument("--json", action="store_true", help="print the report as JSON")
+    convert.set_defaults(check=check_options)
     from hurray_decl.cli.inputs import handles
 
-    handles(subparsers, "convert", dict.fromkeys(KINDS, _guarded(cmd_convert)))
+    handles(subparsers, "convert", dict.fromkeys(SOURCES, _guarded(cmd_convert)))
+
+
+def check_options(args: argparse.Namespace) -> None:
+    """The options of ``convert`` that apply to one target only, refused for the others."""
+    from hurray_decl.cli.common import UsageError
+
+    if args.scale_type is not None and args.to != Target.ORT:
+        raise UsageError(f"argument --scale-type: applies to --to ort only (the MatMulNBits matrix and scale "
+                         f"type), not --to {args.to}")

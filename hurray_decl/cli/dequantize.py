@@ -13,56 +13,18 @@ import argparse
 from typing import Any
 
 from hurray_decl.cli import outputs
-from hurray_decl.cli.common import OK, UsageError, progress_printer
-from hurray_decl.cli.descriptors import read
-from hurray_decl.cli.inputs import DESCRIPTOR, handles, map_file, window_options
-
-
-def region(text: str | None) -> Any:
-    """``--region`` as an index: comma-separated integers, ``start:stop[:step]`` slices and ``...``
-    (``"0:64,...,3"``); None without the option."""
-    if text is None:
-        return None
-    items: list[Any] = []
-    for part in text.split(","):
-        part = part.strip()
-        try:
-            if part == "...":
-                items.append(Ellipsis)
-            elif ":" in part:
-                bounds = [int(b) if b.strip() else None for b in part.split(":")]
-                if len(bounds) > 3:
-                    raise ValueError(part)
-                items.append(slice(*bounds))
-            else:
-                items.append(int(part))
-        except ValueError:
-            raise UsageError(f"argument --region: {part!r} is not an integer, a start:stop[:step] slice or ...") \
-                from None
-    return tuple(items)
-
-
-def streamed(tensor: Any) -> Any:
-    """The checked dequantization of a quantized dense tensor (written through a memory map),
-    or None for every other tensor (its values are computed whole, :func:`npy_values`)."""
-    from hurray_decl.hurray.numerics import prepare_dequantize
-    from hurray_decl.hurray.tensor import BlockPaged, CompositeHead
-    from hurray_decl.hurray.values import SPARSE
-
-    if tensor.descriptor.quantization is None or isinstance(tensor.layout, (*SPARSE, BlockPaged, CompositeHead)):
-        return None
-    return prepare_dequantize(tensor.descriptor, tensor.buffers)
-
-
-def npy_values(tensor: Any, key: Any = None) -> Any:
-    """A tensor's values (or those of the window ``key``) as a .npy file holds them: types NumPy
-    lacks (bfloat16, float8/6/4) widened exactly to float32."""
-    import numpy as np
-
-    values = tensor.numpy() if key is None else np.asarray(tensor[key])
-    if values.dtype.kind == "V":  # the ml_dtypes types: .npy has no name for them
-        values = values.astype(np.float32)
-    return values
+from hurray_decl.cli.common import OK, UsageError, region
+from hurray_decl.cli.inputs import (
+    DESCRIPTOR,
+    forced_kind_option,
+    handles,
+    index_option,
+    map_file,
+    name_option,
+    read_noted,
+    window_options,
+)
+from hurray_decl.cli.outputs import write_values
 
 
 def cmd_dequantize(args: argparse.Namespace) -> int:
@@ -71,8 +33,7 @@ def cmd_dequantize(args: argparse.Namespace) -> int:
     from hurray_decl.hurray.values import Tensor
 
     outputs.target(args.output)
-    args.quantization = False
-    descriptor = read_tensor_descriptor(read(args).data, permissive=args.permissive)
+    descriptor = read_tensor_descriptor(read_noted(args, quantization=False).data, permissive=args.permissive)
     if isinstance(descriptor.layout, CompositeHead):
         raise UsageError("a composite head's values are its members': dequantize it from the .hrry container or "
                          "the stream that holds them")
@@ -83,25 +44,6 @@ def cmd_dequantize(args: argparse.Namespace) -> int:
     tensor = Tensor(descriptor, buffers)
     write_values(args, tensor, region(args.region), "")
     return OK
-
-
-def write_values(args: argparse.Namespace, tensor: Any, key: Any, label: str) -> None:
-    """Write ``tensor``'s values (or the window ``key``) to ``args.output`` as a ``.npy``: every refusal
-    first, then the size checked against the free space, then the values (a quantized dense tensor
-    through a memory map, with progress on a terminal). ``label``: what the last line names."""
-    import numpy as np
-
-    prepared = streamed(tensor) if key is None else None  # every refusal before the output file exists
-    if prepared is None:
-        values = npy_values(tensor, key)
-        outputs.write_npy(args.output, values)
-        kind, shape = str(values.dtype), list(values.shape)
-    else:
-        shape = list(tensor.shape)
-        with outputs.npy_memmap(args.output, np.float32, tuple(shape)) as out:
-            prepared.run(out, progress=progress_printer("dequantize"))
-        kind = "float32"
-    print(f"wrote {kind} {shape}{label} to {args.output}")
 
 
 def register(sub: Any) -> None:
@@ -122,5 +64,8 @@ def register(sub: Any) -> None:
                          help="write only this window, e.g. 0:64,... or 3,:,5:9 (integers, start:stop[:step] "
                               "slices, ...): only the blocks it touches are read and dequantized")
     window_options(command)
+    forced_kind_option(command)
+    name_option(command)
+    index_option(command)
     command.set_defaults(run=cmd_dequantize)
     handles(sub, "dequantize", {DESCRIPTOR: cmd_dequantize})

@@ -9,19 +9,22 @@ from collections.abc import Iterator
 from typing import Any
 
 from hurray_decl.cli import outputs
-from hurray_decl.cli.common import INVALID, OK, Style, UsageError, colour_verdicts, note
+from hurray_decl.cli.common import INVALID, OK, Style, UsageError, colour_verdicts
 from hurray_decl.cli.inputs import (
-    DESCRIPTOR,
-    QUANTIZATION,
     Input,
+    decode_descriptor,
     detect,
+    forced_kind_option,
     handles,
     input_argument,
     kind_options,
     map_file,
-    read_descriptor,
+    name_option,
+    progress_option,
+    read_noted,
     read_text,
 )
+from hurray_decl.cli.kinds import Kind
 
 
 class LazyChoices:
@@ -46,20 +49,6 @@ class LazyChoices:
 DUMP_FORMATS = LazyChoices("hurray_decl.dump.render", "FORMATS")
 
 
-def kind(args: argparse.Namespace) -> str:
-    return "quantization" if args.quantization else "tensor"
-
-
-def read(args: argparse.Namespace) -> Input:
-    """The descriptor's bytes, with a one-line note on standard error for the bytes after it."""
-    got = read_descriptor(args.input, quantization=args.quantization, offset=args.offset, length=args.length)
-    if got.unread:
-        end = ("the descriptor ends after {} bytes (its descriptor_length)" if got.declared
-               else "the header is refused, so only its {} bytes were read").format(len(got.data))
-        note(f"note: {end}; the {got.unread} bytes after it were not read")
-    return got
-
-
 def judged(got: Input) -> str:
     """What a ``valid`` verdict adds when bytes of the input were not read: the bytes it judged
     (``" (bytes 0-52 of 154; --length to judge a window)"``), so it never claims the whole input."""
@@ -68,26 +57,16 @@ def judged(got: Input) -> str:
     return f" (bytes 0-{len(got.data) - 1} of {len(got.data) + got.unread}; --length to judge a window)"
 
 
-def decode(data: bytes, args: argparse.Namespace) -> Any:
-    """The descriptor model of ``data``, as ``args`` says (kind, permissive)."""
-    if args.quantization:
-        from hurray_decl.hurray.quantization import decode_quantization
-
-        return decode_quantization(data, permissive=args.permissive)
-    from hurray_decl.hurray.tensor import read_tensor_descriptor
-
-    return read_tensor_descriptor(data, permissive=args.permissive)
-
-
 def cmd_inspect(args: argparse.Namespace) -> int:
     from hurray_decl.dump.render import render
     from hurray_decl.hurray import dump as hexdump
 
-    got = read(args)
+    got = read_noted(args)
     from hurray_decl.cli.inputs import detect
     from hurray_decl.cli.outputs import about
 
-    result = hexdump.dump(got.data, kind=kind(args), permissive=args.permissive)
+    dump = hexdump.quantization_dump if args.quantization else hexdump.tensor_dump
+    result = dump(got.data, permissive=args.permissive)
     result.about.update(about(args, detect(args).kind))
     if args.format == "html":
         from hurray_decl.cli.html import print_page
@@ -104,7 +83,7 @@ def cmd_decode(args: argparse.Namespace) -> int:
     from hurray_decl.errors import HurrayDeclError
 
     try:
-        descriptor = decode(read(args).data, args)
+        descriptor = decode_descriptor(read_noted(args).data, args)
     except HurrayDeclError as err:
         return outputs.report_error(args, detect(args).kind, err)
     print(descriptor.model_dump_json(indent=2))
@@ -116,8 +95,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if args.buffers and args.quantization:
             raise UsageError("argument --buffers: buffers belong to a tensor descriptor, not --quantization")
         buffers = [map_file(path) for path in args.buffers or ()]
-        got = read(args)
-        descriptor = decode(got.data, args)
+        got = read_noted(args)
+        descriptor = decode_descriptor(got.data, args)
         if args.buffers:
             from hurray_decl.hurray.tensor import validate_buffers
 
@@ -209,6 +188,9 @@ def register(sub: Any) -> None:
                                          "descriptor declares are shown; a note on standard error counts the rest. "
                                          "Exit 0 valid, 1 invalid.")
     input_argument(inspect)
+    forced_kind_option(inspect)
+    name_option(inspect)
+    progress_option(inspect)
     inspect.add_argument("--format", choices=DUMP_FORMATS, default="text", metavar="FORMAT",
                          help="one of %(choices)s (default: text)")
     inspect.set_defaults(run=cmd_inspect)
@@ -217,6 +199,8 @@ def register(sub: Any) -> None:
                                 description="Decode a descriptor and print it as JSON (an error object if invalid). "
                                             "Exit 0 valid, 1 invalid.")
     input_argument(decode_cmd)
+    forced_kind_option(decode_cmd)
+    name_option(decode_cmd)
     decode_cmd.set_defaults(run=cmd_decode)
 
     encode_cmd = sub.add_parser("encode", help="build descriptor bytes from the JSON that decode prints",
@@ -233,6 +217,9 @@ def register(sub: Any) -> None:
                               description="Check a descriptor, and with --buffers the rules needing buffer contents. "
                                           "Exit 0 valid, 1 invalid (the rule code is printed).")
     input_argument(validate, optional=True)  # INPUT may follow --buffers' files: "validate --buffers A B DESC"
+    forced_kind_option(validate)
+    name_option(validate)
+    progress_option(validate)
     validate.add_argument("--buffers", nargs="+", metavar="FILE", default=[],
                           help="the buffer contents, one file per buffer-table entry, to check the data rules too; "
                                "after them, the last file is the descriptor if none came before")
@@ -241,4 +228,4 @@ def register(sub: Any) -> None:
                                "and the error's code, message, path and offset")
     validate.set_defaults(run=cmd_validate)
     for name, handler in (("inspect", cmd_inspect), ("decode", cmd_decode), ("validate", cmd_validate)):
-        handles(sub, name, {DESCRIPTOR: handler, QUANTIZATION: handler})
+        handles(sub, name, {Kind.DESCRIPTOR: handler, Kind.QUANTIZATION: handler})

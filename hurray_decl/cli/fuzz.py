@@ -8,15 +8,18 @@ import os
 import shlex
 import sys
 import tempfile
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from hurray_decl.cli.common import FILE, INVALID, OK, USAGE, integer_at_least
+from hurray_decl.cli.kinds import Kind
 from hurray_decl.cli.outputs import write_text
 
-DESCRIPTION = ("Run an external reader on valid and rule-labelled invalid tensor descriptors and report every "
-               "disagreement. Exit 0 when there is none, 1 otherwise, 2 for a usage error, 3 for a file error.")
+DESCRIPTION = ("Run an external reader on valid and rule-labelled invalid inputs (tensor descriptors; with --kind, "
+               "onnx-light values, tensors and models, or Hurray streams) and report every disagreement. Exit 0 "
+               "when there is none, 1 otherwise, 2 for a usage error, 3 for a file error.")
 
 
 def positive_seconds(text: str) -> float:
@@ -50,6 +53,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         help="reader runs at a time (default: the number of CPUs)")
     parser.add_argument("--json", type=Path, default=None, metavar="PATH",
                         help="also write the report as JSON to PATH")
+    parser.add_argument("--kind", choices=(Kind.HURRAY, Kind.ONNX_LIGHT, Kind.STREAM), default=Kind.HURRAY,
+                        help="what to fuzz the reader with: Hurray tensor descriptors, onnx-light values, tensors and "
+                             "models, or Hurray streams (default: hurray)")
     return parser
 
 
@@ -79,6 +85,47 @@ def _refuse_reader(template: str) -> str | None:
     return None
 
 
+def draw_onnx_light_cases(count: int, seed: int, rules: Sequence[str] | None = None) -> list[Any]:
+    """``count`` onnx-light cases for the fuzz harness: a quarter valid inputs, the rest mutants
+    spread over the reader rules (or only ``rules``), reproducibly from ``seed``."""
+    import random
+    import zlib
+
+    from hurray_decl.hurray.fuzz import ACCEPT, REJECT, VALID, VALID_SHARE, Case
+    from hurray_decl.onnx_light.mutants import MUTANTS, RandomSource, valid_case
+
+    if rules:
+        unknown = [r for r in rules if r not in MUTANTS]
+        if unknown:
+            raise ValueError(f"no onnx-light mutant generator for {', '.join(unknown)} "
+                             "(see hurray_decl.onnx_light.mutants.MUTANTS)")
+    targets = sorted(set(rules)) if rules else sorted(MUTANTS)
+    drawn: list[tuple[bytes, str, str]] = []
+    valid = 0 if rules else max(1, count // VALID_SHARE)
+    for i in range(valid):
+        drawn.append((valid_case(RandomSource(seed * 1_000_003 + i)).data, ACCEPT, VALID))
+    rest = count - valid
+    start = random.Random(seed).randrange(len(targets))  # small runs start at a seeded rule
+    for i in range(rest):
+        rule = targets[(start + i) % len(targets)]
+        case = MUTANTS[rule].build(RandomSource((seed ^ zlib.crc32(rule.encode())) * 1_000_003 + i))
+        drawn.append((case.data, REJECT, rule))
+    random.Random(seed).shuffle(drawn)
+    return [Case(i, data, expected, rule) for i, (data, expected, rule) in enumerate(drawn)]
+
+
+def _draw(kind: Kind) -> Callable[..., list[Any]] | None:
+    """What ``--kind`` fuzzes the reader with: Hurray descriptors (the harness's own draw, None),
+    onnx-light values, tensors and models, or Hurray streams."""
+    if kind == Kind.ONNX_LIGHT:
+        return draw_onnx_light_cases
+    if kind == Kind.STREAM:
+        from hurray_decl.hurray.stream.strategies import draw_cases
+
+        return draw_cases
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``hurray-decl fuzz`` from parsed arguments; 0 if the reader agreed on every case, 1 if not,
     2 for a usage error, 3 for a file error (messages on standard error)."""
@@ -103,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             disagreements, by_rule, bad_by_rule = fuzz(args.reader, args.count, seed, timeout=args.timeout,
                                                        rules=args.rule, out=out, jobs=args.jobs,
-                                                       draw=getattr(args, "draw", None))
+                                                       draw=_draw(Kind(getattr(args, "kind", Kind.HURRAY))))
         except ArgumentError as err:  # an unknown --rule
             sys.stderr.write(f"hurray-decl fuzz: argument --rule: {err.detail}\n")
             return USAGE

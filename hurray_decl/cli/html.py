@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from hurray_decl.cli.kinds import KINDS, Kind
 from hurray_decl.dump.html import render_audit_index
 from hurray_decl.dump.render import render
 from hurray_decl.dump.rows import Dump
@@ -38,7 +39,7 @@ def page_name(file: str) -> str:
     return f"{file}.html"
 
 
-ONNX_LIGHT_PAGES = "onnx-light"
+ONNX_LIGHT_PAGES = str(Kind.ONNX_LIGHT)
 """The subfolder of ``-o DIR`` that holds the pages of an onnx-light section beside a Hurray one."""
 
 
@@ -46,19 +47,20 @@ def page_dump(path: Path, entry: dict[str, Any], kind: str, args: argparse.Names
     """The dump of one audited file, by the kind its audit read it as: an onnx-light value,
     tensor or model, a container, a stream, or a descriptor (payload)."""
     data = path.read_bytes()
-    if kind == "onnx-light":
+    if kind == Kind.ONNX_LIGHT:
         from hurray_decl.onnx_light.dump import dump as onnx_light_dump
 
         return onnx_light_dump(data, kind=entry.get("kind"))
-    if data[:8] == b"HRRYFILE":
+    if data.startswith(KINDS[Kind.CONTAINER].magic):
         from hurray_decl.hurray.container.dump import container_dump
 
         return container_dump(data)
-    if path.suffix == ".stream":
+    if path.suffix in KINDS[Kind.STREAM].suffixes:
         from hurray_decl.hurray.stream.dump import stream_dump
 
         return stream_dump(data, permissive=args.permissive)
-    return hexdump.dump(data, kind=kind, permissive=args.permissive)
+    dump = hexdump.quantization_dump if kind == Kind.QUANTIZATION else hexdump.tensor_dump
+    return dump(data, permissive=args.permissive)
 
 
 def write_audit(result: dict[str, Any], folder: Path, args: argparse.Namespace,
@@ -77,7 +79,7 @@ def write_audit(result: dict[str, Any], folder: Path, args: argparse.Namespace,
     linked: list[tuple[dict[str, Any], dict[str, str]]] = []
     try:
         for number, (report, place) in enumerate(sections):
-            sub = out / ONNX_LIGHT_PAGES if number and report["kind"] == "onnx-light" else out
+            sub = out / ONNX_LIGHT_PAGES if number and report["kind"] == Kind.ONNX_LIGHT else out
             sub.mkdir(parents=True, exist_ok=True)
             pages = {}
             for entry in report["descriptors"]:

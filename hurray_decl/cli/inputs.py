@@ -24,7 +24,7 @@ chosen first (``--offset`` / ``--length`` apply to every kind), then :func:`dete
 kind of the bytes in it, once, by magic prefix and structure, with the file suffix as a hint for
 damaged input, and the command's handler for that kind runs (:data:`HANDLERS`, filled by each
 command module's ``register``). Options that do not apply to the detected kind are usage errors
-(:data:`APPLIES`); GGUF and safetensors files are pointed to the commands that read them; an
+(:func:`hurray_decl.cli.kinds.applies`); GGUF and safetensors files are pointed to the commands that read them; an
 empty input is "empty input" (no rule of RULES.md covers input of no kind: a usage-level error).
 """
 
@@ -39,10 +39,11 @@ import stat
 import string
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, BinaryIO
 
-from hurray_decl.cli.common import FileProblem, UsageError, integer_at_least
+from hurray_decl.cli.common import FileProblem, UsageError, integer_at_least, note
+from hurray_decl.cli.kinds import FORCED, KINDS, ONNX_LIGHT, OPTIONS, SUFFIXES, TAKEN_BY, Kind, applies, title
 
 CHUNK = 1 << 20
 """Bytes per read when a stream's unread tail is counted or skipped."""
@@ -66,6 +67,30 @@ def input_argument(command: argparse.ArgumentParser, *, optional: bool = False) 
                          help="the descriptor: a file, - for standard input, or hex bytes")
     kind_options(command)
     window_options(command)
+
+
+def forced_kind_option(command: argparse.ArgumentParser, choices: tuple[Kind, ...] = FORCED) -> None:
+    """``--kind``: the input kind to read, or :attr:`Kind.AUTO` (detected from the bytes)."""
+    named = ", ".join(f"{choice} ({title(choice)})" for choice in choices if choice is not Kind.AUTO)
+    command.add_argument("--kind", choices=choices, default=Kind.AUTO,
+                         help=f"the input kind: {named}; default: detected from the bytes")
+
+
+def name_option(command: argparse.ArgumentParser) -> None:
+    """``--name``: an onnx-light model's encoded value (dequantize, extract: a container's tensor)."""
+    command.add_argument("--name", default=None,
+                         help="an onnx-light model's encoded value to use, by name (default: all of them); for "
+                              "dequantize and extract, the tensor of a .hrry container")
+
+
+def index_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--index", type=int, default=None, metavar="K",
+                         help="for a stream: frame[K], as inspect numbers the frames")
+
+
+def progress_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--progress", action="store_true",
+                         help="for a stream: a line per item as it arrives (inspect: per frame, on stderr)")
 
 
 def window_options(command: argparse.ArgumentParser) -> None:
@@ -238,6 +263,50 @@ def read_descriptor(source: str, *, quantization: bool = False, offset: int = 0,
             stream.close()
 
 
+def read_noted(args: argparse.Namespace, quantization: bool | None = None) -> Input:
+    """The descriptor's bytes (a payload's with ``quantization``, default ``args.quantization``),
+    with a one-line note on standard error for the bytes after it."""
+    payload = getattr(args, "quantization", False) if quantization is None else quantization
+    got = read_descriptor(args.input, quantization=payload, offset=args.offset, length=args.length)
+    if got.unread:
+        end = ("the descriptor ends after {} bytes (its descriptor_length)" if got.declared
+               else "the header is refused, so only its {} bytes were read").format(len(got.data))
+        note(f"note: {end}; the {got.unread} bytes after it were not read")
+    return got
+
+
+def decode_descriptor(data: bytes, args: argparse.Namespace) -> Any:
+    """The descriptor model of ``data``, as ``args`` says (kind, permissive)."""
+    if args.quantization:
+        from hurray_decl.hurray.quantization import decode_quantization
+
+        return decode_quantization(data, permissive=args.permissive)
+    from hurray_decl.hurray.tensor import read_tensor_descriptor
+
+    return read_tensor_descriptor(data, permissive=args.permissive)
+
+
+def _window(stream: Any, args: argparse.Namespace) -> Window:
+    return Window(stream, getattr(args, "offset", 0) or 0, getattr(args, "length", None))
+
+
+def open_source(args: argparse.Namespace) -> Window:
+    """The window of ``args.input`` to read a stream from, as it arrives (a file, standard input,
+    a pipe already read by :func:`detect`, or hex bytes)."""
+    source = args.input
+    if source == "-":
+        return _window(sys.stdin.buffer, args)
+    if source in HANDED_ON:
+        return _window(io.BytesIO(HANDED_ON[source]), args)
+    info = existing(source)
+    if info is None:
+        data = parse_hex(source)
+        if data is None:
+            raise UsageError(f"argument INPUT: {source!r} is neither an existing file nor hex bytes")
+        return _window(io.BytesIO(data), args)
+    return _window(open_file(source, info), args)
+
+
 class _Prefixed(io.RawIOBase):
     """Bytes already read from a stream, then the rest of that stream as it arrives."""
 
@@ -294,37 +363,27 @@ def map_file(path: str, what: str = "--buffers") -> memoryview | bytes:
 
 # ------------------------------------------------------------------ kinds
 
-DESCRIPTOR, QUANTIZATION, CONTAINER, STREAM = "descriptor", "quantization", "container", "stream"
-VALUE, TENSOR, MODEL = "value", "tensor", "model"
-GGUF, SAFETENSORS, EMPTY = "gguf", "safetensors", "empty"
-ONNX_LIGHT = (VALUE, TENSOR, MODEL)
-"""The onnx-light kinds (a serialized ``EncodedValueProto``, ``TensorProto`` or ONNX model)."""
-HURRAY_KINDS = (DESCRIPTOR, QUANTIZATION, CONTAINER, STREAM)
-AUTO, HURRAY = "auto", "hurray"
-FORCED = (AUTO, *ONNX_LIGHT, HURRAY, STREAM)
-"""``--kind``: detect, an onnx-light kind, the Hurray kinds (detected among themselves), or a stream."""
+DESCRIPTOR, QUANTIZATION, CONTAINER, STREAM = Kind.DESCRIPTOR, Kind.QUANTIZATION, Kind.CONTAINER, Kind.STREAM
+VALUE, TENSOR, MODEL = Kind.VALUE, Kind.TENSOR, Kind.MODEL
+GGUF, SAFETENSORS, EMPTY = Kind.GGUF, Kind.SAFETENSORS, Kind.EMPTY
+AUTO, HURRAY = Kind.AUTO, Kind.HURRAY
 
-DESCRIPTOR_MAGIC = b"HRRY"
-CONTAINER_MAGIC = b"HRRYFILE"
+DESCRIPTOR_MAGIC = KINDS[DESCRIPTOR].magic
+CONTAINER_MAGIC = KINDS[CONTAINER].magic
 CONTAINER_STEM = CONTAINER_MAGIC[:7]
 """``HRRYFIL`` and any eighth byte: a container whose magic is damaged, refused as one (HF-HDR-03)."""
-GGUF_MAGIC = b"GGUF"
-SUFFIXES = {".hrry": CONTAINER, ".stream": STREAM, ".gguf": GGUF, ".safetensors": SAFETENSORS,
-            ".onnx": MODEL, ".pb": VALUE}
-"""File suffixes as hints: they decide only when neither a magic nor the structure does."""
-TAKEN_BY = {GGUF: "a GGUF file: hurray-decl convert reads it (to Hurray, onnx-light or ORT), hurray-decl ls "
-                  "lists its tensors",
-            SAFETENSORS: "a safetensors file: hurray-decl convert reads it"}
-"""The foreign kinds the command line recognises, and where to take them (the commands that
-register a handler for one, ``convert`` and ``ls``, read it)."""
+GGUF_MAGIC = KINDS[GGUF].magic
 
 
 @dataclass(frozen=True)
 class Detected:
     """The kind of an input's window, as :func:`detect` decided it, and why (for messages)."""
 
-    kind: str
+    kind: Kind
     reason: str = "content"
+    spent: bool = False
+    """Whether detection applied the window to bytes it hands on (standard input, a pipe named by
+    path): the handler then reads them from their start (:func:`dispatch` passes offset 0)."""
 
 
 def _fifo(info: os.stat_result) -> bool:
@@ -374,7 +433,7 @@ def _probe_stream(read: Callable[[int], bytes], skip: Callable[[int], int] | Non
     return bool(after) or total > 0, data + bytes(body) + after
 
 
-def _onnx_kind(data: Any, hint: str | None) -> str | None:
+def _onnx_kind(data: Any, hint: Kind | None) -> Kind | None:
     """The onnx-light kind the bytes read as (the best fit of the three messages), else the kind of
     a damaged one: the suffix's, or the kind whose walk read known fields and stopped only at a
     truncation; else None."""
@@ -383,7 +442,7 @@ def _onnx_kind(data: Any, hint: str | None) -> str | None:
 
     kind = detect_kind(bytes(data))
     if kind in KINDS:
-        return kind
+        return Kind(kind)
     if hint in ONNX_LIGHT:
         return hint
     best: tuple[int, str] | None = None
@@ -393,7 +452,7 @@ def _onnx_kind(data: Any, hint: str | None) -> str | None:
         truncated = error is not None and ("truncated" in error.reason or "past the end" in error.reason)
         if truncated and result.unknown == 0 and result.known >= 2 and (best is None or result.known > best[0]):
             best = (result.known, candidate)
-    return best[1] if best else None
+    return Kind(best[1]) if best else None
 
 
 SCAN = 32
@@ -439,7 +498,7 @@ def protobuf_extent(at: Callable[[int, int], bytes], size: int | None) -> int | 
             return pos + SCAN
 
 
-def _classify(head: bytes, total: int | None, hint: str | None, forced: str,
+def _classify(head: bytes, total: int | None, hint: Kind | None, forced: Kind,
               read: Callable[[int], bytes], skip: Callable[[int], int] | None,
               whole: Callable[[], Any], at: Callable[[int, int], bytes], size: int | None,
               streams: bool = True) -> tuple[Detected, bytes]:
@@ -493,7 +552,7 @@ class _Replay:
         return len(part) + (self.passer(count - len(part)) if self.passer is not None and count > len(part) else 0)
 
 
-def _suffix_hint(source: str) -> str | None:
+def _suffix_hint(source: str) -> Kind | None:
     name = source.replace("\\", "/").rsplit("/", 1)[-1].lower()
     for suffix, kind in SUFFIXES.items():
         if name.endswith(suffix):
@@ -506,27 +565,28 @@ HEAD = 16
 
 
 def detect(args: argparse.Namespace) -> Detected:
-    """The kind of ``args.input``'s window, decided once per command (and kept on ``args``).
+    """The kind of ``args.input``'s window, decided once per command (:func:`dispatch` hands its
+    handler the arguments with ``detected`` set, which this returns; nothing is written into
+    ``args``).
 
     A regular file is read no further than its kind needs (its first frame's buffers are
     skipped, not read). Standard input and pipes named by path are read as far as detection
     needs, and those bytes are handed on: the command's handler reads the same window again, from
-    its start (``args.offset`` and ``args.length`` are then spent: the window has been applied)."""
+    its start (the result is ``spent``: the window has been applied)."""
     cached = getattr(args, "detected", None)
     if isinstance(cached, Detected):
         return cached
-    forced = getattr(args, "kind", AUTO) or AUTO
+    forced = Kind(getattr(args, "kind", AUTO) or AUTO)
     if getattr(args, "quantization", False):
         if forced not in (AUTO, HURRAY):
             raise UsageError(f"argument --quantization: not with --kind {forced} (a quantization payload is Hurray)")
         found = Detected(QUANTIZATION, "--quantization")
     else:
         found = _detect_source(args, forced)
-    args.detected = found
     return found
 
 
-def _detect_source(args: argparse.Namespace, forced: str) -> Detected:
+def _detect_source(args: argparse.Namespace, forced: Kind) -> Detected:
     source = args.input
     if forced == STREAM or forced in ONNX_LIGHT:  # nothing to read: the handler reads the window as it arrives
         if source != "-" and source not in HANDED_ON and existing(source) is None and parse_hex(source) is None:
@@ -558,8 +618,8 @@ def _detect_source(args: argparse.Namespace, forced: str) -> Detected:
 
         windowed = bool(offset) or length is not None
         found, _ = _classify(read(HEAD), None, hint, forced, read, None, whole, at, None, streams=not windowed)
-        _hand_on_stdin(bytes(taken), window, args)
-        return found
+        _hand_on_stdin(bytes(taken), window)
+        return replace(found, spent=True)
     if source in HANDED_ON:
         data = HANDED_ON[source]
         return _classify_bytes(data, hint, forced)
@@ -577,8 +637,7 @@ def _detect_source(args: argparse.Namespace, forced: str) -> Detected:
         if window.size is None:  # a pipe by name: read whole, handed on as bytes
             data = window.read()
             HANDED_ON[source] = data
-            args.offset, args.length = 0, None
-            return _classify_bytes(data, hint, forced)
+            return replace(_classify_bytes(data, hint, forced), spent=True)
         if window.size < offset:
             raise UsageError(f"argument --offset: {offset} is past the end of {source} ({window.size} bytes)")
         if length is not None and offset + length > window.size:
@@ -606,7 +665,7 @@ def _detect_source(args: argparse.Namespace, forced: str) -> Detected:
         return found
 
 
-def _classify_bytes(data: bytes, hint: str | None, forced: str) -> Detected:
+def _classify_bytes(data: bytes, hint: Kind | None, forced: Kind) -> Detected:
     view = io.BytesIO(data)
     head = view.read(HEAD)
 
@@ -619,11 +678,10 @@ def _classify_bytes(data: bytes, hint: str | None, forced: str) -> Detected:
                      lambda start, count: data[start:start + count], len(data))[0]
 
 
-def _hand_on_stdin(taken: bytes, window: Window, args: argparse.Namespace) -> None:
+def _hand_on_stdin(taken: bytes, window: Window) -> None:
     """Standard input after detection: the bytes read, then the rest of the window as it arrives."""
     _REPLACED.append(sys.stdin)  # kept: a dropped wrapper would close the buffer it wraps
     sys.stdin = io.TextIOWrapper(io.BufferedReader(_Prefixed(taken, window)))  # type: ignore[arg-type]
-    args.offset, args.length = 0, None
 
 
 def regular_file(args: argparse.Namespace) -> str | None:
@@ -657,36 +715,11 @@ def window_data(args: argparse.Namespace) -> Any:
 # ------------------------------------------------------------------ dispatch
 
 Handler = Callable[[argparse.Namespace], int]
-HANDLERS: dict[str, dict[str, Handler]] = {}
+HANDLERS: dict[str, dict[Kind, Handler]] = {}
 """command -> kind -> handler: what each command does with each kind of input (filled by the
 command modules' ``register``, through :func:`handles`)."""
 
-APPLIES: tuple[tuple[str, str, frozenset[str], frozenset[str] | None], ...] = (
-    ("buffers", "--buffers", frozenset({DESCRIPTOR}), None),
-    ("permissive", "--permissive", frozenset({DESCRIPTOR, QUANTIZATION, CONTAINER, STREAM}), None),
-    ("name", "--name", frozenset({VALUE, MODEL}), None),
-    # a container's tensor is picked for dequantize and extract (validate, inspect, decode judge the whole file)
-    ("name", "--name", frozenset({CONTAINER, VALUE, MODEL}), frozenset({"dequantize", "extract"})),
-    # convert --name names the tensor of one descriptor, or the tensors of a stream
-    ("name", "--name", frozenset({DESCRIPTOR, STREAM}), frozenset({"convert"})),
-    ("index", "--index", frozenset({STREAM}), None),
-    ("region", "--region", frozenset({DESCRIPTOR, CONTAINER, STREAM}), None),
-    ("progress", "--progress", frozenset({STREAM}), None),
-    ("buffer", "--buffer", frozenset({DESCRIPTOR}), frozenset({"convert"})),
-)
-"""(option's ``dest``, its name, the kinds it applies to, the commands the row is for (None: every
-command no row of that option names)): an option given for another kind is a usage error naming
-both, never silently ignored. The rows that name a command are the only ones for it."""
-
-
-def applies(dest: str, kind: str, command: str) -> bool:
-    """Whether the option ``dest`` applies to ``kind`` input of ``command`` (:data:`APPLIES`)."""
-    rows = [row for row in APPLIES if row[0] == dest]
-    named = [row for row in rows if row[3] is not None and command in row[3]]
-    return any(kind in row[2] for row in named or [row for row in rows if row[3] is None])
-
-
-def handles(sub: Any, command: str, handlers: dict[str, Handler]) -> None:
+def handles(sub: Any, command: str, handlers: dict[Kind, Handler]) -> None:
     """Register ``handlers`` (kind -> handler) for ``command`` and route it through :func:`dispatch`."""
     parser = sub.choices.get(command)
     if parser is None:
@@ -695,44 +728,47 @@ def handles(sub: Any, command: str, handlers: dict[str, Handler]) -> None:
     parser.set_defaults(run=dispatch)
 
 
-def check_options(args: argparse.Namespace, kind: str) -> None:
+def check_options(args: argparse.Namespace, kind: Kind) -> None:
     """Refuse every given option that does not apply to ``kind`` (exit 2)."""
     command = getattr(args, "command", "")
-    for dest, flag in dict((row[0], row[1]) for row in APPLIES).items():
+    for dest, flag in OPTIONS.items():
         value = getattr(args, dest, None)
         if value is None or value is False or (isinstance(value, (list, tuple)) and not value):
             continue
         if not applies(dest, kind, command):
             flag = "BUFFER" if dest == "buffers" and command == "dequantize" else flag
-            raise UsageError(f"argument {flag}: does not apply to {what(kind)} input of {command}")
-
-
-def what(kind: str) -> str:
-    return {DESCRIPTOR: "a tensor descriptor", QUANTIZATION: "a quantization payload", CONTAINER: "a .hrry container",
-            STREAM: "a Hurray stream", VALUE: "an onnx-light value", TENSOR: "an onnx-light tensor",
-            MODEL: "an onnx-light model", GGUF: "a GGUF", SAFETENSORS: "a safetensors", EMPTY: "empty"}.get(kind, kind)
+            raise UsageError(f"argument {flag}: does not apply to {title(kind)} input of {command}")
 
 
 def dispatch(args: argparse.Namespace) -> int:
-    """Run ``args.command``'s handler for the kind of its input (see the module's documentation)."""
+    """Run ``args.command``'s handler for the kind of its input (see the module's documentation).
+
+    The handler gets the arguments resolved, in a new namespace (``args`` is left as parsed):
+    the input (``validate --buffers A B DESC``: the last file), ``detected``, and the window
+    spent (offset 0) when detection applied it to bytes it hands on."""
     command = args.command
+    resolved = dict(vars(args))
     if command == "validate" and args.input is None:  # "validate --buffers A B DESC": the last file
         if not args.buffers:
             raise UsageError("argument INPUT: the descriptor is missing")
-        args.input = args.buffers.pop()
-    if args.input is None:
+        resolved.update(input=args.buffers[-1], buffers=args.buffers[:-1])
+    if resolved["input"] is None:
         raise UsageError("argument INPUT: the input is missing")
-    found = detect(args)
+    found = detect(argparse.Namespace(**resolved))
+    resolved["detected"] = found
+    if found.spent:
+        resolved.update(offset=0, length=None)
+    run = argparse.Namespace(**resolved)
     handler = HANDLERS.get(command, {}).get(found.kind)
     if found.kind in TAKEN_BY and handler is None:
-        raise UsageError(f"argument INPUT: {args.input} is {TAKEN_BY[found.kind]}, not {command}")
+        raise UsageError(f"argument INPUT: {run.input} is {TAKEN_BY[found.kind]}, not {command}")
     if found.kind == EMPTY:
-        raise UsageError(f"argument INPUT: empty input ({args.input} has no bytes"
+        raise UsageError(f"argument INPUT: empty input ({run.input} has no bytes"
                          + (" in the window" if getattr(args, "offset", 0) or getattr(args, "length", None) is not None
                             else "")
                          + ("; --kind stream reads it as an empty stream)" if hasattr(args, "kind") else ")"))
     if handler is None:
-        takes = ", ".join(what(kind) for kind in HANDLERS.get(command, {}))
-        raise UsageError(f"argument INPUT: {command} does not take {what(found.kind)} input (it takes {takes})")
-    check_options(args, found.kind)
-    return handler(args)
+        takes = ", ".join(title(kind) for kind in HANDLERS.get(command, {}))
+        raise UsageError(f"argument INPUT: {command} does not take {title(found.kind)} input (it takes {takes})")
+    check_options(run, found.kind)
+    return handler(run)

@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from hurray_decl.cli.common import OK
+from hurray_decl.cli.kinds import Kind
 
-KINDS = ("gguf", "container", "stream", "descriptor", "onnx")
 COLUMNS = (("name", 27), ("type", 8), ("shape", 14), ("scheme", 16), ("layout", 14), ("bytes", 10))
 """Text columns and widths: five gaps of two spaces, 99 columns in all."""
 NONE = "-"
@@ -50,13 +50,25 @@ class Row:
     bytes: int
 
 
-def _cell(text: str, width: int) -> str:
-    return text if len(text) <= width else text[:width - 1] + "\u2026"
+def _cells(values: tuple[str, ...], columns: tuple[tuple[str, int], ...]) -> str:
+    """The values in their columns; a value wider than its column is written whole, pushing the
+    next ones right (never cut)."""
+    line, end = "", 0  # end: where the columns so far end when nothing overflows
+    for value, (name, width) in zip(values, columns):
+        end += width + (2 if line or end else 0)
+        cell = value.rjust(width) if name == "bytes" else value
+        line = (line + "  " if line else "") + cell
+        line = line.ljust(end) if len(line) < end else line
+    return line.rstrip()
 
 
 def text_line(values: tuple[str, ...]) -> str:
-    cells = [(_cell(v, w).rjust(w) if n == "bytes" else _cell(v, w).ljust(w)) for v, (n, w) in zip(values, COLUMNS)]
-    return "  ".join(cells).rstrip()
+    """One row as text: one line when every value fits its column; else the whole name on a line of
+    its own and the other values on the next, in their columns (names are never cut: each can
+    be pasted into ``--name``)."""
+    if len(values[0]) <= COLUMNS[0][1]:
+        return _cells(values, COLUMNS)
+    return values[0] + "\n" + _cells(("",) + tuple(values[1:]), COLUMNS)
 
 
 def _shape(shape: tuple[int, ...]) -> str:
@@ -108,7 +120,7 @@ def container_rows(args: argparse.Namespace) -> Iterator[Row]:
 
 
 def stream_rows(args: argparse.Namespace) -> Iterator[Row]:
-    from hurray_decl.cli.stream import open_source
+    from hurray_decl.cli.inputs import open_source
     from hurray_decl.hurray.stream import CompositeItem, read_stream
 
     def walk(item: Any, name: str) -> Iterator[Row]:
@@ -140,10 +152,10 @@ def descriptor_rows(args: argparse.Namespace) -> Iterator[Row]:
 
 
 def onnx_rows(args: argparse.Namespace) -> Iterator[Row]:
-    from hurray_decl.cli.inputs import MODEL, window_data
+    from hurray_decl.cli.inputs import window_data
     from hurray_decl.onnx_light.inputs import parse
 
-    model = parse(window_data(args), MODEL)  # the one protobuf reader of every command, its rule on refusal
+    model = parse(window_data(args), Kind.MODEL)  # the one protobuf reader of every command, its rule on refusal
     for value in model.graph.encoded_initializer:
         tensor_type = value.logical_type.tensor_type
         profile = value.struct_type.name.rsplit("/", 1)[-1] or "encoded"
@@ -163,10 +175,9 @@ def _data_type(code: int) -> str:
         return f"type {code}"
 
 
-READERS = {"gguf": gguf_rows, "container": container_rows, "stream": stream_rows, "descriptor": descriptor_rows,
-           "onnx": onnx_rows}
-LISTED = {"gguf": "gguf", "container": "container", "stream": "stream", "descriptor": "descriptor", "model": "onnx"}
-"""The input kinds ``ls`` lists (:mod:`hurray_decl.cli.inputs`' names) and the names its output gives them."""
+READERS = {Kind.GGUF: gguf_rows, Kind.CONTAINER: container_rows, Kind.STREAM: stream_rows,
+           Kind.DESCRIPTOR: descriptor_rows, Kind.MODEL: onnx_rows}
+"""The input kinds ``ls`` lists, and the reader of each."""
 
 
 # ------------------------------------------------------------------ the command
@@ -174,7 +185,7 @@ LISTED = {"gguf": "gguf", "container": "container", "stream": "stream", "descrip
 def cmd_ls(args: argparse.Namespace) -> int:
     from hurray_decl.cli.inputs import detect
 
-    kind = LISTED[detect(args).kind]
+    kind = detect(args).kind
     rows = READERS[kind](args)
     if args.format == "json":
         listed = [{**asdict(r), "shape": list(r.shape)} for r in rows]
@@ -205,4 +216,4 @@ def register(subparsers: Any) -> None:
                     "3 file error.")
     parser.add_argument("input", metavar="FILE", help="the file to list")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="text rows or one JSON document")
-    handles(subparsers, "ls", dict.fromkeys(LISTED, cmd_ls))
+    handles(subparsers, "ls", dict.fromkeys(READERS, cmd_ls))

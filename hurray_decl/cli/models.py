@@ -28,8 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from hurray_decl.cli.common import INVALID, OK, CommandError, FileProblem, UsageError
+from hurray_decl.cli.kinds import Kind, Target
 
-TARGETS = ("hurray", "onnx-light", "ort")
+TARGETS = (Target.HURRAY, Target.ONNX_LIGHT, Target.ORT)
 SCALE_TYPES = ("float32", "float16", "bfloat16")
 MIN_ELEMENTS = 1024
 """Float tensors smaller than this are kept as they are unless named with ``--tensor``."""
@@ -223,6 +224,32 @@ def _source(path: Path, name: str | None) -> Any:
         raise
 
 
+def check_quantize(args: argparse.Namespace) -> None:
+    """The options of ``quantize`` that the chosen scheme or target does not take, refused (exit 2)
+    before any work: ``--axis`` and ``--block-size`` of a scheme without them (its quantizer's
+    defaults list what it takes), a ``--storage`` the scheme does not store, and ``--storage`` or
+    ``--scheme``-only options for ``--to onnx-light`` (whose profile decides)."""
+    from hurray_decl.errors import HurrayDeclError
+    from hurray_decl.hurray.quantization import scheme
+
+    if args.to == Target.ONNX_LIGHT:
+        if args.storage is not None:
+            raise UsageError("argument --storage: does not apply to --to onnx-light (its --profile sets the storage)")
+        return
+    try:
+        row = scheme(args.scheme)
+    except HurrayDeclError as err:
+        raise UsageError(f"argument --scheme: {err.detail} ({err.expected})") from None
+    for dest, flag in (("axis", "--axis"), ("block_size", "--block-size")):
+        if getattr(args, dest) is not None and dest not in row.quantize_defaults:
+            takes = [f"--{key.replace('_', '-')}" for key in ("axis", "block_size") if key in row.quantize_defaults]
+            raise UsageError(f"argument {flag}: does not apply to --scheme {row.name} (it takes "
+                             f"{' and '.join(takes) if takes else 'neither --axis nor --block-size'})")
+    if args.storage is not None and args.storage not in row.storage_types:
+        raise UsageError(f"argument --storage: {row.title} does not store {args.storage!r} (it stores "
+                         f"{', '.join(row.storage_types)})")
+
+
 def cmd_quantize(args: argparse.Namespace) -> int:
     source_path = Path(args.source)
     if not source_path.is_file():
@@ -230,7 +257,7 @@ def cmd_quantize(args: argparse.Namespace) -> int:
     options = _options(args)
     from hurray_decl.cli import outputs
 
-    folder = args.to == "hurray" and Path(args.output).suffix not in (".hrry", ".bin")  # checked by its writer
+    folder = args.to == Target.HURRAY and Path(args.output).suffix not in (".hrry", ".bin")  # checked by its writer
     target = Path(args.output).expanduser().absolute() if folder else outputs.target(args.output)
     source = _source(source_path, args.name)
     try:
@@ -282,7 +309,7 @@ def _quantize(source: Any, options: Any, target: Path, args: argparse.Namespace)
                 raise failures[0]
             raise UsageError("no tensor was chosen to quantize (see --min-elements and --tensor)")
 
-    if args.to == "hurray":
+    if args.to == Target.HURRAY:
         from hurray_decl.hurray.values import Tensor
 
         def add_hurray(tensor: Any, value: Any) -> None:
@@ -301,7 +328,7 @@ def _quantize(source: Any, options: Any, target: Path, args: argparse.Namespace)
     def add_value(tensor: Any, value: Any) -> None:
         if value is not None:
             results.append((tensor.name, value))
-        elif args.to == "onnx-light" and source.kind != "onnx":
+        elif args.to == Target.ONNX_LIGHT and source.kind != "onnx":
             plain = mq.plain_initializer(tensor.name, tensor.load())
             if plain is not None:
                 results.append((tensor.name, plain))
@@ -322,7 +349,7 @@ def _quantize(source: Any, options: Any, target: Path, args: argparse.Namespace)
         from hurray_decl.convert.tensors import onnx_light_model
 
         model = onnx_light_model(results)
-    return rows, write_model(target, model, check=args.to == "onnx-light")
+    return rows, write_model(target, model, check=args.to == Target.ONNX_LIGHT)
 
 
 # --- convert: safetensors ----------------------------------------------------------------------------
@@ -330,7 +357,7 @@ def _quantize(source: Any, options: Any, target: Path, args: argparse.Namespace)
 def routed_convert(args: argparse.Namespace, convert_command: Callable[[argparse.Namespace], int]) -> int:
     """``convert --to safetensors`` here, every other target to ``convert_command`` (the handler of
     the input's kind)."""
-    if args.to == "safetensors":
+    if args.to == Target.SAFETENSORS:
         return convert_safetensors(args)
     return convert_command(args)
 
@@ -338,14 +365,14 @@ def routed_convert(args: argparse.Namespace, convert_command: Callable[[argparse
 def convert_safetensors(args: argparse.Namespace) -> int:
     """``convert`` of a safetensors source (to hurray, onnx-light, ort) or of a ``.hrry`` to
     safetensors, the input's kind as :func:`hurray_decl.cli.inputs.detect` decided it."""
-    from hurray_decl.cli.convert import KINDS
     from hurray_decl.cli.inputs import CONTAINER, SAFETENSORS, detect, regular_file
+    from hurray_decl.cli.kinds import title
 
     found = detect(args)
-    if args.to == "safetensors":
+    if args.to == Target.SAFETENSORS:
         if found.kind != CONTAINER:
             kind = (SAFETENSORS if found.kind == SAFETENSORS else "this input" if found.reason == "fallback"
-                    else KINDS.get(found.kind, "this input"))
+                    else title(found.kind))
             raise UsageError(f"no conversion from {kind} to safetensors; converted: a .hrry container -> "
                              "safetensors")
         return _to_safetensors(args, Path(args.output).expanduser().absolute())
@@ -385,25 +412,25 @@ def _from_checkpoint(checkpoint: Any, source: Path, args: argparse.Namespace) ->
 
         if item.quantized:
             parts = item.parts()
-            if args.to == "hurray":
+            if args.to == Target.HURRAY:
                 from hurray_decl.convert.hurray import from_block_parts
 
                 return f"per_block_affine {parts.storage} K{parts.block_size}", from_block_parts(parts)
             if args.to == "ort":
                 from hurray_decl.convert.ort import to_matmul_nbits
 
-                return "MatMulNBits", to_matmul_nbits(parts, scale_type=args.scale_type)
+                return "MatMulNBits", to_matmul_nbits(parts, scale_type=args.scale_type or SCALE_TYPES[0])
             from hurray_decl.convert.portable import PORTABLE_FORMATS, from_block_parts as portable
 
             formats = {bits: fmt for fmt, bits in PORTABLE_FORMATS.items()}
             bits = 8 if parts.storage.endswith("8") else 4
             return formats[bits].wire_name, portable(parts, formats[bits], dtype=np.float32)
-        if args.to == "hurray":
+        if args.to == Target.HURRAY:
             from hurray_decl.convert.safetensors import to_hurray
 
             plain = to_hurray(item.name, item.array())
             return "plain", (plain.descriptor, plain.buffers)
-        if args.to == "onnx-light":
+        if args.to == Target.ONNX_LIGHT:
             value = mq.plain_initializer(item.name, item.array())
             return None if value is None else ("plain", value)
         return None
@@ -431,7 +458,7 @@ def _from_checkpoint(checkpoint: Any, source: Path, args: argparse.Namespace) ->
                 raise failures[0]
             raise InvalidInput(f"invalid input: nothing in {source} converts to {args.to}")
 
-    if args.to == "hurray":
+    if args.to == Target.HURRAY:
         from hurray_decl.convert.safetensors import metadata_to_kv
 
         with sink.open():
@@ -449,7 +476,7 @@ def _from_checkpoint(checkpoint: Any, source: Path, args: argparse.Namespace) ->
             from hurray_decl.convert.tensors import onnx_light_model
 
             model = onnx_light_model(results)
-        written = write_model(target, model, check=args.to == "onnx-light")
+        written = write_model(target, model, check=args.to == Target.ONNX_LIGHT)
     report(rows, source, args.to, written, args.json)
     return OK
 
@@ -475,11 +502,11 @@ def _to_safetensors(args: argparse.Namespace, target: Path) -> int:
                 arrays.append((name, from_hurray(tensor)))
             except HurrayDeclError as err:
                 failures.append(err)
-                rows.append(Row(name, "hurray", shape, "skipped", code=err.code, reason=err.detail))
+                rows.append(Row(name, Target.HURRAY, shape, "skipped", code=err.code, reason=err.detail))
                 continue
             rows.append(Row(name, str(arrays[-1][1].dtype), shape, "converted", "plain"))
         if not arrays:
-            report(rows, source, "safetensors", None, args.json)
+            report(rows, source, Kind.SAFETENSORS, None, args.json)
             if failures:
                 raise failures[0]
             raise InvalidInput(f"invalid input: {source} holds no tensor")
@@ -487,7 +514,7 @@ def _to_safetensors(args: argparse.Namespace, target: Path) -> int:
         with outputs.atomic(target) as temporary:
             write_safetensors(temporary, arrays, metadata)
         del arrays
-    report(rows, source, "safetensors", str(target), args.json)
+    report(rows, source, Kind.SAFETENSORS, str(target), args.json)
     return OK
 
 
@@ -508,7 +535,7 @@ def register(subparsers: Any) -> None:
                     "done, 1 invalid input or nothing quantized, 2 usage error, 3 file error.")
     command.add_argument("source", metavar="INPUT", help="a .npy array, .npz archive, safetensors file or ONNX model")
     command.add_argument("-o", "--output", required=True, help="the output: NAME.hrry, FOLDER, NAME.bin or NAME.onnx")
-    command.add_argument("--to", choices=TARGETS, default="hurray", help="the target format (default: hurray)")
+    command.add_argument("--to", choices=TARGETS, default=Target.HURRAY, help="the target format (default: hurray)")
     command.add_argument("--scheme", default="per_block_affine",
                          help="a Hurray scheme for --to hurray (hurray-decl schemes lists them; default "
                               "per_block_affine, the only one for --to ort)")
@@ -526,11 +553,11 @@ def register(subparsers: Any) -> None:
     command.add_argument("--scale-type", choices=SCALE_TYPES, default="float32", help="per-block scale type")
     command.add_argument("--name", help="a .npy array's name in the output (default: the file's stem)")
     command.add_argument("--json", action="store_true", help="print the report as JSON")
-    command.set_defaults(run=cmd_quantize)
+    command.set_defaults(run=cmd_quantize, check=check_quantize)
     if "convert" in subparsers.choices:  # safetensors sources and targets of convert come here
         from hurray_decl.cli.inputs import HANDLERS, SAFETENSORS, handles
 
-        routed: dict[str, Callable[[argparse.Namespace], int]] = {
+        routed: dict[Kind, Callable[[argparse.Namespace], int]] = {
             kind: functools.partial(routed_convert, convert_command=handler)
             for kind, handler in HANDLERS.get("convert", {}).items()}
         handles(subparsers, "convert", {**routed, SAFETENSORS: convert_safetensors})

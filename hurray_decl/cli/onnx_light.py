@@ -6,8 +6,8 @@ inputs: an ``EncodedValueProto`` file, a ``TensorProto`` file or an ONNX model (
 initializer, nested graphs included, or the one ``--name`` picks). The input kind is detected
 from the bytes (``--kind`` forces one); Hurray inputs (``HRRY`` descriptors, ``HRRYFILE``
 containers) go on to the Hurray handlers unchanged. ``audit`` without a folder audits the
-bundled onnx-light corpus beside the Hurray one. :func:`cmd_fuzz` runs ``hurray-decl fuzz
---kind onnx-light``.
+bundled onnx-light corpus beside the Hurray one. (``hurray-decl fuzz --kind onnx-light`` is
+:mod:`hurray_decl.cli.fuzz`'s.)
 
 Exit codes: 0 valid or done, 1 invalid input (the rule code is printed), 2 usage error, 3 file
 or environment error (an output that cannot be written, a decoder failing with something other
@@ -20,22 +20,23 @@ import argparse
 import functools
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import Any
 
 from hurray_decl.cli.audit import RENDERERS, audit
 from hurray_decl.cli.common import Style, UsageError, colour_verdicts
+from hurray_decl.cli.kinds import FORCED, Kind
 from hurray_decl.errors import HurrayDeclError
 
-__all__ = ["KIND_CHOICES", "audit_folder", "cmd_fuzz", "profile_table", "register"]
+__all__ = ["KIND_CHOICES", "audit_folder", "profile_table", "register"]
 
 INVALID = 1
-AUTO, HURRAY, STREAM = "auto", "hurray", "stream"
-KIND_CHOICES = (AUTO, "value", "tensor", "model", HURRAY, STREAM)
+AUTO, HURRAY, STREAM = Kind.AUTO, Kind.HURRAY, Kind.STREAM
+KIND_CHOICES = FORCED
 """``--kind``: detect from the bytes, an onnx-light kind, the Hurray handlers, or a Hurray stream
-(:data:`hurray_decl.cli.inputs.FORCED`)."""
+(:data:`hurray_decl.cli.kinds.FORCED`)."""
 DECODER_FAILURES = (TypeError, ValueError, UnicodeDecodeError, OverflowError, KeyError, IndexError)
 """What a decoder bug surfaces as: an audit reports it as a crash verdict (elsewhere it is an
 internal error, reported in one line by :func:`hurray_decl.cli.main`)."""
@@ -83,8 +84,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 check_item(item)
         else:
             check(message, kind)
-        count = len(items(message, kind)) if kind != "tensor" else 0
-        return f"onnx-light {kind} ({count} encoded value{'s' * (count != 1)})" if kind == "model" \
+        count = len(items(message, kind)) if kind != Kind.TENSOR else 0
+        return f"onnx-light {kind} ({count} encoded value{'s' * (count != 1)})" if kind == Kind.MODEL \
             else f"onnx-light {kind}"
 
     return outputs.report_verdict(args, detect(args).kind, check)
@@ -117,7 +118,7 @@ def cmd_decode(args: argparse.Namespace) -> int:
         from hurray_decl.onnx_light.tensors import tensor_to_array
         from hurray_decl.onnx_light.wire import logical_shape
 
-        if kind == "tensor":
+        if kind == Kind.TENSOR:
             check(message, kind)
             values = tensor_to_array(message)
             out: dict[str, Any] = {"kind": kind, "name": message.name, "dtype": str(values.dtype),
@@ -153,7 +154,7 @@ def cmd_dequantize(args: argparse.Namespace) -> int:
         raise UsageError("an onnx-light input carries its payload: give no buffer files")
     outputs.target(args.output)
     kind, message = _message(args)
-    if kind == "tensor":
+    if kind == Kind.TENSOR:
         check(message, kind)
         array = tensor_to_array(message)
     else:
@@ -198,7 +199,7 @@ def audit_folder(folder: Path) -> dict[str, Any]:
     counts["invalid"] = counts["files"] - counts["valid"]
     counts.update(missing=0, unchecked=0, unlisted=sum("expected" not in e for e in report) if expected else 0)
     counts["disagreements"] = sum(e.get("agrees") is False for e in report)
-    return {"folder": str(folder), "kind": "onnx-light", "manifest": bool(expected), "summary": counts,
+    return {"folder": str(folder), "kind": Kind.ONNX_LIGHT, "manifest": bool(expected), "summary": counts,
             "descriptors": report}
 
 
@@ -295,66 +296,13 @@ def register(subparsers) -> None:
     profiles.add_argument("--format", choices=("text", "markdown", "json"), default="text",
                           help="output format (default: text)")
     profiles.set_defaults(run=cmd_profiles)
-    fuzz = subparsers.choices.get("fuzz")
-    if fuzz is not None:
-        fuzz.add_argument("--kind", choices=("hurray", "onnx-light", STREAM), default="hurray",
-                          help="what to fuzz the reader with: Hurray tensor descriptors, onnx-light values, "
-                               "tensors and models, or Hurray streams (default: hurray)")
-        fuzz.set_defaults(run=functools.partial(cmd_fuzz, hurray=fuzz.get_default("run")))
     from hurray_decl.cli.inputs import ONNX_LIGHT, handles
 
     for name in ("inspect", "validate", "decode", "dequantize", "audit"):
         parser = subparsers.choices.get(name)
         if parser is None:
             continue
-        parser.add_argument("--kind", choices=KIND_CHOICES, default=AUTO,
-                            help="the input kind: an onnx-light EncodedValueProto (value), TensorProto (tensor) or "
-                                 "ONNX model (model), a Hurray input (hurray) or a Hurray stream (stream); "
-                                 "default: detected from the bytes")
         if name == "audit":
             parser.set_defaults(run=functools.partial(cmd_audit, hurray=parser.get_default("run")))
             continue
-        parser.add_argument("--name", default=None,
-                            help="an onnx-light model's encoded value to use, by name (default: all of them); "
-                                 "for dequantize and extract, the tensor of a .hrry container")
         handles(subparsers, name, dict.fromkeys(ONNX_LIGHT, WRAPPED[name]))
-
-
-def draw_cases(count: int, seed: int, rules: Sequence[str] | None = None):
-    """``count`` onnx-light cases for the fuzz harness: a quarter valid inputs, the rest mutants
-    spread over the reader rules (or only ``rules``), reproducibly from ``seed``."""
-    import random
-    import zlib
-
-    from hurray_decl.hurray.fuzz import ACCEPT, REJECT, VALID, VALID_SHARE, Case
-    from hurray_decl.onnx_light.mutants import MUTANTS, RandomSource, valid_case
-
-    if rules:
-        unknown = [r for r in rules if r not in MUTANTS]
-        if unknown:
-            raise ValueError(f"no onnx-light mutant generator for {', '.join(unknown)} "
-                             "(see hurray_decl.onnx_light.mutants.MUTANTS)")
-    targets = sorted(set(rules)) if rules else sorted(MUTANTS)
-    drawn: list[tuple[bytes, str, str]] = []
-    valid = 0 if rules else max(1, count // VALID_SHARE)
-    for i in range(valid):
-        drawn.append((valid_case(RandomSource(seed * 1_000_003 + i)).data, ACCEPT, VALID))
-    rest = count - valid
-    start = random.Random(seed).randrange(len(targets))  # small runs start at a seeded rule
-    for i in range(rest):
-        rule = targets[(start + i) % len(targets)]
-        case = MUTANTS[rule].build(RandomSource((seed ^ zlib.crc32(rule.encode())) * 1_000_003 + i))
-        drawn.append((case.data, REJECT, rule))
-    random.Random(seed).shuffle(drawn)
-    return [Case(i, data, expected, rule) for i, (data, expected, rule) in enumerate(drawn)]
-
-
-def cmd_fuzz(args: argparse.Namespace, hurray) -> int:
-    """``fuzz --kind onnx-light``: the same harness, drawing onnx-light cases."""
-    if args.kind == "onnx-light":
-        args.draw = draw_cases
-    elif args.kind == STREAM:
-        from hurray_decl.hurray.stream.strategies import draw_cases as draw_stream_cases
-
-        args.draw = draw_stream_cases
-    return hurray(args)

@@ -23,14 +23,16 @@ import errno
 import json
 import os
 import re
+import shutil
 import signal
+import stat
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from hurray_decl.cli.common import INVALID, OK, FileProblem, Style, verdict
+from hurray_decl.cli.common import INVALID, OK, FileProblem, Style, UsageError, check_region, progress_printer, verdict
 
 TAG = "hurray-decl"
 """The mark in every temporary's name."""
@@ -38,15 +40,71 @@ STALE = re.compile(r"^\..+\.hurray-decl-(?P<host>[^.]*)-(?P<pid>\d+)\.part$")
 """A temporary of this program: ``.NAME.hurray-decl-HOST-PID.part``."""
 
 
-def _host() -> str:
+def host_tag() -> str:
     import socket
 
     return re.sub(r"[^A-Za-z0-9_]", "_", socket.gethostname())[:40]
 
 
+NODES = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO"),
+         (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link"))
+"""What an existing output may be that is never replaced (nor written through): only regular
+files (and, for the commands that write into one, folders) are outputs."""
+
+INPUT_DESTS = ("input", "source", "buffers", "buffer", "folder")
+"""The arguments that name the files a command reads."""
+OUTPUT_DESTS = (("output", "-o"), ("json", "--json"), ("out", "--out"))
+"""The arguments that name a file or folder a command writes, and their names in messages."""
+
+READ: list[tuple[str, os.stat_result]] = []
+"""The files the running command reads (set by :func:`check_outputs`): no output replaces one."""
+
+
+def refuse_node(out: Path, what: str = "-o") -> os.stat_result | None:
+    """``out``'s status when something is there (``lstat``: a link is not followed), refusing
+    (exit 2) every node that is not a regular file or a folder, and a file the command reads."""
+    try:
+        info = os.lstat(out)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError:
+        return None  # too long, or a folder we may not search: the writer reports it
+    for test, name in NODES:
+        if test(info.st_mode):
+            raise UsageError(f"argument {what}: {out} is {name}; an output replaces only a regular file "
+                             "(name a new file)")
+    if stat.S_ISREG(info.st_mode):
+        for source, read in READ:
+            if (read.st_dev, read.st_ino) == (info.st_dev, info.st_ino):
+                raise UsageError(f"argument {what}: {out} is the input {source}; write to another file")
+    return info
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Before a command does any work: record the files it reads, and refuse (exit 2) an output
+    argument naming a device, a FIFO, a socket, a symbolic link or one of those files."""
+    READ.clear()
+    for dest in INPUT_DESTS:
+        value = getattr(args, dest, None)
+        for name in value if isinstance(value, (list, tuple)) else [value]:
+            if isinstance(name, (str, os.PathLike)) and str(name) != "-":
+                try:
+                    info = os.stat(name)
+                except (OSError, ValueError):
+                    continue
+                if stat.S_ISREG(info.st_mode):
+                    READ.append((str(name), info))
+    for dest, what in OUTPUT_DESTS:
+        value = getattr(args, dest, None)
+        if isinstance(value, (str, os.PathLike)):
+            refuse_node(Path(value).expanduser(), what)
+
+
 def target(path: str | os.PathLike, what: str = "-o") -> Path:
-    """``path`` checked as a file to create or replace: not a folder, in a folder that exists."""
+    """``path`` checked as a file to create or replace: not a folder, in a folder that exists, and
+    nothing :func:`refuse_node` refuses."""
     out = Path(path)
+    refuse_node(out, what)
     if out.is_dir():
         raise FileProblem(f"argument {what}: {out} is a folder; give the name of a file to write")
     folder = out.parent
@@ -57,9 +115,14 @@ def target(path: str | os.PathLike, what: str = "-o") -> Path:
     return out
 
 
-def folder_target(path: str | os.PathLike, what: str = "-o") -> Path:
-    """``path`` checked as an existing, writable folder to write files into."""
+def folder_target(path: str | os.PathLike, what: str = "-o", create: bool = False) -> Path:
+    """``path`` checked as an existing, writable folder to write files into; with ``create``, a
+    missing one in a writable folder too (:func:`write_into` makes it, as ``convert -o DIR`` does)."""
     folder = Path(path)
+    refuse_node(folder, what)
+    if create and not folder.exists() and not folder.is_symlink():
+        folder_target(folder.parent if str(folder.parent) else ".", what)
+        return folder
     if not folder.is_dir():
         raise FileProblem(f"argument {what}: {folder} is not a folder" if folder.exists()
                           else f"argument {what}: no such folder: {folder}")
@@ -71,7 +134,7 @@ def folder_target(path: str | os.PathLike, what: str = "-o") -> Path:
 def remove_stale(folder: Path) -> list[Path]:
     """Remove the temporaries of earlier runs into ``folder`` whose process is gone (same host)."""
     removed: list[Path] = []
-    host = _host()
+    host = host_tag()
     try:
         names = os.listdir(folder)
     except OSError:
@@ -82,7 +145,10 @@ def remove_stale(folder: Path) -> list[Path]:
             continue
         path = folder / name
         try:
-            path.unlink()
+            if path.is_dir() and not path.is_symlink():  # a staging folder (Batch.folder)
+                shutil.rmtree(path)
+            else:
+                path.unlink()
             removed.append(path)
         except OSError:
             pass
@@ -141,19 +207,22 @@ def _cleanup_on_signals() -> Iterator[None]:
             signal.signal(number, handler)
 
 
-def _temporary(out: Path) -> Path:
-    """A new temporary beside ``out`` (created empty, the umask's permissions)."""
+def _temporary(out: Path, folder: bool = False) -> Path:
+    """A new temporary beside ``out``: an empty file (the umask's permissions), or a private folder."""
     stem = out.name[:180]
     for attempt in range(100):
         suffix = f"-{attempt}" if attempt else ""
-        name = out.parent / f".{stem}{suffix}.{TAG}-{_host()}-{os.getpid()}.part"
+        name = out.parent / f".{stem}{suffix}.{TAG}-{host_tag()}-{os.getpid()}.part"
         try:
+            if folder:
+                os.mkdir(name, 0o700)
+                return name
             fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         except FileExistsError:
             continue
         os.close(fd)
         return name
-    raise FileProblem(f"cannot create a temporary file beside {out}")
+    raise FileProblem(f"cannot create a temporary {'folder' if folder else 'file'} beside {out}")
 
 
 def _reserve(path: Path, size: int, out: Path) -> None:
@@ -175,10 +244,15 @@ def _reserve(path: Path, size: int, out: Path) -> None:
 
 
 class Batch:
-    """Several output files, each written to its own temporary and all renamed at the end."""
+    """Several output files and folders, each written to its own temporary and all renamed at the end.
+
+    A file that replaces an existing one keeps that file's permission bits (a 0600 file stays
+    0600); a new one gets the umask's. A folder is staged private (0700) and gets the umask's
+    permissions when renamed."""
 
     def __init__(self) -> None:
-        self.pending: list[tuple[Path, Path]] = []
+        self.pending: list[tuple[Path, Path, int | None]] = []
+        self.folders: list[tuple[Path, Path]] = []
 
     def file(self, path: str | os.PathLike, size: int = 0, what: str = "-o") -> Path:
         """A temporary for ``path`` (checked with :func:`target`); ``size``: bytes to check and reserve."""
@@ -187,21 +261,41 @@ class Batch:
         if size:
             check_space(out, size, what)
         temporary = _temporary(out)
-        self.pending.append((temporary, out))
+        info = refuse_node(out, what)
+        self.pending.append((temporary, out, None if info is None else stat.S_IMODE(info.st_mode)))
         _reserve(temporary, size, out)
         return temporary
 
+    def folder(self, path: str | os.PathLike, what: str = "-o") -> Path:
+        """A private staging folder for the folder ``path`` (absent or empty), renamed at the end;
+        one left by a killed run is removed like a stale temporary (:func:`remove_stale`)."""
+        out = Path(path)
+        refuse_node(out, what)
+        remove_stale(out.parent)
+        temporary = _temporary(out, folder=True)
+        self.folders.append((temporary, out))
+        return temporary
+
     def commit(self) -> list[Path]:
-        for temporary, out in self.pending:
+        mask = os.umask(0)
+        os.umask(mask)
+        for staged, out in self.folders:
+            os.chmod(staged, 0o777 & ~mask)
+            os.replace(staged, out)
+        for temporary, out, mode in self.pending:
+            if mode is not None:
+                os.chmod(temporary, mode)
             os.replace(temporary, out)
-        done = [out for _, out in self.pending]
-        self.pending = []
+        done = [out for _, out in self.folders] + [out for _, out, _ in self.pending]
+        self.pending, self.folders = [], []
         return done
 
     def discard(self) -> None:
-        for temporary, _ in self.pending:
+        for temporary, _, _ in self.pending:
             temporary.unlink(missing_ok=True)
-        self.pending = []
+        for staged, _ in self.folders:
+            shutil.rmtree(staged, ignore_errors=True)
+        self.pending, self.folders = [], []
 
 
 @contextmanager
@@ -239,6 +333,19 @@ def write_all(contents: list[tuple[Path, bytes]], what: str = "-o") -> None:
         for path, content in contents:
             with open(files.file(path, len(content), what), "r+b") as f:
                 f.write(content)
+
+
+def write_into(folder: Path, contents: list[tuple[str, bytes]], what: str = "-o") -> list[Path]:
+    """Write each (name, bytes) into ``folder`` as one batch; a missing folder is made, staged
+    under a temporary name with its files and renamed once all are complete (none if one fails)."""
+    if folder.is_dir():
+        write_all([(folder / name, content) for name, content in contents], what)
+        return [folder / name for name, _ in contents]
+    with batch() as files:
+        staged = files.folder(folder, what)
+        for name, content in contents:
+            (staged / name).write_bytes(content)
+    return [folder / name for name, _ in contents]
 
 
 def npy_size(dtype: Any, shape: tuple[int, ...]) -> tuple[bytes, int]:
@@ -287,6 +394,53 @@ def write_npy(path: str | os.PathLike, values: Any) -> None:
     _, size = npy_size(values.dtype, tuple(values.shape))
     with atomic(path, size=size) as temporary, open(temporary, "r+b") as stream:
         np.save(stream, values, allow_pickle=False)
+
+
+# ------------------------------------------------------------------ values into .npy files
+
+
+def streamed(tensor: Any) -> Any:
+    """The checked dequantization of a quantized dense tensor (written through a memory map),
+    or None for every other tensor (its values are computed whole, :func:`npy_values`)."""
+    from hurray_decl.hurray.numerics import prepare_dequantize
+    from hurray_decl.hurray.tensor import BlockPaged, CompositeHead
+    from hurray_decl.hurray.values import SPARSE
+
+    if tensor.descriptor.quantization is None or isinstance(tensor.layout, (*SPARSE, BlockPaged, CompositeHead)):
+        return None
+    return prepare_dequantize(tensor.descriptor, tensor.buffers)
+
+
+def npy_values(tensor: Any, key: Any = None) -> Any:
+    """A tensor's values (or those of the window ``key``) as a .npy file holds them: types NumPy
+    lacks (bfloat16, float8/6/4) widened exactly to float32."""
+    import numpy as np
+
+    values = tensor.numpy() if key is None else np.asarray(tensor[key])
+    if values.dtype.kind == "V":  # the ml_dtypes types: .npy has no name for them
+        values = values.astype(np.float32)
+    return values
+
+
+def write_values(args: argparse.Namespace, tensor: Any, key: Any, label: str) -> None:
+    """Write ``tensor``'s values (or the window ``key``) to ``args.output`` as a ``.npy``: every refusal
+    first, then the size checked against the free space, then the values (a quantized dense tensor
+    through a memory map, with progress on a terminal). ``label``: what the last line names."""
+    import numpy as np
+
+    if key is not None:
+        check_region(key, tuple(tensor.shape))
+    prepared = streamed(tensor) if key is None else None  # every refusal before the output file exists
+    if prepared is None:
+        values = npy_values(tensor, key)
+        write_npy(args.output, values)
+        kind, shape = str(values.dtype), list(values.shape)
+    else:
+        shape = list(tensor.shape)
+        with npy_memmap(args.output, np.float32, tuple(shape)) as out:
+            prepared.run(out, progress=progress_printer("dequantize"))
+        kind = "float32"
+    print(f"wrote {kind} {shape}{label} to {args.output}")
 
 
 # ------------------------------------------------------------------ verdicts and JSON documents

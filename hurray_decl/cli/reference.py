@@ -19,11 +19,12 @@ def cmd_rule(args: argparse.Namespace) -> int:
     from hurray_decl.rules import all_rules
 
     rules = all_rules()
-    missing = [code for code in args.codes if code not in rules]
+    by_id = {code.upper(): row for code, row in rules.items()}  # IDs are read whatever their case
+    missing = [code for code in args.codes if code.strip().upper() not in by_id]
     if missing:
         raise UsageError(f"argument ID: no rule {', '.join(missing)} in RULES.md")
     for code in args.codes:
-        row = rules[code]
+        row = by_id[code.strip().upper()]
         print(f"{row.id} ({row.role}; needs {'+'.join(sorted(row.needs))}): {row.text}\n  source: {row.source}")
     return OK
 
@@ -34,5 +35,5 @@ def register(sub: Any) -> None:
     schemes.set_defaults(run=cmd_schemes)
     rule = sub.add_parser("rule", help="print the text of rules by their ID (the codes errors carry)",
                           description="Print the text of rules by their ID (the codes errors carry).")
-    rule.add_argument("codes", nargs="+", metavar="ID", help="a rule ID such as HQ-PB-03")
+    rule.add_argument("codes", nargs="+", metavar="ID", help="a rule ID such as HQ-PB-03 (any case: hq-pb-03)")
     rule.set_defaults(run=cmd_rule)

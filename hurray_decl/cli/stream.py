@@ -27,38 +27,15 @@ stream before they write anything.
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from hurray_decl.cli.common import INVALID, OK, UsageError
-from hurray_decl.cli.inputs import HANDED_ON, STREAM, Window, existing, handles, open_file, parse_hex
+from hurray_decl.cli.inputs import STREAM, handles, open_source
 
-SUFFIX = ".stream"
 ROUTED = ("inspect", "validate", "decode", "dequantize", "extract")
-
-
-def _window(stream: Any, args: argparse.Namespace) -> Window:
-    return Window(stream, getattr(args, "offset", 0) or 0, getattr(args, "length", None))
-
-
-def open_source(args: argparse.Namespace) -> Any:
-    """The stream to read ``args.input`` from: an object with ``read``, or bytes."""
-    source = args.input
-    if source == "-":
-        return _window(sys.stdin.buffer, args)
-    if source in HANDED_ON:
-        return _window(io.BytesIO(HANDED_ON[source]), args)
-    info = existing(source)
-    if info is None:
-        data = parse_hex(source)
-        if data is None:
-            raise UsageError(f"argument INPUT: {source!r} is neither an existing file nor hex bytes")
-        return _window(io.BytesIO(data), args)
-    return _window(open_file(source, info), args)
 
 
 def _reader(args: argparse.Namespace, **options: Any) -> Any:
@@ -188,7 +165,8 @@ def _frame(args: argparse.Namespace) -> Any:
 
 def cmd_dequantize(args: argparse.Namespace) -> int:
     from hurray_decl.cli import outputs
-    from hurray_decl.cli.dequantize import region, write_values
+    from hurray_decl.cli.common import region
+    from hurray_decl.cli.outputs import write_values
 
     if args.buffers:
         raise UsageError("a stream carries its buffers: give no buffer files")
@@ -221,28 +199,15 @@ def cmd_extract(args: argparse.Namespace) -> int:
     from hurray_decl.cli import outputs
     from hurray_decl.hurray.tensor import write_tensor_descriptor
 
-    folder = outputs.folder_target(args.output)
+    folder = outputs.folder_target(args.output, create=True)
     found = _frame(args)
     descriptor, buffers = (found.head, ()) if hasattr(found, "head") else \
         (found.descriptor, found.buffers) if hasattr(found, "descriptor") else found
-    contents = [(folder / f"frame{args.index}.descriptor.bin",
-                 write_tensor_descriptor(descriptor, permissive=args.permissive))]
-    contents += [(folder / f"frame{args.index}.buffer{i}.bin", bytes(b)) for i, b in enumerate(buffers)]
-    outputs.write_all(contents)
-    print(f"wrote frame[{args.index}]: " + ", ".join(str(p) for p, _ in contents))
+    contents = [(f"frame{args.index}.descriptor.bin", write_tensor_descriptor(descriptor, permissive=args.permissive))]
+    contents += [(f"frame{args.index}.buffer{i}.bin", bytes(b)) for i, b in enumerate(buffers)]
+    written = outputs.write_into(folder, contents)
+    print(f"wrote frame[{args.index}]: " + ", ".join(str(p) for p in written))
     return OK
-
-
-def check_stream(path: Path, args: argparse.Namespace) -> dict[str, Any]:
-    """``audit``'s reader of ``*.stream`` files: the items, T for a tensor and C for a composite."""
-    from hurray_decl.hurray.stream import CompositeItem, read_stream
-
-    items = []
-    with open(path, "rb") as source:
-        for item in read_stream(source):
-            items.append("C" if isinstance(item, CompositeItem) else "T")
-            del item  # before the next item's buffers arrive
-    return {"items": ",".join(items)}
 
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
@@ -252,24 +217,12 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
 
 
 def register(sub: Any) -> None:
-    """Register the stream handlers of :data:`ROUTED`, add ``--progress`` and ``--index``, and teach
-    ``audit`` ``*.stream``."""
-    from hurray_decl.cli.audit import READERS
-
-    READERS[SUFFIX] = check_stream
+    """Register the stream handlers of :data:`ROUTED` (the commands declare ``--progress``,
+    ``--index`` and ``--kind`` themselves; ``audit`` reads ``*.stream`` files itself)."""
     for name in ROUTED:
         parser = sub.choices.get(name)
         if parser is None:
             continue
-        if name in ("validate", "inspect"):
-            parser.add_argument("--progress", action="store_true",
-                                help="for a stream: a line per item as it arrives (inspect: per frame, on stderr)")
-        if name in ("dequantize", "extract"):
-            parser.add_argument("--index", type=int, default=None, metavar="K",
-                                help="for a stream: frame[K], as inspect numbers the frames")
-        if name == "extract":
-            parser.add_argument("--kind", choices=("auto", STREAM), default="auto",
-                                help="stream forces the stream reader (default: detected from the bytes)")
         handles(sub, name, {STREAM: HANDLERS[name]})
 
 

@@ -23,7 +23,7 @@ JSON_SCHEMA = "schema.json"
 """The JSON Schema of the json format, shipped in the package: ``json_schema()`` loads it."""
 HEADER = ("Offset", "Value (hex)", "Field", "Value")
 WIDTH = 100
-"""Columns of every line of the text table (the verdict line after it is one line, whatever its length)."""
+"""Columns of every line of the text table and of the verdict after it."""
 HEX_BYTES = 8
 """Bytes of hex per text line."""
 COLUMNS = (10, 3 * HEX_BYTES - 1, 34, WIDTH - 10 - (3 * HEX_BYTES - 1) - 34 - 3 * 2)
@@ -65,9 +65,23 @@ def _cells(dump: Rows) -> Iterator[tuple[int, int, str, str, str, str]]:
         yield row.offset, row.size, row.hex, row.field, row.value, f"<-- {code}" if code else ""
 
 
+VERDICT_INDENT = "  "
+"""The indent of a verdict's continuation lines."""
+
+
+def verdict_lines(text: str, width: int = WIDTH) -> list[str]:
+    """A verdict in lines of at most ``width`` columns, broken between words (a word longer than a
+    line is broken too); the lines after the first are indented by :data:`VERDICT_INDENT`, so the
+    verdict starts where a line starts with ``valid`` or ``invalid: [CODE]``."""
+    import textwrap
+
+    flat = " ".join(text.split())
+    return textwrap.wrap(flat, width, subsequent_indent=VERDICT_INDENT, break_on_hyphens=False) or [flat]
+
+
 def _verdict(dump: Rows) -> Iterator[str]:
     yield ""
-    yield "valid" if dump.error is None else f"invalid: {dump.error}"
+    yield from verdict_lines("valid" if dump.error is None else f"invalid: {dump.error}")
 
 
 NOTE = re.compile(r"… \(\+(\d+) chars\)$")

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from hurray_decl.errors import ArgumentError
+from hurray_decl.errors import ArgumentError, NameNotFound, path_error
 from hurray_decl.hurray.container import Container, KVTag, KVValue, read_container
 from hurray_decl.hurray.container.writer import ContainerWriter
 from hurray_decl.hurray.tensor.fields import HEADER_FIELDS
@@ -74,10 +74,14 @@ class File:
     def __getitem__(self, name: str) -> Tensor:
         container = self.container
         if name not in self._names:
-            container.entry(name)  # an ArgumentError naming what the file holds
-            raise ArgumentError("name", "a composite member is read through its head's members", actual=name,
+            container.entry(name)  # a NameNotFound (a KeyError too) naming what the file holds
+            raise NameNotFound("name", "a composite member is read through its head's members", actual=name,
                                 expected=", ".join(self._names[:20]))
         return tensor_of(container, name, self.path)
+
+    def get(self, name: str, default: Any = None) -> Tensor | Any:
+        """Tensor ``name``, or ``default`` when the file holds no tensor of that name (as ``dict.get``)."""
+        return self[name] if name in self._names else default
 
     def __contains__(self, name: object) -> bool:
         return name in self._names
@@ -145,7 +149,7 @@ def open_file(path: str | Path) -> File:
     try:
         container = read_container(text)
     except OSError as exc:
-        raise ArgumentError("path", f"cannot open {text}: {exc.strerror or exc}", actual=text) from None
+        raise path_error("path", f"cannot open {text}: {exc.strerror or exc}", exc, text) from None
     return File(text, container)
 
 

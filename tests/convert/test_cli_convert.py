@@ -197,14 +197,15 @@ BAD = [
     (["convert", "model.gguf", "-o", "nowhere/out"], 3, "does not exist"),
     (["convert", "model.gguf", "-o", "full"], 3, "non-empty folder"),
     (["convert", "model.gguf", "-o", "one.bin"], 2, "do not fit one one.bin"),
-    (["convert", "model.onnx", "--to", "ort", "-o", "w.onnx"], 2, "no conversion from onnx to ort"),
+    (["convert", "model.onnx", "--to", "ort", "-o", "w.onnx"], 2, "no conversion from model to ort"),
     (["convert", "desc.bin", "--to", "ort", "-o", "w.onnx"], 2, "needs its buffers"),
     (["convert", "desc.bin", "--buffer", "desc.bin", "--to", "ort", "-o", "w.onnx"], 1, "nothing written"),
     (["quantize", "x.npy", "--scheme", "nope", "-o", "q.bin"], 2, "no scheme 'nope'"),
     (["quantize", "notes.txt", "--scheme", "nf4", "-o", "q.bin"], 1, "not a .npy array"),
     (["quantize", "words.npy", "--scheme", "nf4", "-o", "q.bin"], 1, "not real numbers"),
     (["quantize", "x.npy", "--scheme", "per_block_affine", "--block-size", "3", "-o", "q.bin"], 1, "HQ-PB-03"),
-    (["quantize", "x.npy", "--scheme", "per_block_affine", "--storage", "int3", "-o", "q.bin"], 1, "HQ-PB-14"),
+    (["quantize", "x.npy", "--scheme", "per_block_affine", "--storage", "int3", "-o", "q.bin"], 2,
+     "argument --storage"),
     (["quantize", "missing.npy", "--scheme", "nf4", "-o", "q.bin"], 3, "no such file"),
 ]
 

@@ -438,7 +438,7 @@ def test_audit_index_links_each_page_with_its_verdict(open_page, tmp_path):
     target = (tmp_path / f"{name}.html").as_uri()
     view = open_page((tmp_path / "index.html").read_text(), name="index.html", follows=(target,),
                      wait=False).page
-    listed = view.evaluate("""() => [...document.querySelectorAll('section[data-kind="tensor"] tbody tr')]
+    listed = view.evaluate("""() => [...document.querySelectorAll('section[data-kind="descriptor"] tbody tr')]
         .map(r => [r.dataset.file, r.children[1].textContent, r.children[2].textContent,
                    r.querySelector('a').getAttribute('href')])""")
     assert listed == [[f, "valid" if EXPECT[f] is None else "invalid", EXPECT[f] or "", f"{f}.html"] for f in FILES]
@@ -462,3 +462,17 @@ def test_an_error_without_an_offset_is_shown_but_marks_no_field(open_page):
     assert view.evaluate("() => [document.getElementById('problem').hidden, "
                          "document.querySelector('#problem button').hidden]") == [False, True]
     assert view.text_content("#problem .rule-text") == rule("HT-HDR-08").text
+
+
+def test_offsets_and_sizes_of_a_large_file_are_shown_whole(open_page):
+    """A field of 9,830,400 bytes and one at byte 12,345,678: the tree's offset and size cells show
+    every digit (their columns as wide as the longest), never an ellipsis ("9830\u2026")."""
+    rows = [hexdump.Row(0, 8, "48 52 52 59 46 49 4C 45", "magic", "HRRYFILE"),
+            hexdump.Row(64, 9_830_400, "00 00", "tensors[0].data", "(bytes)"),
+            hexdump.Row(12_345_678, 4, "00 00 00 00", "tensors[1].crc", "0")]
+    view = open_page(render_html(hexdump.Dump(rows, None), title="large offsets")).page
+    cells = view.evaluate("""() => [...document.querySelectorAll('#tree [data-item] .num')].map(e => (
+        {text: e.textContent, fits: e.scrollWidth <= e.clientWidth}))""")
+    texts = [cell["text"] for cell in cells]
+    assert {"9830400", "12345678"} <= set(texts)
+    assert all(cell["fits"] for cell in cells), cells

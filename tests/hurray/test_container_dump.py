@@ -17,6 +17,7 @@ from hurray_decl.hurray.container.dump import container_dump
 from hurray_decl.hurray.container.strategies import invalid_containers, valid_containers
 from hurray_decl.hurray.container.writer import write_container
 from hurray_decl.hurray.tensor import BufferHandle, TensorDescriptor
+from tests.helpers import dump_verdict
 from tests.paths import FILES, HURRAY_SPEC
 
 VECTORS = json.loads((FILES / "manifest.json").read_text())["vectors"]
@@ -50,7 +51,7 @@ def test_every_byte_of_each_vector_exactly_once(entry):
     else:
         assert dump.error is not None and dump.error.code == entry["rule"]
         text = hexdump.render(dump, "text")
-        assert text.splitlines()[-1].startswith(f"invalid: [{entry['rule']}]")
+        assert dump_verdict(text).startswith(f"invalid: [{entry['rule']}]")
 
 
 def _worked_example() -> list[tuple[int, int, str]]:

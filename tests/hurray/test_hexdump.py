@@ -10,6 +10,7 @@ from hypothesis import given, strategies as st
 
 from hurray_decl.hurray.dump import UNDECODED, hexdump, quantization_dump
 from hurray_decl.hurray.strategies import quantization_payloads
+from tests.helpers import dump_verdict
 from tests.paths import HURRAY_SPEC
 
 SPEC = HURRAY_SPEC / "per-channel-affine.txt"
@@ -81,7 +82,7 @@ def test_invalid_input_marks_the_failing_field(data, code, offset, field):
     assert any(r["offset"] == offset and r["field"] == field for r in dump["rows"])
     assert_rows_cover(raw, dump["rows"])
     text = hexdump(raw, kind="quantization")
-    assert f"<-- {code}" in text and text.rstrip().splitlines()[-1].startswith(f"invalid: [{code}]")
+    assert f"<-- {code}" in text and dump_verdict(text).startswith(f"invalid: [{code}]")
 
 
 def test_truncated_field_is_left_undecoded():

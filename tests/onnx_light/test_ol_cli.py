@@ -115,7 +115,7 @@ def test_audit_default_run_includes_the_onnx_light_corpus(capsys):
     assert {e["code"] for e in light["descriptors"] if e["verdict"] == "invalid"} == {e.expect for e in CORPUS
                                                                                      if e.expect}
     code, out, _ = run(capsys, "audit")
-    assert code == 0 and "onnx-light files" in out and "tensor files" in out
+    assert code == 0 and "onnx-light files" in out and "descriptor files" in out
 
 
 def test_audit_of_an_onnx_light_folder_reports_disagreements(capsys, tmp_path):
@@ -125,7 +125,7 @@ def test_audit_of_an_onnx_light_folder_reports_disagreements(capsys, tmp_path):
     code, out, _ = run(capsys, "audit", str(tmp_path))
     assert code == 1 and "NO" in out
     code, out, _ = run(capsys, "audit", str(hurray_bundled()))   # a Hurray folder goes to the Hurray audit
-    assert code == 0 and "tensor files" in out and "onnx-light files" not in out
+    assert code == 0 and "descriptor files" in out and "onnx-light files" not in out
 
 
 @covers("OL-PROF-01")

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 
 from hurray_decl import cli
-from hurray_decl.cli.onnx_light import draw_cases
+from hurray_decl.cli.fuzz import draw_onnx_light_cases as draw_cases
 from hurray_decl.hurray.fuzz import ACCEPT, REJECT, VALID, fuzz
 from hurray_decl.onnx_light import dequantize_value
 from hurray_decl.onnx_light.dump import dump

@@ -75,6 +75,14 @@
   }
   close(0);
   const items = item.row.length;
+  // offsets and sizes are shown whole: their columns as wide as the longest (7 and 6 at least)
+  let widest = 0, largest = 0;
+  for (let it = 0; it < items; it++) {
+    widest = Math.max(widest, item.end[it]);
+    largest = Math.max(largest, item.end[it] - item.start[it]);
+  }
+  document.documentElement.style.setProperty("--offset-width", Math.max(7, String(widest).length) + "ch");
+  document.documentElement.style.setProperty("--size-width", Math.max(6, String(largest).length) + "ch");
   const isGroup = (it) => item.row[it] < 0;
   const collapsed = new Uint8Array(items);
   const failItem = failRow >= 0 ? rowItem[failRow] : -1;

@@ -28,7 +28,7 @@ import numpy as np
 
 from hurray_decl.declare.model import remember_validated
 from hurray_decl.declare.schema import Rule, field_offsets
-from hurray_decl.errors import ArgumentError, HurrayDeclError, RuleViolation, TruncatedError
+from hurray_decl.errors import ArgumentError, HurrayDeclError, NameNotFound, RuleViolation, TruncatedError
 from hurray_decl.hurray.container.composite import CompositeWalk
 from hurray_decl.hurray.container.crc import crc32c
 from hurray_decl.hurray.container.declarations import (
@@ -205,7 +205,7 @@ class Container:
 
     def _position(self, name: str) -> int:
         if not isinstance(name, str) or name not in self._by_name:
-            raise ArgumentError("name", "no tensor of that name in the container", actual=name,
+            raise NameNotFound("name", "no tensor of that name in the container", actual=name,
                                 expected=", ".join(self.names[:20]) or "(the container holds no tensor)")
         return self._by_name[name]
 

@@ -44,7 +44,7 @@ def region(text: str | None) -> Any:
 
 def streamed(tensor: Any) -> Any:
     """The checked dequantization of a quantized dense tensor (written through a memory map),
-    or None for every other tensor (its values are computed whole, :func:`npy_values`)."""
+    or None for every other tensor (:meth:`Tensor.numpy` fills the memory map chunk by chunk)."""
     from hurray_decl.hurray.numerics import prepare_dequantize
     from hurray_decl.hurray.tensor import BlockPaged, CompositeHead
     from hurray_decl.hurray.values import SPARSE
@@ -91,8 +91,16 @@ def write_values(args: argparse.Namespace, tensor: Any, key: Any, label: str) ->
     through a memory map, with progress on a terminal). ``label``: what the last line names."""
     import numpy as np
 
+    from hurray_decl.hurray.tensor.common import DYNAMIC
+
     prepared = streamed(tensor) if key is None else None  # every refusal before the output file exists
-    if prepared is None:
+    if prepared is None and key is None and DYNAMIC not in tensor.shape:  # in bounded chunks, through a memory map
+        tensor.check()
+        dtype = np.dtype(np.float32) if tensor.dtype.kind == "V" else tensor.dtype  # as npy_values widens
+        with outputs.npy_memmap(args.output, dtype, tuple(tensor.shape)) as out:
+            tensor.numpy(dtype, out=out, progress=progress_printer("dequantize"))
+        kind, shape = str(dtype), list(tensor.shape)
+    elif prepared is None:
         values = npy_values(tensor, key)
         outputs.write_npy(args.output, values)
         kind, shape = str(values.dtype), list(values.shape)

@@ -297,6 +297,18 @@ def about(args: argparse.Namespace, kind: str) -> dict[str, Any]:
     return {"file": getattr(args, "input", None), "kind": kind}
 
 
+def tensor_record(name: str, element: str, shape: Any, status: str, *, method: str = "", byte_size: int = 0,
+                  errors: tuple[Any, Any, Any] = (None, None, None), code: str | None = None,
+                  reason: str = "") -> dict[str, Any]:
+    """One tensor of a ``convert`` or ``quantize`` report as ``--json`` prints it, whatever the source:
+    ``status`` is ``quantized``, ``converted``, ``kept`` or ``skipped`` (``code`` and ``reason`` say
+    why); ``errors``: the max |error|, RMSE and SNR (dB) of a quantized tensor."""
+    max_abs_error, rmse, snr_db = errors
+    return {"name": name, "type": element, "shape": list(shape), "status": status, "method": method or None,
+            "bytes": byte_size or None, "max_abs_error": max_abs_error, "rmse": rmse, "snr_db": snr_db,
+            "code": code, "reason": reason or None}
+
+
 def envelope(args: argparse.Namespace, kind: str, err: Any = None, **more: Any) -> dict[str, Any]:
     """The JSON document of a verdict: file, kind, verdict, error (None when valid), then ``more``."""
     from hurray_decl.dump.rows import verdict_json  # the verdict and error object of every JSON document

@@ -236,6 +236,28 @@ def test_a_memory_mapped_out_is_filled_and_let_go_page_by_page(name, tmp_path, m
                 np.broadcast_to(np.arange(300, dtype=np.float32)[:, None], (300, 1000)))
 
 
+def named(t: Tensor, names) -> Tensor:
+    """``t`` and its members with names (a container names every tensor), an overlay's base first."""
+    members = sorted(t.members, key=lambda m: m.descriptor.composite_member is None
+                     or m.descriptor.composite_member.member_role != MemberRole.BASE)
+    return Tensor(t.descriptor, t.buffers, next(names), members=[named(m, names) for m in members])
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_dequantize_of_a_container_tensor_writes_the_dense_array(name, tmp_path, tiny_chunks, capsys):
+    """Every tensor above in a .hrry, through ``dequantize FILE.hrry --name t``: the .npy holds
+    the dense array (its values widened to float32 where .npy has no type)."""
+    import itertools
+
+    from hurray_decl import cli as command_line
+
+    t, dense = CASES[name]
+    hd.save(tmp_path / "t.hrry", {"t": named(t, (f"m{i}" for i in itertools.count()))})
+    assert command_line.main(["dequantize", str(tmp_path / "t.hrry"), "--name", "t", "-o",
+                              str(tmp_path / "t.npy")]) == 0, capsys.readouterr().err
+    assert same(np.load(tmp_path / "t.npy"), dense)
+
+
 def test_sparse_windows_read_only_their_entries():
     """Entries outside a CSR window's rows are never read: made NaN after the buffers were checked."""
     rng = np.random.default_rng(3)

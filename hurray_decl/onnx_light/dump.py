@@ -438,9 +438,7 @@ def _decode_payloads(data: bytes, root: Field, rows: list[Row], model) -> tuple[
 def dump(data: bytes, *, kind: str | None = None, name: str | None = None) -> Dump:
     """Rows and verdict of an onnx-light input (kind detected from the bytes unless given)."""
     data = bytes(data)
-    if kind is None:
-        kind = detect_kind(data)
-        kind = kind if kind in MESSAGES else VALUE  # no message of any kind: show where a value stops
+    kind = _kind(data, kind)
     if kind not in MESSAGES:
         raise ArgumentError("kind", "not an onnx-light input kind", actual=kind, expected=sorted(MESSAGES))
     walked = walk(data, MESSAGES[kind].DESCRIPTOR)
@@ -459,9 +457,7 @@ def dump(data: bytes, *, kind: str | None = None, name: str | None = None) -> Du
             start = _find_item(walked.root, item)
             lo, hi = start.start, start.end
             rows = [r for r in rows if lo <= r.offset < hi]
-            check_item(item)
-        else:
-            check(message, kind)
+        _check(message, kind, name)
     except ArgumentError:
         raise
     except HurrayDeclError as err:
@@ -484,16 +480,10 @@ def check_input(data: bytes, *, kind: str | None = None, name: str | None = None
     byte. The codec's own checks raise the same code and path, their offset relative to a
     payload or absent (they are given messages, not bytes)."""
     data = bytes(data)
-    if kind is None:
-        kind = detect_kind(data)
-        kind = kind if kind in MESSAGES else VALUE
+    kind = _kind(data, kind)
     message = parse(data, kind)  # the walk's offset, as the dump gives it
     try:
-        if name is not None:
-            for item in items(message, kind, name):
-                check_item(item)
-        else:
-            check(message, kind)
+        _check(message, kind, name)
     except ArgumentError:
         raise
     except HurrayDeclError as err:
@@ -505,6 +495,23 @@ def check_input(data: bytes, *, kind: str | None = None, name: str | None = None
             raise err.located(located.offset) from None
         raise
     return kind, message
+
+
+def _kind(data: bytes, kind: str | None) -> str:
+    """``kind``, or the one detected from the bytes (no message of any kind: a value, to show where it stops)."""
+    if kind is not None:
+        return kind
+    found = detect_kind(data)
+    return found if found in MESSAGES else VALUE
+
+
+def _check(message: object, kind: str, name: str | None) -> None:
+    """The codec's checks on the whole input, or on the values ``name`` picks."""
+    if name is None:
+        check(message, kind)
+        return
+    for item in items(message, kind, name):
+        check_item(item)
 
 
 def _find_item(root: Field, item: Item) -> Field:

@@ -762,8 +762,8 @@ class _Written:
 
     def __init__(self, out: np.ndarray) -> None:
         mapping = out.base
-        self.mapping = mapping if isinstance(mapping, mmap.mmap) and hasattr(mapping, "madvise") \
-            and out.flags.c_contiguous else None
+        self.mapping = mapping if isinstance(mapping, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED") \
+            and out.flags.c_contiguous else None  # madvise and MADV_DONTNEED: Unix
         self.start = 0
         self.released = 0
         self.itemsize = out.dtype.itemsize

@@ -18,12 +18,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, strategies as st
 
 import hurray_decl as hd
+from hurray_decl.errors import HurrayDeclError
 from hurray_decl.hurray import values as values_module
 from hurray_decl.hurray.schemes.per_tensor_affine import PerTensorAffine
 from hurray_decl.hurray.tables.codes import MemberRole
-from hurray_decl.hurray.tensor import COO, CSF, BufferHandle, CompositeHead, Strided, TensorDescriptor
+from hurray_decl.hurray.tensor import COO, CSC, CSF, CSR, BufferHandle, CompositeHead, Strided, TensorDescriptor
 from hurray_decl.hurray.tensor.sections import CompositeMember, Shard
 from hurray_decl.hurray.values import Tensor
 from tests.hurray.test_tensor_access import paged_tensor, ref_sequence
@@ -287,8 +289,6 @@ def test_members_outside_a_window_are_never_read():
 
 
 def test_check_refuses_before_any_value():
-    from hurray_decl.errors import HurrayDeclError
-
     dense = np.eye(4, dtype=np.float32)
     t = hd.Tensor.from_scipy(sp.coo_array(dense))
     bad = bytearray(t.buffers[1])
@@ -401,3 +401,48 @@ def test_2x2_windows_of_the_t4f_files_peak_under_64_mib(which, side, tmp_path):
                    "print(f[list(f)[0]][0:2, 0:2].tolist())", str(source), cwd=tmp_path)
     assert api["rc"] == 0 and api["peak"] < 64 * MiB, api["err"]
     assert json.loads(api["out"]) == expected.tolist()
+
+
+# ---------------------------------------------------------------- arbitrary entries
+
+
+@given(layout=st.sampled_from(["coo", "csr", "csc"]), rows=st.integers(1, 9), cols=st.integers(1, 9),
+       nnz=st.integers(0, 12), seed=st.integers(0, 2**32 - 1), key_seed=st.integers(0, 2**32 - 1))
+def test_windows_of_arbitrary_entries_are_the_entries_placed_or_refused(layout, rows, cols, nnz, seed, key_seed):
+    """Index buffers of random numbers (in range or not, repeated, unsorted): the tensor is refused
+    with a rule, or every window is its stored entries placed by hand, sliced (entry chunks of 2)."""
+    rng = np.random.default_rng(seed)
+    values = rng.standard_normal(nnz).astype("<f4")
+    if layout == "coo":
+        index = rng.integers(0, max(rows, cols) + 1, (nnz, 2)).astype("<u8")
+        buffers = [values.tobytes(), index.tobytes()]
+        kind = COO(nnz=nnz, is_sorted=int(rng.integers(0, 2)))
+    else:
+        along, across = (rows, cols) if layout == "csr" else (cols, rows)
+        ptr = np.sort(rng.integers(0, nnz + 1, along + 1)).astype("<u8")
+        if rng.random() < 0.7:
+            ptr[0], ptr[-1] = 0, nnz
+        buffers = [values.tobytes(), rng.integers(0, across + 1, nnz).astype("<u8").tobytes(), ptr.tobytes()]
+        kind = CSR(nnz=nnz) if layout == "csr" else CSC(nnz=nnz)
+    d = TensorDescriptor(type_tag=0x03, shape=(rows, cols), layout=kind,
+                         buffers=tuple(BufferHandle(byte_size=len(b)) for b in buffers))
+    t = Tensor(hd.read_tensor_descriptor(hd.write_tensor_descriptor(d)), buffers)
+    try:
+        entries = t.sparse()
+    except HurrayDeclError as err:
+        assert err.code
+        with pytest.raises(HurrayDeclError) as again:
+            t[0:rows, 0:cols]
+        assert again.value.code == err.code
+        return
+    dense = np.zeros((rows, cols), np.float32)
+    dense[tuple(entries.coords.T)] = entries.values
+    saved = values_module.ENTRY_CHUNK
+    values_module.ENTRY_CHUNK = 2
+    try:
+        key_rng = np.random.default_rng(key_seed)
+        for _ in range(5):
+            key = random_key(key_rng, (rows, cols))
+            assert same(t[key], dense[key]), key
+    finally:
+        values_module.ENTRY_CHUNK = saved

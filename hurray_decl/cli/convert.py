@@ -297,10 +297,12 @@ def _stream_hurray(target: Path, items: Sequence[Any], describe: Callable[[Any],
 def _report(rows: Sequence[Row], written: str | None, args: argparse.Namespace) -> None:
     done = sum(r.converted for r in rows)
     summary = f"{done} converted, {len(rows) - done} skipped"
-    if args.json:
+    if args.json:  # the key set of every conversion report (quantize's and the safetensors sources' too)
+        from hurray_decl.cli.outputs import tensor_record
+
         print(json.dumps({"source": str(args.input), "to": args.to, "output": written, "tensors": [
-            {"name": r.name, "type": r.source, "shape": list(r.shape), "converted": r.converted, "code": r.code,
-             "reason": r.reason or None} for r in rows]}, indent=2))
+            tensor_record(r.name, r.source, r.shape, "converted" if r.converted else "skipped", code=r.code,
+                          reason=r.reason) for r in rows]}, indent=2))
         return
     for row in rows:
         print(row.text())

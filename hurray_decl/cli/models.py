@@ -64,12 +64,12 @@ class Row:
                 f"{self.byte_size} B")
 
     def record(self) -> dict[str, Any]:
+        from hurray_decl.cli.outputs import tensor_record
+
         e = self.error
-        return {"name": self.name, "type": self.element, "shape": list(self.shape), "status": self.status,
-                "method": self.method or None, "bytes": self.byte_size or None,
-                "max_abs_error": None if e is None else e.max_abs_error, "rmse": None if e is None else e.rmse,
-                "snr_db": None if e is None else _json_number(e.snr_db), "code": self.code,
-                "reason": self.reason or None}
+        errors = (None, None, None) if e is None else (e.max_abs_error, e.rmse, _json_number(e.snr_db))
+        return tensor_record(self.name, self.element, self.shape, self.status, method=self.method,
+                             byte_size=self.byte_size, errors=errors, code=self.code, reason=self.reason)
 
 
 def _json_number(value: float | None) -> float | str | None:

@@ -42,14 +42,13 @@ DECODER_FAILURES = (TypeError, ValueError, UnicodeDecodeError, OverflowError, Ke
 internal error, reported in one line by :func:`hurray_decl.cli.main`)."""
 
 
-def _message(args: argparse.Namespace) -> tuple[str, Any]:
-    """(kind, parsed message) of the onnx-light input's window: the one protobuf reader of every
-    command (:func:`hurray_decl.onnx_light.inputs.parse`)."""
+def _checked(args: argparse.Namespace) -> tuple[str, Any]:
+    """(kind, parsed message) of a valid onnx-light input (the values ``--name`` picks), or the
+    refusal with the offset ``inspect`` marks (:func:`hurray_decl.onnx_light.dump.check_input`)."""
     from hurray_decl.cli.inputs import detect, window_data
-    from hurray_decl.onnx_light.inputs import parse
+    from hurray_decl.onnx_light.dump import check_input
 
-    kind = detect(args).kind
-    return kind, parse(window_data(args), kind)
+    return check_input(window_data(args), kind=detect(args).kind, name=getattr(args, "name", None))
 
 
 # --- commands ------------------------------------------------------------------------------------
@@ -76,14 +75,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from hurray_decl.cli.inputs import detect
 
     def check() -> str:
-        from hurray_decl.onnx_light.inputs import check, check_item, items
+        from hurray_decl.onnx_light.inputs import items
 
-        kind, message = _message(args)
-        if args.name is not None:
-            for item in items(message, kind, args.name):
-                check_item(item)
-        else:
-            check(message, kind)
+        kind, message = _checked(args)
         count = len(items(message, kind)) if kind != Kind.TENSOR else 0
         return f"onnx-light {kind} ({count} encoded value{'s' * (count != 1)})" if kind == Kind.MODEL \
             else f"onnx-light {kind}"
@@ -112,23 +106,19 @@ def cmd_decode(args: argparse.Namespace) -> int:
     from hurray_decl.cli import outputs
 
     try:
-        kind, message = _message(args)
+        kind, message = _checked(args)
         from hurray_decl.onnx_light import decode_plan
-        from hurray_decl.onnx_light.inputs import check, check_item, items
+        from hurray_decl.onnx_light.inputs import items
         from hurray_decl.onnx_light.tensors import tensor_to_array
         from hurray_decl.onnx_light.wire import logical_shape
 
         if kind == Kind.TENSOR:
-            check(message, kind)
             values = tensor_to_array(message)
             out: dict[str, Any] = {"kind": kind, "name": message.name, "dtype": str(values.dtype),
                                    "shape": list(values.shape), "values": values.astype("float64").ravel().tolist()}
         else:
-            if args.name is None:
-                check(message, kind)
             decoded = []
             for item in items(message, kind, args.name):
-                check_item(item)
                 dtype, shape = logical_shape(item.value.logical_type, "value -> logical_type")
                 decoded.append({"name": item.name, "path": item.path, "logical_dtype": dtype, "shape": list(shape),
                                 "parameter_ref": item.value.parameter_ref or None,
@@ -147,19 +137,16 @@ def cmd_dequantize(args: argparse.Namespace) -> int:
     import ml_dtypes
 
     from hurray_decl.cli import outputs
-    from hurray_decl.onnx_light.inputs import array_of, check, items
+    from hurray_decl.onnx_light.inputs import array_of, items
     from hurray_decl.onnx_light.tensors import tensor_to_array
 
     if args.buffers:
         raise UsageError("an onnx-light input carries its payload: give no buffer files")
     outputs.target(args.output)
-    kind, message = _message(args)
+    kind, message = _checked(args)  # the whole input's verdict (or the --name values'), before the output exists
     if kind == Kind.TENSOR:
-        check(message, kind)
         array = tensor_to_array(message)
     else:
-        if args.name is None:
-            check(message, kind)  # the whole input's verdict, as validate gives it, before the output exists
         found = items(message, kind, args.name)
         if len(found) != 1:
             names = ", ".join(item.name or "(unnamed)" for item in found) or "none"
@@ -176,7 +163,8 @@ def cmd_dequantize(args: argparse.Namespace) -> int:
 def audit_folder(folder: Path) -> dict[str, Any]:
     """Verdicts for every onnx-light file of ``folder``, compared with its manifest when there is one."""
     from hurray_decl.onnx_light.corpus import MANIFEST, read_manifest
-    from hurray_decl.onnx_light.inputs import check, detect_kind, parse
+    from hurray_decl.onnx_light.dump import check_input
+    from hurray_decl.onnx_light.inputs import detect_kind
 
     expected = read_manifest(folder)
     report = []
@@ -186,7 +174,7 @@ def audit_folder(folder: Path) -> dict[str, Any]:
         kind = expected.get(path.name, {}).get("kind") or detect_kind(data)
         entry["kind"] = kind
         try:
-            check(parse(data, kind), kind)
+            check_input(data, kind=kind)
         except HurrayDeclError as err:
             entry.update(verdict="invalid", code=err.code, offset=err.offset, message=str(err))
         except DECODER_FAILURES as exc:

@@ -401,7 +401,7 @@ def write_npy(path: str | os.PathLike, values: Any) -> None:
 
 def streamed(tensor: Any) -> Any:
     """The checked dequantization of a quantized dense tensor (written through a memory map),
-    or None for every other tensor (its values are computed whole, :func:`npy_values`)."""
+    or None for every other tensor (:meth:`Tensor.numpy` fills the memory map chunk by chunk)."""
     from hurray_decl.hurray.numerics import prepare_dequantize
     from hurray_decl.hurray.tensor import BlockPaged, CompositeHead
     from hurray_decl.hurray.values import SPARSE
@@ -428,10 +428,18 @@ def write_values(args: argparse.Namespace, tensor: Any, key: Any, label: str) ->
     through a memory map, with progress on a terminal). ``label``: what the last line names."""
     import numpy as np
 
+    from hurray_decl.hurray.tensor.common import DYNAMIC
+
     if key is not None:
         check_region(key, tuple(tensor.shape))
     prepared = streamed(tensor) if key is None else None  # every refusal before the output file exists
-    if prepared is None:
+    if prepared is None and key is None and DYNAMIC not in tensor.shape:  # in bounded chunks, through a memory map
+        tensor.check()
+        dtype = np.dtype(np.float32) if tensor.dtype.kind == "V" else tensor.dtype  # as npy_values widens
+        with npy_memmap(args.output, dtype, tuple(tensor.shape)) as out:
+            tensor.numpy(dtype, out=out, progress=progress_printer("dequantize"))
+        kind, shape = str(dtype), list(tensor.shape)
+    elif prepared is None:
         values = npy_values(tensor, key)
         write_npy(args.output, values)
         kind, shape = str(values.dtype), list(values.shape)
@@ -449,6 +457,18 @@ def write_values(args: argparse.Namespace, tensor: Any, key: Any, label: str) ->
 def about(args: argparse.Namespace, kind: str) -> dict[str, Any]:
     """What every JSON document of the command line says first: the file (as given) and its kind."""
     return {"file": getattr(args, "input", None), "kind": kind}
+
+
+def tensor_record(name: str, element: str, shape: Any, status: str, *, method: str = "", byte_size: int = 0,
+                  errors: tuple[Any, Any, Any] = (None, None, None), code: str | None = None,
+                  reason: str = "") -> dict[str, Any]:
+    """One tensor of a ``convert`` or ``quantize`` report as ``--json`` prints it, whatever the source:
+    ``status`` is ``quantized``, ``converted``, ``kept`` or ``skipped`` (``code`` and ``reason`` say
+    why); ``errors``: the max |error|, RMSE and SNR (dB) of a quantized tensor."""
+    max_abs_error, rmse, snr_db = errors
+    return {"name": name, "type": element, "shape": list(shape), "status": status, "method": method or None,
+            "bytes": byte_size or None, "max_abs_error": max_abs_error, "rmse": rmse, "snr_db": snr_db,
+            "code": code, "reason": reason or None}
 
 
 def envelope(args: argparse.Namespace, kind: str, err: Any = None, **more: Any) -> dict[str, Any]:

@@ -265,8 +265,9 @@ class GgufType:
         lv = self.read_levels(blocks)
         if not self.two_level:
             return self.codes(blocks), lv["d"][:, None], lv["m"][:, None] if "m" in lv else None
-        scales = lv["d"][:, None] * _f32(lv["sc"])
-        offsets = -(lv["dmin"][:, None] * _f32(lv["mn"])) if "dmin" in lv else None
+        with np.errstate(invalid="ignore"):  # an infinite d times a zero sc is NaN, as in gguf; refused by the rules
+            scales = lv["d"][:, None] * _f32(lv["sc"])
+            offsets = -(lv["dmin"][:, None] * _f32(lv["mn"])) if "dmin" in lv else None
         return self.codes(blocks), scales, offsets
 
 
@@ -317,7 +318,11 @@ def gguf_type(ggml_type: Any) -> GgufType:
 
 @dataclass(frozen=True)
 class SubBlocks:
-    """A tensor's values as ``S[j] * q[j, i] (+ O[j])``, one row j per sub-block, in element order."""
+    """A tensor's values as ``S[j] * q[j, i] (+ O[j])``, one row j per sub-block, in element order.
+
+    ``S`` and ``O`` are what gguf computes, NaN and infinities included (an infinite d times a zero
+    sub-block scale is NaN, silently); the converters refuse non-finite ones by their rules
+    (HQ-PB-12, OL-PLAN-10, OL-PLAN-13) and no NumPy warning is printed on the way."""
 
     type: GgufType
     shape: tuple[int, ...]
@@ -327,9 +332,10 @@ class SubBlocks:
 
     def reference(self) -> np.ndarray:
         """The values as gguf computes them, in float32: ``S * q``, then ``+ O`` (flat)."""
-        values = self.scales[:, None] * self.codes.astype(np.float32)
-        if self.offsets is not None:
-            values = values + self.offsets[:, None]
+        with np.errstate(invalid="ignore", over="ignore"):  # gguf's own NaN (inf * 0, inf - inf) and overflow
+            values = self.scales[:, None] * self.codes.astype(np.float32)
+            if self.offsets is not None:
+                values = values + self.offsets[:, None]
         return values.reshape(-1)
 
 
@@ -368,8 +374,12 @@ def gguf_parts(raw: Any, ggml_type: Any, shape: Sequence[int]) -> BlockParts:
             "hold them (HD-05): convert it to onnx-light instead", path="ggml_type", actual=row.name,
             expected=", ".join(t.name for t in GGUF_TYPES.values() if not t.two_level))
     sb = sub_blocks(raw, row.name, shape)
-    reference = sb.reference()
     d = sb.scales
+    if not np.isfinite(d).all():  # refused before any arithmetic on it (HQ-PB-12 would refuse the scale anyway)
+        j = int(np.flatnonzero(~np.isfinite(d))[0])
+        raise RuleViolation("HQ-PB-12", f"{row.name} block {j} has a non-finite d; a per-block scale is finite",
+                            path=f"raw -> blocks[{j}] -> d", actual=repr(float(d[j])), expected="finite")
+    reference = sb.reference()
     codes = sb.codes.copy()
     scales = d.copy()
     zeros = None

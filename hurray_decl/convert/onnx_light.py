@@ -63,14 +63,15 @@ def _parameters(sb: SubBlocks) -> tuple[np.ndarray, ...]:
     """Per-block (scale, zero point, offset) and per-element codes, all exact."""
     row = sb.type
     lo = -(1 << (PROFILE_DEFAULTS[PROFILES[row.name]].bits - 1))  # the profile's smallest signed code
-    S = sb.scales.astype(np.float64)
-    O = np.zeros_like(S) if sb.offsets is None else sb.offsets.astype(np.float64)  # noqa: E741 - GGUF's name, beside S
-    for name, values, code in (("S", S, "OL-PLAN-10"), ("O", O, "OL-PLAN-13")):
-        if not np.isfinite(values).all():
+    for name, values, code in (("S", sb.scales, "OL-PLAN-10"), ("O", sb.offsets, "OL-PLAN-13")):
+        # checked in float32, before the cast: a signalling NaN cast to float64 raises NumPy's warning
+        if values is not None and not np.isfinite(values).all():
             j = int(np.flatnonzero(~np.isfinite(values))[0])
             raise RuleViolation(code, f"{row.name} sub-block {j} has a non-finite {name} (an infinite or NaN d); "
                                 "onnx-light parameters are finite", path=f"raw -> sub_blocks[{j}] -> {name}",
                                 actual=repr(float(values[j])), expected="finite")
+    S = sb.scales.astype(np.float64)
+    O = np.zeros_like(S) if sb.offsets is None else sb.offsets.astype(np.float64)  # noqa: E741 - GGUF's name, beside S
     positive, negative = S > 0, S < 0
     constant = ~(positive | negative)
     q = sb.codes

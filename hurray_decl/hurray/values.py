@@ -17,15 +17,19 @@ logical values, whatever its element type and layout:
   logical ``[tokens, heads, head_dim]`` view);
 - composite heads: the assembled array (partition, overlay, nested), members in :attr:`Tensor.members`.
 
-``t[i:j, ...]`` (basic slices and integers) reads and dequantizes only the window of a dense
-tensor (:meth:`~hurray_decl.hurray.numerics.Dequantization.window`,
-:func:`~hurray_decl.hurray.tensor.access.window_codes`); the other layouts are assembled, then sliced.
+``t[i:j, ...]`` (basic slices and integers) reads and dequantizes only what the window touches:
+the blocks, rows or tiles of a dense tensor (:meth:`~hurray_decl.hurray.numerics.Dequantization.window`,
+:func:`~hurray_decl.hurray.tensor.access.window_codes`; a broadcast axis's one stored element), the
+entries inside it of a sparse tensor, the sequences crossing it of a block-paged one, the members
+overlapping it of a composite (each windowed in turn). ``numpy(out=...)`` fills any ``out`` (a
+memory map) in bounded chunks the same way; no dense array of the whole tensor is built.
 """
 
 from __future__ import annotations
 
+import mmap
 import operator
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from math import prod
 from pathlib import Path
@@ -68,6 +72,11 @@ if TYPE_CHECKING:
 __all__ = ["SparseValues", "Tensor", "element_type", "quantize"]
 
 SPARSE = (COO, CSR, CSC, CSF)
+ENTRY_CHUNK = 1 << 16
+"""Stored entries of a sparse tensor read at once by a window or an ``out`` (coordinates and values)."""
+OUT_CHUNK = 1 << 20
+"""Values computed at once when :meth:`Tensor.numpy` fills an ``out`` (a memory map): the element
+reader's offsets take 8 bytes an element, so a chunk costs a few MiB whatever the type."""
 LAYOUT_NAMES = {"row-major": RowMajor, "column-major": ColumnMajor}
 """The dense layouts :meth:`Tensor.from_numpy` writes, by name (or pass the layout object)."""
 
@@ -193,14 +202,19 @@ class Tensor:
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         return self.numpy(dtype)
 
-    def numpy(self, dtype: Any = None, out: np.ndarray | None = None) -> np.ndarray:
+    def numpy(self, dtype: Any = None, out: np.ndarray | None = None, *,
+              progress: Callable[[int, int], None] | None = None) -> np.ndarray:
         """The logical values as an array of :attr:`shape` (see the module's documentation);
-        ``dtype`` converts them, ``out`` receives them (a float32 ``out`` of a quantized dense
-        tensor is filled in place, chunk by chunk)."""
+        ``dtype`` converts them, ``out`` receives them, filled in place chunk by chunk (a memory
+        map of any size: at most :data:`OUT_CHUNK` values are computed at once; a
+        sparse tensor's entries are scattered into it, :data:`ENTRY_CHUNK` at a time).
+        ``progress(done, total)`` counts the elements written into ``out``."""
         layout = self.descriptor.layout
         if out is not None and dtype is None and self.descriptor.quantization is not None \
                 and not isinstance(layout, (*SPARSE, BlockPaged, CompositeHead)):
-            return self._dequantization().run(out)
+            return self._dequantization().run(out, progress=progress)
+        if out is not None and DYNAMIC not in self.shape:
+            return self._fill(out, dtype, progress)
         values = self._values()
         if dtype is not None:
             values = values.astype(dtype, copy=False)
@@ -212,12 +226,69 @@ class Tensor:
         np.copyto(out, values, casting="same_kind")
         return out
 
-    def _values(self) -> np.ndarray:
+    def check(self) -> None:
+        """Check, without computing any value, every rule reading the values checks: the element
+        type, the layout's and the scheme's, the buffer contents, a composite's members (what a
+        caller runs before it creates an output)."""
         layout = self.descriptor.layout
         if isinstance(layout, CompositeHead):
-            return _assemble(self)
+            _composite_members(self)
+            for member in self.members:
+                member.check()
+            return
+        self.dtype  # noqa: B018 - a private type (HE-08) or float128 (HE-11) is refused here
         if isinstance(layout, SPARSE):
-            return self._dense_of_sparse()
+            self._sparse_scheme()
+            self._data()
+        elif isinstance(layout, BlockPaged):
+            self._paged_scheme()
+            self._data()
+        elif self.descriptor.quantization is not None:
+            self._dequantization()
+        else:
+            access.refuse_unaddressable(layout, "the values")
+            self._data()
+
+    def _fill(self, out: np.ndarray, dtype: Any, progress: Callable[[int, int], None] | None) -> np.ndarray:
+        """``out`` filled with the values (converted to ``dtype``), in bounded chunks (:meth:`numpy`)."""
+        shape = self.shape
+        if not isinstance(out, np.ndarray) or out.shape != shape or not out.flags.writeable:
+            raise ArgumentError("out", "out is a writeable array of the tensor's shape",
+                                actual=getattr(out, "shape", type(out).__name__), expected=shape)
+        target = np.dtype(dtype) if dtype is not None else self.dtype
+        if not np.can_cast(target, out.dtype, casting="same_kind"):
+            raise ArgumentError("out", "out's dtype holds the values (same kind)", actual=str(out.dtype),
+                                expected=str(target))
+        self.check()
+        total = prod(shape)
+        layout = self.descriptor.layout
+        written = _Written(out)
+        if isinstance(layout, SPARSE):  # zeros, then the entries where they fall
+            zeroed = 0
+            for lo, hi in _chunk_boxes(shape, OUT_CHUNK):
+                out[tuple(slice(a, b) for a, b in zip(lo, hi))] = 0
+                zeroed += prod(b - a for a, b in zip(lo, hi))
+                written.upto(zeroed)
+            for coords, values in self._entries_in([0] * self.ndim, list(shape)):
+                out[tuple(coords.T)] = values.astype(target, copy=False)
+                written.everything()
+            if progress is not None:
+                progress(total, total)
+            return out
+        done = 0
+        for lo, hi in _chunk_boxes(shape, OUT_CHUNK):
+            values = self._box(lo, hi).astype(target, copy=False)
+            np.copyto(out[tuple(slice(a, b) for a, b in zip(lo, hi))], values, casting="same_kind")
+            done += values.size
+            written.upto(done)
+            if progress is not None:
+                progress(done, total)
+        return out
+
+    def _values(self) -> np.ndarray:
+        layout = self.descriptor.layout
+        if isinstance(layout, (*SPARSE, CompositeHead)):
+            return self._box([0] * self.ndim, list(self.shape))
         if isinstance(layout, BlockPaged):
             parts = [self.sequence(s) for s in range(layout.num_seqs)]
             shape = tuple(self.shape[1:]) if DYNAMIC not in self.shape[1:] else (0, 0)
@@ -245,21 +316,37 @@ class Tensor:
         """The values of a window: basic slices and integers on any axis, ``...``. A dense tensor
         reads and dequantizes only the blocks, rows or tiles the window touches."""
         lo, hi, after = _window(key, self.shape)
+        return np.asarray(self._box(lo, hi)[after], order="C")  # 0-d for integers on every axis
+
+    def _box(self, lo: Sequence[int], hi: Sequence[int]) -> np.ndarray:
+        """The values of the box ``lo .. hi``, computed from what it touches: the blocks, rows or
+        tiles of a dense tensor, the entries inside it of a sparse one, the sequences crossing it
+        of a block-paged one, the members overlapping it of a composite."""
         layout = self.descriptor.layout
-        if isinstance(layout, (*SPARSE, BlockPaged, CompositeHead)) or DYNAMIC in self.shape:
-            whole: np.ndarray = self.numpy()[tuple(slice(a, b) for a, b in zip(lo, hi))][after]
+        extents = [b - a for a, b in zip(lo, hi)]
+        if isinstance(layout, CompositeHead):
+            return _composite_box(self, lo, hi)
+        if isinstance(layout, SPARSE):
+            self._sparse_scheme()  # a dynamic dimension refused before anything is allocated
+            result = storage.allocate(tuple(extents), self.dtype, "a window of a sparse tensor")  # HX-01
+            result.fill(0)
+            for coords, found in self._entries_in(lo, hi):
+                result[tuple((coords - np.asarray(lo, np.int64)).T)] = found
+            return result
+        if DYNAMIC in self.shape:
+            whole: np.ndarray = self.numpy()[tuple(slice(a, b) for a, b in zip(lo, hi))]
             return whole
+        if isinstance(layout, BlockPaged):
+            return self._paged_box(lo, hi)
         if self.descriptor.quantization is not None:
-            values = self._dequantization().window(lo, hi)
-        else:
-            access.refuse_unaddressable(layout, "a window")
-            extents = [b - a for a, b in zip(lo, hi)]
-            count = prod(extents)
-            storage.check_output_size(tuple(extents), self.dtype.itemsize, "a window")
-            codes = access.window_codes(self._data(), lo, extents)(0, count) if count else \
-                np.empty(0, storage.code_dtype(BY_TAG[self.descriptor.type_tag].bits))
-            values = storage.values_of_codes(np.array(codes).reshape(extents), self._element_name())
-        return np.asarray(values[after], order="C")  # 0-d for integers on every axis
+            return self._dequantization().window(lo, hi)
+        access.refuse_unaddressable(layout, "a window")
+        count = prod(extents)
+        storage.check_output_size(tuple(extents), self.dtype.itemsize, "a window")
+        codes = access.window_codes(self._data(), lo, extents)(0, count) if count else \
+            np.empty(0, storage.code_dtype(BY_TAG[self.descriptor.type_tag].bits))
+        values: np.ndarray = storage.values_of_codes(np.array(codes).reshape(extents), self._element_name())
+        return values
 
     # ------------------------------------------------------------------ sparse
 
@@ -270,15 +357,8 @@ class Tensor:
             raise UnsupportedError("HT-LAY-20", "sparse() reads sparse layouts (COO, CSR, CSC, CSF)",
                                    path="descriptor -> layout_tag", actual=row_of(layout).title,
                                    expected="COO, CSR, CSC or CSF")
+        self._sparse_scheme()
         q = self.descriptor.quantization
-        if q is not None and not isinstance(q, PerTensorAffine):
-            raise UnsupportedError(layout.rule, "the stored values of a sparse tensor are dequantized under "
-                                   "per-tensor affine only (the others' parameters follow coordinates)",
-                                   path="descriptor -> quantization", actual=type(q).__name__,
-                                   expected="PerTensorAffine or no quantization")
-        if DYNAMIC in self.shape:
-            raise UnsupportedError("HT-HDR-18", "a dynamic dimension has no size to address entries through",
-                                   path="descriptor -> shape", actual=list(self.shape), expected="static sizes")
         data = self._data()
         contents = data.buffers
         nnz = layout.nnz
@@ -309,13 +389,70 @@ class Tensor:
             coords = _csf_coords(layout, contents, rank, nnz)
         return SparseValues(coords, values, self.shape)
 
-    def _dense_of_sparse(self) -> np.ndarray:
-        entries = self.sparse()
-        result: np.ndarray = storage.allocate(self.shape, self.dtype, "a dense view of a sparse tensor")  # HX-01
-        result.fill(0)
-        if entries.values.size:
-            result[tuple(entries.coords.T)] = entries.values
-        return result
+    def _sparse_scheme(self) -> None:
+        layout = self.descriptor.layout
+        q = self.descriptor.quantization
+        if q is not None and not isinstance(q, PerTensorAffine):
+            raise UnsupportedError(layout.rule, "the stored values of a sparse tensor are dequantized under "
+                                   "per-tensor affine only (the others' parameters follow coordinates)",
+                                   path="descriptor -> quantization", actual=type(q).__name__,
+                                   expected="PerTensorAffine or no quantization")
+        if DYNAMIC in self.shape:
+            raise UnsupportedError("HT-HDR-18", "a dynamic dimension has no size to address entries through",
+                                   path="descriptor -> shape", actual=list(self.shape), expected="static sizes")
+
+    def _entry_values(self, start: int, stop: int) -> np.ndarray:
+        """The values of stored entries ``start .. stop`` of a sparse tensor (dequantized under
+        per-tensor affine): only their bytes are read."""
+        data = self._data()
+        raw = np.frombuffer(data.buffers[0], np.uint8)
+        bits = BY_TAG[self.descriptor.type_tag].bits
+        q = self.descriptor.quantization
+        if q is None:
+            codes = storage.codes_at(raw, bits, start, stop - start)
+            values: np.ndarray = storage.values_of_codes(np.array(codes), self._element_name())
+            return values
+        dequantized = storage.allocate((stop - start,), np.float32, "sparse values")
+        if stop > start:
+            plan = kernel_for(q)(q, (stop - start,), data)
+            kernels.run(plan, self._element_name(), dequantized, threads=1,
+                        codes=lambda a, b: storage.codes_at(raw, bits, start + a, b - a))
+        return dequantized
+
+    def _entries_in(self, lo: Sequence[int], hi: Sequence[int]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """The stored entries of a sparse tensor inside the box ``lo .. hi``, in stored order,
+        :data:`ENTRY_CHUNK` at a time: (coordinates ``[k, rank]`` int64, values). A CSR (CSC)
+        tensor reads only the entries of the box's rows (columns)."""
+        self._sparse_scheme()
+        layout = self.descriptor.layout
+        contents = self._data().buffers
+        rank = self.ndim
+        low, high = np.asarray(lo, np.int64), np.asarray(hi, np.int64)
+        if prod(b - a for a, b in zip(lo, hi)) == 0:
+            return
+        first, last = 0, layout.nnz
+        ptr = csf = None
+        axis = 0
+        if isinstance(layout, (CSR, CSC)):
+            axis = layout.pointer_axis
+            ptr = np.frombuffer(contents[2], "<u8", count=hi[axis] - lo[axis] + 1, offset=8 * lo[axis]).astype(np.int64)
+            first, last = int(ptr[0]), int(ptr[-1])
+        elif isinstance(layout, CSF):
+            csf = _csf_coords(layout, contents, rank, layout.nnz)
+        for start in range(first, last, ENTRY_CHUNK):
+            stop = min(last, start + ENTRY_CHUNK)
+            if ptr is not None:
+                coords = np.empty((stop - start, 2), np.int64)
+                coords[:, axis] = lo[axis] - 1 + np.searchsorted(ptr, np.arange(start, stop), side="right")
+                coords[:, 1 - axis] = np.frombuffer(contents[1], "<u8", count=stop - start, offset=8 * start)
+            elif csf is not None:
+                coords = csf[start:stop]
+            else:
+                coords = np.frombuffer(contents[1], "<u8", count=(stop - start) * rank,
+                                       offset=8 * start * rank).astype(np.int64).reshape(-1, rank)
+            inside = np.flatnonzero(((coords >= low) & (coords < high)).all(axis=1))
+            if inside.size:
+                yield coords[inside], self._entry_values(start, stop)[inside]
 
     def to_scipy(self) -> Any:
         """The scipy sparse array of a rank-2 sparse tensor: ``csr_array``, ``csc_array`` or ``coo_array``
@@ -381,11 +518,8 @@ class Tensor:
         (:func:`~hurray_decl.hurray.tensor.access.block_paged_codes`). Under per-block affine
         each token's page slot indexes its scale and zero point (HT-LAY-67, HD-17):
         ``float32(q - z[slot]) * s[slot]`` (HQ-PB-15); other schemes are refused."""
+        self._paged_scheme()
         q = self.descriptor.quantization
-        if q is not None and not isinstance(q, PerBlockAffine):
-            raise UnsupportedError("HT-LAY-67", "a block-paged tensor is dequantized under per-block affine only",
-                                   path="descriptor -> quantization", actual=type(q).__name__,
-                                   expected="PerBlockAffine or no quantization")
         paged = access.block_paged_codes(self.descriptor, self.buffers, seq, tokens=tokens)
         values: np.ndarray = storage.values_of_codes(np.array(paged.codes), self._element_name())
         if q is None:
@@ -396,6 +530,33 @@ class Tensor:
         if not q.symmetric:
             difference -= data.array("zero_point_buffer_index", "<i4")[paged.slots].astype(np.int64)[:, None, None]
         result: np.ndarray = difference.astype(np.float32) * scales[:, None, None]
+        return result
+
+    def _paged_scheme(self) -> None:
+        q = self.descriptor.quantization
+        if q is not None and not isinstance(q, PerBlockAffine):
+            raise UnsupportedError("HT-LAY-67", "a block-paged tensor is dequantized under per-block affine only",
+                                   path="descriptor -> quantization", actual=type(q).__name__,
+                                   expected="PerBlockAffine or no quantization")
+
+    def _paged_box(self, lo: Sequence[int], hi: Sequence[int]) -> np.ndarray:
+        """The box ``lo .. hi`` of a block-paged tensor of static shape: its sequences one after the
+        other, each computed (one at a time) only up to the last one the box reaches."""
+        layout = self.descriptor.layout
+        if not isinstance(layout, BlockPaged):
+            raise UnsupportedError("HT-LAY-53", "only a block-paged tensor has sequences", path="descriptor -> layout",
+                                   actual=row_of(layout).title, expected="block-paged")
+        result = storage.allocate(tuple(b - a for a, b in zip(lo, hi)), self.dtype, "a window")
+        at = 0
+        for seq in range(layout.num_seqs):
+            if at >= hi[0] or 0 in result.shape:
+                break
+            values = self.sequence(seq)
+            a, b = max(lo[0], at), min(hi[0], at + values.shape[0])
+            if a < b:
+                result[a - lo[0]: b - lo[0]] = values[(slice(a - at, b - at),)
+                                                      + tuple(slice(x, y) for x, y in zip(lo[1:], hi[1:]))]
+            at += values.shape[0]
         return result
 
     # ------------------------------------------------------------------ from NumPy
@@ -539,8 +700,8 @@ def _window(key: Any, shape: tuple[int, ...]) -> tuple[list[int], list[int], tup
     return lo, hi, tuple(after)
 
 
-def _assemble(head: Tensor) -> np.ndarray:
-    """The array a partition or overlay composite presents (nested composites assembled first)."""
+def _composite_members(head: Tensor) -> list[Tensor]:
+    """A partition or overlay head's members in the order they are applied (the base first), its rules checked."""
     layout = head.descriptor.layout
     if not isinstance(layout, CompositeHead):
         raise UnsupportedError("HT-LAY-68", "only a composite head assembles its members", path="descriptor -> layout",
@@ -554,27 +715,95 @@ def _assemble(head: Tensor) -> np.ndarray:
     if len(head.members) != layout.member_count:
         raise RuleViolation("HT-LAY-68", "a composite's members come with it", path="members",
                             actual=len(head.members), expected=layout.member_count)
-    shape = head.shape
-    dtype = head.dtype
-    result: np.ndarray = storage.allocate(shape, dtype, "a composite")
-    result.fill(0)
     members = list(head.members)
     if rule == CompositionRule.OVERLAY:
         base = [m for m in members if m.descriptor.composite_member is not None
                 and m.descriptor.composite_member.member_role == MemberRole.BASE]
         members = base + [m for m in members if m not in base]
+    return members
+
+
+def _composite_box(head: Tensor, lo: Sequence[int], hi: Sequence[int]) -> np.ndarray:
+    """The box ``lo .. hi`` of a partition or overlay composite: each member that overlaps it
+    gives the box of its own values there (nested composites the same way), applied in order."""
+    layout = head.descriptor.layout
+    members = _composite_members(head)
+    if not isinstance(layout, CompositeHead):  # _composite_members refused it; this narrows the type
+        raise UnsupportedError("HT-LAY-68", "only a composite head assembles its members")
+    dtype = head.dtype
+    result: np.ndarray = storage.allocate(tuple(b - a for a, b in zip(lo, hi)), dtype, "a composite")
+    result.fill(0)
+    overlay = layout.composition_rule == CompositionRule.OVERLAY
     for i, member in enumerate(members):
-        values = member.numpy()
-        offset = member.descriptor.shard.shard_offset if member.descriptor.shard is not None else (0,) * len(shape)
-        box = tuple(slice(o, o + n) for o, n in zip(offset, member.shape))
-        if rule == CompositionRule.OVERLAY and i and layout.combine_op == CombineOp.ADD:
-            result[box] += values.astype(dtype, copy=False)
-        elif rule == CompositionRule.OVERLAY and i and isinstance(member.descriptor.layout, SPARSE):
-            entries = member.sparse()
-            result[tuple((entries.coords + np.asarray(offset)).T)] = entries.values
+        offset = member.descriptor.shard.shard_offset if member.descriptor.shard is not None else (0,) * head.ndim
+        start = [max(a, o) for a, o in zip(lo, offset)]
+        stop = [min(b, o + n) for b, o, n in zip(hi, offset, member.shape)]
+        if any(a >= b for a, b in zip(start, stop)):
+            continue  # the member lies outside the box: never read
+        inner_lo = [a - o for a, o in zip(start, offset)]
+        inner_hi = [b - o for b, o in zip(stop, offset)]
+        box = tuple(slice(a - x, b - x) for a, b, x in zip(start, stop, lo))
+        if overlay and i and layout.combine_op == CombineOp.ADD:
+            result[box] += member._box(inner_lo, inner_hi).astype(dtype, copy=False)
+        elif overlay and i and isinstance(member.descriptor.layout, SPARSE):
+            shift = np.asarray(offset, np.int64) - np.asarray(lo, np.int64)
+            for coords, values in member._entries_in(inner_lo, inner_hi):
+                result[tuple((coords + shift).T)] = values
         else:
-            result[box] = values
+            result[box] = member._box(inner_lo, inner_hi)
     return result
+
+
+class _Written:
+    """The pages of a memory-mapped ``out`` already written, unmapped from this process as it
+    goes (``madvise(MADV_DONTNEED)`` on the shared file mapping: the page cache and the file
+    keep the values, the kernel writes them back), so that filling an output of any size keeps
+    the resident size to the chunks in flight. Nothing for any other array."""
+
+    def __init__(self, out: np.ndarray) -> None:
+        mapping = out.base
+        self.mapping = mapping if isinstance(mapping, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED") \
+            and out.flags.c_contiguous else None  # madvise and MADV_DONTNEED: Unix
+        self.start = 0
+        self.released = 0
+        self.itemsize = out.dtype.itemsize
+        self.size = out.nbytes
+        if self.mapping is not None and out.size:
+            self.start = out.ctypes.data - np.frombuffer(self.mapping, np.uint8, count=1).ctypes.data
+
+    def upto(self, elements: int) -> None:
+        """The first ``elements`` values (row-major) are written: let their whole pages go."""
+        if self.mapping is None:
+            return
+        end = (self.start + elements * self.itemsize) // mmap.PAGESIZE * mmap.PAGESIZE
+        if end > self.released:
+            self.mapping.madvise(mmap.MADV_DONTNEED, self.released, end - self.released)
+            self.released = end
+
+    def everything(self) -> None:
+        """Values were written anywhere: let every page go."""
+        if self.mapping is not None:
+            self.released = 0
+            self.upto(self.size // self.itemsize)
+
+
+def _chunk_boxes(shape: Sequence[int], limit: int) -> Iterator[tuple[list[int], list[int]]]:
+    """Boxes ``(lo, hi)`` covering ``shape`` in row-major order, each of at most ``limit``
+    elements (whole trailing rows when they fit, else parts of one row); none for an empty shape."""
+    if 0 in shape:
+        return
+    if not shape:
+        yield [], []
+        return
+    inner = prod(shape[1:])
+    if inner <= limit:
+        step = max(1, limit // inner)
+        for a in range(0, shape[0], step):
+            yield [a, *([0] * (len(shape) - 1))], [min(a + step, shape[0]), *shape[1:]]
+        return
+    for a in range(shape[0]):
+        for lo, hi in _chunk_boxes(shape[1:], limit):
+            yield [a, *lo], [a + 1, *hi]
 
 
 def quantize(array: Any, scheme: str, *, name: str | None = None, axis: int | None = None,

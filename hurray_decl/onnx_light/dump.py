@@ -17,6 +17,8 @@ Every byte is named once, in order:
 The verdict is the codec's own (:func:`~hurray_decl.onnx_light.inputs.check`). For an invalid
 input the rows run up to the end of the failing field, whose row carries the error's offset
 (so the renderers mark it with the OL code), and the bytes after it follow as undecoded rows.
+That offset is the verdict's: :func:`check_input`, which ``validate``, ``decode`` and
+``dequantize`` use, raises the error with it, so every command gives one code, path and offset.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from hurray_decl.onnx_light.inputs import (
     check_item,
     detect_kind,
     items,
+    parse,
 )
 from hurray_decl.onnx_light.numerics import LOGICAL_DTYPES
 from hurray_decl.onnx_light.ort import FLOATING, ORT_FORMATS, PACKED, OrtGeometry, read_ort_type
@@ -58,7 +61,7 @@ from hurray_decl.onnx_light.wire import (
     resolve_struct_type,
 )
 
-__all__ = ["dump", "hexdump", "payload_rows"]
+__all__ = ["check_input", "dump", "hexdump", "payload_rows"]
 
 HEADER_NAMES = tuple(f.name for f in dataclass_fields(QuantizationBlockLayout))
 """The nine header positions, named as the layout declares them."""
@@ -435,9 +438,7 @@ def _decode_payloads(data: bytes, root: Field, rows: list[Row], model) -> tuple[
 def dump(data: bytes, *, kind: str | None = None, name: str | None = None) -> Dump:
     """Rows and verdict of an onnx-light input (kind detected from the bytes unless given)."""
     data = bytes(data)
-    if kind is None:
-        kind = detect_kind(data)
-        kind = kind if kind in MESSAGES else VALUE  # no message of any kind: show where a value stops
+    kind = _kind(data, kind)
     if kind not in MESSAGES:
         raise ArgumentError("kind", "not an onnx-light input kind", actual=kind, expected=sorted(MESSAGES))
     walked = walk(data, MESSAGES[kind].DESCRIPTOR)
@@ -456,9 +457,7 @@ def dump(data: bytes, *, kind: str | None = None, name: str | None = None) -> Du
             start = _find_item(walked.root, item)
             lo, hi = start.start, start.end
             rows = [r for r in rows if lo <= r.offset < hi]
-            check_item(item)
-        else:
-            check(message, kind)
+        _check(message, kind, name)
     except ArgumentError:
         raise
     except HurrayDeclError as err:
@@ -471,6 +470,48 @@ def dump(data: bytes, *, kind: str | None = None, name: str | None = None) -> Du
         kept = [r for r in rows if r.offset + r.size <= stop]
         return Dump(_covering(kept, lo, hi, data, UNDECODED), located)
     return Dump(_covering(rows, lo, hi, data, UNDECODED), None)
+
+
+def check_input(data: bytes, *, kind: str | None = None, name: str | None = None) -> tuple[str, object]:
+    """The verdict on an onnx-light input's bytes: (kind, parsed message) when it is valid (the
+    whole input, or the values ``name`` picks), else the HurrayDeclError of the first rule it
+    breaks, with the byte offset the dump marks for it (:func:`dump`): what the codec says
+    within a payload, or the start of the field its path names, counted from the input's first
+    byte. The codec's own checks raise the same code and path, their offset relative to a
+    payload or absent (they are given messages, not bytes)."""
+    data = bytes(data)
+    kind = _kind(data, kind)
+    message = parse(data, kind)  # the walk's offset, as the dump gives it
+    try:
+        _check(message, kind, name)
+    except ArgumentError:
+        raise
+    except HurrayDeclError as err:
+        located = dump(data, kind=kind, name=name).error if name is None or len(items(message, kind, name)) == 1 \
+            else None
+        if located is not None and (located.code, located.path) == (err.code, err.path) \
+                and located.offset is not None:
+            err.offset = None
+            raise err.located(located.offset) from None
+        raise
+    return kind, message
+
+
+def _kind(data: bytes, kind: str | None) -> str:
+    """``kind``, or the one detected from the bytes (no message of any kind: a value, to show where it stops)."""
+    if kind is not None:
+        return kind
+    found = detect_kind(data)
+    return found if found in MESSAGES else VALUE
+
+
+def _check(message: object, kind: str, name: str | None) -> None:
+    """The codec's checks on the whole input, or on the values ``name`` picks."""
+    if name is None:
+        check(message, kind)
+        return
+    for item in items(message, kind, name):
+        check_item(item)
 
 
 def _find_item(root: Field, item: Item) -> Field:

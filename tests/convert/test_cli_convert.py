@@ -105,8 +105,8 @@ def test_convert_to_hurray_is_bit_identical_and_lists_the_rest(model, tmp_path):
     result = cli("convert", str(path), "-o", str(tmp_path / "out"), "--json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     report = {row["name"]: row for row in json.loads(result.stdout)["tensors"]}
-    assert {n for n, r in report.items() if r["converted"]} == EXACT_IN_HURRAY
-    assert {n: r["code"] for n, r in report.items() if not r["converted"]} == SKIPPED
+    assert {n for n, r in report.items() if r["status"] == "converted"} == EXACT_IN_HURRAY
+    assert {n: r["code"] for n, r in report.items() if r["status"] != "converted"} == SKIPPED
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())["tensors"]
     assert {entry["name"] for entry in manifest} == EXACT_IN_HURRAY
     for entry in manifest:
@@ -145,7 +145,7 @@ def test_convert_to_ort_runs_matmul_nbits_to_float_rounding(model, tmp_path):
     result = cli("convert", str(path), "--to", "ort", "-o", str(tmp_path / "w.onnx"), "--json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     report = {row["name"]: row for row in json.loads(result.stdout)["tensors"]}
-    converted = {n for n, r in report.items() if r["converted"]}
+    converted = {n for n, r in report.items() if r["status"] == "converted"}
     assert converted == {"q4_0", "q8_0", "q5_0", "q4_1_exact"}
     session = ort.InferenceSession(str(tmp_path / "w.onnx"), providers=["CPUExecutionProvider"])
     rng = np.random.default_rng(3)
@@ -164,7 +164,7 @@ def test_the_other_conversions_round_trip(model, tmp_path):
     assert cli("convert", str(path), "--to", "onnx-light", "-o", str(tmp_path / "m.onnx"), cwd=tmp_path).returncode == 0
     back = cli("convert", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "back"), "--json", cwd=tmp_path)
     assert back.returncode == 0, back.stderr
-    converted = {r["name"] for r in json.loads(back.stdout)["tensors"] if r["converted"]}
+    converted = {r["name"] for r in json.loads(back.stdout)["tensors"] if r["status"] == "converted"}
     assert {"f32", "f16", "q8_0"} <= converted and "q4_k" not in converted   # offsets have no per-block form
     entry = {e["name"]: e for e in json.loads((tmp_path / "back" / "manifest.json").read_text())["tensors"]}["q8_0"]
     files = [str(tmp_path / "back" / entry["descriptor"])]
@@ -272,7 +272,7 @@ def test_containers_in_and_out(model, tmp_path):
     to_ort = cli("convert", str(tmp_path / "m.hrry"), "--to", "ort", "-o", str(tmp_path / "w.onnx"), "--json",
                  cwd=tmp_path)
     assert to_ort.returncode == 0, to_ort.stderr
-    rows = {r["name"]: r["converted"] for r in json.loads(to_ort.stdout)["tensors"]}
+    rows = {r["name"]: r["status"] == "converted" for r in json.loads(to_ort.stdout)["tensors"]}
     assert rows == {"f32": False, "f16": False, "q4_0": True, "q8_0": True, "q5_0": True, "q4_1_exact": True}
 
 
@@ -294,3 +294,31 @@ def test_a_failure_while_writing_leaves_nothing(model, tmp_path, monkeypatch, ca
     status = cli.main(["convert", str(model[0]), "-o", str(tmp_path / "out")])
     assert status == 3 and "No space left on device" in capsys.readouterr().err
     assert len(written) == 3 and listing(tmp_path) == before
+
+
+def test_every_conversion_report_has_one_key_set(model, tmp_path):
+    """``convert --json`` names the same keys for every tensor whatever the source: GGUF, a
+    container, safetensors, an onnx-light model (a GGUF source said ``converted`` where a
+    safetensors one said ``status``), and ``quantize --json`` the same."""
+    import safetensors.numpy
+
+    path, _ = model
+    safetensors.numpy.save_file({"a": np.ones((2, 3), np.float32)}, str(tmp_path / "s.safetensors"))
+    np.save(tmp_path / "x.npy", np.linspace(-1, 1, 128, dtype=np.float32).reshape(4, 32))
+    hd.save(tmp_path / "h.hrry", {"w": hd.quantize(np.linspace(-1, 1, 128).reshape(4, 32), "per_block_affine",
+                                                    block_size=32), "b": np.arange(3, dtype=np.float32)})
+    runs = [("convert", str(path), "-o", "g.hrry"), ("convert", str(path), "--to", "onnx-light", "-o", "g.onnx"),
+            ("convert", "g.onnx", "-o", "back"), ("convert", "s.safetensors", "-o", "s.hrry"),
+            ("convert", "h.hrry", "--to", "safetensors", "-o", "h.safetensors"),
+            ("convert", "h.hrry", "--to", "gguf", "-o", "h.gguf"), ("quantize", "x.npy", "-o", "x.hrry")]
+    keys, statuses = {}, set()
+    for argv in runs:
+        done = cli(*argv, "--json", cwd=tmp_path)
+        assert done.returncode == 0, (argv, done.stderr)
+        report = json.loads(done.stdout)
+        assert {"source", "to", "output", "tensors"} <= set(report), argv
+        for row in report["tensors"]:
+            keys.setdefault(tuple(row), argv)
+            statuses.add(row["status"])
+    assert len(keys) == 1, keys
+    assert {"converted", "skipped", "quantized"} <= statuses

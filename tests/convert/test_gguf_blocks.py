@@ -90,6 +90,33 @@ def test_non_finite_gguf_scales_are_refused():
         gguf_to_onnx_light(blocks.view(np.uint8), "Q8_0", (32,))
 
 
+NON_FINITE_HALVES = {"inf": 0x7C00, "-inf": 0xFC00, "quiet NaN": 0x7E00, "signalling NaN": 0x7C01}
+"""float16 bit patterns of the non-finite scales (a signalling NaN warns when NumPy casts it to float64)."""
+
+
+@pytest.mark.parametrize("name", list(GGUF_TYPES))
+@pytest.mark.parametrize("kind", list(NON_FINITE_HALVES))
+def test_non_finite_scales_are_refused_without_a_numpy_warning(name, kind, recwarn):
+    """Every type, both converters, an infinite or NaN d (and dmin / m) in a block of zero and of
+    random codes: the rule's refusal and no RuntimeWarning (inf * 0 and the NaN casts used to warn)."""
+    row = GGUF_TYPES[name]
+    raw = adversarial(name, 8, seed=len(kind))
+    records = raw.view(row.record)
+    for field in HALF_SCALES:
+        if field in row.record.names:
+            records[field][1:] = np.uint16(NON_FINITE_HALVES[kind]).view(np.float16)
+    for field in row.record.names:
+        if field not in HALF_SCALES:
+            records[field][2] = 0  # block 2: every code and sub-block scale zero (inf * 0)
+    shape = (2, 4 * row.elements)
+    with raises_rule("OL-PLAN-10", path="S"):
+        gguf_to_onnx_light(raw, name, shape)
+    with raises_rule("HQ-HDR-09" if row.two_level else "HQ-PB-12"):
+        hd.from_gguf(raw, name, shape)
+    assert not np.isfinite(sub_blocks(raw, name, shape).reference()).all()  # gguf's NaNs and infinities, silently
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
 @pytest.mark.parametrize("name", ["Q4_0", "Q5_0", "Q8_0"])
 def test_hurray_single_level_blocks_are_exact_with_zero_and_negative_scales(name):
     row = GGUF_TYPES[name]

@@ -152,7 +152,8 @@ def test_hrry_to_gguf_same_kv_and_tensor_bytes(model):
     done = cli("convert", "model.hrry", "--to", "gguf", "-o", "back.gguf", "--json", cwd=folder)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
-    assert [r["name"] for r in report["tensors"] if r["converted"]] == ["f32", "f16", "q8_0", "q4_0", "q5_0"]
+    converted = [r["name"] for r in report["tensors"] if r["status"] == "converted"]
+    assert converted == ["f32", "f16", "q8_0", "q4_0", "q5_0"]
     kv, tensors = fields(folder / "back.gguf")
     kv0, tensors0 = fields(model["path"])
     assert kv == kv0
@@ -175,7 +176,7 @@ def test_onnx_light_to_gguf_gives_the_file_back(model):
     # onnx-light -> .hrry (through the values' GGUF form) -> gguf: the same KV and single-level tensors
     done = cli("convert", "model.onnx", "-o", "again.hrry", "--json", cwd=folder)
     assert done.returncode == 0, done.stderr
-    skipped = {r["name"]: r["code"] for r in json.loads(done.stdout)["tensors"] if not r["converted"]}
+    skipped = {r["name"]: r["code"] for r in json.loads(done.stdout)["tensors"] if r["status"] != "converted"}
     assert skipped == {"q4_k": "HQ-HDR-09", "q6_k": "HQ-HDR-09"}
     assert cli("convert", "again.hrry", "--to", "gguf", "-o", "again.gguf", cwd=folder).returncode == 0
     kv, tensors = fields(folder / "again.gguf")
@@ -370,7 +371,7 @@ def test_gguf_target_converts_and_writes_tensor_by_tensor(blocks_container, monk
     monkeypatch.setattr(gguf.GGUFWriter, "write_tensor_data", write)
     assert main(["convert", str(folder / "w.hrry"), "--to", "gguf", "-o", str(folder / "w.gguf"), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert [(r["name"], r["converted"]) for r in report["tensors"]] == [
+    assert [(r["name"], r["status"] == "converted") for r in report["tensors"]] == [
         ("a", True), ("axis0", False), ("b", True), ("c", True)]
     sizes = {n: t.data.nbytes for n, t in kept.items()}
     assert events == [("convert", "a", 0), ("convert", "axis0", 0), ("convert", "b", 0), ("convert", "c", 0),

@@ -141,6 +141,26 @@ def test_float128_is_read_but_its_values_refused(tmp_path):
     assert err.value.code == "HE-11"
 
 
+
+@pytest.mark.parametrize("name", [*PYHURRAY_TYPES, "float128"])
+def test_rank_0_tensors_written_by_pyhurray_keep_shape_0(name, tmp_path):
+    """A rank-0 tensor of every element type has shape () and its values are 0-d (complex128 came
+    back (1,): its 16-byte codes went through np.ascontiguousarray, which makes a 0-d array 1-d);
+    float128's values are refused (HE-11) but its shape is still ()."""
+    raw = random_raw(name, np.random.default_rng(7), 1) if name != "float128" else bytes(16)
+    path = tmp_path / "r0.hrry"
+    hurray.save(str(path), {"x": hurray.Tensor(raw, getattr(hurray.dtype, name), [])})
+    t = hd.load(path)["x"]
+    assert t.shape == () and t.ndim == 0 and t.size == 1 and tuple(hurray.load(str(path))["x"].shape) == ()
+    if name == "float128":
+        with pytest.raises(HurrayDeclError) as err:
+            t.numpy()
+        assert err.value.code == "HE-11"
+        return
+    for got in (np.asarray(t), t.numpy(), t[()], t[...]):
+        assert same(got, reference(name, raw, 1).reshape(()))
+    assert same(hd.Tensor.from_numpy(t.numpy(), type=name if name in BITS else None).numpy(), t.numpy())
+
 def test_from_numpy_refuses_values_that_do_not_fit():
     with pytest.raises(HurrayDeclError) as err:
         hd.Tensor.from_numpy(np.array([1, -9, 3], np.int8), type="int4")

@@ -285,7 +285,7 @@ def values_of_codes(codes: np.ndarray, name: str) -> np.ndarray:
         np.subtract(values, np.int8(sign), out=values)
         return values
     if codes.dtype.kind == "V" or codes.dtype.itemsize != target.itemsize:
-        return np.ascontiguousarray(codes).view(target)
+        return np.require(codes, requirements="C").view(target)  # np.ascontiguousarray makes a 0-d array 1-d
     return codes.view(target)
 
 

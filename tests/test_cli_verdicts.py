@@ -183,7 +183,7 @@ def test_fuzzed_onnx_light_inputs_give_one_code_path_and_offset(tmp_path):
     (check_input, what validate, decode, dequantize and audit run) gives every refusal an offset,
     which it does only when the dump inspect prints names the same code and path; the dump's own
     error compared whole on every 10th input, the command lines themselves on every 50th."""
-    from hurray_decl.cli.onnx_light import draw_cases
+    from hurray_decl.cli.fuzz import draw_onnx_light_cases as draw_cases
     from hurray_decl.errors import HurrayDeclError
     from hurray_decl.onnx_light.dump import check_input, dump
 

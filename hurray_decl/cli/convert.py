@@ -240,10 +240,19 @@ class Row:
     converted: bool
     code: str | None = None
     reason: str = ""
+    converts_with: tuple[str, ...] = ()  # the options that would convert a refused tensor
 
     def text(self) -> str:
         head = f"{'converted' if self.converted else 'skipped':9}  {self.name}  {self.source}  {list(self.shape)}"
-        return head if self.converted else f"{head}  {self.code}: {self.reason}"
+        if self.converted:
+            return head
+        hint = f" (converts with {', '.join(self.converts_with)})" if self.converts_with else ""
+        return f"{head}  {self.code}: {self.reason}{hint}"
+
+
+def missing_tensors(rows: Sequence[Row]) -> list[Row]:
+    """The rows of the tensors (not KV entries) that did not convert."""
+    return [r for r in rows if not r.converted and r.source != "kv"]
 
 
 def _progress(items: Sequence[Any], label: str) -> Iterable[Any]:
@@ -255,9 +264,13 @@ def _progress(items: Sequence[Any], label: str) -> Iterable[Any]:
 
 
 def _converted(items: Sequence[Any], describe: Callable[[Any], tuple[str, str, tuple[int, ...]]],
-               convert: Callable[[Any], Any], rows: list[Row]) -> Iterator[tuple[str, Any]]:
+               convert: Callable[[Any], Any], rows: list[Row], args: argparse.Namespace,
+               keep: bool = True) -> Iterator[tuple[str, Any]]:
     """Convert the items one at a time, yielding each result as it is made and adding a row per
-    item to ``rows`` (the reason when there is no result)."""
+    item to ``rows`` (the reason, and the options that would convert it, when there is no result).
+    With ``keep`` false, nothing more is yielded after the first refusal (the output will not be
+    written), but every item is still converted, so that every refusal is listed."""
+    from hurray_decl.convert.tensors import converts_with
     from hurray_decl.errors import HurrayDeclError
 
     for item in _progress(items, "convert"):
@@ -265,22 +278,25 @@ def _converted(items: Sequence[Any], describe: Callable[[Any], tuple[str, str, t
         try:
             result = convert(item)
         except HurrayDeclError as err:
-            rows.append(Row(name, source, shape, False, err.code, err.detail))
+            rows.append(Row(name, source, shape, False, err.code, err.detail, converts_with(source, args.to)))
             continue
         rows.append(Row(name, source, shape, True))
-        yield name, result
+        if keep or not missing_tensors(rows):
+            yield name, result
 
 
 def _convert_each(items: Sequence[Any], describe: Callable[[Any], tuple[str, str, tuple[int, ...]]],
-                  convert: Callable[[Any], Any]) -> tuple[list[Row], list[tuple[str, Any]]]:
-    """Convert every item, keeping the results and a row per item (the reason when there is none)."""
+                  convert: Callable[[Any], Any], args: argparse.Namespace) -> tuple[list[Row], list[tuple[str, Any]]]:
+    """Convert every item, keeping the results and a row per item (the reason when there is none);
+    without ``--partial`` the results are dropped after the first refusal."""
     rows: list[Row] = []
-    results = list(_converted(items, describe, convert, rows))
+    results = list(_converted(items, describe, convert, rows, args, keep=args.partial))
     return rows, results
 
 
-class _NothingConverted(Exception):
-    """Raised inside a streamed write when no tensor converted: the staged output is discarded."""
+class _NotWritten(Exception):
+    """Raised inside a streamed write when the output must not be kept (nothing converted, or a
+    tensor refused without ``--partial``): the staged output is discarded."""
 
 
 def _stream_hurray(target: Path, items: Sequence[Any], describe: Callable[[Any], tuple[str, str, tuple[int, ...]]],
@@ -293,14 +309,15 @@ def _stream_hurray(target: Path, items: Sequence[Any], describe: Callable[[Any],
     written = []
 
     def write(stage: Staging) -> None:
-        tensors = (NamedTensor(name, *tensor) for name, tensor in _converted(items, describe, convert, rows))
+        converted = _converted(items, describe, convert, rows, args, keep=args.partial)
+        tensors = (NamedTensor(name, *tensor) for name, tensor in converted)
         written.append(write_hurray(target, tensors, stage, None if kv is None else lambda: kv(rows)))
-        if not any(r.converted for r in rows):
-            raise _NothingConverted
+        if not any(r.converted for r in rows) or (missing_tensors(rows) and not args.partial):
+            raise _NotWritten
 
     try:
         _commit(write)
-    except _NothingConverted:
+    except _NotWritten:
         _report(rows, None, args)
         return INVALID
     _report(rows, written[0], args)
@@ -308,16 +325,31 @@ def _stream_hurray(target: Path, items: Sequence[Any], describe: Callable[[Any],
 
 
 def _report(rows: Sequence[Row], written: str | None, args: argparse.Namespace) -> None:
+    """The rows, then one summary line; or, with ``--json``, one document. A refused tensor without
+    ``--partial`` means nothing was written; with it, the output is partial and says so."""
     done = sum(r.converted for r in rows)
+    missing = missing_tensors(rows)
     summary = f"{done} converted, {len(rows) - done} skipped"
+    if written is None:
+        outcome = "nothing written"
+        if missing and done and not args.partial:
+            outcome += (f": {len(missing)} tensor{'s' if len(missing) > 1 else ''} did not convert (--partial writes "
+                        "the others)")
+    elif missing:
+        outcome = (f"wrote {written}, a partial model: {len(missing)} tensor{'s' if len(missing) > 1 else ''} "
+                   f"missing ({', '.join(r.name for r in missing[:8])}{', ...' if len(missing) > 8 else ''})")
+    else:
+        outcome = f"wrote {written}"
     if args.json:
-        print(json.dumps({"source": str(args.input), "to": args.to, "output": written, "tensors": [
-            {"name": r.name, "type": r.source, "shape": list(r.shape), "converted": r.converted, "code": r.code,
-             "reason": r.reason or None} for r in rows]}, indent=2))
+        print(json.dumps({"source": str(args.input), "to": args.to, "output": written,
+                          "partial": bool(written and missing), "missing": [r.name for r in missing], "tensors": [
+                              {"name": r.name, "type": r.source, "shape": list(r.shape), "converted": r.converted,
+                               "code": r.code, "reason": r.reason or None,
+                               "converts_with": list(r.converts_with) or None} for r in rows]}, indent=2))
         return
     for row in rows:
         print(row.text())
-    print(f"{summary}; wrote {written}" if written else f"{summary}; nothing written")
+    print(f"{summary}; {outcome}")
 
 
 # --- sources --------------------------------------------------------------------------------------
@@ -456,23 +488,29 @@ def cmd_convert(args: argparse.Namespace) -> int:
         step = {"hurray": lambda v: convert.initializer_to_hurray(v, model, recorded.get(v.name)),
                 "gguf": _planned(lambda v: convert.initializer_to_gguf(v, model, recorded.get(v.name)))}[args.to]
 
+    def with_missing(entries: dict[str, Any], rows: list[Row]) -> dict[str, Any]:  # a partial model says so
+        missing = [(r.code or "", r.source, r.name) for r in missing_tensors(rows)]
+        return entries | metadata.missing_kv(missing) if missing else entries
+
     def gguf_container_kv(rows: list[Row]) -> dict[str, Any]:  # the GGUF entries, and the types of the tensors kept
-        return metadata.container_kv(gguf_kv, [(r.name, r.source) for r in rows if r.converted])
+        return with_missing(metadata.container_kv(gguf_kv, [(r.name, r.source) for r in rows if r.converted]), rows)
 
     if kind == "gguf" and args.to == "hurray" and target.suffix != ".bin":
         return _stream_hurray(target, items, describe, step, args, gguf_container_kv)
-    rows, results = _convert_each(items, describe, step)
-    if not results:
+    rows, results = _convert_each(items, describe, step, args)
+    if not results or (missing_tensors(rows) and not args.partial):
         _report(rows, None, args)
         return INVALID
     if kind == "gguf":
         kv = gguf_container_kv(rows)
-    elif kv:  # the recorded GGML types, of the tensors converted only
-        types = metadata.tensor_types(kv)
-        kept = {n for n, _ in results}
-        if types:
-            kv[metadata.TENSOR_TYPES_KEY] = metadata.container_kv(
-                [], [(n, t) for n, t in types.items() if n in kept])[metadata.TENSOR_TYPES_KEY]
+    else:
+        if kv:  # the recorded GGML types, of the tensors converted only
+            types = metadata.tensor_types(kv)
+            kept = {n for n, _ in results}
+            if types:
+                kv[metadata.TENSOR_TYPES_KEY] = metadata.container_kv(
+                    [], [(n, t) for n, t in types.items() if n in kept])[metadata.TENSOR_TYPES_KEY]
+        kv = with_missing(kv, rows)
     written = []
     if args.to == "gguf":
         entries, refused = metadata.gguf_entries(kv)
@@ -602,14 +640,15 @@ def register(subparsers: Any) -> None:
     """Add ``convert`` to the ``hurray-decl`` sub-command parser (``quantize`` is in :mod:`.models`)."""
     convert = subparsers.add_parser(
         "convert", help="convert GGUF, Hurray and onnx-light tensors between the formats, exactly",
-        description="Convert every tensor of SOURCE that has an exact form in the target and list the others with "
-                    "the reason. SOURCE is a .gguf file, a .hrry container, a Hurray stream, a Hurray descriptor (with "
+        description="Convert every tensor of SOURCE to its exact form in the target; a tensor that has none is "
+                    "listed with its rule and what would convert it, and nothing is written (--partial writes the "
+                    "others). SOURCE is a .gguf file, a .hrry container, a Hurray stream, a Hurray descriptor (with "
                     "--buffer for each buffer) or an "
                     "ONNX model holding onnx-light values. --to hurray writes NAME.bin, a FOLDER or NAME.hrry "
                     "(with the source's metadata as KV); --to gguf a .gguf file (KV and tensors, GGUFWriter); "
                     "--to onnx-light an ONNX model of onnx-light encoded initializers; --to ort an ONNX model of "
                     "com.microsoft MatMulNBits nodes (input NAME.A, output NAME.Y = NAME.A @ W^T). Exit 0 written, "
-                    "1 invalid input or nothing convertible, 2 usage error, 3 file error.")
+                    "1 invalid input or a tensor that does not convert, 2 usage error, 3 file error.")
     convert.add_argument("input", metavar="SOURCE", help="a .gguf file, a .hrry container, a Hurray stream or "
                          "descriptor, an ONNX model or a safetensors file (or - for standard input)")
     convert.add_argument("-o", "--output", required=True, help="the output file or folder")
@@ -620,6 +659,10 @@ def register(subparsers: Any) -> None:
     convert.add_argument("--scale-type", choices=SCALE_TYPES, default="float32",
                          help="the MatMulNBits matrix and scale type for --to ort (default: float32, exact for "
                               "float16 scales)")
+    convert.add_argument("--partial", action="store_true",
+                         help="write the tensors that convert even when others do not (the output's KV, the "
+                              "summary and the --json report name the missing ones); without it a tensor that "
+                              "does not convert means nothing is written, exit 1")
     convert.add_argument("--json", action="store_true", help="print the report as JSON")
     from hurray_decl.cli.inputs import handles
 

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from hurray_decl.convert.codebook import codebook_to_hurray, codebook_to_onnx_light
-from hurray_decl.convert.gguf import FLOAT_TYPES, GgufTensor, no_gguf_form, parts_blocks
+from hurray_decl.convert.gguf import FLOAT_TYPES, SINGLE_LEVEL, GgufTensor, no_gguf_form, parts_blocks
 from hurray_decl.convert.hurray import affine_parts, block_parts, from_block_parts as tensor_from_parts, from_gguf
 from hurray_decl.convert.onnx_light import PROFILES, gguf_to_onnx_light, onnx_light_to_gguf
 from hurray_decl.convert.ort import empty_model, tensor_to_matmul_nbits
@@ -47,7 +47,9 @@ from hurray_decl.hurray.tensor import (
 from hurray_decl.onnx_light import EncodedValueProto, TensorProto
 
 __all__ = [
+    "GGUF_TARGETS",
     "Tensor",
+    "converts_with",
     "float_tensor",
     "gguf_to_hurray",
     "gguf_to_onnx_light_tensor",
@@ -67,6 +69,21 @@ Tensor = tuple[TensorDescriptor, list[bytes]]
 _ONNX_FLOATS = SCALE_DATA_TYPES
 """The ONNX data type of each unquantized float element type (float32, float16, bfloat16)."""
 _PORTABLE = {bits: fmt for fmt, bits in PORTABLE_FORMATS.items()}
+
+
+GGUF_TARGETS: dict[str, tuple[str, ...]] = {
+    "hurray": (*FLOAT_TYPES, *SINGLE_LEVEL),
+    "onnx-light": (*FLOAT_TYPES, *PROFILES),
+    "ort": SINGLE_LEVEL,
+}
+"""The GGML types each ``convert --to`` target takes from a GGUF file (Q4_1 / Q5_1 to Hurray and
+ORT when their offsets are exact; see :func:`gguf_to_hurray`)."""
+
+
+def converts_with(source: str, target: str) -> tuple[str, ...]:
+    """The ``convert`` options that take a GGUF tensor of type ``source`` that ``target`` refused
+    (nothing for a source that is not a GGML type name)."""
+    return tuple(f"--to {other}" for other, types in GGUF_TARGETS.items() if other != target and source in types)
 
 
 def _no_form(tensor: GgufTensor, target: str, reason: str) -> ArgumentError:

@@ -307,11 +307,15 @@ GGUF_TYPES: dict[str, GgufType] = {t.name: t for t in (
 
 
 def gguf_type(ggml_type: Any) -> GgufType:
-    """The table row of a GGML type given by name or by ``gguf.GGMLQuantizationType``."""
+    """The table row of a GGML type given by name or by ``gguf.GGMLQuantizationType``; a type
+    without one is refused as a type the converter does not support (HE-03, as a ``.hrry``
+    reader refuses an element type it does not implement)."""
     name = getattr(ggml_type, "name", ggml_type)
-    if not isinstance(name, str) or name not in GGUF_TYPES:
-        raise ArgumentError("ggml_type", "no converter for this GGML type", actual=name if isinstance(name, str)
-                            else repr(ggml_type), expected=", ".join(GGUF_TYPES))
+    if not isinstance(name, str):
+        raise ArgumentError("ggml_type", "a GGML type name", actual=repr(ggml_type), expected=", ".join(GGUF_TYPES))
+    if name not in GGUF_TYPES:
+        raise UnsupportedError("HE-03", f"no block converter for the GGML type {name}", path="ggml_type",
+                               actual=name, expected=", ".join(GGUF_TYPES))
     return GGUF_TYPES[name]
 
 

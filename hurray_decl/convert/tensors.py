@@ -68,6 +68,10 @@ Tensor = tuple[TensorDescriptor, list[bytes]]
 
 _ONNX_FLOATS = SCALE_DATA_TYPES
 """The ONNX data type of each unquantized float element type (float32, float16, bfloat16)."""
+_ONNX_PLAIN = _ONNX_FLOATS | {"float64": TensorProto.DOUBLE, "int8": TensorProto.INT8, "int16": TensorProto.INT16,
+                              "int32": TensorProto.INT32, "int64": TensorProto.INT64}
+"""The ONNX data type of each unquantized element type a GGUF tensor may have (:data:`FLOAT_TYPES`)
+or an initializer converts from and to: the bytes are the same, little-endian."""
 _PORTABLE = {bits: fmt for fmt, bits in PORTABLE_FORMATS.items()}
 
 
@@ -84,11 +88,6 @@ def converts_with(source: str, target: str) -> tuple[str, ...]:
     """The ``convert`` options that take a GGUF tensor of type ``source`` that ``target`` refused
     (nothing for a source that is not a GGML type name)."""
     return tuple(f"--to {other}" for other, types in GGUF_TARGETS.items() if other != target and source in types)
-
-
-def _no_form(tensor: GgufTensor, target: str, reason: str) -> ArgumentError:
-    return ArgumentError("ggml_type", f"{tensor.type_name} has no {target} form here: {reason}",
-                         actual=tensor.type_name)
 
 
 def float_tensor(raw: Any, element_type: str, shape: Sequence[int]) -> Tensor:
@@ -154,20 +153,23 @@ def gguf_to_onnx_light_tensor(tensor: GgufTensor) -> EncodedValueProto | Any:
     """A GGUF tensor as an onnx-light encoded value (quantized types) or an ONNX ``TensorProto`` (float types)."""
     if tensor.type_name in FLOAT_TYPES:
         plain = TensorProto()
-        plain.data_type = _ONNX_FLOATS[FLOAT_TYPES[tensor.type_name]]
+        plain.data_type = _ONNX_PLAIN[FLOAT_TYPES[tensor.type_name]]
         plain.dims.extend(tensor.shape)
         plain.raw_data = tensor.data.tobytes()
         return plain
     if tensor.type_name not in PROFILES:
-        raise _no_form(tensor, "onnx-light", f"the converted types are {', '.join(PROFILES)} and "
-                       f"{', '.join(FLOAT_TYPES)}")
+        raise UnsupportedError("HE-03", f"{tensor.type_name} has no onnx-light converter here: the converted types "
+                               f"are {', '.join(PROFILES)} and {', '.join(FLOAT_TYPES)}", path="ggml_type",
+                               actual=tensor.type_name, expected=", ".join((*PROFILES, *FLOAT_TYPES)))
     return gguf_to_onnx_light(tensor.data, tensor.type_name, tensor.shape)
 
 
 def gguf_to_ort(tensor: GgufTensor, *, scale_type: str | None = "float32") -> EncodedValueProto:
     """A rank-2 GGUF weight ``(N, K)`` as the ORT MatMulNBits value of ``B = W^T`` (via its exact Hurray form)."""
     if tensor.type_name in FLOAT_TYPES:
-        raise _no_form(tensor, "MatMulNBits", "the tensor is not quantized")
+        raise UnsupportedError("OL-ORT-07", f"{tensor.type_name} has no MatMulNBits form: the tensor is not quantized "
+                               "(MatMulNBits nodes hold packed weights only)", path="ggml_type",
+                               actual=tensor.type_name, expected="a quantized GGML type")
     if len(tensor.shape) != 2:
         raise UnsupportedError("OL-ORT-07", "a MatMulNBits weight is a matrix", path="shape", actual=list(tensor.shape),
                                expected="rank 2")
@@ -184,18 +186,17 @@ def hurray_to_onnx_light(descriptor: TensorDescriptor, buffers: Sequence[Any]) -
 
     Row-major affine tensors (per-tensor, per-channel, per-block: :func:`~hurray_decl.convert.hurray.affine_parts`)
     of 2-, 4- or 8-bit codes as int4/int8 values (2-bit codes widened to 4); plain row-major
-    float32/float16/bfloat16 tensors as ONNX ``TensorProto`` initializers.
+    float32/float16/bfloat16/float64/int8/int16/int32/int64 tensors as ONNX ``TensorProto`` initializers.
     """
     if descriptor.quantization is None:
         element = BY_TAG[descriptor.type_tag].name
-        if element not in _ONNX_FLOATS or not isinstance(descriptor.layout, RowMajor):
-            raise UnsupportedError("HT-LAY-01", "plain ONNX initializers here are row-major float32, float16 or "
-                                   "bfloat16", path="descriptor -> type_tag",
-                                   actual=(element, type(descriptor.layout).__name__),
-                                   expected="a row-major float32, float16 or bfloat16 tensor")
+        if element not in _ONNX_PLAIN or not isinstance(descriptor.layout, RowMajor):
+            raise UnsupportedError("HT-LAY-01", f"plain ONNX initializers here are row-major {', '.join(_ONNX_PLAIN)}",
+                                   path="descriptor -> type_tag", actual=(element, type(descriptor.layout).__name__),
+                                   expected=f"a row-major tensor of {', '.join(_ONNX_PLAIN)}")
         gguf = hurray_to_gguf("", descriptor, buffers)
         plain = TensorProto()
-        plain.data_type = _ONNX_FLOATS[element]
+        plain.data_type = _ONNX_PLAIN[element]
         plain.dims.extend(gguf.shape)
         plain.raw_data = gguf.data.tobytes()
         return plain
@@ -237,12 +238,13 @@ def onnx_light_to_hurray(value: EncodedValueProto, model: Any = None, ggml_type:
 
 def initializer_to_hurray(value: Any, model: Any = None, ggml_type: str | None = None) -> Tensor:
     """An initializer of an ONNX model as a Hurray tensor: onnx-light values as per-block affine
-    (:func:`onnx_light_to_hurray`), float32/float16/bfloat16 ``raw_data`` tensors unquantized."""
+    (:func:`onnx_light_to_hurray`), ``raw_data`` tensors of the plain types (float32, float16,
+    bfloat16, float64, int8 .. int64) unquantized."""
     if isinstance(value, EncodedValueProto):
         return onnx_light_to_hurray(value, model, ggml_type)
-    elements = {code: name for name, code in _ONNX_FLOATS.items()}
+    elements = {code: name for name, code in _ONNX_PLAIN.items()}
     if value.data_type not in elements or not value.HasField("raw_data"):
-        raise ArgumentError("initializer", "only float32, float16 and bfloat16 initializers with raw_data convert",
+        raise ArgumentError("initializer", f"only {', '.join(_ONNX_PLAIN)} initializers with raw_data convert",
                             actual=value.data_type)
     return float_tensor(value.raw_data, elements[value.data_type], tuple(value.dims))
 

@@ -29,7 +29,7 @@ from typing import Any
 
 OK, INVALID, USAGE, FILE_ERROR, INTERRUPTED = 0, 1, 2, 3, 130
 TARGETS = ("hurray", "onnx-light", "ort", "gguf", "safetensors")  # safetensors: routed to cli.models
-SCALE_TYPES = ("float32", "float16", "bfloat16")
+SCALE_TYPES = ("float32", "float16", "bfloat16")  # also the --dtype choices (convert.tensors.DEQUANTIZE_DTYPES)
 
 
 class CommandError(Exception):
@@ -448,8 +448,14 @@ def cmd_convert(args: argparse.Namespace) -> int:
                            + ", ".join(f"{a} -> {b}" for a, b in sorted(pairs)))
     from hurray_decl.convert import metadata, tensors as convert
 
+    if args.dequantize and args.to != "hurray":
+        raise CommandError(USAGE, f"--dequantize writes --to hurray or --to safetensors, not --to {args.to}")
+    if args.dtype and not args.dequantize:
+        raise CommandError(USAGE, "--dtype is the type of dequantized values: give --dequantize too")
+    dtype = args.dtype or "float32"
     scale_type = args.scale_type
     items: Sequence[Any]  # GGUF tensors, named Hurray tensors or ONNX initializers
+    step: Callable[[Any], Any]  # one item to its converted form
     kv: dict[str, Any] = {}  # the source's metadata as container KV values
     gguf_kv: list[Any] = []
     if kind == "gguf":
@@ -463,7 +469,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
             raise CommandError(INVALID, f"invalid input: {err.detail}") from None
         items, gguf_kv = gguf_model.tensors, gguf_model.kv
         describe = lambda t: (t.name, t.type_name, t.shape)  # noqa: E731
-        step = {"hurray": convert.gguf_to_hurray, "onnx-light": convert.gguf_to_onnx_light_tensor,
+        step = {"hurray": (lambda t: convert.dequantized_tensor(t, dtype)) if args.dequantize
+                else convert.gguf_to_hurray, "onnx-light": convert.gguf_to_onnx_light_tensor,
                 "ort": lambda t: convert.gguf_to_ort(t, scale_type=scale_type)}[args.to]
     elif kind in ("hurray", "container", "stream"):
         if kind == "hurray":
@@ -474,7 +481,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
             items, kv = read_container_model(window_data(args))
         describe = lambda t: (t.name, "hurray", tuple(t.descriptor.shape))  # noqa: E731
         recorded = metadata.tensor_types(kv)
-        step = {"hurray": lambda t: (t.descriptor, t.buffers),
+        step = {"hurray": (lambda t: convert.hurray_dequantized(t.descriptor, t.buffers, dtype)) if args.dequantize
+                else lambda t: (t.descriptor, t.buffers),
                 "onnx-light": lambda t: convert.hurray_to_onnx_light(t.descriptor, t.buffers),
                 "ort": lambda t: convert.hurray_to_ort(t.descriptor, t.buffers, scale_type=scale_type),
                 "gguf": _planned(lambda t: convert.hurray_to_gguf(t.name, t.descriptor, t.buffers,
@@ -493,7 +501,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
         return entries | metadata.missing_kv(missing) if missing else entries
 
     def gguf_container_kv(rows: list[Row]) -> dict[str, Any]:  # the GGUF entries, and the types of the tensors kept
-        return with_missing(metadata.container_kv(gguf_kv, [(r.name, r.source) for r in rows if r.converted]), rows)
+        kept = [] if args.dequantize else [(r.name, r.source) for r in rows if r.converted]
+        return with_missing(metadata.container_kv(gguf_kv, kept), rows)
 
     if kind == "gguf" and args.to == "hurray" and target.suffix != ".bin":
         return _stream_hurray(target, items, describe, step, args, gguf_container_kv)
@@ -663,6 +672,12 @@ def register(subparsers: Any) -> None:
                          help="write the tensors that convert even when others do not (the output's KV, the "
                               "summary and the --json report name the missing ones); without it a tensor that "
                               "does not convert means nothing is written, exit 1")
+    convert.add_argument("--dequantize", action="store_true",
+                         help="write every quantized tensor's values, unquantized (--to hurray or --to safetensors; "
+                              "from GGUF: the values gguf computes, bit for bit); plain tensors keep their type")
+    convert.add_argument("--dtype", choices=SCALE_TYPES,
+                         help="the type of dequantized values (default float32; float16 and bfloat16 round to "
+                              "nearest, ties to even)")
     convert.add_argument("--json", action="store_true", help="print the report as JSON")
     from hurray_decl.cli.inputs import handles
 

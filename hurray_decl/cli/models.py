@@ -339,15 +339,21 @@ def convert_safetensors(args: argparse.Namespace) -> int:
     """``convert`` of a safetensors source (to hurray, onnx-light, ort) or of a ``.hrry`` to
     safetensors, the input's kind as :func:`hurray_decl.cli.inputs.detect` decided it."""
     from hurray_decl.cli.convert import KINDS
-    from hurray_decl.cli.inputs import CONTAINER, SAFETENSORS, detect, regular_file
+    from hurray_decl.cli.inputs import CONTAINER, GGUF, SAFETENSORS, detect, regular_file
 
     found = detect(args)
+    if args.dtype and not args.dequantize:
+        raise UsageError("--dtype is the type of dequantized values: give --dequantize too")
     if args.to == "safetensors":
+        if found.kind == GGUF and args.dequantize:
+            return _gguf_to_safetensors(args, Path(args.output).expanduser().absolute())
+        if found.kind == GGUF:
+            raise UsageError("a GGUF file goes to safetensors dequantized: give --dequantize (and --dtype)")
         if found.kind != CONTAINER:
             kind = (SAFETENSORS if found.kind == SAFETENSORS else "this input" if found.reason == "fallback"
                     else KINDS.get(found.kind, "this input"))
-            raise UsageError(f"no conversion from {kind} to safetensors; converted: a .hrry container -> "
-                             "safetensors")
+            raise UsageError(f"no conversion from {kind} to safetensors; converted: a .hrry container and a GGUF "
+                             "file (--dequantize) -> safetensors")
         return _to_safetensors(args, Path(args.output).expanduser().absolute())
     path = regular_file(args)
     if path is None:
@@ -472,13 +478,13 @@ def _to_safetensors(args: argparse.Namespace, target: Path) -> int:
             tensor = opened[name]
             shape = tuple(tensor.descriptor.shape)
             try:
-                arrays.append((name, from_hurray(tensor)))
+                arrays.append((name, from_hurray(tensor, args.dtype or "float32" if args.dequantize else None)))
             except HurrayDeclError as err:
                 failures.append(err)
                 rows.append(Row(name, "hurray", shape, "skipped", code=err.code, reason=err.detail))
                 continue
             rows.append(Row(name, str(arrays[-1][1].dtype), shape, "converted", "plain"))
-        if not arrays:
+        if not arrays or (failures and not args.partial):
             report(rows, source, "safetensors", None, args.json)
             if failures:
                 raise failures[0]
@@ -487,6 +493,54 @@ def _to_safetensors(args: argparse.Namespace, target: Path) -> int:
         with outputs.atomic(target) as temporary:
             write_safetensors(temporary, arrays, metadata)
         del arrays
+    report(rows, source, "safetensors", str(target), args.json)
+    return OK
+
+
+def _gguf_to_safetensors(args: argparse.Namespace, target: Path) -> int:
+    """``convert X.gguf --to safetensors --dequantize``: every tensor's values (quantized ones in
+    ``--dtype``, plain ones in their own type), tensor by tensor, straight into the file
+    (:func:`hurray_decl.convert.safetensors.write_safetensors_stream`), so memory holds one tensor's
+    values at a time. A tensor type nothing here dequantizes is listed, and nothing is written
+    unless ``--partial``."""
+    from hurray_decl.cli import outputs
+    from hurray_decl.cli.inputs import regular_file, window_data
+    from hurray_decl.convert.gguf import FLOAT_TYPES, read_gguf_model
+    from hurray_decl.convert.safetensors import write_safetensors_stream
+    from hurray_decl.convert.tensors import dequantizes, gguf_dequantized
+
+    dtype = args.dtype or "float32"
+    source = Path(args.input)
+    outputs.target(target)
+    path = regular_file(args)
+    model = read_gguf_model(path if path is not None else bytes(window_data(args)))
+    rows: list[Row] = []
+    kept = []
+    for tensor in model.tensors.layout.tensors:  # the infos only: no tensor data is read here
+        reason = dequantizes(tensor.type_name)
+        if reason is None:
+            kept.append(tensor)
+        else:
+            rows.append(Row(tensor.name, tensor.type_name, tensor.shape, "skipped", code=reason.code,
+                            reason=reason.detail))
+    if not kept or (rows and not args.partial):
+        report(rows, source, "safetensors", None, args.json)
+        raise InvalidInput(f"invalid input: {len(rows)} tensor{'s' if len(rows) != 1 else ''} of {source} cannot be "
+                           "dequantized; nothing written" + ("" if not kept else " (--partial writes the others)"))
+    names = {t.name for t in kept}
+    planned = [(t.name, FLOAT_TYPES.get(t.type_name, dtype), t.shape) for t in kept]
+
+    def arrays() -> Iterator[Any]:
+        for tensor in progress([t for t in model.tensors if t.name in names], "dequantize"):
+            values = gguf_dequantized(tensor, dtype)
+            plain = tensor.type_name in FLOAT_TYPES
+            rows.append(Row(tensor.name, tensor.type_name, tensor.shape, "converted",
+                            "plain" if plain else f"dequantized {dtype}"))
+            yield values
+            del values
+
+    with outputs.atomic(target) as temporary, open(temporary, "wb") as stream:
+        write_safetensors_stream(stream, planned, arrays())
     report(rows, source, "safetensors", str(target), args.json)
     return OK
 

@@ -25,13 +25,22 @@ from typing import Any
 import numpy as np
 
 from hurray_decl.convert.codebook import codebook_to_hurray, codebook_to_onnx_light
-from hurray_decl.convert.gguf import FLOAT_TYPES, SINGLE_LEVEL, GgufTensor, no_gguf_form, parts_blocks
+from hurray_decl.convert.gguf import (
+    FLOAT_TYPES,
+    GGUF_TYPES,
+    SINGLE_LEVEL,
+    GgufTensor,
+    no_gguf_form,
+    parts_blocks,
+    sub_blocks,
+)
 from hurray_decl.convert.hurray import affine_parts, block_parts, from_block_parts as tensor_from_parts, from_gguf
 from hurray_decl.convert.onnx_light import PROFILES, gguf_to_onnx_light, onnx_light_to_gguf
 from hurray_decl.convert.ort import empty_model, tensor_to_matmul_nbits
 from hurray_decl.convert.parts import BlockParts
 from hurray_decl.convert.portable import PORTABLE_FORMATS, SCALE_DATA_TYPES, from_block_parts, to_block_parts
 from hurray_decl.errors import ArgumentError, HurrayDeclError, UnsupportedError
+from hurray_decl.hurray.numerics import dequantize as hurray_dequantize
 from hurray_decl.hurray.schemes.mxfp import MXFP
 from hurray_decl.hurray.schemes.nf4 import NF4
 from hurray_decl.hurray.tables import storage as element_storage
@@ -47,13 +56,18 @@ from hurray_decl.hurray.tensor import (
 from hurray_decl.onnx_light import EncodedValueProto, TensorProto
 
 __all__ = [
+    "DEQUANTIZE_DTYPES",
     "GGUF_TARGETS",
     "Tensor",
     "converts_with",
+    "dequantized_tensor",
+    "dequantizes",
     "float_tensor",
+    "gguf_dequantized",
     "gguf_to_hurray",
     "gguf_to_onnx_light_tensor",
     "gguf_to_ort",
+    "hurray_dequantized",
     "hurray_to_gguf",
     "hurray_to_onnx_light",
     "hurray_to_ort",
@@ -147,6 +161,88 @@ def gguf_to_hurray(tensor: GgufTensor) -> Tensor:
     if tensor.type_name in FLOAT_TYPES:
         return float_tensor(tensor.data, FLOAT_TYPES[tensor.type_name], tensor.shape)
     return from_gguf(tensor.data, tensor.type_name, tensor.shape)
+
+
+DEQUANTIZE_DTYPES = ("float32", "float16", "bfloat16")
+"""The element types ``convert --dequantize --dtype`` writes dequantized values in."""
+DEQUANTIZE_CHUNK = 1 << 16
+"""GGUF blocks decoded at a time by :func:`gguf_dequantized` (its working memory is a few times
+this many blocks' values, beside the output)."""
+
+
+def _rounded(values: np.ndarray, dtype: str) -> np.ndarray:
+    """float32 values as ``dtype`` (:data:`DEQUANTIZE_DTYPES`), rounded to nearest, ties to even."""
+    if dtype not in DEQUANTIZE_DTYPES:
+        raise ArgumentError("dtype", "dequantized values are float32, float16 or bfloat16", actual=dtype,
+                            expected=", ".join(DEQUANTIZE_DTYPES))
+    return values if dtype == "float32" else values.astype(element_storage.dtype(dtype))
+
+
+def gguf_dequantized(tensor: GgufTensor, dtype: str = "float32", chunk: int = DEQUANTIZE_CHUNK) -> np.ndarray:
+    """A GGUF tensor's values in its NumPy-order shape: a quantized type's as gguf computes them
+    in float32 (:func:`~hurray_decl.convert.gguf.sub_blocks` for the types of
+    :data:`~hurray_decl.convert.gguf.GGUF_TYPES`, ``chunk`` blocks at a time; gguf-py's
+    ``gguf.quants.dequantize`` for the types the package has no decoder of its own for), rounded
+    to ``dtype``; a plain type's (:data:`FLOAT_TYPES`) as themselves, whatever ``dtype``. A type
+    neither decodes is refused (HE-03)."""
+    shape = tuple(int(n) for n in tensor.shape)
+    if tensor.type_name in FLOAT_TYPES:
+        return np.array(tensor.data.view(element_storage.dtype(FLOAT_TYPES[tensor.type_name])).reshape(shape))
+    if tensor.type_name in GGUF_TYPES:
+        row = GGUF_TYPES[tensor.type_name]
+        size = row.record.itemsize
+        blocks = tensor.data.size // size
+        out = np.empty(blocks * row.elements, np.float32)
+        for start in range(0, blocks, max(1, chunk)):
+            stop = min(blocks, start + max(1, chunk))
+            out[start * row.elements:stop * row.elements] = sub_blocks(
+                tensor.data[start * size:stop * size], row.name, ((stop - start) * row.elements,)).reference()
+        return _rounded(out.reshape(shape), dtype)
+    import gguf
+
+    kind = getattr(gguf.GGMLQuantizationType, tensor.type_name, None)
+    try:
+        if kind is None:
+            raise NotImplementedError("an unknown GGML type")
+        values = gguf.quants.dequantize(tensor.data.reshape(*shape[:-1], -1), kind)
+    except (NotImplementedError, ValueError, TypeError) as err:
+        raise UnsupportedError("HE-03", f"{tensor.type_name} has no dequantizer here or in gguf-py ({err})",
+                               path="ggml_type", actual=tensor.type_name) from None
+    return _rounded(np.asarray(values, np.float32).reshape(shape), dtype)
+
+
+def dequantizes(type_name: str) -> HurrayDeclError | None:
+    """None when :func:`gguf_dequantized` takes tensors of the GGML type ``type_name``, else the
+    refusal it would raise (HE-03): told from the type alone, before any data is read."""
+    if type_name in FLOAT_TYPES or type_name in GGUF_TYPES:
+        return None
+    import gguf
+
+    kind = getattr(gguf.GGMLQuantizationType, type_name, None)
+    if kind is not None and kind in gguf.GGML_QUANT_SIZES:
+        try:  # one block of zeros: only the type's support is asked
+            gguf.quants.dequantize(np.zeros((1, gguf.GGML_QUANT_SIZES[kind][1]), np.uint8), kind)
+            return None
+        except NotImplementedError:
+            pass
+    return UnsupportedError("HE-03", f"{type_name} has no dequantizer here or in gguf-py", path="ggml_type",
+                            actual=type_name)
+
+
+def hurray_dequantized(descriptor: TensorDescriptor, buffers: Sequence[Any], dtype: str = "float32") -> Tensor:
+    """A Hurray tensor with its values dequantized (float32, rounded to ``dtype``) as an
+    unquantized row-major tensor; an unquantized tensor as it is."""
+    if descriptor.quantization is None:
+        return descriptor, list(buffers)
+    values = _rounded(np.asarray(hurray_dequantize(descriptor, buffers), np.float32), dtype)
+    return float_tensor(values.reshape(-1).view(np.uint8), dtype, values.shape)
+
+
+def dequantized_tensor(tensor: GgufTensor, dtype: str = "float32") -> Tensor:
+    """A GGUF tensor's values (:func:`gguf_dequantized`) as an unquantized row-major Hurray tensor."""
+    values = gguf_dequantized(tensor, dtype)
+    element = element_storage.element_of_dtype(values.dtype)
+    return float_tensor(values.reshape(-1).view(np.uint8), element or "float32", values.shape)
 
 
 def gguf_to_onnx_light_tensor(tensor: GgufTensor) -> EncodedValueProto | Any:

@@ -13,12 +13,13 @@ from typing import Any
 
 import numpy as np
 
-from hurray_decl.convert.gguf import gguf_parts, read_gguf
+from hurray_decl.convert.gguf import GGUF_BLOCK, MXFP4_NEGATIVE_ZERO, gguf_parts, mxfp4_codes, read_gguf
 from hurray_decl.convert.group import awq_parts, gptq_parts
 from hurray_decl.convert.parts import BlockParts
-from hurray_decl.errors import ArgumentError, UnsupportedError
+from hurray_decl.errors import ArgumentError, RuleViolation, UnsupportedError
 from hurray_decl.hurray import kernels
-from hurray_decl.hurray.numerics import assemble, buffer_contents
+from hurray_decl.hurray.numerics import assemble, assemble_data, buffer_contents
+from hurray_decl.hurray.schemes.mxfp import INVALID_SCALE_BYTES, MXFP
 from hurray_decl.hurray.schemes.per_block_affine import PerBlockAffine
 from hurray_decl.hurray.schemes.per_channel_affine import PerChannelAffine
 from hurray_decl.hurray.schemes.per_tensor_affine import PerTensorAffine
@@ -27,12 +28,48 @@ from hurray_decl.hurray.tables.codes import ScaleType
 from hurray_decl.hurray.tables.element_types import BY_TAG
 from hurray_decl.hurray.tensor import RowMajor, TensorDescriptor, validate_buffers
 
-__all__ = ["affine_parts", "block_parts", "from_awq", "from_block_parts", "from_gguf", "from_gguf_file", "from_gptq"]
+__all__ = [
+    "affine_parts",
+    "block_parts",
+    "from_awq",
+    "from_block_parts",
+    "from_gguf",
+    "from_gguf_file",
+    "from_gguf_mxfp4",
+    "from_gptq",
+]
 
 
 def from_gguf(raw: Any, ggml_type: Any, shape: Sequence[int]) -> tuple[TensorDescriptor, list[bytes]]:
-    """GGUF Q4_0 / Q4_1 / Q8_0 blocks (blocks along the last axis of ``shape``) as per-block affine."""
+    """GGUF Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0 blocks (blocks along the last axis of ``shape``) as
+    per-block affine; MXFP4 blocks as MXFP (:func:`from_gguf_mxfp4`)."""
+    if getattr(ggml_type, "name", ggml_type) == "MXFP4":
+        return from_gguf_mxfp4(raw, shape)
     return from_block_parts(gguf_parts(raw, ggml_type, shape))
+
+
+def from_gguf_mxfp4(raw: Any, shape: Sequence[int]) -> tuple[TensorDescriptor, list[bytes]]:
+    """GGUF MXFP4 blocks as MXFP (0x05) of float4_e2m1 elements, blocks of 32 along the last axis:
+    the exponent bytes and the codes themselves, so the values are gguf's, bit for bit, and the
+    blocks come back byte for byte. Refused: a block whose exponent byte is 0x00 or 0xFF (HQ-MX-10:
+    Hurray MXFP has no such scale), and a code 8, which gguf decodes as +0 and HQ-MX-11 as -0."""
+    exponents, codes = mxfp4_codes(raw, shape)
+    bad = np.isin(exponents, INVALID_SCALE_BYTES)
+    if bad.any():
+        j = int(np.flatnonzero(bad)[0])
+        raise RuleViolation("HQ-MX-10", f"MXFP4 block {j} has the exponent byte 0x{int(exponents[j]):02X}, which "
+                            "makes an MXFP descriptor invalid", path=f"raw -> blocks[{j}] -> e",
+                            actual=int(exponents[j]), expected="1 .. 254")
+    negative_zero = codes == MXFP4_NEGATIVE_ZERO
+    if negative_zero.any():
+        j = int(np.flatnonzero(negative_zero.any(axis=1))[0])
+        raise RuleViolation("HQ-MX-11", f"MXFP4 block {j} holds the code 8, which gguf decodes as +0 and MXFP "
+                            "float4_e2m1 as -0: no exact MXFP form", path=f"raw -> blocks[{j}] -> qs",
+                            actual=MXFP4_NEGATIVE_ZERO, expected="codes other than 8")
+    shape = tuple(int(n) for n in shape)
+    model = MXFP(axis=len(shape) - 1, block_size=GGUF_BLOCK, scale_buffer_index=1)
+    data = np.frombuffer(storage.pack_codes(codes.reshape(-1), 4), np.uint8)
+    return assemble_data(model, shape, "float4_e2m1", data, [exponents])
 
 
 def from_gguf_file(path: str | Path, tensor_name: str) -> tuple[TensorDescriptor, list[bytes]]:

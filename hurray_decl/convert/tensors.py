@@ -27,9 +27,12 @@ import numpy as np
 from hurray_decl.convert.codebook import codebook_to_hurray, codebook_to_onnx_light
 from hurray_decl.convert.gguf import (
     FLOAT_TYPES,
+    GGUF_BLOCK,
     GGUF_TYPES,
+    MXFP4_NEGATIVE_ZERO,
     SINGLE_LEVEL,
     GgufTensor,
+    mxfp4_blocks,
     no_gguf_form,
     parts_blocks,
     sub_blocks,
@@ -90,8 +93,8 @@ _PORTABLE = {bits: fmt for fmt, bits in PORTABLE_FORMATS.items()}
 
 
 GGUF_TARGETS: dict[str, tuple[str, ...]] = {
-    "hurray": (*FLOAT_TYPES, *SINGLE_LEVEL),
-    "onnx-light": (*FLOAT_TYPES, *PROFILES),
+    "hurray": (*FLOAT_TYPES, *SINGLE_LEVEL, "MXFP4"),
+    "onnx-light": (*FLOAT_TYPES, *PROFILES, "MXFP4"),
     "ort": SINGLE_LEVEL,
 }
 """The GGML types each ``convert --to`` target takes from a GGUF file (Q4_1 / Q5_1 to Hurray and
@@ -140,14 +143,42 @@ def hurray_to_gguf(name: str, descriptor: TensorDescriptor, buffers: Sequence[An
         size = int(np.prod(shape)) * np.dtype(element_storage.dtype(element)).itemsize
         plain = contents[0][descriptor.byte_offset:descriptor.byte_offset + size]
         return _gguf_tensor(name, _GGML_OF[element], shape, plain)
+    if isinstance(descriptor.quantization, MXFP):
+        return _gguf_tensor(name, "MXFP4", shape, _mxfp4_data(descriptor, buffers))
     type_name, data = parts_blocks(block_parts(descriptor, buffers), ggml_type)
     return _gguf_tensor(name, type_name, shape, data)
+
+
+def _mxfp4_data(descriptor: TensorDescriptor, buffers: Sequence[Any]) -> np.ndarray:
+    """A row-major MXFP tensor of float4_e2m1 elements, blocks of 32 along the last axis, as GGUF
+    MXFP4 blocks (the inverse of :func:`~hurray_decl.convert.hurray.from_gguf_mxfp4`); a -0 element
+    (code 8) has no MXFP4 form (gguf decodes it as +0)."""
+    q = descriptor.quantization
+    element = BY_TAG[descriptor.type_tag].name
+    shape = tuple(int(n) for n in descriptor.shape)
+    if not isinstance(q, MXFP) or element != "float4_e2m1" or not isinstance(descriptor.layout, RowMajor) \
+            or q.axis != len(shape) - 1 or q.block_size != GGUF_BLOCK:
+        raise no_gguf_form("MXFP4", f"MXFP4 blocks are {GGUF_BLOCK} float4_e2m1 elements along the last axis of a "
+                           "row-major tensor", "descriptor -> quantization",
+                           (element, getattr(q, "axis", None), getattr(q, "block_size", None)),
+                           ("float4_e2m1", len(shape) - 1, GGUF_BLOCK))
+    contents = [bytes(memoryview(b).cast("B")) for b in buffers]
+    params = validate_buffers(descriptor, contents)
+    count = int(np.prod(shape))
+    codes = element_storage.unpack_codes(np.frombuffer(contents[0], np.uint8)[descriptor.byte_offset:], 4, count)
+    if (codes == MXFP4_NEGATIVE_ZERO).any():
+        j = int(np.flatnonzero(codes == MXFP4_NEGATIVE_ZERO)[0])
+        raise no_gguf_form("MXFP4", "an element is -0, which MXFP4 decodes as +0", f"elements[{j}]", "-0.0", "+0.0")
+    exponents = np.frombuffer(params.raw("scale_buffer_index"), np.uint8)
+    return mxfp4_blocks(exponents, codes)
 
 
 def initializer_to_gguf(value: Any, model: Any = None, ggml_type: str | None = None) -> GgufTensor:
     """An ONNX initializer as a GGUF tensor: an onnx-light affine value as GGUF blocks
     (:func:`~hurray_decl.convert.onnx_light.onnx_light_to_gguf`), a float32/float16/bfloat16
     ``raw_data`` tensor as itself."""
+    if isinstance(value, EncodedValueProto) and value.struct_type.name.rsplit("/", 1)[-1] == "mxfp4":
+        return hurray_to_gguf(value.name, *codebook_to_hurray(value, model))  # through its exact MXFP form
     if isinstance(value, EncodedValueProto):
         shape = tuple(int(d.dim_value) for d in value.logical_type.tensor_type.shape.dim)
         type_name, data = onnx_light_to_gguf(value, model, ggml_type)
@@ -253,6 +284,8 @@ def gguf_to_onnx_light_tensor(tensor: GgufTensor) -> EncodedValueProto | Any:
         plain.dims.extend(tensor.shape)
         plain.raw_data = tensor.data.tobytes()
         return plain
+    if tensor.type_name == "MXFP4":  # through its exact MXFP form, to the mxfp4 profile
+        return codebook_to_onnx_light(*from_gguf(tensor.data, tensor.type_name, tensor.shape))
     if tensor.type_name not in PROFILES:
         raise UnsupportedError("HE-03", f"{tensor.type_name} has no onnx-light converter here: the converted types "
                                f"are {', '.join(PROFILES)} and {', '.join(FLOAT_TYPES)}", path="ggml_type",

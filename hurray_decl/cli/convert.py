@@ -453,6 +453,10 @@ def cmd_convert(args: argparse.Namespace) -> int:
     if args.dtype and not args.dequantize:
         raise CommandError(USAGE, "--dtype is the type of dequantized values: give --dequantize too")
     dtype = args.dtype or "float32"
+    if kind != "gguf" or args.private_schemes:  # the project reads and writes its own private schemes
+        from hurray_decl.hurray.quantization import register_project_schemes
+
+        register_project_schemes()
     scale_type = args.scale_type
     items: Sequence[Any]  # GGUF tensors, named Hurray tensors or ONNX initializers
     step: Callable[[Any], Any]  # one item to its converted form
@@ -470,7 +474,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
         items, gguf_kv = gguf_model.tensors, gguf_model.kv
         describe = lambda t: (t.name, t.type_name, t.shape)  # noqa: E731
         step = {"hurray": (lambda t: convert.dequantized_tensor(t, dtype)) if args.dequantize
-                else convert.gguf_to_hurray, "onnx-light": convert.gguf_to_onnx_light_tensor,
+                else lambda t: convert.gguf_to_hurray(t, args.private_schemes),
+                "onnx-light": convert.gguf_to_onnx_light_tensor,
                 "ort": lambda t: convert.gguf_to_ort(t, scale_type=scale_type)}[args.to]
     elif kind in ("hurray", "container", "stream"):
         if kind == "hurray":
@@ -672,6 +677,9 @@ def register(subparsers: Any) -> None:
                          help="write the tensors that convert even when others do not (the output's KV, the "
                               "summary and the --json report name the missing ones); without it a tensor that "
                               "does not convert means nothing is written, exit 1")
+    convert.add_argument("--private-schemes", action="store_true",
+                         help="--to hurray: write GGUF's K-quants (Q2_K .. Q6_K) in the project's private scheme "
+                              "ggml_super_block (0xF0), exactly; other readers do not know it (HQ-EXT-04)")
     convert.add_argument("--dequantize", action="store_true",
                          help="write every quantized tensor's values, unquantized (--to hurray or --to safetensors; "
                               "from GGUF: the values gguf computes, bit for bit); plain tensors keep their type")

@@ -354,6 +354,9 @@ def convert_safetensors(args: argparse.Namespace) -> int:
                     else KINDS.get(found.kind, "this input"))
             raise UsageError(f"no conversion from {kind} to safetensors; converted: a .hrry container and a GGUF "
                              "file (--dequantize) -> safetensors")
+        from hurray_decl.hurray.quantization import register_project_schemes
+
+        register_project_schemes()  # the project reads its own private schemes
         return _to_safetensors(args, Path(args.output).expanduser().absolute())
     path = regular_file(args)
     if path is None:

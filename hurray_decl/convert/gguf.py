@@ -369,10 +369,14 @@ class SubBlocks:
     offsets: np.ndarray | None  # float32 (sub-blocks,): O, or None when the type adds nothing
 
     def reference(self) -> np.ndarray:
-        """The values as gguf computes them, in float32: ``S * q``, then ``+ O`` (flat)."""
-        values = self.scales[:, None] * self.codes.astype(np.float32)
-        if self.offsets is not None:
-            values = values + self.offsets[:, None]
+        """The values as gguf computes them, in float32: ``S * q``, then ``+ O`` (flat); for the
+        K-quants ``- (dmin * mn)`` as gguf subtracts it (the same float32 but for a NaN's sign)."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            values = self.scales[:, None] * self.codes.astype(np.float32)
+            if self.offsets is not None and self.type.two_level:
+                values = values - (-self.offsets)[:, None]
+            elif self.offsets is not None:
+                values = values + self.offsets[:, None]
         return values.reshape(-1)
 
 

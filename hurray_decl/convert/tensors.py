@@ -37,13 +37,21 @@ from hurray_decl.convert.gguf import (
     parts_blocks,
     sub_blocks,
 )
-from hurray_decl.convert.hurray import affine_parts, block_parts, from_block_parts as tensor_from_parts, from_gguf
+from hurray_decl.convert.hurray import (
+    affine_parts,
+    block_parts,
+    from_block_parts as tensor_from_parts,
+    from_gguf,
+    from_gguf_super_blocks,
+    super_blocks_gguf,
+)
 from hurray_decl.convert.onnx_light import PROFILES, gguf_to_onnx_light, onnx_light_to_gguf
 from hurray_decl.convert.ort import empty_model, tensor_to_matmul_nbits
 from hurray_decl.convert.parts import BlockParts
 from hurray_decl.convert.portable import PORTABLE_FORMATS, SCALE_DATA_TYPES, from_block_parts, to_block_parts
 from hurray_decl.errors import ArgumentError, HurrayDeclError, UnsupportedError
 from hurray_decl.hurray.numerics import dequantize as hurray_dequantize
+from hurray_decl.hurray.schemes.ggml_super_block import GgmlSuperBlock
 from hurray_decl.hurray.schemes.mxfp import MXFP
 from hurray_decl.hurray.schemes.nf4 import NF4
 from hurray_decl.hurray.tables import storage as element_storage
@@ -61,6 +69,7 @@ from hurray_decl.onnx_light import EncodedValueProto, TensorProto
 __all__ = [
     "DEQUANTIZE_DTYPES",
     "GGUF_TARGETS",
+    "PRIVATE_TYPES",
     "Tensor",
     "converts_with",
     "dequantized_tensor",
@@ -104,7 +113,9 @@ ORT when their offsets are exact; see :func:`gguf_to_hurray`)."""
 def converts_with(source: str, target: str) -> tuple[str, ...]:
     """The ``convert`` options that take a GGUF tensor of type ``source`` that ``target`` refused
     (nothing for a source that is not a GGML type name)."""
-    return tuple(f"--to {other}" for other, types in GGUF_TARGETS.items() if other != target and source in types)
+    private = ("--private-schemes",) if target == "hurray" and source in PRIVATE_TYPES else ()
+    return private + tuple(f"--to {other}" for other, types in GGUF_TARGETS.items()
+                           if other != target and source in types)
 
 
 def float_tensor(raw: Any, element_type: str, shape: Sequence[int]) -> Tensor:
@@ -145,6 +156,9 @@ def hurray_to_gguf(name: str, descriptor: TensorDescriptor, buffers: Sequence[An
         return _gguf_tensor(name, _GGML_OF[element], shape, plain)
     if isinstance(descriptor.quantization, MXFP):
         return _gguf_tensor(name, "MXFP4", shape, _mxfp4_data(descriptor, buffers))
+    if isinstance(descriptor.quantization, GgmlSuperBlock):
+        type_name, data = super_blocks_gguf(descriptor, buffers, ggml_type)
+        return _gguf_tensor(name, type_name, shape, data)
     type_name, data = parts_blocks(block_parts(descriptor, buffers), ggml_type)
     return _gguf_tensor(name, type_name, shape, data)
 
@@ -187,10 +201,24 @@ def initializer_to_gguf(value: Any, model: Any = None, ggml_type: str | None = N
     return hurray_to_gguf(value.name, descriptor, buffers)
 
 
-def gguf_to_hurray(tensor: GgufTensor) -> Tensor:
-    """A GGUF tensor as a Hurray tensor, exactly, or the reason it has no exact form."""
+PRIVATE_TYPES = tuple(name for name, row in GGUF_TYPES.items() if row.two_level)
+"""The GGML types the project's private ggml super-block scheme (0xF0) holds: Q2_K .. Q6_K."""
+
+
+def gguf_to_hurray(tensor: GgufTensor, private_schemes: bool = False) -> Tensor:
+    """A GGUF tensor as a Hurray tensor, exactly, or the reason it has no exact form. The K-quants
+    (:data:`PRIVATE_TYPES`) go to the project's private ggml super-block scheme only when
+    ``private_schemes`` (HQ-EXT-04: a private tag is written only by agreement); otherwise they
+    are refused, the scheme named."""
     if tensor.type_name in FLOAT_TYPES:
         return float_tensor(tensor.data, FLOAT_TYPES[tensor.type_name], tensor.shape)
+    if tensor.type_name in PRIVATE_TYPES:
+        if not private_schemes:
+            raise UnsupportedError("HQ-EXT-04", f"{tensor.type_name} has two-level scales, which no public Hurray "
+                                   "scheme holds; the project's private scheme ggml_super_block (0xF0) holds them "
+                                   "exactly, written only when asked (--private-schemes)", path="ggml_type",
+                                   actual=tensor.type_name, expected="--private-schemes")
+        return from_gguf_super_blocks(tensor.data, tensor.type_name, tensor.shape)
     return from_gguf(tensor.data, tensor.type_name, tensor.shape)
 
 

@@ -19,6 +19,7 @@ import pytest
 import hurray_decl as hd
 from hurray_decl.convert.metadata import MISSING_TENSORS_KEY
 from hurray_decl.hurray.container import read_container
+from hurray_decl.hurray.quantization import register_project_schemes
 from tests.convert.test_cli_convert import cli
 from tests.convert.test_gguf_write import canonical_k
 
@@ -87,8 +88,8 @@ def test_a_tensor_that_does_not_convert_means_nothing_written(model, tmp_path, o
     assert listing(tmp_path) == set(), "nothing, not even a temporary, is left"
     lines = done.stdout.splitlines()
     refused = [line for line in lines if line.startswith("skipped")]
-    assert len(refused) == 1 and HEAD in refused[0] and "Q6_K" in refused[0] and "HQ-HDR-09" in refused[0]
-    assert "converts with --to onnx-light" in refused[0]
+    assert len(refused) == 1 and HEAD in refused[0] and "Q6_K" in refused[0] and "HQ-EXT-04" in refused[0]
+    assert "(converts with --private-schemes, --to onnx-light)" in refused[0]
     assert lines[-1] == ("65 converted, 1 skipped; nothing written: 1 tensor did not convert (--partial writes "
                          "the others)")
 
@@ -100,7 +101,7 @@ def test_the_json_report_of_a_refusal(model, tmp_path):
     report = json.loads(done.stdout)
     assert report["output"] is None and report["partial"] is False and report["missing"] == [HEAD]
     row = next(r for r in report["tensors"] if r["name"] == HEAD)
-    assert row["code"] == "HQ-HDR-09" and row["type"] == "Q6_K" and "--to onnx-light" in row["converts_with"]
+    assert row["code"] == "HQ-EXT-04" and row["type"] == "Q6_K" and "--to onnx-light" in row["converts_with"]
 
 
 def test_partial_writes_the_others_and_says_what_is_missing(model, tmp_path):
@@ -111,7 +112,7 @@ def test_partial_writes_the_others_and_says_what_is_missing(model, tmp_path):
     assert summary.startswith(f"65 converted, 1 skipped; wrote the container {tmp_path / 'm.hrry'}")
     assert summary.endswith(f"a partial model: 1 tensor missing ({HEAD})")
     container = read_container(tmp_path / "m.hrry").validate()
-    assert container.kv[MISSING_TENSORS_KEY].value == (f"HQ-HDR-09 Q6_K {HEAD}",)
+    assert container.kv[MISSING_TENSORS_KEY].value == (f"HQ-EXT-04 Q6_K {HEAD}",)
     loaded = hd.load(str(tmp_path / "m.hrry"))
     assert set(loaded) == set(values) - {HEAD}
     for name in ("token_embd.weight", "blk.6.ffn_down.weight", "output_norm.weight"):
@@ -129,7 +130,7 @@ def test_a_partial_model_back_to_gguf_keeps_the_list(model, tmp_path):
     assert done.returncode == 0, done.stderr
     reader = gguf.GGUFReader(tmp_path / "back.gguf")
     field = reader.fields[MISSING_TENSORS_KEY]
-    assert [bytes(field.parts[i]).decode() for i in field.data] == [f"HQ-HDR-09 Q6_K {HEAD}"]
+    assert [bytes(field.parts[i]).decode() for i in field.data] == [f"HQ-EXT-04 Q6_K {HEAD}"]
     assert {t.name for t in reader.tensors} == set(values) - {HEAD}
     original = {t.name: t.data.tobytes() for t in gguf.GGUFReader(folder / "m.gguf").tensors}
     assert all(t.data.tobytes() == original[t.name] for t in reader.tensors)
@@ -166,3 +167,19 @@ def test_a_refusal_on_the_way_to_gguf(tmp_path):
     (entry,) = [bytes(field.parts[i]).decode() for i in field.data]
     code, kind, name = entry.split(" ")
     assert (kind, name) == ("hurray", "axis0") and code == report["tensors"][1]["code"]
+
+
+def test_with_private_schemes_the_whole_model_comes_back(model, tmp_path):
+    """The Q6_K head in the project's private scheme: every tensor converts, and the .hrry goes
+    back to the very file, and the head's values are gguf's."""
+    folder, values = model
+    done = cli("convert", str(folder / "m.gguf"), "-o", str(tmp_path / "m.hrry"), "--private-schemes", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines()[-1].startswith("66 converted, 0 skipped; wrote the container")
+    register_project_schemes()  # this process reads the project's private scheme too
+    container = read_container(tmp_path / "m.hrry").validate()
+    assert MISSING_TENSORS_KEY not in container.kv
+    assert np.array_equal(bits(hd.load(str(tmp_path / "m.hrry"))[HEAD].numpy()), bits(values[HEAD]))
+    done = cli("convert", str(tmp_path / "m.hrry"), "--to", "gguf", "-o", str(tmp_path / "back.gguf"), cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "back.gguf").read_bytes() == (folder / "m.gguf").read_bytes()

@@ -17,9 +17,10 @@ import numpy as np
 import pytest
 
 import hurray_decl as hd
-from hurray_decl.convert.gguf import read_gguf
+from hurray_decl.convert.gguf import GGUF_TYPES, GgufTensor, read_gguf
 from hurray_decl.convert.tensors import gguf_dequantized
 from tests.convert.test_cli_convert import cli
+from tests.convert.test_gguf_file import write
 from tests.convert.test_gguf_write import canonical_k
 
 Q = gguf.GGMLQuantizationType
@@ -133,13 +134,8 @@ def test_refusals(model, tmp_path):
     done = cli("convert", str(path), "--dtype", "float16", "-o", str(tmp_path / "m.hrry"), cwd=tmp_path)
     assert done.returncode == 2 and "give --dequantize too" in done.stderr
     q8k = tmp_path / "k.gguf"
-    writer = gguf.GGUFWriter(q8k, "llama")
-    writer.add_tensor("k", np.zeros((1, 292), np.uint8), raw_dtype=Q.Q8_K)  # gguf-py has no Q8_K dequantizer
-    writer.add_tensor("f", np.ones(3, np.float32))
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
+    # gguf-py has no Q8_K dequantizer
+    write(q8k, [("k", np.zeros((1, 292), np.uint8), Q.Q8_K), ("f", np.ones(3, np.float32), None)])
     done = cli("convert", "k.gguf", "--to", "safetensors", "--dequantize", "-o", "k.safetensors", "--json",
                cwd=tmp_path)
     assert done.returncode == 1 and not (tmp_path / "k.safetensors").exists()
@@ -150,3 +146,19 @@ def test_refusals(model, tmp_path):
     from safetensors.numpy import load_file
 
     assert list(load_file(str(tmp_path / "k.safetensors"))) == ["f"]
+
+
+@pytest.mark.parametrize("name", list(GGUF_TYPES))
+def test_every_bit_pattern_dequantizes_as_gguf_does(name):
+    """Random blocks (infinite and NaN scales among them): the same float32 bits, NaNs' signs included."""
+    import warnings
+
+    row = GGUF_TYPES[name]
+    rng = np.random.default_rng(len(name))
+    raw = rng.integers(0, 256, 40 * row.record.itemsize, dtype=np.uint8)
+    shape = (5, 8 * row.elements)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = gguf.quants.dequantize(raw.reshape(5, -1), Q[name])
+    got = gguf_dequantized(GgufTensor("x", name, shape, raw), chunk=7)
+    assert bits(got) == bits(want)

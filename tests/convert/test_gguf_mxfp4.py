@@ -16,6 +16,7 @@ from hurray_decl.hurray.schemes.mxfp import MXFP
 from hurray_decl.hurray.tables.element_types import BY_TAG
 from hurray_decl.onnx_light import ModelProto, dequantize_value
 from tests.convert.test_cli_convert import cli
+from tests.convert.test_gguf_file import write
 from tests.helpers import raises_rule
 
 Q = gguf.GGMLQuantizationType
@@ -71,13 +72,7 @@ def test_blocks_mxfp_has_no_form_for_are_refused():
 
 def test_mxfp4_through_the_commands(tmp_path):
     raw = mxfp4((3, 352), seed=1)
-    writer = gguf.GGUFWriter(tmp_path / "m.gguf", "gpt-oss")
-    writer.add_tensor("experts", raw, raw_dtype=Q.MXFP4)
-    writer.add_tensor("norm", np.arange(5, dtype=np.float32))
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
+    write(tmp_path / "m.gguf", [("experts", raw, Q.MXFP4), ("norm", np.arange(5, dtype=np.float32), None)])
     want = gguf.quants.dequantize(raw, Q.MXFP4)
     done = cli("convert", "m.gguf", "-o", "m.hrry", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr

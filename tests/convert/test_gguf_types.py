@@ -15,19 +15,10 @@ from hurray_decl.convert.onnx_light import gguf_to_onnx_light, onnx_light_to_ggu
 from hurray_decl.onnx_light import ModelProto
 from hurray_decl.rules import all_rules
 from tests.convert.test_cli_convert import cli
+from tests.convert.test_gguf_file import write
 
 Q = gguf.GGMLQuantizationType
 PLAIN = {"i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "f64": np.float64}
-
-
-def write(path, tensors) -> None:
-    writer = gguf.GGUFWriter(path, "llama")
-    for name, data, kind in tensors:
-        writer.add_tensor(name, data, raw_dtype=kind)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
 
 
 @pytest.fixture(scope="module")

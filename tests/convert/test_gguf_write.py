@@ -8,7 +8,7 @@ largest scale at the top code). Then:
 
 * ``convert -> .hrry`` keeps every KV entry, each in its container type, with its GGUF type;
 * ``.hrry -> gguf`` gives the same KV (types, bytes, order) and the same bytes for every tensor
-  that converted (the K-quants are listed with HQ-HDR-09);
+  that converted (the K-quants are listed with HQ-EXT-04: a private scheme, written when asked);
 * ``onnx-light -> gguf`` gives the original file back, byte for byte.
 """
 
@@ -158,8 +158,8 @@ def test_hrry_to_gguf_same_kv_and_tensor_bytes(model):
     kv0, tensors0 = fields(model["path"])
     assert [e for e in kv if e[0] != MISSING_TENSORS_KEY] == kv0  # and the list of what the partial model lacks:
     (missing,) = [e for e in kv if e[0] == MISSING_TENSORS_KEY]
-    assert missing[1] == ["ARRAY", "STRING"] and b"HQ-HDR-09 Q4_K q4_k" in missing[2]
-    assert b"HQ-HDR-09 Q6_K q6_k" in missing[2]
+    assert missing[1] == ["ARRAY", "STRING"] and b"HQ-EXT-04 Q4_K q4_k" in missing[2]
+    assert b"HQ-EXT-04 Q6_K q6_k" in missing[2]
     assert set(tensors) == {"f32", "f16", "q8_0", "q4_0", "q5_0"}
     for name, tensor in tensors.items():
         assert tensor == tensors0[name], name

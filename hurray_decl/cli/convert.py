@@ -582,7 +582,7 @@ class PlannedGguf:
         except HurrayDeclError as err:  # converted in the first pass: its bytes are not the same now
             raise CommandError(FILE_ERROR, f"the source changed during the conversion: {self.name} is now refused "
                                f"({err}); nothing written") from None
-        data = np.asarray(tensor.data, np.uint8).reshape(*tensor.shape[:-1], -1)
+        data = np.asarray(tensor.data, np.uint8).reshape(tensor.byte_shape)
         if (tensor.name, tensor.type_name, data.shape) != (self.name, self.type_name, self.byte_shape):
             raise CommandError(FILE_ERROR, f"the source changed during the conversion: {self.name} is now "
                                f"{tensor.type_name} {list(data.shape)} bytes, not {self.type_name} "
@@ -594,11 +594,10 @@ def _planned(convert: Callable[[Any], Any]) -> Callable[[Any], PlannedGguf]:
     """The first pass of the gguf target: ``convert`` (an item to a ``GgufTensor``) run for what it
     refuses and for the GGML type it picks, both of which depend on the values (the narrowest type
     that holds them exactly), so no shape-only rule gives them; its bytes are dropped at once."""
-    import numpy as np
 
     def plan(item: Any) -> PlannedGguf:
         tensor = convert(item)
-        shape = np.asarray(tensor.data, np.uint8).reshape(*tensor.shape[:-1], -1).shape
+        shape = tensor.byte_shape
         return PlannedGguf(item, convert, tensor.name, tensor.type_name, shape, int(tensor.data.nbytes))
 
     return plan

@@ -486,6 +486,16 @@ class GgufTensor:
     def elements(self) -> int:
         return int(np.prod(self.shape))
 
+    @property
+    def byte_shape(self) -> tuple[int, ...]:
+        """The shape of :attr:`data` as rows of bytes (the shape gguf's writer takes for raw
+        blocks): the last dimension in bytes, from the type's block size, so that an empty
+        tensor has one too."""
+        import gguf
+
+        elements, size = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType[self.type_name]]
+        return (*self.shape[:-1], self.shape[-1] // elements * size) if self.shape else (self.data.size,)
+
 
 class GgufTensors(Sequence[GgufTensor]):
     """The tensors of a ``.gguf`` file, as views of one read-only memory map.

@@ -244,3 +244,27 @@ def test_convert_streams_and_writes_nothing_when_nothing_converts(tmp_path):
         status, out, _ = _main("convert", str(source), "-o", str(tmp_path / target))
         assert status == 1 and "nothing written" in out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["k.gguf"]
+
+
+def test_mutants_with_private_schemes_convert_and_come_back_or_are_refused(tmp_path):
+    """The mutants again, K-quants in the project's private scheme: a file that converts whole goes
+    back to GGUF with the same tensors, byte for byte; every refusal carries a RULES.md code."""
+    from hurray_decl.hurray.quantization import register_project_schemes
+
+    came_back = 0
+    for i, (data, label) in enumerate(draw_mutants(300, seed=12, bases=40)):
+        source, target = tmp_path / f"p{i}.gguf", tmp_path / f"p{i}.hrry"
+        source.write_bytes(data)
+        status, out, err = _main("convert", str(source), "-o", str(target), "--json", "--private-schemes")
+        assert status in (0, 1) and "Traceback" not in err, (label, err)
+        if status == 1 and err == "":
+            assert all(r["code"] in all_rules() for r in json.loads(out)["tensors"] if not r["converted"]), label
+        if status != 0:
+            continue
+        register_project_schemes()  # cli.main registered it; the autouse fixture forgets it after the test
+        status, _, err = _main("convert", str(target), "--to", "gguf", "-o", str(tmp_path / f"b{i}.gguf"))
+        assert status == 0, (label, err)
+        again = {t.name: (t.type_name, t.data.tobytes()) for t in GgufTensors(tmp_path / f"b{i}.gguf")}
+        assert again == {t.name: (t.type_name, t.data.tobytes()) for t in GgufTensors(data)}, label
+        came_back += 1
+    assert came_back >= 10, came_back

@@ -111,3 +111,14 @@ def test_a_minimum_of_minus_zero_comes_back_through_onnx_light(name, tmp_path):
     assert cli("convert", "m.gguf", "--to", "onnx-light", "-o", "m.onnx", cwd=tmp_path).returncode == 0
     assert cli("convert", "m.onnx", "--to", "gguf", "-o", "back.gguf", cwd=tmp_path).returncode == 0
     assert (tmp_path / "back.gguf").read_bytes() == (tmp_path / "m.gguf").read_bytes()
+
+
+def test_empty_tensors_go_to_hrry_and_back(tmp_path):
+    """Tensors of no elements (a first dimension of 0) of a block type, a K-quant and F32: the
+    .hrry goes back to the same GGUF (the bytes' shape was taken from the data, exit 4)."""
+    write(tmp_path / "e.gguf", [("a", np.zeros((0, 18), np.uint8), Q.Q4_0), ("k", np.zeros((0, 210), np.uint8), Q.Q6_K),
+                                ("f", np.zeros((0, 3), np.float32), None), ("g", np.ones(3, np.float32), None)])
+    assert cli("convert", "e.gguf", "-o", "e.hrry", "--private-schemes", cwd=tmp_path).returncode == 0
+    done = cli("convert", "e.hrry", "--to", "gguf", "-o", "b.gguf", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "b.gguf").read_bytes() == (tmp_path / "e.gguf").read_bytes()

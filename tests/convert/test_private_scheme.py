@@ -128,3 +128,42 @@ def test_the_commands(tmp_path):
     shown = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True,
                            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, check=False)
     assert shown.returncode != 0 and "HQ-EXT" in shown.stderr
+
+
+def test_the_kaitai_twin_agrees_with_the_declaration():
+    """schemas/hurray/ggml_super_block.ksy (generated/hurray/ggml_super_block.py) and the Construct
+    declaration accept the same payloads with the same fields and refuse the same ones."""
+    import kaitaistruct
+
+    from generated.hurray.ggml_super_block import GgmlSuperBlock as Kaitai
+    from hurray_decl.hurray.quantization import decode_quantization
+
+    register_project_schemes()
+    rng = np.random.default_rng(4)
+    names = ("axis", "super_block", "sub_block", "d_buffer_index", "scale_buffer_index", "dmin_buffer_index",
+             "min_buffer_index")
+    payloads = []
+    for _ in range(200):
+        fields = rng.integers(0, 6, 7).astype("<u4")
+        fields[rng.random(7) < 0.15] = 0xFFFFFFFF
+        flags = 0 if rng.random() < 0.8 else int(rng.integers(1, 1 << 16))
+        payload = bytes([0xF0, 1]) + flags.to_bytes(2, "little") + fields.tobytes()
+        cut = len(payload) if rng.random() < 0.8 else int(rng.integers(4, len(payload)))
+        payloads.append(payload[:cut] + (b"\x00" * int(rng.integers(0, 3)) if cut == len(payload) else b""))
+    accepted = 0
+    for payload in payloads:
+        flags = int.from_bytes(payload[2:4], "little")
+        try:
+            k = Kaitai(flags, kaitaistruct.KaitaiStream(kaitaistruct.BytesIO(payload[4:])))
+        except kaitaistruct.KaitaiStructError:
+            k = None
+        try:
+            c = decode_quantization(payload)
+        except hd.HurrayDeclError:
+            c = None
+        assert (k is None) == (c is None), payload.hex()
+        if c is not None and k is not None:
+            wire = c.to_wire()
+            assert all(getattr(k, n) == wire[n] for n in names), payload.hex()
+            accepted += 1
+    assert 20 < accepted < len(payloads)

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 OK, INVALID, USAGE, FILE_ERROR, INTERRUPTED = 0, 1, 2, 3, 130
-TARGETS = ("hurray", "onnx-light", "ort", "gguf", "safetensors")  # safetensors: routed to cli.models
+TARGETS = ("hurray", "onnx-light", "ort", "gguf", "safetensors", "npz")  # safetensors: routed to cli.models
 SCALE_TYPES = ("float32", "float16", "bfloat16")  # also the --dtype choices (convert.tensors.DEQUANTIZE_DTYPES)
 
 
@@ -324,6 +324,35 @@ def _stream_hurray(target: Path, items: Sequence[Any], describe: Callable[[Any],
     return OK
 
 
+def _stream_npz(target: Path, items: Sequence[Any], describe: Callable[[Any], tuple[str, str, tuple[int, ...]]],
+                convert: Callable[[Any], Any], args: argparse.Namespace) -> int:
+    """Convert and write a ``.npz`` tensor by tensor: each array is written into the archive (as
+    ``NAME.npy``, uncompressed, as ``numpy.savez`` writes it) and dropped before the next is made."""
+    import zipfile
+
+    import numpy as np
+
+    rows: list[Row] = []
+    written = []
+
+    def write(stage: Staging) -> None:
+        with zipfile.ZipFile(stage.path(target), "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+            for name, values in _converted(items, describe, convert, rows, args, keep=args.partial):
+                with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
+                    np.lib.format.write_array(member, np.ascontiguousarray(values), allow_pickle=False)
+        if not any(r.converted for r in rows) or (missing_tensors(rows) and not args.partial):
+            raise _NotWritten
+        written.append(f"{target} ({sum(r.converted for r in rows)} arrays)")
+
+    try:
+        _commit(write)
+    except _NotWritten:
+        _report(rows, None, args)
+        return INVALID
+    _report(rows, written[0], args)
+    return OK
+
+
 def _report(rows: Sequence[Row], written: str | None, args: argparse.Namespace) -> None:
     """The rows, then one summary line; or, with ``--json``, one document. A refused tensor without
     ``--partial`` means nothing was written; with it, the output is partial and says so."""
@@ -432,7 +461,7 @@ def _output(path: str) -> Path:
 PAIRS = {("gguf", "hurray"), ("gguf", "onnx-light"), ("gguf", "ort"), ("hurray", "ort"), ("hurray", "onnx-light"),
          ("container", "ort"), ("container", "onnx-light"), ("onnx", "hurray"), ("container", "gguf"),
          ("hurray", "gguf"), ("onnx", "gguf"), ("stream", "gguf"), ("stream", "onnx-light"), ("stream", "ort"),
-         ("stream", "hurray")}
+         ("stream", "hurray"), ("gguf", "npz"), ("container", "npz"), ("hurray", "npz"), ("stream", "npz")}
 """(source kind, target) of every conversion ``convert`` makes here (safetensors ones: :mod:`.models`)."""
 
 
@@ -448,8 +477,12 @@ def cmd_convert(args: argparse.Namespace) -> int:
                            + ", ".join(f"{a} -> {b}" for a, b in sorted(pairs)))
     from hurray_decl.convert import metadata, tensors as convert
 
-    if args.dequantize and args.to != "hurray":
-        raise CommandError(USAGE, f"--dequantize writes --to hurray or --to safetensors, not --to {args.to}")
+    if args.dequantize and kind == "onnx":
+        raise CommandError(USAGE, "--dequantize reads GGUF files and Hurray containers, streams and descriptors")
+    if args.dequantize and args.to not in ("hurray", "npz"):
+        raise CommandError(USAGE, f"--dequantize writes --to hurray, safetensors or npz, not --to {args.to}")
+    if args.to == "npz" and args.dtype == "bfloat16":
+        raise CommandError(USAGE, "a .npz has no bfloat16 (numpy.load cannot read it): --dtype float32 or float16")
     if args.dtype and not args.dequantize:
         raise CommandError(USAGE, "--dtype is the type of dequantized values: give --dequantize too")
     dtype = args.dtype or "float32"
@@ -476,7 +509,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
         step = {"hurray": (lambda t: convert.dequantized_tensor(t, dtype)) if args.dequantize
                 else lambda t: convert.gguf_to_hurray(t, args.private_schemes),
                 "onnx-light": convert.gguf_to_onnx_light_tensor,
-                "ort": lambda t: convert.gguf_to_ort(t, scale_type=scale_type)}[args.to]
+                "ort": lambda t: convert.gguf_to_ort(t, scale_type=scale_type),
+                "npz": lambda t: convert.gguf_npz(t, args.dequantize, dtype)}[args.to]
     elif kind in ("hurray", "container", "stream"):
         if kind == "hurray":
             items = _read_hurray(args)
@@ -490,6 +524,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
                 else lambda t: (t.descriptor, t.buffers),
                 "onnx-light": lambda t: convert.hurray_to_onnx_light(t.descriptor, t.buffers),
                 "ort": lambda t: convert.hurray_to_ort(t.descriptor, t.buffers, scale_type=scale_type),
+                "npz": lambda t: convert.hurray_npz(t.name, t.descriptor, t.buffers, args.dequantize, dtype),
                 "gguf": _planned(lambda t: convert.hurray_to_gguf(t.name, t.descriptor, t.buffers,
                                                                   recorded.get(t.name)))}[args.to]
     else:
@@ -511,6 +546,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
     if kind == "gguf" and args.to == "hurray" and target.suffix != ".bin":
         return _stream_hurray(target, items, describe, step, args, gguf_container_kv)
+    if args.to == "npz":
+        return _stream_npz(target, items, describe, step, args)
     rows, results = _convert_each(items, describe, step, args)
     if not results or (missing_tensors(rows) and not args.partial):
         _report(rows, None, args)
@@ -660,7 +697,8 @@ def register(subparsers: Any) -> None:
                     "ONNX model holding onnx-light values. --to hurray writes NAME.bin, a FOLDER or NAME.hrry "
                     "(with the source's metadata as KV); --to gguf a .gguf file (KV and tensors, GGUFWriter); "
                     "--to onnx-light an ONNX model of onnx-light encoded initializers; --to ort an ONNX model of "
-                    "com.microsoft MatMulNBits nodes (input NAME.A, output NAME.Y = NAME.A @ W^T). Exit 0 written, "
+                    "com.microsoft MatMulNBits nodes (input NAME.A, output NAME.Y = NAME.A @ W^T); --to npz a .npz of "
+                    "plain arrays (with --dequantize, of every tensor). Exit 0 written, "
                     "1 invalid input or a tensor that does not convert, 2 usage error, 3 file error.")
     convert.add_argument("input", metavar="SOURCE", help="a .gguf file, a .hrry container, a Hurray stream or "
                          "descriptor, an ONNX model or a safetensors file (or - for standard input)")

@@ -358,6 +358,8 @@ def convert_safetensors(args: argparse.Namespace) -> int:
 
         register_project_schemes()  # the project reads its own private schemes
         return _to_safetensors(args, Path(args.output).expanduser().absolute())
+    if args.to == "npz" or args.dequantize:
+        raise UsageError("a safetensors source converts --to hurray, onnx-light or ort, as it is (no --dequantize)")
     path = regular_file(args)
     if path is None:
         raise UsageError(f"argument SOURCE: a safetensors source is read from a file by its name (its quantization "

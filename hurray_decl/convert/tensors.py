@@ -64,6 +64,7 @@ from hurray_decl.hurray.tensor import (
     validate_buffers,
     write_tensor_descriptor,
 )
+from hurray_decl.hurray.values import Tensor as HurrayTensor
 from hurray_decl.onnx_light import EncodedValueProto, TensorProto
 
 __all__ = [
@@ -76,15 +77,18 @@ __all__ = [
     "dequantizes",
     "float_tensor",
     "gguf_dequantized",
+    "gguf_npz",
     "gguf_to_hurray",
     "gguf_to_onnx_light_tensor",
     "gguf_to_ort",
     "hurray_dequantized",
+    "hurray_npz",
     "hurray_to_gguf",
     "hurray_to_onnx_light",
     "hurray_to_ort",
     "initializer_to_gguf",
     "initializer_to_hurray",
+    "npz_array",
     "onnx_light_model",
     "onnx_light_to_hurray",
 ]
@@ -295,6 +299,37 @@ def hurray_dequantized(descriptor: TensorDescriptor, buffers: Sequence[Any], dty
         return descriptor, list(buffers)
     values = _rounded(np.asarray(hurray_dequantize(descriptor, buffers), np.float32), dtype)
     return float_tensor(values.reshape(-1).view(np.uint8), dtype, values.shape)
+
+
+def npz_array(values: np.ndarray) -> np.ndarray:
+    """Values as a ``.npz`` holds them: NumPy's own types as they are, the others (bfloat16)
+    widened exactly to float32 (``numpy.load`` has no type for them)."""
+    return values if values.dtype.kind in "biufc" else values.astype(np.float32)
+
+
+def _plain_only(name: str) -> UnsupportedError:
+    return UnsupportedError("HT-SEC-01", f"{name} is quantized; a .npz holds plain arrays (--dequantize writes its "
+                            "values)", path="descriptor -> quantization", expected="no quantization")
+
+
+def gguf_npz(tensor: GgufTensor, dequantize: bool, dtype: str = "float32") -> np.ndarray:
+    """A GGUF tensor's array for a ``.npz``: a plain type's values, or with ``dequantize`` a
+    quantized type's (:func:`gguf_dequantized`); a quantized tensor without it is refused."""
+    if tensor.type_name not in FLOAT_TYPES and not dequantize:
+        raise _plain_only(f"{tensor.name} ({tensor.type_name})")
+    return npz_array(gguf_dequantized(tensor, dtype))
+
+
+def hurray_npz(name: str, descriptor: TensorDescriptor, buffers: Sequence[Any], dequantize: bool,
+               dtype: str = "float32") -> np.ndarray:
+    """A Hurray tensor's array for a ``.npz``: an unquantized tensor's values, or with
+    ``dequantize`` a quantized one's (float32 rounded to ``dtype``); a quantized tensor without it
+    is refused."""
+    if descriptor.quantization is not None and not dequantize:
+        raise _plain_only(name)
+    if descriptor.quantization is not None:
+        return npz_array(_rounded(np.asarray(hurray_dequantize(descriptor, buffers), np.float32), dtype))
+    return npz_array(HurrayTensor(descriptor, buffers, name).numpy())
 
 
 def dequantized_tensor(tensor: GgufTensor, dtype: str = "float32") -> Tensor:

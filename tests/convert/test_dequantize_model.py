@@ -130,7 +130,7 @@ def test_refusals(model, tmp_path):
     assert done.returncode == 2 and "give --dequantize" in done.stderr
     done = cli("convert", str(path), "--to", "onnx-light", "--dequantize", "-o", str(tmp_path / "m.onnx"),
                cwd=tmp_path)
-    assert done.returncode == 2 and "--dequantize writes --to hurray or --to safetensors" in done.stderr
+    assert done.returncode == 2 and "--dequantize writes --to hurray, safetensors or npz" in done.stderr
     done = cli("convert", str(path), "--dtype", "float16", "-o", str(tmp_path / "m.hrry"), cwd=tmp_path)
     assert done.returncode == 2 and "give --dequantize too" in done.stderr
     q8k = tmp_path / "k.gguf"
@@ -162,3 +162,33 @@ def test_every_bit_pattern_dequantizes_as_gguf_does(name):
         want = gguf.quants.dequantize(raw.reshape(5, -1), Q[name])
     got = gguf_dequantized(GgufTensor("x", name, shape, raw), chunk=7)
     assert bits(got) == bits(want)
+
+
+def test_to_npz_tensor_by_tensor(model, tmp_path):
+    path, expected = model
+    done = cli("convert", str(path), "--to", "npz", "-o", str(tmp_path / "m.npz"), "--json", cwd=tmp_path)
+    assert done.returncode == 1 and not (tmp_path / "m.npz").exists()  # quantized tensors need --dequantize
+    refused = {r["name"]: r["code"] for r in json.loads(done.stdout)["tensors"] if not r["converted"]}
+    assert set(refused) == {n for n, (kind, _) in expected.items() if kind is not None}
+    for dtype in ("float32", "float16"):
+        done = cli("convert", str(path), "--to", "npz", "--dequantize", "--dtype", dtype, "-o",
+                   str(tmp_path / f"{dtype}.npz"), cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+        with np.load(tmp_path / f"{dtype}.npz") as got:
+            assert set(got.files) == set(expected)
+            for name, (kind, want) in expected.items():
+                if kind is None:  # plain: its own type; bfloat16 widened exactly to float32
+                    plain = want.astype(np.float32) if want.dtype == ml_dtypes.bfloat16 else want
+                    assert bits(got[name]) == bits(plain), name
+                else:
+                    assert bits(got[name]) == bits(np.asarray(want, np.float32).astype(ROUND[dtype])), name
+    # a .hrry (per-block affine, MXFP, plain) to npz: the package's own dequantized values
+    assert cli("convert", str(path), "-o", str(tmp_path / "q.hrry"), "--partial", cwd=tmp_path).returncode == 0
+    done = cli("convert", str(tmp_path / "q.hrry"), "--to", "npz", "--dequantize", "-o", str(tmp_path / "q.npz"),
+               cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    with np.load(tmp_path / "q.npz") as got:
+        assert bits(got["q4_0"]) == bits(expected["q4_0"][1]) and bits(got["f16"]) == bits(expected["f16"][1])
+    done = cli("convert", str(path), "--to", "npz", "--dequantize", "--dtype", "bfloat16", "-o",
+               str(tmp_path / "b.npz"), cwd=tmp_path)
+    assert done.returncode == 2 and "no bfloat16" in done.stderr

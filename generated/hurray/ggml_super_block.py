@@ -14,7 +14,8 @@ class GgmlSuperBlock(KaitaiStruct):
     agreed out of band (HQ-EXT-03), here by hurray_decl/hurray/schemes/ggml_super_block.py, and
     quantization.ksy does not dispatch to it. Along the last axis, super-blocks of super_block
     elements split into sub-blocks of sub_block; one f16 d (and dmin) per super-block, one i1
-    scale code (and u1 minimum code) per sub-block; x = (d * sc) * q - dmin * mn in float32.
+    scale code (and u1 minimum code) per sub-block; x = (d * sc) * q - dmin * mn in float32, or
+    + dmin * mn with flags bit 0 (Q4_1, Q5_1).
     
     Parse from offset 4 of the quantization payload, passing the header's flags. The checks
     that need the tensor (the last axis, whole super-blocks of whole sub-blocks, both minimum
@@ -37,7 +38,7 @@ class GgmlSuperBlock(KaitaiStruct):
             raise kaitaistruct.ValidationExprError(self.fits_fixed_length, self._io, u"/seq/0")
         self.reserved_flags = self._io.read_bytes(0)
         _ = self.reserved_flags
-        if not self.flags == 0:
+        if not self.flags & 65534 == 0:
             raise kaitaistruct.ValidationExprError(self.reserved_flags, self._io, u"/seq/1")
         self.axis = self._io.read_u4le()
         self.super_block = self._io.read_u4le()

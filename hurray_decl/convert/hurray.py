@@ -29,7 +29,7 @@ from hurray_decl.errors import ArgumentError, RuleViolation, UnsupportedError
 from hurray_decl.hurray import kernels
 from hurray_decl.hurray.numerics import assemble, assemble_data, buffer_contents
 from hurray_decl.hurray.quantization import register_project_schemes
-from hurray_decl.hurray.schemes.ggml_super_block import GgmlSuperBlock
+from hurray_decl.hurray.schemes.ggml_super_block import ADDED_MINIMUM, GgmlSuperBlock
 from hurray_decl.hurray.schemes.mxfp import INVALID_SCALE_BYTES, MXFP
 from hurray_decl.hurray.schemes.per_block_affine import PerBlockAffine
 from hurray_decl.hurray.schemes.per_channel_affine import PerChannelAffine
@@ -62,15 +62,17 @@ def from_gguf(raw: Any, ggml_type: Any, shape: Sequence[int]) -> tuple[TensorDes
 
 
 def from_gguf_super_blocks(raw: Any, ggml_type: Any, shape: Sequence[int]) -> tuple[TensorDescriptor, list[bytes]]:
-    """GGUF K-quant blocks (Q2_K .. Q6_K) as the project's private ggml super-block scheme (0xF0,
-    :mod:`hurray_decl.hurray.schemes.ggml_super_block`, registered here): the codes in the
-    narrowest storage holding them, the float16 ``d`` (and ``dmin``) with their bits as they are,
-    the sub-block scale (and minimum) codes as integers. The values are gguf's bit for bit, and
+    """GGUF K-quant blocks (Q2_K .. Q6_K), or Q4_1 / Q5_1 blocks, as the project's private ggml
+    super-block scheme (0xF0, :mod:`hurray_decl.hurray.schemes.ggml_super_block`, registered
+    here): the codes in the narrowest storage holding them, the float16 ``d`` (and ``dmin``, or
+    Q4_1's ``m`` with ADDED_MINIMUM) with their bits as they are, the sub-block scale (and
+    minimum) codes as integers (1 for Q4_1 / Q5_1). The values are gguf's bit for bit, and
     :func:`super_blocks_gguf` gives the blocks back byte for byte."""
     row = gguf_type(ggml_type)
-    if not row.two_level:
-        raise UnsupportedError("HQ-EXT-03", f"{row.name} has one scale level: it is per-block affine, not a ggml "
-                               "super-block", path="ggml_type", actual=row.name)
+    single = not row.two_level
+    if single and not row.has_offset:
+        raise UnsupportedError("HQ-EXT-03", f"{row.name} is per-block affine exactly: it has no ggml super-block "
+                               "form here", path="ggml_type", actual=row.name, expected="Q2_K .. Q6_K, Q4_1, Q5_1")
     shape = tuple(int(n) for n in shape)
     if not shape or shape[-1] % row.elements:
         raise ArgumentError("shape", f"{row.name} rows hold whole blocks of {row.elements}", actual=list(shape),
@@ -81,14 +83,18 @@ def from_gguf_super_blocks(raw: Any, ggml_type: Any, shape: Sequence[int]) -> tu
         raise ArgumentError("raw", f"{row.name} data of {blocks * row.elements} elements is {blocks} blocks of "
                             f"{row.record.itemsize} bytes", actual=data.size, expected=blocks * row.record.itemsize)
     records = data.view(row.record)
-    levels = row.read_levels(records)
     register_project_schemes()
     model = GgmlSuperBlock(axis=len(shape) - 1, super_block=row.elements, sub_block=row.sub_block,
                            d_buffer_index=1, scale_buffer_index=2, dmin_buffer_index=3 if row.has_offset else None,
-                           min_buffer_index=4 if row.has_offset else None)
-    params = [records["d"].astype("<f2"), levels["sc"].astype(np.int8)]
-    if row.has_offset:
-        params += [records["dmin"].astype("<f2"), levels["mn"].astype(np.uint8)]
+                           min_buffer_index=4 if row.has_offset else None, flags=ADDED_MINIMUM if single else 0)
+    if single:  # d * q + m: one sub-block of scale code 1, the minimum m times 1, added
+        ones = np.ones(blocks, np.int8)
+        params = [records["d"].astype("<f2"), ones, records["m"].astype("<f2"), ones.view(np.uint8)]
+    else:
+        levels = row.read_levels(records)
+        params = [records["d"].astype("<f2"), levels["sc"].astype(np.int8)]
+        if row.has_offset:
+            params += [records["dmin"].astype("<f2"), levels["mn"].astype(np.uint8)]
     codes = row.codes(records).reshape(shape)
     return assemble(model, shape, row.storage, codes, params)
 
@@ -106,8 +112,8 @@ def super_blocks_gguf(descriptor: TensorDescriptor, buffers: Sequence[Any],
     contents = buffer_contents(buffers)
     params = validate_buffers(descriptor, contents)
     element = BY_TAG[descriptor.type_tag].name
-    kinds = [r for r in GGUF_TYPES.values() if r.two_level and r.storage == element and r.sub_block == q.sub_block
-             and r.elements == q.super_block and r.has_offset == q.minimums]
+    kinds = [r for r in GGUF_TYPES.values() if r.two_level != q.added and r.storage == element
+             and r.sub_block == q.sub_block and r.elements == q.super_block and r.has_offset == q.minimums]
     if ggml_type is not None:
         kinds = [r for r in kinds if r.name == ggml_type]
     if not kinds:
@@ -121,11 +127,14 @@ def super_blocks_gguf(descriptor: TensorDescriptor, buffers: Sequence[Any],
     per = row.elements // row.sub_block
     levels = {"d": params.array("d_buffer_index", "float16").copy(),
               "sc": params.array("scale_buffer_index", "int8").astype(np.int64).reshape(-1, per)}
-    checks = [("codes", codes, (row.low, row.high)), ("scale codes", levels["sc"], row.scale_codes)]
+    ranges = (row.scale_codes, row.min_codes) if row.two_level else ((1, 1), (1, 1))  # Q4_1 / Q5_1: codes 1
+    checks = [("codes", codes, (row.low, row.high)), ("scale codes", levels["sc"], ranges[0])]
     if row.has_offset:
         levels |= {"dmin": params.array("dmin_buffer_index", "float16").copy(),
                    "mn": params.array("min_buffer_index", "uint8").astype(np.int64).reshape(-1, per)}
-        checks.append(("minimum codes", levels["mn"], row.min_codes))
+        checks.append(("minimum codes", levels["mn"], ranges[1]))
+    if not row.two_level:
+        levels = {"d": levels["d"], "m": levels["dmin"]}
     for what, values, (lo, hi) in checks:
         out = (values < lo) | (values > hi)
         if out.any():

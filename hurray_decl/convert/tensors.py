@@ -49,7 +49,7 @@ from hurray_decl.convert.onnx_light import PROFILES, gguf_to_onnx_light, onnx_li
 from hurray_decl.convert.ort import empty_model, tensor_to_matmul_nbits
 from hurray_decl.convert.parts import BlockParts
 from hurray_decl.convert.portable import PORTABLE_FORMATS, SCALE_DATA_TYPES, from_block_parts, to_block_parts
-from hurray_decl.errors import ArgumentError, HurrayDeclError, UnsupportedError
+from hurray_decl.errors import ArgumentError, HurrayDeclError, RuleViolation, UnsupportedError
 from hurray_decl.hurray.numerics import dequantize as hurray_dequantize
 from hurray_decl.hurray.schemes.ggml_super_block import GgmlSuperBlock
 from hurray_decl.hurray.schemes.mxfp import MXFP
@@ -205,8 +205,10 @@ def initializer_to_gguf(value: Any, model: Any = None, ggml_type: str | None = N
     return hurray_to_gguf(value.name, descriptor, buffers)
 
 
-PRIVATE_TYPES = tuple(name for name, row in GGUF_TYPES.items() if row.two_level)
-"""The GGML types the project's private ggml super-block scheme (0xF0) holds: Q2_K .. Q6_K."""
+PRIVATE_TYPES = tuple(name for name, row in GGUF_TYPES.items() if row.two_level or row.has_offset)
+"""The GGML types the project's private ggml super-block scheme (0xF0) holds: Q2_K .. Q6_K, which
+no public scheme holds, and Q4_1 / Q5_1, whose blocks per-block affine holds only when their
+minimum is ``-z * d``."""
 
 
 def gguf_to_hurray(tensor: GgufTensor, private_schemes: bool = False) -> Tensor:
@@ -216,14 +218,19 @@ def gguf_to_hurray(tensor: GgufTensor, private_schemes: bool = False) -> Tensor:
     are refused, the scheme named."""
     if tensor.type_name in FLOAT_TYPES:
         return float_tensor(tensor.data, FLOAT_TYPES[tensor.type_name], tensor.shape)
-    if tensor.type_name in PRIVATE_TYPES:
+    if tensor.type_name in PRIVATE_TYPES and GGUF_TYPES[tensor.type_name].two_level:
         if not private_schemes:
             raise UnsupportedError("HQ-EXT-04", f"{tensor.type_name} has two-level scales, which no public Hurray "
                                    "scheme holds; the project's private scheme ggml_super_block (0xF0) holds them "
                                    "exactly, written only when asked (--private-schemes)", path="ggml_type",
                                    actual=tensor.type_name, expected="--private-schemes")
         return from_gguf_super_blocks(tensor.data, tensor.type_name, tensor.shape)
-    return from_gguf(tensor.data, tensor.type_name, tensor.shape)
+    try:
+        return from_gguf(tensor.data, tensor.type_name, tensor.shape)
+    except RuleViolation as err:  # Q4_1 / Q5_1 blocks whose m is no -z * d: the private scheme, when asked
+        if err.code != "HQ-PB-22" or not private_schemes or tensor.type_name not in PRIVATE_TYPES:
+            raise
+        return from_gguf_super_blocks(tensor.data, tensor.type_name, tensor.shape)
 
 
 DEQUANTIZE_DTYPES = ("float32", "float16", "bfloat16")

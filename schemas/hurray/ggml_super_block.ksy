@@ -10,7 +10,8 @@ doc: |
   agreed out of band (HQ-EXT-03), here by hurray_decl/hurray/schemes/ggml_super_block.py, and
   quantization.ksy does not dispatch to it. Along the last axis, super-blocks of super_block
   elements split into sub-blocks of sub_block; one f16 d (and dmin) per super-block, one i1
-  scale code (and u1 minimum code) per sub-block; x = (d * sc) * q - dmin * mn in float32.
+  scale code (and u1 minimum code) per sub-block; x = (d * sc) * q - dmin * mn in float32, or
+  + dmin * mn with flags bit 0 (Q4_1, Q5_1).
 
   Parse from offset 4 of the quantization payload, passing the header's flags. The checks
   that need the tensor (the last axis, whole super-blocks of whole sub-blocks, both minimum
@@ -20,7 +21,7 @@ doc-ref:
 params:
   - id: flags
     type: u2
-    doc: The header's flags field (offset 2 of the payload); no bits are defined.
+    doc: The header's flags field (offset 2 of the payload); bit 0 is ADDED_MINIMUM.
 seq:
   - id: fits_fixed_length
     size: 0
@@ -34,8 +35,10 @@ seq:
     size: 0
     -checks: flags
     valid:
-      expr: flags == 0
-    doc: No flags are defined for 0xF0; every set bit of flags is refused (HQ-HDR-13).
+      expr: (flags & 0xfffe) == 0
+    doc: |
+      Bit 0 is ADDED_MINIMUM (the minimum is added, as Q4_1 and Q5_1 add m); bits 1-15 are
+      reserved, and a set reserved bit is refused (HQ-HDR-13).
   - id: axis
     type: u4
     doc: Index of the quantized axis, offset 4; must be the last one (a tensor-level check).

@@ -1,7 +1,7 @@
 """GGUF's K-quants in the project's private scheme ggml_super_block (0xF0): bit-identical to
 ``gguf.quants.dequantize`` (signed zeros, infinities and NaNs of random blocks included), back to
 GGUF byte for byte, written only with ``--private-schemes`` and refused by name otherwise
-(issue 33, acceptance 1 for Q2_K .. Q6_K)."""
+(issue 33, acceptance 1 for Q2_K .. Q6_K, and Q4_1 / Q5_1 whatever their minimum)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 
 import hurray_decl as hd
 from hurray_decl.convert.gguf import GGUF_TYPES, GgufTensor
-from hurray_decl.convert.hurray import from_gguf_super_blocks, super_blocks_gguf
+from hurray_decl.convert.hurray import from_gguf, from_gguf_super_blocks, super_blocks_gguf
 from hurray_decl.convert.tensors import PRIVATE_TYPES, gguf_to_hurray
 from hurray_decl.hurray.quantization import SCHEMES, register_project_schemes, unregister_private_scheme
 from hurray_decl.hurray.schemes import ggml_super_block
@@ -30,6 +30,7 @@ from tests.helpers import raises_rule
 
 Q = gguf.GGMLQuantizationType
 K_QUANTS = ("Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K")
+WITH_MINIMUM = ("Q4_1", "Q5_1")  # per-block affine holds them only when m = -z * d
 
 
 def u32(a) -> np.ndarray:
@@ -37,27 +38,33 @@ def u32(a) -> np.ndarray:
 
 
 def test_the_tag_and_the_types():
-    assert ggml_super_block.TAG == PRIVATE_TAG and set(PRIVATE_TYPES) == set(K_QUANTS)
+    assert ggml_super_block.TAG == PRIVATE_TAG and set(PRIVATE_TYPES) == {*K_QUANTS, *WITH_MINIMUM}
     assert ggml_super_block.ROW.length == ggml_super_block.LENGTH and ggml_super_block.ROW.private
 
 
-@pytest.mark.parametrize("name", K_QUANTS)
+@pytest.mark.parametrize("name", K_QUANTS + WITH_MINIMUM)
 @pytest.mark.parametrize("kind", ["llama.cpp", "random bytes"])
 def test_k_quants_are_exact_and_come_back(name, kind):
     row = GGUF_TYPES[name]
-    rng = np.random.default_rng(K_QUANTS.index(name))
-    shape = (391, 256) if name == "Q6_K" else (3, 5, 512)  # 100,096 elements; rank 3
+    rng = np.random.default_rng(len(name) + row.elements)
+    shape = (391, 256) if name in ("Q6_K", "Q4_1") else (3, 5, 512)  # 100,096 elements; rank 3
     blocks = int(np.prod(shape)) // row.elements
-    if kind == "llama.cpp":
+    if kind == "llama.cpp" and name in WITH_MINIMUM:  # gguf's quantizer: m the block's minimum, no -z * d
+        raw = gguf.quants.quantize(rng.standard_normal(shape).astype(np.float32), Q[name]).reshape(-1)
+        assert descriptor_refused(raw, name, shape)
+    elif kind == "llama.cpp":
         raw = canonical_k(rng, name, blocks)
     else:  # every bit pattern: d and dmin infinite, NaN among them; block 0 of zeros of both signs
         raw = rng.integers(0, 256, blocks * row.record.itemsize, dtype=np.uint8)
         records = raw.view(row.record)
-        records["d"][0] = -0.0
+        records["d"][0], records["d"][1] = -0.0, np.nan  # block 0 of -0 values, block 1 of NaNs
         if "dmin" in row.record.names:
-            records["dmin"][0] = 0.0
+            records["dmin"][0] = 0.0  # q * -0 - 0 = -0
+        if "m" in row.record.names:
+            records["m"][0] = -0.0  # q * -0 + -0 = -0
     descriptor, buffers = from_gguf_super_blocks(raw, name, shape)
     assert isinstance(descriptor.quantization, GgmlSuperBlock) and descriptor.quantization.scheme_tag == 0xF0
+    assert descriptor.quantization.added == (name in WITH_MINIMUM)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # gguf's own products of infinities
         want = gguf.quants.dequantize(raw.reshape(*shape[:-1], -1), Q[name])
@@ -69,6 +76,23 @@ def test_k_quants_are_exact_and_come_back(name, kind):
     assert type_name == name and back.tobytes() == raw.tobytes()
     again = read_tensor_descriptor(write_tensor_descriptor(descriptor))  # the declaration reads what it wrote
     assert again == descriptor
+
+
+def descriptor_refused(raw, name, shape) -> bool:
+    """Per-block affine refuses these blocks (HQ-PB-22), so only the private scheme holds them."""
+    try:
+        from_gguf(raw, name, shape)
+    except hd.HurrayDeclError as err:
+        return err.code == "HQ-PB-22"
+    return False
+
+
+def test_added_minimum_needs_minimums():
+    raw = canonical_k(np.random.default_rng(5), "Q6_K", 1)
+    descriptor, buffers = from_gguf_super_blocks(raw, "Q6_K", (1, 256))
+    flagged = descriptor.model_copy(update={"quantization": descriptor.quantization.model_copy(update={"flags": 1})})
+    with raises_rule("HQ-EXT-03", path="flags"):
+        hd.validate_buffers(read_tensor_descriptor(write_tensor_descriptor(flagged)), buffers)
 
 
 def test_written_only_when_asked_and_refused_by_name():
@@ -99,13 +123,15 @@ def test_the_commands(tmp_path):
     rng = np.random.default_rng(33)
     tensors = [(name.lower(), canonical_k(rng, name, 6).reshape(3, -1), Q[name]) for name in K_QUANTS]
     tensors += [("q4_0", gguf.quants.quantize(rng.standard_normal((3, 64)).astype(np.float32), Q.Q4_0), Q.Q4_0),
+                ("q4_1", gguf.quants.quantize(rng.standard_normal((3, 64)).astype(np.float32), Q.Q4_1), Q.Q4_1),
                 ("norm", rng.standard_normal(7).astype(np.float32), None)]
     write(tmp_path / "m.gguf", tensors)
     done = cli("convert", "m.gguf", "-o", "m.hrry", "--json", cwd=tmp_path)
     assert done.returncode == 1 and not (tmp_path / "m.hrry").exists()
     rows = {r["name"]: r for r in json.loads(done.stdout)["tensors"] if not r["converted"]}
-    assert set(rows) == {n.lower() for n in K_QUANTS}
-    assert all(r["code"] == "HQ-EXT-04" and r["converts_with"][0] == "--private-schemes" for r in rows.values())
+    assert set(rows) == {n.lower() for n in K_QUANTS} | {"q4_1"}
+    assert all(r["code"] == ("HQ-PB-22" if n == "q4_1" else "HQ-EXT-04") for n, r in rows.items())
+    assert all(r["converts_with"][0] == "--private-schemes" for r in rows.values())
     done = cli("convert", "m.gguf", "-o", "m.hrry", "--private-schemes", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     register_project_schemes()

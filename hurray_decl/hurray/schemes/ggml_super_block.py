@@ -1,4 +1,4 @@
-"""ggml super-block, private scheme 0xF0 of this project: the two-level scales of GGUF's K-quants.
+"""ggml super-block, private scheme 0xF0 of this project: GGUF's K-quants, and Q4_1 / Q5_1 exactly.
 
 Not a Hurray scheme: its meaning is this module, agreed out of band (HQ-EXT-03), and a writer
 emits it only when asked (HQ-EXT-04; ``convert --private-schemes``). A reader knows it only once
@@ -15,7 +15,11 @@ computes it::
     x = (f32(d[s]) * f32(sc[j])) * f32(q)  -  f32(dmin[s]) * f32(mn[j])
 
 (the difference only with minimums; each product and the difference rounded to float32 once,
-NaNs included: a difference, not the sum with a negated minimum, whose NaN would differ in sign). Q2_K (uint2
+NaNs included: a difference, not the sum with a negated minimum, whose NaN would differ in sign).
+With flags bit 0 (ADDED_MINIMUM) the minimum is added instead, ``... * f32(q) + f32(dmin[s]) *
+f32(mn[j])``: Q4_1 and Q5_1 (``d * q + m``) are super-blocks of one 32-element sub-block with
+``sc = 1``, ``dmin = m`` and ``mn = 1``, whatever their ``m`` (per-block affine holds only the ``m``
+that are ``-z * d``). Q2_K (uint2
 codes, sub-blocks of 16, minimums), Q3_K (int4, 16), Q4_K (uint4, 32, minimums), Q5_K (uint8,
 32, minimums) and Q6_K (int8, 16) are this formula with their own codes and scale ranges, so
 each converts exactly, float16 bits kept as they are, and back byte for byte.
@@ -34,10 +38,12 @@ from hurray_decl.registry import SchemeRow
 
 TAG: Final = 0xF0
 LENGTH = 4 + 4 * 7  # header, axis, two sizes, four indices
+ADDED_MINIMUM: Final = 0x0001
+"""flags bit 0: the minimum is added (Q4_1, Q5_1), not subtracted (the K-quants)."""
 
 STRUCT = descriptor_struct(
     TAG,
-    0x0000,
+    ADDED_MINIMUM,
     AXIS,
     "super_block" / cs.Int32ul * "elements per super-block along axis (256 for the K-quants)",
     "sub_block" / cs.Int32ul * "elements per sub-block; divides super_block",
@@ -59,6 +65,11 @@ class GgmlSuperBlock(SchemeDescriptor):
     @property
     def minimums(self) -> bool:
         return self.dmin_buffer_index is not None
+
+    @property
+    def added(self) -> bool:
+        """Flags bit 0: the minimum is added, not subtracted."""
+        return bool(self.flags & ADDED_MINIMUM)
 
 
 def check_tensor(descriptor: GgmlSuperBlock, tensor: Any) -> None:
@@ -82,6 +93,9 @@ def check_tensor(descriptor: GgmlSuperBlock, tensor: Any) -> None:
     if (descriptor.min_buffer_index is None) != (descriptor.dmin_buffer_index is None):
         tensor.fail("HQ-EXT-03", "dmin and the minimum codes come together", f"{where} -> min_buffer_index",
                     actual=descriptor.min_buffer_index, expected="both buffers or neither")
+    if descriptor.added and not descriptor.minimums:
+        tensor.fail("HQ-EXT-03", "ADDED_MINIMUM says how the minimum is applied: there is none",
+                    "descriptor -> quantization -> flags", actual=descriptor.flags, expected="bit 0 clear")
     count = tensor.element_count()
     supers = None if count is None else count // k
     subs = None if count is None else count // s
@@ -114,12 +128,13 @@ def plan(descriptor: GgmlSuperBlock, shape: tuple[int, ...], params: Any) -> Pla
     multiplies each sub-block's codes by its scale, then subtracts its minimum, in float32."""
     geometry = Geometry(shape, descriptor.axis, descriptor.sub_block)
     scales, minimums = sub_block_parameters(descriptor, params)
+    apply = np.add if descriptor.added else np.subtract
 
     def kernel(values: np.ndarray, box: Any, out: np.ndarray) -> None:
         with np.errstate(over="ignore", invalid="ignore"):
             np.multiply(values, scales[box.rows][:, None, None], out=out)
             if minimums is not None:
-                np.subtract(out, minimums[box.rows][:, None, None], out=out)
+                apply(out, minimums[box.rows][:, None, None], out=out)
 
     return Plan(geometry, kernel=kernel)
 
@@ -134,6 +149,7 @@ ROW = SchemeRow(
     storage_rule="HQ-EXT-03",
     storage_types=("uint2", "int4", "uint4", "uint8", "int8"),
     private=True,
+    flags_defined={0: "ADDED_MINIMUM"},
     check_tensor=check_tensor,
     kernel=plan,
 )

@@ -306,17 +306,27 @@ def _stream_hurray(target: Path, items: Sequence[Any], describe: Callable[[Any],
     tensor is written and dropped before the next is read, so memory holds one tensor at a time.
     A container gets the KV entries ``kv`` makes from the rows, once every tensor is written."""
     rows: list[Row] = []
-    written = []
 
-    def write(stage: Staging) -> None:
+    def write(stage: Staging) -> str:
         converted = _converted(items, describe, convert, rows, args, keep=args.partial)
         tensors = (NamedTensor(name, *tensor) for name, tensor in converted)
-        written.append(write_hurray(target, tensors, stage, None if kv is None else lambda: kv(rows)))
+        return write_hurray(target, tensors, stage, None if kv is None else lambda: kv(rows))
+
+    return _commit_streamed(write, rows, args)
+
+
+def _commit_streamed(write: Callable[[Staging], str], rows: list[Row], args: argparse.Namespace) -> int:
+    """Stage a streamed output with ``write`` (which fills ``rows`` and says what it wrote) and
+    keep it only when something converted and, without ``--partial``, every tensor did; then report."""
+    written = []
+
+    def kept(stage: Staging) -> None:
+        written.append(write(stage))
         if not any(r.converted for r in rows) or (missing_tensors(rows) and not args.partial):
             raise _NotWritten
 
     try:
-        _commit(write)
+        _commit(kept)
     except _NotWritten:
         _report(rows, None, args)
         return INVALID
@@ -333,24 +343,15 @@ def _stream_npz(target: Path, items: Sequence[Any], describe: Callable[[Any], tu
     import numpy as np
 
     rows: list[Row] = []
-    written = []
 
-    def write(stage: Staging) -> None:
+    def write(stage: Staging) -> str:
         with zipfile.ZipFile(stage.path(target), "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
             for name, values in _converted(items, describe, convert, rows, args, keep=args.partial):
                 with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
                     np.lib.format.write_array(member, np.ascontiguousarray(values), allow_pickle=False)
-        if not any(r.converted for r in rows) or (missing_tensors(rows) and not args.partial):
-            raise _NotWritten
-        written.append(f"{target} ({sum(r.converted for r in rows)} arrays)")
+        return f"{target} ({sum(r.converted for r in rows)} arrays)"
 
-    try:
-        _commit(write)
-    except _NotWritten:
-        _report(rows, None, args)
-        return INVALID
-    _report(rows, written[0], args)
-    return OK
+    return _commit_streamed(write, rows, args)
 
 
 def _report(rows: Sequence[Row], written: str | None, args: argparse.Namespace) -> None:

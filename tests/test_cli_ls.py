@@ -46,7 +46,7 @@ def files(tmp_path_factory):
     writer.write_tensors_to_file()
     writer.close()
     for target in ("model.hrry", "model.onnx"):
-        done = subprocess.run([sys.executable, "-m", "hurray_decl", "convert", "model.gguf", "-o", target,
+        done = subprocess.run([sys.executable, "-m", "hurray_decl", "convert", "model.gguf", "-o", target, "--partial",
                                "--to", "onnx-light" if target.endswith("onnx") else "hurray"], cwd=folder,
                               env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True,
                               check=False)

@@ -240,6 +240,9 @@ def test_scale_types_are_element_types():
     # The command line builds its parser without the package, so it names the scale types itself:
     # the same names (its order puts the default first).
     assert sorted(CLI_CHOICES) == sorted(t.title for t in ScaleType) and CLI_CHOICES[0] == "float32"
+    from hurray_decl.convert.tensors import DEQUANTIZE_DTYPES  # convert --dtype takes the same names
+
+    assert DEQUANTIZE_DTYPES == CLI_CHOICES
 
 
 def test_flags_and_statistics_bits():

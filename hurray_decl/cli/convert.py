@@ -28,7 +28,7 @@ from hurray_decl.cli.kinds import Kind, Target
 
 OK, INVALID, USAGE, FILE_ERROR, INTERRUPTED = 0, 1, 2, 3, 130
 TARGETS = tuple(Target)  # safetensors: routed to cli.models
-SCALE_TYPES = ("float32", "float16", "bfloat16")
+SCALE_TYPES = ("float32", "float16", "bfloat16")  # also the --dtype choices (convert.tensors.DEQUANTIZE_DTYPES)
 
 
 class CommandError(Exception):
@@ -227,10 +227,19 @@ class Row:
     converted: bool
     code: str | None = None
     reason: str = ""
+    converts_with: tuple[str, ...] = ()  # the options that would convert a refused tensor
 
     def text(self) -> str:
         head = f"{'converted' if self.converted else 'skipped':9}  {self.name}  {self.source}  {list(self.shape)}"
-        return head if self.converted else f"{head}  {self.code}: {self.reason}"
+        if self.converted:
+            return head
+        hint = f" (converts with {', '.join(self.converts_with)})" if self.converts_with else ""
+        return f"{head}  {self.code}: {self.reason}{hint}"
+
+
+def missing_tensors(rows: Sequence[Row]) -> list[Row]:
+    """The rows of the tensors (not KV entries) that did not convert."""
+    return [r for r in rows if not r.converted and r.source != "kv"]
 
 
 def _progress(items: Sequence[Any], label: str) -> Iterable[Any]:
@@ -242,9 +251,13 @@ def _progress(items: Sequence[Any], label: str) -> Iterable[Any]:
 
 
 def _converted(items: Sequence[Any], describe: Callable[[Any], tuple[str, str, tuple[int, ...]]],
-               convert: Callable[[Any], Any], rows: list[Row]) -> Iterator[tuple[str, Any]]:
+               convert: Callable[[Any], Any], rows: list[Row], args: argparse.Namespace,
+               keep: bool = True) -> Iterator[tuple[str, Any]]:
     """Convert the items one at a time, yielding each result as it is made and adding a row per
-    item to ``rows`` (the reason when there is no result)."""
+    item to ``rows`` (the reason, and the options that would convert it, when there is no result).
+    With ``keep`` false, nothing more is yielded after the first refusal (the output will not be
+    written), but every item is still converted, so that every refusal is listed."""
+    from hurray_decl.convert.tensors import converts_with
     from hurray_decl.errors import HurrayDeclError
 
     for item in _progress(items, "convert"):
@@ -252,22 +265,25 @@ def _converted(items: Sequence[Any], describe: Callable[[Any], tuple[str, str, t
         try:
             result = convert(item)
         except HurrayDeclError as err:
-            rows.append(Row(name, source, shape, False, err.code, err.detail))
+            rows.append(Row(name, source, shape, False, err.code, err.detail, converts_with(source, args.to)))
             continue
         rows.append(Row(name, source, shape, True))
-        yield name, result
+        if keep or not missing_tensors(rows):
+            yield name, result
 
 
 def _convert_each(items: Sequence[Any], describe: Callable[[Any], tuple[str, str, tuple[int, ...]]],
-                  convert: Callable[[Any], Any]) -> tuple[list[Row], list[tuple[str, Any]]]:
-    """Convert every item, keeping the results and a row per item (the reason when there is none)."""
+                  convert: Callable[[Any], Any], args: argparse.Namespace) -> tuple[list[Row], list[tuple[str, Any]]]:
+    """Convert every item, keeping the results and a row per item (the reason when there is none);
+    without ``--partial`` the results are dropped after the first refusal."""
     rows: list[Row] = []
-    results = list(_converted(items, describe, convert, rows))
+    results = list(_converted(items, describe, convert, rows, args, keep=args.partial))
     return rows, results
 
 
-class _NothingConverted(Exception):
-    """Raised inside a streamed write when no tensor converted: the staged output is discarded."""
+class _NotWritten(Exception):
+    """Raised inside a streamed write when the output must not be kept (nothing converted, or a
+    tensor refused without ``--partial``): the staged output is discarded."""
 
 
 def _stream_hurray(target: Path, items: Sequence[Any], describe: Callable[[Any], tuple[str, str, tuple[int, ...]]],
@@ -277,36 +293,82 @@ def _stream_hurray(target: Path, items: Sequence[Any], describe: Callable[[Any],
     tensor is written and dropped before the next is read, so memory holds one tensor at a time.
     A container gets the KV entries ``kv`` makes from the rows, once every tensor is written."""
     rows: list[Row] = []
+
+    def write(stage: Staging) -> str:
+        converted = _converted(items, describe, convert, rows, args, keep=args.partial)
+        tensors = (NamedTensor(name, *tensor) for name, tensor in converted)
+        return write_hurray(target, tensors, stage, None if kv is None else lambda: kv(rows))
+
+    return _commit_streamed(write, rows, args)
+
+
+def _commit_streamed(write: Callable[[Staging], str], rows: list[Row], args: argparse.Namespace) -> int:
+    """Stage a streamed output with ``write`` (which fills ``rows`` and says what it wrote) and
+    keep it only when something converted and, without ``--partial``, every tensor did; then report."""
     written = []
 
-    def write(stage: Staging) -> None:
-        tensors = (NamedTensor(name, *tensor) for name, tensor in _converted(items, describe, convert, rows))
-        written.append(write_hurray(target, tensors, stage, None if kv is None else lambda: kv(rows)))
-        if not any(r.converted for r in rows):
-            raise _NothingConverted
+    def kept(stage: Staging) -> None:
+        written.append(write(stage))
+        if not any(r.converted for r in rows) or (missing_tensors(rows) and not args.partial):
+            raise _NotWritten
 
     try:
-        _commit(write)
-    except _NothingConverted:
+        _commit(kept)
+    except _NotWritten:
         _report(rows, None, args)
         return INVALID
     _report(rows, written[0], args)
     return OK
 
 
+def _stream_npz(target: Path, items: Sequence[Any], describe: Callable[[Any], tuple[str, str, tuple[int, ...]]],
+                convert: Callable[[Any], Any], args: argparse.Namespace) -> int:
+    """Convert and write a ``.npz`` tensor by tensor: each array is written into the archive (as
+    ``NAME.npy``, uncompressed, as ``numpy.savez`` writes it) and dropped before the next is made."""
+    import zipfile
+
+    import numpy as np
+
+    rows: list[Row] = []
+
+    def write(stage: Staging) -> str:
+        with zipfile.ZipFile(stage.path(target), "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+            for name, values in _converted(items, describe, convert, rows, args, keep=args.partial):
+                with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
+                    np.lib.format.write_array(member, np.ascontiguousarray(values), allow_pickle=False)
+        return f"{target} ({sum(r.converted for r in rows)} arrays)"
+
+    return _commit_streamed(write, rows, args)
+
+
 def _report(rows: Sequence[Row], written: str | None, args: argparse.Namespace) -> None:
+    """The rows, then one summary line; or, with ``--json``, one document. A refused tensor without
+    ``--partial`` means nothing was written; with it, the output is partial and says so."""
     done = sum(r.converted for r in rows)
+    missing = missing_tensors(rows)
     summary = f"{done} converted, {len(rows) - done} skipped"
+    if written is None:
+        outcome = "nothing written"
+        if missing and done and not args.partial:
+            outcome += (f": {len(missing)} tensor{'s' if len(missing) > 1 else ''} did not convert (--partial writes "
+                        "the others)")
+    elif missing:
+        outcome = (f"wrote {written}, a partial model: {len(missing)} tensor{'s' if len(missing) > 1 else ''} "
+                   f"missing ({', '.join(r.name for r in missing[:8])}{', ...' if len(missing) > 8 else ''})")
+    else:
+        outcome = f"wrote {written}"
     if args.json:  # the key set of every conversion report (quantize's and the safetensors sources' too)
         from hurray_decl.cli.outputs import tensor_record
 
-        print(json.dumps({"source": str(args.input), "to": args.to, "output": written, "tensors": [
-            tensor_record(r.name, r.source, r.shape, "converted" if r.converted else "skipped", code=r.code,
-                          reason=r.reason) for r in rows]}, indent=2))
+        print(json.dumps({"source": str(args.input), "to": args.to, "output": written,
+                          "partial": bool(written and missing), "missing": [r.name for r in missing], "tensors": [
+                              tensor_record(r.name, r.source, r.shape, "converted" if r.converted else "skipped",
+                                            code=r.code, reason=r.reason, converts_with=r.converts_with)
+                              for r in rows]}, indent=2))
         return
     for row in rows:
         print(row.text())
-    print(f"{summary}; wrote {written}" if written else f"{summary}; nothing written")
+    print(f"{summary}; {outcome}")
 
 
 # --- sources --------------------------------------------------------------------------------------
@@ -389,7 +451,9 @@ PAIRS = {(Kind.GGUF, Target.HURRAY), (Kind.GGUF, Target.ONNX_LIGHT), (Kind.GGUF,
          (Kind.DESCRIPTOR, Target.ORT), (Kind.DESCRIPTOR, Target.ONNX_LIGHT), (Kind.CONTAINER, Target.ORT),
          (Kind.CONTAINER, Target.ONNX_LIGHT), (Kind.MODEL, Target.HURRAY), (Kind.CONTAINER, Target.GGUF),
          (Kind.DESCRIPTOR, Target.GGUF), (Kind.MODEL, Target.GGUF), (Kind.STREAM, Target.GGUF),
-         (Kind.STREAM, Target.ONNX_LIGHT), (Kind.STREAM, Target.ORT), (Kind.STREAM, Target.HURRAY)}
+         (Kind.STREAM, Target.ONNX_LIGHT), (Kind.STREAM, Target.ORT), (Kind.STREAM, Target.HURRAY),
+         (Kind.GGUF, Target.NPZ), (Kind.CONTAINER, Target.NPZ), (Kind.DESCRIPTOR, Target.NPZ),
+         (Kind.STREAM, Target.NPZ)}
 """(source kind, target) of every conversion ``convert`` makes here (safetensors ones: :mod:`.models`)."""
 
 
@@ -405,8 +469,22 @@ def cmd_convert(args: argparse.Namespace) -> int:
                            + ", ".join(f"{a} -> {b}" for a, b in sorted(pairs)))
     from hurray_decl.convert import metadata, tensors as convert
 
+    if args.dequantize and kind == Kind.MODEL:
+        raise CommandError(USAGE, "--dequantize reads GGUF files and Hurray containers, streams and descriptors")
+    if args.dequantize and args.to not in (Target.HURRAY, Target.NPZ):
+        raise CommandError(USAGE, f"--dequantize writes --to hurray, safetensors or npz, not --to {args.to}")
+    if args.to == Target.NPZ and args.dtype == "bfloat16":
+        raise CommandError(USAGE, "a .npz has no bfloat16 (numpy.load cannot read it): --dtype float32 or float16")
+    if args.dtype and not args.dequantize:
+        raise CommandError(USAGE, "--dtype is the type of dequantized values: give --dequantize too")
+    dtype = args.dtype or "float32"
+    if kind != Kind.GGUF or args.private_schemes:  # the project reads and writes its own private schemes
+        from hurray_decl.hurray.quantization import register_project_schemes
+
+        register_project_schemes()
     scale_type = args.scale_type or SCALE_TYPES[0]
     items: Sequence[Any]  # GGUF tensors, named Hurray tensors or ONNX initializers
+    step: Callable[[Any], Any]  # one item to its converted form
     kv: dict[str, Any] = {}  # the source's metadata as container KV values
     gguf_kv: list[Any] = []
     if kind == Kind.GGUF:
@@ -420,8 +498,11 @@ def cmd_convert(args: argparse.Namespace) -> int:
             raise CommandError(INVALID, f"invalid input: {err.detail}") from None
         items, gguf_kv = gguf_model.tensors, gguf_model.kv
         describe = lambda t: (t.name, t.type_name, t.shape)  # noqa: E731
-        step = {"hurray": convert.gguf_to_hurray, "onnx-light": convert.gguf_to_onnx_light_tensor,
-                "ort": lambda t: convert.gguf_to_ort(t, scale_type=scale_type)}[args.to]
+        step = {"hurray": (lambda t: convert.dequantized_tensor(t, dtype)) if args.dequantize
+                else lambda t: convert.gguf_to_hurray(t, args.private_schemes),
+                "onnx-light": convert.gguf_to_onnx_light_tensor,
+                "ort": lambda t: convert.gguf_to_ort(t, scale_type=scale_type),
+                "npz": lambda t: convert.gguf_npz(t, args.dequantize, dtype)}[args.to]
     elif kind in (Kind.DESCRIPTOR, Kind.CONTAINER, Kind.STREAM):
         if kind == Kind.DESCRIPTOR:
             items = _read_hurray(args)
@@ -431,9 +512,11 @@ def cmd_convert(args: argparse.Namespace) -> int:
             items, kv = read_container_model(window_data(args))
         describe = lambda t: (t.name, Target.HURRAY, tuple(t.descriptor.shape))  # noqa: E731
         recorded = metadata.tensor_types(kv)
-        step = {"hurray": lambda t: (t.descriptor, t.buffers),
+        step = {"hurray": (lambda t: convert.hurray_dequantized(t.descriptor, t.buffers, dtype)) if args.dequantize
+                else lambda t: (t.descriptor, t.buffers),
                 "onnx-light": lambda t: convert.hurray_to_onnx_light(t.descriptor, t.buffers),
                 "ort": lambda t: convert.hurray_to_ort(t.descriptor, t.buffers, scale_type=scale_type),
+                "npz": lambda t: convert.hurray_npz(t.name, t.descriptor, t.buffers, args.dequantize, dtype),
                 "gguf": _planned(lambda t: convert.hurray_to_gguf(t.name, t.descriptor, t.buffers,
                                                                   recorded.get(t.name)))}[args.to]
     else:
@@ -445,23 +528,32 @@ def cmd_convert(args: argparse.Namespace) -> int:
         step = {"hurray": lambda v: convert.initializer_to_hurray(v, model, recorded.get(v.name)),
                 "gguf": _planned(lambda v: convert.initializer_to_gguf(v, model, recorded.get(v.name)))}[args.to]
 
+    def with_missing(entries: dict[str, Any], rows: list[Row]) -> dict[str, Any]:  # a partial model says so
+        missing = [(r.code or "", r.source, r.name) for r in missing_tensors(rows)]
+        return entries | metadata.missing_kv(missing) if missing else entries
+
     def gguf_container_kv(rows: list[Row]) -> dict[str, Any]:  # the GGUF entries, and the types of the tensors kept
-        return metadata.container_kv(gguf_kv, [(r.name, r.source) for r in rows if r.converted])
+        kept = [] if args.dequantize else [(r.name, r.source) for r in rows if r.converted]
+        return with_missing(metadata.container_kv(gguf_kv, kept), rows)
 
     if kind == Kind.GGUF and args.to == Target.HURRAY and target.suffix != ".bin":
         return _stream_hurray(target, items, describe, step, args, gguf_container_kv)
-    rows, results = _convert_each(items, describe, step)
-    if not results:
+    if args.to == Target.NPZ:
+        return _stream_npz(target, items, describe, step, args)
+    rows, results = _convert_each(items, describe, step, args)
+    if not results or (missing_tensors(rows) and not args.partial):
         _report(rows, None, args)
         return INVALID
     if kind == Kind.GGUF:
         kv = gguf_container_kv(rows)
-    elif kv:  # the recorded GGML types, of the tensors converted only
-        types = metadata.tensor_types(kv)
-        kept = {n for n, _ in results}
-        if types:
-            kv[metadata.TENSOR_TYPES_KEY] = metadata.container_kv(
-                [], [(n, t) for n, t in types.items() if n in kept])[metadata.TENSOR_TYPES_KEY]
+    else:
+        if kv:  # the recorded GGML types, of the tensors converted only
+            types = metadata.tensor_types(kv)
+            kept = {n for n, _ in results}
+            if types:
+                kv[metadata.TENSOR_TYPES_KEY] = metadata.container_kv(
+                    [], [(n, t) for n, t in types.items() if n in kept])[metadata.TENSOR_TYPES_KEY]
+        kv = with_missing(kv, rows)
     written = []
     if args.to == Target.GGUF:
         entries, refused = metadata.gguf_entries(kv)
@@ -519,7 +611,7 @@ class PlannedGguf:
         except HurrayDeclError as err:  # converted in the first pass: its bytes are not the same now
             raise CommandError(FILE_ERROR, f"the source changed during the conversion: {self.name} is now refused "
                                f"({err}); nothing written") from None
-        data = np.asarray(tensor.data, np.uint8).reshape(*tensor.shape[:-1], -1)
+        data = np.asarray(tensor.data, np.uint8).reshape(tensor.byte_shape)
         if (tensor.name, tensor.type_name, data.shape) != (self.name, self.type_name, self.byte_shape):
             raise CommandError(FILE_ERROR, f"the source changed during the conversion: {self.name} is now "
                                f"{tensor.type_name} {list(data.shape)} bytes, not {self.type_name} "
@@ -531,11 +623,10 @@ def _planned(convert: Callable[[Any], Any]) -> Callable[[Any], PlannedGguf]:
     """The first pass of the gguf target: ``convert`` (an item to a ``GgufTensor``) run for what it
     refuses and for the GGML type it picks, both of which depend on the values (the narrowest type
     that holds them exactly), so no shape-only rule gives them; its bytes are dropped at once."""
-    import numpy as np
 
     def plan(item: Any) -> PlannedGguf:
         tensor = convert(item)
-        shape = np.asarray(tensor.data, np.uint8).reshape(*tensor.shape[:-1], -1).shape
+        shape = tensor.byte_shape
         return PlannedGguf(item, convert, tensor.name, tensor.type_name, shape, int(tensor.data.nbytes))
 
     return plan
@@ -591,14 +682,16 @@ def register(subparsers: Any) -> None:
     """Add ``convert`` to the ``hurray-decl`` sub-command parser (``quantize`` is in :mod:`.models`)."""
     convert = subparsers.add_parser(
         "convert", help="convert GGUF, Hurray and onnx-light tensors between the formats, exactly",
-        description="Convert every tensor of SOURCE that has an exact form in the target and list the others with "
-                    "the reason. SOURCE is a .gguf file, a .hrry container, a Hurray stream, a Hurray descriptor (with "
+        description="Convert every tensor of SOURCE to its exact form in the target; a tensor that has none is "
+                    "listed with its rule and what would convert it, and nothing is written (--partial writes the "
+                    "others). SOURCE is a .gguf file, a .hrry container, a Hurray stream, a Hurray descriptor (with "
                     "--buffer for each buffer) or an "
                     "ONNX model holding onnx-light values. --to hurray writes NAME.bin, a FOLDER or NAME.hrry "
                     "(with the source's metadata as KV); --to gguf a .gguf file (KV and tensors, GGUFWriter); "
                     "--to onnx-light an ONNX model of onnx-light encoded initializers; --to ort an ONNX model of "
-                    "com.microsoft MatMulNBits nodes (input NAME.A, output NAME.Y = NAME.A @ W^T). Exit 0 written, "
-                    "1 invalid input or nothing convertible, 2 usage error, 3 file error.")
+                    "com.microsoft MatMulNBits nodes (input NAME.A, output NAME.Y = NAME.A @ W^T); --to npz a .npz of "
+                    "plain arrays (with --dequantize, of every tensor). Exit 0 written, "
+                    "1 invalid input or a tensor that does not convert, 2 usage error, 3 file error.")
     convert.add_argument("input", metavar="SOURCE", help="a .gguf file, a .hrry container, a Hurray stream or "
                          "descriptor, an ONNX model or a safetensors file (or - for standard input)")
     convert.add_argument("-o", "--output", required=True, help="the output file or folder")
@@ -609,6 +702,19 @@ def register(subparsers: Any) -> None:
     convert.add_argument("--scale-type", choices=SCALE_TYPES, default=None,
                          help="the MatMulNBits matrix and scale type for --to ort (default: float32, exact for "
                               "float16 scales)")
+    convert.add_argument("--partial", action="store_true",
+                         help="write the tensors that convert even when others do not (the output's KV, the "
+                              "summary and the --json report name the missing ones); without it a tensor that "
+                              "does not convert means nothing is written, exit 1")
+    convert.add_argument("--private-schemes", action="store_true",
+                         help="--to hurray: write GGUF's K-quants (Q2_K .. Q6_K) in the project's private scheme "
+                              "ggml_super_block (0xF0), exactly; other readers do not know it (HQ-EXT-04)")
+    convert.add_argument("--dequantize", action="store_true",
+                         help="write every quantized tensor's values, unquantized (--to hurray or --to safetensors; "
+                              "from GGUF: the values gguf computes, bit for bit); plain tensors keep their type")
+    convert.add_argument("--dtype", choices=SCALE_TYPES,
+                         help="the type of dequantized values (default float32; float16 and bfloat16 round to "
+                              "nearest, ties to even)")
     convert.add_argument("--json", action="store_true", help="print the report as JSON")
     convert.set_defaults(check=check_options)
     from hurray_decl.cli.inputs import handles

@@ -47,6 +47,7 @@ class Target(StrEnum):
     ORT = "ort"
     GGUF = "gguf"
     SAFETENSORS = "safetensors"
+    NPZ = "npz"
 
 
 @dataclass(frozen=True)

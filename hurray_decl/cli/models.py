@@ -365,17 +365,28 @@ def routed_convert(args: argparse.Namespace, convert_command: Callable[[argparse
 def convert_safetensors(args: argparse.Namespace) -> int:
     """``convert`` of a safetensors source (to hurray, onnx-light, ort) or of a ``.hrry`` to
     safetensors, the input's kind as :func:`hurray_decl.cli.inputs.detect` decided it."""
-    from hurray_decl.cli.inputs import CONTAINER, SAFETENSORS, detect, regular_file
+    from hurray_decl.cli.inputs import CONTAINER, GGUF, SAFETENSORS, detect, regular_file
     from hurray_decl.cli.kinds import title
 
     found = detect(args)
+    if args.dtype and not args.dequantize:
+        raise UsageError("--dtype is the type of dequantized values: give --dequantize too")
     if args.to == Target.SAFETENSORS:
+        if found.kind == GGUF and args.dequantize:
+            return _gguf_to_safetensors(args, Path(args.output).expanduser().absolute())
+        if found.kind == GGUF:
+            raise UsageError("a GGUF file goes to safetensors dequantized: give --dequantize (and --dtype)")
         if found.kind != CONTAINER:
             kind = (SAFETENSORS if found.kind == SAFETENSORS else "this input" if found.reason == "fallback"
                     else title(found.kind))
-            raise UsageError(f"no conversion from {kind} to safetensors; converted: a .hrry container -> "
-                             "safetensors")
+            raise UsageError(f"no conversion from {kind} to safetensors; converted: a .hrry container and a GGUF "
+                             "file (--dequantize) -> safetensors")
+        from hurray_decl.hurray.quantization import register_project_schemes
+
+        register_project_schemes()  # the project reads its own private schemes
         return _to_safetensors(args, Path(args.output).expanduser().absolute())
+    if args.to == Target.NPZ or args.dequantize:
+        raise UsageError("a safetensors source converts --to hurray, onnx-light or ort, as it is (no --dequantize)")
     path = regular_file(args)
     if path is None:
         raise UsageError(f"argument SOURCE: a safetensors source is read from a file by its name (its quantization "
@@ -499,13 +510,13 @@ def _to_safetensors(args: argparse.Namespace, target: Path) -> int:
             tensor = opened[name]
             shape = tuple(tensor.descriptor.shape)
             try:
-                arrays.append((name, from_hurray(tensor)))
+                arrays.append((name, from_hurray(tensor, args.dtype or "float32" if args.dequantize else None)))
             except HurrayDeclError as err:
                 failures.append(err)
                 rows.append(Row(name, Target.HURRAY, shape, "skipped", code=err.code, reason=err.detail))
                 continue
             rows.append(Row(name, str(arrays[-1][1].dtype), shape, "converted", "plain"))
-        if not arrays:
+        if not arrays or (failures and not args.partial):
             report(rows, source, Kind.SAFETENSORS, None, args.json)
             if failures:
                 raise failures[0]
@@ -514,6 +525,54 @@ def _to_safetensors(args: argparse.Namespace, target: Path) -> int:
         with outputs.atomic(target) as temporary:
             write_safetensors(temporary, arrays, metadata)
         del arrays
+    report(rows, source, Kind.SAFETENSORS, str(target), args.json)
+    return OK
+
+
+def _gguf_to_safetensors(args: argparse.Namespace, target: Path) -> int:
+    """``convert X.gguf --to safetensors --dequantize``: every tensor's values (quantized ones in
+    ``--dtype``, plain ones in their own type), tensor by tensor, straight into the file
+    (:func:`hurray_decl.convert.safetensors.write_safetensors_stream`), so memory holds one tensor's
+    values at a time. A tensor type nothing here dequantizes is listed, and nothing is written
+    unless ``--partial``."""
+    from hurray_decl.cli import outputs
+    from hurray_decl.cli.inputs import regular_file, window_data
+    from hurray_decl.convert.gguf import FLOAT_TYPES, read_gguf_model
+    from hurray_decl.convert.safetensors import write_safetensors_stream
+    from hurray_decl.convert.tensors import dequantizes, gguf_dequantized
+
+    dtype = args.dtype or "float32"
+    source = Path(args.input)
+    outputs.target(target)
+    path = regular_file(args)
+    model = read_gguf_model(path if path is not None else bytes(window_data(args)))
+    rows: list[Row] = []
+    kept = []
+    for tensor in model.tensors.layout.tensors:  # the infos only: no tensor data is read here
+        reason = dequantizes(tensor.type_name)
+        if reason is None:
+            kept.append(tensor)
+        else:
+            rows.append(Row(tensor.name, tensor.type_name, tensor.shape, "skipped", code=reason.code,
+                            reason=reason.detail))
+    if not kept or (rows and not args.partial):
+        report(rows, source, Kind.SAFETENSORS, None, args.json)
+        raise InvalidInput(f"invalid input: {len(rows)} tensor{'s' if len(rows) != 1 else ''} of {source} cannot be "
+                           "dequantized; nothing written" + ("" if not kept else " (--partial writes the others)"))
+    names = {t.name for t in kept}
+    planned = [(t.name, FLOAT_TYPES.get(t.type_name, dtype), t.shape) for t in kept]
+
+    def arrays() -> Iterator[Any]:
+        for tensor in progress([t for t in model.tensors if t.name in names], "dequantize"):
+            values = gguf_dequantized(tensor, dtype)
+            plain = tensor.type_name in FLOAT_TYPES
+            rows.append(Row(tensor.name, tensor.type_name, tensor.shape, "converted",
+                            "plain" if plain else f"dequantized {dtype}"))
+            yield values
+            del values
+
+    with outputs.atomic(target) as temporary, open(temporary, "wb") as stream:
+        write_safetensors_stream(stream, planned, arrays())
     report(rows, source, Kind.SAFETENSORS, str(target), args.json)
     return OK
 

@@ -27,7 +27,7 @@ import shutil
 import signal
 import stat
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -461,14 +461,15 @@ def about(args: argparse.Namespace, kind: str) -> dict[str, Any]:
 
 def tensor_record(name: str, element: str, shape: Any, status: str, *, method: str = "", byte_size: int = 0,
                   errors: tuple[Any, Any, Any] = (None, None, None), code: str | None = None,
-                  reason: str = "") -> dict[str, Any]:
+                  reason: str = "", converts_with: Sequence[str] = ()) -> dict[str, Any]:
     """One tensor of a ``convert`` or ``quantize`` report as ``--json`` prints it, whatever the source:
     ``status`` is ``quantized``, ``converted``, ``kept`` or ``skipped`` (``code`` and ``reason`` say
-    why); ``errors``: the max |error|, RMSE and SNR (dB) of a quantized tensor."""
+    why, ``converts_with`` the options that would convert a skipped one); ``errors``: the max |error|,
+    RMSE and SNR (dB) of a quantized tensor."""
     max_abs_error, rmse, snr_db = errors
     return {"name": name, "type": element, "shape": list(shape), "status": status, "method": method or None,
             "bytes": byte_size or None, "max_abs_error": max_abs_error, "rmse": rmse, "snr_db": snr_db,
-            "code": code, "reason": reason or None}
+            "code": code, "reason": reason or None, "converts_with": list(converts_with) or None}
 
 
 def envelope(args: argparse.Namespace, kind: str, err: Any = None, **more: Any) -> dict[str, Any]:

@@ -33,6 +33,8 @@ __all__ = [
     "GGUF_BLOCK",
     "GGUF_MAGIC",
     "GGUF_TYPES",
+    "MXFP4_NEGATIVE_ZERO",
+    "MXFP4_RECORD",
     "GgufModel",
     "GgufTensor",
     "GgufTensors",
@@ -41,6 +43,8 @@ __all__ = [
     "gguf_parts",
     "gguf_tensors",
     "gguf_type",
+    "mxfp4_blocks",
+    "mxfp4_codes",
     "pack_blocks",
     "parts_blocks",
     "read_gguf",
@@ -307,12 +311,51 @@ GGUF_TYPES: dict[str, GgufType] = {t.name: t for t in (
 """The supported GGML block types, by name."""
 
 
+MXFP4_RECORD = np.dtype([("e", "u1"), ("qs", "u1", (16,))])
+"""A GGUF MXFP4 block: 32 elements, 1 + 16 = 17 bytes: the float8_e8m0 exponent byte ``e``, then
+the 4-bit E2M1 codes in the nibbles of ``qs`` as Q4_0 holds its codes (element j < 16 the low
+nibble of byte j, element j >= 16 the high nibble of byte j - 16). gguf's value is
+``2^(e - 128) * k[code]`` with ``k`` the E2M1 values doubled, and ``k[8] = 0`` (+0): Hurray MXFP's
+``2^(e - 127) * E2M1(code)`` (HQ-MX-11) is the same float32 for every code but 8, whose E2M1 value
+is -0."""
+MXFP4_NEGATIVE_ZERO = 0x8
+"""The E2M1 code of -0, which gguf's MXFP4 decodes as +0."""
+
+
+def mxfp4_codes(raw: Any, shape: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """GGUF MXFP4 data of a tensor of ``shape`` as (exponent bytes, uint8 per block; E2M1 codes,
+    uint8 blocks x 32 in element order)."""
+    shape = tuple(int(n) for n in shape)
+    if not shape or shape[-1] % GGUF_BLOCK:
+        raise ArgumentError("shape", f"MXFP4 rows hold whole blocks of {GGUF_BLOCK}", actual=list(shape),
+                            expected=f"a last dimension that is a multiple of {GGUF_BLOCK}")
+    data = np.frombuffer(memoryview(raw).cast("B"), dtype=np.uint8)
+    blocks = int(np.prod(shape)) // GGUF_BLOCK
+    if data.size != blocks * MXFP4_RECORD.itemsize:
+        raise ArgumentError("raw", f"MXFP4 data of {blocks * GGUF_BLOCK} elements is {blocks} blocks of "
+                            f"{MXFP4_RECORD.itemsize} bytes", actual=data.size, expected=blocks * MXFP4_RECORD.itemsize)
+    records = data.view(MXFP4_RECORD)
+    return records["e"].copy(), _NIBBLES32.read(records).astype(np.uint8)
+
+
+def mxfp4_blocks(exponents: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """The inverse of :func:`mxfp4_codes`: GGUF MXFP4 bytes (uint8, flat) of exponent bytes and codes."""
+    records = np.zeros(exponents.size, MXFP4_RECORD)
+    records["e"] = exponents
+    _NIBBLES32.write(records, codes.reshape(exponents.size, GGUF_BLOCK).astype(np.int64))
+    return records.view(np.uint8)
+
+
 def gguf_type(ggml_type: Any) -> GgufType:
-    """The table row of a GGML type given by name or by ``gguf.GGMLQuantizationType``."""
+    """The table row of a GGML type given by name or by ``gguf.GGMLQuantizationType``; a type
+    without one is refused as a type the converter does not support (HE-03, as a ``.hrry``
+    reader refuses an element type it does not implement)."""
     name = getattr(ggml_type, "name", ggml_type)
-    if not isinstance(name, str) or name not in GGUF_TYPES:
-        raise ArgumentError("ggml_type", "no converter for this GGML type", actual=name if isinstance(name, str)
-                            else repr(ggml_type), expected=", ".join(GGUF_TYPES))
+    if not isinstance(name, str):
+        raise ArgumentError("ggml_type", "a GGML type name", actual=repr(ggml_type), expected=", ".join(GGUF_TYPES))
+    if name not in GGUF_TYPES:
+        raise UnsupportedError("HE-03", f"no block converter for the GGML type {name}", path="ggml_type",
+                               actual=name, expected=", ".join(GGUF_TYPES))
     return GGUF_TYPES[name]
 
 
@@ -331,10 +374,13 @@ class SubBlocks:
     offsets: np.ndarray | None  # float32 (sub-blocks,): O, or None when the type adds nothing
 
     def reference(self) -> np.ndarray:
-        """The values as gguf computes them, in float32: ``S * q``, then ``+ O`` (flat)."""
-        with np.errstate(invalid="ignore", over="ignore"):  # gguf's own NaN (inf * 0, inf - inf) and overflow
+        """The values as gguf computes them, in float32: ``S * q``, then ``+ O`` (flat); for the
+        K-quants ``- (dmin * mn)`` as gguf subtracts it (the same float32 but for a NaN's sign)."""
+        with np.errstate(over="ignore", invalid="ignore"):
             values = self.scales[:, None] * self.codes.astype(np.float32)
-            if self.offsets is not None:
+            if self.offsets is not None and self.type.two_level:
+                values = values - (-self.offsets)[:, None]
+            elif self.offsets is not None:
                 values = values + self.offsets[:, None]
         return values.reshape(-1)
 
@@ -448,6 +494,16 @@ class GgufTensor:
     @property
     def elements(self) -> int:
         return int(np.prod(self.shape))
+
+    @property
+    def byte_shape(self) -> tuple[int, ...]:
+        """The shape of :attr:`data` as rows of bytes (the shape gguf's writer takes for raw
+        blocks): the last dimension in bytes, from the type's block size, so that an empty
+        tensor has one too."""
+        import gguf
+
+        elements, size = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType[self.type_name]]
+        return (*self.shape[:-1], self.shape[-1] // elements * size) if self.shape else (self.data.size,)
 
 
 class GgufTensors(Sequence[GgufTensor]):

@@ -13,12 +13,24 @@ from typing import Any
 
 import numpy as np
 
-from hurray_decl.convert.gguf import gguf_parts, read_gguf
+from hurray_decl.convert.gguf import (
+    GGUF_BLOCK,
+    GGUF_TYPES,
+    MXFP4_NEGATIVE_ZERO,
+    gguf_parts,
+    gguf_type,
+    mxfp4_codes,
+    pack_blocks,
+    read_gguf,
+)
 from hurray_decl.convert.group import awq_parts, gptq_parts
 from hurray_decl.convert.parts import BlockParts
-from hurray_decl.errors import ArgumentError, UnsupportedError
+from hurray_decl.errors import ArgumentError, RuleViolation, UnsupportedError
 from hurray_decl.hurray import kernels
-from hurray_decl.hurray.numerics import assemble, buffer_contents
+from hurray_decl.hurray.numerics import assemble, assemble_data, buffer_contents
+from hurray_decl.hurray.quantization import register_project_schemes
+from hurray_decl.hurray.schemes.ggml_super_block import ADDED_MINIMUM, GgmlSuperBlock
+from hurray_decl.hurray.schemes.mxfp import INVALID_SCALE_BYTES, MXFP
 from hurray_decl.hurray.schemes.per_block_affine import PerBlockAffine
 from hurray_decl.hurray.schemes.per_channel_affine import PerChannelAffine
 from hurray_decl.hurray.schemes.per_tensor_affine import PerTensorAffine
@@ -27,12 +39,133 @@ from hurray_decl.hurray.tables.codes import ScaleType
 from hurray_decl.hurray.tables.element_types import BY_TAG
 from hurray_decl.hurray.tensor import RowMajor, TensorDescriptor, validate_buffers
 
-__all__ = ["affine_parts", "block_parts", "from_awq", "from_block_parts", "from_gguf", "from_gguf_file", "from_gptq"]
+__all__ = [
+    "affine_parts",
+    "block_parts",
+    "from_awq",
+    "from_block_parts",
+    "from_gguf",
+    "from_gguf_file",
+    "from_gguf_mxfp4",
+    "from_gguf_super_blocks",
+    "from_gptq",
+    "super_blocks_gguf",
+]
 
 
 def from_gguf(raw: Any, ggml_type: Any, shape: Sequence[int]) -> tuple[TensorDescriptor, list[bytes]]:
-    """GGUF Q4_0 / Q4_1 / Q8_0 blocks (blocks along the last axis of ``shape``) as per-block affine."""
+    """GGUF Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0 blocks (blocks along the last axis of ``shape``) as
+    per-block affine; MXFP4 blocks as MXFP (:func:`from_gguf_mxfp4`)."""
+    if getattr(ggml_type, "name", ggml_type) == "MXFP4":
+        return from_gguf_mxfp4(raw, shape)
     return from_block_parts(gguf_parts(raw, ggml_type, shape))
+
+
+def from_gguf_super_blocks(raw: Any, ggml_type: Any, shape: Sequence[int]) -> tuple[TensorDescriptor, list[bytes]]:
+    """GGUF K-quant blocks (Q2_K .. Q6_K), or Q4_1 / Q5_1 blocks, as the project's private ggml
+    super-block scheme (0xF0, :mod:`hurray_decl.hurray.schemes.ggml_super_block`, registered
+    here): the codes in the narrowest storage holding them, the float16 ``d`` (and ``dmin``, or
+    Q4_1's ``m`` with ADDED_MINIMUM) with their bits as they are, the sub-block scale (and
+    minimum) codes as integers (1 for Q4_1 / Q5_1). The values are gguf's bit for bit, and
+    :func:`super_blocks_gguf` gives the blocks back byte for byte."""
+    row = gguf_type(ggml_type)
+    single = not row.two_level
+    if single and not row.has_offset:
+        raise UnsupportedError("HQ-EXT-03", f"{row.name} is per-block affine exactly: it has no ggml super-block "
+                               "form here", path="ggml_type", actual=row.name, expected="Q2_K .. Q6_K, Q4_1, Q5_1")
+    shape = tuple(int(n) for n in shape)
+    if not shape or shape[-1] % row.elements:
+        raise ArgumentError("shape", f"{row.name} rows hold whole blocks of {row.elements}", actual=list(shape),
+                            expected=f"a last dimension that is a multiple of {row.elements}")
+    data = np.frombuffer(memoryview(raw).cast("B"), dtype=np.uint8)
+    blocks = int(np.prod(shape)) // row.elements
+    if data.size != blocks * row.record.itemsize:
+        raise ArgumentError("raw", f"{row.name} data of {blocks * row.elements} elements is {blocks} blocks of "
+                            f"{row.record.itemsize} bytes", actual=data.size, expected=blocks * row.record.itemsize)
+    records = data.view(row.record)
+    register_project_schemes()
+    model = GgmlSuperBlock(axis=len(shape) - 1, super_block=row.elements, sub_block=row.sub_block,
+                           d_buffer_index=1, scale_buffer_index=2, dmin_buffer_index=3 if row.has_offset else None,
+                           min_buffer_index=4 if row.has_offset else None, flags=ADDED_MINIMUM if single else 0)
+    if single:  # d * q + m: one sub-block of scale code 1, the minimum m times 1, added
+        ones = np.ones(blocks, np.int8)
+        params = [records["d"].astype("<f2"), ones, records["m"].astype("<f2"), ones.view(np.uint8)]
+    else:
+        levels = row.read_levels(records)
+        params = [records["d"].astype("<f2"), levels["sc"].astype(np.int8)]
+        if row.has_offset:
+            params += [records["dmin"].astype("<f2"), levels["mn"].astype(np.uint8)]
+    codes = row.codes(records).reshape(shape)
+    return assemble(model, shape, row.storage, codes, params)
+
+
+def super_blocks_gguf(descriptor: TensorDescriptor, buffers: Sequence[Any],
+                      ggml_type: str | None = None) -> tuple[str, np.ndarray]:
+    """A row-major ggml super-block tensor as GGUF blocks (the inverse of
+    :func:`from_gguf_super_blocks`): the K-quant whose super-block, sub-block, storage and
+    minimums it has (``ggml_type`` when recorded and the same), codes and scale codes checked
+    against the type's ranges. Returns the type name and the bytes."""
+    q = descriptor.quantization
+    if not isinstance(q, GgmlSuperBlock) or not isinstance(descriptor.layout, RowMajor):
+        raise UnsupportedError("HQ-EXT-03", "GGUF K-quant blocks come from row-major ggml super-block tensors",
+                               path="descriptor -> quantization", actual=type(q).__name__, expected="GgmlSuperBlock")
+    contents = buffer_contents(buffers)
+    params = validate_buffers(descriptor, contents)
+    element = BY_TAG[descriptor.type_tag].name
+    kinds = [r for r in GGUF_TYPES.values() if r.two_level != q.added and r.storage == element
+             and r.sub_block == q.sub_block and r.elements == q.super_block and r.has_offset == q.minimums]
+    if ggml_type is not None:
+        kinds = [r for r in kinds if r.name == ggml_type]
+    if not kinds:
+        raise ArgumentError("descriptor -> quantization", f"no GGML K-quant has {element} codes in sub-blocks of "
+                            f"{q.sub_block} of {q.super_block}{' with' if q.minimums else ' without'} minimums"
+                            + (f" as {ggml_type}" if ggml_type else ""), actual=(element, q.sub_block, q.minimums))
+    row = kinds[0]
+    count = int(np.prod(descriptor.shape))
+    data = np.frombuffer(contents[0], dtype=np.uint8)[descriptor.byte_offset:]
+    codes = storage.decode(data, element, count).astype(np.int64).reshape(-1, row.elements)
+    per = row.elements // row.sub_block
+    levels = {"d": params.array("d_buffer_index", "float16").copy(),
+              "sc": params.array("scale_buffer_index", "int8").astype(np.int64).reshape(-1, per)}
+    ranges = (row.scale_codes, row.min_codes) if row.two_level else ((1, 1), (1, 1))  # Q4_1 / Q5_1: codes 1
+    checks = [("codes", codes, (row.low, row.high)), ("scale codes", levels["sc"], ranges[0])]
+    if row.has_offset:
+        levels |= {"dmin": params.array("dmin_buffer_index", "float16").copy(),
+                   "mn": params.array("min_buffer_index", "uint8").astype(np.int64).reshape(-1, per)}
+        checks.append(("minimum codes", levels["mn"], ranges[1]))
+    if not row.two_level:
+        levels = {"d": levels["d"], "m": levels["dmin"]}
+    for what, values, (lo, hi) in checks:
+        out = (values < lo) | (values > hi)
+        if out.any():
+            j = int(np.flatnonzero(out.ravel())[0])
+            raise ArgumentError(f"{what}[{j}]", f"no exact {row.name} form: {what} of {row.name} are {lo} .. {hi}",
+                                actual=int(values.ravel()[j]), expected=f"{lo} .. {hi}")
+    return row.name, pack_blocks(row.name, codes, levels)
+
+
+def from_gguf_mxfp4(raw: Any, shape: Sequence[int]) -> tuple[TensorDescriptor, list[bytes]]:
+    """GGUF MXFP4 blocks as MXFP (0x05) of float4_e2m1 elements, blocks of 32 along the last axis:
+    the exponent bytes and the codes themselves, so the values are gguf's, bit for bit, and the
+    blocks come back byte for byte. Refused: a block whose exponent byte is 0x00 or 0xFF (HQ-MX-10:
+    Hurray MXFP has no such scale), and a code 8, which gguf decodes as +0 and HQ-MX-11 as -0."""
+    exponents, codes = mxfp4_codes(raw, shape)
+    bad = np.isin(exponents, INVALID_SCALE_BYTES)
+    if bad.any():
+        j = int(np.flatnonzero(bad)[0])
+        raise RuleViolation("HQ-MX-10", f"MXFP4 block {j} has the exponent byte 0x{int(exponents[j]):02X}, which "
+                            "makes an MXFP descriptor invalid", path=f"raw -> blocks[{j}] -> e",
+                            actual=int(exponents[j]), expected="1 .. 254")
+    negative_zero = codes == MXFP4_NEGATIVE_ZERO
+    if negative_zero.any():
+        j = int(np.flatnonzero(negative_zero.any(axis=1))[0])
+        raise RuleViolation("HQ-MX-11", f"MXFP4 block {j} holds the code 8, which gguf decodes as +0 and MXFP "
+                            "float4_e2m1 as -0: no exact MXFP form", path=f"raw -> blocks[{j}] -> qs",
+                            actual=MXFP4_NEGATIVE_ZERO, expected="codes other than 8")
+    shape = tuple(int(n) for n in shape)
+    model = MXFP(axis=len(shape) - 1, block_size=GGUF_BLOCK, scale_buffer_index=1)
+    data = np.frombuffer(storage.pack_codes(codes.reshape(-1), 4), np.uint8)
+    return assemble_data(model, shape, "float4_e2m1", data, [exponents])
 
 
 def from_gguf_file(path: str | Path, tensor_name: str) -> tuple[TensorDescriptor, list[bytes]]:

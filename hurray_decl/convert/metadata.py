@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CONTAINER_TAG",
     "GGUF_TYPE",
+    "MISSING_TENSORS_KEY",
     "PROPS_TYPES_KEY",
     "RESERVED_KEYS",
     "TENSOR_TYPES_KEY",
@@ -59,6 +60,8 @@ __all__ = [
     "from_metadata_props",
     "gguf_entries",
     "gguf_file_entries",
+    "missing_kv",
+    "missing_tensors",
     "tensor_types",
     "to_metadata_props",
     "write_gguf_entries",
@@ -70,6 +73,10 @@ TENSOR_TYPES_KEY = "hurray_decl.gguf.tensor_types"
 """The container key listing ``"GGML_TYPE name"`` for every tensor that came from GGUF."""
 PROPS_TYPES_KEY = "hurray_decl.kv_types"
 """The ``metadata_props`` key holding the container tag of every non-string entry (JSON)."""
+MISSING_TENSORS_KEY = "hurray_decl.missing_tensors"
+"""The key a partial model (``convert --partial``) lists the tensors it lacks under:
+``"CODE TYPE name"`` (the rule that refused the tensor, its source type, its name). An ordinary
+entry, so it goes on into every format the model is converted to (GGUF: ARRAY[STRING])."""
 RESERVED_KEYS = (VALUE_TYPES_KEY, TENSOR_TYPES_KEY, PROPS_TYPES_KEY)
 
 # GGUF value types (gguf.GGUFValueType), by name: the NumPy type of the scalars.
@@ -252,6 +259,21 @@ def container_kv(entries: Sequence[GgufEntry], tensors: Sequence[tuple[str, str]
         kv[TENSOR_TYPES_KEY] = KVValue(tag=KVTag.ARRAY, element_tag=KVTag.STRING,
                                        value=tuple(f"{t} {n}" for n, t in tensors))
     return kv
+
+
+def missing_kv(missing: Sequence[tuple[str, str, str]]) -> dict[str, KVValue]:
+    """The :data:`MISSING_TENSORS_KEY` entry of a partial model: ``(code, type, name)`` of each missing tensor."""
+    return {MISSING_TENSORS_KEY: KVValue(tag=KVTag.ARRAY, element_tag=KVTag.STRING,
+                                         value=tuple(f"{code} {kind} {name}" for code, kind, name in missing))}
+
+
+def missing_tensors(kv: Mapping[str, KVValue]) -> list[tuple[str, str, str]]:
+    """``(code, type, name)`` of each tensor a partial model lists as missing (:data:`MISSING_TENSORS_KEY`)."""
+    found = []
+    for rest, code in _pairs(kv, MISSING_TENSORS_KEY).items():  # {"TYPE name": code}
+        kind, _, name = rest.partition(" ")
+        found.append((code, kind, name))
+    return found
 
 
 def _pairs(kv: Mapping[str, KVValue], key: str) -> dict[str, str]:

@@ -82,9 +82,10 @@ def _parameters(sb: SubBlocks) -> tuple[np.ndarray, ...]:
     offset_only = constant & (O != 0)
     codes[constant] = np.where(offset_only[constant][:, None], 0, -np.signbit(reference[constant]).astype(np.int64))
     scale = np.where(constant, np.where(offset_only, 1.0, TINY), np.abs(S))
-    # gguf's value at q = 0 is -0 when S < 0 and nothing non-zero is added (O absent or -0).
+    # gguf's value at q = 0 is -0 when S < 0 and nothing non-zero is added (O absent or -0); an
+    # offset -0 otherwise is kept as itself (it changes no value, and gives the block's m back).
     negative_zero = negative & (O == 0) & (np.signbit(O) | (sb.offsets is None))
-    offset = np.where(O != 0, O, np.where(negative_zero, -TINY, 0.0))
+    offset = np.where(O != 0, O, np.where(negative_zero, -TINY, np.where(np.signbit(O), -0.0, 0.0)))
     return codes, scale, zp.astype(np.float64), offset, reference
 
 
@@ -153,7 +154,7 @@ def _blocks(row, blocks, target: np.ndarray) -> Any:
     q[out], S[out] = -q[out], -S[out]
     zero = (blocks.scales == TINY) | np.all(q == 0, axis=1)
     S[zero] = 0
-    O = np.where(np.abs(blocks.offsets) == TINY, 0.0, blocks.offsets)  # noqa: E741
+    O = np.where(np.abs(blocks.offsets) == TINY, np.copysign(0.0, blocks.offsets), blocks.offsets)  # noqa: E741
     O32 = O.astype(np.float32)
     if (O32.astype(np.float64) != O).any():
         raise no_gguf_form(row.name, "an offset is not a float32 value", "value -> offsets")

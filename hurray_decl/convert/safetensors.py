@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import mmap
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -52,6 +52,7 @@ __all__ = [
     "open_safetensors",
     "to_hurray",
     "write_safetensors",
+    "write_safetensors_stream",
 ]
 
 
@@ -270,6 +271,39 @@ def write_safetensors(path: str | Path, tensors: Iterable[tuple[str, Any]],
     del alive
 
 
+def write_safetensors_stream(stream: Any, planned: Sequence[tuple[str, str, tuple[int, ...]]],
+                             arrays: Iterable[np.ndarray], metadata: Mapping[str, str] | None = None) -> None:
+    """Write a safetensors file to the binary ``stream`` one tensor at a time: the header from
+    ``planned`` (name, Hurray element type, shape of each tensor, in file order), then each array
+    of ``arrays`` as it comes (its element type and shape checked against the plan), so that only
+    one tensor is held at a time. The header's data offsets follow the plan's order, contiguous
+    from 0, and the header is padded with spaces to a multiple of 8 bytes, as the package's writer
+    pads it. Only the types of one value a byte or more are written here (not F4)."""
+    header: dict[str, Any] = {"__metadata__": dict(metadata)} if metadata else {}
+    start = 0
+    for name, element, shape in planned:
+        row = _BY_ELEMENT.get(element)
+        if row is None or row.per_byte > 1:
+            raise UnsupportedError("HE-03", f"{name}: {element} is not written here", path=f"{name} -> dtype",
+                                   actual=element)
+        if name in header:
+            raise ArgumentError("tensors", f"the tensor name {name!r} is used twice or reserved", actual=name)
+        size = int(np.prod(shape, dtype=np.int64)) * storage.dtype(element).itemsize
+        header[name] = {"dtype": row.code, "shape": list(shape), "data_offsets": [start, start + size]}
+        start += size
+    text = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    text += b" " * (-len(text) % 8)
+    stream.write(len(text).to_bytes(_HEADER_LENGTH, "little") + text)
+    for (name, element, shape), values in zip(planned, arrays, strict=True):
+        values = np.ascontiguousarray(values)
+        if storage.element_of_dtype(values.dtype) != element or tuple(values.shape) != tuple(shape):
+            raise ArgumentError("tensors", f"{name}: the array is not the planned {element} {list(shape)}",
+                                actual=f"{values.dtype} {list(values.shape)}")
+        if values.dtype.byteorder == ">":
+            values = values.astype(values.dtype.newbyteorder("<"))
+        stream.write(values.reshape(-1).view(np.uint8).data)
+
+
 def iterate_arrays(source: SafetensorsFile) -> Iterator[tuple[str, np.ndarray]]:
     """Every tensor of an open file as (name, values), in file order, one at a time."""
     for name in source.names:
@@ -281,11 +315,16 @@ def to_hurray(name: str, values: np.ndarray) -> Tensor:
     return Tensor.from_numpy(values, name=name)
 
 
-def from_hurray(tensor: Tensor) -> np.ndarray:
+def from_hurray(tensor: Tensor, dequantize: str | None = None) -> np.ndarray:
     """An unquantized Hurray tensor's values for :func:`write_safetensors`; a quantized one has no
-    plain safetensors form (GPTQ/AWQ are read, not written, here) and is refused."""
+    plain safetensors form (GPTQ/AWQ are read, not written, here) and is refused, unless
+    ``dequantize`` names the type to write its dequantized values in (float32, float16 or
+    bfloat16: float32 values rounded to nearest, ties to even)."""
+    if tensor.descriptor.quantization is not None and dequantize is not None:
+        values = np.asarray(tensor.numpy(), np.float32)
+        return values if dequantize == "float32" else values.astype(storage.dtype(dequantize))
     if tensor.descriptor.quantization is not None:
         raise UnsupportedError("HT-SEC-01", f"{tensor.name or 'the tensor'} is quantized; safetensors holds plain "
-                               "tensors (dequantize it first)", path="descriptor -> quantization",
+                               "tensors (--dequantize writes its values)", path="descriptor -> quantization",
                                actual=type(tensor.descriptor.quantization).__name__, expected="no quantization")
     return tensor.numpy()

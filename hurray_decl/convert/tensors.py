@@ -25,13 +25,33 @@ from typing import Any
 import numpy as np
 
 from hurray_decl.convert.codebook import codebook_to_hurray, codebook_to_onnx_light
-from hurray_decl.convert.gguf import FLOAT_TYPES, GgufTensor, no_gguf_form, parts_blocks
-from hurray_decl.convert.hurray import affine_parts, block_parts, from_block_parts as tensor_from_parts, from_gguf
+from hurray_decl.convert.gguf import (
+    FLOAT_TYPES,
+    GGUF_BLOCK,
+    GGUF_TYPES,
+    MXFP4_NEGATIVE_ZERO,
+    SINGLE_LEVEL,
+    GgufTensor,
+    mxfp4_blocks,
+    no_gguf_form,
+    parts_blocks,
+    sub_blocks,
+)
+from hurray_decl.convert.hurray import (
+    affine_parts,
+    block_parts,
+    from_block_parts as tensor_from_parts,
+    from_gguf,
+    from_gguf_super_blocks,
+    super_blocks_gguf,
+)
 from hurray_decl.convert.onnx_light import PROFILES, gguf_to_onnx_light, onnx_light_to_gguf
 from hurray_decl.convert.ort import empty_model, tensor_to_matmul_nbits
 from hurray_decl.convert.parts import BlockParts
 from hurray_decl.convert.portable import PORTABLE_FORMATS, SCALE_DATA_TYPES, from_block_parts, to_block_parts
-from hurray_decl.errors import ArgumentError, HurrayDeclError, UnsupportedError
+from hurray_decl.errors import ArgumentError, HurrayDeclError, RuleViolation, UnsupportedError
+from hurray_decl.hurray.numerics import dequantize as hurray_dequantize
+from hurray_decl.hurray.schemes.ggml_super_block import GgmlSuperBlock
 from hurray_decl.hurray.schemes.mxfp import MXFP
 from hurray_decl.hurray.schemes.nf4 import NF4
 from hurray_decl.hurray.tables import storage as element_storage
@@ -44,19 +64,31 @@ from hurray_decl.hurray.tensor import (
     validate_buffers,
     write_tensor_descriptor,
 )
+from hurray_decl.hurray.values import Tensor as HurrayTensor
 from hurray_decl.onnx_light import EncodedValueProto, TensorProto
 
 __all__ = [
+    "DEQUANTIZE_DTYPES",
+    "GGUF_TARGETS",
+    "PRIVATE_TYPES",
     "Tensor",
+    "converts_with",
+    "dequantized_tensor",
+    "dequantizes",
     "float_tensor",
+    "gguf_dequantized",
+    "gguf_npz",
     "gguf_to_hurray",
     "gguf_to_onnx_light_tensor",
     "gguf_to_ort",
+    "hurray_dequantized",
+    "hurray_npz",
     "hurray_to_gguf",
     "hurray_to_onnx_light",
     "hurray_to_ort",
     "initializer_to_gguf",
     "initializer_to_hurray",
+    "npz_array",
     "onnx_light_model",
     "onnx_light_to_hurray",
 ]
@@ -66,12 +98,28 @@ Tensor = tuple[TensorDescriptor, list[bytes]]
 
 _ONNX_FLOATS = SCALE_DATA_TYPES
 """The ONNX data type of each unquantized float element type (float32, float16, bfloat16)."""
+_ONNX_PLAIN = _ONNX_FLOATS | {"float64": TensorProto.DOUBLE, "int8": TensorProto.INT8, "int16": TensorProto.INT16,
+                              "int32": TensorProto.INT32, "int64": TensorProto.INT64}
+"""The ONNX data type of each unquantized element type a GGUF tensor may have (:data:`FLOAT_TYPES`)
+or an initializer converts from and to: the bytes are the same, little-endian."""
 _PORTABLE = {bits: fmt for fmt, bits in PORTABLE_FORMATS.items()}
 
 
-def _no_form(tensor: GgufTensor, target: str, reason: str) -> ArgumentError:
-    return ArgumentError("ggml_type", f"{tensor.type_name} has no {target} form here: {reason}",
-                         actual=tensor.type_name)
+GGUF_TARGETS: dict[str, tuple[str, ...]] = {
+    "hurray": (*FLOAT_TYPES, *SINGLE_LEVEL, "MXFP4"),
+    "onnx-light": (*FLOAT_TYPES, *PROFILES, "MXFP4"),
+    "ort": SINGLE_LEVEL,
+}
+"""The GGML types each ``convert --to`` target takes from a GGUF file (Q4_1 / Q5_1 to Hurray and
+ORT when their offsets are exact; see :func:`gguf_to_hurray`)."""
+
+
+def converts_with(source: str, target: str) -> tuple[str, ...]:
+    """The ``convert`` options that take a GGUF tensor of type ``source`` that ``target`` refused
+    (nothing for a source that is not a GGML type name)."""
+    private = ("--private-schemes",) if target == "hurray" and source in PRIVATE_TYPES else ()
+    return private + tuple(f"--to {other}" for other, types in GGUF_TARGETS.items()
+                           if other != target and source in types)
 
 
 def float_tensor(raw: Any, element_type: str, shape: Sequence[int]) -> Tensor:
@@ -110,14 +158,45 @@ def hurray_to_gguf(name: str, descriptor: TensorDescriptor, buffers: Sequence[An
         size = int(np.prod(shape)) * np.dtype(element_storage.dtype(element)).itemsize
         plain = contents[0][descriptor.byte_offset:descriptor.byte_offset + size]
         return _gguf_tensor(name, _GGML_OF[element], shape, plain)
+    if isinstance(descriptor.quantization, MXFP):
+        return _gguf_tensor(name, "MXFP4", shape, _mxfp4_data(descriptor, buffers))
+    if isinstance(descriptor.quantization, GgmlSuperBlock):
+        type_name, data = super_blocks_gguf(descriptor, buffers, ggml_type)
+        return _gguf_tensor(name, type_name, shape, data)
     type_name, data = parts_blocks(block_parts(descriptor, buffers), ggml_type)
     return _gguf_tensor(name, type_name, shape, data)
+
+
+def _mxfp4_data(descriptor: TensorDescriptor, buffers: Sequence[Any]) -> np.ndarray:
+    """A row-major MXFP tensor of float4_e2m1 elements, blocks of 32 along the last axis, as GGUF
+    MXFP4 blocks (the inverse of :func:`~hurray_decl.convert.hurray.from_gguf_mxfp4`); a -0 element
+    (code 8) has no MXFP4 form (gguf decodes it as +0)."""
+    q = descriptor.quantization
+    element = BY_TAG[descriptor.type_tag].name
+    shape = tuple(int(n) for n in descriptor.shape)
+    if not isinstance(q, MXFP) or element != "float4_e2m1" or not isinstance(descriptor.layout, RowMajor) \
+            or q.axis != len(shape) - 1 or q.block_size != GGUF_BLOCK:
+        raise no_gguf_form("MXFP4", f"MXFP4 blocks are {GGUF_BLOCK} float4_e2m1 elements along the last axis of a "
+                           "row-major tensor", "descriptor -> quantization",
+                           (element, getattr(q, "axis", None), getattr(q, "block_size", None)),
+                           ("float4_e2m1", len(shape) - 1, GGUF_BLOCK))
+    contents = [bytes(memoryview(b).cast("B")) for b in buffers]
+    params = validate_buffers(descriptor, contents)
+    count = int(np.prod(shape))
+    codes = element_storage.unpack_codes(np.frombuffer(contents[0], np.uint8)[descriptor.byte_offset:], 4, count)
+    if (codes == MXFP4_NEGATIVE_ZERO).any():
+        j = int(np.flatnonzero(codes == MXFP4_NEGATIVE_ZERO)[0])
+        raise no_gguf_form("MXFP4", "an element is -0, which MXFP4 decodes as +0", f"elements[{j}]", "-0.0", "+0.0")
+    exponents = np.frombuffer(params.raw("scale_buffer_index"), np.uint8)
+    return mxfp4_blocks(exponents, codes)
 
 
 def initializer_to_gguf(value: Any, model: Any = None, ggml_type: str | None = None) -> GgufTensor:
     """An ONNX initializer as a GGUF tensor: an onnx-light affine value as GGUF blocks
     (:func:`~hurray_decl.convert.onnx_light.onnx_light_to_gguf`), a float32/float16/bfloat16
     ``raw_data`` tensor as itself."""
+    if isinstance(value, EncodedValueProto) and value.struct_type.name.rsplit("/", 1)[-1] == "mxfp4":
+        return hurray_to_gguf(value.name, *codebook_to_hurray(value, model))  # through its exact MXFP form
     if isinstance(value, EncodedValueProto):
         shape = tuple(int(d.dim_value) for d in value.logical_type.tensor_type.shape.dim)
         type_name, data = onnx_light_to_gguf(value, model, ggml_type)
@@ -126,31 +205,170 @@ def initializer_to_gguf(value: Any, model: Any = None, ggml_type: str | None = N
     return hurray_to_gguf(value.name, descriptor, buffers)
 
 
-def gguf_to_hurray(tensor: GgufTensor) -> Tensor:
-    """A GGUF tensor as a Hurray tensor, exactly, or the reason it has no exact form."""
+PRIVATE_TYPES = tuple(name for name, row in GGUF_TYPES.items() if row.two_level or row.has_offset)
+"""The GGML types the project's private ggml super-block scheme (0xF0) holds: Q2_K .. Q6_K, which
+no public scheme holds, and Q4_1 / Q5_1, whose blocks per-block affine holds only when their
+minimum is ``-z * d``."""
+
+
+def gguf_to_hurray(tensor: GgufTensor, private_schemes: bool = False) -> Tensor:
+    """A GGUF tensor as a Hurray tensor, exactly, or the reason it has no exact form. The K-quants
+    (:data:`PRIVATE_TYPES`) go to the project's private ggml super-block scheme only when
+    ``private_schemes`` (HQ-EXT-04: a private tag is written only by agreement); otherwise they
+    are refused, the scheme named."""
     if tensor.type_name in FLOAT_TYPES:
         return float_tensor(tensor.data, FLOAT_TYPES[tensor.type_name], tensor.shape)
-    return from_gguf(tensor.data, tensor.type_name, tensor.shape)
+    if tensor.type_name in PRIVATE_TYPES and GGUF_TYPES[tensor.type_name].two_level:
+        if not private_schemes:
+            raise UnsupportedError("HQ-EXT-04", f"{tensor.type_name} has two-level scales, which no public Hurray "
+                                   "scheme holds; the project's private scheme ggml_super_block (0xF0) holds them "
+                                   "exactly, written only when asked (--private-schemes)", path="ggml_type",
+                                   actual=tensor.type_name, expected="--private-schemes")
+        return from_gguf_super_blocks(tensor.data, tensor.type_name, tensor.shape)
+    try:
+        return from_gguf(tensor.data, tensor.type_name, tensor.shape)
+    except RuleViolation as err:  # Q4_1 / Q5_1 blocks whose m is no -z * d: the private scheme, when asked
+        if err.code != "HQ-PB-22" or not private_schemes or tensor.type_name not in PRIVATE_TYPES:
+            raise
+        return from_gguf_super_blocks(tensor.data, tensor.type_name, tensor.shape)
+
+
+DEQUANTIZE_DTYPES = ("float32", "float16", "bfloat16")
+"""The element types ``convert --dequantize --dtype`` writes dequantized values in."""
+DEQUANTIZE_CHUNK = 1 << 16
+"""GGUF blocks decoded at a time by :func:`gguf_dequantized` (its working memory is a few times
+this many blocks' values, beside the output)."""
+
+
+def _rounded(values: np.ndarray, dtype: str) -> np.ndarray:
+    """float32 values as ``dtype`` (:data:`DEQUANTIZE_DTYPES`), rounded to nearest, ties to even."""
+    if dtype not in DEQUANTIZE_DTYPES:
+        raise ArgumentError("dtype", "dequantized values are float32, float16 or bfloat16", actual=dtype,
+                            expected=", ".join(DEQUANTIZE_DTYPES))
+    return values if dtype == "float32" else values.astype(element_storage.dtype(dtype))
+
+
+def gguf_dequantized(tensor: GgufTensor, dtype: str = "float32", chunk: int = DEQUANTIZE_CHUNK) -> np.ndarray:
+    """A GGUF tensor's values in its NumPy-order shape: a quantized type's as gguf computes them
+    in float32 (:func:`~hurray_decl.convert.gguf.sub_blocks` for the types of
+    :data:`~hurray_decl.convert.gguf.GGUF_TYPES`, ``chunk`` blocks at a time; gguf-py's
+    ``gguf.quants.dequantize`` for the types the package has no decoder of its own for), rounded
+    to ``dtype``; a plain type's (:data:`FLOAT_TYPES`) as themselves, whatever ``dtype``. A type
+    neither decodes is refused (HE-03)."""
+    shape = tuple(int(n) for n in tensor.shape)
+    if tensor.type_name in FLOAT_TYPES:
+        return np.array(tensor.data.view(element_storage.dtype(FLOAT_TYPES[tensor.type_name])).reshape(shape))
+    if tensor.type_name in GGUF_TYPES:
+        row = GGUF_TYPES[tensor.type_name]
+        size = row.record.itemsize
+        blocks = tensor.data.size // size
+        out = np.empty(blocks * row.elements, np.float32)
+        for start in range(0, blocks, max(1, chunk)):
+            stop = min(blocks, start + max(1, chunk))
+            out[start * row.elements:stop * row.elements] = sub_blocks(
+                tensor.data[start * size:stop * size], row.name, ((stop - start) * row.elements,)).reference()
+        return _rounded(out.reshape(shape), dtype)
+    import gguf
+
+    kind = getattr(gguf.GGMLQuantizationType, tensor.type_name, None)
+    try:
+        if kind is None:
+            raise NotImplementedError("an unknown GGML type")
+        values = gguf.quants.dequantize(tensor.data.reshape(*shape[:-1], -1), kind)
+    except (NotImplementedError, ValueError, TypeError) as err:
+        raise UnsupportedError("HE-03", f"{tensor.type_name} has no dequantizer here or in gguf-py ({err})",
+                               path="ggml_type", actual=tensor.type_name) from None
+    return _rounded(np.asarray(values, np.float32).reshape(shape), dtype)
+
+
+def dequantizes(type_name: str) -> HurrayDeclError | None:
+    """None when :func:`gguf_dequantized` takes tensors of the GGML type ``type_name``, else the
+    refusal it would raise (HE-03): told from the type alone, before any data is read."""
+    if type_name in FLOAT_TYPES or type_name in GGUF_TYPES:
+        return None
+    import gguf
+
+    kind = getattr(gguf.GGMLQuantizationType, type_name, None)
+    if kind is not None and kind in gguf.GGML_QUANT_SIZES:
+        try:  # one block of zeros: only the type's support is asked
+            gguf.quants.dequantize(np.zeros((1, gguf.GGML_QUANT_SIZES[kind][1]), np.uint8), kind)
+            return None
+        except NotImplementedError:
+            pass
+    return UnsupportedError("HE-03", f"{type_name} has no dequantizer here or in gguf-py", path="ggml_type",
+                            actual=type_name)
+
+
+def hurray_dequantized(descriptor: TensorDescriptor, buffers: Sequence[Any], dtype: str = "float32") -> Tensor:
+    """A Hurray tensor with its values dequantized (float32, rounded to ``dtype``) as an
+    unquantized row-major tensor; an unquantized tensor as it is."""
+    if descriptor.quantization is None:
+        return descriptor, list(buffers)
+    values = _rounded(np.asarray(hurray_dequantize(descriptor, buffers), np.float32), dtype)
+    return float_tensor(values.reshape(-1).view(np.uint8), dtype, values.shape)
+
+
+def npz_array(values: np.ndarray) -> np.ndarray:
+    """Values as a ``.npz`` holds them: NumPy's own types as they are, the others (bfloat16)
+    widened exactly to float32 (``numpy.load`` has no type for them)."""
+    return values if values.dtype.kind in "biufc" else values.astype(np.float32)
+
+
+def _plain_only(name: str) -> UnsupportedError:
+    return UnsupportedError("HT-SEC-01", f"{name} is quantized; a .npz holds plain arrays (--dequantize writes its "
+                            "values)", path="descriptor -> quantization", expected="no quantization")
+
+
+def gguf_npz(tensor: GgufTensor, dequantize: bool, dtype: str = "float32") -> np.ndarray:
+    """A GGUF tensor's array for a ``.npz``: a plain type's values, or with ``dequantize`` a
+    quantized type's (:func:`gguf_dequantized`); a quantized tensor without it is refused."""
+    if tensor.type_name not in FLOAT_TYPES and not dequantize:
+        raise _plain_only(f"{tensor.name} ({tensor.type_name})")
+    return npz_array(gguf_dequantized(tensor, dtype))
+
+
+def hurray_npz(name: str, descriptor: TensorDescriptor, buffers: Sequence[Any], dequantize: bool,
+               dtype: str = "float32") -> np.ndarray:
+    """A Hurray tensor's array for a ``.npz``: an unquantized tensor's values, or with
+    ``dequantize`` a quantized one's (float32 rounded to ``dtype``); a quantized tensor without it
+    is refused."""
+    if descriptor.quantization is not None and not dequantize:
+        raise _plain_only(name)
+    if descriptor.quantization is not None:
+        return npz_array(_rounded(np.asarray(hurray_dequantize(descriptor, buffers), np.float32), dtype))
+    return npz_array(HurrayTensor(descriptor, buffers, name).numpy())
+
+
+def dequantized_tensor(tensor: GgufTensor, dtype: str = "float32") -> Tensor:
+    """A GGUF tensor's values (:func:`gguf_dequantized`) as an unquantized row-major Hurray tensor."""
+    values = gguf_dequantized(tensor, dtype)
+    element = element_storage.element_of_dtype(values.dtype)
+    return float_tensor(values.reshape(-1).view(np.uint8), element or "float32", values.shape)
 
 
 def gguf_to_onnx_light_tensor(tensor: GgufTensor) -> EncodedValueProto | Any:
     """A GGUF tensor as an onnx-light encoded value (quantized types) or an ONNX ``TensorProto`` (float types)."""
     if tensor.type_name in FLOAT_TYPES:
         plain = TensorProto()
-        plain.data_type = _ONNX_FLOATS[FLOAT_TYPES[tensor.type_name]]
+        plain.data_type = _ONNX_PLAIN[FLOAT_TYPES[tensor.type_name]]
         plain.dims.extend(tensor.shape)
         plain.raw_data = tensor.data.tobytes()
         return plain
+    if tensor.type_name == "MXFP4":  # through its exact MXFP form, to the mxfp4 profile
+        return codebook_to_onnx_light(*from_gguf(tensor.data, tensor.type_name, tensor.shape))
     if tensor.type_name not in PROFILES:
-        raise _no_form(tensor, "onnx-light", f"the converted types are {', '.join(PROFILES)} and "
-                       f"{', '.join(FLOAT_TYPES)}")
+        raise UnsupportedError("HE-03", f"{tensor.type_name} has no onnx-light converter here: the converted types "
+                               f"are {', '.join(PROFILES)} and {', '.join(FLOAT_TYPES)}", path="ggml_type",
+                               actual=tensor.type_name, expected=", ".join((*PROFILES, *FLOAT_TYPES)))
     return gguf_to_onnx_light(tensor.data, tensor.type_name, tensor.shape)
 
 
 def gguf_to_ort(tensor: GgufTensor, *, scale_type: str | None = "float32") -> EncodedValueProto:
     """A rank-2 GGUF weight ``(N, K)`` as the ORT MatMulNBits value of ``B = W^T`` (via its exact Hurray form)."""
     if tensor.type_name in FLOAT_TYPES:
-        raise _no_form(tensor, "MatMulNBits", "the tensor is not quantized")
+        raise UnsupportedError("OL-ORT-07", f"{tensor.type_name} has no MatMulNBits form: the tensor is not quantized "
+                               "(MatMulNBits nodes hold packed weights only)", path="ggml_type",
+                               actual=tensor.type_name, expected="a quantized GGML type")
     if len(tensor.shape) != 2:
         raise UnsupportedError("OL-ORT-07", "a MatMulNBits weight is a matrix", path="shape", actual=list(tensor.shape),
                                expected="rank 2")
@@ -167,18 +385,17 @@ def hurray_to_onnx_light(descriptor: TensorDescriptor, buffers: Sequence[Any]) -
 
     Row-major affine tensors (per-tensor, per-channel, per-block: :func:`~hurray_decl.convert.hurray.affine_parts`)
     of 2-, 4- or 8-bit codes as int4/int8 values (2-bit codes widened to 4); plain row-major
-    float32/float16/bfloat16 tensors as ONNX ``TensorProto`` initializers.
+    float32/float16/bfloat16/float64/int8/int16/int32/int64 tensors as ONNX ``TensorProto`` initializers.
     """
     if descriptor.quantization is None:
         element = BY_TAG[descriptor.type_tag].name
-        if element not in _ONNX_FLOATS or not isinstance(descriptor.layout, RowMajor):
-            raise UnsupportedError("HT-LAY-01", "plain ONNX initializers here are row-major float32, float16 or "
-                                   "bfloat16", path="descriptor -> type_tag",
-                                   actual=(element, type(descriptor.layout).__name__),
-                                   expected="a row-major float32, float16 or bfloat16 tensor")
+        if element not in _ONNX_PLAIN or not isinstance(descriptor.layout, RowMajor):
+            raise UnsupportedError("HT-LAY-01", f"plain ONNX initializers here are row-major {', '.join(_ONNX_PLAIN)}",
+                                   path="descriptor -> type_tag", actual=(element, type(descriptor.layout).__name__),
+                                   expected=f"a row-major tensor of {', '.join(_ONNX_PLAIN)}")
         gguf = hurray_to_gguf("", descriptor, buffers)
         plain = TensorProto()
-        plain.data_type = _ONNX_FLOATS[element]
+        plain.data_type = _ONNX_PLAIN[element]
         plain.dims.extend(gguf.shape)
         plain.raw_data = gguf.data.tobytes()
         return plain
@@ -220,12 +437,13 @@ def onnx_light_to_hurray(value: EncodedValueProto, model: Any = None, ggml_type:
 
 def initializer_to_hurray(value: Any, model: Any = None, ggml_type: str | None = None) -> Tensor:
     """An initializer of an ONNX model as a Hurray tensor: onnx-light values as per-block affine
-    (:func:`onnx_light_to_hurray`), float32/float16/bfloat16 ``raw_data`` tensors unquantized."""
+    (:func:`onnx_light_to_hurray`), ``raw_data`` tensors of the plain types (float32, float16,
+    bfloat16, float64, int8 .. int64) unquantized."""
     if isinstance(value, EncodedValueProto):
         return onnx_light_to_hurray(value, model, ggml_type)
-    elements = {code: name for name, code in _ONNX_FLOATS.items()}
+    elements = {code: name for name, code in _ONNX_PLAIN.items()}
     if value.data_type not in elements or not value.HasField("raw_data"):
-        raise ArgumentError("initializer", "only float32, float16 and bfloat16 initializers with raw_data convert",
+        raise ArgumentError("initializer", f"only {', '.join(_ONNX_PLAIN)} initializers with raw_data convert",
                             actual=value.data_type)
     return float_tensor(value.raw_data, elements[value.data_type], tuple(value.dims))
 

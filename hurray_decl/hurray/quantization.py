@@ -24,7 +24,7 @@ from hurray_decl.errors import (
     TruncatedError,
     UnsupportedError,
 )
-from hurray_decl.hurray.schemes import BUILTIN
+from hurray_decl.hurray.schemes import BUILTIN, ggml_super_block
 from hurray_decl.hurray.schemes.quantization import (
     HEADER_LENGTH,
     HEADER_OFFSETS,
@@ -323,6 +323,29 @@ def register_private_scheme(
     if model.declaration is None:
         model.declaration = row.struct
     return registered
+
+
+def register_private_row(row: SchemeRow[SchemeDescriptor]) -> SchemeRow[SchemeDescriptor]:
+    """Register a private scheme declared whole, as a scheme module declares it (its ``ROW``,
+    ``private`` true, a tag 0xF0-0xFE); a tag registered twice is refused."""
+    if not row.private or not PRIVATE_RANGE.first <= row.tag <= PRIVATE_RANGE.last:
+        raise RegistrationError(
+            "HQ-EXT-03", f"private schemes use tags {PRIVATE_SPAN} only", path="scheme_tag",
+            actual=row.tag, expected=PRIVATE_SPAN,
+        )
+    return SCHEMES.register(row.tag, row)
+
+
+PROJECT_SCHEMES: tuple[SchemeRow[SchemeDescriptor], ...] = (ggml_super_block.ROW,)
+"""The private schemes of this project (tags 0xF0-0xFE), each documented by its module: known to
+this reader only after :func:`register_project_schemes` (the agreement HQ-EXT-03 asks for)."""
+
+
+def register_project_schemes() -> None:
+    """Register :data:`PROJECT_SCHEMES` (idempotent): for the code that reads or writes them."""
+    for row in PROJECT_SCHEMES:
+        if SCHEMES.get(row.tag) is not row:
+            register_private_row(row)
 
 
 def unregister_private_scheme(tag: int) -> None:

@@ -10,10 +10,11 @@ processes. Each worker limits its address space (``RLIMIT_AS``) to what it had a
 plus ``--memory`` MiB and arms a ``--seconds`` timer per case; per case it measures the wall
 time and the growth of its peak resident set (``VmHWM``, reset through ``/proc/self/clear_refs``).
 
-Outcomes: ``converted`` (exit 0; tensors without an exact form listed with their code),
+Outcomes: ``converted`` (exit 0: every tensor converted),
 ``refused CODE`` (exit 1 with a rule code: a damaged magic too, HF-HDR-03, since the ``.gguf``
 suffix tells the command line's input layer the kind of a file whose magic does not),
-``nothing convertible`` (exit 1, every tensor listed with its code), ``not recognised`` (a
+``not written`` (exit 1: a tensor did not convert, and each such tensor is listed with the code
+of a RULES.md rule; a code outside RULES.md, ``ARGUMENT`` say, is a failure, ``other``), ``not recognised`` (a
 mutant cut to fewer than the 4 magic bytes that ``convert`` and ``ls`` do not read as a GGUF:
 cut to nothing, an empty input, exit 2 as for every command; or ``convert`` saying it is none of
 the kinds it reads, exit 1), and the failures: ``internal`` (exit 4: an exception that is not the
@@ -39,6 +40,8 @@ from collections import Counter
 from multiprocessing import Pool
 from pathlib import Path
 from typing import Any
+
+from hurray_decl.rules import all_rules
 
 FAILURES = ("internal", "timeout", "memory", "other")
 UNRECOGNISED = ("is none of the kinds convert reads", "empty input")
@@ -114,7 +117,10 @@ def _outcome(status: int, out: str, err: str, size: int) -> tuple[str, list[str]
             rows = json.loads(out)["tensors"]
         except (ValueError, KeyError):
             return "other", [err.strip()[:300]]
-        return "nothing convertible", sorted({r["code"] for r in rows})
+        codes = sorted({r["code"] for r in rows if not r["converted"]})
+        if not set(codes) <= set(all_rules()):  # every refused tensor names a RULES.md rule
+            return "other", [f"codes outside RULES.md: {codes}"]
+        return "not written", codes
     if status == 4:
         return "internal", [err.strip()[:300]]
     if status == 3 and "out of memory" in err:
@@ -178,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
             if len(results) % 1000 == 0:  # a long run shows it is moving
                 print(f"  {len(results)} cases done", file=sys.stderr, flush=True)
     outcomes = Counter(r["outcome"] for r in results)
-    codes = Counter(c for r in results if r["outcome"] == "nothing convertible" for c in r["detail"])
+    codes = Counter(c for r in results if r["outcome"] == "not written" for c in r["detail"])
     kinds = Counter(r["label"].split(":")[0] for r in results)
     failed = [r for r in results if r["outcome"] in FAILURES]
     slowest = max(results, key=lambda r: r["seconds"])
@@ -189,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     for outcome, n in outcomes.most_common():
         print(f"  {n:6}  {outcome}")
     if codes:
-        print("  codes of the tensors listed when nothing converted: "
+        print("  codes of the tensors that did not convert: "
               + ", ".join(f"{c} {n}" for c, n in codes.most_common()))
     print(f"max time {slowest['seconds']:.3f} s wall ({slowest['label']}, {slowest['size']} bytes), "
           f"{busiest['cpu']:.3f} s CPU ({busiest['label']}); "

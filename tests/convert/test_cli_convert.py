@@ -97,12 +97,15 @@ def model(tmp_path_factory):
 
 
 EXACT_IN_HURRAY = {"f32", "f16", "q4_0", "q8_0", "q5_0", "q4_1_exact"}
-SKIPPED = {"q4_1": "HQ-PB-22", "q4_k": "HQ-HDR-09", "q6_k": "HQ-HDR-09"}
+SKIPPED = {"q4_1": "HQ-PB-22", "q4_k": "HQ-EXT-04", "q6_k": "HQ-EXT-04"}  # K-quants: private only on request
 
 
 def test_convert_to_hurray_is_bit_identical_and_lists_the_rest(model, tmp_path):
     path, expected = model
-    result = cli("convert", str(path), "-o", str(tmp_path / "out"), "--json", cwd=tmp_path)
+    refused = cli("convert", str(path), "-o", str(tmp_path / "out"), "--json", cwd=tmp_path)
+    assert refused.returncode == 1 and not (tmp_path / "out").exists()  # a tensor that does not convert: no output
+    assert set(json.loads(refused.stdout)["missing"]) == set(SKIPPED)
+    result = cli("convert", str(path), "-o", str(tmp_path / "out"), "--json", "--partial", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     report = {row["name"]: row for row in json.loads(result.stdout)["tensors"]}
     assert {n for n, r in report.items() if r["status"] == "converted"} == EXACT_IN_HURRAY
@@ -119,9 +122,10 @@ def test_convert_to_hurray_is_bit_identical_and_lists_the_rest(model, tmp_path):
         else:
             got = hd.dequantize(descriptor, buffers)
         assert np.array_equal(bits(got), bits(want)), entry["name"]
-    text = cli("convert", str(path), "-o", str(tmp_path / "again"), cwd=tmp_path).stdout.splitlines()
-    assert text[-1] == f"6 converted, 3 skipped; wrote the folder {tmp_path / 'again'} (6 tensors and manifest.json)"
-    assert any(line.startswith("skipped") and "q6_k" in line and "HQ-HDR-09" in line for line in text)
+    text = cli("convert", str(path), "-o", str(tmp_path / "again"), "--partial", cwd=tmp_path).stdout.splitlines()
+    assert text[-1] == (f"6 converted, 3 skipped; wrote the folder {tmp_path / 'again'} (6 tensors and manifest.json), "
+                        "a partial model: 3 tensors missing (q4_1, q4_k, q6_k)")
+    assert any(line.startswith("skipped") and "q6_k" in line and "HQ-EXT-04" in line for line in text)
 
 
 def test_convert_to_onnx_light_is_bit_identical_for_every_listed_type(model, tmp_path):
@@ -142,7 +146,8 @@ def test_convert_to_onnx_light_is_bit_identical_for_every_listed_type(model, tmp
 def test_convert_to_ort_runs_matmul_nbits_to_float_rounding(model, tmp_path):
     ort = pytest.importorskip("onnxruntime")
     path, expected = model
-    result = cli("convert", str(path), "--to", "ort", "-o", str(tmp_path / "w.onnx"), "--json", cwd=tmp_path)
+    result = cli("convert", str(path), "--to", "ort", "-o", str(tmp_path / "w.onnx"), "--json", "--partial",
+                 cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     report = {row["name"]: row for row in json.loads(result.stdout)["tensors"]}
     converted = {n for n, r in report.items() if r["status"] == "converted"}
@@ -162,7 +167,7 @@ def test_convert_to_ort_runs_matmul_nbits_to_float_rounding(model, tmp_path):
 def test_the_other_conversions_round_trip(model, tmp_path):
     path, expected = model
     assert cli("convert", str(path), "--to", "onnx-light", "-o", str(tmp_path / "m.onnx"), cwd=tmp_path).returncode == 0
-    back = cli("convert", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "back"), "--json", cwd=tmp_path)
+    back = cli("convert", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "back"), "--json", "--partial", cwd=tmp_path)
     assert back.returncode == 0, back.stderr
     converted = {r["name"] for r in json.loads(back.stdout)["tensors"] if r["status"] == "converted"}
     assert {"f32", "f16", "q8_0"} <= converted and "q4_k" not in converted   # offsets have no per-block form
@@ -196,7 +201,8 @@ BAD = [
     (["convert", "folder", "-o", "out"], 3, "is a folder"),
     (["convert", "model.gguf", "-o", "nowhere/out"], 3, "does not exist"),
     (["convert", "model.gguf", "-o", "full"], 3, "non-empty folder"),
-    (["convert", "model.gguf", "-o", "one.bin"], 2, "do not fit one one.bin"),
+    (["convert", "model.gguf", "-o", "one.bin", "--partial"], 2, "do not fit one one.bin"),
+    (["convert", "model.gguf", "-o", "one.bin"], 1, "nothing written: 3 tensors did not convert"),
     (["convert", "model.onnx", "--to", "ort", "-o", "w.onnx"], 2, "no conversion from model to ort"),
     (["convert", "desc.bin", "--to", "ort", "-o", "w.onnx"], 2, "needs its buffers"),
     (["convert", "desc.bin", "--buffer", "desc.bin", "--to", "ort", "-o", "w.onnx"], 1, "nothing written"),
@@ -250,18 +256,18 @@ def test_bad_inputs(workplace, argv, status, words):
 def test_a_progress_bar_on_a_terminal_only(model, tmp_path):
     path, _ = model
     command = [SCRIPT] if SCRIPT else [sys.executable, "-m", "hurray_decl.cli"]
-    status, shown = on_terminal(command + ["convert", str(path), "-o", str(tmp_path / "tty")], cwd=tmp_path,
-                                env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    status, shown = on_terminal(command + ["convert", str(path), "-o", str(tmp_path / "tty"), "--partial"],
+                                cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert status == 0
     assert b"convert:   0%" in shown and b"0/9" in shown           # tqdm's bar, on the terminal
-    piped = cli("convert", str(path), "-o", str(tmp_path / "piped"), cwd=tmp_path)
+    piped = cli("convert", str(path), "-o", str(tmp_path / "piped"), "--partial", cwd=tmp_path)
     assert piped.returncode == 0 and piped.stderr == ""             # silent when stderr is not a terminal
 
 
 def test_containers_in_and_out(model, tmp_path):
     container = pytest.importorskip("hurray_decl.hurray.container")
     path, expected = model
-    result = cli("convert", str(path), "-o", str(tmp_path / "m.hrry"), cwd=tmp_path)
+    result = cli("convert", str(path), "-o", str(tmp_path / "m.hrry"), "--partial", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     opened = container.read_container(tmp_path / "m.hrry").validate()
     assert set(opened.names) == EXACT_IN_HURRAY
@@ -270,7 +276,7 @@ def test_containers_in_and_out(model, tmp_path):
             got = hd.dequantize(tensor.descriptor, list(tensor.buffers))
             assert np.array_equal(bits(got), bits(expected[tensor.name])), tensor.name
     to_ort = cli("convert", str(tmp_path / "m.hrry"), "--to", "ort", "-o", str(tmp_path / "w.onnx"), "--json",
-                 cwd=tmp_path)
+                 "--partial", cwd=tmp_path)
     assert to_ort.returncode == 0, to_ort.stderr
     rows = {r["name"]: r["status"] == "converted" for r in json.loads(to_ort.stdout)["tensors"]}
     assert rows == {"f32": False, "f16": False, "q4_0": True, "q8_0": True, "q5_0": True, "q4_1_exact": True}
@@ -291,7 +297,7 @@ def test_a_failure_while_writing_leaves_nothing(model, tmp_path, monkeypatch, ca
 
     monkeypatch.setattr(cli_convert, "_descriptor_files", failing)
     before = listing(tmp_path)
-    status = cli.main(["convert", str(model[0]), "-o", str(tmp_path / "out")])
+    status = cli.main(["convert", str(model[0]), "-o", str(tmp_path / "out"), "--partial"])
     assert status == 3 and "No space left on device" in capsys.readouterr().err
     assert len(written) == 3 and listing(tmp_path) == before
 

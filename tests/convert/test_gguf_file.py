@@ -19,6 +19,7 @@ from hurray_decl.convert.gguf_file import MAX_RANK, open_gguf
 from hurray_decl.convert.gguf_mutants import MUTATIONS, _put, draw_mutants, fields, valid_ggufs
 from hurray_decl.errors import FormatError, HurrayDeclError
 from hurray_decl.hurray.fuzz import draw_examples
+from hurray_decl.rules import all_rules
 
 Q = gguf.GGMLQuantizationType
 
@@ -187,7 +188,9 @@ def test_an_empty_tensor_with_a_huge_dimension_converts_or_is_refused_with_a_cod
     assert empty.shape == (0, 2**48) and empty.data.size == 0
     with pytest.raises(HurrayDeclError) as caught:
         convert.gguf_to_hurray(empty)
-    assert caught.value.code == "HQ-HDR-09"
+    assert caught.value.code == "HQ-EXT-04"  # the K-quants: the private scheme, only when asked
+    descriptor, _ = convert.gguf_to_hurray(empty, private_schemes=True)
+    assert tuple(descriptor.shape) == (0, 2**48)
     value = convert.gguf_to_onnx_light_tensor(empty)  # an empty value: encoded
     assert [d.dim_value for d in value.logical_type.tensor_type.shape.dim] == [0, 2**48]
 
@@ -211,7 +214,9 @@ def test_mutants_convert_or_are_refused_with_a_code(tmp_path):
         assert status in (0, 1) and "Traceback" not in err, (label, err)
         if status == 1 and len(data) >= 4:
             refused = err.startswith(("hurray-decl: invalid: [", "hurray-decl: invalid input: "))
-            assert refused or all(r["code"] for r in json.loads(out)["tensors"])
+            report = None if refused else json.loads(out)
+            assert refused or (report["output"] is None and all(r["code"] in all_rules() for r in report["tensors"]
+                                                                  if not r["converted"]))
         try:
             for tensor in GgufTensors(data):
                 convert.gguf_to_hurray(tensor)
@@ -239,3 +244,27 @@ def test_convert_streams_and_writes_nothing_when_nothing_converts(tmp_path):
         status, out, _ = _main("convert", str(source), "-o", str(tmp_path / target))
         assert status == 1 and "nothing written" in out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["k.gguf"]
+
+
+def test_mutants_with_private_schemes_convert_and_come_back_or_are_refused(tmp_path):
+    """The mutants again, K-quants in the project's private scheme: a file that converts whole goes
+    back to GGUF with the same tensors, byte for byte; every refusal carries a RULES.md code."""
+    from hurray_decl.hurray.quantization import register_project_schemes
+
+    came_back = 0
+    for i, (data, label) in enumerate(draw_mutants(300, seed=12, bases=40)):
+        source, target = tmp_path / f"p{i}.gguf", tmp_path / f"p{i}.hrry"
+        source.write_bytes(data)
+        status, out, err = _main("convert", str(source), "-o", str(target), "--json", "--private-schemes")
+        assert status in (0, 1) and "Traceback" not in err, (label, err)
+        if status == 1 and err == "":
+            assert all(r["code"] in all_rules() for r in json.loads(out)["tensors"] if not r["converted"]), label
+        if status != 0:
+            continue
+        register_project_schemes()  # cli.main registered it; the autouse fixture forgets it after the test
+        status, _, err = _main("convert", str(target), "--to", "gguf", "-o", str(tmp_path / f"b{i}.gguf"))
+        assert status == 0, (label, err)
+        again = {t.name: (t.type_name, t.data.tobytes()) for t in GgufTensors(tmp_path / f"b{i}.gguf")}
+        assert again == {t.name: (t.type_name, t.data.tobytes()) for t in GgufTensors(data)}, label
+        came_back += 1
+    assert came_back >= 10, came_back

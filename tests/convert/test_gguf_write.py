@@ -8,7 +8,7 @@ largest scale at the top code). Then:
 
 * ``convert -> .hrry`` keeps every KV entry, each in its container type, with its GGUF type;
 * ``.hrry -> gguf`` gives the same KV (types, bytes, order) and the same bytes for every tensor
-  that converted (the K-quants are listed with HQ-HDR-09);
+  that converted (the K-quants are listed with HQ-EXT-04: a private scheme, written when asked);
 * ``onnx-light -> gguf`` gives the original file back, byte for byte.
 """
 
@@ -25,6 +25,7 @@ import pytest
 import hurray_decl as hd
 from hurray_decl.convert.gguf import GGUF_TYPES, gguf_parts, pack_blocks, parts_blocks, sub_blocks
 from hurray_decl.convert.metadata import (
+    MISSING_TENSORS_KEY,
     TENSOR_TYPES_KEY,
     VALUE_TYPES_KEY,
     check_gguf_entries,
@@ -119,7 +120,7 @@ def fields(path) -> tuple[list, dict]:
 
 def test_gguf_to_hrry_keeps_every_kv_entry(model):
     folder = model["folder"]
-    done = cli("convert", "model.gguf", "-o", "model.hrry", cwd=folder)
+    done = cli("convert", "model.gguf", "-o", "model.hrry", "--partial", cwd=folder)
     assert done.returncode == 0, done.stderr
     kv = read_container(folder / "model.hrry").kv
     types = dict(item.split(" ", 1)[::-1] for item in kv[VALUE_TYPES_KEY].value)
@@ -148,7 +149,7 @@ def test_gguf_to_hrry_keeps_every_kv_entry(model):
 
 def test_hrry_to_gguf_same_kv_and_tensor_bytes(model):
     folder = model["folder"]
-    assert cli("convert", "model.gguf", "-o", "model.hrry", cwd=folder).returncode == 0
+    assert cli("convert", "model.gguf", "-o", "model.hrry", "--partial", cwd=folder).returncode == 0
     done = cli("convert", "model.hrry", "--to", "gguf", "-o", "back.gguf", "--json", cwd=folder)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
@@ -156,7 +157,10 @@ def test_hrry_to_gguf_same_kv_and_tensor_bytes(model):
     assert converted == ["f32", "f16", "q8_0", "q4_0", "q5_0"]
     kv, tensors = fields(folder / "back.gguf")
     kv0, tensors0 = fields(model["path"])
-    assert kv == kv0
+    assert [e for e in kv if e[0] != MISSING_TENSORS_KEY] == kv0  # and the list of what the partial model lacks:
+    (missing,) = [e for e in kv if e[0] == MISSING_TENSORS_KEY]
+    assert missing[1] == ["ARRAY", "STRING"] and b"HQ-EXT-04 Q4_K q4_k" in missing[2]
+    assert b"HQ-EXT-04 Q6_K q6_k" in missing[2]
     assert set(tensors) == {"f32", "f16", "q8_0", "q4_0", "q5_0"}
     for name, tensor in tensors.items():
         assert tensor == tensors0[name], name
@@ -174,14 +178,15 @@ def test_onnx_light_to_gguf_gives_the_file_back(model):
     assert fields(folder / "back.gguf") == fields(model["path"])
     assert (folder / "back.gguf").read_bytes() == model["path"].read_bytes()
     # onnx-light -> .hrry (through the values' GGUF form) -> gguf: the same KV and single-level tensors
-    done = cli("convert", "model.onnx", "-o", "again.hrry", "--json", cwd=folder)
+    done = cli("convert", "model.onnx", "-o", "again.hrry", "--json", "--partial", cwd=folder)
     assert done.returncode == 0, done.stderr
     skipped = {r["name"]: r["code"] for r in json.loads(done.stdout)["tensors"] if r["status"] != "converted"}
     assert skipped == {"q4_k": "HQ-HDR-09", "q6_k": "HQ-HDR-09"}
     assert cli("convert", "again.hrry", "--to", "gguf", "-o", "again.gguf", cwd=folder).returncode == 0
     kv, tensors = fields(folder / "again.gguf")
     kv0, tensors0 = fields(model["path"])
-    assert kv == kv0 and tensors == {n: t for n, t in tensors0.items() if n not in skipped}
+    assert [e for e in kv if e[0] != MISSING_TENSORS_KEY] == kv0
+    assert tensors == {n: t for n, t in tensors0.items() if n not in skipped}
 
 
 def test_a_failed_gguf_conversion_writes_nothing(model, tmp_path):
@@ -369,7 +374,8 @@ def test_gguf_target_converts_and_writes_tensor_by_tensor(blocks_container, monk
 
     monkeypatch.setattr(convert, "hurray_to_gguf", counted)
     monkeypatch.setattr(gguf.GGUFWriter, "write_tensor_data", write)
-    assert main(["convert", str(folder / "w.hrry"), "--to", "gguf", "-o", str(folder / "w.gguf"), "--json"]) == 0
+    assert main(["convert", str(folder / "w.hrry"), "--to", "gguf", "-o", str(folder / "w.gguf"), "--json",
+                 "--partial"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert [(r["name"], r["status"] == "converted") for r in report["tensors"]] == [
         ("a", True), ("axis0", False), ("b", True), ("c", True)]
@@ -378,6 +384,7 @@ def test_gguf_target_converts_and_writes_tensor_by_tensor(blocks_container, monk
                       ("convert", "a", 0), ("write", sizes["a"], 1), ("convert", "b", 0), ("write", sizes["b"], 1),
                       ("convert", "c", 0), ("write", sizes["c"], 1)]
     whole = gguf.GGUFWriter(folder / "whole.gguf", "")  # the same tensors, all held, in one call
+    whole.add_array(MISSING_TENSORS_KEY, [f"{report['tensors'][1]['code']} hurray axis0"])  # what --partial left out
     for name, t in kept.items():
         whole.add_tensor(name, t.data.reshape(*t.shape[:-1], -1), raw_dtype=Q[t.type_name])
     whole.write_header_to_file()
@@ -404,6 +411,6 @@ def test_a_source_that_converts_otherwise_the_second_time_writes_nothing(blocks_
         return real(tensor, descriptor, buffers, "Q5_0" if calls.count(name) == 2 else ggml_type)
 
     monkeypatch.setattr(convert, "hurray_to_gguf", drifting)
-    assert main(["convert", str(folder / "w.hrry"), "--to", "gguf", "-o", str(folder / "w.gguf")]) == 3
+    assert main(["convert", str(folder / "w.hrry"), "--to", "gguf", "-o", str(folder / "w.gguf"), "--partial"]) == 3
     assert f"the source changed during the conversion: {says}" in capsys.readouterr().err
     assert sorted(p.name for p in folder.iterdir()) == ["w.hrry"]

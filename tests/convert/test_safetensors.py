@@ -149,13 +149,20 @@ def test_kv_values_that_are_not_strings_become_json_text():
 def test_quantized_tensors_are_listed_and_the_plain_ones_written(tmp_path):
     w = hd.quantize(np.linspace(-1, 1, 4 * 64).reshape(4, 64), "per_block_affine", block_size=32)
     hd.save(tmp_path / "m.hrry", {"w": w, "b": np.arange(5, dtype=np.float32)}, kv={"layers": [1, 2]})
-    done = cli("convert", "m.hrry", "--to", "safetensors", "-o", "m.safetensors", "--json", cwd=tmp_path)
+    refused = cli("convert", "m.hrry", "--to", "safetensors", "-o", "m.safetensors", "--json", cwd=tmp_path)
+    assert refused.returncode == 1 and not (tmp_path / "m.safetensors").exists()  # nothing without --partial
+    done = cli("convert", "m.hrry", "--to", "safetensors", "-o", "m.safetensors", "--json", "--partial", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     rows = {r["name"]: r for r in json.loads(done.stdout)["tensors"]}
     assert rows["w"]["status"] == "skipped" and rows["w"]["code"] == "HT-SEC-01"
+    assert "--dequantize" in rows["w"]["reason"]
     with open_safetensors(tmp_path / "m.safetensors") as opened:
         assert opened.names == ["b"] and opened.metadata == {"layers": "[1, 2]"}
         assert np.array_equal(opened.array("b"), np.arange(5, dtype=np.float32))
+    done = cli("convert", "m.hrry", "--to", "safetensors", "-o", "d.safetensors", "--dequantize", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    with open_safetensors(tmp_path / "d.safetensors") as opened:
+        assert opened.array("w").tobytes() == w.numpy().tobytes()
 
 
 def test_detection_and_bad_files(tmp_path):

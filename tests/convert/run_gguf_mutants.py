@@ -117,7 +117,7 @@ def _outcome(status: int, out: str, err: str, size: int) -> tuple[str, list[str]
             rows = json.loads(out)["tensors"]
         except (ValueError, KeyError):
             return "other", [err.strip()[:300]]
-        codes = sorted({r["code"] for r in rows if not r["converted"]})
+        codes = sorted({r["code"] for r in rows if r["status"] != "converted"})
         if not set(codes) <= set(all_rules()):  # every refused tensor names a RULES.md rule
             return "other", [f"codes outside RULES.md: {codes}"]
         return "not written", codes

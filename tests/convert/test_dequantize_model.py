@@ -100,7 +100,7 @@ def test_gguf_to_hrry_dequantized(model, tmp_path):
     path, expected = model
     done = cli("convert", str(path), "--dequantize", "-o", str(tmp_path / "m.hrry"), "--json", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert all(r["converted"] for r in json.loads(done.stdout)["tensors"])
+    assert all(r["status"] == "converted" for r in json.loads(done.stdout)["tensors"])
     loaded = hd.load(str(tmp_path / "m.hrry"))
     for name, (kind, want) in expected.items():
         assert loaded[name].descriptor.quantization is None
@@ -168,7 +168,7 @@ def test_to_npz_tensor_by_tensor(model, tmp_path):
     path, expected = model
     done = cli("convert", str(path), "--to", "npz", "-o", str(tmp_path / "m.npz"), "--json", cwd=tmp_path)
     assert done.returncode == 1 and not (tmp_path / "m.npz").exists()  # quantized tensors need --dequantize
-    refused = {r["name"]: r["code"] for r in json.loads(done.stdout)["tensors"] if not r["converted"]}
+    refused = {r["name"]: r["code"] for r in json.loads(done.stdout)["tensors"] if r["status"] != "converted"}
     assert set(refused) == {n for n, (kind, _) in expected.items() if kind is not None}
     for dtype in ("float32", "float16"):
         done = cli("convert", str(path), "--to", "npz", "--dequantize", "--dtype", dtype, "-o",

@@ -86,7 +86,7 @@ def test_every_refusal_of_a_tensor_type_carries_a_rule(unconverted, tmp_path, ta
     done = cli("convert", str(unconverted / "t.gguf"), "--to", target, "-o", str(out), "--json", cwd=tmp_path)
     assert done.returncode == 1 and not out.exists()
     rows = json.loads(done.stdout)["tensors"]
-    refused = {r["name"]: r["code"] for r in rows if not r["converted"]}
+    refused = {r["name"]: r["code"] for r in rows if r["status"] != "converted"}
     assert {"iq4_nl", "iq2_xs", "q8_k", "tq1_0", "tq2_0"} <= set(refused)
     assert all(code in all_rules() for code in refused.values()), refused
     assert refused["iq4_nl"] == "HE-03"

@@ -128,7 +128,7 @@ def test_the_commands(tmp_path):
     write(tmp_path / "m.gguf", tensors)
     done = cli("convert", "m.gguf", "-o", "m.hrry", "--json", cwd=tmp_path)
     assert done.returncode == 1 and not (tmp_path / "m.hrry").exists()
-    rows = {r["name"]: r for r in json.loads(done.stdout)["tensors"] if not r["converted"]}
+    rows = {r["name"]: r for r in json.loads(done.stdout)["tensors"] if r["status"] != "converted"}
     assert set(rows) == {n.lower() for n in K_QUANTS} | {"q4_1"}
     assert all(r["code"] == ("HQ-PB-22" if n == "q4_1" else "HQ-EXT-04") for n, r in rows.items())
     assert all(r["converts_with"][0] == "--private-schemes" for r in rows.values())

@@ -168,6 +168,7 @@ class SafetensorsFile:
         row = _dtype_row(entry.code, name)
         element = row.element or ""
         target = storage.value_dtype(element)
+        storage.check_output_size(entry.shape, target.itemsize, f"reading {name}")
         if not row.raw:
             values = self._opened.get_tensor(name)
             if values.dtype != target:

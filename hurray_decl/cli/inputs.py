@@ -310,7 +310,7 @@ CONTAINER_STEM = CONTAINER_MAGIC[:7]
 """``HRRYFIL`` and any eighth byte: a container whose magic is damaged, refused as one (HF-HDR-03)."""
 GGUF_MAGIC = b"GGUF"
 SUFFIXES = {".hrry": CONTAINER, ".stream": STREAM, ".gguf": GGUF, ".safetensors": SAFETENSORS,
-            ".onnx": MODEL, ".pb": VALUE}
+            ".safetensors.index.json": SAFETENSORS, ".onnx": MODEL, ".pb": VALUE}
 """File suffixes as hints: they decide only when neither a magic nor the structure does."""
 TAKEN_BY = {GGUF: "a GGUF file: hurray-decl convert reads it (to Hurray, onnx-light or ORT), hurray-decl ls "
                   "lists its tensors",

@@ -139,3 +139,105 @@ def test_shards_whose_metadata_disagree_are_refused(tmp_path):
     save_file({n: model[n] for n, f in weight_map.items() if f == first}, str(tmp_path / first),
               metadata={"format": "np"})
     refused(tmp_path, "CV-SHD-06")
+
+
+# ---------------------------------------------------------------- GGUF splits
+
+def gguf_model(path: Path, *, split_max_tensors: int = 0) -> list[Path]:
+    """A small model of Q4_0, Q8_0, F16 and F32 tensors written by gguf-py, split by its own
+    writer when ``split_max_tensors`` is set (names ``<stem>-%05d-of-%05d.gguf``)."""
+    import gguf
+
+    rng = np.random.default_rng(7)
+    writer = gguf.GGUFWriter(str(path), "llama", split_max_tensors=split_max_tensors)
+    writer.add_block_count(3)
+    writer.add_string("general.name", "split test")
+    writer.add_array("tokenizer.ggml.scores", [0.5, -1.0, 2.25])
+    for i, kind in enumerate([gguf.GGMLQuantizationType.Q4_0, gguf.GGMLQuantizationType.Q8_0,
+                              gguf.GGMLQuantizationType.F16, gguf.GGMLQuantizationType.F32] * 2):
+        values = rng.standard_normal((3 + i, 64)).astype(np.float32)
+        if kind == gguf.GGMLQuantizationType.F32:
+            writer.add_tensor(f"blk.{i}.w", values)
+        else:
+            raw = gguf.quants.quantize(values, kind)
+            writer.add_tensor(f"blk.{i}.w", raw, raw_dtype=kind)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return sorted(path.parent.glob(f"{path.stem}-*-of-*.gguf")) or [path]
+
+
+def test_three_gguf_splits_convert_as_the_unsplit_model(tmp_path):
+    (tmp_path / "whole").mkdir()
+    (tmp_path / "split").mkdir()
+    gguf_model(tmp_path / "whole" / "m.gguf")
+    splits = gguf_model(tmp_path / "split" / "m.gguf", split_max_tensors=3)
+    assert [p.name for p in splits] == [f"m-0000{k}-of-00003.gguf" for k in (1, 2, 3)]
+    whole = cli("convert", "whole/m.gguf", "-o", "whole.hrry", cwd=tmp_path)
+    for start in (splits[0], splits[2]):  # any split names the model
+        split = cli("convert", str(start), "-o", "split.hrry", cwd=tmp_path)
+        assert whole.returncode == 0 and split.returncode == 0, whole.stderr + split.stderr
+        assert "8 converted" in split.stdout
+        assert (tmp_path / "whole.hrry").read_bytes() == (tmp_path / "split.hrry").read_bytes()
+    listed = cli("ls", str(splits[1]), "--format", "json", cwd=tmp_path)  # ls of any split: the model's tensors
+    assert listed.returncode == 0, listed.stderr
+    unsplit = json.loads(cli("ls", "whole/m.gguf", "--format", "json", cwd=tmp_path).stdout)
+    assert json.loads(listed.stdout)["tensors"] == unsplit["tensors"] and len(unsplit["tensors"]) == 8
+
+
+def test_gguf_split_refusals(tmp_path):
+    from hurray_decl.convert.gguf import read_gguf_model
+
+    splits = gguf_model(tmp_path / "m.gguf", split_max_tensors=3)
+    moved = splits[1].rename(tmp_path / "aside.gguf")
+    with pytest.raises(HurrayDeclError) as caught:
+        read_gguf_model(splits[0])
+    assert caught.value.code == "CV-SHD-01"
+    done = cli("convert", splits[0].name, "-o", "out.hrry", cwd=tmp_path)
+    assert done.returncode == 1 and "[CV-SHD-01]" in done.stderr and not (tmp_path / "out.hrry").exists()
+    moved.rename(splits[1])
+    renamed = splits[0].rename(tmp_path / "first.gguf")  # a split named otherwise: its others cannot be found
+    with pytest.raises(HurrayDeclError) as caught:
+        read_gguf_model(renamed)
+    assert caught.value.code == "CV-SHD-01"
+    renamed.rename(splits[0])
+    splits[2].write_bytes(splits[1].read_bytes())  # split 2 where split 3 belongs: its split.no says 1
+    with pytest.raises(HurrayDeclError) as caught:
+        read_gguf_model(splits[0])
+    assert caught.value.code == "CV-SHD-05"
+
+
+def test_gguf_splits_holding_one_tensor_twice_or_too_few_are_refused(tmp_path):
+    import gguf
+
+    def split(path: Path, no: int, names: list[str], total: int) -> None:
+        writer = gguf.GGUFWriter(str(path), "llama")
+        for key, value, kind in (("split.no", no, gguf.GGUFValueType.UINT16),
+                                 ("split.count", 2, gguf.GGUFValueType.UINT16),
+                                 ("split.tensors.count", total, gguf.GGUFValueType.INT32)):
+            writer.add_key_value(key, value, kind)
+        for name in names:
+            writer.add_tensor(name, np.ones((2, 32), np.float32))
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_tensors_to_file()
+        writer.close()
+
+    from hurray_decl.convert.gguf import read_gguf_model
+
+    first, second = tmp_path / "m-00001-of-00002.gguf", tmp_path / "m-00002-of-00002.gguf"
+    split(first, 0, ["a", "b"], 3)
+    split(second, 1, ["b"], 3)
+    with pytest.raises(HurrayDeclError) as caught:
+        read_gguf_model(first)
+    assert caught.value.code == "CV-SHD-03"
+    for total in (4, 3):  # both say 4 while they hold 3; then the first says 3 and the second 4
+        split(second, 1, ["c"], 4)
+        split(first, 0, ["a", "b"], total)
+        with pytest.raises(HurrayDeclError) as caught:
+            read_gguf_model(first)
+        assert caught.value.code == "CV-SHD-05"
+    split(first, 0, ["a", "b"], 3)
+    split(second, 1, ["c"], 3)
+    assert [t.name for t in read_gguf_model(second).tensors] == ["a", "b", "c"]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import example, given, settings, strategies as st
 
 pytest.importorskip("safetensors")
 from safetensors.numpy import save_file
@@ -241,3 +242,26 @@ def test_gguf_splits_holding_one_tensor_twice_or_too_few_are_refused(tmp_path):
     split(first, 0, ["a", "b"], 3)
     split(second, 1, ["c"], 3)
     assert [t.name for t in read_gguf_model(second).tensors] == ["a", "b", "c"]
+
+
+# ---------------------------------------------------------------- fuzzing the index
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+                    max_leaves=10)
+
+
+@settings(max_examples=60)
+@example(index=b'{"weight_map": {"a": "model-00001-of-00001.safetensors"}}')
+@example(index=b'{"weight_map": {"a": "/etc/passwd"}}')
+@given(index=st.binary(max_size=200) | JSON.map(lambda v: json.dumps(v).encode())
+       | st.dictionaries(st.sampled_from(["weight_map", "metadata"]), JSON).map(lambda v: json.dumps(v).encode()))
+def test_any_index_bytes_give_a_model_or_a_rule(tmp_path_factory, index):
+    folder = tmp_path_factory.mktemp("index")
+    save_file({"a": np.ones(3, np.float32)}, str(folder / "model-00001-of-00001.safetensors"))
+    (folder / INDEX).write_bytes(index)
+    try:
+        with open_safetensors(folder / INDEX) as opened:
+            assert opened.names in ([], ["a"])  # an empty weight_map is a model of no tensors
+    except HurrayDeclError as err:
+        assert err.code.startswith("CV-SHD-"), err

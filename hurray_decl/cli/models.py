@@ -332,7 +332,13 @@ def routed_convert(args: argparse.Namespace, convert_command: Callable[[argparse
     the input's kind)."""
     if args.to == "safetensors":
         return convert_safetensors(args)
+    _split_only_to_safetensors(args)
     return convert_command(args)
+
+
+def _split_only_to_safetensors(args: argparse.Namespace) -> None:
+    if getattr(args, "split_max_size", None) and args.to != "safetensors":
+        raise UsageError("argument --split-max-size: writes sharded safetensors (--to safetensors)")
 
 
 def convert_safetensors(args: argparse.Namespace) -> int:
@@ -342,6 +348,7 @@ def convert_safetensors(args: argparse.Namespace) -> int:
     from hurray_decl.cli.inputs import CONTAINER, SAFETENSORS, detect, regular_file
 
     found = detect(args)
+    _split_only_to_safetensors(args)
     if args.to == "safetensors":
         if found.kind != CONTAINER:
             kind = (SAFETENSORS if found.kind == SAFETENSORS else "this input" if found.reason == "fallback"
@@ -457,7 +464,14 @@ def _from_checkpoint(checkpoint: Any, source: Path, args: argparse.Namespace) ->
 def _to_safetensors(args: argparse.Namespace, target: Path) -> int:
     from hurray_decl.cli import outputs
     from hurray_decl.cli.inputs import window_data
-    from hurray_decl.convert.safetensors import from_hurray, kv_to_metadata, write_safetensors
+    from hurray_decl.convert.safetensors import (
+        INDEX_SUFFIX,
+        from_hurray,
+        index_text,
+        kv_to_metadata,
+        shard_plan,
+        write_safetensors,
+    )
     from hurray_decl.errors import HurrayDeclError
     from hurray_decl.hurray.container import open_container
     from hurray_decl.hurray.files import File
@@ -484,11 +498,34 @@ def _to_safetensors(args: argparse.Namespace, target: Path) -> int:
                 raise failures[0]
             raise InvalidInput(f"invalid input: {source} holds no tensor")
         metadata = kv_to_metadata(opened.kv)
-        with outputs.atomic(target) as temporary:
-            write_safetensors(temporary, arrays, metadata)
+        written = str(target)
+        plan = {target.name: [name for name, _ in arrays]}
+        stem = target.name[: -len(".safetensors")] if target.name.endswith(".safetensors") else target.name
+        if getattr(args, "split_max_size", None):
+            plan = shard_plan([(name, values.nbytes) for name, values in arrays], args.split_max_size, stem)
+        by_name = dict(arrays)
         del arrays
-    report(rows, source, "safetensors", str(target), args.json)
+        with outputs.batch() as files:  # every shard and the index appear once all are written
+            for shard, names in plan.items():
+                write_safetensors(files.file(target.parent / shard), [(n, by_name[n]) for n in names], metadata)
+            if len(plan) > 1:
+                index = target.parent / f"{stem}{INDEX_SUFFIX}"
+                files.file(index).write_text(index_text(plan, sum(v.nbytes for v in by_name.values())))
+                written = f"{index} and {len(plan)} shards"
+        del by_name
+    report(rows, source, "safetensors", written, args.json)
     return OK
+
+
+def byte_count(text: str) -> int:
+    """``--split-max-size``: bytes, or a number followed by K, M or G (powers of 1000, as
+    llama.cpp's gguf-split reads them)."""
+    scale = {"K": 10**3, "M": 10**6, "G": 10**9}.get(text[-1:].upper(), 1)
+    digits = text[:-1] if scale > 1 else text
+    if not digits.isdigit() or int(digits) == 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size: a positive number of bytes, or N followed by "
+                                         "K, M or G")
+    return int(digits) * scale
 
 
 # --- the command -------------------------------------------------------------------------------------
@@ -534,3 +571,7 @@ def register(subparsers: Any) -> None:
             kind: functools.partial(routed_convert, convert_command=handler)
             for kind, handler in HANDLERS.get("convert", {}).items()}
         handles(subparsers, "convert", {**routed, SAFETENSORS: convert_safetensors})
+        subparsers.choices["convert"].add_argument(
+            "--split-max-size", type=byte_count, metavar="SIZE",
+            help="--to safetensors: shards of at most SIZE bytes of data (N, NK, NM, NG: powers of 1000), "
+                 "named NAME-00001-of-0000N.safetensors, with their NAME.safetensors.index.json")

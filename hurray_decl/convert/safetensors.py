@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import mmap
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -46,12 +46,14 @@ __all__ = [
     "SafetensorsFile",
     "ShardedSafetensors",
     "from_hurray",
+    "index_text",
     "is_index",
     "is_safetensors",
     "iterate_arrays",
     "kv_to_metadata",
     "metadata_to_kv",
     "open_safetensors",
+    "shard_plan",
     "to_hurray",
     "write_safetensors",
 ]
@@ -304,6 +306,28 @@ def _read_index(path: Path) -> tuple[dict[str, str], dict[str, Any]]:
         raise RuleViolation("CV-SHD-04", f"{where}'s metadata is not an object", path=f"{where} -> metadata",
                             actual=type(metadata).__name__, expected="an object")
     return weight_map, metadata
+
+
+def shard_plan(sizes: Sequence[tuple[str, int]], max_size: int, stem: str) -> dict[str, list[str]]:
+    """Shard file name (``<stem>-%05d-of-%05d.safetensors``, as Hugging Face names them) -> the
+    names of its tensors: the tensors in order, a new shard when the next one would take the
+    shard's data past ``max_size`` bytes (a tensor larger than that alone in its shard)."""
+    groups: list[list[str]] = []
+    used = 0
+    for name, size in sizes:
+        if not groups or (used + size > max_size and groups[-1]):
+            groups.append([])
+            used = 0
+        groups[-1].append(name)
+        used += size
+    return {f"{stem}-{k + 1:05d}-of-{len(groups):05d}.safetensors": names for k, names in enumerate(groups)}
+
+
+def index_text(plan: Mapping[str, Sequence[str]], total_size: int) -> str:
+    """The index of a sharded model (``<stem>.safetensors.index.json``): ``metadata.total_size``
+    (the tensors' bytes) and ``weight_map``, each tensor's shard."""
+    weight_map = {name: shard for shard, names in plan.items() for name in names}
+    return json.dumps({"metadata": {"total_size": total_size}, "weight_map": weight_map}, indent=2) + "\n"
 
 
 def is_index(path: str | Path) -> bool:

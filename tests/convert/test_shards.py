@@ -265,3 +265,48 @@ def test_any_index_bytes_give_a_model_or_a_rule(tmp_path_factory, index):
             assert opened.names in ([], ["a"])  # an empty weight_map is a model of no tensors
     except HurrayDeclError as err:
         assert err.code.startswith("CV-SHD-"), err
+
+
+# ---------------------------------------------------------------- writing shards
+
+def test_split_max_size_writes_shards_the_safetensors_package_reads(tmp_path):
+    from safetensors import safe_open
+
+    model = tensors()
+    hd.save(tmp_path / "m.hrry", model, kv={"format": "pt"})
+    done = cli("convert", "m.hrry", "--to", "safetensors", "--split-max-size", "64K", "-o", "out.safetensors",
+               cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    index = json.loads((tmp_path / "out.safetensors.index.json").read_text())
+    shards = sorted(set(index["weight_map"].values()))
+    count = len(shards)
+    assert count > 2 and shards == [f"out-{k:05d}-of-{count:05d}.safetensors" for k in range(1, count + 1)]
+    assert index["metadata"]["total_size"] == sum(v.nbytes for v in model.values())
+    seen = {}
+    for file in shards:
+        with safe_open(str(tmp_path / file), framework="numpy") as opened:  # the package's own reader
+            assert opened.metadata() == {"format": "pt"}
+            data = sum(opened.get_tensor(n).nbytes for n in opened.keys())
+            assert data <= 64_000 or len(list(opened.keys())) == 1  # one tensor larger than the limit: alone
+            for name in opened.keys():
+                assert index["weight_map"][name] == file
+                seen[name] = opened.get_tensor(name)
+    assert sorted(seen) == sorted(model)
+    for name, values in model.items():
+        assert seen[name].tobytes() == values.tobytes(), name
+    back = cli("convert", "out.safetensors.index.json", "-o", "back.hrry", cwd=tmp_path)
+    assert back.returncode == 0, back.stderr
+    loaded = hd.load(tmp_path / "back.hrry")
+    assert {n: np.asarray(t).tobytes() for n, t in loaded.items()} == {n: v.tobytes() for n, v in model.items()}
+    assert hd.load_kv(tmp_path / "back.hrry") == {"format": "pt"}
+
+
+@pytest.mark.parametrize("argv", [["m.hrry", "--split-max-size", "1M", "-o", "x.hrry"],
+                                  ["m.safetensors", "--split-max-size", "1M", "-o", "x.hrry"],
+                                  ["m.hrry", "--to", "safetensors", "--split-max-size", "12Q", "-o", "x.safetensors"]])
+def test_split_max_size_is_for_safetensors_output(tmp_path, argv):
+    hd.save(tmp_path / "m.hrry", {"w": np.ones(3, np.float32)})
+    save_file({"w": np.ones(3, np.float32)}, str(tmp_path / "m.safetensors"))
+    done = cli("convert", *argv, cwd=tmp_path)
+    assert done.returncode == 2 and "--split-max-size" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "x.hrry").exists() and not (tmp_path / "x.safetensors").exists()

@@ -32,19 +32,23 @@ from typing import Any
 
 import numpy as np
 
+from hurray_decl.convert.codebook import mxfp4_blocks_to_hurray
 from hurray_decl.convert.group import awq_parts, compressed_tensors_parts, float16_scales, gptq_parts
 from hurray_decl.convert.parts import BlockParts
 from hurray_decl.convert.safetensors import SafetensorsFile, open_safetensors
 from hurray_decl.errors import ArgumentError, RuleViolation, UnsupportedError
 from hurray_decl.hurray.tables import storage
 
-__all__ = ["CONFIG_FILES", "CT_ROLES", "PACKED_ROLES", "Checkpoint", "Item", "QuantizationConfig", "read_checkpoint"]
+__all__ = ["CONFIG_FILES", "CT_ROLES", "MXFP4_ROLES", "PACKED_ROLES", "Checkpoint", "Item", "QuantizationConfig",
+           "read_checkpoint"]
 
 PACKED_ROLES = ("qweight", "qzeros", "scales", "g_idx")
 """The suffixes of a packed linear layer's tensors; ``g_idx`` is GPTQ's, and optional."""
 CT_ROLES = ("weight_packed", "weight_scale", "weight_shape", "weight_zero_point", "weight_g_idx")
 """compressed-tensors ``pack-quantized``: a layer's tensors (zero point and g_idx optional)."""
-_FIRST = {"gptq": "qweight", "awq": "qweight", "compressed-tensors": "weight_packed"}
+MXFP4_ROLES = ("blocks", "scales")
+"""gpt-oss MXFP4: ``P_blocks`` and ``P_scales`` (transformers' names; ``P.blocks``, ``P.scales`` too)."""
+_FIRST = {"gptq": "qweight", "awq": "qweight", "compressed-tensors": "weight_packed", "mxfp4": "blocks"}
 """The tensor that marks a packed layer of each method (its name's prefix is the layer's)."""
 CONFIG_FILES = ("quantize_config.json", "config.json")
 """Files beside a checkpoint that may hold its quantization config, in the order they are asked."""
@@ -68,6 +72,8 @@ class QuantizationConfig:
         method = str(config.get("quant_method", "gptq")).lower()
         if method == "compressed-tensors":
             return cls._compressed_tensors(config, source)
+        if method == "mxfp4":  # gpt-oss: E2M1 blocks of 32 with E8M0 scales, nothing to configure
+            return cls("mxfp4", 4, 32, False, 0, source)
         if method not in ("gptq", "awq"):
             raise UnsupportedError("HQ-PB-01", f"{source}: quant_method {method!r} is not a GPTQ or AWQ checkpoint",
                                    path="quantization_config -> quant_method", actual=method, expected="gptq or awq")
@@ -183,6 +189,9 @@ class Item:
         """The logical shape: ``(in_features, out_features)`` for a packed weight."""
         if not self.roles:
             return self.source.entries[self.name].shape
+        if "blocks" in self.roles:  # MXFP4: (*prefix, G, 16) bytes, 32 values a block
+            *prefix, groups, _ = self.source.entries[self.roles["blocks"]].shape
+            return (*prefix, groups * 32)
         if "weight_shape" in self.roles:  # compressed-tensors: (out, in), as stored
             return tuple(int(n) for n in self.source.array(self.roles["weight_shape"]).reshape(-1))
         rows, columns = self.source.entries[self.roles["qweight"]].shape
@@ -193,6 +202,13 @@ class Item:
     def array(self) -> np.ndarray:
         """A plain tensor's values (same bits)."""
         return self.source.array(self.name)
+
+    def mxfp(self) -> tuple[Any, list[bytes]]:
+        """A gpt-oss MXFP4 tensor as the Hurray MXFP tensor with the same bytes."""
+        if "blocks" not in self.roles:
+            raise ArgumentError("item", f"{self.name} is not an MXFP4 tensor", actual=self.name)
+        return mxfp4_blocks_to_hurray(self.source.array(self.roles["blocks"]), self.source.array(self.roles["scales"]),
+                                      self.name)
 
     def parts(self) -> BlockParts:
         """A packed weight's per-block affine parts, bit for bit (refused by rule where none exist)."""
@@ -246,20 +262,25 @@ def read_checkpoint(path: str | Path) -> Checkpoint:
     source = open_safetensors(path)
     try:
         marks = [n for n in source.names if n.endswith((".qweight", ".weight_packed"))]
-        config = find_config(path, source.metadata) if marks else None
+        blocks = [n for n in source.names if n.endswith(("_blocks", ".blocks"))
+                  and f"{n[: -len('blocks')]}scales" in source.entries]  # MXFP4 only with a config that says so
+        config = find_config(path, source.metadata) if marks or blocks else None
         if marks and config is None:
             raise ArgumentError("quantization_config", f"{path} holds packed weights ({marks[0]}) but no "
                                 "quantization_config (in __metadata__, or a quantize_config.json / config.json "
                                 "beside it) says how they are packed")
         first = _FIRST[config.method] if config is not None else "qweight"
-        names, needed = (CT_ROLES, CT_ROLES[:3]) if first == "weight_packed" else (PACKED_ROLES, PACKED_ROLES[1:3])
-        prefixes = [n[: -len(first) - 1] for n in source.names if n.endswith(f".{first}")]
+        names, needed = {"weight_packed": (CT_ROLES, CT_ROLES[:3]), "blocks": (MXFP4_ROLES, MXFP4_ROLES)}.get(
+            first, (PACKED_ROLES, PACKED_ROLES[1:3]))
+        joints = ("_", ".") if first == "blocks" else (".",)
+        prefixes = [(n[: -len(first) - 1], n[-len(first) - 1]) for n in source.names
+                    if n.endswith(first) and n[-len(first) - 1: -len(first)] in joints]
         grouped: dict[str, dict[str, str]] = {}
-        for prefix in prefixes:
-            roles = {role: f"{prefix}.{role}" for role in names if f"{prefix}.{role}" in source.entries}
+        for prefix, joint in prefixes:
+            roles = {role: f"{prefix}{joint}{role}" for role in names if f"{prefix}{joint}{role}" in source.entries}
             missing = [r for r in needed if r not in roles]
             if missing:
-                raise ArgumentError("checkpoint", f"{prefix}.{first} has no {prefix}.{missing[0]}",
+                raise ArgumentError("checkpoint", f"{prefix}{joint}{first} has no {prefix}{joint}{missing[0]}",
                                     actual=prefix, expected=", ".join(names[:3]))
             for name in roles.values():
                 grouped[name] = roles
@@ -269,8 +290,8 @@ def read_checkpoint(path: str | Path) -> Checkpoint:
                 items.append(Item(name, source, config))
             elif grouped[name][first] not in seen:
                 seen.add(grouped[name][first])
-                items.append(Item(grouped[name][first][: -len(first) - 1] + ".weight", source, config,
-                                  grouped[name]))
+                stem = grouped[name][first][: -len(first) - 1]
+                items.append(Item(stem if first == "blocks" else stem + ".weight", source, config, grouped[name]))
     except BaseException:
         source.close()
         raise

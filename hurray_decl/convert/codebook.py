@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from hurray_decl.errors import UnsupportedError
-from hurray_decl.hurray.numerics import assemble, buffer_contents, dequantize
+from hurray_decl.hurray.numerics import assemble, assemble_data, buffer_contents, dequantize
 from hurray_decl.hurray.schemes.mxfp import MXFP
 from hurray_decl.hurray.schemes.nf4 import NF4
 from hurray_decl.hurray.tables import storage
@@ -39,7 +39,7 @@ from hurray_decl.onnx_light.codec import unwrap_value
 from hurray_decl.onnx_light.packing import pack_bits, unpack_bits
 from hurray_decl.onnx_light.portable import build_payload, open_value, read_portable
 
-__all__ = ["MXFP_FORMATS", "codebook_to_hurray", "codebook_to_onnx_light"]
+__all__ = ["MXFP_FORMATS", "codebook_to_hurray", "codebook_to_onnx_light", "mxfp4_blocks_to_hurray"]
 
 F = QuantizationFormat
 MXFP_FORMATS = {"float4_e2m1": F.MXFP4, "float6_e3m2": F.MXFP6}
@@ -161,3 +161,22 @@ def codebook_to_hurray(encoded: Any, model: Any = None) -> tuple[TensorDescripto
     if not (_bits(got) == _bits(want)).all():
         raise _refuse("OL-NUM-14", "the Hurray tensor decodes to other float32 values", "value")
     return tensor
+
+
+def mxfp4_blocks_to_hurray(blocks: Any, scales: Any, name: str = "tensor") -> tuple[TensorDescriptor, list[bytes]]:
+    """gpt-oss MXFP4 (``*_blocks`` uint8 ``(*prefix, G, 16)``: 32 E2M1 values a block, element
+    2k in the low nibble of byte k; ``*_scales`` uint8 ``(*prefix, G)``: E8M0 exponents, the
+    value ``2^(scale - 127) * value(q)``) as a Hurray MXFP tensor ``(*prefix, G * 32)``, blocks
+    of 32 along the last axis. The bytes are Hurray's as they are: float4_e2m1 packs element 2k
+    in the low nibble too (HE-14) and the scales are in block order (HQ-PB-15); scale bytes
+    0x00 and 0xFF are refused (HQ-MX-10)."""
+    packed, exponents = np.asarray(blocks), np.asarray(scales)
+    if packed.dtype != np.uint8 or exponents.dtype != np.uint8 or packed.ndim < 2 or packed.shape[-1] != 16 \
+            or exponents.shape != packed.shape[:-1]:
+        raise _refuse("HQ-MX-08", f"{name}: MXFP4 blocks are whole, uint8 (*prefix, G, 16), one uint8 scale a block "
+                      "(*prefix, G)",
+                      f"{name} -> blocks", f"{list(packed.shape)} {packed.dtype}, {list(exponents.shape)} "
+                      f"{exponents.dtype}", "uint8 (*prefix, G, 16) and (*prefix, G)")
+    shape = (*packed.shape[:-2], packed.shape[-2] * 32)
+    model = MXFP(axis=len(shape) - 1, block_size=32, scale_buffer_index=1)
+    return assemble_data(model, shape, "float4_e2m1", packed.reshape(-1), [exponents.reshape(-1)])

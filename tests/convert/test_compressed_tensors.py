@@ -10,8 +10,6 @@ written from those rules and independent of hurray_decl's unpacking), converted 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import ml_dtypes
@@ -24,13 +22,7 @@ from safetensors.numpy import save_file
 import hurray_decl as hd
 from hurray_decl.convert.checkpoints import read_checkpoint
 from hurray_decl.errors import HurrayDeclError
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def cli(*argv: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hurray_decl", *argv], cwd=cwd, capture_output=True, text=True,
-                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=300)
+from tests.helpers import run_cli as cli
 
 
 def pack_to_int32(q: np.ndarray, bits: int, order: tuple[int, ...] | None = None) -> np.ndarray:

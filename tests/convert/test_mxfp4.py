@@ -8,8 +8,6 @@ in the low nibble of byte k). The fixtures are the test's own, packed from that 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,16 +18,12 @@ from safetensors.numpy import save_file
 
 import hurray_decl as hd
 from hurray_decl.onnx_light import ModelProto, dequantize_value
+from tests.helpers import run_cli as cli
 
-ROOT = Path(__file__).resolve().parents[2]
 FP4_VALUES = [+0.0, +0.5, +1.0, +1.5, +2.0, +3.0, +4.0, +6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0]
 """gpt-oss's table of the 16 E2M1 codes."""
 EXPERTS = "model.layers.0.mlp.experts.gate_up_proj"
 
-
-def cli(*argv: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hurray_decl", *argv], cwd=cwd, capture_output=True, text=True,
-                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=300)
 
 
 def producer_formula(blocks: np.ndarray, scales: np.ndarray) -> np.ndarray:

@@ -6,8 +6,6 @@ by their rules before anything is written."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,14 +18,10 @@ from safetensors.numpy import save_file
 import hurray_decl as hd
 from hurray_decl.convert.safetensors import open_safetensors
 from hurray_decl.errors import HurrayDeclError
+from tests.helpers import run_cli as cli
 
-ROOT = Path(__file__).resolve().parents[2]
 INDEX = "model.safetensors.index.json"
 
-
-def cli(*argv: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hurray_decl", *argv], cwd=cwd, capture_output=True, text=True,
-                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=300)
 
 
 def tensors() -> dict[str, np.ndarray]:

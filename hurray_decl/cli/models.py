@@ -390,18 +390,18 @@ def _from_checkpoint(checkpoint: Any, source: Path, args: argparse.Namespace) ->
         """(method, converted) of one item, None for a plain tensor the target leaves out."""
         import numpy as np
 
-        if item.kind == "mxfp4":  # gpt-oss MXFP4: Hurray MXFP, or onnx-light mxfp4; MatMulNBits has no MXFP
-            tensor = item.mxfp()
+        if item.kind in ("mxfp4", "bitsandbytes-nf4"):  # Hurray MXFP / NF4, onnx-light mxfp4 / nf4; no MatMulNBits
+            tensor = item.mxfp() if item.kind == "mxfp4" else item.nf4()
             if args.to == "hurray":
-                return "mxfp float4_e2m1 K32", tensor
+                return f"{type(tensor[0].quantization).__name__} K{tensor[0].quantization.block_size}", tensor
             if args.to == "onnx-light":
                 from hurray_decl.convert.codebook import codebook_to_onnx_light
 
-                return "mxfp4", codebook_to_onnx_light(*tensor)
+                return item.kind.split("-")[-1], codebook_to_onnx_light(*tensor)
             from hurray_decl.errors import UnsupportedError
 
-            raise UnsupportedError("OL-ORT-07", "MatMulNBits holds block-affine int codes, not MXFP",
-                                   path=item.name, actual="mxfp4", expected="a GPTQ/AWQ/compressed-tensors weight")
+            raise UnsupportedError("OL-ORT-07", "MatMulNBits holds block-affine int codes, not MXFP or NF4",
+                                   path=item.name, actual=item.kind, expected="a GPTQ/AWQ/compressed-tensors weight")
         if item.quantized:
             parts = item.parts()
             if args.to == "hurray":

@@ -32,15 +32,15 @@ from typing import Any
 
 import numpy as np
 
-from hurray_decl.convert.codebook import mxfp4_blocks_to_hurray
+from hurray_decl.convert.codebook import bitsandbytes_nf4_to_hurray, mxfp4_blocks_to_hurray
 from hurray_decl.convert.group import awq_parts, compressed_tensors_parts, float16_scales, gptq_parts
 from hurray_decl.convert.parts import BlockParts
 from hurray_decl.convert.safetensors import SafetensorsFile, open_safetensors
 from hurray_decl.errors import ArgumentError, RuleViolation, UnsupportedError
 from hurray_decl.hurray.tables import storage
 
-__all__ = ["CONFIG_FILES", "CT_ROLES", "MXFP4_ROLES", "PACKED_ROLES", "Checkpoint", "Item", "QuantizationConfig",
-           "read_checkpoint"]
+__all__ = ["BNB_ROLES", "BNB_STATE", "CONFIG_FILES", "CT_ROLES", "MXFP4_ROLES", "PACKED_ROLES", "Checkpoint",
+           "Item", "QuantizationConfig", "read_checkpoint"]
 
 PACKED_ROLES = ("qweight", "qzeros", "scales", "g_idx")
 """The suffixes of a packed linear layer's tensors; ``g_idx`` is GPTQ's, and optional."""
@@ -48,6 +48,10 @@ CT_ROLES = ("weight_packed", "weight_scale", "weight_shape", "weight_zero_point"
 """compressed-tensors ``pack-quantized``: a layer's tensors (zero point and g_idx optional)."""
 MXFP4_ROLES = ("blocks", "scales")
 """gpt-oss MXFP4: ``P_blocks`` and ``P_scales`` (transformers' names; ``P.blocks``, ``P.scales`` too)."""
+BNB_STATE = ".quant_state.bitsandbytes__nf4"
+"""The suffix of a bitsandbytes NF4 weight's packed state (JSON bytes); the weight is its prefix."""
+BNB_ROLES = ("absmax", "quant_map", "nested_absmax", "nested_quant_map")
+"""bitsandbytes NF4: the weight ``W`` and ``W.absmax``, ``W.quant_map`` (nested: two more)."""
 _FIRST = {"gptq": "qweight", "awq": "qweight", "compressed-tensors": "weight_packed", "mxfp4": "blocks"}
 """The tensor that marks a packed layer of each method (its name's prefix is the layer's)."""
 CONFIG_FILES = ("quantize_config.json", "config.json")
@@ -179,7 +183,10 @@ class Item:
 
     @property
     def kind(self) -> str:
-        """``gptq``, ``awq`` or the safetensors dtype code of a plain tensor."""
+        """``gptq``, ``awq``, ``compressed-tensors``, ``mxfp4``, ``bitsandbytes-nf4`` or the
+        safetensors dtype code of a plain tensor."""
+        if "state" in self.roles:
+            return "bitsandbytes-nf4"
         if self.config is not None and self.roles:
             return self.config.method
         return self.source.entries[self.name].code
@@ -189,6 +196,8 @@ class Item:
         """The logical shape: ``(in_features, out_features)`` for a packed weight."""
         if not self.roles:
             return self.source.entries[self.name].shape
+        if "state" in self.roles:  # bitsandbytes: the shape its state names
+            return tuple(int(n) for n in self.state().get("shape") or ())
         if "blocks" in self.roles:  # MXFP4: (*prefix, G, 16) bytes, 32 values a block
             *prefix, groups, _ = self.source.entries[self.roles["blocks"]].shape
             return (*prefix, groups * 32)
@@ -202,6 +211,26 @@ class Item:
     def array(self) -> np.ndarray:
         """A plain tensor's values (same bits)."""
         return self.source.array(self.name)
+
+    def state(self) -> dict[str, Any]:
+        """A bitsandbytes weight's quant_state (JSON bytes in a uint8 tensor)."""
+        raw = self.source.array(self.roles["state"])
+        try:
+            value = json.loads(raw.tobytes())
+        except ValueError as err:
+            raise RuleViolation("HQ-NF4-01", f"{self.roles['state']} is not a JSON quant state: {err}",
+                                path=self.roles["state"], actual=raw[:16].tobytes()) from None
+        if not isinstance(value, dict):
+            raise RuleViolation("HQ-NF4-01", f"{self.roles['state']} is not a JSON object", path=self.roles["state"],
+                                actual=type(value).__name__)
+        return value
+
+    def nf4(self) -> tuple[Any, list[bytes]]:
+        """A bitsandbytes NF4 weight as the Hurray NF4 tensor with the same values."""
+        read = {role: self.source.array(name) for role, name in self.roles.items() if role != "state"}
+        nested = (read["nested_absmax"], read["nested_quant_map"]) if "nested_absmax" in read else None
+        return bitsandbytes_nf4_to_hurray(read["weight"], read["absmax"], read["quant_map"], self.state(), nested,
+                                          self.name)
 
     def mxfp(self) -> tuple[Any, list[bytes]]:
         """A gpt-oss MXFP4 tensor as the Hurray MXFP tensor with the same bytes."""
@@ -284,9 +313,22 @@ def read_checkpoint(path: str | Path) -> Checkpoint:
                                     actual=prefix, expected=", ".join(names[:3]))
             for name in roles.values():
                 grouped[name] = roles
+        for state in (n for n in source.names if n.endswith(BNB_STATE)):
+            weight = state[: -len(BNB_STATE)]
+            roles = {"weight": weight, "state": state, **{role: f"{weight}.{role}" for role in BNB_ROLES
+                                                          if f"{weight}.{role}" in source.entries}}
+            missing = [r for r in ("weight", "absmax", "quant_map") if roles.get(r) not in source.entries]
+            if missing:
+                raise ArgumentError("checkpoint", f"{state} has no {roles.get(missing[0], missing[0])}",
+                                    actual=weight, expected=", ".join(BNB_ROLES[:2]))
+            grouped.update(dict.fromkeys(roles.values(), roles))
         items, seen = [], set()
         for name in source.names:
-            if name not in grouped:
+            if name in grouped and "state" in grouped[name]:
+                if grouped[name]["state"] not in seen:
+                    seen.add(grouped[name]["state"])
+                    items.append(Item(grouped[name]["weight"], source, config, grouped[name]))
+            elif name not in grouped:
                 items.append(Item(name, source, config))
             elif grouped[name][first] not in seen:
                 seen.add(grouped[name][first])

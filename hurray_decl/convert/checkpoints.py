@@ -52,6 +52,9 @@ BNB_STATE = ".quant_state.bitsandbytes__nf4"
 """The suffix of a bitsandbytes NF4 weight's packed state (JSON bytes); the weight is its prefix."""
 BNB_ROLES = ("absmax", "quant_map", "nested_absmax", "nested_quant_map")
 """bitsandbytes NF4: the weight ``W`` and ``W.absmax``, ``W.quant_map`` (nested: two more)."""
+NVFP4_SCALE = ".weight_scale_2"
+"""ModelOpt NVFP4: ``P.weight`` (E2M1 pairs), ``P.weight_scale`` (E4M3 a block of 16) and this
+float32 tensor scale; no Hurray scheme holds E4M3 block scales times a tensor scale (HQ-MX-11)."""
 _FIRST = {"gptq": "qweight", "awq": "qweight", "compressed-tensors": "weight_packed", "mxfp4": "blocks"}
 """The tensor that marks a packed layer of each method (its name's prefix is the layer's)."""
 CONFIG_FILES = ("quantize_config.json", "config.json")
@@ -187,6 +190,8 @@ class Item:
         safetensors dtype code of a plain tensor."""
         if "state" in self.roles:
             return "bitsandbytes-nf4"
+        if "weight_scale_2" in self.roles:
+            return "nvfp4"
         if self.config is not None and self.roles:
             return self.config.method
         return self.source.entries[self.name].code
@@ -196,6 +201,9 @@ class Item:
         """The logical shape: ``(in_features, out_features)`` for a packed weight."""
         if not self.roles:
             return self.source.entries[self.name].shape
+        if "weight_scale_2" in self.roles:  # NVFP4: two E2M1 values a byte along the rows
+            *leading, pairs = self.source.entries[self.roles["weight"]].shape
+            return (*leading, pairs * 2)
         if "state" in self.roles:  # bitsandbytes: the shape its state names
             return tuple(int(n) for n in self.state().get("shape") or ())
         if "blocks" in self.roles:  # MXFP4: (*prefix, G, 16) bytes, 32 values a block
@@ -322,11 +330,18 @@ def read_checkpoint(path: str | Path) -> Checkpoint:
                 raise ArgumentError("checkpoint", f"{state} has no {roles.get(missing[0], missing[0])}",
                                     actual=weight, expected=", ".join(BNB_ROLES[:2]))
             grouped.update(dict.fromkeys(roles.values(), roles))
+        for second in (n for n in source.names if n.endswith(NVFP4_SCALE)):
+            stem = second[: -len(NVFP4_SCALE)]
+            roles = {role: f"{stem}.{role}" for role in ("weight", "weight_scale", "weight_scale_2", "input_scale")
+                     if f"{stem}.{role}" in source.entries}
+            if "weight" in roles:
+                grouped.update(dict.fromkeys(roles.values(), roles))
         items, seen = [], set()
         for name in source.names:
-            if name in grouped and "state" in grouped[name]:
-                if grouped[name]["state"] not in seen:
-                    seen.add(grouped[name]["state"])
+            anchor = grouped[name].get("state", grouped[name].get("weight_scale_2")) if name in grouped else None
+            if anchor is not None:  # one item a bitsandbytes or NVFP4 weight, named as its weight
+                if anchor not in seen:
+                    seen.add(anchor)
                     items.append(Item(grouped[name]["weight"], source, config, grouped[name]))
             elif name not in grouped:
                 items.append(Item(name, source, config))

@@ -106,3 +106,24 @@ def test_invalid_scales_are_refused_and_without_a_config_the_bytes_stay_plain(tm
     assert done.returncode == 0, done.stderr
     plain = hd.load(tmp_path / "plain.hrry")
     assert plain[f"{EXPERTS}_blocks"].numpy().tobytes() == blocks.tobytes()  # uint8, as stored: nothing guessed
+
+
+def test_nvfp4_weights_are_refused_by_rule_and_the_rest_converts(tmp_path):
+    """ModelOpt NVFP4 (E2M1 pairs, an E4M3 scale a block of 16, a float32 tensor scale
+    ``weight_scale_2``) has no exact Hurray scheme: the weight is listed as skipped (HQ-MX-11),
+    its scales are not converted as plain tensors on their own, the other tensors are."""
+    from safetensors import TensorSpec, serialize_file
+
+    rng = np.random.default_rng(9)
+    raw = {"p.weight": ("uint8", (8, 32), rng.integers(0, 256, 256, dtype=np.uint8)),
+           "p.weight_scale": ("float8_e4m3fn", (8, 4), rng.integers(0x30, 0x40, 32, dtype=np.uint8)),
+           "p.weight_scale_2": ("float32", (1,), np.array([0.01], np.float32).view(np.uint8)),
+           "norm.weight": ("float32", (3,), np.ones(3, np.float32).view(np.uint8))}
+    serialize_file({name: TensorSpec(dtype=dtype, shape=shape, data_ptr=data.ctypes.data, data_len=data.nbytes)
+                    for name, (dtype, shape, data) in raw.items()}, str(tmp_path / "model.safetensors"))
+    done = cli("convert", "model.safetensors", "-o", "m.hrry", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    rows = {r["name"]: r for r in json.loads(done.stdout)["tensors"]}
+    assert rows["p.weight"]["status"] == "skipped" and rows["p.weight"]["code"] == "HQ-MX-11"
+    assert rows["p.weight"]["shape"] == [8, 64] and set(rows) == {"p.weight", "norm.weight"}
+    assert list(hd.load(tmp_path / "m.hrry")) == ["norm.weight"]

@@ -332,13 +332,14 @@ def routed_convert(args: argparse.Namespace, convert_command: Callable[[argparse
     the input's kind)."""
     if args.to == "safetensors":
         return convert_safetensors(args)
-    _split_only_to_safetensors(args)
+    _split_only_to_sharded(args)
     return convert_command(args)
 
 
-def _split_only_to_safetensors(args: argparse.Namespace) -> None:
-    if getattr(args, "split_max_size", None) and args.to != "safetensors":
-        raise UsageError("argument --split-max-size: writes sharded safetensors (--to safetensors)")
+def _split_only_to_sharded(args: argparse.Namespace) -> None:
+    if getattr(args, "split_max_size", None) and args.to not in ("safetensors", "gguf"):
+        raise UsageError("argument --split-max-size: writes sharded safetensors or GGUF splits (--to safetensors, "
+                         "--to gguf)")
 
 
 def convert_safetensors(args: argparse.Namespace) -> int:
@@ -348,7 +349,7 @@ def convert_safetensors(args: argparse.Namespace) -> int:
     from hurray_decl.cli.inputs import CONTAINER, SAFETENSORS, detect, regular_file
 
     found = detect(args)
-    _split_only_to_safetensors(args)
+    _split_only_to_sharded(args)
     if args.to == "safetensors":
         if found.kind != CONTAINER:
             kind = (SAFETENSORS if found.kind == SAFETENSORS else "this input" if found.reason == "fallback"
@@ -593,5 +594,6 @@ def register(subparsers: Any) -> None:
         handles(subparsers, "convert", {**routed, SAFETENSORS: convert_safetensors})
         subparsers.choices["convert"].add_argument(
             "--split-max-size", type=byte_count, metavar="SIZE",
-            help="--to safetensors: shards of at most SIZE bytes of data (N, NK, NM, NG: powers of 1000), "
-                 "named NAME-00001-of-0000N.safetensors, with their NAME.safetensors.index.json")
+            help="--to safetensors or gguf: shards of at most SIZE bytes of tensor data (N, NK, NM, NG: powers of "
+                 "1000), named NAME-00001-of-0000N.safetensors with NAME.safetensors.index.json, or "
+                 "NAME-00001-of-0000N.gguf (GGUFWriter's splits)")

@@ -304,3 +304,28 @@ def test_split_max_size_is_for_safetensors_output(tmp_path, argv):
     done = cli("convert", *argv, cwd=tmp_path)
     assert done.returncode == 2 and "--split-max-size" in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "x.hrry").exists() and not (tmp_path / "x.safetensors").exists()
+
+
+def test_split_max_size_writes_gguf_splits_gguf_py_reads(tmp_path):
+    import gguf
+
+    gguf_model(tmp_path / "m.gguf")
+    assert cli("convert", "m.gguf", "-o", "m.hrry", cwd=tmp_path).returncode == 0
+    done = cli("convert", "m.hrry", "--to", "gguf", "--split-max-size", "2K", "-o", "out.gguf", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    splits = sorted(tmp_path.glob("out-*-of-*.gguf"))
+    count = len(splits)
+    assert count > 2 and [p.name for p in splits] == [f"out-{k:05d}-of-{count:05d}.gguf" for k in range(1, count + 1)]
+    assert not (tmp_path / "out.gguf").exists() and not list(tmp_path.glob(".hurray-decl-splits-*"))
+    original = {t.name: bytes(t.data.tobytes()) for t in gguf.GGUFReader(str(tmp_path / "m.gguf")).tensors}
+    seen = {}
+    for k, path in enumerate(splits):
+        reader = gguf.GGUFReader(str(path))  # gguf-py's own reader
+        assert reader.fields["split.no"].parts[-1][0] == k and reader.fields["split.count"].parts[-1][0] == count
+        data = {t.name: bytes(t.data.tobytes()) for t in reader.tensors}
+        assert sum(map(len, data.values())) <= 2000 or len(data) == 1  # a larger tensor alone
+        seen.update(data)
+    assert seen == original
+    back = cli("convert", splits[0].name, "-o", "back.hrry", cwd=tmp_path)
+    assert back.returncode == 0, back.stderr
+    assert (tmp_path / "back.hrry").read_bytes() == (tmp_path / "m.hrry").read_bytes()

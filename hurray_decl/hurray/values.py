@@ -69,6 +69,8 @@ __all__ = ["SparseValues", "Tensor", "element_type", "quantize"]
 
 SPARSE = (COO, CSR, CSC, CSF)
 LAYOUT_NAMES = {"row-major": RowMajor, "column-major": ColumnMajor}
+_TORCH_LACKS = ("float4_e2m1", "float6_e2m3", "float6_e3m2")
+"""Element types torch's DLPack consumer does not take (float4 only as its own x2 pairs)."""
 """The dense layouts :meth:`Tensor.from_numpy` writes, by name (or pass the layout object)."""
 
 
@@ -502,9 +504,22 @@ class Tensor:
         :meth:`__dlpack__`), else a copy (a quantized tensor dequantized to float32); ``dtype``
         (a ``torch.dtype``) converts them. A tensor of a loaded file shares its read-only
         mapping, and torch does not honour DLPack's read-only flag: writing into it faults, so
-        ask ``copy=True`` for a tensor to modify. Needs torch; nothing else imports it."""
+        ask ``copy=True`` for a tensor to modify. A row-major float4_e2m1 tensor with an even last
+        dimension comes as torch's ``float4_e2m1fn_x2`` (two values a byte, element 2k in the low
+        nibble as HE-14, the last dimension in pairs; its bytes, not copied); with ``dtype``, and
+        for the float6 types torch lacks, the values come as float32 (exact), then ``dtype``.
+        Needs torch; nothing else imports it."""
         import torch
 
+        if self.descriptor.quantization is None and self.type_name in _TORCH_LACKS:
+            view = self._stored_view()
+            if dtype is None and view is not None and view[1] == "float4_e2m1" and view[2] and \
+                    view[3] == dlpack.row_strides(view[2]) and view[2][-1] % 2 == 0:  # E2M1 pairs, in place
+                pairs = torch.from_dlpack(view[0]).view(torch.float4_e2m1fn_x2).reshape(*view[2][:-1],
+                                                                                        view[2][-1] // 2)
+                return pairs.clone() if copy else pairs
+            values = torch.from_numpy(np.ascontiguousarray(self.numpy(np.float32)))  # exact: a copy
+            return values if dtype is None else values.to(dtype)
         result = torch.from_dlpack(self, copy=True) if copy else torch.from_dlpack(self)
         return result if dtype is None else result.to(dtype)
 

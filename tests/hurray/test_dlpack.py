@@ -208,3 +208,19 @@ def test_a_torch_tensor_needing_grad_is_refused_by_rule():
         hd.Tensor.from_dlpack(torch.ones(3, requires_grad=True))
     assert caught.value.code == "CV-DLP-03"
 
+
+
+def test_to_torch_gives_float4_as_torch_pairs_and_float6_as_float32(mapped):
+    torch = pytest.importorskip("torch")
+    source, loaded = mapped
+    pairs = loaded["float4_e2m1"].to_torch()  # (331, 307): an odd last dimension, so float32 values
+    assert pairs.dtype == torch.float32
+    assert pairs.numpy().tobytes() == source["float4_e2m1"].astype(np.float32).tobytes()
+    even = hd.Tensor.from_numpy(source["float4_e2m1"][:, :306])
+    shared = even.to_torch()
+    assert shared.dtype == torch.float4_e2m1fn_x2 and tuple(shared.shape) == (331, 153)
+    assert shared.view(torch.uint8).numpy().tobytes() == bytes(even.buffers[0])  # element 2k in the low nibble
+    assert even.to_torch(dtype=torch.bfloat16).float().numpy().tobytes() == \
+        source["float4_e2m1"][:, :306].astype(np.float32).tobytes()
+    six = loaded["float6_e3m2"].to_torch()
+    assert six.dtype == torch.float32 and six.numpy().tobytes() == source["float6_e3m2"].astype(np.float32).tobytes()

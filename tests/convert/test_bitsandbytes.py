@@ -4,7 +4,8 @@
 formula ``quant_map[q] * absmax[b]`` in float32. The fixtures are packed here as the
 bitsandbytes repository's reference ``quantize_4bit`` packs (two codes a byte, element 2k in the
 HIGH nibble, blocks over the flattened tensor; the state as JSON bytes, as ``pack_dict_to_tensor``
-writes it); bitsandbytes does not install here. A copy with swapped nibbles gives other values."""
+writes it); where bitsandbytes is installed, its own quantize_4bit and dequantize_4bit are checked
+against too. A copy with swapped nibbles gives other values."""
 
 from __future__ import annotations
 
@@ -94,3 +95,20 @@ def test_an_nf4_layer_converts_to_onnx_light_nf4_and_ort_refuses_it(tmp_path):
     assert np.asarray(dequantize_value(values[W]), np.float32).tobytes() == expected.tobytes()
     done = cli("convert", "model.safetensors", "--to", "ort", "-o", "o.onnx", "--json", cwd=tmp_path)
     assert done.returncode == 1 and {r["name"]: r for r in json.loads(done.stdout)["tensors"]}[W]["code"] == "OL-ORT-07"
+
+
+@pytest.mark.parametrize("nested", [False, True], ids=["absmax", "nested absmax"])
+def test_bitsandbytes_own_quantizer_and_dequantizer_agree(tmp_path, nested):
+    """Where bitsandbytes installs (not a test extra: it is large), its own ``quantize_4bit``
+    makes the layer and its own ``dequantize_4bit`` (float32) is the reference."""
+    torch = pytest.importorskip("torch")
+    functional = pytest.importorskip("bitsandbytes.functional")
+    weight = torch.randn(48, 256, generator=torch.Generator().manual_seed(34))
+    packed, state = functional.quantize_4bit(weight, blocksize=64, quant_type="nf4", compress_statistics=nested)
+    tensors = {W: packed.numpy(), "model.norm.weight": np.ones(5, np.float32)}
+    tensors.update({f"{W}.{key}": value.numpy() for key, value in state.as_dict(packed=True).items()})
+    save_file(tensors, str(tmp_path / "model.safetensors"))
+    done = cli("convert", "model.safetensors", "-o", "m.hrry", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    reference = functional.dequantize_4bit(packed, state).float().numpy()
+    assert hd.load(tmp_path / "m.hrry")[W].numpy().tobytes() == reference.tobytes()

@@ -1,7 +1,9 @@
 """The normative rules (RULES.md, shipped with the package): ID, role, needs and text.
 
 Every error's ``code`` is one of these IDs; :func:`rule` gives the row behind a code so that
-tools can print the rule an input broke.
+tools can print the rule an input broke. ``spec/RULES.md`` is the shared table of the formats;
+``PROJECT_RULES.md`` the project's own (the formats and protocols converted besides them), in
+the same columns.
 """
 
 from __future__ import annotations
@@ -38,11 +40,15 @@ def rules_text() -> str:
     return resources.files("hurray_decl").joinpath("spec/RULES.md").read_text(encoding="utf-8")
 
 
+def project_rules_text() -> str:
+    return resources.files("hurray_decl").joinpath("PROJECT_RULES.md").read_text(encoding="utf-8")
+
+
 @lru_cache(maxsize=1)
 def all_rules() -> dict[str, RuleRow]:
-    """Every MUST rule, keyed by ID, in file order."""
+    """Every MUST rule, keyed by ID, in file order: the shared table's, then the project's."""
     rows = {}
-    for line in rules_text().splitlines():
+    for line in (rules_text() + "\n" + project_rules_text()).splitlines():
         match = _ROW.match(line)
         if match and not match["id"].endswith("-S"):
             rows[match["id"]] = RuleRow(match["id"], match["role"],

@@ -10,6 +10,7 @@ import contextlib
 import os
 import struct
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -17,6 +18,14 @@ from pathlib import Path
 import pytest
 
 from hurray_decl.errors import HurrayDeclError
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run_cli(*argv: str, cwd: Path) -> subprocess.CompletedProcess:
+    """``python -m hurray_decl ARGV`` in ``cwd`` with this checkout's package, output captured as text."""
+    return subprocess.run([sys.executable, "-m", "hurray_decl", *argv], cwd=cwd, capture_output=True, text=True,
+                          env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}, timeout=300)
 
 
 @contextlib.contextmanager

@@ -45,3 +45,4 @@ def test_rules_md_ships_and_the_spec_texts_stay_in_the_repository():
     data = PROJECT["tool"]["setuptools"]["package-data"]["hurray_decl"]
     assert "spec/RULES.md" in data and (ROOT / "hurray_decl" / "spec" / "RULES.md").is_file()
     assert [d for d in data if d.startswith("spec/")] == ["spec/RULES.md"]
+    assert "PROJECT_RULES.md" in data and (ROOT / "hurray_decl" / "PROJECT_RULES.md").is_file()  # the CV-* codes

@@ -562,7 +562,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
         rows += [Row(f"kv {key}", "kv", (), False, err.code, err.detail) for key, err in refused]
         order = {n: i for i, n in enumerate(metadata.tensor_types(kv))}  # the GGUF order, when recorded
         tensors = sorted((t for _, t in results), key=lambda t: order.get(t.name, len(order)))
-        written.append(_write_gguf(target, [e for e in entries if e.key not in names], tensors))
+        written.append(_write_gguf(target, [e for e in entries if e.key not in names], tensors,
+                                   getattr(args, "split_max_size", None) or 0))
         _report(rows, written[0], args)
         return OK
 
@@ -632,41 +633,63 @@ def _planned(convert: Callable[[Any], Any]) -> Callable[[Any], PlannedGguf]:
     return plan
 
 
-def _write_gguf(target: Path, entries: Sequence[Any], tensors: Sequence[PlannedGguf]) -> str:
+def _write_gguf(target: Path, entries: Sequence[Any], tensors: Sequence[PlannedGguf], split_max_size: int = 0) -> str:
     """Write a ``.gguf`` file with gguf's ``GGUFWriter``: ``entries`` (their GGUF types kept) and
     ``tensors`` (:class:`PlannedGguf`), through a temporary file renamed once complete
     (``cli.outputs.atomic``). Every tensor's info goes first, from the plan; then each tensor is
     converted again, written and dropped before the next, so memory holds one tensor at a time.
-    ``write_tensor_data`` pads as ``write_tensors_to_file`` does: the same bytes."""
+    ``write_tensor_data`` pads as ``write_tensors_to_file`` does: the same bytes. With
+    ``split_max_size``, GGUFWriter's own splitting writes ``<stem>-%05d-of-%05d.gguf`` files
+    of at most that many bytes of tensor data (the split keys in each) into a temporary folder
+    beside ``target``; they are renamed into place together once all are complete."""
+    from hurray_decl.cli.common import FileProblem
+    from hurray_decl.cli.outputs import atomic, batch, target as checked
+
+    try:
+        if not split_max_size:
+            with atomic(target) as temporary:
+                _write_gguf_into(temporary, entries, tensors)
+            return f"{target} ({len(tensors)} tensors, {len(entries)} KV entries)"
+        import os
+
+        with batch() as stage:  # a staging folder named like the temporaries: a killed run's is removed later
+            folder = stage.folder(checked(target).parent / f"{target.name}.splits")
+            _write_gguf_into(folder / target.name, entries, tensors, split_max_size)
+            made = sorted(folder.iterdir())
+            with batch() as files:
+                for path in made:
+                    os.replace(path, files.file(target.parent / path.name))
+            stage.discard()  # the folder is empty now: removed, never renamed into place
+    except FileProblem as err:
+        raise CommandError(FILE_ERROR, str(err)) from None
+    return f"{target.parent / made[0].name} and {len(made) - 1} more ({len(tensors)} tensors, {len(entries)} KV " \
+           "entries)"
+
+
+def _write_gguf_into(path: Path, entries: Sequence[Any], tensors: Sequence[PlannedGguf],
+                     split_max_size: int = 0) -> None:
     import numpy as np
     from gguf import GGMLQuantizationType, GGUFWriter
 
-    from hurray_decl.cli.common import FileProblem
-    from hurray_decl.cli.outputs import atomic
     from hurray_decl.convert.metadata import write_gguf_entries
 
     architecture = next((e.value for e in entries if e.key == "general.architecture" and e.type == "STRING"), b"")
     alignment = next((e.value for e in entries if e.key == "general.alignment" and e.type == "UINT32"), None)
-    try:
-        with atomic(target) as temporary:
-            writer = GGUFWriter(temporary, architecture.decode("utf-8", "replace"))
-            if alignment:  # the entry itself is one of ``entries``
-                writer.data_alignment = int(alignment)
-            write_gguf_entries(writer, entries)
-            for planned in tensors:
-                writer.add_tensor_info(planned.name, planned.byte_shape, np.dtype(np.uint8), planned.nbytes,
-                                       raw_dtype=GGMLQuantizationType[planned.type_name])
-            writer.write_header_to_file()
-            writer.write_kv_data_to_file()
-            writer.write_ti_data_to_file()
-            for planned in _progress(tensors, "write"):
-                data = planned.data()
-                writer.write_tensor_data(data)
-                del data  # dropped before the next tensor is converted
-            writer.close()
-    except FileProblem as err:
-        raise CommandError(FILE_ERROR, str(err)) from None
-    return f"{target} ({len(tensors)} tensors, {len(entries)} KV entries)"
+    writer = GGUFWriter(path, architecture.decode("utf-8", "replace"), split_max_size=split_max_size)
+    if alignment:  # the entry itself is one of ``entries``
+        writer.data_alignment = int(alignment)
+    write_gguf_entries(writer, entries)
+    for planned in tensors:
+        writer.add_tensor_info(planned.name, planned.byte_shape, np.dtype(np.uint8), planned.nbytes,
+                               raw_dtype=GGMLQuantizationType[planned.type_name])
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_ti_data_to_file()
+    for planned in _progress(tensors, "write"):
+        data = planned.data()
+        writer.write_tensor_data(data)
+        del data  # dropped before the next tensor is converted
+    writer.close()
 
 
 def _describe_initializer(value: Any) -> tuple[str, str, tuple[int, ...]]:

@@ -118,7 +118,7 @@ KINDS: dict[Kind, KindRow] = {row.kind: row for row in (
     KindRow(Kind.GGUF, "a GGUF", b"GGUF", (".gguf",),
             taken_by="a GGUF file: hurray-decl convert reads it (to Hurray, onnx-light or ORT), hurray-decl ls "
                      "lists its tensors"),
-    KindRow(Kind.SAFETENSORS, "a safetensors", suffixes=(".safetensors",),
+    KindRow(Kind.SAFETENSORS, "a safetensors", suffixes=(".safetensors", ".safetensors.index.json"),
             taken_by="a safetensors file: hurray-decl convert reads it"),
     KindRow(Kind.EMPTY, "empty"),
     KindRow(Kind.AUTO, "any kind, detected from the bytes", forced=True),

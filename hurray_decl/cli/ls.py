@@ -101,13 +101,14 @@ def gguf_rows(args: argparse.Namespace) -> Iterator[Row]:
     from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
 
     from hurray_decl.cli.inputs import regular_file
-    from hurray_decl.convert.gguf_file import open_gguf
+    from hurray_decl.convert.gguf_splits import find_splits
 
     path = regular_file(args)
-    for t in open_gguf(path if path is not None else _window_bytes(args)).tensors:
-        block = GGML_QUANT_SIZES[GGMLQuantizationType(t.ggml_type)][0]
-        yield Row(t.name, t.type_name, t.shape, NONE if block == 1 else f"ggml block {block}", "row-major",
-                  t.nbytes)
+    for layout in find_splits(path if path is not None else _window_bytes(args)):  # a split: every split
+        for t in layout.tensors:
+            block = GGML_QUANT_SIZES[GGMLQuantizationType(t.ggml_type)][0]
+            yield Row(t.name, t.type_name, t.shape, NONE if block == 1 else f"ggml block {block}", "row-major",
+                      t.nbytes)
 
 
 def container_rows(args: argparse.Namespace) -> Iterator[Row]:

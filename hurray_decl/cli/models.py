@@ -359,7 +359,14 @@ def routed_convert(args: argparse.Namespace, convert_command: Callable[[argparse
     the input's kind)."""
     if args.to == Target.SAFETENSORS:
         return convert_safetensors(args)
+    _split_only_to_sharded(args)
     return convert_command(args)
+
+
+def _split_only_to_sharded(args: argparse.Namespace) -> None:
+    if getattr(args, "split_max_size", None) and args.to not in ("safetensors", "gguf"):
+        raise UsageError("argument --split-max-size: writes sharded safetensors or GGUF splits (--to safetensors, "
+                         "--to gguf)")
 
 
 def convert_safetensors(args: argparse.Namespace) -> int:
@@ -371,6 +378,7 @@ def convert_safetensors(args: argparse.Namespace) -> int:
     found = detect(args)
     if args.dtype and not args.dequantize:
         raise UsageError("--dtype is the type of dequantized values: give --dequantize too")
+    _split_only_to_sharded(args)
     if args.to == Target.SAFETENSORS:
         if found.kind == GGUF and args.dequantize:
             return _gguf_to_safetensors(args, Path(args.output).expanduser().absolute())
@@ -421,6 +429,26 @@ def _from_checkpoint(checkpoint: Any, source: Path, args: argparse.Namespace) ->
         """(method, converted) of one item, None for a plain tensor the target leaves out."""
         import numpy as np
 
+        if item.kind == "nvfp4":
+            from hurray_decl.errors import UnsupportedError
+
+            raise UnsupportedError("HQ-MX-11", "NVFP4 block scales are E4M3 values times a float32 tensor scale; "
+                                   "MXFP's are powers of two 2^(e - 127), and no other scheme holds E2M1 codes "
+                                   "exactly",
+                                   path=item.name, actual="nvfp4 (weight_scale, weight_scale_2)",
+                                   expected="MXFP4, NF4 or integer block codes")
+        if item.kind in ("mxfp4", "bitsandbytes-nf4"):  # Hurray MXFP / NF4, onnx-light mxfp4 / nf4; no MatMulNBits
+            tensor = item.mxfp() if item.kind == "mxfp4" else item.nf4()
+            if args.to == "hurray":
+                return f"{type(tensor[0].quantization).__name__} K{tensor[0].quantization.block_size}", tensor
+            if args.to == "onnx-light":
+                from hurray_decl.convert.codebook import codebook_to_onnx_light
+
+                return item.kind.split("-")[-1], codebook_to_onnx_light(*tensor)
+            from hurray_decl.errors import UnsupportedError
+
+            raise UnsupportedError("OL-ORT-07", "MatMulNBits holds block-affine int codes, not MXFP or NF4",
+                                   path=item.name, actual=item.kind, expected="a GPTQ/AWQ/compressed-tensors weight")
         if item.quantized:
             parts = item.parts()
             if args.to == Target.HURRAY:
@@ -495,7 +523,14 @@ def _from_checkpoint(checkpoint: Any, source: Path, args: argparse.Namespace) ->
 def _to_safetensors(args: argparse.Namespace, target: Path) -> int:
     from hurray_decl.cli import outputs
     from hurray_decl.cli.inputs import window_data
-    from hurray_decl.convert.safetensors import from_hurray, kv_to_metadata, write_safetensors
+    from hurray_decl.convert.safetensors import (
+        INDEX_SUFFIX,
+        from_hurray,
+        index_text,
+        kv_to_metadata,
+        shard_plan,
+        write_safetensors,
+    )
     from hurray_decl.errors import HurrayDeclError
     from hurray_decl.hurray.container import open_container
     from hurray_decl.hurray.files import File
@@ -522,10 +557,22 @@ def _to_safetensors(args: argparse.Namespace, target: Path) -> int:
                 raise failures[0]
             raise InvalidInput(f"invalid input: {source} holds no tensor")
         metadata = kv_to_metadata(opened.kv)
-        with outputs.atomic(target) as temporary:
-            write_safetensors(temporary, arrays, metadata)
+        written = str(target)
+        plan = {target.name: [name for name, _ in arrays]}
+        stem = target.name[: -len(".safetensors")] if target.name.endswith(".safetensors") else target.name
+        if getattr(args, "split_max_size", None):
+            plan = shard_plan([(name, values.nbytes) for name, values in arrays], args.split_max_size, stem)
+        by_name = dict(arrays)
         del arrays
-    report(rows, source, Kind.SAFETENSORS, str(target), args.json)
+        with outputs.batch() as files:  # every shard and the index appear once all are written
+            for shard, names in plan.items():
+                write_safetensors(files.file(target.parent / shard), [(n, by_name[n]) for n in names], metadata)
+            if len(plan) > 1:
+                index = target.parent / f"{stem}{INDEX_SUFFIX}"
+                files.file(index).write_text(index_text(plan, sum(v.nbytes for v in by_name.values())))
+                written = f"{index} and {len(plan)} shards"
+        del by_name
+    report(rows, source, Kind.SAFETENSORS, written, args.json)
     return OK
 
 
@@ -548,7 +595,7 @@ def _gguf_to_safetensors(args: argparse.Namespace, target: Path) -> int:
     model = read_gguf_model(path if path is not None else bytes(window_data(args)))
     rows: list[Row] = []
     kept = []
-    for tensor in model.tensors.layout.tensors:  # the infos only: no tensor data is read here
+    for tensor in model.tensors:  # the infos only: no tensor data is read here (the data are views of the maps)
         reason = dequantizes(tensor.type_name)
         if reason is None:
             kept.append(tensor)
@@ -575,6 +622,17 @@ def _gguf_to_safetensors(args: argparse.Namespace, target: Path) -> int:
         write_safetensors_stream(stream, planned, arrays())
     report(rows, source, Kind.SAFETENSORS, str(target), args.json)
     return OK
+
+
+def byte_count(text: str) -> int:
+    """``--split-max-size``: bytes, or a number followed by K, M or G (powers of 1000, as
+    llama.cpp's gguf-split reads them)."""
+    scale = {"K": 10**3, "M": 10**6, "G": 10**9}.get(text[-1:].upper(), 1)
+    digits = text[:-1] if scale > 1 else text
+    if not digits.isdigit() or int(digits) == 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size: a positive number of bytes, or N followed by "
+                                         "K, M or G")
+    return int(digits) * scale
 
 
 # --- the command -------------------------------------------------------------------------------------
@@ -620,3 +678,8 @@ def register(subparsers: Any) -> None:
             kind: functools.partial(routed_convert, convert_command=handler)
             for kind, handler in HANDLERS.get("convert", {}).items()}
         handles(subparsers, "convert", {**routed, SAFETENSORS: convert_safetensors})
+        subparsers.choices["convert"].add_argument(
+            "--split-max-size", type=byte_count, metavar="SIZE",
+            help="--to safetensors or gguf: shards of at most SIZE bytes of tensor data (N, NK, NM, NG: powers of "
+                 "1000), named NAME-00001-of-0000N.safetensors with NAME.safetensors.index.json, or "
+                 "NAME-00001-of-0000N.gguf (GGUFWriter's splits)")

@@ -1,4 +1,4 @@
-"""Whole safetensors checkpoints: plain tensors, and GPTQ / AWQ packed linear weights, read whole.
+"""Whole safetensors checkpoints: plain tensors, and GPTQ / AWQ / compressed-tensors packed linear weights.
 
 A linear layer ``P`` of a GPTQ or AWQ checkpoint is the tensors ``P.qweight``, ``P.qzeros``,
 ``P.scales`` (and, for GPTQ, ``P.g_idx``); :func:`read_checkpoint` groups them into one
@@ -7,7 +7,10 @@ A linear layer ``P`` of a GPTQ or AWQ checkpoint is the tensors ``P.qweight``, `
 ``(q - z) * scale`` is the GPTQ/AWQ formula ``scale * (q - zero)``, GPTQ's stored ``zero - 1``
 normalized, HQ-ZP-01). The weight keeps the packed layout's orientation, ``(in_features,
 out_features)`` blocked along axis 0: the ``[K, N]`` matrix ORT MatMulNBits multiplies by.
-Every other tensor (biases, norms, embeddings) is an unquantized item.
+Every other tensor (biases, norms, embeddings) is an unquantized item. A compressed-tensors
+``pack-quantized`` layer ``P`` is ``P.weight_packed``, ``P.weight_scale``, ``P.weight_shape``
+(and ``P.weight_zero_point``, ``P.weight_g_idx``): its item ``P.weight`` keeps the ``(out, in)``
+orientation (:func:`~hurray_decl.convert.group.compressed_tensors_parts`).
 
 The quantization settings come from a ``quantization_config`` (the first found of):
 ``__metadata__["quantization_config"]`` (JSON text), ``quantize_config.json`` beside the file
@@ -29,15 +32,31 @@ from typing import Any
 
 import numpy as np
 
-from hurray_decl.convert.group import awq_parts, float16_scales, gptq_parts
+from hurray_decl.convert.codebook import bitsandbytes_nf4_to_hurray, mxfp4_blocks_to_hurray
+from hurray_decl.convert.group import awq_parts, compressed_tensors_parts, float16_scales, gptq_parts
 from hurray_decl.convert.parts import BlockParts
 from hurray_decl.convert.safetensors import SafetensorsFile, open_safetensors
 from hurray_decl.errors import ArgumentError, RuleViolation, UnsupportedError
+from hurray_decl.hurray.tables import storage
 
-__all__ = ["CONFIG_FILES", "PACKED_ROLES", "Checkpoint", "Item", "QuantizationConfig", "read_checkpoint"]
+__all__ = ["BNB_ROLES", "BNB_STATE", "CONFIG_FILES", "CT_ROLES", "MXFP4_ROLES", "PACKED_ROLES", "Checkpoint",
+           "Item", "QuantizationConfig", "read_checkpoint"]
 
 PACKED_ROLES = ("qweight", "qzeros", "scales", "g_idx")
 """The suffixes of a packed linear layer's tensors; ``g_idx`` is GPTQ's, and optional."""
+CT_ROLES = ("weight_packed", "weight_scale", "weight_shape", "weight_zero_point", "weight_g_idx")
+"""compressed-tensors ``pack-quantized``: a layer's tensors (zero point and g_idx optional)."""
+MXFP4_ROLES = ("blocks", "scales")
+"""gpt-oss MXFP4: ``P_blocks`` and ``P_scales`` (transformers' names; ``P.blocks``, ``P.scales`` too)."""
+BNB_STATE = ".quant_state.bitsandbytes__nf4"
+"""The suffix of a bitsandbytes NF4 weight's packed state (JSON bytes); the weight is its prefix."""
+BNB_ROLES = ("absmax", "quant_map", "nested_absmax", "nested_quant_map")
+"""bitsandbytes NF4: the weight ``W`` and ``W.absmax``, ``W.quant_map`` (nested: two more)."""
+NVFP4_SCALE = ".weight_scale_2"
+"""ModelOpt NVFP4: ``P.weight`` (E2M1 pairs), ``P.weight_scale`` (E4M3 a block of 16) and this
+float32 tensor scale; no Hurray scheme holds E4M3 block scales times a tensor scale (HQ-MX-11)."""
+_FIRST = {"gptq": "qweight", "awq": "qweight", "compressed-tensors": "weight_packed", "mxfp4": "blocks"}
+"""The tensor that marks a packed layer of each method (its name's prefix is the layer's)."""
 CONFIG_FILES = ("quantize_config.json", "config.json")
 """Files beside a checkpoint that may hold its quantization config, in the order they are asked."""
 
@@ -58,6 +77,10 @@ class QuantizationConfig:
     def from_mapping(cls, config: Mapping[str, Any], source: str) -> QuantizationConfig:
         """Read a ``quantization_config`` mapping (transformers, AutoGPTQ or AutoAWQ spelling)."""
         method = str(config.get("quant_method", "gptq")).lower()
+        if method == "compressed-tensors":
+            return cls._compressed_tensors(config, source)
+        if method == "mxfp4":  # gpt-oss: E2M1 blocks of 32 with E8M0 scales, nothing to configure
+            return cls("mxfp4", 4, 32, False, 0, source)
         if method not in ("gptq", "awq"):
             raise UnsupportedError("HQ-PB-01", f"{source}: quant_method {method!r} is not a GPTQ or AWQ checkpoint",
                                    path="quantization_config -> quant_method", actual=method, expected="gptq or awq")
@@ -84,6 +107,37 @@ class QuantizationConfig:
                                    actual=checkpoint_format, expected="gptq or gptq_v2")
         return cls("gptq", int(bits), int(group), bool(config.get("desc_act", False)), formats[checkpoint_format],
                    source)
+
+
+    @classmethod
+    def _compressed_tensors(cls, config: Mapping[str, Any], source: str) -> QuantizationConfig:
+        """compressed-tensors: ``format`` ``pack-quantized`` (the config's, or each group's),
+        every ``config_groups`` entry integer weights of one ``num_bits``."""
+        groups = config.get("config_groups")
+        if not isinstance(groups, dict) or not groups:
+            raise ArgumentError("quantization_config", f"{source}: compressed-tensors without config_groups")
+        bits: set[Any] = set()
+        sizes: set[Any] = set()
+        for name, group in groups.items():
+            weights = group.get("weights") if isinstance(group, dict) else None
+            form = (group.get("format") if isinstance(group, dict) else None) or config.get("format")
+            if not isinstance(weights, dict) or form != "pack-quantized" or weights.get("type", "int") != "int":
+                raise UnsupportedError("HQ-PB-01", f"{source}: config group {name} is not integer pack-quantized "
+                                       "weights", path=f"quantization_config -> config_groups -> {name}",
+                                       actual=str(form), expected="pack-quantized int weights")
+            bits.add(weights.get("num_bits"))
+            if weights.get("strategy") == "group":
+                sizes.add(weights.get("group_size"))
+        only = next(iter(bits))
+        if len(bits) != 1 or isinstance(only, bool) or only not in (4, 8):
+            raise UnsupportedError("HQ-PB-14", f"{source}: the config groups' num_bits are not one of 4 and 8",
+                                   path="quantization_config -> config_groups", actual=sorted(map(str, bits)),
+                                   expected="4 or 8, the same in every group")
+        size = next(iter(sizes)) if sizes else 0
+        if len(sizes) > 1 or isinstance(size, bool) or not isinstance(size, int):
+            raise ArgumentError("quantization_config", f"{source}: the group strategy's group_size is one integer "
+                                "for every config group", actual=sorted(map(str, sizes)))
+        return cls("compressed-tensors", int(only), size, False, 0, source)
 
 
 def _json_object(text: str, source: str) -> dict[str, Any]:
@@ -132,7 +186,12 @@ class Item:
 
     @property
     def kind(self) -> str:
-        """``gptq``, ``awq`` or the safetensors dtype code of a plain tensor."""
+        """``gptq``, ``awq``, ``compressed-tensors``, ``mxfp4``, ``bitsandbytes-nf4`` or the
+        safetensors dtype code of a plain tensor."""
+        if "state" in self.roles:
+            return "bitsandbytes-nf4"
+        if "weight_scale_2" in self.roles:
+            return "nvfp4"
         if self.config is not None and self.roles:
             return self.config.method
         return self.source.entries[self.name].code
@@ -142,6 +201,16 @@ class Item:
         """The logical shape: ``(in_features, out_features)`` for a packed weight."""
         if not self.roles:
             return self.source.entries[self.name].shape
+        if "weight_scale_2" in self.roles:  # NVFP4: two E2M1 values a byte along the rows
+            *leading, pairs = self.source.entries[self.roles["weight"]].shape
+            return (*leading, pairs * 2)
+        if "state" in self.roles:  # bitsandbytes: the shape its state names
+            return tuple(int(n) for n in self.state().get("shape") or ())
+        if "blocks" in self.roles:  # MXFP4: (*prefix, G, 16) bytes, 32 values a block
+            *prefix, groups, _ = self.source.entries[self.roles["blocks"]].shape
+            return (*prefix, groups * 32)
+        if "weight_shape" in self.roles:  # compressed-tensors: (out, in), as stored
+            return tuple(int(n) for n in self.source.array(self.roles["weight_shape"]).reshape(-1))
         rows, columns = self.source.entries[self.roles["qweight"]].shape
         if self.kind == "awq":
             return rows, columns * (32 // 4)
@@ -151,11 +220,49 @@ class Item:
         """A plain tensor's values (same bits)."""
         return self.source.array(self.name)
 
+    def state(self) -> dict[str, Any]:
+        """A bitsandbytes weight's quant_state (JSON bytes in a uint8 tensor)."""
+        raw = self.source.array(self.roles["state"])
+        try:
+            value = json.loads(raw.tobytes())
+        except ValueError as err:
+            raise RuleViolation("HQ-NF4-01", f"{self.roles['state']} is not a JSON quant state: {err}",
+                                path=self.roles["state"], actual=raw[:16].tobytes()) from None
+        if not isinstance(value, dict):
+            raise RuleViolation("HQ-NF4-01", f"{self.roles['state']} is not a JSON object", path=self.roles["state"],
+                                actual=type(value).__name__)
+        return value
+
+    def nf4(self) -> tuple[Any, list[bytes]]:
+        """A bitsandbytes NF4 weight as the Hurray NF4 tensor with the same values."""
+        read = {role: self.source.array(name) for role, name in self.roles.items() if role != "state"}
+        nested = (read["nested_absmax"], read["nested_quant_map"]) if "nested_absmax" in read else None
+        return bitsandbytes_nf4_to_hurray(read["weight"], read["absmax"], read["quant_map"], self.state(), nested,
+                                          self.name)
+
+    def mxfp(self) -> tuple[Any, list[bytes]]:
+        """A gpt-oss MXFP4 tensor as the Hurray MXFP tensor with the same bytes."""
+        if "blocks" not in self.roles:
+            raise ArgumentError("item", f"{self.name} is not an MXFP4 tensor", actual=self.name)
+        return mxfp4_blocks_to_hurray(self.source.array(self.roles["blocks"]), self.source.array(self.roles["scales"]),
+                                      self.name)
+
     def parts(self) -> BlockParts:
         """A packed weight's per-block affine parts, bit for bit (refused by rule where none exist)."""
         if self.config is None or not self.roles:
             raise ArgumentError("item", f"{self.name} is not a packed weight", actual=self.name)
         read = {role: self.source.array(name) for role, name in self.roles.items()}
+        if self.config.method == "compressed-tensors":
+            scales = read["weight_scale"]
+            scale_type = storage.element_of_dtype(scales.dtype)
+            if scale_type not in ("float16", "bfloat16", "float32"):
+                raise RuleViolation("HQ-PB-08", f"{self.roles['weight_scale']} holds {scales.dtype} scales",
+                                    path=self.roles["weight_scale"], actual=str(scales.dtype),
+                                    expected="float16, bfloat16 or float32")
+            return compressed_tensors_parts(read["weight_packed"], scales, read["weight_shape"],
+                                            bits=self.config.bits, group_size=self.config.group_size,
+                                            scale_type=scale_type,
+                                            zero_points=read.get("weight_zero_point"), g_idx=read.get("weight_g_idx"))
         for role in ("qweight", "qzeros"):
             if read[role].dtype != np.int32:
                 raise RuleViolation("HQ-PB-14", f"{self.roles[role]} holds packed int32 words", path=self.roles[role],
@@ -191,29 +298,57 @@ def read_checkpoint(path: str | Path) -> Checkpoint:
     path = Path(path)
     source = open_safetensors(path)
     try:
-        prefixes = [n[: -len(".qweight")] for n in source.names if n.endswith(".qweight")]
-        config = find_config(path, source.metadata) if prefixes else None
-        if prefixes and config is None:
-            raise ArgumentError("quantization_config", f"{path} holds packed weights ({prefixes[0]}.qweight) but no "
+        marks = [n for n in source.names if n.endswith((".qweight", ".weight_packed"))]
+        blocks = [n for n in source.names if n.endswith(("_blocks", ".blocks"))
+                  and f"{n[: -len('blocks')]}scales" in source.entries]  # MXFP4 only with a config that says so
+        config = find_config(path, source.metadata) if marks or blocks else None
+        if marks and config is None:
+            raise ArgumentError("quantization_config", f"{path} holds packed weights ({marks[0]}) but no "
                                 "quantization_config (in __metadata__, or a quantize_config.json / config.json "
                                 "beside it) says how they are packed")
+        first = _FIRST[config.method] if config is not None else "qweight"
+        names, needed = {"weight_packed": (CT_ROLES, CT_ROLES[:3]), "blocks": (MXFP4_ROLES, MXFP4_ROLES)}.get(
+            first, (PACKED_ROLES, PACKED_ROLES[1:3]))
+        joints = ("_", ".") if first == "blocks" else (".",)
+        prefixes = [(n[: -len(first) - 1], n[-len(first) - 1]) for n in source.names
+                    if n.endswith(first) and n[-len(first) - 1: -len(first)] in joints]
         grouped: dict[str, dict[str, str]] = {}
-        for prefix in prefixes:
-            roles = {role: f"{prefix}.{role}" for role in PACKED_ROLES if f"{prefix}.{role}" in source.entries}
-            missing = [r for r in ("qzeros", "scales") if r not in roles]
+        for prefix, joint in prefixes:
+            roles = {role: f"{prefix}{joint}{role}" for role in names if f"{prefix}{joint}{role}" in source.entries}
+            missing = [r for r in needed if r not in roles]
             if missing:
-                raise ArgumentError("checkpoint", f"{prefix}.qweight has no {prefix}.{missing[0]}",
-                                    actual=prefix, expected=", ".join(PACKED_ROLES[:3]))
+                raise ArgumentError("checkpoint", f"{prefix}{joint}{first} has no {prefix}{joint}{missing[0]}",
+                                    actual=prefix, expected=", ".join(names[:3]))
             for name in roles.values():
                 grouped[name] = roles
+        for state in (n for n in source.names if n.endswith(BNB_STATE)):
+            weight = state[: -len(BNB_STATE)]
+            roles = {"weight": weight, "state": state, **{role: f"{weight}.{role}" for role in BNB_ROLES
+                                                          if f"{weight}.{role}" in source.entries}}
+            missing = [r for r in ("weight", "absmax", "quant_map") if roles.get(r) not in source.entries]
+            if missing:
+                raise ArgumentError("checkpoint", f"{state} has no {roles.get(missing[0], missing[0])}",
+                                    actual=weight, expected=", ".join(BNB_ROLES[:2]))
+            grouped.update(dict.fromkeys(roles.values(), roles))
+        for second in (n for n in source.names if n.endswith(NVFP4_SCALE)):
+            stem = second[: -len(NVFP4_SCALE)]
+            roles = {role: f"{stem}.{role}" for role in ("weight", "weight_scale", "weight_scale_2", "input_scale")
+                     if f"{stem}.{role}" in source.entries}
+            if "weight" in roles:
+                grouped.update(dict.fromkeys(roles.values(), roles))
         items, seen = [], set()
         for name in source.names:
-            if name not in grouped:
+            anchor = grouped[name].get("state", grouped[name].get("weight_scale_2")) if name in grouped else None
+            if anchor is not None:  # one item a bitsandbytes or NVFP4 weight, named as its weight
+                if anchor not in seen:
+                    seen.add(anchor)
+                    items.append(Item(grouped[name]["weight"], source, config, grouped[name]))
+            elif name not in grouped:
                 items.append(Item(name, source, config))
-            elif grouped[name]["qweight"] not in seen:
-                seen.add(grouped[name]["qweight"])
-                items.append(Item(grouped[name]["qweight"][: -len(".qweight")] + ".weight", source, config,
-                                  grouped[name]))
+            elif grouped[name][first] not in seen:
+                seen.add(grouped[name][first])
+                stem = grouped[name][first][: -len(first) - 1]
+                items.append(Item(stem if first == "blocks" else stem + ".weight", source, config, grouped[name]))
     except BaseException:
         source.close()
         raise

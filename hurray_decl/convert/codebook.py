@@ -15,15 +15,15 @@ E2M1 and E3M2 code of -0) has no exact form. A zero NF4 absmax is onnx-light's s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from hurray_decl.errors import UnsupportedError
-from hurray_decl.hurray.numerics import assemble, buffer_contents, dequantize
+from hurray_decl.hurray.numerics import assemble, assemble_data, buffer_contents, dequantize
 from hurray_decl.hurray.schemes.mxfp import MXFP
-from hurray_decl.hurray.schemes.nf4 import NF4
+from hurray_decl.hurray.schemes.nf4 import LEVELS as NF4_LEVELS, NF4
 from hurray_decl.hurray.tables import storage
 from hurray_decl.hurray.tables.element_types import BY_TAG
 from hurray_decl.hurray.tensor import RowMajor, TensorDescriptor, validate_buffers
@@ -39,7 +39,8 @@ from hurray_decl.onnx_light.codec import unwrap_value
 from hurray_decl.onnx_light.packing import pack_bits, unpack_bits
 from hurray_decl.onnx_light.portable import build_payload, open_value, read_portable
 
-__all__ = ["MXFP_FORMATS", "codebook_to_hurray", "codebook_to_onnx_light"]
+__all__ = ["MXFP_FORMATS", "bitsandbytes_nf4_to_hurray", "codebook_to_hurray", "codebook_to_onnx_light",
+           "mxfp4_blocks_to_hurray"]
 
 F = QuantizationFormat
 MXFP_FORMATS = {"float4_e2m1": F.MXFP4, "float6_e3m2": F.MXFP6}
@@ -161,3 +162,67 @@ def codebook_to_hurray(encoded: Any, model: Any = None) -> tuple[TensorDescripto
     if not (_bits(got) == _bits(want)).all():
         raise _refuse("OL-NUM-14", "the Hurray tensor decodes to other float32 values", "value")
     return tensor
+
+
+def mxfp4_blocks_to_hurray(blocks: Any, scales: Any, name: str = "tensor") -> tuple[TensorDescriptor, list[bytes]]:
+    """gpt-oss MXFP4 (``*_blocks`` uint8 ``(*prefix, G, 16)``: 32 E2M1 values a block, element
+    2k in the low nibble of byte k; ``*_scales`` uint8 ``(*prefix, G)``: E8M0 exponents, the
+    value ``2^(scale - 127) * value(q)``) as a Hurray MXFP tensor ``(*prefix, G * 32)``, blocks
+    of 32 along the last axis. The bytes are Hurray's as they are: float4_e2m1 packs element 2k
+    in the low nibble too (HE-14) and the scales are in block order (HQ-PB-15); scale bytes
+    0x00 and 0xFF are refused (HQ-MX-10)."""
+    packed, exponents = np.asarray(blocks), np.asarray(scales)
+    if packed.dtype != np.uint8 or exponents.dtype != np.uint8 or packed.ndim < 2 or packed.shape[-1] != 16 \
+            or exponents.shape != packed.shape[:-1]:
+        raise _refuse("HQ-MX-08", f"{name}: MXFP4 blocks are whole, uint8 (*prefix, G, 16), one uint8 scale a block "
+                      "(*prefix, G)",
+                      f"{name} -> blocks", f"{list(packed.shape)} {packed.dtype}, {list(exponents.shape)} "
+                      f"{exponents.dtype}", "uint8 (*prefix, G, 16) and (*prefix, G)")
+    shape = (*packed.shape[:-2], packed.shape[-2] * 32)
+    model = MXFP(axis=len(shape) - 1, block_size=32, scale_buffer_index=1)
+    return assemble_data(model, shape, "float4_e2m1", packed.reshape(-1), [exponents.reshape(-1)])
+
+
+def bitsandbytes_nf4_to_hurray(packed: Any, absmax: Any, quant_map: Any, state: Mapping[str, Any],
+                               nested: tuple[Any, Any] | None = None,
+                               name: str = "tensor") -> tuple[TensorDescriptor, list[bytes]]:
+    """A bitsandbytes NF4 weight (``Linear4bit``'s state dict: ``W`` uint8, two codes a byte,
+    element 2k in the HIGH nibble; ``W.absmax`` float32, one a block of ``blocksize`` elements
+    of the flattened tensor; ``W.quant_map`` the 16 levels; ``W.quant_state.bitsandbytes__nf4``
+    the JSON ``state``: ``quant_type``, ``blocksize``, ``shape``) as a Hurray NF4 tensor of
+    ``shape``, blocks along the last axis, the nibbles swapped into Hurray's order (HE-14).
+
+    ``x = quant_map[q] * absmax[b]`` in float32, the levels those of HQ-NF4-11 (another map is
+    refused). A nested (double-quantized) absmax, ``nested = (nested_absmax, nested_quant_map)``
+    with ``state``'s ``nested_blocksize`` and ``nested_offset``, is materialized as bitsandbytes
+    computes it in float32, ``nested_quant_map[a] * nested_absmax[i // nested_blocksize] +
+    offset``: the float32 scales it dequantizes with. Blocks that run across rows (a last axis
+    not a multiple of ``blocksize``) are refused (HQ-PB-15)."""
+    levels = np.asarray(quant_map, np.float32).reshape(-1)
+    if state.get("quant_type") != "nf4" or levels.size != 16 or levels.tobytes() != np.asarray(
+            NF4_LEVELS, np.float32).tobytes():
+        raise _refuse("HQ-NF4-11", f"{name}: the quant_map is not the NF4 levels", f"{name} -> quant_map",
+                      str(state.get("quant_type")), "nf4 with the levels of HQ-NF4-11")
+    shape = tuple(int(n) for n in state.get("shape") or ())
+    block = state.get("blocksize")
+    if not shape or not isinstance(block, int) or isinstance(block, bool) or shape[-1] % block:
+        raise _refuse("HQ-PB-15", f"{name}: bitsandbytes blocks of {block} elements of the flattened tensor are "
+                      "Hurray NF4 blocks only when they tile the last axis", f"{name} -> quant_state -> blocksize",
+                      block, f"a divisor of {shape[-1] if shape else 'the last dimension'}")
+    count = int(np.prod(shape))
+    codes = np.asarray(packed).view(np.uint8).reshape(-1)
+    scales = np.asarray(absmax).reshape(-1)
+    if nested is not None:
+        quantized, (outer, table) = scales, (np.asarray(v, np.float32).reshape(-1) for v in nested)
+        step, offset = state.get("nested_blocksize"), np.float32(state.get("nested_offset", 0.0))
+        if quantized.dtype != np.uint8 or not isinstance(step, int) or isinstance(step, bool) or step < 1 \
+                or table.size != 256 or outer.size != -(-quantized.size // step):
+            raise _refuse("HQ-NF4-08", f"{name}: a nested absmax is uint8 codes of a 256-entry map, one float32 "
+                          "scale a nested block", f"{name} -> absmax", str(quantized.dtype), "uint8")
+        scales = table[quantized] * outer[np.arange(quantized.size) // step] + offset
+    if codes.size != -(-count // 2) or scales.size != count // block or scales.dtype != np.float32:
+        raise _refuse("HQ-NF4-01", f"{name}: {codes.size} packed bytes and {scales.size} absmax for shape "
+                      f"{list(shape)} in blocks of {block}", f"{name} -> absmax", scales.size, count // block)
+    swapped = ((codes & 0x0F) << 4) | (codes >> 4)  # element 2k: high nibble there, low nibble here
+    model = NF4(axis=len(shape) - 1, block_size=block, scale_buffer_index=1)
+    return assemble_data(model, shape, "uint4", swapped.astype(np.uint8), [scales])

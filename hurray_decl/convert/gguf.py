@@ -24,7 +24,13 @@ from typing import Any, overload
 
 import numpy as np
 
-from hurray_decl.convert.gguf_file import GGUF_MAGIC as GGUF_MAGIC, GgufTensorInfo, open_gguf  # the magic: re-exported
+from hurray_decl.convert.gguf_file import (  # the magic: re-exported
+    GGUF_MAGIC as GGUF_MAGIC,
+    GgufFile,
+    GgufTensorInfo,
+    open_gguf,
+)
+from hurray_decl.convert.gguf_splits import SPLIT_KEYS, Chained, find_splits
 from hurray_decl.convert.parts import BlockParts
 from hurray_decl.errors import ArgumentError, RuleViolation, UnsupportedError
 
@@ -516,8 +522,8 @@ class GgufTensors(Sequence[GgufTensor]):
     data at a time. A missing or unreadable file raises ``OSError``.
     """
 
-    def __init__(self, path: Any) -> None:
-        self.layout = open_gguf(path)
+    def __init__(self, path: Any) -> None:  # a path, the file's bytes, or a layout opened already
+        self.layout = path if isinstance(path, GgufFile) else open_gguf(path)
 
     def __len__(self) -> int:
         return len(self.layout.tensors)
@@ -554,20 +560,27 @@ def read_gguf(path: Any) -> list[GgufTensor]:
 
 @dataclass(frozen=True)
 class GgufModel:
-    """A ``.gguf`` file's tensors (:class:`GgufTensors`, read one by one) and its KV entries
-    (:class:`hurray_decl.convert.metadata.GgufEntry`), in file order."""
+    """A ``.gguf`` file's tensors (:class:`GgufTensors`, read one by one; of every split in
+    turn for a split model) and its KV entries (:class:`hurray_decl.convert.metadata.GgufEntry`),
+    in file order."""
 
-    tensors: GgufTensors
+    tensors: Sequence[GgufTensor]
     kv: list[Any]
 
 
 def read_gguf_model(path: Any) -> GgufModel:
     """The tensors and KV entries of a ``.gguf`` file, both from one checked layout
-    (:func:`~hurray_decl.convert.gguf_file.open_gguf`; gguf's own reader never sees the file)."""
+    (:func:`~hurray_decl.convert.gguf_file.open_gguf`; gguf's own reader never sees the file).
+    A split of a model (``split.count`` above 1) gives the whole model, every split checked
+    first (:func:`~hurray_decl.convert.gguf_splits.find_splits`): the first split's KV entries
+    but the split keys, the splits' tensors in order."""
     from hurray_decl.convert.metadata import gguf_file_entries
 
-    tensors = GgufTensors(path)
-    return GgufModel(tensors, gguf_file_entries(tensors.layout))
+    layouts = find_splits(path)
+    kv = gguf_file_entries(layouts[0])
+    if len(layouts) == 1:
+        return GgufModel(GgufTensors(layouts[0]), kv)
+    return GgufModel(Chained([GgufTensors(layout) for layout in layouts]), [e for e in kv if e.key not in SPLIT_KEYS])
 
 
 # --- writing GGUF blocks ---------------------------------------------------------------------------

@@ -35,7 +35,7 @@ import numpy as np
 
 from hurray_decl.convert.hurray import block_parts
 from hurray_decl.convert.ort import to_matmul_nbits
-from hurray_decl.convert.safetensors import SafetensorsFile, is_safetensors, open_safetensors
+from hurray_decl.convert.safetensors import SafetensorsFile, is_index, is_safetensors, open_safetensors
 from hurray_decl.errors import ArgumentError, RuleViolation, UnsupportedError
 from hurray_decl.hurray.tables import storage
 from hurray_decl.hurray.tensor import TensorDescriptor
@@ -196,13 +196,14 @@ def _onnx(path: Path) -> ModelSource:
 
 
 def read_model(path: str | Path) -> ModelSource:
-    """A ``.npz`` archive, a safetensors file or an ONNX model, told apart by their first bytes."""
+    """A ``.npz`` archive, a safetensors file (or a sharded model's index) or an ONNX model, told
+    apart by their first bytes (an index by its name)."""
     path = Path(path)
     with path.open("rb") as handle:
         head = handle.read(16)
     if head.startswith(b"PK"):
         return _npz(path)
-    if is_safetensors(head):
+    if is_safetensors(head) or is_index(path):  # a sharded model by its index, too
         return _safetensors(path)
     return _onnx(path)
 

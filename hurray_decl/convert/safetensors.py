@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from hurray_decl.errors import ArgumentError, UnsupportedError
+from hurray_decl.errors import ArgumentError, RuleViolation, UnsupportedError
 from hurray_decl.hurray.tables import storage
 from hurray_decl.hurray.values import Tensor
 
@@ -44,12 +44,16 @@ __all__ = [
     "DTYPES",
     "SafetensorsDtype",
     "SafetensorsFile",
+    "ShardedSafetensors",
     "from_hurray",
+    "index_text",
+    "is_index",
     "is_safetensors",
     "iterate_arrays",
     "kv_to_metadata",
     "metadata_to_kv",
     "open_safetensors",
+    "shard_plan",
     "to_hurray",
     "write_safetensors",
     "write_safetensors_stream",
@@ -169,6 +173,7 @@ class SafetensorsFile:
         row = _dtype_row(entry.code, name)
         element = row.element or ""
         target = storage.value_dtype(element)
+        storage.check_output_size(entry.shape, target.itemsize, f"reading {name}")
         if not row.raw:
             values = self._opened.get_tensor(name)
             if values.dtype != target:
@@ -198,9 +203,143 @@ class SafetensorsFile:
         self.close()
 
 
+INDEX_SUFFIX = ".safetensors.index.json"
+"""The Hugging Face name of a sharded model's index (``model.safetensors.index.json``)."""
+
+
+class ShardedSafetensors(SafetensorsFile):
+    """A sharded model read through its index (``model.safetensors.index.json``: ``weight_map``
+    from each tensor name to the shard holding it, ``metadata``) as one file: the shards'
+    tensors in shard order (the shards sorted by name), each shard in its file order.
+
+    Every shard's header is read and checked against the index before any tensor is: a shard
+    missing (CV-SHD-01), a tensor the index names absent from its shard (CV-SHD-02), a tensor in
+    two shards or in a shard the index does not assign it to (CV-SHD-03), an index that is not
+    one (CV-SHD-04), and shards whose ``__metadata__`` disagree (CV-SHD-06) are refused. Values
+    are then read shard by shard: one shard is open at a time. :attr:`metadata` is the shards'
+    ``__metadata__``, then the index's ``metadata`` as ``safetensors.index.<key>`` (JSON text for
+    non-strings) but for ``total_size``, which only restates the shards' data size."""
+
+    def __init__(self, path: Path) -> None:  # the shards, not one file: SafetensorsFile.__init__ is not called
+        self.path = path
+        weight_map, index_metadata = _read_index(path)
+        self.shards = sorted(set(weight_map.values()))
+        for shard in self.shards:
+            if not (path.parent / shard).is_file():
+                raise RuleViolation("CV-SHD-01", f"{path.name} names the shard {shard}, which is not in {path.parent}",
+                                    path=f"{path.name} -> weight_map", actual=shard, expected="an existing file")
+        holders: dict[str, list[str]] = {}
+        self.entries = {}
+        self.owner: dict[str, str] = {}
+        metadata: dict[str, str] = {}
+        for shard in self.shards:
+            with SafetensorsFile(path.parent / shard) as opened:
+                for key, value in opened.metadata.items():
+                    if metadata.setdefault(key, value) != value:
+                        raise RuleViolation("CV-SHD-06", f"the shards' __metadata__ disagree on {key!r}",
+                                            path=f"{shard} -> __metadata__ -> {key}", actual=value,
+                                            expected=metadata[key])
+                for name, entry in opened.entries.items():
+                    holders.setdefault(name, []).append(shard)
+                    self.entries.setdefault(name, entry)
+                    self.owner.setdefault(name, shard)
+        for name, shards in holders.items():
+            if len(shards) > 1:
+                raise RuleViolation("CV-SHD-03", f"the tensor {name} is in two shards", path=f"{shards[1]} -> {name}",
+                                    actual=", ".join(shards), expected="one shard")
+            if weight_map.get(name) != shards[0]:
+                raise RuleViolation("CV-SHD-03", f"{shards[0]} holds {name}, which {path.name} "
+                                    + ("assigns to " + weight_map[name] if name in weight_map else "does not list"),
+                                    path=f"{shards[0]} -> {name}", actual=shards[0], expected=weight_map.get(name))
+        for name, shard in weight_map.items():
+            if name not in holders:
+                raise RuleViolation("CV-SHD-02", f"{path.name} names the tensor {name}, which {shard} does not hold",
+                                    path=f"{path.name} -> weight_map -> {name}", actual=shard,
+                                    expected=f"a shard holding {name}")
+        for key, value in index_metadata.items():
+            if key != "total_size":
+                metadata[f"safetensors.index.{key}"] = value if isinstance(value, str) else json.dumps(value)
+        self.metadata = metadata
+        self._current: SafetensorsFile | None = None
+
+    @property
+    def open_shard(self) -> str | None:
+        """The file name of the one shard open now (None before the first read)."""
+        return self._current.path.name if self._current is not None else None
+
+    def array(self, name: str) -> np.ndarray:
+        """Tensor ``name``'s values, from its shard (opened now, the previous one closed)."""
+        if name not in self.owner:
+            raise ArgumentError("name", f"{self.path} has no tensor {name!r}", actual=name)
+        shard = self.path.parent / self.owner[name]
+        if self._current is None or self._current.path != shard:
+            self.close()
+            self._current = SafetensorsFile(shard)
+        return self._current.array(name)
+
+    def close(self) -> None:
+        if self._current is not None:
+            self._current.close()
+            self._current = None
+
+
+def _read_index(path: Path) -> tuple[dict[str, str], dict[str, Any]]:
+    """An index's ``weight_map`` and ``metadata``, checked (CV-SHD-04)."""
+    where = path.name
+    try:
+        index = json.loads(path.read_bytes())
+    except (OSError, ValueError) as err:
+        raise RuleViolation("CV-SHD-04", f"{where} is not a JSON index: {err}", path=where, actual=str(path),
+                            expected="a JSON object with a weight_map") from None
+    weight_map = index.get("weight_map") if isinstance(index, dict) else None
+    if not isinstance(weight_map, dict):
+        raise RuleViolation("CV-SHD-04", f"{where} has no weight_map object", path=f"{where} -> weight_map",
+                            actual=type(weight_map).__name__, expected="an object of tensor names to shard files")
+    for name, shard in weight_map.items():
+        if not isinstance(shard, str) or not shard or Path(shard).name != shard or shard in (".", ".."):
+            raise RuleViolation("CV-SHD-04", f"{where} gives {name} a shard that is not a file name in its folder",
+                                path=f"{where} -> weight_map -> {name}", actual=shard,
+                                expected="a plain file name beside the index")
+    metadata = index.get("metadata", {})
+    if metadata is None:
+        metadata = {}
+    if not isinstance(metadata, dict):
+        raise RuleViolation("CV-SHD-04", f"{where}'s metadata is not an object", path=f"{where} -> metadata",
+                            actual=type(metadata).__name__, expected="an object")
+    return weight_map, metadata
+
+
+def shard_plan(sizes: Sequence[tuple[str, int]], max_size: int, stem: str) -> dict[str, list[str]]:
+    """Shard file name (``<stem>-%05d-of-%05d.safetensors``, as Hugging Face names them) -> the
+    names of its tensors: the tensors in order, a new shard when the next one would take the
+    shard's data past ``max_size`` bytes (a tensor larger than that alone in its shard)."""
+    groups: list[list[str]] = []
+    used = 0
+    for name, size in sizes:
+        if not groups or (used + size > max_size and groups[-1]):
+            groups.append([])
+            used = 0
+        groups[-1].append(name)
+        used += size
+    return {f"{stem}-{k + 1:05d}-of-{len(groups):05d}.safetensors": names for k, names in enumerate(groups)}
+
+
+def index_text(plan: Mapping[str, Sequence[str]], total_size: int) -> str:
+    """The index of a sharded model (``<stem>.safetensors.index.json``): ``metadata.total_size``
+    (the tensors' bytes) and ``weight_map``, each tensor's shard."""
+    weight_map = {name: shard for shard, names in plan.items() for name in names}
+    return json.dumps({"metadata": {"total_size": total_size}, "weight_map": weight_map}, indent=2) + "\n"
+
+
+def is_index(path: str | Path) -> bool:
+    """Whether ``path`` is named as a sharded model's index."""
+    return str(path).lower().endswith(INDEX_SUFFIX)
+
+
 def open_safetensors(path: str | Path) -> SafetensorsFile:
-    """Open a safetensors file (its header checked by the ``safetensors`` package)."""
-    return SafetensorsFile(Path(path))
+    """Open a safetensors file (its header checked by the ``safetensors`` package), or a sharded
+    model by its index (:class:`ShardedSafetensors`)."""
+    return ShardedSafetensors(Path(path)) if is_index(path) else SafetensorsFile(Path(path))
 
 
 def metadata_to_kv(metadata: Mapping[str, str]) -> dict[str, str]:

@@ -179,16 +179,19 @@ def _temporary(folder: str) -> tuple[int, str]:
 
 def save(path: str | Path, tensors: Mapping[str, Any], kv: Mapping[str, Any] | None = None, *,
          alignment: int = 4096) -> None:
-    """Write ``tensors`` (name -> :class:`Tensor` or array) and ``kv`` to ``path``: to a
-    temporary file beside it, renamed over it once complete. The file gets the permissions a
-    plain ``open`` gives a new file (0o666 less the umask)."""
+    """Write ``tensors`` (name -> :class:`Tensor`, array, or any DLPack producer: a torch
+    ``state_dict`` as it is, bfloat16 included, with no torch import here) and ``kv`` to
+    ``path``: to a temporary file beside it, renamed over it once complete. The file gets the
+    permissions a plain ``open`` gives a new file (0o666 less the umask)."""
     text = path_of(path)
     if not isinstance(tensors, Mapping):
         raise ArgumentError("tensors", "save takes a mapping of names to tensors", actual=type(tensors).__name__)
     items = []
     for name, value in tensors.items():
         if not isinstance(value, Tensor):
-            value = Tensor.from_numpy(np.asarray(value), name=name)
+            dlpack_only = not isinstance(value, np.ndarray) and hasattr(value, "__dlpack__")
+            value = Tensor.from_dlpack(value, name=name) if dlpack_only else Tensor.from_numpy(np.asarray(value),
+                                                                                                name=name)
         items.append((name, value))
     folder = os.path.dirname(os.path.abspath(text))
     try:

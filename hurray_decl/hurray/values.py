@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from hurray_decl.errors import ArgumentError, RuleViolation, UnsupportedError
-from hurray_decl.hurray import kernels, numerics
+from hurray_decl.hurray import dlpack, kernels, numerics
 from hurray_decl.hurray.container import read_container
 from hurray_decl.hurray.quantization import kernel_for
 from hurray_decl.hurray.schemes.per_block_affine import PerBlockAffine
@@ -78,6 +78,8 @@ OUT_CHUNK = 1 << 20
 """Values computed at once when :meth:`Tensor.numpy` fills an ``out`` (a memory map): the element
 reader's offsets take 8 bytes an element, so a chunk costs a few MiB whatever the type."""
 LAYOUT_NAMES = {"row-major": RowMajor, "column-major": ColumnMajor}
+_TORCH_LACKS = ("float4_e2m1", "float6_e2m3", "float6_e3m2")
+"""Element types torch's DLPack consumer does not take (float4 only as its own x2 pairs)."""
 """The dense layouts :meth:`Tensor.from_numpy` writes, by name (or pass the layout object)."""
 
 
@@ -584,6 +586,103 @@ class Tensor:
         ordered = codes.T if isinstance(layout, ColumnMajor) else codes  # column-major: the reversed shape, row-major
         data = storage.pack_codes(np.ascontiguousarray(ordered).reshape(-1), BY_TAG[tag].bits)
         return cls._built(tag, tuple(int(n) for n in values.shape), layout, [data], name)
+
+    # ------------------------------------------------------------------ DLPack and torch
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """``(kDLCPU, 0)``: the tensor's bytes are in host memory."""
+        return dlpack.KDL_CPU, 0
+
+    def __dlpack__(self, *, stream: Any = None, max_version: tuple[int, int] | None = None,
+                   dl_device: Any = None, copy: bool | None = None) -> Any:
+        """A DLPack capsule of the values, for ``np.from_dlpack``, ``torch.from_dlpack`` and any
+        other consumer. An unquantized row-major or column-major tensor of a type DLPack has
+        (:data:`~hurray_decl.hurray.dlpack.TYPES`; bool excepted, which DLPack holds a byte a
+        value) is its stored bytes, not copied (the file mapping of a loaded tensor), marked
+        read-only; any other is a copy of :meth:`numpy`'s values (quantized: float32), marked
+        copied. ``copy=True`` always copies, ``copy=False`` refuses to (CV-DLP-02)."""
+        if dl_device is not None and tuple(int(x) for x in dl_device) != (dlpack.KDL_CPU, 0):
+            raise UnsupportedError("CV-DLP-02", "the tensor's bytes are exported on the CPU", path="dl_device",
+                                   actual=str(dl_device), expected=f"({dlpack.KDL_CPU}, 0)")
+        versioned = max_version is not None and int(max_version[0]) >= 1
+        view = None if copy else self._stored_view()
+        if view is not None and not versioned and view[0].flags.writeable is False:
+            view = None  # the unversioned protocol cannot say read-only: a consumer could write the mapping
+        if view is None and copy is False:
+            raise UnsupportedError("CV-DLP-02", f"{self.name or 'the tensor'} has no zero-copy DLPack view "
+                                   "(copy=False)", path="__dlpack__ -> copy", actual=self._export_reason(versioned),
+                                   expected="an unquantized row-major or column-major tensor of a DLPack type "
+                                   "other than bool, asked for with max_version >= (1, 0)")
+        if view is not None:
+            owner, name, shape, strides = view
+            return dlpack.export(owner, name, shape, strides, copied=False, versioned=versioned)
+        name = "float32" if self.descriptor.quantization is not None else self._element_name()
+        if name not in dlpack.TYPES:
+            raise UnsupportedError("CV-DLP-01", f"{name} has no DLPack type", path="descriptor -> type_tag",
+                                   actual=name, expected=", ".join(dlpack.TYPES))
+        values = np.ascontiguousarray(self.numpy())
+        if name == "bool":
+            data = values.view(np.uint8).reshape(-1).copy()
+        else:
+            codes = storage.codes_of_values(values, name).reshape(-1)
+            data = np.frombuffer(storage.pack_codes(codes, BY_NAME[name].bits), np.uint8).copy()
+        shape = tuple(int(n) for n in values.shape)
+        return dlpack.export(data, name, shape, dlpack.row_strides(shape), copied=True, versioned=versioned)
+
+    def _stored_view(self) -> tuple[np.ndarray, str, tuple[int, ...], tuple[int, ...]] | None:
+        """The stored bytes as DLPack can see them (uint8 view, element, shape, element strides),
+        or None when DLPack needs a copy."""
+        layout = self.descriptor.layout
+        element = BY_TAG.get(self.descriptor.type_tag)
+        if self.descriptor.quantization is not None or not isinstance(layout, (RowMajor, ColumnMajor)) or \
+                element is None or element.name not in dlpack.TYPES or element.name == "bool" or \
+                DYNAMIC in self.shape or (element.bits > 8 and not dlpack.host_little_endian()):
+            return None
+        shape = self.shape
+        contents = self._data().buffers[0]
+        owner = np.frombuffer(contents, np.uint8, count=storage.byte_size(element.name, self.size))
+        if isinstance(layout, RowMajor):
+            return owner, element.name, shape, dlpack.row_strides(shape)
+        return owner, element.name, shape, tuple(reversed(dlpack.row_strides(tuple(reversed(shape)))))
+
+    def _export_reason(self, versioned: bool) -> str:
+        if self._stored_view() is not None and not versioned:
+            return "a read-only mapping asked for through the unversioned protocol"
+        if self.descriptor.quantization is not None:
+            return f"quantized ({type(self.descriptor.quantization).__name__})"
+        return f"{self.type_name}, {row_of(self.descriptor.layout).title}"
+
+    @classmethod
+    def from_dlpack(cls, source: Any, *, name: str | None = None) -> Tensor:
+        """An unquantized row-major tensor of the values of any DLPack producer (a torch, JAX or
+        CuPy CPU tensor, a NumPy array) or capsule, same bits: bfloat16 and float8 as
+        themselves, torch's ``float4_e2m1fn_x2`` as float4_e2m1 (two values a byte). The
+        values are copied; what has no Hurray form is refused (CV-DLP-03)."""
+        return cls.from_numpy(dlpack.import_values(source), name=name)
+
+    def to_torch(self, dtype: Any = None, *, copy: bool = False) -> Any:
+        """A ``torch.Tensor`` of the values: sharing the stored bytes when DLPack can (see
+        :meth:`__dlpack__`), else a copy (a quantized tensor dequantized to float32); ``dtype``
+        (a ``torch.dtype``) converts them. A tensor of a loaded file shares its read-only
+        mapping, and torch does not honour DLPack's read-only flag: writing into it faults, so
+        ask ``copy=True`` for a tensor to modify. A row-major float4_e2m1 tensor with an even last
+        dimension comes as torch's ``float4_e2m1fn_x2`` (two values a byte, element 2k in the low
+        nibble as HE-14, the last dimension in pairs; its bytes, not copied); with ``dtype``, and
+        for the float6 types torch lacks, the values come as float32 (exact), then ``dtype``.
+        Needs torch; nothing else imports it."""
+        import torch
+
+        if self.descriptor.quantization is None and self.type_name in _TORCH_LACKS:
+            view = self._stored_view()
+            if dtype is None and view is not None and view[1] == "float4_e2m1" and view[2] and \
+                    view[3] == dlpack.row_strides(view[2]) and view[2][-1] % 2 == 0:  # E2M1 pairs, in place
+                pairs = torch.from_dlpack(view[0]).view(torch.float4_e2m1fn_x2).reshape(*view[2][:-1],
+                                                                                        view[2][-1] // 2)
+                return pairs.clone() if copy else pairs
+            values = torch.from_numpy(np.ascontiguousarray(self.numpy(np.float32)))  # exact: a copy
+            return values if dtype is None else values.to(dtype)
+        result = torch.from_dlpack(self, copy=True) if copy else torch.from_dlpack(self)
+        return result if dtype is None else result.to(dtype)
 
     # ------------------------------------------------------------------ dask
 

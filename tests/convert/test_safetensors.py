@@ -177,3 +177,46 @@ def test_detection_and_bad_files(tmp_path):
     assert not (tmp_path / "x.hrry").exists()
     gguf_to_st = cli("convert", "cut.safetensors", "--to", "safetensors", "-o", "y.safetensors", cwd=tmp_path)
     assert gguf_to_st.returncode == 2 and "no conversion from safetensors to safetensors" in gguf_to_st.stderr
+
+
+def handmade(path: Path, header: dict, data: bytes) -> None:
+    """A safetensors file from its header and data, as any writer may make it (no package checks)."""
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    path.write_bytes(len(text).to_bytes(8, "little") + text + data)
+
+
+def test_a_shape_numpy_cannot_represent_is_refused_by_rule(tmp_path):
+    """T4-D: [0, 2^63-1] holds no element, so the package's checks pass, but NumPy cannot build
+    the array (it sizes it by the non-zero dimensions): HX-01, exit 1, nothing written."""
+    handmade(tmp_path / "z.safetensors", {"t": {"dtype": "F32", "shape": [0, 2**63 - 1], "data_offsets": [0, 0]}}, b"")
+    with open_safetensors(tmp_path / "z.safetensors") as opened, pytest.raises(HurrayDeclError) as caught:
+        opened.array("t")
+    assert caught.value.code == "HX-01"
+    done = cli("convert", "z.safetensors", "-o", "z.hrry", cwd=tmp_path)
+    assert done.returncode == 1 and "Traceback" not in done.stderr and "HX-01" in done.stdout + done.stderr
+    assert not (tmp_path / "z.hrry").exists()
+
+
+BOOL_BYTES = bytes([0x00, 0x01, 0x02, 0x9E, 0xFF])
+
+
+def test_bool_bytes_other_than_0_and_1_are_their_truth_value(tmp_path):
+    """T4-E: a BOOL byte is true when it is not zero (02 and 9e were packed by their low bit, as
+    False); ``convert`` and ``hd.save`` read the same bytes alike. Then 10^5 + 3 bytes, so that
+    the packing crosses many bytes and ends in a partial one."""
+    rng = np.random.default_rng(5)
+    long = rng.integers(0, 256, 100_003, dtype=np.uint8)
+    long[::7] = 0
+    raw_file(tmp_path / "b.safetensors", {"b": ("bool", (5,), BOOL_BYTES), "long": ("bool", (long.size,),
+                                                                                    long.tobytes())})
+    done = cli("convert", "b.safetensors", "-o", "b.hrry", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    expected = {"b": np.array([False, True, True, True, True]), "long": long != 0}
+    hd.save(tmp_path / "saved.hrry", {name: np.frombuffer(data, np.uint8).view(np.bool_)
+                                      for name, data in (("b", BOOL_BYTES), ("long", long.tobytes()))})
+    for path in ("b.hrry", "saved.hrry"):
+        loaded = hd.load(tmp_path / path)
+        for name, values in expected.items():
+            assert np.array_equal(loaded[name].numpy(), values), (path, name)
+        assert loaded["b"].buffers[0] == b"\x1e"  # HE-12: element i is bit i, LSB first

@@ -307,9 +307,12 @@ def element_of_dtype(dtype: Any) -> str | None:
 
 def codes_of_values(values: np.ndarray, name: str) -> np.ndarray:
     """Raw codes (:func:`code_dtype`) of values held exactly in ``value_dtype(name)`` (or in an
-    ml_dtypes sub-byte integer type): the same bits, masked to the element width."""
+    ml_dtypes sub-byte integer type): the same bits, masked to the element width. A bool is its
+    truth value (any non-zero byte is true, as NumPy and C read it), never its low bit."""
     kind = element(name)
     values = np.ascontiguousarray(values)
+    if kind.kind is Kind.BOOL:
+        return np.not_equal(values.view(np.uint8), 0).view(np.uint8)
     if kind.bits >= 8 and kind.bits != 128:
         return values.view(code_dtype(kind.bits)).astype(code_dtype(kind.bits).newbyteorder("="), copy=False)
     if kind.bits == 128:

@@ -1,0 +1,145 @@
+"""compressed-tensors ``pack-quantized`` checkpoints (the format vLLM and llm-compressor write)
+read whole: safetensors files packed here by the format's published rules (``pack_to_int32``
+of vllm-project/compressed-tensors: 32/bits signed codes a word, code i at bits
+``[i * bits, (i + 1) * bits)`` plus ``2^(bits-1)``, zero points packed the same way along the
+output axis; the package itself does not install here, so this packer is the test's own,
+written from those rules and independent of hurray_decl's unpacking), converted with
+``hurray-decl convert`` to ``.hrry``, and dequantized bit for bit to the producer's formula
+``(q - zero) * scale``. A copy with its nibbles swapped converts to other values."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+pytest.importorskip("safetensors")
+from safetensors.numpy import save_file
+
+import hurray_decl as hd
+from hurray_decl.convert.checkpoints import read_checkpoint
+from hurray_decl.errors import HurrayDeclError
+from tests.helpers import run_cli as cli
+
+
+def pack_to_int32(q: np.ndarray, bits: int, order: tuple[int, ...] | None = None) -> np.ndarray:
+    """Signed codes (rows, cols) to int32 words along the columns, padded with zero codes."""
+    per = 32 // bits
+    stored = (q.astype(np.int64) + (1 << (bits - 1))).astype(np.uint32)
+    padded = np.zeros((q.shape[0], -(-q.shape[1] // per) * per), np.uint32)
+    padded[:, : q.shape[1]] = stored
+    words = np.zeros((q.shape[0], padded.shape[1] // per), np.uint32)
+    for i, p in enumerate(order or range(per)):  # code i of a word at bits [p * bits, (p + 1) * bits)
+        words |= padded[:, i::per] << np.uint32(bits * p)
+    return words.view(np.int32)
+
+
+def layer(rng: np.random.Generator, out: int, inp: int, bits: int, strategy: str, symmetric: bool, group: int = 128,
+          scale_dtype=ml_dtypes.bfloat16, order=None) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """One linear layer's tensors and the producer's dequantized weight (float32, exact)."""
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    q = rng.integers(lo, hi + 1, (out, inp))
+    columns = {"group": -(-inp // group), "channel": 1, "tensor": 1}[strategy]
+    rows = 1 if strategy == "tensor" else out
+    scale = (rng.uniform(0.001, 0.05, (rows, columns))).astype(scale_dtype)
+    zero = None if symmetric else rng.integers(lo, hi + 1, (rows, columns))
+    per_column = np.repeat(scale.astype(np.float32), group, axis=1)[:, :inp] if strategy == "group" else \
+        np.broadcast_to(scale.astype(np.float32), (out, inp))
+    zero_column = 0 if zero is None else (np.repeat(zero, group, axis=1)[:, :inp] if strategy == "group"
+                                          else np.broadcast_to(zero, (out, inp)))
+    expected = ((q - zero_column).astype(np.float32) * per_column).astype(np.float32)
+    tensors = {"weight_packed": pack_to_int32(q, bits, order), "weight_shape": np.array([out, inp], np.int64),
+               "weight_scale": scale if strategy != "tensor" else scale.reshape(1)}
+    if zero is not None:
+        tensors["weight_zero_point"] = (np.ascontiguousarray(pack_to_int32(zero.T, bits).T) if strategy != "tensor"
+                                        else zero.reshape(1).astype(np.int8))
+    return tensors, expected
+
+
+def config(bits: int, strategy: str, symmetric: bool, group: int | None = 128) -> dict:
+    weights = {"num_bits": bits, "type": "int", "symmetric": symmetric, "strategy": strategy,
+               "group_size": group if strategy == "group" else None}
+    return {"quantization_config": {"quant_method": "compressed-tensors", "format": "pack-quantized",
+                                    "config_groups": {"group_0": {"targets": ["Linear"], "weights": weights}}}}
+
+
+def checkpoint(folder: Path, layers: dict[str, dict[str, np.ndarray]], cfg: dict) -> None:
+    tensors = {f"{prefix}.{role}": values for prefix, roles in layers.items() for role, values in roles.items()}
+    tensors["model.norm.weight"] = np.linspace(0.5, 1.5, 7, dtype=np.float32)
+    save_file(tensors, str(folder / "model.safetensors"))
+    (folder / "config.json").write_text(json.dumps(cfg))
+
+
+CASES = {  # name: (out, in, bits, strategy, symmetric, group, scale dtype)
+    "int4 group 128 asymmetric": (96, 384, 4, "group", False, 128, ml_dtypes.bfloat16),
+    "int4 group 128 partial group": (24, 300, 4, "group", False, 128, np.float16),
+    "int8 channel symmetric": (40, 200, 8, "channel", True, None, np.float16),
+    "int8 channel asymmetric": (16, 64, 8, "channel", False, None, np.float32),
+    "int4 tensor asymmetric": (8, 96, 4, "tensor", False, None, ml_dtypes.bfloat16),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_pack_quantized_to_hrry_dequantizes_to_the_formula_bit_for_bit(tmp_path, case):
+    out, inp, bits, strategy, symmetric, group, dtype = CASES[case]
+    rng = np.random.default_rng(34)
+    tensors, expected = layer(rng, out, inp, bits, strategy, symmetric, group or 128, dtype)
+    checkpoint(tmp_path, {"model.layers.0.mlp.down_proj": tensors}, config(bits, strategy, symmetric, group))
+    done = cli("convert", "model.safetensors", "-o", "m.hrry", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    rows = {r["name"]: r for r in json.loads(done.stdout)["tensors"]}
+    assert rows["model.layers.0.mlp.down_proj.weight"]["status"] == "converted"
+    loaded = hd.load(tmp_path / "m.hrry")
+    weight = loaded["model.layers.0.mlp.down_proj.weight"]
+    assert weight.shape == (out, inp) and weight.quantization is not None
+    assert weight.numpy().tobytes() == expected.tobytes()  # bit for bit, signed zeros included
+    assert np.array_equal(loaded["model.norm.weight"].numpy(), np.linspace(0.5, 1.5, 7, dtype=np.float32))
+
+
+def test_swapped_nibbles_give_other_values(tmp_path):
+    """The same codes packed with each word's nibbles in reverse order: read as the format packs
+    them, they are other values, so the bit-for-bit check above would catch an unpacking that
+    read nibbles in the wrong order."""
+    tensors, expected = layer(np.random.default_rng(34), 32, 256, 4, "group", False, order=tuple(range(7, -1, -1)))
+    checkpoint(tmp_path, {"p": tensors}, config(4, "group", False))
+    done = cli("convert", "model.safetensors", "-o", "m.hrry", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert hd.load(tmp_path / "m.hrry")["p.weight"].numpy().tobytes() != expected.tobytes()
+
+
+def test_act_order_and_odd_widths_are_refused_by_rule(tmp_path):
+    rng = np.random.default_rng(1)
+    tensors, _ = layer(rng, 8, 256, 4, "group", True)
+    tensors["weight_g_idx"] = rng.permutation(np.arange(256) // 128).astype(np.int32)
+    checkpoint(tmp_path, {"p": tensors}, config(4, "group", True))
+    checkpoint_ = read_checkpoint(tmp_path / "model.safetensors")
+    try:
+        with pytest.raises(HurrayDeclError) as caught:
+            checkpoint_.items[0].parts()
+        assert caught.value.code == "HQ-PB-15"
+    finally:
+        checkpoint_.close()
+    with pytest.raises(HurrayDeclError) as caught:
+        checkpoint(tmp_path, {"p": tensors}, config(3, "group", True))
+        read_checkpoint(tmp_path / "model.safetensors")
+    assert caught.value.code == "HQ-PB-14"
+    cfg = config(4, "group", True)
+    cfg["quantization_config"]["format"] = "float-quantized"
+    with pytest.raises(HurrayDeclError) as caught:
+        checkpoint(tmp_path, {"p": tensors}, cfg)
+        read_checkpoint(tmp_path / "model.safetensors")
+    assert caught.value.code == "HQ-PB-01"
+
+
+def test_pack_quantized_to_ort_runs_in_onnxruntime_and_gives_the_formula(tmp_path):
+    ort = pytest.importorskip("onnxruntime")
+    tensors, expected = layer(np.random.default_rng(3), 64, 256, 4, "group", False, 128, np.float16)
+    checkpoint(tmp_path, {"p": tensors}, config(4, "group", False))
+    done = cli("convert", "model.safetensors", "--to", "ort", "-o", "m.onnx", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    session = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
+    (y,) = session.run(["p.weight.Y"], {"p.weight.A": np.eye(256, dtype=np.float32)})
+    assert np.array_equal(y, expected.T)  # identity @ W^T: the dequantized weight, transposed

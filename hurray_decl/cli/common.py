@@ -168,3 +168,14 @@ def check_region(key: tuple[Any, ...], shape: tuple[int, ...]) -> None:
         if wrong:
             raise UsageError(f"argument --region: {wrong[0]} is past dimension {dim}, of {extent} (shape "
                              f"{list(shape)})")
+
+
+def byte_count(text: str) -> int:
+    """``--split-max-size``: bytes, or a number followed by K, M or G (powers of 1000, as
+    llama.cpp's gguf-split reads them)."""
+    scale = {"K": 10**3, "M": 10**6, "G": 10**9}.get(text[-1:].upper(), 1)
+    digits = text[:-1] if scale > 1 else text
+    if not digits.isdigit() or int(digits) == 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size: a positive number of bytes, or N followed by "
+                                         "K, M or G")
+    return int(digits) * scale

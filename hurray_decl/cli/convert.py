@@ -703,6 +703,8 @@ def _describe_initializer(value: Any) -> tuple[str, str, tuple[int, ...]]:
 
 def register(subparsers: Any) -> None:
     """Add ``convert`` to the ``hurray-decl`` sub-command parser (``quantize`` is in :mod:`.models`)."""
+    from hurray_decl.cli.common import byte_count
+
     convert = subparsers.add_parser(
         "convert", help="convert GGUF, Hurray and onnx-light tensors between the formats, exactly",
         description="Convert every tensor of SOURCE to its exact form in the target; a tensor that has none is "
@@ -738,6 +740,10 @@ def register(subparsers: Any) -> None:
     convert.add_argument("--dtype", choices=SCALE_TYPES,
                          help="the type of dequantized values (default float32; float16 and bfloat16 round to "
                               "nearest, ties to even)")
+    convert.add_argument("--split-max-size", type=byte_count, metavar="SIZE",
+                         help="--to safetensors or gguf: shards of at most SIZE bytes of tensor data (N, NK, NM, NG: "
+                              "powers of 1000), named NAME-00001-of-0000N.safetensors with "
+                              "NAME.safetensors.index.json, or NAME-00001-of-0000N.gguf (GGUFWriter's splits)")
     convert.add_argument("--json", action="store_true", help="print the report as JSON")
     convert.set_defaults(check=check_options)
     from hurray_decl.cli.inputs import handles

@@ -364,7 +364,7 @@ def routed_convert(args: argparse.Namespace, convert_command: Callable[[argparse
 
 
 def _split_only_to_sharded(args: argparse.Namespace) -> None:
-    if getattr(args, "split_max_size", None) and args.to not in ("safetensors", "gguf"):
+    if getattr(args, "split_max_size", None) and args.to not in (Target.SAFETENSORS, Target.GGUF):
         raise UsageError("argument --split-max-size: writes sharded safetensors or GGUF splits (--to safetensors, "
                          "--to gguf)")
 
@@ -439,9 +439,9 @@ def _from_checkpoint(checkpoint: Any, source: Path, args: argparse.Namespace) ->
                                    expected="MXFP4, NF4 or integer block codes")
         if item.kind in ("mxfp4", "bitsandbytes-nf4"):  # Hurray MXFP / NF4, onnx-light mxfp4 / nf4; no MatMulNBits
             tensor = item.mxfp() if item.kind == "mxfp4" else item.nf4()
-            if args.to == "hurray":
+            if args.to == Target.HURRAY:
                 return f"{type(tensor[0].quantization).__name__} K{tensor[0].quantization.block_size}", tensor
-            if args.to == "onnx-light":
+            if args.to == Target.ONNX_LIGHT:
                 from hurray_decl.convert.codebook import codebook_to_onnx_light
 
                 return item.kind.split("-")[-1], codebook_to_onnx_light(*tensor)
@@ -624,17 +624,6 @@ def _gguf_to_safetensors(args: argparse.Namespace, target: Path) -> int:
     return OK
 
 
-def byte_count(text: str) -> int:
-    """``--split-max-size``: bytes, or a number followed by K, M or G (powers of 1000, as
-    llama.cpp's gguf-split reads them)."""
-    scale = {"K": 10**3, "M": 10**6, "G": 10**9}.get(text[-1:].upper(), 1)
-    digits = text[:-1] if scale > 1 else text
-    if not digits.isdigit() or int(digits) == 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a size: a positive number of bytes, or N followed by "
-                                         "K, M or G")
-    return int(digits) * scale
-
-
 # --- the command -------------------------------------------------------------------------------------
 
 def register(subparsers: Any) -> None:
@@ -678,8 +667,3 @@ def register(subparsers: Any) -> None:
             kind: functools.partial(routed_convert, convert_command=handler)
             for kind, handler in HANDLERS.get("convert", {}).items()}
         handles(subparsers, "convert", {**routed, SAFETENSORS: convert_safetensors})
-        subparsers.choices["convert"].add_argument(
-            "--split-max-size", type=byte_count, metavar="SIZE",
-            help="--to safetensors or gguf: shards of at most SIZE bytes of tensor data (N, NK, NM, NG: powers of "
-                 "1000), named NAME-00001-of-0000N.safetensors with NAME.safetensors.index.json, or "
-                 "NAME-00001-of-0000N.gguf (GGUFWriter's splits)")

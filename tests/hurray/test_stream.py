@@ -327,6 +327,139 @@ def test_a_buffer_limit_refuses_before_the_buffer_is_read():
     assert source.at == len(first)  # the first descriptor, none of its data bytes
 
 
+class Repeated:
+    """A file-like source: ``data`` given ``times`` times over, never held more than once."""
+
+    def __init__(self, data: bytes, times: int) -> None:
+        self.view, self.left, self.at = memoryview(data), times, 0
+
+    def read(self, count: int) -> bytes:
+        if self.at == len(self.view):
+            if self.left <= 1:
+                return b""
+            self.left, self.at = self.left - 1, 0
+        part = self.view[self.at:self.at + count]
+        self.at += len(part)
+        return bytes(part)
+
+
+def traced_after(reader, marks: tuple[int, ...]) -> dict[int, int]:
+    """The memory tracemalloc counts (after a collection) once each of ``marks`` items were read."""
+    import gc
+
+    seen: dict[int, int] = {}
+    tracemalloc.start()
+    try:
+        for count, item in enumerate(reader, 1):
+            del item
+            if count in marks:
+                gc.collect()
+                seen[count] = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    return seen
+
+
+def test_the_reader_keeps_nothing_per_frame_seen():
+    """Its state is the item being read: 5,000 more frames (tensors, then composites of two members)
+    cost no memory; it used to keep every frame's start (about 117 bytes each)."""
+    tensor = write_stream([f32([1.0, 2.0])])
+    composite = vector("v12-overlay-then-tensor.stream")  # an overlay of two members, then a tensor
+    for data, per in ((tensor, 1), (composite, 2)):
+        reader = read_stream(Repeated(data, 6000 // per))
+        seen = traced_after(reader, (1000, 6000))
+        assert sorted(seen) == [1000, 6000]
+        assert seen[6000] - seen[1000] < 16 << 10, seen  # 5,000 frames at 117 bytes would be 585 KB
+        assert len(reader.starts) <= 4 and reader.frames == 6000 // per * (4 if per == 2 else 1)
+
+
+def test_each_item_knows_where_it_started():
+    data = vector("v12-overlay-then-tensor.stream")  # frames at 0 (head), 53, 178, then the tensor at 291
+    reader = read_stream(data)
+    assert isinstance(next(reader), CompositeItem) and (reader.item_frame, reader.item_start) == (0, 0)
+    assert sorted(reader.starts.values()) == [0, 53, 178]
+    assert isinstance(next(reader), TensorItem) and (reader.item_frame, reader.item_start) == (3, 291)
+    assert reader.starts == {"frame[3]": 291}
+
+
+def test_advance_reads_one_frame_at_a_time():
+    reader = read_stream(vector("v12-overlay-then-tensor.stream"))
+    seen = []
+    while not reader.ended:
+        item = reader.advance()
+        seen.append(None if item is None else type(item).__name__)
+        assert reader.frames == min(len(seen), 4)
+    assert seen == [None, None, "CompositeItem", "TensorItem", None]
+    assert reader.advance() is None and list(reader) == []
+
+
+def test_advance_after_a_refusal_raises_it_again():
+    reader = read_stream(vector("i14-torn-composite.stream"))
+    with pytest.raises(HurrayDeclError) as first:
+        while not reader.ended:
+            reader.advance()
+    with pytest.raises(HurrayDeclError) as again:
+        reader.advance()
+    assert again.value is first.value and first.value.code == "HS-CMP-02"
+
+
+@covers("HS-FRM-08")
+def test_the_buffer_limit_counts_what_the_open_composite_holds():
+    """A partition's two 128-byte members: each fits a 200-byte limit, both do not; refused at the
+    second member's byte_size, before any of its data arrives."""
+    data = vector("v11-composite-partition.stream")  # head at 0, members at 53 and 274, 128 bytes each
+    assert len(list(read_stream(data, buffer_limit=256))) == 1
+    second = data[274:274 + 93]
+    at = 274 + field_positions(second)["descriptor -> buffers -> 0 -> byte_size"]
+    source = Trickle(data, 1000)
+    with raises_rule("HS-FRM-08", path="frame[2].descriptor.buffers[0].byte_size", offset=at) as err:
+        list(read_stream(source, buffer_limit=255))
+    assert "held at once" in err.value.detail and err.value.actual == "256 bytes"
+    assert source.at == 274 + 93  # the second member's descriptor, none of its data
+    reader = read_stream(data + data, buffer_limit=128 + 127)
+    with raises_rule("HS-FRM-08"):
+        next(reader)
+    assert len(list(read_stream(data + data, buffer_limit=256))) == 2  # the first item's bytes are let go
+
+
+@covers("HS-FRM-08")
+def test_the_buffers_of_one_frame_count_together():
+    item = TensorItem(TensorDescriptor(type_tag=0x11, shape=(4,), buffers=(BufferHandle(byte_size=4),)), (bytes(4),))
+    data = vector("v10-csr-three-buffers.stream")
+    sizes = [h.byte_size for h in next(read_stream(data)).descriptor.buffers]
+    assert len(sizes) == 3 and all(sizes)
+    limit = sum(sizes) - 1
+    assert max(sizes) <= limit
+    with raises_rule("HS-FRM-08", path="frame[0].descriptor.buffers[2].byte_size"):
+        list(read_stream(data, buffer_limit=limit))
+    assert len(list(read_stream(data, buffer_limit=limit + 1))) == 1
+    assert len(list(read_stream(write_stream([item]), buffer_limit=4))) == 1
+
+
+def test_skipped_buffers_are_not_held():
+    """keep_buffers=False: a 32 MiB buffer crosses the reader a chunk at a time; items carry no bytes."""
+    size = 32 << 20
+    frame = write_stream([TensorItem(TensorDescriptor(type_tag=0x11, shape=(size,),
+                                                      buffers=(BufferHandle(byte_size=size),)), (bytes(size),))])
+    tracemalloc.start()
+    try:
+        items = list(read_stream(Repeated(frame, 2), check_buffers=False, keep_buffers=False))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert [i.buffers for i in items] == [(), ()] and items[0].descriptor.buffers[0].byte_size == size
+    assert peak < 4 << 20, peak
+    for source in (frame[:-1], io.BytesIO(frame[:-1])):
+        with raises_rule("HS-FRM-04", path="frame[0].buffer[0]", offset=len(frame) - 1):
+            list(read_stream(source, check_buffers=False, keep_buffers=False))
+    assert len(list(read_stream(frame, check_buffers=False, keep_buffers=False))) == 1
+
+
+def test_checked_buffers_are_kept():
+    with pytest.raises(HurrayDeclError, match="keep_buffers"):
+        read_stream(b"", keep_buffers=False)
+
+
 # ---------------------------------------------------------------- the writer
 
 

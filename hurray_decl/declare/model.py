@@ -70,6 +70,8 @@ def validated(value: Any) -> bool:
     if isinstance(value, FrozenModel):
         return type(getattr(value, "__pydantic_fields_set__", None)) is _Validated
     if isinstance(value, (tuple, list)):
+        if not any(issubclass(kind, (FrozenModel, tuple, list)) for kind in set(map(type, value))):
+            return True  # plain values only (a KV array's): one pass over their types
         return all(validated(v) for v in value)
     return True
 

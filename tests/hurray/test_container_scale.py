@@ -160,3 +160,56 @@ def test_a_count_of_wide_elements_past_the_section_is_refused_at_the_count(claim
     assert (info.value.code, info.value.path, info.value.offset, str(info.value)) == (
         expected.code, expected.path, expected.offset, str(expected))
     assert (info.value.code, info.value.offset) == ("HF-META-07", count_at)
+
+
+WRITTEN = [
+    (KVTag.STRING, ["a", "", "\u00e9\u20ac\U0001f600", "x" * 300] * 2_501),
+    (KVTag.BYTES, [b"", b"\x00\xff", bytearray(b"ab"), memoryview(b"xyz")] * 2_501),
+    (KVTag.INT64, [-(1 << 63), -1, 0, (1 << 63) - 1] * 2_501),
+    (KVTag.UINT64, [0, 1, (1 << 64) - 1] * 3_334),
+    (KVTag.FLOAT64, [math.inf, -0.0, struct.unpack("<d", struct.pack("<Q", 0x7FF8_0000_0000_0123))[0], 1e-310] * 2_501),
+    (KVTag.BOOL, [True, False, False] * 3_334),
+    (KVTag.STRING, []),
+]
+
+
+@pytest.mark.parametrize("tag, values", WRITTEN, ids=[f"{KVTag(t).name}-{len(v)}" for t, v in WRITTEN])
+def test_arrays_are_written_as_their_declaration_builds_them(tag, values):
+    """The writer's one-pass arrays (NumPy for fixed-width elements, lengths and bytes joined for
+    strings) are the bytes KV_ENTRY builds element by element, and size() their length."""
+    value = KVValue(tag=KVTag.ARRAY, element_tag=tag, value=tuple(values))
+    ref = KV_ENTRY.build({"key_length": 1, "key": b"k", "value_tag": KVTag.ARRAY, "value": value.payload_wire()})
+    data = write_container([], {"k": value})
+    c = open_container(data)
+    at = c.positions["kv -> entries -> 0"]
+    assert data[at:at + len(ref)] == ref and value.size() == len(ref) - 4
+    assert write_container([], {"k": c.kv["k"]}) == data  # read back exactly (NaN bits too)
+
+
+@pytest.mark.parametrize("tag, values, index, code", [
+    (KVTag.STRING, ["a"] * 500 + ["\ud800"] + ["b"], 500, "HF-META-13"),
+    (KVTag.STRING, ["a", 3], 1, "ARGUMENT"),
+    (KVTag.INT64, [0] * 9 + [1 << 63], 9, "ARGUMENT"),
+    (KVTag.INT64, [0, True], 1, "ARGUMENT"),
+    (KVTag.UINT64, [5, -1], 1, "ARGUMENT"),
+    (KVTag.FLOAT64, [1.0, 1], 1, "ARGUMENT"),
+    (KVTag.BOOL, [True, 1], 1, "ARGUMENT"),
+    (KVTag.BYTES, [b"", "s"], 1, "ARGUMENT"),
+])
+def test_a_bad_element_among_many_is_named_by_its_index(tag, values, index, code):
+    """The whole-array passes refuse what the element check refuses, at the first bad element."""
+    with pytest.raises(HurrayDeclError) as info:
+        KVValue(tag=KVTag.ARRAY, element_tag=tag, value=values)
+    assert info.value.code == code and info.value.path.endswith(f"value -> {index}"), info.value
+
+
+def test_of_types_a_list_by_its_elements():
+    assert KVValue.of([1, 2]).element_tag == KVTag.INT64
+    assert KVValue.of([1, 1 << 63]).element_tag == KVTag.UINT64
+    assert KVValue.of([True, False]).element_tag == KVTag.BOOL
+    assert KVValue.of(["a"]).element_tag == KVTag.STRING and KVValue.of([0.5]).element_tag == KVTag.FLOAT64
+    assert KVValue.of([b"a", bytearray(b"b")]).element_tag == KVTag.BYTES
+    with pytest.raises(HurrayDeclError):
+        KVValue.of([1, "a"])
+    with pytest.raises(HurrayDeclError):
+        KVValue.of([1, True])

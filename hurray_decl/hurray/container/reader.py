@@ -18,6 +18,7 @@ from __future__ import annotations
 import io
 import mmap
 import re
+import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -471,6 +472,7 @@ def _index(view: memoryview, trailer: Trailer, header: FileHeader,
     return tuple(entries), bytes(view[section.position:section.end])
 
 
+_U32 = struct.Struct("<I")  # a string's or byte sequence's u32 length (SCALAR_PAYLOADS)
 KV_ENTRY_HEAD = cs.Struct(*KV_ENTRY.subcons[:3])
 """A KV entry up to its value: key_length, key, value_tag."""
 ARRAY_HEAD = cs.Struct(*ARRAY_PAYLOAD.subcons[:2])
@@ -524,21 +526,25 @@ def _items(view: memoryview, section: Section, where: str, tag: int, count: int)
         section.stream.seek(start - section.start + count * dtype.itemsize)
         return tuple((array.astype(bool) if tag == KVTag.BOOL else array).tolist())
     items: list[Any] = []
+    keep = items.append
+    length_at = _U32.unpack_from
     p = start
     text = tag == KVTag.STRING
-    for _ in range(count):
-        length = int.from_bytes(view[p:p + 4], "little")
-        if length > end - p - 4:  # also when the length itself is cut (then end - p - 4 < 0)
+    for _ in range(count):  # one pass: each length against the bytes left, each string decoded (UTF-8)
+        if end - p < 4:
             refuse(p)
-        raw = bytes(view[p + 4:p + 4 + length])
+        (length,) = length_at(view, p)
+        q = p + 4 + length
+        if q > end:
+            refuse(p)
         if text:
             try:
-                items.append(raw.decode())  # UTF-8
+                keep(str(view[p + 4:q], "utf-8"))
             except UnicodeDecodeError:
                 refuse(p)
         else:
-            items.append(raw)
-        p += 4 + length
+            keep(bytes(view[p + 4:q]))
+        p = q
     section.stream.seek(p - section.start)
     return tuple(items)
 

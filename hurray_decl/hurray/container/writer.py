@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, BinaryIO
 
 import construct as cs
+import numpy as np
 
 from hurray_decl.errors import ArgumentError, HurrayDeclError, RuleViolation
 from hurray_decl.hurray.container.composite import CompositeWalk
@@ -32,9 +33,10 @@ from hurray_decl.hurray.container.declarations import (
     U32_MAX,
     UNKNOWN_COUNT,
     FileFlag,
+    KVTag,
 )
 from hurray_decl.hurray.container.model import FileHeader, IndexEntry, KVValue, Trailer
-from hurray_decl.hurray.container.reader import Container, Skipped, align
+from hurray_decl.hurray.container.reader import ARRAY_HEAD, FIXED_ITEMS, KV_ENTRY_HEAD, Container, Skipped, align
 from hurray_decl.hurray.tensor import TensorDescriptor, validate_buffers, write_tensor_descriptor
 
 CHUNK = 1 << 24  # buffers and padding are written in slices of at most 16 MiB
@@ -253,9 +255,35 @@ def encode_kv(kv: Mapping[str, Any]) -> bytes:
     out = io.BytesIO()
     out.write(_build(KV_COUNT, {"kv_count": len(items)}, "file -> kv"))
     for raw, typed in items:
-        out.write(_build(KV_ENTRY, {"key_length": len(raw), "key": raw, "value_tag": typed.tag,
-                                    "value": typed.payload_wire()}, f"file -> kv -> {raw.decode()!r}"))
+        where = f"file -> kv -> {raw.decode()!r}"
+        if typed.tag != KVTag.ARRAY:
+            out.write(_build(KV_ENTRY, {"key_length": len(raw), "key": raw, "value_tag": typed.tag,
+                                        "value": typed.payload_wire()}, where))
+            continue
+        out.write(_build(KV_ENTRY_HEAD, {"key_length": len(raw), "key": raw, "value_tag": typed.tag}, where))
+        out.write(_build(ARRAY_HEAD, {"element_tag": typed.array_tag, "count": len(typed.value)}, where))
+        out.write(array_items(typed.array_tag, typed.value))
     return out.getvalue()
+
+
+_LENGTH = np.dtype("<u4")  # a string's or byte sequence's u32 length (SCALAR_PAYLOADS)
+
+
+def array_items(tag: int, values: Sequence[Any]) -> bytes:
+    """The items of a KV array of element ``tag`` (checked values, :class:`KVValue`), as
+    ``ARRAY_PAYLOAD`` builds them: fixed-width elements as one NumPy array of the declaration's
+    wire type, strings and byte sequences as their lengths and bytes joined in one pass."""
+    if tag in FIXED_ITEMS:
+        return np.asarray(values, dtype=FIXED_ITEMS[tag][0]).tobytes()
+    raws = [v.encode("utf-8") for v in values] if tag == KVTag.STRING else [bytes(v) for v in values]
+    lengths = np.fromiter(map(len, raws), dtype=np.int64, count=len(raws))
+    starts = np.cumsum(lengths + 4) - (lengths + 4)  # where each length field goes
+    out = np.empty(int(lengths.sum()) + 4 * len(raws), dtype=np.uint8)
+    text = np.ones(len(out), dtype=bool)
+    text[(starts[:, None] + np.arange(4)).reshape(-1)] = False
+    out[~text] = lengths.astype(_LENGTH).view(np.uint8)  # u32 little-endian, in element order
+    out[text] = np.frombuffer(b"".join(raws), dtype=np.uint8)
+    return out.tobytes()
 
 
 def write_container(tensors: Iterable[tuple[str, TensorDescriptor, Sequence[Any]]], kv: Mapping[str, Any] | None = None,
@@ -296,4 +324,4 @@ def rewrite(container: Container, stream: BinaryIO | None = None, *, canonical: 
     return out.getvalue() if stream is None and isinstance(out, io.BytesIO) else None
 
 
-__all__ = ["ContainerWriter", "encode_kv", "rewrite", "write_container"]
+__all__ = ["ContainerWriter", "array_items", "encode_kv", "rewrite", "write_container"]

@@ -213,3 +213,28 @@ def test_of_types_a_list_by_its_elements():
         KVValue.of([1, "a"])
     with pytest.raises(HurrayDeclError):
         KVValue.of([1, True])
+
+
+SCALARS = [(KVTag.STRING, "\u00e9\u20ac"), (KVTag.STRING, ""), (KVTag.INT64, -(1 << 63)), (KVTag.INT64, (1 << 63) - 1),
+           (KVTag.UINT64, (1 << 64) - 1), (KVTag.FLOAT64, math.nan), (KVTag.FLOAT64, -0.0), (KVTag.BOOL, True),
+           (KVTag.BOOL, False), (KVTag.BYTES, b"\x00\xff"), (KVTag.BYTES, bytearray())]
+
+
+def test_scalar_entries_are_written_as_their_declaration_builds_them():
+    """Each scalar entry (packed by struct with the declaration's formats) is KV_ENTRY's build, and
+    KVValue.scalar is the validating constructor's value."""
+    kv = {f"k{i}": KVValue.scalar(tag, value) for i, (tag, value) in enumerate(SCALARS)}
+    data = write_container([], kv)
+    c = open_container(data)
+    for i, (tag, value) in enumerate(SCALARS):
+        model = KVValue(tag=tag, value=value)
+        assert kv[f"k{i}"].model_dump_json() == model.model_dump_json()
+        key = f"k{i}".encode()
+        ref = KV_ENTRY.build({"key_length": len(key), "key": key, "value_tag": tag, "value": model.payload_wire()})
+        at = c.positions[f"kv -> entries -> {i}"]
+        assert data[at:at + len(ref)] == ref, (tag, value)
+    for tag, value, code in ((KVTag.INT64, 1 << 63, "ARGUMENT"), (KVTag.STRING, "\ud800", "HF-META-13"),
+                             (KVTag.BOOL, 1, "ARGUMENT"), (0x09, 1, "HF-META-16")):
+        with pytest.raises(HurrayDeclError) as info:
+            KVValue.scalar(tag, value)
+        assert info.value.code == code

@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Self
 
 from pydantic import model_validator
 
-from hurray_decl.declare.model import U8, U32, U64, FrozenModel
+from hurray_decl.declare.model import U8, U32, U64, FrozenModel, remember_validated
 from hurray_decl.errors import ArgumentError, RuleViolation
 from hurray_decl.hurray.container.declarations import (
     SCALAR_PAYLOADS,
@@ -217,6 +217,16 @@ class KVValue(FrozenModel):
         return data
 
     @classmethod
+    def scalar(cls, tag: int, value: Any) -> KVValue:
+        """``KVValue(tag=tag, value=value)`` for a scalar tag, with the same checks (the tag, the
+        value's type, range, UTF-8 and length) and none of the model's per-instance validation
+        machinery: for the many small entries of a large KV section."""
+        if tag not in SCALAR_PAYLOADS or isinstance(tag, bool) or not isinstance(tag, int):
+            return cls(tag=tag, value=value)  # the model's own refusal
+        _scalar_ok(tag, value, "kv -> value")
+        return remember_validated(cls.model_construct(tag=int(tag), value=value, element_tag=None))
+
+    @classmethod
     def of(cls, value: Any) -> KVValue:
         """The KVValue of a plain Python value: str, bool, int (int64, or uint64 above int64),
         float, bytes, or a non-empty list of one of those (an empty array needs an explicit
@@ -235,7 +245,7 @@ class KVValue(FrozenModel):
             if len(tags) != 1 and tags != {KVTag.INT64, KVTag.UINT64}:
                 raise ArgumentError("kv", "an array holds values of one type", actual=sorted(tags))
             return cls(tag=KVTag.ARRAY, element_tag=max(tags), value=tuple(value))
-        return cls(tag=cls._tag_of(value), value=value)
+        return cls.scalar(cls._tag_of(value), value)
 
     @staticmethod
     def _tag_of(value: Any) -> int:

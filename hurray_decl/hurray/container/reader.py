@@ -479,24 +479,24 @@ ARRAY_HEAD = cs.Struct(*ARRAY_PAYLOAD.subcons[:2])
 """An array payload up to its items: element_tag, count (bounded by the bytes left)."""
 
 
-def _format_field(struct: cs.Construct) -> tuple[cs.FormatField | None, bool]:
-    """The fixed-width wire number under a payload's wrappers (None for a variable payload), and
+def format_field(declaration: cs.Construct) -> tuple[cs.FormatField | None, bool]:
+    """The fixed-width wire number under a field's wrappers (None for a variable payload), and
     whether a rule sits on it."""
     ruled = False
-    while not isinstance(struct, cs.FormatField):
-        ruled = ruled or isinstance(struct, Rule)
-        inner = getattr(struct, "subcon", None)
+    while not isinstance(declaration, cs.FormatField):
+        ruled = ruled or isinstance(declaration, Rule)
+        inner = getattr(declaration, "subcon", None)
         if inner is None:
             return None, ruled
-        struct = inner
-    return struct, ruled
+        declaration = inner
+    return declaration, ruled
 
 
 FIXED_ITEMS: dict[int, tuple[np.dtype[Any], bool]] = {}
 """Element tag -> (NumPy dtype of the wire number, whether its declaration holds a rule), for the
 fixed-width element tags: an array of them is read as one view."""
 for _tag, _payload in SCALAR_PAYLOADS.items():
-    _field, _ruled = _format_field(_payload)
+    _field, _ruled = format_field(_payload)
     if _field is not None:
         FIXED_ITEMS[_tag] = (np.dtype(_field.fmtstr), _ruled)
 

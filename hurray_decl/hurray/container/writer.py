@@ -11,6 +11,7 @@ their fields (HF-META-19), torn or badly nested composites, a count hint that tu
 from __future__ import annotations
 
 import io
+import struct
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, BinaryIO
 
@@ -36,7 +37,7 @@ from hurray_decl.hurray.container.declarations import (
     KVTag,
 )
 from hurray_decl.hurray.container.model import FileHeader, IndexEntry, KVValue, Trailer
-from hurray_decl.hurray.container.reader import ARRAY_HEAD, FIXED_ITEMS, KV_ENTRY_HEAD, Container, Skipped, align
+from hurray_decl.hurray.container.reader import ARRAY_HEAD, FIXED_ITEMS, Container, Skipped, align, format_field
 from hurray_decl.hurray.tensor import TensorDescriptor, validate_buffers, write_tensor_descriptor
 
 CHUNK = 1 << 24  # buffers and padding are written in slices of at most 16 MiB
@@ -255,18 +256,35 @@ def encode_kv(kv: Mapping[str, Any]) -> bytes:
     out = io.BytesIO()
     out.write(_build(KV_COUNT, {"kv_count": len(items)}, "file -> kv"))
     for raw, typed in items:
-        where = f"file -> kv -> {raw.decode()!r}"
-        if typed.tag != KVTag.ARRAY:
-            out.write(_build(KV_ENTRY, {"key_length": len(raw), "key": raw, "value_tag": typed.tag,
-                                        "value": typed.payload_wire()}, where))
+        out.write(_ENTRY_HEAD.pack(len(raw)) + raw + _TAG.pack(typed.tag))  # key_length, key, value_tag
+        if typed.tag in _SCALAR:  # a fixed-width scalar: its wire number
+            out.write(_SCALAR[typed.tag].pack(typed.value))
             continue
-        out.write(_build(KV_ENTRY_HEAD, {"key_length": len(raw), "key": raw, "value_tag": typed.tag}, where))
-        out.write(_build(ARRAY_HEAD, {"element_tag": typed.array_tag, "count": len(typed.value)}, where))
+        if typed.tag != KVTag.ARRAY:  # a string or byte sequence: its length and bytes
+            data = typed.value.encode("utf-8") if typed.tag == KVTag.STRING else bytes(typed.value)
+            out.write(_LENGTH_FIELD.pack(len(data)) + data)
+            continue
+        out.write(_ARRAY_HEAD.pack(typed.array_tag, len(typed.value)))  # element_tag, count
         out.write(array_items(typed.array_tag, typed.value))
     return out.getvalue()
 
 
 _LENGTH = np.dtype("<u4")  # a string's or byte sequence's u32 length (SCALAR_PAYLOADS)
+
+
+def _format(*fields: cs.Construct) -> struct.Struct:
+    """The wire numbers of ``fields`` (their declarations' FormatFields under the rules) as one struct."""
+    formats = [format_field(f)[0] for f in fields]
+    return struct.Struct("<" + "".join(f.fmtstr.lstrip("<>=") for f in formats if f is not None))
+
+
+_SCALAR = {tag: struct.Struct("<" + dtype.char) for tag, (dtype, _) in FIXED_ITEMS.items()}
+"""Each fixed-width scalar tag's wire number (the declaration's, through FIXED_ITEMS)."""
+_LENGTH_FIELD = struct.Struct("<" + _LENGTH.char)
+_ENTRY_HEAD = _format(KV_ENTRY.subcons[0])
+_TAG = _format(KV_ENTRY.subcons[2])
+_ARRAY_HEAD = _format(*ARRAY_HEAD.subcons)
+"""key_length; value_tag; an array's element_tag and count: the entry's fixed fields, packed at once."""
 
 
 def array_items(tag: int, values: Sequence[Any]) -> bytes:

@@ -17,6 +17,7 @@ import pytest
 from hurray_decl.errors import HurrayDeclError
 from hurray_decl.hurray.stream import CompositeItem, StreamWriter, TensorItem, read_stream, write_stream
 from hurray_decl.hurray.stream.frames import PREFIX_FIELDS
+from hurray_decl.hurray.stream.reader import StreamReader, iter_stream
 from hurray_decl.hurray.tensor import BufferHandle, TensorDescriptor, write_tensor_descriptor
 from hurray_decl.hurray.tensor.layouts import CompositeHead
 from hurray_decl.hurray.tensor.reader import field_positions
@@ -458,6 +459,114 @@ def test_skipped_buffers_are_not_held():
 def test_checked_buffers_are_kept():
     with pytest.raises(HurrayDeclError, match="keep_buffers"):
         read_stream(b"", keep_buffers=False)
+
+
+@pytest.mark.parametrize("name, detail, actual, expected", [
+    ("i01-truncated-prefix.stream", "the input ends inside the prefix of a frame", "5 bytes", "10 bytes"),
+    ("i02-truncated-descriptor.stream", "the input ends inside the descriptor of a frame", "30 bytes", "53 bytes"),
+    ("i03-truncated-buffer.stream", "the input ends inside the buffer of a frame", "20 bytes", "24 bytes"),
+    ("i08-descriptor-length-huge.stream", "descriptor_length above the reader's descriptor limit", 4294967280,
+     "<= 16777216"),
+    ("i12-container-file.stream", "a .hrry container, not a stream", b"HRRYFILE", "a frame: HRRY then a version byte"),
+    ("i06-descriptor-length-9.stream", "the prefix breaks HT-HDR-07: descriptor_length cannot hold the fixed header",
+     9, ">= 20"),
+])
+def test_refusals_say_what_is_wrong(name, detail, actual, expected):
+    with pytest.raises(HurrayDeclError) as info:
+        list(read_stream(vector(name)))
+    assert (info.value.detail, info.value.actual, info.value.expected) == (detail, actual, expected)
+
+
+@pytest.mark.parametrize("buffer, at, rule", [(1, 8, "HT-LAY-32"), (2, 24, "HT-LAY-28")])
+def test_a_buffer_content_refusal_is_at_its_buffer_in_the_stream(buffer, at, rule):
+    """v10 (CSR, buffers of 8, 16 and 24 bytes after a 109-byte descriptor): a bad index or pointer
+    is refused at the start of its buffer in the stream, under HS-FRM-09 naming the rule."""
+    data = bytearray(vector("v10-csr-three-buffers.stream"))
+    sizes = {1: 16, 2: 24}
+    data[109 + at:109 + at + sizes[buffer]] = b"\xff" * sizes[buffer]
+    with raises_rule("HS-FRM-09", offset=109 + at, path=f"frame[0].buffer[{buffer}][0]") as info:
+        list(read_stream(bytes(data)))
+    assert info.value.detail.startswith(f"the buffers break {rule}: ")
+    assert len(list(read_stream(bytes(data), check_buffers=False))) == 1  # only the contents are wrong
+
+
+def test_descriptors_are_strict_unless_permissive():
+    data = bytearray(vector("v01-one-tensor.stream"))
+    data[field_positions(bytes(data[:53]))["descriptor -> type_tag"]] = 0x7E  # an unassigned type tag
+    with raises_rule("HS-FRM-09", path="frame[0].descriptor.type_tag") as info:
+        list(read_stream(bytes(data)))
+    assert info.value.detail == "the descriptor breaks HE-03: unrecognised type tag"
+    assert len(list(read_stream(bytes(data), permissive=True))) == 1
+    assert len(list(iter_stream(bytes(data), permissive=True))) == 1
+    with raises_rule("HS-FRM-09"):
+        list(iter_stream(bytes(data)))
+
+
+def test_skipped_buffers_count_against_the_limit_from_zero():
+    """keep_buffers=False holds no bytes between frames: a buffer exactly at the limit is read, one
+    byte more is refused, frame after frame."""
+    data = vector("v03-three-tensors.stream")  # three float32[4] tensors of 16 bytes
+    options = {"check_buffers": False, "keep_buffers": False}
+    assert len(list(read_stream(data, buffer_limit=16, **options))) == 3
+    with raises_rule("HS-FRM-08", path="frame[0].descriptor.buffers[0].byte_size") as info:
+        list(read_stream(data, buffer_limit=15, **options))
+    assert info.value.detail == "a buffer above the reader's buffer limit" and info.value.actual == "16 bytes"
+    assert info.value.expected == "<= 15 bytes"
+
+
+def test_a_new_reader_has_read_nothing():
+    """read_stream's defaults and StreamReader's are the same: strict, buffers checked and kept."""
+    for reader in (read_stream(vector("v01-one-tensor.stream")), StreamReader(vector("v01-one-tensor.stream"))):
+        assert (reader.partial, reader.frames, reader.position, reader.held) == ((0, 0, b""), 0, 0, 0)
+        assert (reader.item_frame, reader.item_start, reader.ended, reader.error) == (0, 0, False, None)
+        assert (reader.permissive, reader.check_buffers, reader.keep_buffers, reader.buffer_limit) == (
+            False, True, True, None)
+        assert reader.descriptor_limit == 16 << 20
+
+
+@pytest.mark.parametrize("source, options, argument, detail, actual, expected", [
+    (42, {}, "source", "a stream is read from bytes or an object with read() or recv_into()", "int",
+     "bytes, a binary file, a pipe or a socket"),
+    (b"", {"buffer_limit": -1}, "buffer_limit", "a byte count, or None for no limit", -1, ">= 0 or None"),
+    (b"", {"buffer_limit": 1.5}, "buffer_limit", "a byte count, or None for no limit", 1.5, ">= 0 or None"),
+    (b"", {"descriptor_limit": 9}, "descriptor_limit", "a byte count that can hold a prefix", 9, ">= 10"),
+    (b"", {"keep_buffers": False}, "keep_buffers",
+     "buffers are checked on their contents: keep them, or pass check_buffers=False", False, True),
+])
+def test_arguments_are_refused_by_name(source, options, argument, detail, actual, expected):
+    with raises_rule("ARGUMENT") as info:
+        read_stream(source, **options)
+    assert (info.value.path, info.value.detail, info.value.actual, info.value.expected) == (
+        argument, detail, actual, expected)
+
+
+class _Overfull:
+    def read(self, count: int) -> bytes:
+        return b"H" * (count + 1)
+
+
+class _NonBlocking:
+    def read(self, count: int) -> None:
+        return None
+
+
+@pytest.mark.parametrize("source, detail, actual, expected", [
+    (_Overfull(), "read(n) returned more than n bytes", 2, 1),
+    (_NonBlocking(), "a stream is read from a blocking source", "read() returned None",
+     "bytes, or b'' at end of input"),
+])
+def test_a_source_breaking_its_contract_is_an_argument_error(source, detail, actual, expected):
+    with raises_rule("ARGUMENT") as info:
+        list(read_stream(source))
+    assert (info.value.path, info.value.detail, info.value.actual, info.value.expected) == (
+        "source", detail, actual, expected)
+
+
+def test_the_module_exports_its_names():
+    from hurray_decl.hurray.stream import reader as module
+
+    assert module.__all__ == ["Source", "StreamReader", "iter_stream", "read_stream"]
+    assert all(callable(getattr(module, name)) for name in module.__all__)
 
 
 # ---------------------------------------------------------------- the writer

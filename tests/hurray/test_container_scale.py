@@ -238,3 +238,42 @@ def test_scalar_entries_are_written_as_their_declaration_builds_them():
         with pytest.raises(HurrayDeclError) as info:
             KVValue.scalar(tag, value)
         assert info.value.code == code
+
+
+def _opened(data: bytes):
+    """What open_container makes of ``data``: entries, positions and KV, or the refusal's code, path, offset."""
+    try:
+        c = open_container(data)
+    except HurrayDeclError as err:
+        return (err.code, err.path, err.offset, str(err))
+    return ([e.model_dump() for e in c.entries], c.positions, {k: v.model_dump_json() for k, v in c.kv.items()},
+            c.skipped)
+
+
+def test_the_fast_index_walk_reads_and_refuses_as_the_declaration(monkeypatch):
+    """Index entries read with struct are the entries INDEX_ENTRY parses, and every mutant is refused
+    with the same code, path and offset with and without the fast walk (every rule's mutants,
+    valid files, and a name that is not UTF-8, an empty name, a flags bit, a cut entry)."""
+    from hurray_decl.hurray.container.strategies import invalid_containers, valid_containers
+    from hurray_decl.hurray.fuzz import draw_examples
+
+    cases = [data for data, _, _ in draw_examples(invalid_containers(), 400, 3)]
+    cases += draw_examples(valid_containers(), 60, 4)
+    base = write_container([("ab", *_f32()), ("cd", *_f32())], {"k": 1}, index_crc=False)
+    c = open_container(base)
+    second = c.positions["index -> entries -> 1"]
+    for patch in ((second + 2, b"\xff"), (second, b"\x00\x00"), (c.field_offset(1, "flags"), b"\x01")):
+        at, new = patch
+        cases.append(base[:at] + new + base[at + len(new):])
+    fast = [_opened(data) for data in cases]
+    monkeypatch.setattr(reader, "_entry_fast", lambda view, p, end: None)
+    slow = [_opened(data) for data in cases]
+    assert fast == slow
+    assert {f[0] for f in fast[-3:]} == {"HF-IDX-12", "HF-IDX-11", "HF-IDX-14"}
+    assert sum(isinstance(f[0], list) for f in fast) >= 60
+
+
+def _f32():
+    from hurray_decl.hurray.tensor import BufferHandle, TensorDescriptor
+
+    return TensorDescriptor(type_tag=0x03, shape=(2,), buffers=(BufferHandle(byte_size=8),)), [bytes(8)]

@@ -451,10 +451,16 @@ def _index(view: memoryview, trailer: Trailer, header: FileHeader,
     entries: list[IndexEntry] = []
     seen: set[bytes] = set()
     last: bytes | None = None
+    at = section.position
     for i in range(count):
-        p = positions[f"index -> entries -> {i}"] = section.position
-        wire = section.parse(INDEX_ENTRY, f"file -> index -> entries -> {i}")
-        name = bytes(wire.name)
+        p = positions[f"index -> entries -> {i}"] = at
+        fast = _entry_fast(view, p, section.end)
+        if fast is None:  # something to refuse: the declaration's verdict, with its rule and offset
+            section.stream.seek(p - section.start)
+            wire = section.parse(INDEX_ENTRY, f"file -> index -> entries -> {i}")
+            name, entry, at = bytes(wire.name), IndexEntry.from_wire(wire), section.position
+        else:
+            name, entry, at = fast
         if name in seen:
             raise RuleViolation("HF-IDX-13", "two index entries have the same name",
                                 path=f"file -> index -> entries -> {i} -> name", offset=p + 2, actual=name.decode())
@@ -464,7 +470,8 @@ def _index(view: memoryview, trailer: Trailer, header: FileHeader,
                                 actual=name.decode(), expected=f"after {last.decode()!r}")
         seen.add(name)
         last = name
-        entries.append(IndexEntry.from_wire(wire))
+        entries.append(entry)
+    section.stream.seek(at - section.start)
     if section.position != section.end and header.container_version_minor == 0:
         raise RuleViolation("HF-IDX-10", "bytes are left inside index_length after the entries (minor 0)",
                             path="file -> index", offset=section.position,
@@ -499,6 +506,41 @@ for _tag, _payload in SCALAR_PAYLOADS.items():
     _field, _ruled = format_field(_payload)
     if _field is not None:
         FIXED_ITEMS[_tag] = (np.dtype(_field.fmtstr), _ruled)
+
+
+def wire_struct(*fields: cs.Construct) -> struct.Struct:
+    """The fixed-width wire numbers of ``fields`` (under their rules and names) as one struct."""
+    found = [format_field(f)[0] for f in fields]
+    return struct.Struct("<" + "".join(f.fmtstr.lstrip("<>=") for f in found if f is not None))
+
+
+_NAME_LENGTH = wire_struct(INDEX_ENTRY.subcons[0])
+_ENTRY_TAIL = wire_struct(*INDEX_ENTRY.subcons[2:])
+"""An index entry's name_length, and its fields after the name (offsets, lengths, flags)."""
+_ENTRY_FIELDS = tuple(sub.name for sub in INDEX_ENTRY.subcons[2:])
+
+
+def _entry_fast(view: memoryview, p: int, end: int) -> tuple[bytes, IndexEntry, int] | None:
+    """(name, entry, end) of the index entry at ``p`` read with struct, its declaration's checks made
+    on the way (a name of at least one byte and well-formed UTF-8, flags 0, the entry inside the
+    section); None at anything else, for the declaration to refuse with its own error."""
+    if end - p < _NAME_LENGTH.size:
+        return None
+    (length,) = _NAME_LENGTH.unpack_from(view, p)
+    name_end = p + _NAME_LENGTH.size + length
+    if length < 1 or name_end + _ENTRY_TAIL.size > end:
+        return None
+    name = bytes(view[p + _NAME_LENGTH.size:name_end])
+    try:
+        text = name.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    values = _ENTRY_TAIL.unpack_from(view, name_end)
+    fields = dict(zip(_ENTRY_FIELDS, values))
+    if fields["flags"] != 0:
+        return None
+    entry = remember_validated(IndexEntry.model_construct(name=text, **fields))
+    return name, entry, name_end + _ENTRY_TAIL.size
 
 
 def _items(view: memoryview, section: Section, where: str, tag: int, count: int) -> tuple[Any, ...]:

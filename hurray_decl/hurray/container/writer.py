@@ -37,7 +37,7 @@ from hurray_decl.hurray.container.declarations import (
     KVTag,
 )
 from hurray_decl.hurray.container.model import FileHeader, IndexEntry, KVValue, Trailer
-from hurray_decl.hurray.container.reader import ARRAY_HEAD, FIXED_ITEMS, Container, Skipped, align, format_field
+from hurray_decl.hurray.container.reader import ARRAY_HEAD, FIXED_ITEMS, Container, Skipped, align, wire_struct
 from hurray_decl.hurray.tensor import TensorDescriptor, validate_buffers, write_tensor_descriptor
 
 CHUNK = 1 << 24  # buffers and padding are written in slices of at most 16 MiB
@@ -272,18 +272,12 @@ def encode_kv(kv: Mapping[str, Any]) -> bytes:
 _LENGTH = np.dtype("<u4")  # a string's or byte sequence's u32 length (SCALAR_PAYLOADS)
 
 
-def _format(*fields: cs.Construct) -> struct.Struct:
-    """The wire numbers of ``fields`` (their declarations' FormatFields under the rules) as one struct."""
-    formats = [format_field(f)[0] for f in fields]
-    return struct.Struct("<" + "".join(f.fmtstr.lstrip("<>=") for f in formats if f is not None))
-
-
 _SCALAR = {tag: struct.Struct("<" + dtype.char) for tag, (dtype, _) in FIXED_ITEMS.items()}
 """Each fixed-width scalar tag's wire number (the declaration's, through FIXED_ITEMS)."""
 _LENGTH_FIELD = struct.Struct("<" + _LENGTH.char)
-_ENTRY_HEAD = _format(KV_ENTRY.subcons[0])
-_TAG = _format(KV_ENTRY.subcons[2])
-_ARRAY_HEAD = _format(*ARRAY_HEAD.subcons)
+_ENTRY_HEAD = wire_struct(KV_ENTRY.subcons[0])
+_TAG = wire_struct(KV_ENTRY.subcons[2])
+_ARRAY_HEAD = wire_struct(*ARRAY_HEAD.subcons)
 """key_length; value_tag; an array's element_tag and count: the entry's fixed fields, packed at once."""
 
 

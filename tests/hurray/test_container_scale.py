@@ -250,10 +250,12 @@ def _opened(data: bytes):
             c.skipped)
 
 
-def test_the_fast_index_walk_reads_and_refuses_as_the_declaration(monkeypatch):
-    """Index entries read with struct are the entries INDEX_ENTRY parses, and every mutant is refused
-    with the same code, path and offset with and without the fast walk (every rule's mutants,
-    valid files, and a name that is not UTF-8, an empty name, a flags bit, a cut entry)."""
+def test_the_fast_index_and_kv_walks_read_and_refuse_as_the_declarations(monkeypatch):
+    """Index entries and scalar KV entries read with struct are the ones INDEX_ENTRY and KV_ENTRY
+    parse, and every mutant is refused with the same code, path and offset with and without the
+    fast walks (every rule's mutants, valid files, and a name that is not UTF-8, an empty name, a
+    flags bit; a KV key that is not UTF-8, a bool 2, a string that is not UTF-8 or runs past the
+    section)."""
     from hurray_decl.hurray.container.strategies import invalid_containers, valid_containers
     from hurray_decl.hurray.fuzz import draw_examples
 
@@ -265,11 +267,19 @@ def test_the_fast_index_walk_reads_and_refuses_as_the_declaration(monkeypatch):
     for patch in ((second + 2, b"\xff"), (second, b"\x00\x00"), (c.field_offset(1, "flags"), b"\x01")):
         at, new = patch
         cases.append(base[:at] + new + base[at + len(new):])
+    scalars = write_container([], {"b": True, "s": "text", "n": -3, "f": 0.5, "y": b"\x00"}, index_crc=False)
+    kv = open_container(scalars).positions
+    bool_at, text_at = kv["kv -> entries -> 0"], kv["kv -> entries -> 1"]
+    for at, new in ((bool_at + 2, b"\xff"), (bool_at + 4, b"\x02"), (text_at + 8, b"\xff"),
+                    (text_at + 4, b"\xff\x00")):
+        cases.append(scalars[:at] + new + scalars[at + len(new):])
     fast = [_opened(data) for data in cases]
     monkeypatch.setattr(reader, "_entry_fast", lambda view, p, end: None)
+    monkeypatch.setattr(reader, "_kv_fast", lambda view, p, end: None)
     slow = [_opened(data) for data in cases]
     assert fast == slow
-    assert {f[0] for f in fast[-3:]} == {"HF-IDX-12", "HF-IDX-11", "HF-IDX-14"}
+    assert [f[0] for f in fast[-7:]] == ["HF-IDX-12", "HF-IDX-11", "HF-IDX-14", "HF-META-10", "HF-META-14",
+                                         "HF-META-13", "HF-META-07"]
     assert sum(isinstance(f[0], list) for f in fast) >= 60
 
 
@@ -277,3 +287,17 @@ def _f32():
     from hurray_decl.hurray.tensor import BufferHandle, TensorDescriptor
 
     return TensorDescriptor(type_tag=0x03, shape=(2,), buffers=(BufferHandle(byte_size=8),)), [bytes(8)]
+
+
+def test_trusted_models_are_the_constructors():
+    """declare.model.trusted: the model a validating constructor makes, marked validated; with a
+    field missing it goes through model_construct (the default filled in)."""
+    from hurray_decl.declare.model import trusted, validated
+    from hurray_decl.hurray.container.model import IndexEntry
+
+    made = trusted(KVValue, {"tag": KVTag.STRING, "value": "x", "element_tag": None})
+    assert made == KVValue(tag=KVTag.STRING, value="x") and validated(made)
+    fields = {"name": "t", "descriptor_offset": 8, "descriptor_length": 40, "data_offset": 64, "data_length": 4}
+    entry = trusted(IndexEntry, fields)  # flags left to its default
+    assert entry == IndexEntry(**fields) and entry.flags == 0 and validated(entry)
+    assert entry.model_dump() == IndexEntry(**fields, flags=0).model_dump()

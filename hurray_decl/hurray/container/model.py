@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Self
 
 from pydantic import model_validator
 
-from hurray_decl.declare.model import U8, U32, U64, FrozenModel, remember_validated
+from hurray_decl.declare.model import U8, U32, U64, FrozenModel, trusted
 from hurray_decl.errors import ArgumentError, RuleViolation
 from hurray_decl.hurray.container.declarations import (
     SCALAR_PAYLOADS,
@@ -224,7 +224,7 @@ class KVValue(FrozenModel):
         if tag not in SCALAR_PAYLOADS or isinstance(tag, bool) or not isinstance(tag, int):
             return cls(tag=tag, value=value)  # the model's own refusal
         _scalar_ok(tag, value, "kv -> value")
-        return remember_validated(cls.model_construct(tag=int(tag), value=value, element_tag=None))
+        return trusted(cls, {"tag": int(tag), "value": value, "element_tag": None})
 
     @classmethod
     def of(cls, value: Any) -> KVValue:

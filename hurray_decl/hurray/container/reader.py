@@ -27,7 +27,7 @@ from typing import Any
 import construct as cs
 import numpy as np
 
-from hurray_decl.declare.model import remember_validated
+from hurray_decl.declare.model import trusted
 from hurray_decl.declare.schema import Rule, field_offsets
 from hurray_decl.errors import ArgumentError, HurrayDeclError, RuleViolation, TruncatedError
 from hurray_decl.hurray.container.composite import CompositeWalk
@@ -539,7 +539,7 @@ def _entry_fast(view: memoryview, p: int, end: int) -> tuple[bytes, IndexEntry, 
     fields = dict(zip(_ENTRY_FIELDS, values))
     if fields["flags"] != 0:
         return None
-    entry = remember_validated(IndexEntry.model_construct(name=text, **fields))
+    entry = trusted(IndexEntry, {"name": text, **fields})
     return name, entry, name_end + _ENTRY_TAIL.size
 
 
@@ -599,7 +599,59 @@ def _kv_value(view: memoryview, section: Section, where: str, tag: int) -> KVVal
         return KVValue.from_wire(tag, section.parse(SCALAR_PAYLOADS[tag], where))
     head = section.parse(ARRAY_HEAD, where)
     items = _items(view, section, f"{where} -> items", head.element_tag, head.count)
-    return remember_validated(KVValue.model_construct(tag=tag, value=items, element_tag=head.element_tag))
+    return trusted(KVValue, {"tag": tag, "value": items, "element_tag": head.element_tag})
+
+
+_KEY_LENGTH = wire_struct(KV_ENTRY.subcons[0])
+_VALUE_TAG = wire_struct(KV_ENTRY.subcons[2])
+_SCALARS = {tag: struct.Struct("<" + dtype.char) for tag, (dtype, _) in FIXED_ITEMS.items()}
+"""A KV entry's key_length and value_tag, and each fixed-width scalar's wire number (the declarations')."""
+
+
+def _kv_fast(view: memoryview, p: int, end: int) -> tuple[str, KVValue, int] | None:
+    """(key, value, end) of the scalar KV entry at ``p`` read with struct, the declaration's checks
+    made on the way (a key of at least one byte in UTF-8, a scalar tag, a bool 0 or 1, a string's
+    or byte sequence's length within the section, a string in UTF-8); None for an array or at
+    anything else, which the declaration then reads or refuses with its own error."""
+    if end - p < _KEY_LENGTH.size:
+        return None
+    (length,) = _KEY_LENGTH.unpack_from(view, p)
+    key_end = p + _KEY_LENGTH.size + length
+    if length < 1 or key_end + _VALUE_TAG.size > end:
+        return None
+    try:
+        key = str(view[p + _KEY_LENGTH.size:key_end], "utf-8")
+    except UnicodeDecodeError:
+        return None
+    (tag,) = _VALUE_TAG.unpack_from(view, key_end)
+    at = key_end + _VALUE_TAG.size
+    value: Any
+    if tag in _SCALARS:
+        number = _SCALARS[tag]
+        if at + number.size > end:
+            return None
+        (value,) = number.unpack_from(view, at)
+        if tag == KVTag.BOOL:
+            if value > 1:
+                return None
+            value = bool(value)
+        after = at + number.size
+    elif tag in (KVTag.STRING, KVTag.BYTES):
+        if end - at < _U32.size:
+            return None
+        after = at + _U32.size + _U32.unpack_from(view, at)[0]
+        if after > end:
+            return None
+        if tag == KVTag.BYTES:
+            value = bytes(view[at + _U32.size:after])
+        else:
+            try:
+                value = str(view[at + _U32.size:after], "utf-8")
+            except UnicodeDecodeError:
+                return None
+    else:
+        return None
+    return key, trusted(KVValue, {"tag": tag, "value": value, "element_tag": None}), after
 
 
 def _kv(view: memoryview, trailer: Trailer, minor: int,
@@ -614,10 +666,15 @@ def _kv(view: memoryview, trailer: Trailer, minor: int,
         p = section.position
         if positions is not None:
             positions[f"kv -> entries -> {i}"] = p
-        where = f"file -> kv -> entries -> {i}"
-        head = section.parse(KV_ENTRY_HEAD, where)
-        key = bytes(head.key).decode()  # UTF-8
-        value = _kv_value(view, section, f"{where} -> value", head.value_tag)
+        fast = _kv_fast(view, p, section.end)
+        if fast is not None:
+            key, value, after = fast
+            section.stream.seek(after - section.start)
+        else:  # an array, or something to refuse: the declaration's reading, with its rule and offset
+            where = f"file -> kv -> entries -> {i}"
+            head = section.parse(KV_ENTRY_HEAD, where)
+            key = bytes(head.key).decode()  # UTF-8
+            value = _kv_value(view, section, f"{where} -> value", head.value_tag)
         if key in kv:
             raise RuleViolation("HF-META-11", "two KV entries have the same key",
                                 path=f"file -> kv -> entries -> {i} -> key", offset=p + 2, actual=key)

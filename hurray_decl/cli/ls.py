@@ -131,8 +131,7 @@ def stream_rows(args: argparse.Namespace) -> Iterator[Row]:
 
     reader.on_frame = on_frame
     try:
-        while not reader.ended:
-            reader.advance()
+        for _ in reader.frame_by_frame():
             yield from arrived
             arrived.clear()
     finally:

@@ -14,13 +14,13 @@ picks others.
 from __future__ import annotations
 
 import tempfile
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
 import numpy as np
 
+from hurray_decl.hurray.bench import interleaved
 from hurray_decl.hurray.files import load_kv, open_file, save
 
 COUNTS = (10, 1_000, 10_000, 100_000)
@@ -57,24 +57,13 @@ def works(ours: Path, theirs: Path) -> dict[str, Callable[[], object]]:
     return {"open": open_ours, "safe_open": open_theirs, "load_kv": lambda: load_kv(ours), "metadata": kv_theirs}
 
 
-def measure(labelled: dict[str, Callable[[], object]], repeat: int) -> dict[str, float]:
-    """Each work's fastest of ``repeat`` rounds, the works taken in turn within a round."""
-    best = dict.fromkeys(labelled, float("inf"))
-    for _ in range(repeat):
-        for label, work in labelled.items():
-            start = time.perf_counter()
-            work()
-            best[label] = min(best[label], time.perf_counter() - start)
-    return best
-
-
 def run(counts: Sequence[int] = COUNTS, repeat: int = 5, out: TextIO | None = None) -> dict[int, dict[str, Any]]:
     """Measure every count; print a table to ``out`` when given; return the figures (seconds, ratios)."""
     results: dict[int, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="hurray-open-bench-") as folder:
         for count in counts:
             ours, theirs = files(Path(folder), count)
-            best = measure(works(ours, theirs), repeat)
+            best = interleaved(repeat, works(ours, theirs))
             results[count] = {**best, "open_ratio": best["open"] / best["safe_open"],
                               "kv_ratio": best["load_kv"] / best["metadata"]}
             ours.unlink()
@@ -93,4 +82,4 @@ def report(results: dict[int, dict[str, Any]], repeat: int, out: TextIO) -> None
               f"{r['load_kv'] * 1e3:>10.2f}  {r['metadata'] * 1e3:>11.2f}  {r['kv_ratio']:>5.1f}x", file=out)
 
 
-__all__ = ["COUNTS", "files", "measure", "report", "run", "works"]
+__all__ = ["COUNTS", "files", "report", "run", "works"]

@@ -392,6 +392,9 @@ def test_advance_reads_one_frame_at_a_time():
         assert reader.frames == min(len(seen), 4)
     assert seen == [None, None, "CompositeItem", "TensorItem", None]
     assert reader.advance() is None and list(reader) == []
+    again = read_stream(vector("v12-overlay-then-tensor.stream"))
+    assert [None if i is None else type(i).__name__ for i in again.frame_by_frame()] == seen
+    assert again.ended and list(again.frame_by_frame()) == []
 
 
 def test_advance_after_a_refusal_raises_it_again():

@@ -520,21 +520,30 @@ _ENTRY_TAIL = wire_struct(*INDEX_ENTRY.subcons[2:])
 _ENTRY_FIELDS = tuple(sub.name for sub in INDEX_ENTRY.subcons[2:])
 
 
+def _name_at(view: memoryview, p: int, end: int, length: struct.Struct, after: int) -> tuple[bytes, str, int] | None:
+    """A name of at least one byte in well-formed UTF-8 at ``p``, after its ``length`` field, with
+    ``after`` more bytes before ``end``: (its bytes, its text, where it ends), or None."""
+    if end - p < length.size:
+        return None
+    (count,) = length.unpack_from(view, p)
+    name_end = p + length.size + count
+    if count < 1 or name_end + after > end:
+        return None
+    raw = bytes(view[p + length.size:name_end])
+    try:
+        return raw, raw.decode("utf-8"), name_end
+    except UnicodeDecodeError:
+        return None
+
+
 def _entry_fast(view: memoryview, p: int, end: int) -> tuple[bytes, IndexEntry, int] | None:
     """(name, entry, end) of the index entry at ``p`` read with struct, its declaration's checks made
     on the way (a name of at least one byte and well-formed UTF-8, flags 0, the entry inside the
     section); None at anything else, for the declaration to refuse with its own error."""
-    if end - p < _NAME_LENGTH.size:
+    found = _name_at(view, p, end, _NAME_LENGTH, _ENTRY_TAIL.size)
+    if found is None:
         return None
-    (length,) = _NAME_LENGTH.unpack_from(view, p)
-    name_end = p + _NAME_LENGTH.size + length
-    if length < 1 or name_end + _ENTRY_TAIL.size > end:
-        return None
-    name = bytes(view[p + _NAME_LENGTH.size:name_end])
-    try:
-        text = name.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
+    name, text, name_end = found
     values = _ENTRY_TAIL.unpack_from(view, name_end)
     fields = dict(zip(_ENTRY_FIELDS, values))
     if fields["flags"] != 0:
@@ -613,16 +622,10 @@ def _kv_fast(view: memoryview, p: int, end: int) -> tuple[str, KVValue, int] | N
     made on the way (a key of at least one byte in UTF-8, a scalar tag, a bool 0 or 1, a string's
     or byte sequence's length within the section, a string in UTF-8); None for an array or at
     anything else, which the declaration then reads or refuses with its own error."""
-    if end - p < _KEY_LENGTH.size:
+    found = _name_at(view, p, end, _KEY_LENGTH, _VALUE_TAG.size)
+    if found is None:
         return None
-    (length,) = _KEY_LENGTH.unpack_from(view, p)
-    key_end = p + _KEY_LENGTH.size + length
-    if length < 1 or key_end + _VALUE_TAG.size > end:
-        return None
-    try:
-        key = str(view[p + _KEY_LENGTH.size:key_end], "utf-8")
-    except UnicodeDecodeError:
-        return None
+    _, key, key_end = found
     (tag,) = _VALUE_TAG.unpack_from(view, key_end)
     at = key_end + _VALUE_TAG.size
     value: Any

@@ -50,14 +50,14 @@ def stream_rows(source: Any, *, permissive: bool = False, buffer_limit: int | No
         def on_frame(index: int, start: int, raw: bytes, descriptor: TensorDescriptor, buffers: Any) -> None:
             nonlocal completed
             completed = index
-            pending.extend(frame_rows(index, start, raw, descriptor, buffers, permissive))
+            new = frame_rows(index, start, raw, descriptor, buffers, permissive)
+            pending.extend(new)
             if each is not None:
-                each(list(pending))
+                each(new)
 
         reader.on_frame = on_frame
         try:
-            while not reader.ended:
-                reader.advance()
+            for _ in reader.frame_by_frame():
                 yield from pending
                 pending.clear()
         except HurrayDeclError as err:

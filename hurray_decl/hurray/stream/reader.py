@@ -208,6 +208,11 @@ class StreamReader:
             raise
         return item
 
+    def frame_by_frame(self) -> Iterator[Item | None]:
+        """:meth:`advance` until the end of input: each frame's result, as the frame is read."""
+        while not self.ended:
+            yield self.advance()
+
     # ------------------------------------------------------------ one frame
 
     def _frame(self) -> Item | None:

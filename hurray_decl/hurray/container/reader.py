@@ -452,6 +452,7 @@ def _index(view: memoryview, trailer: Trailer, header: FileHeader,
     seen: set[bytes] = set()
     last: bytes | None = None
     at = section.position
+    ordered = header.has(FileFlag.SORTED_INDEX)
     for i in range(count):
         p = positions[f"index -> entries -> {i}"] = at
         fast = _entry_fast(view, p, section.end)
@@ -464,7 +465,7 @@ def _index(view: memoryview, trailer: Trailer, header: FileHeader,
         if name in seen:
             raise RuleViolation("HF-IDX-13", "two index entries have the same name",
                                 path=f"file -> index -> entries -> {i} -> name", offset=p + 2, actual=name.decode())
-        if header.has(FileFlag.SORTED_INDEX) and last is not None and not last < name:
+        if ordered and last is not None and not last < name:
             raise RuleViolation("HF-IDX-15", "SORTED_INDEX is set but the names do not strictly increase",
                                 path=f"file -> index -> entries -> {i} -> name", offset=p + 2,
                                 actual=name.decode(), expected=f"after {last.decode()!r}")

@@ -27,6 +27,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
         startup_bench.run(pairs=4 * args.repeat + 1, out=sys.stdout)
         return OK
+    if args.open:
+        from hurray_decl.hurray import open_bench
+
+        open_bench.run(counts=args.counts or open_bench.COUNTS, repeat=args.repeat, out=sys.stdout)
+        return OK
     if args.onnx_light:
         from hurray_decl.onnx_light import bench as onnx_light_bench
 
@@ -60,7 +65,8 @@ def register(sub: Any) -> None:
                                          "dequantize and ORT export on 16M elements; --quantize times quantize "
                                          "of a 2048x2048 matrix per scheme against gguf.quants.quantize of the "
                                          "nearest type and np.copyto; --startup times hurray-decl validate against "
-                                         "python -c 'import numpy'. All ratios come from one run.")
+                                         "python -c 'import numpy'; --open times opening a .hrry file against "
+                                         "safetensors. All ratios come from one run.")
     command.add_argument("--size", type=integer_at_least(BLOCK), default=None,
                          help=f"the square matrix size, a multiple of {BLOCK} (default: {SIZE}; "
                               f"{QUANTIZE_SIZE} with --quantize)")
@@ -75,6 +81,10 @@ def register(sub: Any) -> None:
                        "(Q4_0, Q8_0, Q4_1, MXFP4) and np.copyto, single-threaded")
     which.add_argument("--startup", action="store_true", help="validate's start-up against python -c 'import "
                        "numpy', 4 x --repeat + 1 paired runs")
+    which.add_argument("--open", action="store_true", help="open + first tensor and load_kv of a .hrry file of "
+                       "10 to 100,000 small tensors against safetensors' safe_open + get_tensor and metadata()")
     which.add_argument("--window", action="store_true", help="a 1/64 window of a per-block int4 tensor in a file "
                        "against the whole tensor")
+    command.add_argument("--counts", type=integer_at_least(1), nargs="+", default=None, metavar="N",
+                         help="with --open: the tensor counts (default: 10 1000 10000 100000)")
     command.set_defaults(run=cmd_bench)

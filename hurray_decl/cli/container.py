@@ -234,7 +234,7 @@ def audit(args: argparse.Namespace) -> int:
 def register(subparsers: Any) -> None:
     """Add ``extract``, the container handlers of ``inspect``, ``validate``, ``decode``,
     ``dequantize`` and ``extract``, and the container audit of ``audit``."""
-    from hurray_decl.cli.inputs import forced_kind_option, handles, index_option
+    from hurray_decl.cli.inputs import buffer_limit_option, forced_kind_option, handles, index_option
 
     text = ("write one tensor of a .hrry container (or a frame of a stream) as a descriptor file and one file per "
             "buffer, after validating the whole input; exit 1 if it is invalid")
@@ -246,6 +246,7 @@ def register(subparsers: Any) -> None:
     extract_cmd.add_argument("--permissive", action="store_true", help="read descriptors in permissive mode")
     forced_kind_option(extract_cmd, (Kind.AUTO, Kind.STREAM))
     index_option(extract_cmd)
+    buffer_limit_option(extract_cmd)
     extract_cmd.set_defaults(run=extract)
     for name, handler in (("inspect", inspect), ("validate", validate), ("decode", decode),
                           ("dequantize", dequantize), ("extract", extract)):

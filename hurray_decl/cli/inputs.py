@@ -35,6 +35,7 @@ import errno
 import io
 import mmap
 import os
+import re
 import stat
 import string
 import sys
@@ -93,11 +94,59 @@ def progress_option(command: argparse.ArgumentParser) -> None:
                          help="for a stream: a line per item as it arrives (inspect: per frame, on stderr)")
 
 
+def buffer_limit_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--buffer-limit", type=parse_size, default=None, metavar="SIZE",
+                         help="the buffer bytes held at once (a stream's frame, or a pipe read to detect its "
+                              "kind), past which a frame is refused (HS-FRM-08): bytes, or K, M, G, T; none for "
+                              "no limit (default: the available memory)")
+
+
 def window_options(command: argparse.ArgumentParser) -> None:
+    buffer_limit_option(command)
     command.add_argument("--offset", type=integer_at_least(0), default=0, metavar="N",
                          help="start reading at byte N of the input (offsets shown count from there)")
     command.add_argument("--length", type=integer_at_least(0), default=None, metavar="N",
                          help="read at most N bytes from --offset on")
+
+
+NO_LIMIT = -1
+"""``--buffer-limit none``."""
+UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+_SIZE = re.compile(r"^(\d+)\s*([KMGT]?)(?:I?B)?$", re.IGNORECASE)
+
+
+def parse_size(text: str) -> int:
+    """``--buffer-limit``'s value (:mod:`hurray_decl.cli.stream`): bytes (``4096``, ``512M``, ``1GiB``),
+    or :data:`NO_LIMIT` for ``none``."""
+    if text.strip().lower() == "none":
+        return NO_LIMIT
+    found = _SIZE.match(text.strip())
+    if found is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size: bytes, with K, M, G or T (powers of 1024), or none")
+    return int(found.group(1)) * UNITS[found.group(2).upper()]
+
+
+def available_memory() -> int | None:
+    """The memory available to a new allocation now (Linux's MemAvailable, else the free pages), or None."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as info:
+            for line in info:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def buffer_limit(args: argparse.Namespace) -> int | None:
+    """The stream reader's buffer limit for ``args`` (``--buffer-limit``, :mod:`hurray_decl.cli.stream`); None: none."""
+    given = getattr(args, "buffer_limit", None)
+    if given is None:
+        return available_memory()
+    return None if given == NO_LIMIT else int(given)
 
 
 def kind_options(command: argparse.ArgumentParser) -> None:
@@ -398,10 +447,12 @@ def _is_safetensors(head: bytes, total: int | None) -> bool:
     return 2 <= size and (total is None or size <= total - 8)
 
 
-def _probe_stream(read: Callable[[int], bytes], skip: Callable[[int], int] | None) -> tuple[bool, bytes]:
+def _probe_stream(read: Callable[[int], bytes], skip: Callable[[int], int] | None,
+                  limit: int | None = None) -> tuple[bool, bytes]:
     """(a stream, the bytes read) for an input starting with ``HRRY``; ``skip(n)`` (a regular file)
     passes over the first frame's buffers and returns how many bytes it passed (see
-    :mod:`hurray_decl.cli.stream` for the rule)."""
+    :mod:`hurray_decl.cli.stream` for the rule). Buffers claiming more than ``limit`` bytes are not
+    read: a stream, whose reader refuses that frame (HS-FRM-08)."""
     from hurray_decl.errors import HurrayDeclError
     from hurray_decl.hurray.stream.frames import DESCRIPTOR_LIMIT, MIN_DESCRIPTOR, PREFIX_FIELDS, PREFIX_LENGTH
     from hurray_decl.hurray.tensor import read_tensor_descriptor
@@ -419,6 +470,8 @@ def _probe_stream(read: Callable[[int], bytes], skip: Callable[[int], int] | Non
     except HurrayDeclError:
         return False, data
     total = sum(h.byte_size for h in descriptor.buffers)
+    if skip is None and limit is not None and total > limit:
+        return True, data
     if skip is not None:
         if skip(total) < total:
             return False, data
@@ -501,7 +554,7 @@ def protobuf_extent(at: Callable[[int, int], bytes], size: int | None) -> int | 
 def _classify(head: bytes, total: int | None, hint: Kind | None, forced: Kind,
               read: Callable[[int], bytes], skip: Callable[[int], int] | None,
               whole: Callable[[], Any], at: Callable[[int, int], bytes], size: int | None,
-              streams: bool = True) -> tuple[Detected, bytes]:
+              streams: bool = True, limit: int | None = None) -> tuple[Detected, bytes]:
     """The kind of an input whose first bytes are ``head`` (``read`` gives more, ``skip`` passes
     over bytes of a regular file, ``whole`` the whole window, ``at(start, count)`` the window's
     bytes from ``start``, ``size`` its size when known); also the bytes judged."""
@@ -517,7 +570,7 @@ def _classify(head: bytes, total: int | None, hint: Kind | None, forced: Kind,
         return Detected(DESCRIPTOR, "magic (a window of standard input is a stream only with --kind stream)"), head
     if head.startswith(DESCRIPTOR_MAGIC):
         replay = _Replay(head, read, skip)
-        found, data = _probe_stream(replay.read, replay.skip if skip is not None else None)
+        found, data = _probe_stream(replay.read, replay.skip if skip is not None else None, limit)
         if not found and hint == STREAM:  # a descriptor or a stream: the suffix tells
             return Detected(STREAM, "magic and suffix"), data
         return Detected(STREAM if found else DESCRIPTOR, "magic"), data
@@ -617,7 +670,8 @@ def _detect_source(args: argparse.Namespace, forced: Kind) -> Detected:
             return bytes(taken[start:start + count])
 
         windowed = bool(offset) or length is not None
-        found, _ = _classify(read(HEAD), None, hint, forced, read, None, whole, at, None, streams=not windowed)
+        found, _ = _classify(read(HEAD), None, hint, forced, read, None, whole, at, None, streams=not windowed,
+                             limit=buffer_limit(args))
         _hand_on_stdin(bytes(taken), window)
         return replace(found, spent=True)
     if source in HANDED_ON:
@@ -661,7 +715,8 @@ def _detect_source(args: argparse.Namespace, forced: Kind) -> Detected:
             stream.seek(offset + start)
             return stream.read(min(count, size - start))
 
-        found, _ = _classify(window.read(HEAD), window.left, hint, forced, window.read, skip, whole_window, at, size)
+        found, _ = _classify(window.read(HEAD), window.left, hint, forced, window.read, skip, whole_window, at, size,
+                             limit=buffer_limit(args))
         return found
 
 

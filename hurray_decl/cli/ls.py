@@ -121,21 +121,32 @@ def container_rows(args: argparse.Namespace) -> Iterator[Row]:
 
 
 def stream_rows(args: argparse.Namespace) -> Iterator[Row]:
-    from hurray_decl.cli.inputs import open_source
-    from hurray_decl.hurray.stream import CompositeItem, read_stream
-
-    def walk(item: Any, name: str) -> Iterator[Row]:
-        if isinstance(item, CompositeItem):
-            yield _hurray_row(name, item.head)
-            for i, member in enumerate(item.members):
-                yield from walk(member, f"{name}.member[{i}]")
-        else:
-            yield _hurray_row(name, item.descriptor)
+    """A row per frame as the frame arrives (a composite's members before it closes), buffers skipped."""
+    from hurray_decl.cli.inputs import buffer_limit, open_source
+    from hurray_decl.hurray.stream import read_stream
+    from hurray_decl.hurray.tensor.layouts import CompositeHead
 
     source = open_source(args)
+    reader = read_stream(source, check_buffers=False, keep_buffers=False, buffer_limit=buffer_limit(args))
+    heads: list[list[Any]] = []  # [name, members still to come, next member's number] per open composite
+    arrived: list[Row] = []
+
+    def on_frame(index: int, start: int, raw: bytes, descriptor: Any, buffers: Any) -> None:
+        name = f"frame[{index}]"
+        if heads:  # the reader checked member counts and depth before this call
+            heads[-1][1:] = heads[-1][1] - 1, heads[-1][2] + 1
+            name = f"{heads[-1][0]}.member[{heads[-1][2] - 1}]"
+        arrived.append(_hurray_row(name, descriptor))
+        if isinstance(descriptor.layout, CompositeHead):
+            heads.append([name, descriptor.layout.member_count, 0])
+        while heads and heads[-1][1] == 0:
+            heads.pop()
+
+    reader.on_frame = on_frame
     try:
-        for k, item in enumerate(read_stream(source, check_buffers=False)):
-            yield from walk(item, f"frame[{k}]")
+        for _ in reader.frame_by_frame():
+            yield from arrived
+            arrived.clear()
     finally:
         if source.stream is not sys.stdin.buffer:
             source.stream.close()
@@ -196,9 +207,10 @@ def cmd_ls(args: argparse.Namespace) -> int:
     first = next(rows, None)  # the file's kind confirmed (or refused) before the header
     print(text_line(tuple(name.upper() for name, _ in COLUMNS)), flush=True)
     count = total = 0
+    flush = sys.stdout.isatty() or kind == Kind.STREAM  # a stream's rows are shown as its frames arrive
     for row in itertools.chain([] if first is None else [first], rows):
         print(text_line((row.name, row.type, _shape(row.shape), row.scheme, row.layout, str(row.bytes))),
-              flush=sys.stdout.isatty())
+              flush=flush)
         count, total = count + 1, total + row.bytes
     print(f"{count} tensor{'s' if count != 1 else ''}, {total} bytes ({kind})")
     return OK
@@ -206,7 +218,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     """Add ``ls`` to the ``hurray-decl`` sub-command parser, its input read through :mod:`hurray_decl.cli.inputs`."""
-    from hurray_decl.cli.inputs import handles
+    from hurray_decl.cli.inputs import buffer_limit_option, handles
 
     parser = subparsers.add_parser(
         "ls", help="list the tensors of a .hrry, stream, onnx-light model or .gguf file",
@@ -217,4 +229,5 @@ def register(subparsers: Any) -> None:
                     "3 file error.")
     parser.add_argument("input", metavar="FILE", help="the file to list")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="text rows or one JSON document")
+    buffer_limit_option(parser)
     handles(subparsers, "ls", dict.fromkeys(READERS, cmd_ls))

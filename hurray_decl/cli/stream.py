@@ -19,6 +19,14 @@ waits for the first byte of the next frame. ``validate`` of a stream reads every
 every buffer's contents: it never says ``valid`` for an input it read only part of. A file named
 ``*.stream`` is read as a stream whatever the probe says (the suffix decides between the two).
 
+``--buffer-limit SIZE`` (bytes, or with a K, M, G or T suffix, powers of 1024; ``none`` for no
+limit) bounds the buffer bytes the reader holds at once, a frame's with those of its open
+composites' members: a byte_size past it is refused as HS-FRM-08 before any of its bytes is read
+(on standard input, detection too reads no buffer past it). The default is the memory available
+when the command starts, so that a claim no machine could hold, followed by endless input, is
+refused at once instead of running out of memory. ``inspect`` prints each frame's rows as the frame
+arrives, and ``ls`` each tensor's row, holding one frame (``ls`` skips buffer bytes as they arrive).
+
 ``--index K`` picks ``frame[K]`` (the numbering ``inspect`` shows) for ``dequantize`` and
 ``extract``; a stream has no names, so ``--name`` is refused. Both read and check the whole
 stream before they write anything.
@@ -33,7 +41,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hurray_decl.cli.common import INVALID, OK, UsageError
-from hurray_decl.cli.inputs import STREAM, handles, open_source
+from hurray_decl.cli.inputs import STREAM, buffer_limit, handles, open_source
 
 ROUTED = ("inspect", "validate", "decode", "dequantize", "extract")
 
@@ -41,7 +49,8 @@ ROUTED = ("inspect", "validate", "decode", "dequantize", "extract")
 def _reader(args: argparse.Namespace, **options: Any) -> Any:
     from hurray_decl.hurray.stream import read_stream
 
-    return read_stream(open_source(args), permissive=getattr(args, "permissive", False), **options)
+    return read_stream(open_source(args), permissive=getattr(args, "permissive", False),
+                       buffer_limit=buffer_limit(args), **options)
 
 
 # ------------------------------------------------------------------ the commands
@@ -84,12 +93,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _start(reader: Any, frame: int) -> int:
-    return int(reader.starts.get(f"frame[{frame}]", 0))
+    return int(reader.item_start)
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    from hurray_decl.dump.render import render
-    from hurray_decl.hurray.stream.dump import stream_dump
+    """The stream's rows, each frame's printed as it arrives (the HTML page once the stream is read)."""
+    from hurray_decl.dump.render import write
+    from hurray_decl.hurray.stream.dump import stream_rows
 
     def progress(rows: list[Any]) -> None:
         if rows and args.progress:
@@ -97,13 +107,14 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
     from hurray_decl.cli.outputs import about
 
-    result = stream_dump(open_source(args), permissive=getattr(args, "permissive", False), each=progress)
+    result = stream_rows(open_source(args), permissive=getattr(args, "permissive", False),
+                         buffer_limit=buffer_limit(args), each=progress)
     result.about.update(about(args, STREAM))
     if args.format == "html":
         from hurray_decl.cli.html import print_page
 
-        return print_page(result, args)
-    print(render(result, args.format))
+        return print_page(result.collect(), args)
+    write(result, sys.stdout, args.format, every=0)  # a row is held only until the next one is made
     return INVALID if result.error is not None else OK
 
 

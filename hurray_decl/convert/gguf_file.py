@@ -147,6 +147,10 @@ ARRAY_HEAD = cs.Struct(
 )
 """An array value's head; ``count`` payloads of ``element_type`` follow."""
 
+_TYPE = struct.Struct(VALUE_TYPE.subcon.fmtstr)
+"""A value type (KV_HEAD's, ARRAY_HEAD's), read by struct on the fast path."""
+_ARRAY_HEAD_SIZE = ARRAY_HEAD.sizeof()
+
 KV_HEAD = cs.Struct(
     "key" / _string("a KV key", "HF-META-07", "HF-META-10") * "the key, UTF-8",
     "value_type" / VALUE_TYPE * "u32 value type",
@@ -261,12 +265,18 @@ class GgufFile:
                                             else mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ))
             self.version: int = header.version
             self.kv: dict[str, GgufKV] = {}
+            at = stream_tell(handle, None)
             for i in range(header.kv_count):
-                entry = self._kv(handle, i)
+                entry = self._kv_fast(at, i)
+                if entry is None:  # something to refuse, or to read by the declaration: it decides
+                    handle.seek(at)
+                    entry = self._kv(handle, i)
+                at = entry.end
                 if entry.key in self.kv:
                     raise RuleViolation("HF-META-11", "two KV entries have the same key",
                                         path=f"gguf -> kv[{i}] -> key", offset=entry.offset, actual=entry.key)
                 self.kv[entry.key] = entry
+            handle.seek(at)
             infos = [(stream_tell(handle, None), _read(handle, TENSOR_INFO, f"gguf -> tensors[{i}]"))
                      for i in range(header.tensor_count)]
             self.alignment = self._alignment(handle)
@@ -298,6 +308,50 @@ class GgufFile:
         else:
             self._skip_elements(handle, head.value_type, 1, f"{where} -> value")
         return GgufKV(key, head.value_type, offset, payload, stream_tell(handle, None), element, count, self)
+
+    def _kv_fast(self, p: int, i: int) -> GgufKV | None:
+        """The entry at ``p`` read with struct over the mapped bytes, every check of :meth:`_kv` made
+        on the way, or None at the first thing it would refuse or that is not a plain case (a key
+        that is not UTF-8, an unknown type, a nested array, a count or length past the bytes left,
+        a bool not 0 or 1): :meth:`_kv` then reads the entry by its declaration, with its error."""
+        data, size = self._map, self.size
+        if size - p < _LENGTH.size:
+            return None
+        key_end = p + _LENGTH.size + _LENGTH.unpack_from(data, p)[0]
+        if key_end + _TYPE.size > size:
+            return None
+        try:
+            key = str(data[p + _LENGTH.size:key_end], "utf-8")
+        except UnicodeDecodeError:
+            return None
+        value_type = _TYPE.unpack_from(data, key_end)[0]
+        payload = key_end + _TYPE.size
+        element, count, kind, left, start = None, 0, value_type, 1, payload
+        if value_type == V.ARRAY:
+            if size - payload < _ARRAY_HEAD_SIZE:
+                return None
+            element, count = _TYPE.unpack_from(data, payload)[0], _LENGTH.unpack_from(data, payload + _TYPE.size)[0]
+            start = payload + _ARRAY_HEAD_SIZE
+            if element == V.ARRAY or element not in SMALLEST or count * SMALLEST[element] > size - start:
+                return None
+            kind, left = element, count
+        elif value_type not in SMALLEST:
+            return None
+        if kind in FIXED:
+            end = start + FIXED[kind] * left
+            if end > size:
+                return None
+            if kind == V.BOOL and left and int(np.frombuffer(data, np.uint8, left, start).max()) > 1:
+                return None
+        else:  # strings: one pass over their lengths, each within the bytes left
+            end = start
+            for _ in range(left):
+                if size - end < _LENGTH.size:
+                    return None
+                end += _LENGTH.size + _LENGTH.unpack_from(data, end)[0]
+                if end > size:
+                    return None
+        return GgufKV(key, value_type, p, payload, end, element, count, self)
 
     def _skip_elements(self, handle: BinaryIO, value_type: int, count: int, where: str) -> None:
         """Walk ``count`` payloads of ``value_type`` (arrays nest: a stack, not recursion), checking

@@ -233,9 +233,9 @@ def _container_value(entry: GgufEntry) -> KVValue:
     element = entry.element
     if entry.type == "STRING":
         text = _text(entry.value)
-        return KVValue(tag=KVTag.BYTES, value=entry.value) if text is None else KVValue(tag=KVTag.STRING, value=text)
+        return KVValue.scalar(KVTag.BYTES, entry.value) if text is None else KVValue.scalar(KVTag.STRING, text)
     if entry.type in CONTAINER_TAG:
-        return KVValue(tag=CONTAINER_TAG[entry.type], value=entry.value)
+        return KVValue.scalar(CONTAINER_TAG[entry.type], entry.value)
     if element == "STRING":
         texts = [_text(v) for v in entry.value]
         if any(t is None for t in texts):

@@ -70,11 +70,34 @@ def validated(value: Any) -> bool:
     if isinstance(value, FrozenModel):
         return type(getattr(value, "__pydantic_fields_set__", None)) is _Validated
     if isinstance(value, (tuple, list)):
+        if not any(issubclass(kind, (FrozenModel, tuple, list)) for kind in set(map(type, value))):
+            return True  # plain values only (a KV array's): one pass over their types
         return all(validated(v) for v in value)
     return True
 
 
 _M = TypeVar("_M", bound="FrozenModel")
+
+
+_FIELD_NAMES: dict[type[Any], frozenset[str]] = {}
+"""Each model class's field names, for :func:`trusted` (empty for a class with a post-init hook)."""
+
+
+def trusted(cls: type[_M], values: dict[str, Any]) -> _M:
+    """``remember_validated(cls.model_construct(**values))`` for ``values`` naming every field, made
+    without model_construct's walk over aliases and defaults: for a reader building many small models
+    from fields its parse has checked (a model with a post-init hook goes through model_construct)."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = frozenset(cls.model_fields) if not cls.__pydantic_post_init__ else frozenset()
+    if values.keys() != names:
+        return remember_validated(cls.model_construct(**values))
+    model = cls.__new__(cls)
+    object.__setattr__(model, "__dict__", values)
+    object.__setattr__(model, "__pydantic_fields_set__", _Validated(values))
+    object.__setattr__(model, "__pydantic_extra__", None)
+    object.__setattr__(model, "__pydantic_private__", None)
+    return model
 
 
 def remember_validated(model: _M) -> _M:

@@ -56,15 +56,17 @@ def render(dump: Rows, fmt: str = "text", *, title: str = DEFAULT_TITLE) -> str:
     return "".join(chunks(dump, fmt, title=title))
 
 
-def write(dump: Rows, out: TextIO, fmt: str = "text", *, title: str = DEFAULT_TITLE) -> None:
+def write(dump: Rows, out: TextIO, fmt: str = "text", *, title: str = DEFAULT_TITLE,
+          every: float = FLUSH_EVERY) -> None:
     """Print the dump to ``out`` as its rows are produced, then a newline: the first pieces are
-    flushed one by one, the rest at least every FLUSH_EVERY seconds, so a reader of a pipe (``|
-    head``) sees the start of any dump at once and memory holds a row at a time."""
+    flushed one by one, the rest at least every ``every`` seconds (0: each piece, for rows that
+    arrive as slowly as their input, a stream's), so a reader of a pipe (``| head``) sees the start
+    of any dump at once and memory holds a row at a time."""
     last = time.monotonic()
     for count, piece in enumerate(chunks(dump, fmt, title=title)):
         out.write(piece)
         now = time.monotonic()
-        if count < FIRST_LINES or now - last >= FLUSH_EVERY:
+        if count < FIRST_LINES or now - last >= every:
             out.flush()
             last = now
     out.write("\n")

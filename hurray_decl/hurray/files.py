@@ -45,10 +45,11 @@ class File:
         self.path = path
         self._container: Container | None = container
         members: set[str] = set()
-        for entry in container.entries:  # only composite heads are read now: the layout tag tells them
-            if entry.name not in members and _layout_tag(container, entry.descriptor_offset) == CompositeHead.tag:
-                members.update(t.name for t in container.composite(entry.name).members)
-        self._names = tuple(n for n in container.names if n not in members)
+        for i in _heads(container):  # only composite heads are read now: the layout tag tells them
+            name = container.entries[i].name
+            if name not in members:
+                members.update(t.name for t in container.composite(name).members)
+        self._names = tuple(n for n in container.names if n not in members) if members else container.names
 
     @property
     def container(self) -> Container:
@@ -113,11 +114,17 @@ class File:
         return f"File({self.path!r}, {len(self._names)} tensors)"
 
 
-def _layout_tag(container: Container, offset: int) -> int | None:
-    """The layout_tag byte of the descriptor at ``offset`` (None past the file: reading the
-    tensor then refuses it with its rule)."""
-    at = offset + HEADER_FIELDS["layout_tag"][0]
-    return container.view[at] if 0 <= at < len(container.view) else None
+def _heads(container: Container) -> list[int]:
+    """The index positions of the entries whose descriptor's layout_tag byte is a composite head's,
+    in index order: one NumPy gather of those bytes (an offset past the file is no head here;
+    reading that tensor refuses it with its rule)."""
+    entries = container.entries
+    at = np.fromiter((e.descriptor_offset for e in entries), dtype=np.uint64, count=len(entries))
+    at += np.uint64(HEADER_FIELDS["layout_tag"][0])
+    inside = at < np.uint64(len(container.view))
+    tags = np.frombuffer(container.view, dtype=np.uint8)[at[inside].astype(np.int64)]
+    heads: list[int] = np.flatnonzero(inside)[tags == CompositeHead.tag].tolist()
+    return heads
 
 
 def tensor_of(container: Container, name: str, path: str | None = None) -> Tensor:

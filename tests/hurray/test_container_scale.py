@@ -160,3 +160,144 @@ def test_a_count_of_wide_elements_past_the_section_is_refused_at_the_count(claim
     assert (info.value.code, info.value.path, info.value.offset, str(info.value)) == (
         expected.code, expected.path, expected.offset, str(expected))
     assert (info.value.code, info.value.offset) == ("HF-META-07", count_at)
+
+
+WRITTEN = [
+    (KVTag.STRING, ["a", "", "\u00e9\u20ac\U0001f600", "x" * 300] * 2_501),
+    (KVTag.BYTES, [b"", b"\x00\xff", bytearray(b"ab"), memoryview(b"xyz")] * 2_501),
+    (KVTag.INT64, [-(1 << 63), -1, 0, (1 << 63) - 1] * 2_501),
+    (KVTag.UINT64, [0, 1, (1 << 64) - 1] * 3_334),
+    (KVTag.FLOAT64, [math.inf, -0.0, struct.unpack("<d", struct.pack("<Q", 0x7FF8_0000_0000_0123))[0], 1e-310] * 2_501),
+    (KVTag.BOOL, [True, False, False] * 3_334),
+    (KVTag.STRING, []),
+]
+
+
+@pytest.mark.parametrize("tag, values", WRITTEN, ids=[f"{KVTag(t).name}-{len(v)}" for t, v in WRITTEN])
+def test_arrays_are_written_as_their_declaration_builds_them(tag, values):
+    """The writer's one-pass arrays (NumPy for fixed-width elements, lengths and bytes joined for
+    strings) are the bytes KV_ENTRY builds element by element, and size() their length."""
+    value = KVValue(tag=KVTag.ARRAY, element_tag=tag, value=tuple(values))
+    ref = KV_ENTRY.build({"key_length": 1, "key": b"k", "value_tag": KVTag.ARRAY, "value": value.payload_wire()})
+    data = write_container([], {"k": value})
+    c = open_container(data)
+    at = c.positions["kv -> entries -> 0"]
+    assert data[at:at + len(ref)] == ref and value.size() == len(ref) - 4
+    assert write_container([], {"k": c.kv["k"]}) == data  # read back exactly (NaN bits too)
+
+
+@pytest.mark.parametrize("tag, values, index, code", [
+    (KVTag.STRING, ["a"] * 500 + ["\ud800"] + ["b"], 500, "HF-META-13"),
+    (KVTag.STRING, ["a", 3], 1, "ARGUMENT"),
+    (KVTag.INT64, [0] * 9 + [1 << 63], 9, "ARGUMENT"),
+    (KVTag.INT64, [0, True], 1, "ARGUMENT"),
+    (KVTag.UINT64, [5, -1], 1, "ARGUMENT"),
+    (KVTag.FLOAT64, [1.0, 1], 1, "ARGUMENT"),
+    (KVTag.BOOL, [True, 1], 1, "ARGUMENT"),
+    (KVTag.BYTES, [b"", "s"], 1, "ARGUMENT"),
+])
+def test_a_bad_element_among_many_is_named_by_its_index(tag, values, index, code):
+    """The whole-array passes refuse what the element check refuses, at the first bad element."""
+    with pytest.raises(HurrayDeclError) as info:
+        KVValue(tag=KVTag.ARRAY, element_tag=tag, value=values)
+    assert info.value.code == code and info.value.path.endswith(f"value -> {index}"), info.value
+
+
+def test_of_types_a_list_by_its_elements():
+    assert KVValue.of([1, 2]).element_tag == KVTag.INT64
+    assert KVValue.of([1, 1 << 63]).element_tag == KVTag.UINT64
+    assert KVValue.of([True, False]).element_tag == KVTag.BOOL
+    assert KVValue.of(["a"]).element_tag == KVTag.STRING and KVValue.of([0.5]).element_tag == KVTag.FLOAT64
+    assert KVValue.of([b"a", bytearray(b"b")]).element_tag == KVTag.BYTES
+    with pytest.raises(HurrayDeclError):
+        KVValue.of([1, "a"])
+    with pytest.raises(HurrayDeclError):
+        KVValue.of([1, True])
+
+
+SCALARS = [(KVTag.STRING, "\u00e9\u20ac"), (KVTag.STRING, ""), (KVTag.INT64, -(1 << 63)), (KVTag.INT64, (1 << 63) - 1),
+           (KVTag.UINT64, (1 << 64) - 1), (KVTag.FLOAT64, math.nan), (KVTag.FLOAT64, -0.0), (KVTag.BOOL, True),
+           (KVTag.BOOL, False), (KVTag.BYTES, b"\x00\xff"), (KVTag.BYTES, bytearray())]
+
+
+def test_scalar_entries_are_written_as_their_declaration_builds_them():
+    """Each scalar entry (packed by struct with the declaration's formats) is KV_ENTRY's build, and
+    KVValue.scalar is the validating constructor's value."""
+    kv = {f"k{i}": KVValue.scalar(tag, value) for i, (tag, value) in enumerate(SCALARS)}
+    data = write_container([], kv)
+    c = open_container(data)
+    for i, (tag, value) in enumerate(SCALARS):
+        model = KVValue(tag=tag, value=value)
+        assert kv[f"k{i}"].model_dump_json() == model.model_dump_json()
+        key = f"k{i}".encode()
+        ref = KV_ENTRY.build({"key_length": len(key), "key": key, "value_tag": tag, "value": model.payload_wire()})
+        at = c.positions[f"kv -> entries -> {i}"]
+        assert data[at:at + len(ref)] == ref, (tag, value)
+    for tag, value, code in ((KVTag.INT64, 1 << 63, "ARGUMENT"), (KVTag.STRING, "\ud800", "HF-META-13"),
+                             (KVTag.BOOL, 1, "ARGUMENT"), (0x09, 1, "HF-META-16")):
+        with pytest.raises(HurrayDeclError) as info:
+            KVValue.scalar(tag, value)
+        assert info.value.code == code
+
+
+def _opened(data: bytes):
+    """What open_container makes of ``data``: entries, positions and KV, or the refusal's code, path, offset."""
+    try:
+        c = open_container(data)
+    except HurrayDeclError as err:
+        return (err.code, err.path, err.offset, str(err))
+    return ([e.model_dump() for e in c.entries], c.positions, {k: v.model_dump_json() for k, v in c.kv.items()},
+            c.skipped)
+
+
+def test_the_fast_index_and_kv_walks_read_and_refuse_as_the_declarations(monkeypatch):
+    """Index entries and scalar KV entries read with struct are the ones INDEX_ENTRY and KV_ENTRY
+    parse, and every mutant is refused with the same code, path and offset with and without the
+    fast walks (every rule's mutants, valid files, and a name that is not UTF-8, an empty name, a
+    flags bit; a KV key that is not UTF-8, a bool 2, a string that is not UTF-8 or runs past the
+    section)."""
+    from hurray_decl.hurray.container.strategies import invalid_containers, valid_containers
+    from hurray_decl.hurray.fuzz import draw_examples
+
+    cases = [data for data, _, _ in draw_examples(invalid_containers(), 400, 3)]
+    cases += draw_examples(valid_containers(), 60, 4)
+    base = write_container([("ab", *_f32()), ("cd", *_f32())], {"k": 1}, index_crc=False)
+    c = open_container(base)
+    second = c.positions["index -> entries -> 1"]
+    for patch in ((second + 2, b"\xff"), (second, b"\x00\x00"), (c.field_offset(1, "flags"), b"\x01")):
+        at, new = patch
+        cases.append(base[:at] + new + base[at + len(new):])
+    scalars = write_container([], {"b": True, "s": "text", "n": -3, "f": 0.5, "y": b"\x00"}, index_crc=False)
+    kv = open_container(scalars).positions
+    bool_at, text_at = kv["kv -> entries -> 0"], kv["kv -> entries -> 1"]
+    for at, new in ((bool_at + 2, b"\xff"), (bool_at + 4, b"\x02"), (text_at + 8, b"\xff"),
+                    (text_at + 4, b"\xff\x00")):
+        cases.append(scalars[:at] + new + scalars[at + len(new):])
+    fast = [_opened(data) for data in cases]
+    monkeypatch.setattr(reader, "_entry_fast", lambda view, p, end: None)
+    monkeypatch.setattr(reader, "_kv_fast", lambda view, p, end: None)
+    slow = [_opened(data) for data in cases]
+    assert fast == slow
+    assert [f[0] for f in fast[-7:]] == ["HF-IDX-12", "HF-IDX-11", "HF-IDX-14", "HF-META-10", "HF-META-14",
+                                         "HF-META-13", "HF-META-07"]
+    assert sum(isinstance(f[0], list) for f in fast) >= 60
+
+
+def _f32():
+    from hurray_decl.hurray.tensor import BufferHandle, TensorDescriptor
+
+    return TensorDescriptor(type_tag=0x03, shape=(2,), buffers=(BufferHandle(byte_size=8),)), [bytes(8)]
+
+
+def test_trusted_models_are_the_constructors():
+    """declare.model.trusted: the model a validating constructor makes, marked validated; with a
+    field missing it goes through model_construct (the default filled in)."""
+    from hurray_decl.declare.model import trusted, validated
+    from hurray_decl.hurray.container.model import IndexEntry
+
+    made = trusted(KVValue, {"tag": KVTag.STRING, "value": "x", "element_tag": None})
+    assert made == KVValue(tag=KVTag.STRING, value="x") and validated(made)
+    fields = {"name": "t", "descriptor_offset": 8, "descriptor_length": 40, "data_offset": 64, "data_length": 4}
+    entry = trusted(IndexEntry, fields)  # flags left to its default
+    assert entry == IndexEntry(**fields) and entry.flags == 0 and validated(entry)
+    assert entry.model_dump() == IndexEntry(**fields, flags=0).model_dump()

@@ -17,6 +17,7 @@ import pytest
 from hurray_decl.errors import HurrayDeclError
 from hurray_decl.hurray.stream import CompositeItem, StreamWriter, TensorItem, read_stream, write_stream
 from hurray_decl.hurray.stream.frames import PREFIX_FIELDS
+from hurray_decl.hurray.stream.reader import StreamReader, iter_stream
 from hurray_decl.hurray.tensor import BufferHandle, TensorDescriptor, write_tensor_descriptor
 from hurray_decl.hurray.tensor.layouts import CompositeHead
 from hurray_decl.hurray.tensor.reader import field_positions
@@ -325,6 +326,250 @@ def test_a_buffer_limit_refuses_before_the_buffer_is_read():
     with raises_rule("HS-FRM-08", path="frame[0].descriptor.buffers[0].byte_size", offset=at):
         next(reader)
     assert source.at == len(first)  # the first descriptor, none of its data bytes
+
+
+class Repeated:
+    """A file-like source: ``data`` given ``times`` times over, never held more than once."""
+
+    def __init__(self, data: bytes, times: int) -> None:
+        self.view, self.left, self.at = memoryview(data), times, 0
+
+    def read(self, count: int) -> bytes:
+        if self.at == len(self.view):
+            if self.left <= 1:
+                return b""
+            self.left, self.at = self.left - 1, 0
+        part = self.view[self.at:self.at + count]
+        self.at += len(part)
+        return bytes(part)
+
+
+def traced_after(reader, marks: tuple[int, ...]) -> dict[int, int]:
+    """The memory tracemalloc counts (after a collection) once each of ``marks`` items were read."""
+    import gc
+
+    seen: dict[int, int] = {}
+    tracemalloc.start()
+    try:
+        for count, item in enumerate(reader, 1):
+            del item
+            if count in marks:
+                gc.collect()
+                seen[count] = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    return seen
+
+
+def test_the_reader_keeps_nothing_per_frame_seen():
+    """Its state is the item being read: 5,000 more frames (tensors, then composites of two members)
+    cost no memory; it used to keep every frame's start (about 117 bytes each)."""
+    tensor = write_stream([f32([1.0, 2.0])])
+    composite = vector("v12-overlay-then-tensor.stream")  # an overlay of two members, then a tensor
+    for data, per in ((tensor, 1), (composite, 2)):
+        reader = read_stream(Repeated(data, 6000 // per))
+        seen = traced_after(reader, (1000, 6000))
+        assert sorted(seen) == [1000, 6000]
+        assert seen[6000] - seen[1000] < 16 << 10, seen  # 5,000 frames at 117 bytes would be 585 KB
+        assert len(reader.starts) <= 4 and reader.frames == 6000 // per * (4 if per == 2 else 1)
+
+
+def test_each_item_knows_where_it_started():
+    data = vector("v12-overlay-then-tensor.stream")  # frames at 0 (head), 53, 178, then the tensor at 291
+    reader = read_stream(data)
+    assert isinstance(next(reader), CompositeItem) and (reader.item_frame, reader.item_start) == (0, 0)
+    assert sorted(reader.starts.values()) == [0, 53, 178]
+    assert isinstance(next(reader), TensorItem) and (reader.item_frame, reader.item_start) == (3, 291)
+    assert reader.starts == {"frame[3]": 291}
+
+
+def test_advance_reads_one_frame_at_a_time():
+    reader = read_stream(vector("v12-overlay-then-tensor.stream"))
+    seen = []
+    while not reader.ended:
+        item = reader.advance()
+        seen.append(None if item is None else type(item).__name__)
+        assert reader.frames == min(len(seen), 4)
+    assert seen == [None, None, "CompositeItem", "TensorItem", None]
+    assert reader.advance() is None and list(reader) == []
+    again = read_stream(vector("v12-overlay-then-tensor.stream"))
+    assert [None if i is None else type(i).__name__ for i in again.frame_by_frame()] == seen
+    assert again.ended and list(again.frame_by_frame()) == []
+
+
+def test_advance_after_a_refusal_raises_it_again():
+    reader = read_stream(vector("i14-torn-composite.stream"))
+    with pytest.raises(HurrayDeclError) as first:
+        while not reader.ended:
+            reader.advance()
+    with pytest.raises(HurrayDeclError) as again:
+        reader.advance()
+    assert again.value is first.value and first.value.code == "HS-CMP-02"
+
+
+@covers("HS-FRM-08")
+def test_the_buffer_limit_counts_what_the_open_composite_holds():
+    """A partition's two 128-byte members: each fits a 200-byte limit, both do not; refused at the
+    second member's byte_size, before any of its data arrives."""
+    data = vector("v11-composite-partition.stream")  # head at 0, members at 53 and 274, 128 bytes each
+    assert len(list(read_stream(data, buffer_limit=256))) == 1
+    second = data[274:274 + 93]
+    at = 274 + field_positions(second)["descriptor -> buffers -> 0 -> byte_size"]
+    source = Trickle(data, 1000)
+    with raises_rule("HS-FRM-08", path="frame[2].descriptor.buffers[0].byte_size", offset=at) as err:
+        list(read_stream(source, buffer_limit=255))
+    assert "held at once" in err.value.detail and err.value.actual == "256 bytes"
+    assert source.at == 274 + 93  # the second member's descriptor, none of its data
+    reader = read_stream(data + data, buffer_limit=128 + 127)
+    with raises_rule("HS-FRM-08"):
+        next(reader)
+    assert len(list(read_stream(data + data, buffer_limit=256))) == 2  # the first item's bytes are let go
+
+
+@covers("HS-FRM-08")
+def test_the_buffers_of_one_frame_count_together():
+    item = TensorItem(TensorDescriptor(type_tag=0x11, shape=(4,), buffers=(BufferHandle(byte_size=4),)), (bytes(4),))
+    data = vector("v10-csr-three-buffers.stream")
+    sizes = [h.byte_size for h in next(read_stream(data)).descriptor.buffers]
+    assert len(sizes) == 3 and all(sizes)
+    limit = sum(sizes) - 1
+    assert max(sizes) <= limit
+    with raises_rule("HS-FRM-08", path="frame[0].descriptor.buffers[2].byte_size"):
+        list(read_stream(data, buffer_limit=limit))
+    assert len(list(read_stream(data, buffer_limit=limit + 1))) == 1
+    assert len(list(read_stream(write_stream([item]), buffer_limit=4))) == 1
+
+
+def test_skipped_buffers_are_not_held():
+    """keep_buffers=False: a 32 MiB buffer crosses the reader a chunk at a time; items carry no bytes."""
+    size = 32 << 20
+    frame = write_stream([TensorItem(TensorDescriptor(type_tag=0x11, shape=(size,),
+                                                      buffers=(BufferHandle(byte_size=size),)), (bytes(size),))])
+    tracemalloc.start()
+    try:
+        items = list(read_stream(Repeated(frame, 2), check_buffers=False, keep_buffers=False))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert [i.buffers for i in items] == [(), ()] and items[0].descriptor.buffers[0].byte_size == size
+    assert peak < 4 << 20, peak
+    for source in (frame[:-1], io.BytesIO(frame[:-1])):
+        with raises_rule("HS-FRM-04", path="frame[0].buffer[0]", offset=len(frame) - 1):
+            list(read_stream(source, check_buffers=False, keep_buffers=False))
+    assert len(list(read_stream(frame, check_buffers=False, keep_buffers=False))) == 1
+
+
+def test_checked_buffers_are_kept():
+    with pytest.raises(HurrayDeclError, match="keep_buffers"):
+        read_stream(b"", keep_buffers=False)
+
+
+@pytest.mark.parametrize("name, detail, actual, expected", [
+    ("i01-truncated-prefix.stream", "the input ends inside the prefix of a frame", "5 bytes", "10 bytes"),
+    ("i02-truncated-descriptor.stream", "the input ends inside the descriptor of a frame", "30 bytes", "53 bytes"),
+    ("i03-truncated-buffer.stream", "the input ends inside the buffer of a frame", "20 bytes", "24 bytes"),
+    ("i08-descriptor-length-huge.stream", "descriptor_length above the reader's descriptor limit", 4294967280,
+     "<= 16777216"),
+    ("i12-container-file.stream", "a .hrry container, not a stream", b"HRRYFILE", "a frame: HRRY then a version byte"),
+    ("i06-descriptor-length-9.stream", "the prefix breaks HT-HDR-07: descriptor_length cannot hold the fixed header",
+     9, ">= 20"),
+])
+def test_refusals_say_what_is_wrong(name, detail, actual, expected):
+    with pytest.raises(HurrayDeclError) as info:
+        list(read_stream(vector(name)))
+    assert (info.value.detail, info.value.actual, info.value.expected) == (detail, actual, expected)
+
+
+@pytest.mark.parametrize("buffer, at, rule", [(1, 8, "HT-LAY-32"), (2, 24, "HT-LAY-28")])
+def test_a_buffer_content_refusal_is_at_its_buffer_in_the_stream(buffer, at, rule):
+    """v10 (CSR, buffers of 8, 16 and 24 bytes after a 109-byte descriptor): a bad index or pointer
+    is refused at the start of its buffer in the stream, under HS-FRM-09 naming the rule."""
+    data = bytearray(vector("v10-csr-three-buffers.stream"))
+    sizes = {1: 16, 2: 24}
+    data[109 + at:109 + at + sizes[buffer]] = b"\xff" * sizes[buffer]
+    with raises_rule("HS-FRM-09", offset=109 + at, path=f"frame[0].buffer[{buffer}][0]") as info:
+        list(read_stream(bytes(data)))
+    assert info.value.detail.startswith(f"the buffers break {rule}: ")
+    assert len(list(read_stream(bytes(data), check_buffers=False))) == 1  # only the contents are wrong
+
+
+def test_descriptors_are_strict_unless_permissive():
+    data = bytearray(vector("v01-one-tensor.stream"))
+    data[field_positions(bytes(data[:53]))["descriptor -> type_tag"]] = 0x7E  # an unassigned type tag
+    with raises_rule("HS-FRM-09", path="frame[0].descriptor.type_tag") as info:
+        list(read_stream(bytes(data)))
+    assert info.value.detail == "the descriptor breaks HE-03: unrecognised type tag"
+    assert len(list(read_stream(bytes(data), permissive=True))) == 1
+    assert len(list(iter_stream(bytes(data), permissive=True))) == 1
+    with raises_rule("HS-FRM-09"):
+        list(iter_stream(bytes(data)))
+
+
+def test_skipped_buffers_count_against_the_limit_from_zero():
+    """keep_buffers=False holds no bytes between frames: a buffer exactly at the limit is read, one
+    byte more is refused, frame after frame."""
+    data = vector("v03-three-tensors.stream")  # three float32[4] tensors of 16 bytes
+    options = {"check_buffers": False, "keep_buffers": False}
+    assert len(list(read_stream(data, buffer_limit=16, **options))) == 3
+    with raises_rule("HS-FRM-08", path="frame[0].descriptor.buffers[0].byte_size") as info:
+        list(read_stream(data, buffer_limit=15, **options))
+    assert info.value.detail == "a buffer above the reader's buffer limit" and info.value.actual == "16 bytes"
+    assert info.value.expected == "<= 15 bytes"
+
+
+def test_a_new_reader_has_read_nothing():
+    """read_stream's defaults and StreamReader's are the same: strict, buffers checked and kept."""
+    for reader in (read_stream(vector("v01-one-tensor.stream")), StreamReader(vector("v01-one-tensor.stream"))):
+        assert (reader.partial, reader.frames, reader.position, reader.held) == ((0, 0, b""), 0, 0, 0)
+        assert (reader.item_frame, reader.item_start, reader.ended, reader.error) == (0, 0, False, None)
+        assert (reader.permissive, reader.check_buffers, reader.keep_buffers, reader.buffer_limit) == (
+            False, True, True, None)
+        assert reader.descriptor_limit == 16 << 20
+
+
+@pytest.mark.parametrize("source, options, argument, detail, actual, expected", [
+    (42, {}, "source", "a stream is read from bytes or an object with read() or recv_into()", "int",
+     "bytes, a binary file, a pipe or a socket"),
+    (b"", {"buffer_limit": -1}, "buffer_limit", "a byte count, or None for no limit", -1, ">= 0 or None"),
+    (b"", {"buffer_limit": 1.5}, "buffer_limit", "a byte count, or None for no limit", 1.5, ">= 0 or None"),
+    (b"", {"descriptor_limit": 9}, "descriptor_limit", "a byte count that can hold a prefix", 9, ">= 10"),
+    (b"", {"keep_buffers": False}, "keep_buffers",
+     "buffers are checked on their contents: keep them, or pass check_buffers=False", False, True),
+])
+def test_arguments_are_refused_by_name(source, options, argument, detail, actual, expected):
+    with raises_rule("ARGUMENT") as info:
+        read_stream(source, **options)
+    assert (info.value.path, info.value.detail, info.value.actual, info.value.expected) == (
+        argument, detail, actual, expected)
+
+
+class _Overfull:
+    def read(self, count: int) -> bytes:
+        return b"H" * (count + 1)
+
+
+class _NonBlocking:
+    def read(self, count: int) -> None:
+        return None
+
+
+@pytest.mark.parametrize("source, detail, actual, expected", [
+    (_Overfull(), "read(n) returned more than n bytes", 2, 1),
+    (_NonBlocking(), "a stream is read from a blocking source", "read() returned None",
+     "bytes, or b'' at end of input"),
+])
+def test_a_source_breaking_its_contract_is_an_argument_error(source, detail, actual, expected):
+    with raises_rule("ARGUMENT") as info:
+        list(read_stream(source))
+    assert (info.value.path, info.value.detail, info.value.actual, info.value.expected) == (
+        "source", detail, actual, expected)
+
+
+def test_the_module_exports_its_names():
+    from hurray_decl.hurray.stream import reader as module
+
+    assert module.__all__ == ["Source", "StreamReader", "iter_stream", "read_stream"]
+    assert all(callable(getattr(module, name)) for name in module.__all__)
 
 
 # ---------------------------------------------------------------- the writer

@@ -9,11 +9,12 @@ fields (HF-META-19), checked before any value is converted or copied.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any, ClassVar, Self
 
 from pydantic import model_validator
 
-from hurray_decl.declare.model import U8, U32, U64, FrozenModel
+from hurray_decl.declare.model import U8, U32, U64, FrozenModel, trusted
 from hurray_decl.errors import ArgumentError, RuleViolation
 from hurray_decl.hurray.container.declarations import (
     SCALAR_PAYLOADS,
@@ -135,6 +136,43 @@ def _scalar_ok(tag: int, value: Any, where: str) -> None:
     _length_ok(tag, value, where)
 
 
+_TAGS_OF_TYPES: dict[type, int] = {bool: KVTag.BOOL, int: KVTag.INT64, float: KVTag.FLOAT64, str: KVTag.STRING,
+                                   bytes: KVTag.BYTES, bytearray: KVTag.BYTES, memoryview: KVTag.BYTES}
+"""The tag of an array whose elements are all of one builtin type (:meth:`KVValue.of`)."""
+
+
+def _array_ok(tag: int, values: Sequence[Any], where: str) -> None:
+    """:func:`_scalar_ok` of every element, as passes over the whole array (the element types as a
+    set, the integer range by min and max, UTF-8 by one encode of the joined text, lengths by their
+    maximum); when a pass fails, the elements are judged one by one, so the first bad one is
+    refused with its own error and index."""
+    kinds: tuple[type[Any], ...] = _SCALAR_TYPES[tag]
+    types = set(map(type, values))
+    fine = all(issubclass(t, kinds) for t in types) and (tag == KVTag.BOOL or not any(issubclass(t, bool)
+                                                                                       for t in types))
+    if fine and values and tag in _RANGES:
+        fine = _RANGES[tag][0] <= min(values) and max(values) <= _RANGES[tag][1]
+    if fine and tag == KVTag.STRING:
+        try:
+            fine = len("".join(values).encode("utf-8")) <= U32_MAX  # then no element's can be longer
+        except UnicodeEncodeError:
+            fine = False
+    if fine and tag == KVTag.BYTES and values:
+        fine = max(map(len, values)) <= U32_MAX
+    if not fine:
+        for i, item in enumerate(values):
+            _scalar_ok(tag, item, f"{where} -> {i}")
+
+
+def _array_size(tag: int, values: Sequence[Any]) -> int:
+    """The encoded size of an array's items (its elements valid, :func:`_array_ok`), from lengths."""
+    if tag == KVTag.STRING:
+        return 4 * len(values) + len("".join(values).encode("utf-8"))
+    if tag == KVTag.BYTES:
+        return 4 * len(values) + sum(map(len, values))
+    return len(values) * payload_size(tag, 0)
+
+
 class KVValue(FrozenModel):
     """A typed KV value: ``tag`` (KVTag), ``value`` and, for arrays, ``element_tag``.
 
@@ -167,9 +205,9 @@ class KVValue(FrozenModel):
             if len(value) > U32_MAX:
                 raise RuleViolation("HF-META-19", "an array with more elements than its u32 count",
                                     path=where, actual=len(value), expected=f"<= {U32_MAX}")
-            for i, item in enumerate(value):
-                _scalar_ok(element, item, f"{where} -> {i}")
-            return {**data, "value": tuple(value)}
+            items = tuple(value)
+            _array_ok(element, items, where)
+            return {**data, "value": items}
         if tag not in SCALAR_PAYLOADS:
             raise RuleViolation("HF-META-16", "a KV value tag is 0x01-0x07", path="kv -> tag", actual=tag,
                                 expected="0x01-0x07")
@@ -177,6 +215,16 @@ class KVValue(FrozenModel):
             raise ArgumentError("kv -> element_tag", "only arrays have an element tag", actual=element)
         _scalar_ok(tag, value, where)
         return data
+
+    @classmethod
+    def scalar(cls, tag: int, value: Any) -> KVValue:
+        """``KVValue(tag=tag, value=value)`` for a scalar tag, with the same checks (the tag, the
+        value's type, range, UTF-8 and length) and none of the model's per-instance validation
+        machinery: for the many small entries of a large KV section."""
+        if tag not in SCALAR_PAYLOADS or isinstance(tag, bool) or not isinstance(tag, int):
+            return cls(tag=tag, value=value)  # the model's own refusal
+        _scalar_ok(tag, value, "kv -> value")
+        return trusted(cls, {"tag": int(tag), "value": value, "element_tag": None})
 
     @classmethod
     def of(cls, value: Any) -> KVValue:
@@ -188,11 +236,16 @@ class KVValue(FrozenModel):
         if isinstance(value, (list, tuple)):
             if not value:
                 raise ArgumentError("kv", "an empty list has no element type; pass a KVValue with element_tag")
+            types = set(map(type, value))
+            exact = _TAGS_OF_TYPES.get(types.pop()) if len(types) == 1 else None
+            if exact is not None:  # one builtin type: its tag (an int64 array holding a uint64 is uint64)
+                big = exact == KVTag.INT64 and max(value) >= 1 << 63
+                return cls(tag=KVTag.ARRAY, element_tag=KVTag.UINT64 if big else exact, value=tuple(value))
             tags = {cls._tag_of(v) for v in value}
             if len(tags) != 1 and tags != {KVTag.INT64, KVTag.UINT64}:
                 raise ArgumentError("kv", "an array holds values of one type", actual=sorted(tags))
             return cls(tag=KVTag.ARRAY, element_tag=max(tags), value=tuple(value))
-        return cls(tag=cls._tag_of(value), value=value)
+        return cls.scalar(cls._tag_of(value), value)
 
     @staticmethod
     def _tag_of(value: Any) -> int:
@@ -234,8 +287,7 @@ class KVValue(FrozenModel):
     def size(self) -> int:
         """Encoded payload size in bytes, from lengths only."""
         if self.tag == KVTag.ARRAY:
-            element = self.array_tag
-            return 1 + 4 + sum(payload_size(element, _raw(element, v)) for v in self.value)
+            return 1 + 4 + _array_size(self.array_tag, self.value)
         return payload_size(self.tag, _raw(self.tag, self.value))
 
     def plain(self) -> Any:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import io
 import mmap
 import re
+import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +27,7 @@ from typing import Any
 import construct as cs
 import numpy as np
 
-from hurray_decl.declare.model import remember_validated
+from hurray_decl.declare.model import trusted
 from hurray_decl.declare.schema import Rule, field_offsets
 from hurray_decl.errors import ArgumentError, HurrayDeclError, NameNotFound, RuleViolation, TruncatedError
 from hurray_decl.hurray.container.composite import CompositeWalk
@@ -450,20 +451,28 @@ def _index(view: memoryview, trailer: Trailer, header: FileHeader,
     entries: list[IndexEntry] = []
     seen: set[bytes] = set()
     last: bytes | None = None
+    at = section.position
+    ordered = header.has(FileFlag.SORTED_INDEX)
     for i in range(count):
-        p = positions[f"index -> entries -> {i}"] = section.position
-        wire = section.parse(INDEX_ENTRY, f"file -> index -> entries -> {i}")
-        name = bytes(wire.name)
+        p = positions[f"index -> entries -> {i}"] = at
+        fast = _entry_fast(view, p, section.end)
+        if fast is None:  # something to refuse: the declaration's verdict, with its rule and offset
+            section.stream.seek(p - section.start)
+            wire = section.parse(INDEX_ENTRY, f"file -> index -> entries -> {i}")
+            name, entry, at = bytes(wire.name), IndexEntry.from_wire(wire), section.position
+        else:
+            name, entry, at = fast
         if name in seen:
             raise RuleViolation("HF-IDX-13", "two index entries have the same name",
                                 path=f"file -> index -> entries -> {i} -> name", offset=p + 2, actual=name.decode())
-        if header.has(FileFlag.SORTED_INDEX) and last is not None and not last < name:
+        if ordered and last is not None and not last < name:
             raise RuleViolation("HF-IDX-15", "SORTED_INDEX is set but the names do not strictly increase",
                                 path=f"file -> index -> entries -> {i} -> name", offset=p + 2,
                                 actual=name.decode(), expected=f"after {last.decode()!r}")
         seen.add(name)
         last = name
-        entries.append(IndexEntry.from_wire(wire))
+        entries.append(entry)
+    section.stream.seek(at - section.start)
     if section.position != section.end and header.container_version_minor == 0:
         raise RuleViolation("HF-IDX-10", "bytes are left inside index_length after the entries (minor 0)",
                             path="file -> index", offset=section.position,
@@ -471,32 +480,77 @@ def _index(view: memoryview, trailer: Trailer, header: FileHeader,
     return tuple(entries), bytes(view[section.position:section.end])
 
 
+_U32 = struct.Struct("<I")  # a string's or byte sequence's u32 length (SCALAR_PAYLOADS)
 KV_ENTRY_HEAD = cs.Struct(*KV_ENTRY.subcons[:3])
 """A KV entry up to its value: key_length, key, value_tag."""
 ARRAY_HEAD = cs.Struct(*ARRAY_PAYLOAD.subcons[:2])
 """An array payload up to its items: element_tag, count (bounded by the bytes left)."""
 
 
-def _format_field(struct: cs.Construct) -> tuple[cs.FormatField | None, bool]:
-    """The fixed-width wire number under a payload's wrappers (None for a variable payload), and
+def format_field(declaration: cs.Construct) -> tuple[cs.FormatField | None, bool]:
+    """The fixed-width wire number under a field's wrappers (None for a variable payload), and
     whether a rule sits on it."""
     ruled = False
-    while not isinstance(struct, cs.FormatField):
-        ruled = ruled or isinstance(struct, Rule)
-        inner = getattr(struct, "subcon", None)
+    while not isinstance(declaration, cs.FormatField):
+        ruled = ruled or isinstance(declaration, Rule)
+        inner = getattr(declaration, "subcon", None)
         if inner is None:
             return None, ruled
-        struct = inner
-    return struct, ruled
+        declaration = inner
+    return declaration, ruled
 
 
 FIXED_ITEMS: dict[int, tuple[np.dtype[Any], bool]] = {}
 """Element tag -> (NumPy dtype of the wire number, whether its declaration holds a rule), for the
 fixed-width element tags: an array of them is read as one view."""
 for _tag, _payload in SCALAR_PAYLOADS.items():
-    _field, _ruled = _format_field(_payload)
+    _field, _ruled = format_field(_payload)
     if _field is not None:
         FIXED_ITEMS[_tag] = (np.dtype(_field.fmtstr), _ruled)
+
+
+def wire_struct(*fields: cs.Construct) -> struct.Struct:
+    """The fixed-width wire numbers of ``fields`` (under their rules and names) as one struct."""
+    found = [format_field(f)[0] for f in fields]
+    return struct.Struct("<" + "".join(f.fmtstr.lstrip("<>=") for f in found if f is not None))
+
+
+_NAME_LENGTH = wire_struct(INDEX_ENTRY.subcons[0])
+_ENTRY_TAIL = wire_struct(*INDEX_ENTRY.subcons[2:])
+"""An index entry's name_length, and its fields after the name (offsets, lengths, flags)."""
+_ENTRY_FIELDS = tuple(sub.name for sub in INDEX_ENTRY.subcons[2:])
+
+
+def _name_at(view: memoryview, p: int, end: int, length: struct.Struct, after: int) -> tuple[bytes, str, int] | None:
+    """A name of at least one byte in well-formed UTF-8 at ``p``, after its ``length`` field, with
+    ``after`` more bytes before ``end``: (its bytes, its text, where it ends), or None."""
+    if end - p < length.size:
+        return None
+    (count,) = length.unpack_from(view, p)
+    name_end = p + length.size + count
+    if count < 1 or name_end + after > end:
+        return None
+    raw = bytes(view[p + length.size:name_end])
+    try:
+        return raw, raw.decode("utf-8"), name_end
+    except UnicodeDecodeError:
+        return None
+
+
+def _entry_fast(view: memoryview, p: int, end: int) -> tuple[bytes, IndexEntry, int] | None:
+    """(name, entry, end) of the index entry at ``p`` read with struct, its declaration's checks made
+    on the way (a name of at least one byte and well-formed UTF-8, flags 0, the entry inside the
+    section); None at anything else, for the declaration to refuse with its own error."""
+    found = _name_at(view, p, end, _NAME_LENGTH, _ENTRY_TAIL.size)
+    if found is None:
+        return None
+    name, text, name_end = found
+    values = _ENTRY_TAIL.unpack_from(view, name_end)
+    fields = dict(zip(_ENTRY_FIELDS, values))
+    if fields["flags"] != 0:
+        return None
+    entry = trusted(IndexEntry, {"name": text, **fields})
+    return name, entry, name_end + _ENTRY_TAIL.size
 
 
 def _items(view: memoryview, section: Section, where: str, tag: int, count: int) -> tuple[Any, ...]:
@@ -524,21 +578,25 @@ def _items(view: memoryview, section: Section, where: str, tag: int, count: int)
         section.stream.seek(start - section.start + count * dtype.itemsize)
         return tuple((array.astype(bool) if tag == KVTag.BOOL else array).tolist())
     items: list[Any] = []
+    keep = items.append
+    length_at = _U32.unpack_from
     p = start
     text = tag == KVTag.STRING
-    for _ in range(count):
-        length = int.from_bytes(view[p:p + 4], "little")
-        if length > end - p - 4:  # also when the length itself is cut (then end - p - 4 < 0)
+    for _ in range(count):  # one pass: each length against the bytes left, each string decoded (UTF-8)
+        if end - p < 4:
             refuse(p)
-        raw = bytes(view[p + 4:p + 4 + length])
+        (length,) = length_at(view, p)
+        q = p + 4 + length
+        if q > end:
+            refuse(p)
         if text:
             try:
-                items.append(raw.decode())  # UTF-8
+                keep(str(view[p + 4:q], "utf-8"))
             except UnicodeDecodeError:
                 refuse(p)
         else:
-            items.append(raw)
-        p += 4 + length
+            keep(bytes(view[p + 4:q]))
+        p = q
     section.stream.seek(p - section.start)
     return tuple(items)
 
@@ -551,7 +609,53 @@ def _kv_value(view: memoryview, section: Section, where: str, tag: int) -> KVVal
         return KVValue.from_wire(tag, section.parse(SCALAR_PAYLOADS[tag], where))
     head = section.parse(ARRAY_HEAD, where)
     items = _items(view, section, f"{where} -> items", head.element_tag, head.count)
-    return remember_validated(KVValue.model_construct(tag=tag, value=items, element_tag=head.element_tag))
+    return trusted(KVValue, {"tag": tag, "value": items, "element_tag": head.element_tag})
+
+
+_KEY_LENGTH = wire_struct(KV_ENTRY.subcons[0])
+_VALUE_TAG = wire_struct(KV_ENTRY.subcons[2])
+_SCALARS = {tag: struct.Struct("<" + dtype.char) for tag, (dtype, _) in FIXED_ITEMS.items()}
+"""A KV entry's key_length and value_tag, and each fixed-width scalar's wire number (the declarations')."""
+
+
+def _kv_fast(view: memoryview, p: int, end: int) -> tuple[str, KVValue, int] | None:
+    """(key, value, end) of the scalar KV entry at ``p`` read with struct, the declaration's checks
+    made on the way (a key of at least one byte in UTF-8, a scalar tag, a bool 0 or 1, a string's
+    or byte sequence's length within the section, a string in UTF-8); None for an array or at
+    anything else, which the declaration then reads or refuses with its own error."""
+    found = _name_at(view, p, end, _KEY_LENGTH, _VALUE_TAG.size)
+    if found is None:
+        return None
+    _, key, key_end = found
+    (tag,) = _VALUE_TAG.unpack_from(view, key_end)
+    at = key_end + _VALUE_TAG.size
+    value: Any
+    if tag in _SCALARS:
+        number = _SCALARS[tag]
+        if at + number.size > end:
+            return None
+        (value,) = number.unpack_from(view, at)
+        if tag == KVTag.BOOL:
+            if value > 1:
+                return None
+            value = bool(value)
+        after = at + number.size
+    elif tag in (KVTag.STRING, KVTag.BYTES):
+        if end - at < _U32.size:
+            return None
+        after = at + _U32.size + _U32.unpack_from(view, at)[0]
+        if after > end:
+            return None
+        if tag == KVTag.BYTES:
+            value = bytes(view[at + _U32.size:after])
+        else:
+            try:
+                value = str(view[at + _U32.size:after], "utf-8")
+            except UnicodeDecodeError:
+                return None
+    else:
+        return None
+    return key, trusted(KVValue, {"tag": tag, "value": value, "element_tag": None}), after
 
 
 def _kv(view: memoryview, trailer: Trailer, minor: int,
@@ -566,10 +670,15 @@ def _kv(view: memoryview, trailer: Trailer, minor: int,
         p = section.position
         if positions is not None:
             positions[f"kv -> entries -> {i}"] = p
-        where = f"file -> kv -> entries -> {i}"
-        head = section.parse(KV_ENTRY_HEAD, where)
-        key = bytes(head.key).decode()  # UTF-8
-        value = _kv_value(view, section, f"{where} -> value", head.value_tag)
+        fast = _kv_fast(view, p, section.end)
+        if fast is not None:
+            key, value, after = fast
+            section.stream.seek(after - section.start)
+        else:  # an array, or something to refuse: the declaration's reading, with its rule and offset
+            where = f"file -> kv -> entries -> {i}"
+            head = section.parse(KV_ENTRY_HEAD, where)
+            key = bytes(head.key).decode()  # UTF-8
+            value = _kv_value(view, section, f"{where} -> value", head.value_tag)
         if key in kv:
             raise RuleViolation("HF-META-11", "two KV entries have the same key",
                                 path=f"file -> kv -> entries -> {i} -> key", offset=p + 2, actual=key)

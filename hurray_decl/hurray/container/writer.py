@@ -11,10 +11,12 @@ their fields (HF-META-19), torn or badly nested composites, a count hint that tu
 from __future__ import annotations
 
 import io
+import struct
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, BinaryIO
 
 import construct as cs
+import numpy as np
 
 from hurray_decl.errors import ArgumentError, HurrayDeclError, RuleViolation
 from hurray_decl.hurray.container.composite import CompositeWalk
@@ -32,9 +34,10 @@ from hurray_decl.hurray.container.declarations import (
     U32_MAX,
     UNKNOWN_COUNT,
     FileFlag,
+    KVTag,
 )
 from hurray_decl.hurray.container.model import FileHeader, IndexEntry, KVValue, Trailer
-from hurray_decl.hurray.container.reader import Container, Skipped, align
+from hurray_decl.hurray.container.reader import ARRAY_HEAD, FIXED_ITEMS, Container, Skipped, align, wire_struct
 from hurray_decl.hurray.tensor import TensorDescriptor, validate_buffers, write_tensor_descriptor
 
 CHUNK = 1 << 24  # buffers and padding are written in slices of at most 16 MiB
@@ -253,9 +256,46 @@ def encode_kv(kv: Mapping[str, Any]) -> bytes:
     out = io.BytesIO()
     out.write(_build(KV_COUNT, {"kv_count": len(items)}, "file -> kv"))
     for raw, typed in items:
-        out.write(_build(KV_ENTRY, {"key_length": len(raw), "key": raw, "value_tag": typed.tag,
-                                    "value": typed.payload_wire()}, f"file -> kv -> {raw.decode()!r}"))
+        out.write(_ENTRY_HEAD.pack(len(raw)) + raw + _TAG.pack(typed.tag))  # key_length, key, value_tag
+        if typed.tag in _SCALAR:  # a fixed-width scalar: its wire number
+            out.write(_SCALAR[typed.tag].pack(typed.value))
+            continue
+        if typed.tag != KVTag.ARRAY:  # a string or byte sequence: its length and bytes
+            data = typed.value.encode("utf-8") if typed.tag == KVTag.STRING else bytes(typed.value)
+            out.write(_LENGTH_FIELD.pack(len(data)) + data)
+            continue
+        out.write(_ARRAY_HEAD.pack(typed.array_tag, len(typed.value)))  # element_tag, count
+        out.write(array_items(typed.array_tag, typed.value))
     return out.getvalue()
+
+
+_LENGTH = np.dtype("<u4")  # a string's or byte sequence's u32 length (SCALAR_PAYLOADS)
+
+
+_SCALAR = {tag: struct.Struct("<" + dtype.char) for tag, (dtype, _) in FIXED_ITEMS.items()}
+"""Each fixed-width scalar tag's wire number (the declaration's, through FIXED_ITEMS)."""
+_LENGTH_FIELD = struct.Struct("<" + _LENGTH.char)
+_ENTRY_HEAD = wire_struct(KV_ENTRY.subcons[0])
+_TAG = wire_struct(KV_ENTRY.subcons[2])
+_ARRAY_HEAD = wire_struct(*ARRAY_HEAD.subcons)
+"""key_length; value_tag; an array's element_tag and count: the entry's fixed fields, packed at once."""
+
+
+def array_items(tag: int, values: Sequence[Any]) -> bytes:
+    """The items of a KV array of element ``tag`` (checked values, :class:`KVValue`), as
+    ``ARRAY_PAYLOAD`` builds them: fixed-width elements as one NumPy array of the declaration's
+    wire type, strings and byte sequences as their lengths and bytes joined in one pass."""
+    if tag in FIXED_ITEMS:
+        return np.asarray(values, dtype=FIXED_ITEMS[tag][0]).tobytes()
+    raws = [v.encode("utf-8") for v in values] if tag == KVTag.STRING else [bytes(v) for v in values]
+    lengths = np.fromiter(map(len, raws), dtype=np.int64, count=len(raws))
+    starts = np.cumsum(lengths + 4) - (lengths + 4)  # where each length field goes
+    out = np.empty(int(lengths.sum()) + 4 * len(raws), dtype=np.uint8)
+    text = np.ones(len(out), dtype=bool)
+    text[(starts[:, None] + np.arange(4)).reshape(-1)] = False
+    out[~text] = lengths.astype(_LENGTH).view(np.uint8)  # u32 little-endian, in element order
+    out[text] = np.frombuffer(b"".join(raws), dtype=np.uint8)
+    return out.tobytes()
 
 
 def write_container(tensors: Iterable[tuple[str, TensorDescriptor, Sequence[Any]]], kv: Mapping[str, Any] | None = None,
@@ -296,4 +336,4 @@ def rewrite(container: Container, stream: BinaryIO | None = None, *, canonical: 
     return out.getvalue() if stream is None and isinstance(out, io.BytesIO) else None
 
 
-__all__ = ["ContainerWriter", "encode_kv", "rewrite", "write_container"]
+__all__ = ["ContainerWriter", "array_items", "encode_kv", "rewrite", "write_container"]

@@ -10,7 +10,15 @@ refusal the reader is dead and raises the same error again (HS-FRM-10).
 
 Nothing is allocated from a size the stream claims: the descriptor only once descriptor_length
 passed its limit, buffer storage growing by at most 1 MiB per read with the bytes that arrived
-(HS-FRM-08), composites counted, their members listed as they arrive (HS-CMP-05).
+(HS-FRM-08), composites counted, their members listed as they arrive (HS-CMP-05). With a buffer
+limit, the buffer bytes held at once (a frame's, with those of the members of its open composites)
+are bounded before any of them is read (HS-FRM-08); ``keep_buffers=False`` skips buffer bytes as
+they arrive, a chunk at a time, so that a listing holds none.
+
+The reader's state is bounded by the open composite, never by the frames seen: the start of each
+frame of the item being read (:attr:`StreamReader.starts`, for the offsets of composite errors), its
+members, and counters. :meth:`StreamReader.advance` reads one frame at a time, for callers that
+show frames as they arrive (a dump) rather than items.
 
 The descriptor is read by the tensor reader (the compiled parse, and the traced parse for the
 position of a refusal); its refusals are HS-FRM-09 (HS-FRM-05/06, HS-VER-02 for the prefix
@@ -79,6 +87,21 @@ class Source:
         self.fill(out, count)
         return bytes(out)
 
+    def skip(self, count: int) -> int:
+        """Consume up to ``count`` bytes without keeping them, :data:`CHUNK` at a time; the number consumed."""
+        if self._data is not None:
+            got = min(len(self._data) - self.position, count)
+            self.position += got
+            return got
+        left = count
+        while left > 0:
+            out = bytearray()
+            self.fill(out, min(CHUNK, left))
+            if not out:
+                break
+            left -= len(out)
+        return count - left
+
     def fill(self, out: bytearray, count: int) -> None:
         """Append up to ``count`` bytes to ``out``, at most :data:`CHUNK` per read: ``out`` grows
         with the bytes that arrived, never with ``count`` (HS-FRM-08)."""
@@ -116,26 +139,36 @@ class StreamReader:
     """An iterator over the items of one stream (see the module's documentation).
 
     ``position`` is the number of bytes consumed; ``frames`` the number of frames read;
-    ``error`` the refusal once the stream is dead.
+    ``error`` the refusal once the stream is dead; ``item_frame`` and ``item_start`` the first
+    frame and the byte offset of the item being read (of the last one returned, once returned);
+    ``held`` the buffer bytes the open composites' members hold.
     """
 
     def __init__(self, source: Any, *, descriptor_limit: int = DESCRIPTOR_LIMIT, buffer_limit: int | None = None,
-                 permissive: bool = False, check_buffers: bool = True) -> None:
+                 permissive: bool = False, check_buffers: bool = True, keep_buffers: bool = True) -> None:
         if not isinstance(descriptor_limit, int) or descriptor_limit < PREFIX_LENGTH:
             raise ArgumentError("descriptor_limit", "a byte count that can hold a prefix", actual=descriptor_limit,
                                 expected=f">= {PREFIX_LENGTH}")
         if buffer_limit is not None and (not isinstance(buffer_limit, int) or buffer_limit < 0):
             raise ArgumentError("buffer_limit", "a byte count, or None for no limit", actual=buffer_limit,
                                 expected=">= 0 or None")
+        if check_buffers and not keep_buffers:
+            raise ArgumentError("keep_buffers", "buffers are checked on their contents: keep them, or pass "
+                                "check_buffers=False", actual=keep_buffers, expected=True)
         self.source = Source(source)
         self.descriptor_limit = descriptor_limit
         self.buffer_limit = buffer_limit
         self.permissive = permissive
         self.check_buffers = check_buffers
+        self.keep_buffers = keep_buffers
         self.frames = 0
         self.error: HurrayDeclError | None = None
         self.ended = False
+        self.item_frame = 0
+        self.item_start = 0
+        self.held = 0
         self.starts: dict[str, int] = {}
+        """The start of each frame of the item being read (cleared as the next item starts)."""
         self._walk = CompositeWalk(self.starts.get, max_depth=MAX_DEPTH, rules=COMPOSITE_RULES,
                                    where=lambda name: name)
         self._open: list[tuple[TensorDescriptor, list[Item]]] = []
@@ -154,53 +187,69 @@ class StreamReader:
         return self
 
     def __next__(self) -> Item:
+        while True:
+            item = self.advance()
+            if item is not None:
+                return item
+            if self.ended:
+                raise StopIteration
+
+    def advance(self) -> Item | None:
+        """Read one frame: the top-level item it completes, or None (a member of an open composite, or
+        the end of input, after which ``ended`` is true). A refusal kills the reader, as in iteration."""
         if self.error is not None:
             raise self.error
         if self.ended:
-            raise StopIteration
+            return None
         try:
-            item = self._item()
+            item = self._frame()
         except HurrayDeclError as err:
             self.error = err
             raise
-        if item is None:
-            self.ended = True
-            raise StopIteration
         return item
 
-    # ------------------------------------------------------------ one item
+    def frame_by_frame(self) -> Iterator[Item | None]:
+        """:meth:`advance` until the end of input: each frame's result, as the frame is read."""
+        while not self.ended:
+            yield self.advance()
 
-    def _item(self) -> Item | None:
-        while True:
-            start = self.position
-            first = self.source.take(1)
-            if not first:  # end of input at a frame boundary: clean unless a composite is open
-                self._walk.finish()
-                return None
-            index = self.frames
-            name = frame_path(index)
-            self.starts[name] = start
-            raw, descriptor = self._descriptor(first, start, index)
-            self.frames += 1
-            self._walk.arrive(name, descriptor)
-            buffers: tuple[bytearray, ...] = ()
-            if isinstance(descriptor.layout, CompositeHead):
-                self._open.append((descriptor, []))
-            else:
-                buffers = self._buffers(descriptor, start, index)
-                self._open_member(TensorItem(descriptor, buffers))
-            if self.on_frame is not None:
-                self.on_frame(index, start, raw, descriptor, buffers)
-            self._walk.settle()
-            done = self._close()
-            if done is not None:
-                return done
+    # ------------------------------------------------------------ one frame
+
+    def _frame(self) -> Item | None:
+        start = self.position
+        first = self.source.take(1)
+        if not first:  # end of input at a frame boundary: clean unless a composite is open
+            self._walk.finish()
+            self.ended = True
+            return None
+        index = self.frames
+        if not self._walk.stack:  # a new top-level item: the frames of the last one are forgotten
+            self.starts.clear()
+            self.item_frame, self.item_start = index, start
+        name = frame_path(index)
+        self.starts[name] = start
+        raw, descriptor = self._descriptor(first, start, index)
+        self.frames += 1
+        self._walk.arrive(name, descriptor)
+        buffers: tuple[bytearray, ...] = ()
+        if isinstance(descriptor.layout, CompositeHead):
+            self._open.append((descriptor, []))
+        else:
+            buffers = self._buffers(descriptor, start, index)
+            self._open_member(TensorItem(descriptor, buffers))
+        if self.on_frame is not None:
+            self.on_frame(index, start, raw, descriptor, buffers)
+        self._walk.settle()
+        return self._close()
 
     def _open_member(self, item: Item) -> None:
         if self._open:
             self._open[-1][1].append(item)
+            if isinstance(item, TensorItem):
+                self.held += sum(len(b) for b in item.buffers)
         else:
             self._done = item
+            self.held = 0
 
     def _close(self) -> Item | None:
         """The composites the walk closed become items; the finished top-level item, if any."""
@@ -238,10 +287,15 @@ class StreamReader:
             if handle.sync_mode != 0:
                 raise self._field_error("HS-SYNC-01", "a stream carries producer-synced buffers only", raw, start,
                                         index, f"descriptor -> buffers -> {i} -> sync_mode", handle.sync_mode, 0)
-            if self.buffer_limit is not None and handle.byte_size > self.buffer_limit:
-                raise self._field_error("HS-FRM-08", "a buffer above the reader's buffer limit", raw, start, index,
-                                        f"descriptor -> buffers -> {i} -> byte_size", handle.byte_size,
-                                        f"<= {self.buffer_limit}")
+        if self.buffer_limit is not None:  # the bytes held at once: this frame's and the open composites'
+            held = self.held if self.keep_buffers else 0
+            for i, handle in enumerate(descriptor.buffers):
+                held += handle.byte_size
+                if held > self.buffer_limit:
+                    what = "a buffer" if held == handle.byte_size else "the buffers held at once"
+                    raise self._field_error("HS-FRM-08", f"{what} above the reader's buffer limit", raw, start,
+                                            index, f"descriptor -> buffers -> {i} -> byte_size", f"{held} bytes",
+                                            f"<= {self.buffer_limit} bytes")
         return raw, descriptor
 
     def _prefix(self, raw: bytes, start: int, index: int) -> int:
@@ -267,6 +321,11 @@ class StreamReader:
     def _buffers(self, descriptor: TensorDescriptor, start: int, index: int) -> tuple[bytearray, ...]:
         buffers: list[bytearray] = []
         for i, handle in enumerate(descriptor.buffers):
+            if not self.keep_buffers:
+                got = self.source.skip(handle.byte_size)
+                if got < handle.byte_size:
+                    raise self._truncated(index, f"buffer[{i}]", handle.byte_size, got)
+                continue
             out = bytearray()
             self.source.fill(out, handle.byte_size)
             if len(out) < handle.byte_size:
@@ -314,17 +373,19 @@ class StreamReader:
 
 
 def read_stream(source: Any, *, descriptor_limit: int = DESCRIPTOR_LIMIT, buffer_limit: int | None = None,
-                permissive: bool = False, check_buffers: bool = True) -> StreamReader:
+                permissive: bool = False, check_buffers: bool = True, keep_buffers: bool = True) -> StreamReader:
     """The items of the Hurray stream ``source`` (bytes, a binary file, a pipe, a socket: anything
     with ``read`` or ``recv_into``), read as they arrive.
 
     ``descriptor_limit`` bounds descriptor_length (HS-FRM-07); ``buffer_limit``, when given,
-    bounds every byte_size before its buffer is read (HS-FRM-08). ``check_buffers`` runs the
-    rules that need buffer contents on each tensor (HS-FRM-09); ``permissive`` reads descriptors
-    in permissive mode. Refusals are :class:`~hurray_decl.errors.HurrayDeclError` with an HS code.
+    bounds the buffer bytes held at once (a frame's, with its open composites' members') before
+    any of them is read (HS-FRM-08). ``check_buffers`` runs the rules that need buffer contents on
+    each tensor (HS-FRM-09); ``keep_buffers=False`` (with ``check_buffers=False``) skips the buffer
+    bytes, so items carry none; ``permissive`` reads descriptors in permissive mode. Refusals are
+    :class:`~hurray_decl.errors.HurrayDeclError` with an HS code.
     """
     return StreamReader(source, descriptor_limit=descriptor_limit, buffer_limit=buffer_limit,
-                        permissive=permissive, check_buffers=check_buffers)
+                        permissive=permissive, check_buffers=check_buffers, keep_buffers=keep_buffers)
 
 
 def iter_stream(source: Any, **options: Any) -> Iterator[Item]:

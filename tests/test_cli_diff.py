@@ -25,8 +25,22 @@ INPUTS = {
     "stream": VECTORS / "streams" / "v03-three-tensors.stream",
     "value": EXAMPLES / "valid_int4.pb",
     "model": EXAMPLES / "valid_catalogue.onnx",
+    "tensor": EXAMPLES / "valid_tensor.pb",
+    "quantization": Path("quantization.bin"),  # written by payload_file, for each test
 }
-"""One valid input of every kind diff reads (the onnx-light tensor kind aside) and its kind's name."""
+"""One valid input of every kind diff reads, by its kind's name."""
+OPTIONS = {"tensor": ("--kind", "tensor"), "quantization": ("--quantization",)}
+"""What inspect and diff are told of a kind they do not detect: a bare payload, and a 23-byte
+TensorProto (most of whose one-byte edits parse as another onnx-light kind)."""
+PAYLOAD = bytes.fromhex("0201000000000000010000000200000003000000")
+"""A per-channel affine quantization payload (as tests/test_cli.py decodes it)."""
+
+
+@pytest.fixture(autouse=True)
+def payload_file(tmp_path_factory, monkeypatch):
+    path = tmp_path_factory.mktemp("payload") / "quantization.bin"
+    path.write_bytes(PAYLOAD)
+    monkeypatch.setitem(INPUTS, "quantization", path)
 
 EDITED = {
     "descriptor": (4, 9, 30, 61, 80, 104),
@@ -34,6 +48,8 @@ EDITED = {
     "stream": (5, 40, 100, 150, 193),
     "value": (3, 40, 200, 400, 622),
     "model": (3, 300, 700, 1100, 1700),
+    "tensor": (1, 6, 12, 22),
+    "quantization": (0, 5, 9, 14, 19),
 }
 """Bytes edited one at a time: in headers, descriptors, padding, tensor data, the trailer, the
 payloads (whatever each edit breaks, the copy stays of the same kind)."""
@@ -45,9 +61,9 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
     return status, out, err
 
 
-def inspected(capsys, path: Path) -> list[dict]:
+def inspected(capsys, path: Path, kind: str = "") -> list[dict]:
     """The rows ``inspect --format json`` gives."""
-    status, out, _ = run(capsys, "inspect", "--format", "json", str(path))
+    status, out, _ = run(capsys, "inspect", "--format", "json", *OPTIONS.get(kind, ()), str(path))
     assert status in (0, 1)
     rows: list[dict] = json.loads(out)["rows"]
     return rows
@@ -68,12 +84,12 @@ def edited(tmp_path: Path, source: Path, position: int, name: str = "") -> Path:
 
 @pytest.mark.parametrize("kind", list(INPUTS))
 def test_an_edited_byte_is_named_by_the_field_and_offset_inspect_gives(capsys, tmp_path, kind):
-    source = INPUTS[kind]
-    rows_a = inspected(capsys, source)
+    source, options = INPUTS[kind], OPTIONS.get(kind, ())
+    rows_a = inspected(capsys, source, kind)
     for position in EDITED[kind]:
         copy = edited(tmp_path, source, position)
-        rows_b = inspected(capsys, copy)
-        status, out, err = run(capsys, "diff", "--format", "json", str(source), str(copy))
+        rows_b = inspected(capsys, copy, kind)
+        status, out, err = run(capsys, "diff", "--format", "json", *options, str(source), str(copy))
         assert (status, err) == (1, ""), (position, err)
         document = json.loads(out)
         assert document["verdict"] == "different"
@@ -86,7 +102,7 @@ def test_an_edited_byte_is_named_by_the_field_and_offset_inspect_gives(capsys, t
         named = [d for d in document["differences"] if d["a"] is not None
                  and (d["a"]["field"], d["a"]["offset"]) == (row["field"], row["offset"])]
         assert named, (position, row["field"])
-        status, text, _ = run(capsys, "diff", str(source), str(copy))
+        status, text, _ = run(capsys, "diff", *options, str(source), str(copy))
         assert status == 1
         assert f"first differing byte is byte {position}, in A's {row['field']} (at byte {row['offset']})" \
             in " ".join(line.strip() for line in text.splitlines())
@@ -97,11 +113,12 @@ def test_an_edited_byte_is_named_by_the_field_and_offset_inspect_gives(capsys, t
 def test_two_identical_files_are_the_same(capsys, tmp_path, kind):
     copy = tmp_path / f"copy{INPUTS[kind].suffix}"
     copy.write_bytes(INPUTS[kind].read_bytes())
-    status, out, _ = run(capsys, "diff", str(INPUTS[kind]), str(copy))
+    options = OPTIONS.get(kind, ())
+    status, out, _ = run(capsys, "diff", *options, str(INPUTS[kind]), str(copy))
     assert status == 0
-    rows = len(inspected(capsys, INPUTS[kind]))
+    rows = len(inspected(capsys, INPUTS[kind], kind))
     assert out.splitlines()[-1] == f"same: {copy.stat().st_size} bytes, {rows} rows alike"
-    status, out, _ = run(capsys, "diff", "--format", "json", str(INPUTS[kind]), str(copy))
+    status, out, _ = run(capsys, "diff", "--format", "json", *options, str(INPUTS[kind]), str(copy))
     document = json.loads(out)
     assert (status, document["verdict"], document["first_difference"], document["differences"]) == \
         (0, "same", None, [])
@@ -229,7 +246,7 @@ def test_any_edited_byte_is_the_first_difference(capsys, tmp_path, kind, where, 
     data[position] ^= flip
     copy = tmp_path / f"copy{INPUTS[kind].suffix}"
     copy.write_bytes(data)
-    status, out, err = run(capsys, "diff", "--format", "json", str(INPUTS[kind]), str(copy))
+    status, out, err = run(capsys, "diff", "--format", "json", *OPTIONS.get(kind, ()), str(INPUTS[kind]), str(copy))
     if status == 2:
         assert "diff compares two inputs of one kind" in err
         return

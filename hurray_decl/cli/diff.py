@@ -41,6 +41,12 @@ def _descriptor(args: argparse.Namespace, data: Any) -> Any:
     return tensor_dump(data)  # the bytes after descriptor_length, if any, are rows of their own
 
 
+def _quantization(args: argparse.Namespace, data: Any) -> Any:
+    from hurray_decl.hurray.dump import quantization_dump
+
+    return quantization_dump(bytes(data))
+
+
 def _container(args: argparse.Namespace, data: Any) -> Any:
     from hurray_decl.hurray.container.dump import container_dump
 
@@ -60,7 +66,7 @@ def _onnx_light(args: argparse.Namespace, data: Any) -> Any:
 
 
 DUMPS: dict[Kind, Callable[[argparse.Namespace, Any], Any]] = {
-    Kind.DESCRIPTOR: _descriptor, Kind.CONTAINER: _container, Kind.STREAM: _stream,
+    Kind.DESCRIPTOR: _descriptor, Kind.QUANTIZATION: _quantization, Kind.CONTAINER: _container, Kind.STREAM: _stream,
     **{kind: _onnx_light for kind in ONNX_LIGHT},
 }
 """The kinds ``diff`` reads and the dump ``inspect`` makes of each (the same function)."""
@@ -76,12 +82,12 @@ class Side:
     dump: Any
 
 
-def read_side(source: str, letter: str, forced: Kind) -> tuple[argparse.Namespace, Side]:
+def read_side(source: str, letter: str, forced: Kind, quantization: bool) -> tuple[argparse.Namespace, Side]:
     """``source`` detected (or read as ``forced``), its window read, not yet dumped (its ``dump``
     None); a problem with it names the argument (``A`` or ``B``)."""
     from hurray_decl.cli.inputs import detect, window_data
 
-    args = argparse.Namespace(input=source, kind=forced, offset=0, length=None, quantization=False,
+    args = argparse.Namespace(input=source, kind=forced, offset=0, length=None, quantization=quantization,
                               permissive=False, name=None, command="diff")
     try:
         kind = detect(args).kind
@@ -255,7 +261,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
     if args.a == "-" and args.b == "-":
         raise UsageError("argument B: standard input can be only one of the two inputs")
     forced = Kind(args.kind)
-    (read_a, a), (read_b, b) = read_side(args.a, "A", forced), read_side(args.b, "B", forced)
+    (read_a, a), (read_b, b) = read_side(args.a, "A", forced, args.quantization), \
+        read_side(args.b, "B", forced, args.quantization)
     if a.kind != b.kind:
         raise UsageError(f"argument B: {args.b} is {title(b.kind)} and {args.a} is {title(a.kind)}: "
                          "diff compares two inputs of one kind")
@@ -282,6 +289,8 @@ def register(sub: Any) -> None:
     command.add_argument("--kind", choices=FORCED, default=Kind.AUTO,
                          help="read both inputs as this kind (default: detect each from its bytes; a damaged "
                               "copy may look like another kind)")
+    command.add_argument("--quantization", action="store_true",
+                         help="both inputs are bare quantization payloads (as inspect --quantization reads them)")
     command.add_argument("--format", choices=("text", "json"), default="text",
                          help="lines within 100 columns (text, default) or one JSON document")
     command.add_argument("--limit", type=integer_at_least(0), default=20, metavar="N",

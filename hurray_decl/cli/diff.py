@@ -90,7 +90,9 @@ def read_side(source: str, letter: str, forced: Kind, quantization: bool) -> tup
     args = argparse.Namespace(input=source, kind=forced, offset=0, length=None, quantization=quantization,
                               permissive=False, name=None, command="diff")
     try:
-        kind = detect(args).kind
+        found = detect(args)
+        args = argparse.Namespace(**vars(args), detected=found)  # this side's own arguments, as dispatch hands them on
+        kind = found.kind
         if kind not in DUMPS:
             takes = ", ".join(title(k) for k in DUMPS)
             raise UsageError(f"argument INPUT: diff does not take {title(kind)} input ({source}; it takes {takes})")

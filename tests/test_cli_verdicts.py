@@ -137,17 +137,23 @@ def api_error(path: Path, kind: str) -> tuple[str, str, int | None] | None:
     return None
 
 
+UNLIMITED = ("--buffer-limit", "none")
+"""The commands read streams as the API's ``read_stream`` does by default, with no buffer limit
+(a claim past the available memory is HS-FRM-08 on the command line by default)."""
+
+
 def located_verdicts(path: Path) -> dict[str, tuple[str, str, int | None] | None]:
     """command -> (code, path, offset) of its refusal, or None for a valid input."""
     found = {}
-    document = json.loads(run_in_process(["validate", str(path), "--format", "json"], None)[1])
+    document = json.loads(run_in_process(["validate", str(path), "--format", "json", *UNLIMITED], None)[1])
     found["validate"] = error_of(document)
-    found["inspect"] = error_of(json.loads(run_in_process(["inspect", str(path), "--format", "json"], None)[1]))
-    stdout = run_in_process(["decode", str(path)], None)[1]
+    inspected_json = run_in_process(["inspect", str(path), "--format", "json", *UNLIMITED], None)[1]
+    found["inspect"] = error_of(json.loads(inspected_json))
+    stdout = run_in_process(["decode", str(path), *UNLIMITED], None)[1]
     found["decode"] = error_of(last_document(stdout))
     found["API"] = api_error(path, document["kind"])
-    text = run_in_process(["validate", str(path)], None)[1]
-    inspected = run_in_process(["inspect", str(path)], None)[1]
+    text = run_in_process(["validate", str(path), *UNLIMITED], None)[1]
+    inspected = run_in_process(["inspect", str(path), *UNLIMITED], None)[1]
     found["validate line = inspect line"] = None if found["validate"] is None \
         or dump_verdict(inspected) == " ".join(text.split()) \
         else (text.strip(), "", None)

@@ -86,3 +86,10 @@ def dump_verdict(text: str) -> str:
     lines = text.rstrip("\n").split("\n")
     start = len(lines) - 1 - lines[::-1].index("")
     return " ".join(line.strip() for line in lines[start + 1:])
+
+
+def fresh_process(argv: list[str]) -> list[str]:
+    """``argv`` run by a shell that forks it: a process exec'd straight from the test runner
+    inherits the runner's peak resident size as its own (Linux keeps the high-water mark across
+    ``exec``), so a limit such as libFuzzer's ``-rss_limit_mb`` would count the runner's memory."""
+    return ["sh", "-c", '"$@"; exit $?', "sh", *argv]

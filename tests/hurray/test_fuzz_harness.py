@@ -18,6 +18,7 @@ from hurray_decl import cli
 from hurray_decl.hurray import fuzz
 from hurray_decl.hurray.fuzz import ACCEPT, REJECT, VALID, draw_cases, reader_command
 from hurray_decl.hurray.strategies import MUTANTS
+from tests.helpers import fresh_process
 
 STRICT_READER = (f"{shlex.quote(sys.executable)} -c \"import sys, hurray_decl; "
                  f"hurray_decl.read_tensor_descriptor(open(sys.argv[1], 'rb').read())\" {{file}}")
@@ -82,9 +83,9 @@ def test_atheris_smoke_run(tmp_path):
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     env = dict(os.environ, HURRAY_FUZZ_SEEDS="10")
-    done = subprocess.run([sys.executable, "-m", "hurray_decl.hurray.fuzz_target", "-runs=3000", "-max_len=512",
-                           "-timeout=1", "-rss_limit_mb=1024", f"-artifact_prefix={tmp_path}/", str(corpus)],
-                          capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    command = [sys.executable, "-m", "hurray_decl.hurray.fuzz_target", "-runs=3000", "-max_len=512", "-timeout=1",
+               "-rss_limit_mb=1024", f"-artifact_prefix={tmp_path}/", str(corpus)]
+    done = subprocess.run(fresh_process(command), capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Done 3000 runs" in done.stderr
     assert not list(tmp_path.glob("crash-*")) and not list(tmp_path.glob("timeout-*"))

@@ -26,7 +26,7 @@ from hurray_decl.onnx_light.inputs import MODEL, check, detect_kind, items, pars
 from hurray_decl.onnx_light.mutants import EXCLUDED, MUTANTS, RandomSource
 from hurray_decl.onnx_light.strategies import compact_models, encoded_values, mutants, ort_values, valid_inputs
 from hurray_decl.rules import all_rules
-from tests.helpers import raises_rule
+from tests.helpers import fresh_process, raises_rule
 
 PER_RULE = int(os.environ.get("OL_MUTANTS_PER_RULE", "20"))
 READER_RULES = sorted(r.id for r in all_rules().values() if r.id.startswith("OL-") and r.role == "reader")
@@ -124,9 +124,9 @@ def test_atheris_smoke_run(tmp_path):
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     env = dict(os.environ, HURRAY_FUZZ_SEEDS="2")
-    done = subprocess.run([sys.executable, "-m", "hurray_decl.onnx_light.fuzz_target", "-runs=300",
-                           "-max_len=2048", "-timeout=10", "-rss_limit_mb=2048", f"-artifact_prefix={tmp_path}/",
-                           str(corpus)], capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+    command = [sys.executable, "-m", "hurray_decl.onnx_light.fuzz_target", "-runs=300", "-max_len=2048",
+               "-timeout=10", "-rss_limit_mb=2048", f"-artifact_prefix={tmp_path}/", str(corpus)]
+    done = subprocess.run(fresh_process(command), capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Done 300 runs" in done.stderr
     assert not list(tmp_path.glob("crash-*")) and not list(tmp_path.glob("timeout-*"))

@@ -38,6 +38,7 @@ from hurray_decl.hurray.tables import storage
 from hurray_decl.hurray.tables.codes import ScaleType
 from hurray_decl.hurray.tables.element_types import BY_TAG
 from hurray_decl.hurray.tensor import RowMajor, TensorDescriptor, validate_buffers
+from hurray_decl.hurray.tensor.validate import DataContext
 
 __all__ = [
     "affine_parts",
@@ -99,18 +100,27 @@ def from_gguf_super_blocks(raw: Any, ggml_type: Any, shape: Sequence[int]) -> tu
     return assemble(model, shape, row.storage, codes, params)
 
 
+def _row_major(descriptor: TensorDescriptor, buffers: Sequence[Any], schemes: tuple[type, ...], code: str,
+               message: str, expected: str) -> tuple[Any, list[memoryview], DataContext]:
+    """(quantization, buffer contents, checked parameter buffers) of a row-major tensor of one of
+    ``schemes``; anything else refused as ``code`` with ``message``."""
+    q = descriptor.quantization
+    if not isinstance(q, schemes) or not isinstance(descriptor.layout, RowMajor):
+        raise UnsupportedError(code, message, path="descriptor -> quantization", actual=type(q).__name__,
+                               expected=expected)
+    contents = buffer_contents(buffers)
+    return q, contents, validate_buffers(descriptor, contents)
+
+
 def super_blocks_gguf(descriptor: TensorDescriptor, buffers: Sequence[Any],
                       ggml_type: str | None = None) -> tuple[str, np.ndarray]:
     """A row-major ggml super-block tensor as GGUF blocks (the inverse of
     :func:`from_gguf_super_blocks`): the K-quant whose super-block, sub-block, storage and
     minimums it has (``ggml_type`` when recorded and the same), codes and scale codes checked
     against the type's ranges. Returns the type name and the bytes."""
-    q = descriptor.quantization
-    if not isinstance(q, GgmlSuperBlock) or not isinstance(descriptor.layout, RowMajor):
-        raise UnsupportedError("HQ-EXT-03", "GGUF K-quant blocks come from row-major ggml super-block tensors",
-                               path="descriptor -> quantization", actual=type(q).__name__, expected="GgmlSuperBlock")
-    contents = buffer_contents(buffers)
-    params = validate_buffers(descriptor, contents)
+    q, contents, params = _row_major(descriptor, buffers, (GgmlSuperBlock,), "HQ-EXT-03",
+                                     "GGUF K-quant blocks come from row-major ggml super-block tensors",
+                                     "GgmlSuperBlock")
     element = BY_TAG[descriptor.type_tag].name
     kinds = [r for r in GGUF_TYPES.values() if r.two_level != q.added and r.storage == element
              and r.sub_block == q.sub_block and r.elements == q.super_block and r.has_offset == q.minimums]
@@ -219,12 +229,8 @@ def from_block_parts(parts: BlockParts) -> tuple[TensorDescriptor, list[bytes]]:
 
 def block_parts(descriptor: TensorDescriptor, buffers: Sequence[Any]) -> BlockParts:
     """The pieces of a row-major per-block affine tensor: the inverse of :func:`from_block_parts`."""
-    q = descriptor.quantization
-    if not isinstance(q, PerBlockAffine) or not isinstance(descriptor.layout, RowMajor):
-        raise UnsupportedError("HQ-PB-01", "block parts exist for row-major per-block affine tensors only",
-                               path="descriptor -> quantization", actual=type(q).__name__, expected="PerBlockAffine")
-    contents = buffer_contents(buffers)
-    params = validate_buffers(descriptor, contents)
+    q, contents, params = _row_major(descriptor, buffers, (PerBlockAffine,), "HQ-PB-01",
+                                     "block parts exist for row-major per-block affine tensors only", "PerBlockAffine")
     name = BY_TAG[descriptor.type_tag].name
     g = kernels.Geometry(tuple(descriptor.shape), q.axis, q.block_size)
     data = np.frombuffer(contents[0], dtype=np.uint8)[descriptor.byte_offset:]
@@ -247,15 +253,11 @@ def affine_parts(descriptor: TensorDescriptor, buffers: Sequence[Any]) -> BlockP
     per-block affine does not have (int16, int32: HQ-PB-14), a rank-1 per-channel tensor (a block
     per element, HQ-PB-04), zero points outside the storage range (HQ-PB-22).
     """
-    q = descriptor.quantization
-    if isinstance(q, PerBlockAffine):
+    if isinstance(descriptor.quantization, PerBlockAffine):
         return block_parts(descriptor, buffers)
-    if not isinstance(q, (PerTensorAffine, PerChannelAffine)) or not isinstance(descriptor.layout, RowMajor):
-        raise UnsupportedError("HQ-PB-01", "per-block parts exist for row-major affine tensors only (per-tensor, "
-                               "per-channel, per-block)", path="descriptor -> quantization",
-                               actual=type(q).__name__, expected="an affine scheme")
-    contents = buffer_contents(buffers)
-    params = validate_buffers(descriptor, contents)
+    q, contents, params = _row_major(descriptor, buffers, (PerTensorAffine, PerChannelAffine), "HQ-PB-01",
+                                     "per-block parts exist for row-major affine tensors only (per-tensor, "
+                                     "per-channel, per-block)", "an affine scheme")
     name = BY_TAG[descriptor.type_tag].name
     shape = tuple(int(n) for n in descriptor.shape)
     count = int(np.prod(shape))

@@ -24,7 +24,7 @@ from hurray_decl.errors import (
     TruncatedError,
     UnsupportedError,
 )
-from hurray_decl.hurray.schemes import BUILTIN, ggml_super_block
+from hurray_decl.hurray.schemes import BUILTIN, ggml_codebook, ggml_super_block
 from hurray_decl.hurray.schemes.quantization import (
     HEADER_LENGTH,
     HEADER_OFFSETS,
@@ -336,7 +336,7 @@ def register_private_row(row: SchemeRow[SchemeDescriptor]) -> SchemeRow[SchemeDe
     return SCHEMES.register(row.tag, row)
 
 
-PROJECT_SCHEMES: tuple[SchemeRow[SchemeDescriptor], ...] = (ggml_super_block.ROW,)
+PROJECT_SCHEMES: tuple[SchemeRow[SchemeDescriptor], ...] = (ggml_super_block.ROW, ggml_codebook.ROW)
 """The private schemes of this project (tags 0xF0-0xFE), each documented by its module: known to
 this reader only after :func:`register_project_schemes` (the agreement HQ-EXT-03 asks for)."""
 

@@ -97,11 +97,10 @@ def check_tensor(descriptor: GgmlCodebook, tensor: Any) -> None:
     if kind is None:
         tensor.fail("HQ-EXT-03", "ggml_type names no GGML type this scheme holds", f"{where} -> ggml_type",
                     actual=descriptor.ggml_type, expected=", ".join(f"{t.ggml_type} ({t.name})" for t in TYPES.values()))
-    got = (descriptor.super_block, descriptor.sub_block, descriptor.exponent)
-    want = (kind.super_block, kind.sub_block, kind.exponent)
-    if got != want:
-        tensor.fail("HQ-EXT-03", f"{kind.name} has super-blocks, sub-blocks and an exponent of its own",
-                    f"{where} -> super_block", actual=got, expected=want)
+    for field in ("super_block", "sub_block", "exponent"):
+        if getattr(descriptor, field) != getattr(kind, field):
+            tensor.fail("HQ-EXT-03", f"{kind.name} has a {field} of its own", f"{where} -> {field}",
+                        actual=getattr(descriptor, field), expected=getattr(kind, field))
     tensor.storage_type((kind.storage,), "HQ-EXT-03")
     check_blocks(descriptor, tensor, descriptor.super_block, descriptor.sub_block)
 

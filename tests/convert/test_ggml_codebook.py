@@ -20,9 +20,10 @@ from hurray_decl.convert.gguf_codebook import FORMATS, decode_blocks, encode_blo
 from hurray_decl.convert.hurray import codebook_gguf, from_gguf_codebook
 from hurray_decl.convert.tensors import CODEBOOK_TYPES, gguf_to_hurray
 from hurray_decl.hurray import kernels
-from hurray_decl.hurray.quantization import register_project_schemes
+from hurray_decl.hurray.quantization import PROJECT_SCHEMES, SCHEMES, register_project_schemes
 from hurray_decl.hurray.schemes import ggml_codebook
 from hurray_decl.hurray.tensor import read_tensor_descriptor, write_tensor_descriptor
+from tests.conftest import PROJECT_TAGS
 from tests.convert.test_cli_convert import ROOT, cli
 from tests.helpers import raises_rule
 
@@ -73,6 +74,7 @@ def codebook_blocks(rng, name: str, blocks: int, finite: bool = True) -> np.ndar
 
 def test_the_tag_and_the_table():
     assert ggml_codebook.TAG == 0xF1 and ggml_codebook.ROW.private and ggml_codebook.ROW.length == 32
+    assert tuple(row.tag for row in PROJECT_SCHEMES) == PROJECT_TAGS
     assert set(CODEBOOK_TYPES) == set(ggml_codebook.TYPES) == set(FORMATS)
     for name, kind in ggml_codebook.TYPES.items():  # the ids and sizes are gguf's
         assert Q[name].value == kind.ggml_type
@@ -226,3 +228,39 @@ def test_every_type_through_convert(tmp_path):
     assert (tmp_path / "back.gguf").read_bytes() == (tmp_path / "m.gguf").read_bytes()
     shown = subprocess.run(["cmp", str(tmp_path / "back.gguf"), str(tmp_path / "m.gguf")], check=False)
     assert shown.returncode == 0
+
+
+def test_every_reader_of_this_package_knows_the_private_schemes(tmp_path):
+    """ls, validate, dequantize, inspect and hd.open / hd.load in a fresh process read a .hrry of
+    both private schemes; the engine below them, unregistered, refuses the tags (HQ-EXT-03)."""
+    from tests.convert.test_gguf_file import write
+    from tests.convert.test_gguf_write import canonical_k
+
+    rng = np.random.default_rng(8)
+    write(tmp_path / "m.gguf", [("iq3_s", codebook_blocks(rng, "IQ3_S", 3).reshape(3, -1), Q.IQ3_S),
+                                ("q6_k", canonical_k(rng, "Q6_K", 2).reshape(2, -1), Q.Q6_K)])
+    assert cli("convert", "m.gguf", "-o", "m.hrry", "--private-schemes", cwd=tmp_path).returncode == 0
+    for argv in (["ls", "m.hrry"], ["validate", "m.hrry"], ["inspect", "m.hrry"],
+                 ["dequantize", "m.hrry", "--name", "iq3_s", "-o", "v.npy"]):
+        done = cli(*argv, cwd=tmp_path)
+        assert done.returncode == 0 and "HQ-EXT" not in done.stdout + done.stderr, (argv, done.stdout, done.stderr)
+    reader = gguf.GGUFReader(tmp_path / "m.gguf")
+    want = gguf.quants.dequantize(reader.tensors[0].data, Q.IQ3_S)
+    assert np.array_equal(u32(np.load(tmp_path / "v.npy")), u32(want))
+    script = ("import hurray_decl as hd, numpy as np; f = hd.open('m.hrry'); "
+              "np.save('a.npy', f['iq3_s'].numpy()); np.save('b.npy', hd.load('m.hrry')['q6_k'].numpy())")
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, check=False)
+    assert done.returncode == 0, done.stderr
+    assert np.array_equal(u32(np.load(tmp_path / "a.npy")), u32(want))
+    assert np.array_equal(u32(np.load(tmp_path / "b.npy")),
+                          u32(gguf.quants.dequantize(reader.tensors[1].data, Q.Q6_K)))
+    from hurray_decl.hurray.quantization import decode_quantization, unregister_private_scheme
+
+    descriptor, _ = from_gguf_codebook(codebook_blocks(rng, "IQ3_S", 1), "IQ3_S", (1, 256))
+    payload = ggml_codebook.STRUCT.build(descriptor.quantization.to_wire())
+    unregister_private_scheme(0xF1)
+    assert SCHEMES.get(0xF1) is None
+    with pytest.raises(hd.HurrayDeclError) as unknown:
+        decode_quantization(payload)
+    assert unknown.value.code.startswith("HQ-EXT")

@@ -1,10 +1,10 @@
 """ggml super-block, private scheme 0xF0 of this project: GGUF's K-quants, and Q4_1 / Q5_1 exactly.
 
 Not a Hurray scheme: its meaning is this module, agreed out of band (HQ-EXT-03), and a writer
-emits it only when asked (HQ-EXT-04; ``convert --private-schemes``). A reader knows it only once
-:func:`hurray_decl.hurray.quantization.register_project_schemes` has been called
-(``hurray_decl.convert`` calls it where the project reads or writes its own files); without that
-the tag is an unrecognised private tag, refused as any other.
+emits it only when asked (HQ-EXT-04; ``convert --private-schemes``). This package reads it wherever
+it reads Hurray (:func:`hurray_decl.hurray.quantization.register_project_schemes`); a reader
+without the agreement (pyhurray, the engine before registration) refuses the tag as an
+unrecognised private one.
 
 Along the last axis the elements run in super-blocks of ``super_block`` elements, each split
 into sub-blocks of ``sub_block``. Every super-block s has a float16 scale ``d[s]`` and, with

@@ -72,9 +72,9 @@ from hurray_decl.hurray.values import Tensor as HurrayTensor
 from hurray_decl.onnx_light import EncodedValueProto, TensorProto
 
 __all__ = [
+    "CODEBOOK_TYPES",
     "DEQUANTIZE_DTYPES",
     "GGUF_TARGETS",
-    "CODEBOOK_TYPES",
     "PRIVATE_TYPES",
     "Tensor",
     "converts_with",

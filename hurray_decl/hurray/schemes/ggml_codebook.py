@@ -96,7 +96,9 @@ def check_tensor(descriptor: GgmlCodebook, tensor: Any) -> None:
     kind = BY_ID.get(descriptor.ggml_type)
     if kind is None:
         tensor.fail("HQ-EXT-03", "ggml_type names no GGML type this scheme holds", f"{where} -> ggml_type",
-                    actual=descriptor.ggml_type, expected=", ".join(f"{t.ggml_type} ({t.name})" for t in TYPES.values()))
+                    actual=descriptor.ggml_type,
+                    expected=", ".join(f"{t.ggml_type} ({t.name})" for t in TYPES.values()))
+        return  # fail raises
     for field in ("super_block", "sub_block", "exponent"):
         if getattr(descriptor, field) != getattr(kind, field):
             tensor.fail("HQ-EXT-03", f"{kind.name} has a {field} of its own", f"{where} -> {field}",
@@ -112,7 +114,8 @@ def sub_block_scales(descriptor: GgmlCodebook, params: Any) -> np.ndarray:
     sc = params.array("scale_buffer_index", "int8").astype(np.float32)
     with np.errstate(over="ignore", invalid="ignore"):  # infinities and NaNs as gguf computes them
         scales = (np.repeat(d, per) * sc).astype(np.float32)
-        return (scales * np.float32(2.0 ** descriptor.exponent)).astype(np.float32)
+        out: np.ndarray = (scales * np.float32(2.0 ** descriptor.exponent)).astype(np.float32)
+    return out
 
 
 def plan(descriptor: GgmlCodebook, shape: tuple[int, ...], params: Any) -> Plan:

@@ -391,6 +391,10 @@ def gguf_to_ort(tensor: GgufTensor, *, scale_type: str | None = "float32") -> En
     if len(tensor.shape) != 2:
         raise UnsupportedError("OL-ORT-07", "a MatMulNBits weight is a matrix", path="shape", actual=list(tensor.shape),
                                expected="rank 2")
+    if tensor.type_name in CODEBOOK_TYPES:  # as the block converters refuse a type they lack (HE-03)
+        raise UnsupportedError("HE-03", f"no MatMulNBits converter for the GGML type {tensor.type_name}: its values "
+                               "come from a codebook", path="ggml_type", actual=tensor.type_name,
+                               expected=", ".join(SINGLE_LEVEL))
     return hurray_to_ort(*gguf_to_hurray(tensor), scale_type=scale_type)
 
 

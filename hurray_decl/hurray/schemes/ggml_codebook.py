@@ -19,7 +19,9 @@ that of gguf-py's ``dequantize`` value for value, signed zeros, infinities and N
 
 ``ggml_type`` is the GGML type id the codes come from (:data:`TYPES`): it fixes the codebook the
 codes are drawn from, and with it ``super_block``, ``sub_block`` and ``exponent``, which are
-checked against it; a writer back to GGUF packs the type's blocks from it.
+checked against it; a writer back to GGUF packs the type's blocks from it. Its Kaitai twin is
+``schemas/hurray/ggml_codebook.ksy``, its rule beside HQ-EXT-03 CV-GGML-01 (PROJECT_RULES.md), its
+vectors ``tests/convert/vectors/ggml_codebook.json``.
 """
 
 from __future__ import annotations

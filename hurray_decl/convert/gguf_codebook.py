@@ -15,7 +15,7 @@ at a time.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -544,10 +544,3 @@ def encode_blocks(type_name: str, q: np.ndarray, d: np.ndarray, sc: np.ndarray, 
                                                     sc[start * per_sc:stop * per_sc]))
     return out.reshape(-1)
 
-
-def _shapes(shape: Sequence[int], form: BlockFormat) -> tuple[int, ...]:
-    shape = tuple(int(n) for n in shape)
-    if not shape or shape[-1] % form.elements:
-        raise ArgumentError("shape", f"{form.kind.name} rows hold whole blocks of {form.elements}", actual=list(shape),
-                            expected=f"a last dimension that is a multiple of {form.elements}")
-    return shape

@@ -269,33 +269,8 @@ def test_every_reader_of_this_package_knows_the_private_schemes(tmp_path):
 def test_the_kaitai_twin_agrees_with_the_declaration():
     """schemas/hurray/ggml_codebook.ksy (generated/hurray/ggml_codebook.py) and the Construct
     declaration accept the same payloads with the same fields and refuse the same ones."""
-    import kaitaistruct
-
     from generated.hurray.ggml_codebook import GgmlCodebook as Kaitai
-    from hurray_decl.hurray.quantization import decode_quantization
+    from tests.convert.test_private_scheme import twin_agrees
 
-    register_project_schemes()
-    rng = np.random.default_rng(4)
-    names = ("axis", "ggml_type", "super_block", "sub_block", "exponent", "d_buffer_index", "scale_buffer_index")
-    accepted = 0
-    for _ in range(300):
-        fields = rng.integers(0, 6, 7).astype("<u4")
-        fields[rng.random(7) < 0.15] = 0xFFFFFFFF
-        flags = 0 if rng.random() < 0.8 else int(rng.integers(1, 1 << 16))
-        payload = bytes([0xF1, 1]) + flags.to_bytes(2, "little") + fields.tobytes()
-        cut = len(payload) if rng.random() < 0.8 else int(rng.integers(4, len(payload)))
-        payload = payload[:cut] + (b"\x00" * int(rng.integers(0, 3)) if cut == len(payload) else b"")
-        try:
-            k = Kaitai(flags, kaitaistruct.KaitaiStream(kaitaistruct.BytesIO(payload[4:])))
-        except kaitaistruct.KaitaiStructError:
-            k = None
-        try:
-            c = decode_quantization(payload)
-        except hd.HurrayDeclError:
-            c = None
-        assert (k is None) == (c is None), payload.hex()
-        if c is not None and k is not None:
-            wire = c.to_wire()
-            assert all(getattr(k, n) == wire[n] for n in names), payload.hex()
-            accepted += 1
-    assert 20 < accepted < 300
+    twin_agrees(0xF1, Kaitai, ("axis", "ggml_type", "super_block", "sub_block", "exponent", "d_buffer_index",
+                               "scale_buffer_index"), 300)

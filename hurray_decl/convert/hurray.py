@@ -17,6 +17,7 @@ from hurray_decl.convert.gguf import (
     GGUF_BLOCK,
     GGUF_TYPES,
     MXFP4_NEGATIVE_ZERO,
+    block_data,
     gguf_parts,
     gguf_type,
     mxfp4_codes,
@@ -66,22 +67,6 @@ def from_gguf(raw: Any, ggml_type: Any, shape: Sequence[int]) -> tuple[TensorDes
     return from_block_parts(gguf_parts(raw, ggml_type, shape))
 
 
-def _block_data(raw: Any, name: str, shape: Sequence[int], elements: int,
-                size: int) -> tuple[tuple[int, ...], np.ndarray]:
-    """(shape, bytes as uint8) of GGUF blocks of ``elements`` elements in ``size`` bytes, the shape
-    whole blocks along its last axis and the bytes that many blocks (else ArgumentError)."""
-    shape = tuple(int(n) for n in shape)
-    if not shape or shape[-1] % elements:
-        raise ArgumentError("shape", f"{name} rows hold whole blocks of {elements}", actual=list(shape),
-                            expected=f"a last dimension that is a multiple of {elements}")
-    data = np.frombuffer(memoryview(raw).cast("B"), dtype=np.uint8)
-    blocks = int(np.prod(shape)) // elements
-    if data.size != blocks * size:
-        raise ArgumentError("raw", f"{name} data of {blocks * elements} elements is {blocks} blocks of {size} bytes",
-                            actual=data.size, expected=blocks * size)
-    return shape, data
-
-
 def from_gguf_super_blocks(raw: Any, ggml_type: Any, shape: Sequence[int]) -> tuple[TensorDescriptor, list[bytes]]:
     """GGUF K-quant blocks (Q2_K .. Q6_K), or Q4_1 / Q5_1 blocks, as the project's private ggml
     super-block scheme (0xF0, :mod:`hurray_decl.hurray.schemes.ggml_super_block`, registered
@@ -94,7 +79,7 @@ def from_gguf_super_blocks(raw: Any, ggml_type: Any, shape: Sequence[int]) -> tu
     if single and not row.has_offset:
         raise UnsupportedError("HQ-EXT-03", f"{row.name} is per-block affine exactly: it has no ggml super-block "
                                "form here", path="ggml_type", actual=row.name, expected="Q2_K .. Q6_K, Q4_1, Q5_1")
-    shape, data = _block_data(raw, row.name, shape, row.elements, row.record.itemsize)
+    shape, data = block_data(raw, row.name, shape, row.elements, row.record.itemsize)
     blocks = data.size // row.record.itemsize
     records = data.view(row.record)
     register_project_schemes()
@@ -125,7 +110,7 @@ def from_gguf_codebook(raw: Any, ggml_type: Any, shape: Sequence[int]) -> tuple[
         raise UnsupportedError("HE-03", f"{name} is no ggml codebook type", path="ggml_type", actual=name,
                                expected=", ".join(FORMATS))
     form = FORMATS[name]
-    shape, data = _block_data(raw, name, shape, form.elements, form.size)
+    shape, data = block_data(raw, name, shape, form.elements, form.size)
     arrays = decode_blocks(data, name)
     kind = form.kind
     register_project_schemes()

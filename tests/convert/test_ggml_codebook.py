@@ -20,7 +20,7 @@ from hurray_decl.convert.gguf_codebook import FORMATS, decode_blocks, encode_blo
 from hurray_decl.convert.hurray import codebook_gguf, from_gguf_codebook
 from hurray_decl.convert.tensors import CODEBOOK_TYPES, gguf_to_hurray
 from hurray_decl.hurray import kernels
-from hurray_decl.hurray.quantization import PROJECT_SCHEMES, SCHEMES, register_project_schemes
+from hurray_decl.hurray.quantization import PROJECT_SCHEMES, SCHEMES
 from hurray_decl.hurray.schemes import ggml_codebook
 from hurray_decl.hurray.tensor import read_tensor_descriptor, write_tensor_descriptor
 from tests.conftest import PROJECT_TAGS

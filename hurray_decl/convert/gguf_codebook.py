@@ -49,21 +49,34 @@ class CodebookBlocks:
     sc: np.ndarray
 
 
-def _u16(b: np.ndarray, start: int, count: int) -> np.ndarray:
-    return np.ascontiguousarray(b[:, start:start + 2 * count]).view("<u2").astype(np.uint32)
+F16 = "<f2"
 
 
-def _u32(b: np.ndarray, start: int, count: int) -> np.ndarray:
-    return np.ascontiguousarray(b[:, start:start + 4 * count]).view("<u4")
+def _record(*fields: tuple) -> np.dtype:
+    return np.dtype(list(fields))
 
 
-def _f16(b: np.ndarray, start: int) -> np.ndarray:
-    return np.ascontiguousarray(b[:, start:start + 2]).view("<f2").reshape(-1)
+RECORDS: dict[str, np.dtype] = {
+    "IQ2_XXS": _record(("d", F16), ("qs", "<u4", (8, 2))),  # per 32 elements: grid bytes, then signs and scale
+    "IQ2_XS": _record(("d", F16), ("qs", "<u2", (32,)), ("scales", "u1", (8,))),
+    "IQ2_S": _record(("d", F16), ("qs", "u1", (32,)), ("signs", "u1", (32,)), ("qh", "u1", (8,)),
+                     ("scales", "u1", (8,))),
+    "IQ3_XXS": _record(("d", F16), ("qs", "u1", (64,)), ("scales_and_signs", "<u4", (8,))),
+    "IQ3_S": _record(("d", F16), ("qs", "u1", (64,)), ("qh", "u1", (8,)), ("signs", "u1", (32,)),
+                     ("scales", "u1", (4,))),
+    "IQ1_S": _record(("d", F16), ("qs", "u1", (32,)), ("qh", "<u2", (8,))),
+    "IQ1_M": _record(("qs", "u1", (32,)), ("qh", "u1", (16,)), ("scales", "<u2", (4,))),  # d in the scales' tops
+    "IQ4_NL": _record(("d", F16), ("qs", "u1", (16,))),
+    "IQ4_XS": _record(("d", F16), ("scales_h", "<u2"), ("scales_l", "u1", (4,)), ("qs", "u1", (128,))),
+    "TQ1_0": _record(("qs", "u1", (48,)), ("qh", "u1", (4,)), ("d", F16)),
+    "TQ2_0": _record(("qs", "u1", (64,)), ("d", F16)),
+    "NVFP4": _record(("d", "u1", (4,)), ("qs", "u1", (32,))),  # one unsigned E4M3 scale per 16 elements
+}
+"""Each type's block, field by field, as ggml's ``block_*`` records lay it out (little-endian)."""
 
 
-def _put(b: np.ndarray, start: int, values: np.ndarray, dtype: str) -> None:
-    raw = np.ascontiguousarray(values.astype(dtype)).view(np.uint8).reshape(b.shape[0], -1)
-    b[:, start:start + raw.shape[1]] = raw
+def _int(field: np.ndarray) -> np.ndarray:
+    return field.astype(np.int64)
 
 
 def _nibbles(x: np.ndarray) -> np.ndarray:
@@ -77,7 +90,7 @@ def _put_nibbles(codes: np.ndarray) -> np.ndarray:
 
 
 def _pairs(x: np.ndarray) -> np.ndarray:
-    """Bytes (n, k) as 2k 4-bit scale codes, low nibble first, byte by byte."""
+    """Bytes (n, k) as 2k 4-bit codes, low nibble first, byte by byte."""
     return np.stack([x & 15, x >> 4], axis=-1).reshape(x.shape[0], -1)
 
 
@@ -162,41 +175,50 @@ def _unsigned(q: np.ndarray, width: int, name: str, type_name: str) -> tuple[np.
     return _grid_index(name, groups, type_name), (q < 0).reshape(*q.shape[:-1], -1, 8).astype(np.int64)
 
 
-# --- IQ2_XXS, IQ3_XXS: grid bytes, then per 32 elements 4 7-bit sign indices and a 4-bit scale ------
+def _even_signs(signs: np.ndarray, type_name: str) -> np.ndarray:
+    """The 7-bit sign indices of sign bytes (..., 8 bits), refused unless each count of minus signs is even."""
+    sign_bytes = _byte(signs)
+    low = sign_bytes & 127
+    if (_ksigns(low) != sign_bytes).any():
+        raise _no_form(type_name, "every 8 signs have an even count of minus signs", "signs")
+    return low
+
+
+SIGN_SHIFTS = np.array([0, 7, 14, 21])
+"""IQ2_XXS / IQ3_XXS: the four 7-bit sign indices of a 32-bit word (its top four bits the scale)."""
+
+
+# --- IQ2_XXS, IQ3_XXS: grid entries, then per 32 elements 4 7-bit sign indices and a 4-bit scale -----
+
+def _xxs_words(b: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """(grid entries per 32 elements, sign-and-scale word per 32 elements) of IQ2_XXS / IQ3_XXS blocks."""
+    n = b.shape[0]
+    if name == "IQ2_XXS":  # (grid bytes, signs and scale) interleaved per 32 elements
+        words = b["qs"]
+        return np.ascontiguousarray(words[..., 0]).view(np.uint8).reshape(n, 8, 4).astype(np.int64), _int(words[..., 1])
+    return _int(b["qs"]).reshape(n, 8, 8), _int(b["scales_and_signs"])
+
 
 def _xxs(name: str, width: int) -> tuple[Callable[..., CodebookBlocks], Callable[..., None]]:
-    index_bytes = 256 // width
-
     def decode(b: np.ndarray) -> CodebookBlocks:
         n = b.shape[0]
-        if name == "IQ2_XXS":  # (grid bytes, signs and scale) interleaved per 32 elements
-            words = _u32(b, 2, 16).reshape(n, 8, 2)
-            index = np.ascontiguousarray(words[..., 0]).view(np.uint8).reshape(n, 32).astype(np.int64)
-            aux = words[..., 1].astype(np.int64)
-        else:
-            index = b[:, 2:2 + index_bytes].astype(np.int64)
-            aux = _u32(b, 2 + index_bytes, 8).astype(np.int64)
-        signs = _bits(_ksigns((aux[..., None] >> np.array([0, 7, 14, 21])) & 127))  # (n, 8, 4, 8)
-        q = _signed(name, index.reshape(n, 8, -1), signs).reshape(n, 256)
-        return CodebookBlocks(q, _f16(b, 0), (2 * (aux >> 28) + 1).reshape(-1))
+        index, aux = _xxs_words(b, name)
+        signs = _bits(_ksigns((aux[..., None] >> SIGN_SHIFTS) & 127))  # (n, 8, 4, 8)
+        q = _signed(name, index, signs).reshape(n, 256)
+        return CodebookBlocks(q, b["d"], (2 * (aux >> 28) + 1).reshape(-1))
 
     def encode(b: np.ndarray, blocks: CodebookBlocks) -> None:
         n = b.shape[0]
         index, signs = _unsigned(blocks.q.reshape(n, 8, 32), width, name, name)
-        sign_bytes = _byte(signs)  # (n, 8, 4)
-        low = sign_bytes & 127
-        if (_ksigns(low) != sign_bytes).any():
-            raise _no_form(name, "every 8 signs have an even count of minus signs", "signs")
-        ls = _scale_codes(blocks.sc.reshape(n, 8), 0, 15, name)
-        aux = (low << np.array([0, 7, 14, 21])).sum(axis=-1) | (ls << 28)
-        _put(b, 0, blocks.d, "<f2")
+        low = _even_signs(signs, name)
+        aux = (low << SIGN_SHIFTS).sum(axis=-1) | (_scale_codes(blocks.sc.reshape(n, 8), 0, 15, name) << 28)
+        b["d"] = blocks.d
         if name == "IQ2_XXS":
-            words = np.stack([np.ascontiguousarray(index.reshape(n, 8, 4).astype(np.uint8)).view("<u4")[..., 0],
-                              aux.astype(np.uint32)], axis=-1)
-            _put(b, 2, words.reshape(n, 16), "<u4")
+            b["qs"][..., 0] = np.ascontiguousarray(index.reshape(n, 8, 4).astype(np.uint8)).view("<u4")[..., 0]
+            b["qs"][..., 1] = aux
         else:
-            b[:, 2:2 + index_bytes] = index.reshape(n, index_bytes)
-            _put(b, 2 + index_bytes, aux, "<u4")
+            b["qs"] = index.reshape(n, 64)
+            b["scales_and_signs"] = aux
 
     return decode, encode
 
@@ -205,30 +227,24 @@ def _xxs(name: str, width: int) -> tuple[Callable[..., CodebookBlocks], Callable
 
 def _iq2_xs_decode(b: np.ndarray) -> CodebookBlocks:
     n = b.shape[0]
-    words = _u16(b, 2, 32).astype(np.int64)
+    words = _int(b["qs"])
     q = _signed("IQ2_XS", words & 511, _bits(_ksigns(words >> 9))).reshape(n, 256)
-    return CodebookBlocks(q, _f16(b, 0), (2 * _pairs(b[:, 66:74].astype(np.int64)) + 1).reshape(-1))
+    return CodebookBlocks(q, b["d"], (2 * _pairs(_int(b["scales"])) + 1).reshape(-1))
 
 
 def _iq2_xs_encode(b: np.ndarray, blocks: CodebookBlocks) -> None:
     n = b.shape[0]
     index, signs = _unsigned(blocks.q.reshape(n, 256), 8, "IQ2_XS", "IQ2_XS")
-    sign_bytes = _byte(signs)
-    if (_ksigns(sign_bytes & 127) != sign_bytes).any():
-        raise _no_form("IQ2_XS", "every 8 signs have an even count of minus signs", "signs")
-    _put(b, 0, blocks.d, "<f2")
-    _put(b, 2, index | ((sign_bytes & 127) << 9), "<u2")
-    b[:, 66:74] = _put_pairs(_scale_codes(blocks.sc.reshape(n, 16), 0, 15, "IQ2_XS"))
+    b["d"] = blocks.d
+    b["qs"] = index | (_even_signs(signs, "IQ2_XS") << 9)
+    b["scales"] = _put_pairs(_scale_codes(blocks.sc.reshape(n, 16), 0, 15, "IQ2_XS"))
 
 
 # --- IQ2_S, IQ3_S: grid entry low bytes, high bits, sign bytes, 4-bit scales -------------------------
 
-def _s_type(name: str, width: int, high_bits: int, sub_block: int,
-            at: dict[str, int]) -> tuple[Callable[..., CodebookBlocks], Callable[..., None]]:
-    """``at``: the byte offsets of the grid low bytes ``qs``, high bits ``qh``, ``signs`` and ``scales``."""
+def _s_type(name: str, width: int, high_bits: int, sub_block: int) -> tuple[Callable[..., CodebookBlocks],
+                                                                          Callable[..., None]]:
     groups = 256 // width
-    high_bytes = groups * high_bits // 8
-    qs, qh, signs_at, scales_at = at["qs"], at["qh"], at["signs"], at["scales"]
     subs = 256 // sub_block
     per_byte = 8 // high_bits
     shifts = high_bits * np.arange(per_byte)
@@ -236,26 +252,29 @@ def _s_type(name: str, width: int, high_bits: int, sub_block: int,
 
     def decode(b: np.ndarray) -> CodebookBlocks:
         n = b.shape[0]
-        high = ((b[:, qh:qh + high_bytes, None].astype(np.int64) >> shifts) & mask).reshape(n, groups)
-        index = b[:, qs:qs + groups].astype(np.int64) | (high << 8)
-        q = _signed(name, index.reshape(n, 32, -1), _bits(b[:, signs_at:signs_at + 32].astype(np.int64)))
-        scales = _pairs(b[:, scales_at:scales_at + subs // 2].astype(np.int64))
-        return CodebookBlocks(q.reshape(n, 256), _f16(b, 0), (2 * scales + 1).reshape(-1))
+        high = ((_int(b["qh"])[..., None] >> shifts) & mask).reshape(n, groups)
+        index = _int(b["qs"]) | (high << 8)
+        q = _signed(name, index.reshape(n, 32, -1), _bits(_int(b["signs"])))
+        return CodebookBlocks(q.reshape(n, 256), b["d"], (2 * _pairs(_int(b["scales"])) + 1).reshape(-1))
 
     def encode(b: np.ndarray, blocks: CodebookBlocks) -> None:
         n = b.shape[0]
         index, signs = _unsigned(blocks.q.reshape(n, 256), width, name, name)
         index = index.reshape(n, groups)
-        _put(b, 0, blocks.d, "<f2")
-        b[:, qs:qs + groups] = index & 255
-        b[:, qh:qh + high_bytes] = ((index >> 8).reshape(n, high_bytes, per_byte) << shifts).sum(axis=-1)
-        b[:, signs_at:signs_at + 32] = _byte(signs).reshape(n, 32)
-        b[:, scales_at:scales_at + subs // 2] = _put_pairs(_scale_codes(blocks.sc.reshape(n, subs), 0, 15, name))
+        b["d"] = blocks.d
+        b["qs"] = index & 255
+        b["qh"] = ((index >> 8).reshape(n, -1, per_byte) << shifts).sum(axis=-1)
+        b["signs"] = _byte(signs).reshape(n, 32)
+        b["scales"] = _put_pairs(_scale_codes(blocks.sc.reshape(n, subs), 0, 15, name))
 
     return decode, encode
 
 
 # --- IQ1_S, IQ1_M: grid entries of -1, 0, 1 plus or minus 1/8: codes 8 g +- 1 --------------------------
+
+IQ1_SHIFTS = np.array([0, 3, 6, 9])
+"""IQ1_S qh / IQ1_M scales: four 3-bit fields of a 16-bit word."""
+
 
 def _iq1_values(index: np.ndarray, minus: np.ndarray) -> np.ndarray:
     """8 g + delta for the grid rows of ``index`` (..., groups) and delta signs ``minus`` (..., groups)."""
@@ -278,10 +297,10 @@ def _iq1_split(q: np.ndarray, type_name: str, per_delta: int) -> tuple[np.ndarra
 
 def _iq1_s_decode(b: np.ndarray) -> CodebookBlocks:
     n = b.shape[0]
-    qh = _u16(b, 34, 8).astype(np.int64)  # per 32 elements
-    index = b[:, 2:34].astype(np.int64).reshape(n, 8, 4) | (((qh[..., None] >> np.array([0, 3, 6, 9])) & 7) << 8)
+    qh = _int(b["qh"])  # per 32 elements
+    index = _int(b["qs"]).reshape(n, 8, 4) | (((qh[..., None] >> IQ1_SHIFTS) & 7) << 8)
     q = _iq1_values(index, np.repeat((qh >> 15)[..., None], 4, axis=-1))
-    return CodebookBlocks(q.reshape(n, 256), _f16(b, 0), (2 * ((qh >> 12) & 7) + 1).reshape(-1))
+    return CodebookBlocks(q.reshape(n, 256), b["d"], (2 * ((qh >> 12) & 7) + 1).reshape(-1))
 
 
 def _iq1_s_encode(b: np.ndarray, blocks: CodebookBlocks) -> None:
@@ -289,19 +308,22 @@ def _iq1_s_encode(b: np.ndarray, blocks: CodebookBlocks) -> None:
     index, minus = _iq1_split(blocks.q.reshape(n, 256), "IQ1_S", 32)
     index = index.reshape(n, 8, 4)
     ls = _scale_codes(blocks.sc.reshape(n, 8), 0, 7, "IQ1_S")
-    qh = ((index >> 8) << np.array([0, 3, 6, 9])).sum(axis=-1) | (ls << 12) | (minus << 15)
-    _put(b, 0, blocks.d, "<f2")
-    b[:, 2:34] = (index & 255).reshape(n, 32)
-    _put(b, 34, qh, "<u2")
+    b["d"] = blocks.d
+    b["qs"] = (index & 255).reshape(n, 32)
+    b["qh"] = ((index >> 8) << IQ1_SHIFTS).sum(axis=-1) | (ls << 12) | (minus << 15)
+
+
+D_NIBBLES = np.array([0, 4, 8, 12])
+"""IQ1_M: d's four nibbles, one in the top of each 16-bit scale word."""
 
 
 def _iq1_m_decode(b: np.ndarray) -> CodebookBlocks:
     n = b.shape[0]
-    words = _u16(b, 48, 4).astype(np.int64)
-    d = ((words >> 12) << np.array([0, 4, 8, 12])).sum(axis=-1).astype(np.uint16).view("<f2")
-    scales = ((words[..., None] >> np.array([0, 3, 6, 9])) & 7).reshape(n, 16)
-    nibbles = np.stack([b[:, 32:48] & 15, b[:, 32:48] >> 4], axis=-1).reshape(n, 32).astype(np.int64)
-    index = b[:, 0:32].astype(np.int64) | ((nibbles & 7) << 8)
+    words = _int(b["scales"])
+    d = ((words >> 12) << D_NIBBLES).sum(axis=-1).astype(np.uint16).view(F16)
+    scales = ((words[..., None] >> IQ1_SHIFTS) & 7).reshape(n, 16)
+    nibbles = _pairs(_int(b["qh"]))
+    index = _int(b["qs"]) | ((nibbles & 7) << 8)
     q = _iq1_values(index, nibbles >> 3)
     return CodebookBlocks(q.reshape(n, 256), d, (2 * scales + 1).reshape(-1))
 
@@ -310,13 +332,11 @@ def _iq1_m_encode(b: np.ndarray, blocks: CodebookBlocks) -> None:
     n = b.shape[0]
     index, minus = _iq1_split(blocks.q.reshape(n, 256), "IQ1_M", 8)
     index = index.reshape(n, 32)
-    nibbles = (index >> 8) | (minus << 3)
-    b[:, 0:32] = index & 255
-    b[:, 32:48] = _put_pairs(nibbles)
+    b["qs"] = index & 255
+    b["qh"] = _put_pairs((index >> 8) | (minus << 3))
     ls = _scale_codes(blocks.sc.reshape(n, 4, 4), 0, 7, "IQ1_M")
-    d_bits = np.ascontiguousarray(blocks.d.astype("<f2")).view("<u2").astype(np.int64)
-    top = (d_bits[:, None] >> np.array([0, 4, 8, 12])) & 15
-    _put(b, 48, (ls << np.array([0, 3, 6, 9])).sum(axis=-1) | (top << 12), "<u2")
+    top = (_int(np.ascontiguousarray(blocks.d.astype(F16)).view("<u2"))[:, None] >> D_NIBBLES) & 15
+    b["scales"] = (ls << IQ1_SHIFTS).sum(axis=-1) | (top << 12)
 
 
 # --- IQ4_NL, IQ4_XS: 4-bit codes into the non-linear values ------------------------------------------
@@ -332,23 +352,27 @@ def _lookup(values: np.ndarray, table: np.ndarray, type_name: str) -> np.ndarray
     return codes
 
 
+def _no_scales(blocks: CodebookBlocks, type_name: str) -> None:
+    if (blocks.sc != 1).any():
+        raise _no_form(type_name, f"{type_name} has no sub-block scales (code 1)", "sc")
+
+
 def _iq4_nl_decode(b: np.ndarray) -> CodebookBlocks:
-    return CodebookBlocks(IQ4_VALUES[_nibbles(b[:, 2:18])], _f16(b, 0), np.ones(b.shape[0], np.int16))
+    return CodebookBlocks(IQ4_VALUES[_nibbles(b["qs"])], b["d"], np.ones(b.shape[0], np.int16))
 
 
 def _iq4_nl_encode(b: np.ndarray, blocks: CodebookBlocks) -> None:
-    if (blocks.sc != 1).any():
-        raise _no_form("IQ4_NL", "IQ4_NL has no sub-block scales (code 1)", "sc")
-    _put(b, 0, blocks.d, "<f2")
-    b[:, 2:18] = _put_nibbles(_lookup(blocks.q, IQ4_VALUES, "IQ4_NL"))
+    _no_scales(blocks, "IQ4_NL")
+    b["d"] = blocks.d
+    b["qs"] = _put_nibbles(_lookup(blocks.q, IQ4_VALUES, "IQ4_NL"))
 
 
 def _iq4_xs_decode(b: np.ndarray) -> CodebookBlocks:
     n = b.shape[0]
-    high = (_u16(b, 2, 1).astype(np.int64) >> (2 * np.arange(8))) & 3
-    ls = _pairs(b[:, 4:8].astype(np.int64)) | (high << 4)
-    q = IQ4_VALUES[_nibbles(b[:, 8:136].reshape(n, 8, 16))]
-    return CodebookBlocks(q.reshape(n, 256), _f16(b, 0), (ls - 32).reshape(-1))
+    high = (_int(b["scales_h"])[:, None] >> (2 * np.arange(8))) & 3
+    ls = _pairs(_int(b["scales_l"])) | (high << 4)
+    q = IQ4_VALUES[_nibbles(b["qs"].reshape(n, 8, 16))]
+    return CodebookBlocks(q.reshape(n, 256), b["d"], (ls - 32).reshape(-1))
 
 
 def _iq4_xs_encode(b: np.ndarray, blocks: CodebookBlocks) -> None:
@@ -356,65 +380,69 @@ def _iq4_xs_encode(b: np.ndarray, blocks: CodebookBlocks) -> None:
     ls = blocks.sc.reshape(n, 8).astype(np.int64) + 32
     if ((ls < 0) | (ls > 63)).any():
         raise _no_form("IQ4_XS", "sub-block scale codes are -32 .. 31", "sc")
-    _put(b, 0, blocks.d, "<f2")
-    _put(b, 2, ((ls >> 4) << (2 * np.arange(8))).sum(axis=-1), "<u2")
-    b[:, 4:8] = _put_pairs(ls & 15)
-    b[:, 8:136] = _put_nibbles(_lookup(blocks.q.reshape(n, 8, 32), IQ4_VALUES, "IQ4_XS")).reshape(n, 128)
+    b["d"] = blocks.d
+    b["scales_h"] = ((ls >> 4) << (2 * np.arange(8))).sum(axis=-1)
+    b["scales_l"] = _put_pairs(ls & 15)
+    b["qs"] = _put_nibbles(_lookup(blocks.q.reshape(n, 8, 32), IQ4_VALUES, "IQ4_XS")).reshape(n, 128)
 
 
 # --- TQ1_0, TQ2_0: ternary digits ------------------------------------------------------------------
 
-TQ1_GROUPS = ((0, 32, 5), (32, 16, 5), (48, 4, 4))
-"""TQ1_0's digit bytes: (first byte, bytes, digits per byte); byte i of a group holds element
-``start + k * bytes + i`` as digit k (160 elements in 32 bytes, 80 in 16, 16 in 4)."""
+TQ1_GROUPS = (("qs", slice(0, 32), 5), ("qs", slice(32, 48), 5), ("qh", slice(0, 4), 4))
+"""TQ1_0's digit bytes: (field, bytes, digits per byte); byte i of a group of k bytes holds the
+group's element ``j * k + i`` as its digit j (160 elements in 32 bytes, 80 in 16, 16 in 4)."""
 
 
 def _tq1_decode(b: np.ndarray) -> CodebookBlocks:
     n = b.shape[0]
     parts = []
-    for first, count, digits in TQ1_GROUPS:
-        x = b[:, first:first + count].astype(np.uint16)
+    for field, at, digits in TQ1_GROUPS:
+        x = b[field][:, at].astype(np.uint16)
         shifted = (x[:, None, :] * (3 ** np.arange(digits, dtype=np.uint16))[:, None]) & 255  # the byte's top digit
         parts.append(((shifted * 3) >> 8).reshape(n, -1))
     q = np.concatenate(parts, axis=-1).astype(np.int16) - 1
-    return CodebookBlocks(q, _f16(b, 52), np.ones(n, np.int16))
+    return CodebookBlocks(q, b["d"], np.ones(n, np.int16))
 
 
 def _tq1_encode(b: np.ndarray, blocks: CodebookBlocks) -> None:
     n = b.shape[0]
     _tq_check(blocks, "TQ1_0", 1)
     digits_all = blocks.q.astype(np.int64) + 1
-    at = 0
-    for first, count, digits in TQ1_GROUPS:
-        t = digits_all[:, at:at + digits * count].reshape(n, digits, count)
-        at += digits * count
+    done = 0
+    for field, at, digits in TQ1_GROUPS:
+        count = at.stop - at.start
+        t = digits_all[:, done:done + digits * count].reshape(n, digits, count)
+        done += digits * count
         value = (t * (3 ** (4 - np.arange(digits)))[:, None]).sum(axis=1)  # base 3, 5 digits (the fifth 0)
-        b[:, first:first + count] = (value * 256 + 242) // 243
-    _put(b, 52, blocks.d, "<f2")
+        b[field][:, at] = (value * 256 + 242) // 243
+    b["d"] = blocks.d
 
 
 def _tq_check(blocks: CodebookBlocks, type_name: str, high: int) -> None:
-    if (blocks.sc != 1).any():
-        raise _no_form(type_name, f"{type_name} has no sub-block scales (code 1)", "sc")
+    _no_scales(blocks, type_name)
     bad = (blocks.q < -1) | (blocks.q > high)
     if bad.any():
         j = int(np.flatnonzero(bad.ravel())[0])
         raise _no_form(type_name, f"codes are -1 .. {high}", f"elements[{j}]", int(blocks.q.ravel()[j]))
 
 
+TQ2_SHIFTS = (2 * np.arange(4, dtype=np.int16))[:, None]
+"""TQ2_0: the four 2-bit digits of a byte; byte i of each 32 holds elements i, 32 + i, 64 + i, 96 + i."""
+
+
 def _tq2_decode(b: np.ndarray) -> CodebookBlocks:
     n = b.shape[0]
-    x = b[:, :64].reshape(n, 2, 1, 32).astype(np.int16)
-    q = ((x >> (2 * np.arange(4, dtype=np.int16))[:, None]) & 3).reshape(n, 256) - 1
-    return CodebookBlocks(q, _f16(b, 64), np.ones(n, np.int16))
+    x = b["qs"].reshape(n, 2, 1, 32).astype(np.int16)
+    q = ((x >> TQ2_SHIFTS) & 3).reshape(n, 256) - 1
+    return CodebookBlocks(q, b["d"], np.ones(n, np.int16))
 
 
 def _tq2_encode(b: np.ndarray, blocks: CodebookBlocks) -> None:
     n = b.shape[0]
     _tq_check(blocks, "TQ2_0", 2)
     t = (blocks.q.astype(np.int64) + 1).reshape(n, 2, 4, 32)
-    b[:, :64] = (t << (2 * np.arange(4))[:, None]).sum(axis=2).reshape(n, 64)
-    _put(b, 64, blocks.d, "<f2")
+    b["qs"] = (t << TQ2_SHIFTS).sum(axis=2).reshape(n, 64)
+    b["d"] = blocks.d
 
 
 # --- NVFP4: 4 scale bytes (unsigned E4M3, halved), 64 E2M1 codes ---------------------------------------
@@ -431,50 +459,51 @@ def _ue4m3() -> np.ndarray:
 
 def _nvfp4_decode(b: np.ndarray) -> CodebookBlocks:
     n = b.shape[0]
-    d = _ue4m3()[b[:, :4]]
-    q = E2M1_DOUBLED[_nibbles(b[:, 4:36].reshape(n, 4, 8))]
-    return CodebookBlocks(q.reshape(n, 64), d.astype("<f2").reshape(-1), np.ones(n * 4, np.int16))
+    q = E2M1_DOUBLED[_nibbles(b["qs"].reshape(n, 4, 8))]
+    return CodebookBlocks(q.reshape(n, 64), _ue4m3()[b["d"]].astype(F16).reshape(-1), np.ones(n * 4, np.int16))
 
 
 def _nvfp4_encode(b: np.ndarray, blocks: CodebookBlocks) -> None:
     n = b.shape[0]
-    if (blocks.sc != 1).any():
-        raise _no_form("NVFP4", "NVFP4 has no sub-block scales (code 1)", "sc")
-    bits = np.ascontiguousarray(blocks.d.astype("<f2")).view("<u2")
+    _no_scales(blocks, "NVFP4")
+    bits = np.ascontiguousarray(blocks.d.astype(F16)).view("<u2")
     table = _ue4m3()[:UE4M3_BYTES].view("<u2")  # distinct values
     order = np.argsort(table)
     at = np.minimum(np.searchsorted(table[order], bits), table.size - 1)
     if (table[order][at] != bits).any():
         j = int(np.flatnonzero(table[order][at] != bits)[0])
         raise _no_form("NVFP4", "a scale is no unsigned E4M3 value halved", f"d[{j}]", float(blocks.d[j]))
-    b[:, :4] = order[at].reshape(n, 4)
-    b[:, 4:36] = _put_nibbles(_lookup(blocks.q.reshape(n, 4, 16), E2M1_DOUBLED, "NVFP4")).reshape(n, 32)
+    b["d"] = order[at].reshape(n, 4)
+    b["qs"] = _put_nibbles(_lookup(blocks.q.reshape(n, 4, 16), E2M1_DOUBLED, "NVFP4")).reshape(n, 32)
 
 
 # --- the table -------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class BlockFormat:
-    """A GGML codebook type's block: its size in bytes and elements, and its two directions."""
+    """A GGML codebook type's block: its record, elements, and its two directions."""
 
     kind: CodebookType
-    size: int
+    record: np.dtype
     elements: int
     decode: Callable[[np.ndarray], CodebookBlocks]
     encode: Callable[[np.ndarray, CodebookBlocks], None]
 
+    @property
+    def size(self) -> int:
+        """Bytes per block."""
+        return int(self.record.itemsize)
+
 
 def _formats() -> dict[str, BlockFormat]:
     xxs2, xxs3 = _xxs("IQ2_XXS", 8), _xxs("IQ3_XXS", 4)
-    s2 = _s_type("IQ2_S", 8, 2, 16, {"qs": 2, "signs": 34, "qh": 66, "scales": 74})
-    s3 = _s_type("IQ3_S", 4, 1, 32, {"qs": 2, "qh": 66, "signs": 74, "scales": 106})
-    rows = {"IQ2_XXS": (66, 256, *xxs2), "IQ2_XS": (74, 256, _iq2_xs_decode, _iq2_xs_encode),
-            "IQ2_S": (82, 256, *s2), "IQ3_XXS": (98, 256, *xxs3), "IQ3_S": (110, 256, *s3),
-            "IQ1_S": (50, 256, _iq1_s_decode, _iq1_s_encode), "IQ1_M": (56, 256, _iq1_m_decode, _iq1_m_encode),
-            "IQ4_NL": (18, 32, _iq4_nl_decode, _iq4_nl_encode), "IQ4_XS": (136, 256, _iq4_xs_decode, _iq4_xs_encode),
-            "TQ1_0": (54, 256, _tq1_decode, _tq1_encode), "TQ2_0": (66, 256, _tq2_decode, _tq2_encode),
-            "NVFP4": (36, 64, _nvfp4_decode, _nvfp4_encode)}
-    return {name: BlockFormat(TYPES[name], *row) for name, row in rows.items()}
+    s2, s3 = _s_type("IQ2_S", 8, 2, 16), _s_type("IQ3_S", 4, 1, 32)
+    rows = {"IQ2_XXS": (256, *xxs2), "IQ2_XS": (256, _iq2_xs_decode, _iq2_xs_encode), "IQ2_S": (256, *s2),
+            "IQ3_XXS": (256, *xxs3), "IQ3_S": (256, *s3), "IQ1_S": (256, _iq1_s_decode, _iq1_s_encode),
+            "IQ1_M": (256, _iq1_m_decode, _iq1_m_encode), "IQ4_NL": (32, _iq4_nl_decode, _iq4_nl_encode),
+            "IQ4_XS": (256, _iq4_xs_decode, _iq4_xs_encode), "TQ1_0": (256, _tq1_decode, _tq1_encode),
+            "TQ2_0": (256, _tq2_decode, _tq2_encode), "NVFP4": (64, _nvfp4_decode, _nvfp4_encode)}
+    return {name: BlockFormat(TYPES[name], RECORDS[name], *row) for name, row in rows.items()}
 
 
 FORMATS: dict[str, BlockFormat] = _formats()
@@ -485,7 +514,7 @@ def _blocks(raw: Any, form: BlockFormat) -> np.ndarray:
     data = np.frombuffer(memoryview(raw).cast("B"), dtype=np.uint8)
     if data.size % form.size:
         raise ArgumentError("raw", f"{form.kind.name} data is whole blocks of {form.size} bytes", actual=data.size)
-    return data.reshape(-1, form.size)
+    return data.view(form.record)
 
 
 def decode_blocks(raw: Any, type_name: str, chunk: int = CHUNK) -> CodebookBlocks:
@@ -503,19 +532,21 @@ def decode_blocks(raw: Any, type_name: str, chunk: int = CHUNK) -> CodebookBlock
     for start in range(0, n, step):
         part = blocks[start:start + step]
         got = form.decode(part)
-        again = np.zeros_like(part)
+        again = np.zeros(part.shape[0], form.record)
         try:
             form.encode(again, got)
         except ArgumentError as err:  # not reached for the types' own decoders; kept as the rule says
             raise RuleViolation("CV-GGML-01", f"{type_name} blocks {start}..: {err.detail}", path="raw") from None
-        if not np.array_equal(again, part):
-            row, byte = np.argwhere(again != part)[0]
+        before = np.ascontiguousarray(part).view(np.uint8).reshape(-1, form.size)
+        after = again.view(np.uint8).reshape(-1, form.size)
+        if not np.array_equal(after, before):
+            row, byte = np.argwhere(after != before)[0]
             j = start + int(row)
             raise RuleViolation("CV-GGML-01", f"{type_name} block {j} holds bytes its values do not give back "
-                                f"(byte {int(byte)}: 0x{int(part[row, byte]):02X}, written back as "
-                                f"0x{int(again[row, byte]):02X}): no exact ggml codebook form",
+                                f"(byte {int(byte)}: 0x{int(before[row, byte]):02X}, written back as "
+                                f"0x{int(after[row, byte]):02X}): no exact ggml codebook form",
                                 path=f"raw -> blocks[{j}]", offset=j * form.size + int(byte),
-                                actual=int(part[row, byte]), expected=int(again[row, byte]))
+                                actual=int(before[row, byte]), expected=int(after[row, byte]))
         stop = start + part.shape[0]
         q[start:stop] = got.q
         d[start * per_d:stop * per_d] = got.d
@@ -536,11 +567,11 @@ def encode_blocks(type_name: str, q: np.ndarray, d: np.ndarray, sc: np.ndarray, 
     if d.size != n * per_d or sc.size != n * per_sc:
         raise ArgumentError("parameters", f"{type_name}: one d per {kind.super_block} elements and one scale code "
                             f"per {kind.sub_block}", actual=(d.size, sc.size), expected=(n * per_d, n * per_sc))
-    out = np.zeros((n, form.size), np.uint8)
+    out = np.zeros(n, form.record)
     step = max(1, chunk)
     for start in range(0, n, step):
         stop = min(n, start + step)
         form.encode(out[start:stop], CodebookBlocks(q[start:stop], d[start * per_d:stop * per_d],
                                                     sc[start * per_sc:stop * per_sc]))
-    return out.reshape(-1)
+    return out.view(np.uint8)
 

@@ -58,18 +58,18 @@ def codebook_blocks(rng, name: str, blocks: int, finite: bool = True) -> np.ndar
     if name in ("TQ1_0", "TQ2_0"):
         values = rng.standard_normal((blocks, form.elements)).astype(np.float32)
         return gguf.quants.quantize(values, Q[name]).reshape(-1)
-    raw = rng.integers(0, 256, (blocks, form.size), dtype=np.uint8)
+    raw = rng.integers(0, 256, blocks * form.size, dtype=np.uint8).view(form.record)
     if name == "NVFP4":
-        raw[:, :4] %= gguf_codebook.UE4M3_BYTES
+        raw["d"] %= gguf_codebook.UE4M3_BYTES
     arrays = form.decode(raw)
     d = arrays.d.copy()
     if finite and name != "NVFP4":
         d[:] = rng.uniform(1e-3, 1.0, d.size).astype(np.float16)
     elif name != "NVFP4":  # random bit patterns, and surely an infinity, a NaN and -0 among them
         d[:3] = np.array([np.inf, np.nan, -0.0], np.float16)
-    canonical = np.zeros_like(raw)
+    canonical = np.zeros(blocks, form.record)
     form.encode(canonical, gguf_codebook.CodebookBlocks(arrays.q, d, arrays.sc))
-    return canonical.reshape(-1)
+    return canonical.view(np.uint8)
 
 
 def test_the_tag_and_the_table():

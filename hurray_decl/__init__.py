@@ -56,6 +56,7 @@ if TYPE_CHECKING:  # the public names: imported lazily at run time (see the modu
         from_gptq as from_gptq,
     )
     from hurray_decl.errors import HurrayDeclError as HurrayDeclError
+    from hurray_decl.hurray.container.edit import append as append, edit as edit
     from hurray_decl.hurray import (
         dask_arrays as dask,  # noqa: F401 (a module: exported under its public name)
         kernels as kernels,

@@ -61,7 +61,7 @@ def validate(args: argparse.Namespace) -> int:
     def check() -> str:
         from hurray_decl.cli.inputs import regular_file
         from hurray_decl.hurray.container import validate_container
-        from hurray_decl.hurray.container.edit import pending
+        from hurray_decl.hurray.container.journal import pending
         from hurray_decl.hurray.tensor.layouts import CompositeHead
 
         path = regular_file(args)  # an interrupted edit's journal beside it: CV-EDT-01, naming the file's verdict

@@ -42,30 +42,32 @@ def _pair(text: str, option: str, shape: str) -> tuple[str, str]:
 
 
 def _typed(text: str, kind: str) -> Any:
-    """The value of ``--set``'s text as ``kind`` (a UsageError naming both when it is not one)."""
-    try:
-        if kind in ("int64", "uint64"):
-            return int(text, 0)
-        if kind == "float64":
-            return float(text)
-        if kind == "bytes":
-            return bytes.fromhex(text)
-    except ValueError:
-        raise UsageError(f"argument --set: {text!r} is not a value of type {kind}") from None
-    if kind == "bool":
+    """The value of ``--set``'s text as ``kind`` (a name of TYPES; a UsageError naming both when
+    the text is not such a value)."""
+    from hurray_decl.hurray.container import KVTag
+    from hurray_decl.hurray.container.edit import TYPES
+
+    tag = TYPES[kind]
+    if tag == KVTag.BOOL:
         if text.lower() not in TRUE + FALSE:
             raise UsageError(f"argument --set: {text!r} is not a bool value (true/false, 1/0)")
         return text.lower() in TRUE
-    return text
+    parse = {KVTag.INT64: lambda t: int(t, 0), KVTag.UINT64: lambda t: int(t, 0), KVTag.FLOAT64: float,
+             KVTag.BYTES: bytes.fromhex}.get(KVTag(tag), str)
+    try:
+        return parse(text)
+    except ValueError:
+        raise UsageError(f"argument --set: {text!r} is not a value of type {kind}") from None
 
 
 def _set(text: str) -> tuple[str, Any, str]:
+    from hurray_decl.hurray.container import KVTag
     from hurray_decl.hurray.container.edit import TYPES
 
     key, value = _pair(text, "--set", "KEY=VALUE[:type]")
     body, sep, kind = value.rpartition(":")
     if not sep or kind not in TYPES:
-        body, kind = value, "string"
+        body, kind = value, KVTag.STRING.name.lower()
     return key, _typed(body, kind), kind
 
 

@@ -28,7 +28,8 @@ it), settles it: a complete journal writes the old bytes back and cuts the file 
 (the old version), an incomplete one was never acted on and is deleted (the file is untouched,
 the old version). The step can itself be killed and run again. While a journal is there,
 ``hurray-decl validate`` refuses the file with CV-EDT-01, naming the file's own verdict as well
-(a torn tail fails HF-IDX-02 or another HF rule). Readers do not look for journals.
+(a torn tail fails HF-IDX-02 or another HF rule). Readers do not look for journals, and
+nothing locks the file: run one edit of a file at a time, with no writer of it alongside.
 
 The edited file is valid under the same rules as the one given: the file is validated at level
 V first (its buffer contents excepted) and refused by the broken rule, the tail is written by

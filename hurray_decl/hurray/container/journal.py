@@ -14,7 +14,7 @@ from __future__ import annotations
 import mmap
 import os
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import construct as cs
 import crc32c as crc_package
@@ -189,7 +189,7 @@ def write_journal(path: str, view: memoryview, start: int) -> int:
 
 def _crc_more(crc: int, data: Any) -> int:
     """CRC-32C (HF-DATA-18, as :func:`crc32c`) of what came before, continued over ``data``."""
-    return cast(int, crc_package.crc32c(data, crc))
+    return crc_package.crc32c(data, crc)
 
 
 __all__ = ["HINT", "JOURNAL_HEAD", "Journal", "journal_path", "pending", "pwrite_all", "read_journal", "recover",

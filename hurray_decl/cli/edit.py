@@ -16,6 +16,7 @@ the file does not hold, input that is not a regular file), 3 a file problem.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any
 
 from hurray_decl.cli.common import OK, FileProblem, UsageError
@@ -52,8 +53,10 @@ def _typed(text: str, kind: str) -> Any:
         if text.lower() not in TRUE + FALSE:
             raise UsageError(f"argument --set: {text!r} is not a bool value (true/false, 1/0)")
         return text.lower() in TRUE
-    parse = {KVTag.INT64: lambda t: int(t, 0), KVTag.UINT64: lambda t: int(t, 0), KVTag.FLOAT64: float,
-             KVTag.BYTES: bytes.fromhex}.get(KVTag(tag), str)
+    parsers: dict[KVTag, Callable[[str], Any]] = {
+        KVTag.INT64: lambda t: int(t, 0), KVTag.UINT64: lambda t: int(t, 0), KVTag.FLOAT64: float,
+        KVTag.BYTES: bytes.fromhex}
+    parse = parsers.get(KVTag(tag), str)
     try:
         return parse(text)
     except ValueError:

@@ -359,6 +359,33 @@ def test_a_kill_at_any_write_recovers_to_the_old_or_the_new_version(tmp_path, sc
     assert state(path) == new
 
 
+def test_a_killed_recovery_is_run_again(tmp_path):
+    path = _file(tmp_path / "f.hrry")
+    original = path.read_bytes()
+    old = state(path)
+
+    def drop(p: Path) -> None:
+        hd.edit(p).drop("b").commit()
+
+    k = 1
+    while not (_killed_at(path, drop, k) == KILLED and path.read_bytes() != original):  # a torn file
+        path.write_bytes(original)
+        if os.path.exists(journal_path(path)):
+            os.unlink(journal_path(path))
+        k += 1
+    torn, journal = path.read_bytes(), Path(journal_path(path)).read_bytes()
+    j = 0
+    while True:
+        j += 1
+        path.write_bytes(torn)
+        Path(journal_path(path)).write_bytes(journal)
+        code = _killed_at(path, recover, j)
+        if code == DONE:
+            break
+        assert recover(path) in (None, "rolled back") and state(path) == old, j  # None: killed after the deletion
+    assert j > 3 and state(path) == old and not os.path.exists(journal_path(path))
+
+
 @pytest.mark.rules("CV-EDT-02")
 def test_recovery_refuses_a_journal_of_another_file(tmp_path):
     path = _file(tmp_path / "f.hrry")

@@ -137,7 +137,8 @@ def register(sub: Any) -> None:
                                                  "bool or bytes (hex)"),
             ("--delete", "delete", "KEY", "delete a KV entry"),
             ("--rename", "rename", "OLD=NEW", "rename a tensor"),
-            ("--drop", "drop", "TENSOR", "remove a tensor (the tensors after it move down)"),
+            ("--drop", "drop", "TENSOR", "remove a tensor (a composite's head: the composite whole); the "
+                                               "tensors after it move down"),
             ("--append", "append", "NAME=FILE.npy", "add a tensor with the values of a .npy file")):
         command.add_argument(flag, action=_Change, const=verb, dest="changes", metavar=metavar, help=text)
     command.set_defaults(run=cmd_edit)

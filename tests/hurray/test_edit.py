@@ -145,9 +145,10 @@ def test_edits_of_any_valid_file_give_a_valid_file(tmp_path_factory, data, choic
     path = tmp_path_factory.mktemp("any") / "f.hrry"
     path.write_bytes(data)
     names, kv, tensors = state(path)
-    plain = [n for n in names if not n.startswith("g")]
+    plain = [n for n in names if not n.startswith("g.")]  # a head drops its members with it
     drop = choice.draw(st.sets(st.sampled_from(plain), max_size=2))
-    rename = choice.draw(st.sampled_from([n for n in names if n not in drop]))
+    rename = choice.draw(st.sampled_from([n for n in names if n not in drop and not ("g" in drop and
+                                                                                   n.startswith("g."))]))
     e = hd.edit(path).rename(rename, "renamed")
     for name in drop:
         e.drop(name)
@@ -158,7 +159,8 @@ def test_edits_of_any_valid_file_give_a_valid_file(tmp_path_factory, data, choic
     e.set("added", 5)
     e.commit()
     new_names, new_kv, new_tensors = state(path)
-    expected = {("renamed" if k == rename else k): v for k, v in tensors.items() if k not in drop}
+    gone = drop | ({n for n in names if n.startswith("g.")} if "g" in drop else set())
+    expected = {("renamed" if k == rename else k): v for k, v in tensors.items() if k not in gone}
     assert new_tensors == expected and set(new_names) == set(expected)
     assert new_kv == {**kv, "added": (KVTag.INT64, None, 5)}
 
@@ -198,15 +200,20 @@ def test_deleting_every_kv_entry_keeps_an_empty_section(tmp_path):
 @pytest.mark.rules("CV-EDT-03")
 @settings(max_examples=3, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=valid_containers(Needs(group=True)))
-def test_a_composite_part_is_not_dropped_alone(tmp_path, data):
+def test_a_composite_is_dropped_whole_and_a_member_not_alone(tmp_path, data):
     path = tmp_path / "g.hrry"
     path.write_bytes(data)
-    for name in ("g", "g.0"):
-        with raises_rule("CV-EDT-03"):
-            hd.edit(path).drop(name).commit()
+    with raises_rule("CV-EDT-03"):
+        hd.edit(path).drop("g.0").commit()
     assert path.read_bytes() == data
     hd.edit(path).rename("g.0", "member").commit()  # renaming is fine
-    assert "member" in state(path)[0]
+    names, _, tensors = state(path)
+    assert "member" in names
+    hd.edit(path).drop("g").commit()  # the head: the composite whole
+    new_names, _, new_tensors = state(path)
+    assert new_names == tuple(n for n in names if n != "g" and not n.startswith("g.") and n != "member")
+    assert new_tensors == {k: v for k, v in tensors.items() if k in new_names}
+    _pyhurray_reads(path)
 
 
 # ---------------------------------------------------------------------- a 4 GiB file

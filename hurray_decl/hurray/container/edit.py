@@ -10,8 +10,9 @@ trailer (FILE-FORMAT.md § 2), so an edit rewrites the file from the end of its 
 * **drop a tensor**: the format allows no gap between tensors (HF-DATA-03, HF-D11), so the
   tensors after the dropped one move down to close it (each descriptor and its buffers copied,
   re-padded to the alignment), then the tail follows. Dropping the last tensors of the file
-  moves nothing; dropping an early one of a large file moves everything after it. A composite's
-  head or member is not dropped on its own (CV-EDT-03).
+  moves nothing; dropping an early one of a large file moves everything after it. Dropping a
+  composite's head drops the composite whole (its members too); a member is not dropped while
+  its head stays (CV-EDT-03).
 
 Where tensors move or come, ``tensor_count_hint`` (header bytes 28-35) is written too when the
 file states one (HF-HDR-16). Nothing else of the file is written.
@@ -42,14 +43,13 @@ from __future__ import annotations
 import itertools
 import mmap
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, cast
 
 import numpy as np
 
 from hurray_decl.errors import ArgumentError, HurrayDeclError, NameNotFound, RuleViolation, path_error
-from hurray_decl.hurray.container.composite import CompositeWalk
 from hurray_decl.hurray.container.declarations import FILE_HEADER, HEADER_LENGTH, UNKNOWN_COUNT, KVTag
 from hurray_decl.hurray.container.journal import journal_path, pending, pwrite_all, recover, settle, write_journal
 from hurray_decl.hurray.container.model import FileHeader, IndexEntry, KVValue
@@ -144,7 +144,7 @@ class Edit:
         return self
 
     def drop(self, name: str) -> Edit:
-        """Remove tensor ``name`` (not a composite head or member, CV-EDT-03)."""
+        """Remove tensor ``name``: a composite's head with its members; not a member alone (CV-EDT-03)."""
         self.changes.append(("drop", name, None))
         return self
 
@@ -192,14 +192,23 @@ class _Plan:
     start: int
 
 
-def _parts(container: Container) -> Iterator[tuple[Any, bool]]:
-    """Each tensor in write order, and whether it is a composite's head or member."""
-    walk = CompositeWalk(container.locate)
+def _whole(container: Container, kept: dict[str, str]) -> None:
+    """Drop composites whole: the members of a dropped head leave ``kept`` (file name -> new
+    name) with it; a member dropped while its head stays is refused (CV-EDT-03)."""
     for i in container.write_order():
-        tensor = container.tensor(container.entries[i].name)
-        inside = bool(walk.stack) or isinstance(tensor.descriptor.layout, CompositeHead)
-        walk.item(tensor.name, tensor.descriptor)
-        yield tensor, inside
+        e = container.entries[i]
+        if not isinstance(container.tensor(e.name).descriptor.layout, CompositeHead):
+            continue
+        members = container.composite(e.name).members
+        if e.name not in kept:
+            for m in members:
+                kept.pop(m.name, None)
+            continue
+        for m in members:
+            if m.name not in kept:
+                raise RuleViolation("CV-EDT-03", "a composite's member is not dropped while its head stays",
+                                    path=f"file -> tensor {m.name!r}", offset=m.entry.descriptor_offset,
+                                    expected=f"drop its head {e.name!r} (the composite whole) or keep it")
 
 
 def _some(names: Iterable[str], shown: int = 20) -> str:
@@ -236,13 +245,8 @@ def _plan(container: Container, changes: Sequence[tuple[str, Any, Any]]) -> _Pla
             raise NameNotFound(verb, "no tensor of that name in the file", actual=first,
                                expected=_some(names) or "(the file holds no tensor)")
     new_name = {old: new for new, old in names.items() if old}
-    start = container.region_end
-    for tensor, inside in _parts(container):
-        if tensor.name not in new_name:
-            if inside:
-                raise RuleViolation("CV-EDT-03", "a composite's head or member is not dropped on its own",
-                                    path=f"file -> tensor {tensor.name!r}", offset=tensor.entry.descriptor_offset)
-            start = min(start, tensor.entry.descriptor_offset)
+    _whole(container, new_name)
+    start = min([e.descriptor_offset for e in container.entries if e.name not in new_name] + [container.region_end])
     kept, moved = [], []
     for i in container.write_order():
         e = container.entries[i]

@@ -87,7 +87,7 @@ def _array(name: str, path: str) -> Any:
 
 def cmd_edit(args: argparse.Namespace) -> int:
     from hurray_decl.cli.inputs import regular_file
-    from hurray_decl.errors import NameNotFound
+    from hurray_decl.errors import NameNotFound, PathError
     from hurray_decl.hurray.container.edit import edit
 
     path = regular_file(args)
@@ -112,6 +112,8 @@ def cmd_edit(args: argparse.Namespace) -> int:
         done = change.commit()
     except NameNotFound as err:  # a name or key the file does not hold: the option's argument
         raise UsageError(f"argument --{err.path}: {err.explained()}") from None
+    except PathError as err:  # the file or its journal cannot be opened or written (the old version kept)
+        raise FileProblem(f"{path}: {err.explained()}") from None
     recovered = f"; recovered an interrupted edit ({done.recovered})" if done.recovered else ""
     if done.changes:
         print(f"edited {path}: {done.changes} changes, {done.written} bytes written (journal {done.journal}); "

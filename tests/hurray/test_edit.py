@@ -177,6 +177,10 @@ def test_refused_edits_leave_the_file_as_it_was(tmp_path):
         hd.append(path, {"u": np.zeros(2, np.uint8)})
     with raises_rule("HF-META-09"):
         hd.edit(path).set("", 1).commit()
+    with raises_rule("HF-IDX-11"):
+        hd.edit(path).rename("b", "").commit()
+    with raises_rule("HF-IDX-12"):
+        hd.edit(path).rename("b", "\udc80").commit()
     for call in (lambda: hd.edit(path).drop("nope").commit(), lambda: hd.edit(path).delete("nope").commit(),
                  lambda: hd.edit(path).set("k", "v", "int8").commit()):
         with pytest.raises(HurrayDeclError) as info:
@@ -479,6 +483,15 @@ def test_cli_refuses_what_is_not_a_regular_container_file(tmp_path):
     descriptor = REPO / "hurray_decl" / "hurray" / "examples" / "valid_row_major.bin"
     done = _cli(tmp_path, "edit", str(descriptor), "--set", "k=v")
     assert done.returncode == 2 and "edit does not take a tensor descriptor input" in done.stderr, done.stderr
+
+
+def test_cli_a_journal_that_cannot_be_read_is_a_file_problem(tmp_path):
+    path = _file(tmp_path / "f.hrry")
+    before = path.read_bytes()
+    os.mkdir(journal_path(path))  # a folder where the journal goes
+    done = _cli(tmp_path, "edit", "f.hrry", "--set", "k=v")
+    assert done.returncode == 3 and "cannot read the journal" in done.stderr, done.stderr
+    assert path.read_bytes() == before
 
 
 def test_validate_names_an_interrupted_edit_and_edit_recovers_it(tmp_path):

@@ -211,6 +211,21 @@ def _whole(container: Container, kept: dict[str, str]) -> None:
                                     expected=f"drop its head {e.name!r} (the composite whole) or keep it")
 
 
+def _new_name(name: Any) -> None:
+    """A tensor's new name is a non-empty str of well-formed UTF-8 (HF-IDX-11/12): checked
+    before anything is written."""
+    if not isinstance(name, str):
+        raise ArgumentError("rename", "a tensor name is a str", actual=type(name).__name__, expected="str")
+    try:
+        raw = name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise RuleViolation("HF-IDX-12", "a tensor name is not well-formed UTF-8", path="file -> tensor",
+                            actual=repr(name)) from None
+    if not raw:
+        raise RuleViolation("HF-IDX-11", "a tensor name is empty", path="file -> tensor", actual="''",
+                            expected=">= 1 byte")
+
+
 def _some(names: Iterable[str], shown: int = 20) -> str:
     """The first ``shown`` names, for a message."""
     return ", ".join(itertools.islice(names, shown))
@@ -235,6 +250,7 @@ def _plan(container: Container, changes: Sequence[tuple[str, Any, Any]]) -> _Pla
                 raise RuleViolation("HF-IDX-13", "two tensors would have the same name",
                                     path=f"file -> tensor {first!r}", actual=clash)
             if verb == "rename":
+                _new_name(second)
                 names = {second if k == first else k: v for k, v in names.items()}
             elif verb == "drop":
                 del names[first]

@@ -60,6 +60,7 @@ if TYPE_CHECKING:  # the public names: imported lazily at run time (see the modu
         dask_arrays as dask,  # noqa: F401 (a module: exported under its public name)
         kernels as kernels,
     )
+    from hurray_decl.hurray.container.edit import append as append, edit as edit
     from hurray_decl.hurray.files import File as File, load as load, load_kv as load_kv, open as open, save as save
     from hurray_decl.hurray.numerics import dequantize as dequantize
     from hurray_decl.hurray.quantization import (

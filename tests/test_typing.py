@@ -54,7 +54,7 @@ EXPECTED = [
     "numpy.ndarray",
     "hurray_decl.hurray.tensor.model.TensorDescriptor",
     "-> hurray_decl.hurray.schemes.quantization.Descriptor",
-    "def (geometry: hurray_decl.hurray.kernels.Geometry,",
+    "def (geometry: hurray_decl.hurray.kernels.plan.Geometry,",
     "-> hurray_decl.hurray.tensor.model.TensorDescriptor",
     "-> numpy.ndarray",
     "-> list[type[hurray_decl.onnx_light.operators.Quantize] | type[hurray_decl.onnx_light.operators.Dequantize]]",

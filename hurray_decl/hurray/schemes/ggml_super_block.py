@@ -31,6 +31,7 @@ from typing import Any, ClassVar, Final
 
 import construct as cs
 
+from hurray_decl.hurray.checks import DataChecks, TensorChecks
 from hurray_decl.hurray.kernels import Geometry, Plan
 from hurray_decl.hurray.schemes.quantization import AXIS, SchemeDescriptor, descriptor_struct, index_field
 from hurray_decl.lazy_modules import numpy as np
@@ -72,12 +73,12 @@ class GgmlSuperBlock(SchemeDescriptor):
         return bool(self.flags & ADDED_MINIMUM)
 
 
-def check_tensor(descriptor: GgmlSuperBlock, tensor: Any) -> None:
+def check_tensor(descriptor: GgmlSuperBlock, tensor: TensorChecks) -> None:
     """Storage type; the last axis, a whole number of super-blocks of whole sub-blocks; both
     minimum buffers or neither; then the four parameter arrays' sizes. Every refusal is HQ-EXT-03:
     the payload breaks the format agreed for this tag."""
     tensor.storage_type(ROW.storage_types, ROW.storage_rule)
-    rank = len(tensor.d.shape)
+    rank = len(tensor.shape)
     extent = tensor.axis_extent(descriptor.axis, "HQ-EXT-03", "HQ-EXT-03")
     where = "descriptor -> quantization"
     if descriptor.axis != rank - 1:
@@ -123,7 +124,7 @@ def sub_block_parameters(descriptor: GgmlSuperBlock, params: Any) -> tuple[np.nd
         return scales, (np.repeat(dmin, per) * mn).astype(np.float32)
 
 
-def plan(descriptor: GgmlSuperBlock, shape: tuple[int, ...], params: Any) -> Plan:
+def plan(descriptor: GgmlSuperBlock, shape: tuple[int, ...], params: DataChecks) -> Plan:
     """Blocks of ``sub_block`` along the last axis, one block row per sub-block; the kernel
     multiplies each sub-block's codes by its scale, then subtracts its minimum, in float32."""
     geometry = Geometry(shape, descriptor.axis, descriptor.sub_block)

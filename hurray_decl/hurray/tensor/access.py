@@ -102,11 +102,7 @@ def _checked(descriptor: Any, buffers: Sequence[Any], purpose: str) -> DataConte
 
 
 def _known_element(t: TensorContext) -> ElementType:
-    if t.element is None:
-        raise UnsupportedError("HE-08", "the elements of a private type are sized, never interpreted",
-                               path="descriptor -> type_tag", actual=f"0x{t.d.type_tag:02X}",
-                               expected="an assigned type tag")
-    return t.element
+    return t.known_element
 
 
 # ---------------------------------------------------------------- buffer 0 as codes

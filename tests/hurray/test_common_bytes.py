@@ -5,12 +5,14 @@ back into those very bytes, and checks their size, so that a round trip is never
 compared with itself. The bytes are written by hand from the field tables of the Hurray digest
 (``spec/hurray/DIGEST.md`` § 3 for the quantization payloads, § 5 for the descriptor, its
 buffer handles, layouts and sections: little-endian, each field at its stated width), or taken
-from the shared conformance corpus (``tests/conformance/hurray/descriptors``), never from the
-builder.
+from the shared conformance corpus (``tests/conformance/hurray``), never from the builder. The
+container structures (``hurray.container.declarations``) are covered the same way. A stream frame
+is a tensor descriptor followed by its buffers (no declaration of its own); onnx-light's wire
+form is protobuf, read by its own generated code, not by this machinery.
 
 The declarations are found in the code: every declared model class with its own declaration
-(:func:`declared_models`); :func:`test_every_declaration_has_a_common_case` fails for one
-without a case here.
+(:func:`declared_models`), every message structure of the container's declarations
+(:func:`container_structures`); a test fails for one without a case here.
 """
 
 from __future__ import annotations
@@ -21,11 +23,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import construct as cs
 import pytest
 
 import hurray_decl.hurray.schemes as schemes_package
 import hurray_decl.hurray.tensor as tensor_package
 from hurray_decl.declare.model import DeclaredModel
+from hurray_decl.hurray.container import declarations as cd
 from hurray_decl.hurray.quantization import decode_quantization, encode_quantization
 from hurray_decl.hurray.schemes.ggml_super_block import GgmlSuperBlock
 from hurray_decl.hurray.schemes.mxfp import MXFP
@@ -57,7 +61,7 @@ from hurray_decl.hurray.tensor import (
     write_tensor_descriptor,
 )
 from hurray_decl.hurray.tensor.layouts import PRIVATE_LAYOUTS
-from tests.paths import DESCRIPTORS
+from tests.paths import CONFORMANCE, DESCRIPTORS
 
 
 @dataclass(frozen=True)
@@ -89,11 +93,11 @@ SCHEME = Codec(decode_quantization, encode_quantization)
 """A quantization payload: the scheme's declaration, chosen by its tag."""
 
 
-def fields(declaration: Any) -> Codec:
-    """A declaration read as its fields (a part no model stands for alone, or a scheme the
-    default registry does not hold)."""
-    return Codec(lambda data: {k: v for k, v in declaration.parse(data).items() if not k.startswith("_")},
-                 declaration.build)
+def fields(declaration: Any, **params: Any) -> Codec:
+    """A declaration read as its fields (a part no model stands for alone, a scheme the default
+    registry does not hold, a container structure), with the parse parameters it reads."""
+    return Codec(lambda data: {k: v for k, v in declaration.parse(data, **params).items() if not k.startswith("_")},
+                 lambda obj: declaration.build(obj, **params))
 
 
 HEADER_FIELDS = fields(PAYLOAD_HEADER)
@@ -162,6 +166,57 @@ CASES: list[tuple[type, Callable[[], tuple[Codec, str, Any, int]]]] = [
                                                  buffers=(BufferHandle(byte_size=5),)), 53)),
 ]
 """One case per declaration: the model it belongs to, then (codec, hex, object, size)."""
+
+NO_TENSORS = "v04-no-tensors.hrry"
+"""The corpus's smallest container (112 bytes): header, an empty index, the trailer (CRC-32C on)."""
+NO_TENSORS_HEADER = ("48525259 46494c45 01 00 0000 04000000 00100000 4000000000000000 ffffffffffffffff"
+                     + "00" * 28)
+NO_TENSORS_TRAILER = "4000000000000000 0800000000000000 0000000000000000 00000000 8ab2288c 00000000 48525259"
+
+CONTAINER_CASES: list[tuple[str, Callable[[], tuple[Codec, str, Any, int]]]] = [
+    # ---------------------------------------------------------------- container structures (the container spec)
+    ("FILE_HEADER", lambda: (fields(cd.FILE_HEADER), NO_TENSORS_HEADER, {
+        "magic": b"HRRYFILE", "container_version_major": 1, "container_version_minor": 0, "reserved": bytes(2),
+        "file_flags": 4, "data_buffer_alignment": 4096, "first_descriptor_offset": 64,
+        "tensor_count_hint": 0xFFFF_FFFF_FFFF_FFFF, "reserved_header": bytes(28)}, 64)),
+    ("FILE_PREAMBLE", lambda: (fields(cd.FILE_PREAMBLE), "48525259 46494c45 01",
+                               {"magic": b"HRRYFILE", "container_version_major": 1}, 9)),
+    ("INDEX_COUNT", lambda: (fields(cd.INDEX_COUNT), "0000000000000000", {"index_entry_count": 0}, 8)),
+    ("INDEX_ENTRY", lambda: (fields(cd.INDEX_ENTRY),
+                             "0100 77 4000000000000000 35000000 8000000000000000 0500000000000000 00000000",
+                             {"name_length": 1, "name": b"w", "descriptor_offset": 64, "descriptor_length": 53,
+                              "data_offset": 128, "data_length": 5, "flags": 0}, 35)),
+    ("KV_COUNT", lambda: (fields(cd.KV_COUNT), "00000000", {"kv_count": 0}, 4)),
+    ("KV_ENTRY", lambda: (fields(cd.KV_ENTRY), "0300 6b6579 02 f9ffffffffffffff",
+                          {"key_length": 3, "key": b"key", "value_tag": 2, "value": -7}, 14)),
+    ("ARRAY_PAYLOAD", lambda: (fields(cd.ARRAY_PAYLOAD), "05 02000000 01 00",
+                               {"element_tag": 5, "count": 2, "items": [1, 0]}, 7)),
+    ("TRAILER", lambda: (fields(cd.TRAILER, file_size=112, file_flags=4, index_crc=lambda offset, length: 0x8C28B28A),
+                         NO_TENSORS_TRAILER, {"index_offset": 64, "index_length": 8, "kv_offset": 0, "kv_length": 0,
+                                              "index_crc32c": 0x8C28B28A, "reserved": bytes(4),
+                                              "trailer_magic": b"HRRY"}, 40)),
+    ("TRAILER_MAGIC_STRUCT", lambda: (fields(cd.TRAILER_MAGIC_STRUCT), "48525259", {"trailer_magic": b"HRRY"}, 4)),
+]
+"""One case per container structure (by its name in ``container.declarations``)."""
+
+
+def container_structures() -> set[str]:
+    """Every message structure ``hurray.container.declarations`` declares (its ``cs.Struct`` values)."""
+    return {name for name, value in vars(cd).items() if name.isupper() and isinstance(value, cs.Struct)}
+
+
+def test_every_container_structure_has_a_common_case():
+    assert container_structures() == {name for name, _ in CONTAINER_CASES}
+
+
+@pytest.mark.parametrize("case", CONTAINER_CASES, ids=lambda case: case[0])
+def test_container_common(case: tuple[str, Callable[[], tuple[Codec, str, Any, int]]]) -> None:
+    common(*case[1]())
+
+
+def test_the_container_literals_are_the_corpus_file():
+    data = (CONFORMANCE / "files" / NO_TENSORS).read_bytes()
+    assert data == bytes.fromhex(NO_TENSORS_HEADER + "0000000000000000" + NO_TENSORS_TRAILER)
 
 
 def _fp4() -> ExtensionType:

@@ -576,6 +576,12 @@ class _Family:
         return out
 
 
+def _cut(t: Tensor, lo: Sequence[int], hi: Sequence[int]) -> np.ndarray:
+    """The box ``lo .. hi`` cut out of all the values: a tensor of dynamic shape has no box of its own."""
+    whole: np.ndarray = t.numpy()[tuple(slice(a, b) for a, b in zip(lo, hi))]
+    return whole
+
+
 class _Dense(_Family):
     """Every element has a place in buffer 0 (dense layouts; private and unrecognised ones are
     refused here with their rule)."""
@@ -601,8 +607,7 @@ class _Dense(_Family):
     @staticmethod
     def box(t: Tensor, lo: Sequence[int], hi: Sequence[int]) -> np.ndarray:
         if DYNAMIC in t.shape:
-            whole: np.ndarray = t.numpy()[tuple(slice(a, b) for a, b in zip(lo, hi))]
-            return whole
+            return _cut(t, lo, hi)
         if t.descriptor.quantization is not None:
             return t._dequantization().window(lo, hi)
         access.refuse_unaddressable(t.descriptor.layout, "a window")
@@ -667,8 +672,7 @@ class _Paged(_Family):
     @staticmethod
     def box(t: Tensor, lo: Sequence[int], hi: Sequence[int]) -> np.ndarray:
         if DYNAMIC in t.shape:
-            whole: np.ndarray = t.numpy()[tuple(slice(a, b) for a, b in zip(lo, hi))]
-            return whole
+            return _cut(t, lo, hi)
         return t._paged_box(lo, hi)
 
 

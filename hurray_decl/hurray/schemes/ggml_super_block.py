@@ -31,6 +31,7 @@ from typing import Any, ClassVar, Final
 
 import construct as cs
 
+from hurray_decl.hurray.checks import DataChecks, TensorChecks
 from hurray_decl.hurray.kernels import Geometry, Plan
 from hurray_decl.hurray.schemes.quantization import AXIS, SchemeDescriptor, descriptor_struct, index_field
 from hurray_decl.lazy_modules import numpy as np
@@ -72,7 +73,7 @@ class GgmlSuperBlock(SchemeDescriptor):
         return bool(self.flags & ADDED_MINIMUM)
 
 
-def check_tensor(descriptor: GgmlSuperBlock, tensor: Any) -> None:
+def check_tensor(descriptor: GgmlSuperBlock, tensor: TensorChecks) -> None:
     """Storage type; the super-blocks (:func:`check_blocks`); both minimum buffers or neither,
     and their sizes. Every refusal is HQ-EXT-03: the payload breaks the format agreed for this tag."""
     tensor.storage_type(ROW.storage_types, ROW.storage_rule)
@@ -93,12 +94,12 @@ def check_tensor(descriptor: GgmlSuperBlock, tensor: Any) -> None:
                          "HQ-EXT-03")
 
 
-def check_blocks(descriptor: Any, tensor: Any, k: int, s: int) -> None:
+def check_blocks(descriptor: Any, tensor: TensorChecks, k: int, s: int) -> None:
     """The checks a ggml block scheme (this one, :mod:`.ggml_codebook`) shares: the last axis, a
     whole number of super-blocks of ``k`` elements, each of whole sub-blocks of ``s``; then the
     sizes of the float16 ``d`` (one per super-block) and the int8 scale codes (one per
     sub-block). Every refusal is HQ-EXT-03."""
-    rank = len(tensor.d.shape)
+    rank = len(tensor.shape)
     extent = tensor.axis_extent(descriptor.axis, "HQ-EXT-03", "HQ-EXT-03")
     where = "descriptor -> quantization"
     if descriptor.axis != rank - 1:
@@ -132,7 +133,7 @@ def sub_block_parameters(descriptor: GgmlSuperBlock, params: Any) -> tuple[np.nd
         return scales, (np.repeat(dmin, per) * mn).astype(np.float32)
 
 
-def plan(descriptor: GgmlSuperBlock, shape: tuple[int, ...], params: Any) -> Plan:
+def plan(descriptor: GgmlSuperBlock, shape: tuple[int, ...], params: DataChecks) -> Plan:
     """Blocks of ``sub_block`` along the last axis, one block row per sub-block; the kernel
     multiplies each sub-block's codes by its scale, then subtracts its minimum, in float32."""
     geometry = Geometry(shape, descriptor.axis, descriptor.sub_block)

@@ -19,8 +19,8 @@ them. A command module
   ``fn(args)`` raising :class:`~hurray_decl.cli.common.UsageError`): an option that does not
   apply is refused naming it, never ignored;
 * reads its input through :mod:`hurray_decl.cli.inputs`: a command that takes inputs of several
-  kinds registers one handler per kind (``inputs.handles(subparsers, command, {kind: handler})``)
-  and :func:`hurray_decl.cli.inputs.dispatch` runs the one for the kind detected in the input's
+  kinds registers one handler per kind (``detection.handles(subparsers, command, {kind: handler})``)
+  and :func:`hurray_decl.cli.detection.dispatch` runs the one for the kind detected in the input's
   window (options that do not apply to that kind refused first);
 * writes files, verdict lines and JSON documents through :mod:`hurray_decl.cli.outputs` (atomic
   files, nothing left on failure; one verdict line; one JSON envelope).

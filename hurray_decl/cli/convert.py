@@ -381,9 +381,9 @@ READS = ("a GGUF file, a .hrry container, a Hurray stream or descriptor, an ONNX
 
 def source_kind(args: argparse.Namespace) -> Kind:
     """One of :data:`SOURCES`: the kind
-    :func:`hurray_decl.cli.inputs.detect` decided for the input (by magic, structure and suffix);
+    :func:`hurray_decl.cli.detection.detect` decided for the input (by magic, structure and suffix);
     input of no kind is refused here (exit 1)."""
-    from hurray_decl.cli.inputs import detect
+    from hurray_decl.cli.detection import detect
 
     found = detect(args)
     if found.reason == "fallback":
@@ -393,7 +393,8 @@ def source_kind(args: argparse.Namespace) -> Kind:
 
 
 def _read_model(args: argparse.Namespace) -> Any:
-    from hurray_decl.cli.inputs import MODEL, window_data
+    from hurray_decl.cli.detection import MODEL
+    from hurray_decl.cli.inputs import window_data
     from hurray_decl.onnx_light.inputs import parse
 
     return parse(window_data(args), MODEL)  # the one protobuf reader of every command, its rule on refusal
@@ -458,7 +459,7 @@ PAIRS = {(Kind.GGUF, Target.HURRAY), (Kind.GGUF, Target.ONNX_LIGHT), (Kind.GGUF,
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    """``convert`` of a source whose kind :func:`hurray_decl.cli.inputs.dispatch` detected."""
+    """``convert`` of a source whose kind :func:`hurray_decl.cli.detection.dispatch` detected."""
     from hurray_decl.cli.inputs import regular_file, window_data
 
     kind = source_kind(args)
@@ -746,7 +747,7 @@ def register(subparsers: Any) -> None:
                               "NAME.safetensors.index.json, or NAME-00001-of-0000N.gguf (GGUFWriter's splits)")
     convert.add_argument("--json", action="store_true", help="print the report as JSON")
     convert.set_defaults(check=check_options)
-    from hurray_decl.cli.inputs import handles
+    from hurray_decl.cli.detection import handles
 
     handles(subparsers, "convert", dict.fromkeys(SOURCES, _guarded(cmd_convert)))
 

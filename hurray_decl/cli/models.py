@@ -371,8 +371,9 @@ def _split_only_to_sharded(args: argparse.Namespace) -> None:
 
 def convert_safetensors(args: argparse.Namespace) -> int:
     """``convert`` of a safetensors source (to hurray, onnx-light, ort) or of a ``.hrry`` to
-    safetensors, the input's kind as :func:`hurray_decl.cli.inputs.detect` decided it."""
-    from hurray_decl.cli.inputs import CONTAINER, GGUF, SAFETENSORS, detect, regular_file
+    safetensors, the input's kind as :func:`hurray_decl.cli.detection.detect` decided it."""
+    from hurray_decl.cli.detection import CONTAINER, GGUF, SAFETENSORS, detect
+    from hurray_decl.cli.inputs import regular_file
     from hurray_decl.cli.kinds import title
 
     found = detect(args)
@@ -661,7 +662,7 @@ def register(subparsers: Any) -> None:
     command.add_argument("--json", action="store_true", help="print the report as JSON")
     command.set_defaults(run=cmd_quantize, check=check_quantize)
     if "convert" in subparsers.choices:  # safetensors sources and targets of convert come here
-        from hurray_decl.cli.inputs import HANDLERS, SAFETENSORS, handles
+        from hurray_decl.cli.detection import HANDLERS, SAFETENSORS, handles
 
         routed: dict[Kind, Callable[[argparse.Namespace], int]] = {
             kind: functools.partial(routed_convert, convert_command=handler)

@@ -25,8 +25,8 @@ from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import Any
 
-from hurray_decl.cli.audit import RENDERERS, audit
 from hurray_decl.cli.common import Style, UsageError, colour_verdicts
+from hurray_decl.cli.corpus import RENDERERS, audit
 from hurray_decl.cli.kinds import FORCED, Kind
 from hurray_decl.errors import HurrayDeclError
 

@@ -19,7 +19,7 @@ from tests.test_cli_harness import build_corpus
 CLI = Path(cli.__file__).parent
 
 ALLOWED = {("container.py", "tensor"): "the file stem of a tensor without a usable name",
-           ("convert.py", "tensor"): "the file stem of a tensor without a usable name"}
+           ("writers.py", "tensor"): "the file stem of a tensor without a usable name"}
 """String literals equal to a kind's name that are something else, and what."""
 
 

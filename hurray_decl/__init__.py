@@ -19,6 +19,7 @@ _LAZY = lazy_names({
     "hurray_decl.convert.hurray": ("from_awq", "from_gguf", "from_gguf_file", "from_gptq"),
     "hurray_decl.errors": ("HurrayDeclError",),
     "hurray_decl.hurray": ("dask_arrays as dask", "kernels"),
+    "hurray_decl.hurray.container.edit": ("append", "edit"),
     "hurray_decl.hurray.files": ("File", "load", "load_kv", "open", "save"),
     "hurray_decl.hurray.numerics": ("dequantize",),
     "hurray_decl.hurray.quantization": (

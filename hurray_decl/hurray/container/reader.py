@@ -545,7 +545,6 @@ def wire_struct(*fields: cs.Construct) -> struct.Struct:
 _NAME_LENGTH = wire_struct(INDEX_ENTRY.subcons[0])
 _ENTRY_TAIL = wire_struct(*INDEX_ENTRY.subcons[2:])
 """An index entry's name_length, and its fields after the name (offsets, lengths, flags)."""
-_ENTRY_FIELDS = tuple(sub.name for sub in INDEX_ENTRY.subcons[2:])
 _COUNT = wire_struct(INDEX_COUNT.subcons[0])
 
 
@@ -574,7 +573,7 @@ def _entry_fast(view: memoryview, p: int, end: int) -> tuple[bytes, IndexEntry, 
         return None
     name, text, name_end = found
     values = _ENTRY_TAIL.unpack_from(view, name_end)
-    fields = dict(zip(_ENTRY_FIELDS, values))
+    fields = dict(zip(ENTRY_FIELDS, values))
     if fields["flags"] != 0:
         return None
     entry = trusted(IndexEntry, {"name": text, **fields})
@@ -587,6 +586,8 @@ ENTRY_COLUMNS = {sub.name: wire_dtype(field) for sub in INDEX_ENTRY.subcons
                  if (field := format_field(sub)[0]) is not None}
 """An index entry's fixed-width fields (name_length and those after the name) and their wire types."""
 ENTRY_FIELDS = tuple(name for name in ENTRY_COLUMNS if name != "name_length")
+if ENTRY_COLUMNS["name_length"] != np.dtype("<u2"):  # _index_fast's walk reads it as two bytes, low first
+    raise TypeError("an index entry's name_length is a little-endian u16")
 
 
 class Index(Sequence[IndexEntry]):

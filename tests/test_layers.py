@@ -28,6 +28,7 @@ FLOORS = {  # module prefix -> floor; the longest matching prefix decides
     "hurray.fuzz": 8, "hurray.fuzz_target": 8, "hurray.examples": 8, "hurray.bench": 8, "hurray.parse_bench": 8,
     "hurray.startup_bench": 8,
     "hurray.open_bench": 8,
+    "hurray.save_bench": 8,
     "hurray.values": 8, "hurray.entries": 8, "hurray.windows": 8,
     "hurray.files": 8, "hurray.dask_arrays": 8, "hurray.dlpack": 8,
     "fuzz_harness": 8, "convert": 8, "convert.gguf_file": 8, "convert.gguf_mutants": 8,  # on the container declarations

@@ -32,6 +32,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
         open_bench.run(counts=args.counts or open_bench.COUNTS, repeat=args.repeat, out=sys.stdout)
         return OK
+    if args.kv:
+        from hurray_decl.convert import kv_bench
+
+        kv_bench.run(repeat=args.repeat, out=sys.stdout)
+        return OK
+    if args.save:
+        from hurray_decl.hurray import save_bench
+
+        save_bench.run(repeat=args.repeat, out=sys.stdout)
+        return OK
     if args.onnx_light:
         from hurray_decl.onnx_light import bench as onnx_light_bench
 
@@ -66,7 +76,9 @@ def register(sub: Any) -> None:
                                          "of a 2048x2048 matrix per scheme against gguf.quants.quantize of the "
                                          "nearest type and np.copyto; --startup times hurray-decl validate against "
                                          "python -c 'import numpy'; --open times opening a .hrry file against "
-                                         "safetensors. All ratios come from one run.")
+                                         "safetensors; --save times hd.save against pyhurray and safetensors; "
+                                         "--kv times metadata-heavy GGUF and safetensors files. "
+                                         "All ratios come from one run.")
     command.add_argument("--size", type=integer_at_least(BLOCK), default=None,
                          help=f"the square matrix size, a multiple of {BLOCK} (default: {SIZE}; "
                               f"{QUANTIZE_SIZE} with --quantize)")
@@ -83,6 +95,11 @@ def register(sub: Any) -> None:
                        "numpy', 4 x --repeat + 1 paired runs")
     which.add_argument("--open", action="store_true", help="open + first tensor and load_kv of a .hrry file of "
                        "10 to 100,000 small tensors against safetensors' safe_open + get_tensor and metadata()")
+    which.add_argument("--save", action="store_true", help="save of 64 MiB in 8 float32 tensors against pyhurray's "
+                       "save and safetensors' save_file")
+    which.add_argument("--kv", action="store_true", help="ls, convert and load_kv of GGUF files of 262,144 "
+                       "tokens, 1M strings and 200k KV entries against gguf-py's GGUFReader, and convert of "
+                       "300k empty safetensors tensors against load_file, each in a fresh process")
     which.add_argument("--window", action="store_true", help="a 1/64 window of a per-block int4 tensor in a file "
                        "against the whole tensor")
     command.add_argument("--counts", type=integer_at_least(1), nargs="+", default=None, metavar="N",

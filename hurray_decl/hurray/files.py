@@ -47,7 +47,7 @@ class File:
         self._container: Container | None = container
         members: set[str] = set()
         for i in _heads(container):  # only composite heads are read now: the layout tag tells them
-            name = container.entries[i].name
+            name = container.names[i]
             if name not in members:
                 members.update(t.name for t in container.composite(name).members)
         self._names = tuple(n for n in container.names if n not in members) if members else container.names
@@ -119,9 +119,7 @@ def _heads(container: Container) -> list[int]:
     """The index positions of the entries whose descriptor's layout_tag byte is a composite head's,
     in index order: one NumPy gather of those bytes (an offset past the file is no head here;
     reading that tensor refuses it with its rule)."""
-    entries = container.entries
-    at = np.fromiter((e.descriptor_offset for e in entries), dtype=np.uint64, count=len(entries))
-    at += np.uint64(HEADER_FIELDS["layout_tag"][0])
+    at = container.entries.column("descriptor_offset") + np.uint64(HEADER_FIELDS["layout_tag"][0])
     inside = at < np.uint64(len(container.view))
     tags = np.frombuffer(container.view, dtype=np.uint8)[at[inside].astype(np.int64)]
     heads: list[int] = np.flatnonzero(inside)[tags == CompositeHead.tag].tolist()
@@ -201,8 +199,8 @@ def save(path: str | Path, tensors: Mapping[str, Any], kv: Mapping[str, Any] | N
     for name, value in tensors.items():
         if not isinstance(value, Tensor):
             dlpack_only = not isinstance(value, np.ndarray) and hasattr(value, "__dlpack__")
-            value = Tensor.from_dlpack(value, name=name) if dlpack_only else Tensor.from_numpy(np.asarray(value),
-                                                                                                name=name)
+            value = Tensor.from_dlpack(value, name=name) if dlpack_only else Tensor.from_numpy(
+                np.asarray(value), name=name, copy=False)  # written from the array's memory
         items.append((name, value))
     folder = os.path.dirname(os.path.abspath(text))
     try:

@@ -27,6 +27,7 @@ memory map) in bounded chunks the same way; no dense array of the whole tensor i
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from math import prod
 from pathlib import Path
@@ -312,9 +313,13 @@ class Tensor:
     @classmethod
     def _built(cls, tag: int, shape: tuple[int, ...], layout: Layout, buffers: list[bytes], name: str | None,
                quantization: Any = None) -> Tensor:
-        descriptor = TensorDescriptor(type_tag=tag, shape=shape, layout=layout, quantization=quantization,
-                                      buffers=tuple(BufferHandle(byte_size=len(b)) for b in buffers))
-        descriptor = read_tensor_descriptor(write_tensor_descriptor(descriptor))  # the writer's rules, the reader's
+        sizes = tuple(len(b) for b in buffers)
+        if quantization is None and row_of(layout).numpy_order is not None:  # row- or column-major: fieldless
+            descriptor = _plain_descriptor(tag, shape, type(layout), sizes)
+        else:
+            descriptor = _descriptor(TensorDescriptor(
+                type_tag=tag, shape=shape, layout=layout, quantization=quantization,
+                buffers=tuple(BufferHandle(byte_size=n) for n in sizes)))
         validate_buffers(descriptor, buffers)
         return cls(descriptor, buffers, name)
 
@@ -370,11 +375,13 @@ class Tensor:
 
     @classmethod
     def from_numpy(cls, array: Any, *, layout: Any = "row-major", name: str | None = None,
-                   type: Any = None) -> Tensor:
+                   type: Any = None, copy: bool = True) -> Tensor:
         """An unquantized tensor holding ``array``'s values, same bits: its element type is the
         array's (bfloat16 and float8/6/4 through ``ml_dtypes``), or ``type`` (a name or a tag:
         ``type="int4"`` for an int8 array of values in -8..7). ``layout`` is ``"row-major"``,
-        ``"column-major"`` (or the layout object)."""
+        ``"column-major"`` (or the layout object). ``copy=False``: where the array's own bytes are
+        the stored ones (contiguous in the layout's order, little-endian, 8 bits or more a value),
+        the buffer is the array's memory, not a copy (so it changes with the array)."""
         try:
             values = np.asarray(array)
         except (TypeError, ValueError) as exc:
@@ -389,7 +396,12 @@ class Tensor:
                                 actual=type_name(layout), expected="RowMajor() or ColumnMajor()")
         tag, codes = _codes(values, type)
         ordered = codes.reshape(values.shape).ravel(order=order)  # column-major: the reversed shape, row-major
-        data = storage.pack_codes(np.ascontiguousarray(ordered), BY_TAG[tag].bits)
+        flat, bits = np.ascontiguousarray(ordered), BY_TAG[tag].bits
+        data: Any
+        if not copy and bits == 8 * flat.dtype.itemsize and flat.dtype == flat.dtype.newbyteorder("<"):
+            data = flat.view(np.uint8).data  # the stored bytes already: a memoryview of the array
+        else:
+            data = storage.pack_codes(flat, bits)
         return cls._built(tag, tuple(int(n) for n in values.shape), layout, [data], name)
 
     # ------------------------------------------------------------------ DLPack and torch
@@ -507,6 +519,21 @@ class Tensor:
 def type_name(value: Any) -> str:
     name: str = value.__class__.__name__
     return name
+
+
+def _descriptor(descriptor: TensorDescriptor) -> TensorDescriptor:
+    """``descriptor`` written and read back: the writer's rules, then the reader's."""
+    return read_tensor_descriptor(write_tensor_descriptor(descriptor))
+
+
+@functools.lru_cache(maxsize=1024)
+def _plain_descriptor(tag: int, shape: tuple[int, ...], layout: type[Layout],
+                      sizes: tuple[int, ...]) -> TensorDescriptor:
+    """The checked descriptor of an unquantized row- or column-major tensor, made once for each
+    element type, shape and buffer sizes (its fields are integers, so equal keys are equal bytes):
+    many tensors of one kind (a model's layers, empty tensors) share it, as they share its bytes."""
+    return _descriptor(TensorDescriptor(type_tag=tag, shape=shape, layout=layout(),
+                                        buffers=tuple(BufferHandle(byte_size=n) for n in sizes)))
 
 
 def _codes(values: np.ndarray, type_: Any) -> tuple[int, np.ndarray]:

@@ -274,8 +274,10 @@ def test_the_fast_index_and_kv_walks_read_and_refuse_as_the_declarations(monkeyp
                     (text_at + 4, b"\xff\x00")):
         cases.append(scalars[:at] + new + scalars[at + len(new):])
     fast = [_opened(data) for data in cases]
+    monkeypatch.setattr(reader, "_index_fast", lambda view, start, end, header: None)
     monkeypatch.setattr(reader, "_entry_fast", lambda view, p, end: None)
     monkeypatch.setattr(reader, "_kv_fast", lambda view, p, end: None)
+    monkeypatch.setattr(reader.FixedRead, "read", lambda self, view, offset, params=None: None)
     slow = [_opened(data) for data in cases]
     assert fast == slow
     assert [f[0] for f in fast[-7:]] == ["HF-IDX-12", "HF-IDX-11", "HF-IDX-14", "HF-META-10", "HF-META-14",
@@ -301,3 +303,114 @@ def test_trusted_models_are_the_constructors():
     entry = trusted(IndexEntry, fields)  # flags left to its default
     assert entry == IndexEntry(**fields) and entry.flags == 0 and validated(entry)
     assert entry.model_dump() == IndexEntry(**fields, flags=0).model_dump()
+
+
+def _index_of(names: list[bytes], *, sorted_index: bool = False, tail: bytes = b"",
+              flags_at: int | None = None) -> bytes:
+    """A container whose index holds ``names`` as raw bytes (any bytes, valid or not), every entry
+    with the fields of its one tensor's (level O reads no descriptor), its CRC made again; ``tail``
+    appended inside the index (a newer minor's bytes), a flags bit set in entry ``flags_at``."""
+    from hurray_decl.hurray.container.crc import crc32c
+    from hurray_decl.hurray.container.declarations import INDEX_COUNT_LENGTH
+
+    data = write_container([("n", *_f32())], {"k": 1}, sorted_index=sorted_index)
+    c = open_container(data)
+    t = c.trailer
+    fixed = c.field_offset(0, "descriptor_offset")
+    fields = data[fixed:fixed + 32]
+    flagged = fields[:28] + b"\x01\x00\x00\x00"
+    index = struct.pack("<Q", len(names)) + b"".join(
+        struct.pack("<H", len(raw)) + raw + (flagged if i == flags_at else fields) for i, raw in enumerate(names))
+    index += tail
+    assert INDEX_COUNT_LENGTH == 8
+    trailer = struct.pack("<QQQII4s4s", t.index_offset, len(index), t.kv_offset, t.kv_length, crc32c(index),
+                          bytes(4), b"HRRY")
+    return data[:t.index_offset] + index + trailer
+
+
+@pytest.mark.parametrize("names", [
+    [b"a", b"b\xc3", b"\xa9c"],              # the names joined are UTF-8, each is not (HF-IDX-12)
+    [b"x\xc3\xa9", b"\xe4\xb8\xad", b"\xa9"],  # a name starting inside a character
+    [b"\xf0\x9f\x98\x80", b"e\xcc\x81", b"\xc3\xa9t\xc3\xa9"],  # valid: characters of 1 to 4 bytes
+    [b"a\x00b", b"\x00", b"c"],              # valid: names holding the separator of the one-split path
+    [b"a\x00\xc3\xa9", b"\xe4\xb8\xad\x00"],  # the same with characters of several bytes
+    [b"dup", b"x", b"dup"],                   # HF-IDX-13
+    [b"\xed\xa0\x80", b"y"],                 # a surrogate: not UTF-8
+    [b"", b"y"],                              # HF-IDX-11
+], ids=["joined-utf8", "mid-character", "multibyte", "nul", "nul-multibyte", "duplicate", "surrogate", "empty"])
+def test_the_column_index_reads_and_refuses_names_as_the_declaration(monkeypatch, names):
+    """The index read as columns (:func:`reader._index_fast`) gives the declaration's names, fields,
+    starts and positions, or lets the declaration refuse with its own code, path and offset."""
+    data = _index_of(names)
+    fast = _opened(data)
+    with monkeypatch.context() as m:
+        m.setattr(reader, "_index_fast", lambda view, start, end, header: None)
+        slow = _opened(data)
+    assert fast == slow
+    try:
+        valid = [raw.decode("utf-8") for raw in names] if all(names) and len(set(names)) == len(names) else None
+    except UnicodeDecodeError:
+        valid = None
+    if isinstance(fast[0], list):
+        assert valid is not None and [e["name"] for e in fast[0]] == valid
+        c = open_container(data)
+        assert c.names == tuple(valid) and [c.entries.position(n) for n in valid] == list(range(len(valid)))
+    else:
+        assert fast[0] in ("HF-IDX-11", "HF-IDX-12", "HF-IDX-13")
+
+
+def test_the_column_index_reads_a_large_index_as_the_declaration(monkeypatch):
+    """10^5 + 3 entries of names of 1 to 40 bytes, ASCII and not, sorted: the columns, names and
+    positions equal the entry-by-entry walk's; a name out of order, a flags bit, bytes after the
+    entries (minor 0) and a cut entry are refused with the same code and offset by both."""
+    from hurray_decl.hurray.container.crc import crc32c
+
+    rng = np.random.default_rng(3)
+    count = N
+    alphabet = ["a", "Z", "0", ".", "\u00e9", "\u4e2d", "\U0001f600"]
+    names = sorted({"".join(rng.choice(alphabet, int(rng.integers(1, 12)))) + f"{i:06d}" for i in range(count)},
+                   key=lambda n: n.encode())
+    raws = [n.encode() for n in names]
+    data = _index_of(raws, sorted_index=True)
+    c = open_container(data)
+    with monkeypatch.context() as m:
+        m.setattr(reader, "_index_fast", lambda view, start, end, header: None)
+        d = open_container(data)
+    assert c.names == d.names == tuple(names)
+    for field in ("name_length", *reader.ENTRY_FIELDS):
+        assert np.array_equal(c.entries.column(field), d.entries.column(field)), field
+    assert np.array_equal(c.entries.starts, d.entries.starts) and c.positions == d.positions
+    assert [c.entries[i] for i in (0, 7, count - 1)] == [d.entries[i] for i in (0, 7, count - 1)]
+    assert c.entries[-1] == d.entries[count - 1] and c.entries[2:4] == d.entries[2:4]
+    swapped = raws[:]
+    swapped[500], swapped[501] = swapped[501], swapped[500]
+    mutants = [_index_of(swapped, sorted_index=True), _index_of(raws, sorted_index=True, flags_at=count - 2),
+               _index_of(raws[:50], sorted_index=True, tail=b"\x00" * 8)]
+    short = _index_of(raws[:50] + [b"z" * 60], sorted_index=True)  # the index cut inside its last entry, CRC made
+    t = open_container(short).trailer
+    index = short[t.index_offset:t.index_offset + t.index_length - 40]
+    mutants.append(short[:t.index_offset] + index + struct.pack(
+        "<QQQII4s4s", t.index_offset, len(index), t.kv_offset, t.kv_length, crc32c(index), bytes(4), b"HRRY"))
+    fast = [_opened(m_) for m_ in mutants]
+    with monkeypatch.context() as m:
+        m.setattr(reader, "_index_fast", lambda view, start, end, header: None)
+        slow = [_opened(m_) for m_ in mutants]
+    assert fast == slow
+    assert [f[0] for f in fast] == ["HF-IDX-15", "HF-IDX-14", "HF-IDX-10", "HF-IDX-09"]
+
+
+def test_the_index_is_built_at_once_as_the_declaration_builds_each_entry():
+    """writer.encode_entries: the bytes INDEX_ENTRY builds entry by entry, for names of 1 to 4-byte
+    characters and fields at their wire ranges' ends (20,011 entries), and for no entry."""
+    from hurray_decl.hurray.container.declarations import INDEX_ENTRY
+    from hurray_decl.hurray.container.model import IndexEntry
+    from hurray_decl.hurray.container.writer import encode_entries
+
+    rng = np.random.default_rng(11)
+    pieces = ["a", "\u00e9", "\u4e2d", "\U0001f600", "\x00"]
+    entries = [IndexEntry(name="".join(rng.choice(pieces, int(rng.integers(1, 6)))) + str(i),
+                          descriptor_offset=(1 << 64) - 1 - i, descriptor_length=(1 << 32) - 1 - i % 7,
+                          data_offset=i * 4096, data_length=int(rng.integers(0, 1 << 62))) for i in range(20_011)]
+    expected = b"".join(INDEX_ENTRY.build(e.to_wire()) for e in entries)
+    assert encode_entries(entries) == expected
+    assert encode_entries([]) == b""

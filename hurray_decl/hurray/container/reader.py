@@ -16,10 +16,13 @@ their section before anything is read).
 from __future__ import annotations
 
 import io
+import itertools
 import mmap
+import operator
+import os
 import re
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,18 +31,20 @@ import construct as cs
 import numpy as np
 
 from hurray_decl.declare.model import trusted
-from hurray_decl.declare.schema import Rule, field_offsets
+from hurray_decl.declare.schema import Context, Rule, context, field_offsets, record_format
 from hurray_decl.errors import ArgumentError, HurrayDeclError, NameNotFound, RuleViolation, TruncatedError
 from hurray_decl.hurray.container.composite import CompositeWalk
 from hurray_decl.hurray.container.crc import crc32c
 from hurray_decl.hurray.container.declarations import (
     ARRAY_PAYLOAD,
     DESCRIPTOR_ALIGNMENT,
+    ENTRY_FIXED,
     FILE_HEADER,
     FILE_MAGIC,
     FILE_PREAMBLE,
     HEADER_LENGTH,
     INDEX_COUNT,
+    INDEX_COUNT_LENGTH,
     INDEX_ENTRY,
     KV_COUNT,
     KV_ENTRY,
@@ -49,6 +54,7 @@ from hurray_decl.hurray.container.declarations import (
     TRAILER_LENGTH,
     TRAILER_MAGIC_STRUCT,
     UNKNOWN_COUNT,
+    CountWithin,
     FileFlag,
     KVTag,
 )
@@ -167,8 +173,8 @@ class Composite:
 class Container:
     """An opened container: header, trailer, index and KV checked (level O)."""
 
-    def __init__(self, view: memoryview, header: FileHeader, trailer: Trailer, entries: tuple[IndexEntry, ...],
-                 kv: dict[str, KVValue], positions: dict[str, int], permissive: bool,
+    def __init__(self, view: memoryview, header: FileHeader, trailer: Trailer, entries: Index,
+                 kv: dict[str, KVValue], positions: Mapping[str, int], permissive: bool,
                  skipped: Skipped = Skipped()) -> None:
         self.view = view
         self.skipped = skipped
@@ -178,7 +184,6 @@ class Container:
         self.kv = kv
         self.positions = positions
         self.permissive = permissive
-        self._by_name = {e.name: i for i, e in enumerate(entries)}
 
     # ------------------------------------------------------------------ what the index says
 
@@ -189,7 +194,7 @@ class Container:
     @property
     def names(self) -> tuple[str, ...]:
         """Tensor names in index order."""
-        return tuple(e.name for e in self.entries)
+        return self.entries.names
 
     @property
     def region_end(self) -> int:
@@ -199,26 +204,29 @@ class Container:
 
     def write_order(self) -> list[int]:
         """Entry positions sorted by descriptor_offset: the write order (HF-IDX-16)."""
-        return sorted(range(len(self.entries)), key=lambda i: self.entries[i].descriptor_offset)
+        order: list[int] = np.argsort(self.entries.column("descriptor_offset"), kind="stable").tolist()
+        return order
 
     def entry(self, name: str) -> IndexEntry:
-        return self.entries[self._position(name)]
+        entry: IndexEntry = self.entries[self._position(name)]
+        return entry
 
     def _position(self, name: str) -> int:
-        if not isinstance(name, str) or name not in self._by_name:
+        at = self.entries.position(name)
+        if at is None:
             raise NameNotFound("name", "no tensor of that name in the container", actual=name,
                                 expected=", ".join(self.names[:20]) or "(the container holds no tensor)")
-        return self._by_name[name]
+        return at
 
     def field_offset(self, index: int, field: str) -> int:
         """Absolute offset of one field of index entry ``index``."""
         after_name = field not in ("name_length", "name")
-        name_length = len(self.entries[index].name.encode()) if after_name else 0  # UTF-8
-        return self.positions[f"index -> entries -> {index}"] + ENTRY_OFFSETS[field] + name_length
+        name_length = int(self.entries.column("name_length")[index]) if after_name else 0
+        return self.entries.start(index) + ENTRY_OFFSETS[field] + name_length
 
     def locate(self, name: str) -> int:
         """Where a tensor's index entry starts: errors about a whole tensor point there."""
-        return self.positions[f"index -> entries -> {self._position(name)}"]
+        return self.entries.start(self._position(name))
 
     def _fail(self, code: str, message: str, index: int, field: str, actual: Any, expected: Any) -> RuleViolation:
         return RuleViolation(code, message, path=f"file -> index -> entries -> {index} -> {field}",
@@ -400,6 +408,45 @@ class Container:
             raise err.rebased(base, f"file -> tensor {tensor.name!r} -> descriptor") from None
 
 
+class FixedRead:
+    """A declaration of fixed-size fields read with one struct unpack, each field's rules checked
+    by their own checks, innermost first, in field order, each seeing the fields before it and the
+    parse keywords, as the declaration's parse does: the fields, or None at the first a rule
+    refuses (the declaration is then parsed, to say which rule and where)."""
+
+    def __init__(self, declaration: cs.Struct) -> None:
+        layout = record_format(declaration)
+        if layout is None:
+            raise TypeError("a declaration of fixed-size fields")
+        self.layout = layout
+        self.fields = [(sub.name, _rules(sub)) for sub in declaration.subcons]
+
+    def read(self, view: memoryview, offset: int, params: dict[str, Any] | None = None) -> Context | None:
+        if offset < 0 or len(view) - offset < self.layout.size:
+            return None
+        ctx = context(_params=params or {})
+        for (name, rules), value in zip(self.fields, self.layout.unpack_from(view, offset)):
+            for rule in rules:
+                if not rule.check(value, ctx):
+                    return None
+            ctx[name] = value
+        return ctx
+
+
+def _rules(field: cs.Construct) -> list[Rule]:
+    """The rules on a field, under its names and defaults, innermost first."""
+    rules: list[Rule] = []
+    while hasattr(field, "subcon"):
+        if isinstance(field, Rule):
+            rules.append(field)
+        field = field.subcon
+    return rules[::-1]
+
+
+HEADER_READ, TRAILER_READ = FixedRead(FILE_HEADER), FixedRead(TRAILER)
+TRAILER_OFFSETS = field_offsets(TRAILER)
+
+
 # ---------------------------------------------------------------------- level O
 
 def open_container(data: Any, *, permissive: bool = False) -> Container:
@@ -412,72 +459,38 @@ def open_container(data: Any, *, permissive: bool = False) -> Container:
         raise ArgumentError("data", "a container is read from a bytes-like object", actual=type(data).__name__,
                             expected="bytes, memoryview or mmap") from None
     size = len(view)
-    positions: dict[str, int] = {}
     if size < len(FILE_MAGIC):
         raise TruncatedError("HF-HDR-03", "the input is shorter than the container magic",
                              path="file -> header -> magic", offset=0, actual=f"{size} bytes", expected=">= 8 bytes")
-    parse_at(FILE_PREAMBLE, view, 0, min(size, HEADER_LENGTH), "file -> header", "HF-HDR-18")
     if size < MIN_FILE_SIZE:
+        parse_at(FILE_PREAMBLE, view, 0, min(size, HEADER_LENGTH), "file -> header", "HF-HDR-18")
         # The header fields the input holds are checked first, in wire order.
         parse_at(FILE_HEADER, view, 0, size, "file -> header", "HF-HDR-18")
         raise TruncatedError("HF-HDR-18", "a container is at least 112 bytes", path="file", offset=size,
                              actual=f"{size} bytes", expected=f">= {MIN_FILE_SIZE} bytes")
-    wire, _ = parse_at(FILE_HEADER, view, 0, HEADER_LENGTH, "file -> header", "HF-HDR-18")
-    header = FileHeader.from_wire(wire)
+    wire = HEADER_READ.read(view, 0)
+    if wire is None:  # a rule refuses a field: the declaration says which, where
+        parse_at(FILE_PREAMBLE, view, 0, HEADER_LENGTH, "file -> header", "HF-HDR-18")
+        wire, _ = parse_at(FILE_HEADER, view, 0, HEADER_LENGTH, "file -> header", "HF-HDR-18")
+    header = trusted(FileHeader, {name: wire[name] for name in FileHeader.model_fields})
     minor = header.container_version_minor
     base = size - TRAILER_LENGTH
-    for name, (offset, _) in field_offsets(TRAILER).items():
-        positions[f"trailer -> {name}"] = base + offset
-    parse_at(TRAILER_MAGIC_STRUCT, view, size - 4, size, "file -> trailer", "HF-HDR-18")
+    positions: dict[str, int] = {f"trailer -> {name}": base + offset for name, (offset, _) in TRAILER_OFFSETS.items()}
 
     def index_crc(offset: int, length: int) -> int:
         return crc32c(view[offset:offset + length])
 
-    reserved = (bytes(wire.reserved), bytes(wire.reserved_header))
-    wire, _ = parse_at(TRAILER, view, base, size, "file -> trailer", "HF-HDR-18", file_size=size,
-                       file_flags=header.file_flags, minor=minor, index_crc=index_crc)
-    trailer = Trailer.from_wire(wire)
-    entries, index_tail = _index(view, trailer, header, positions)
+    reserved = (bytes(wire["reserved"]), bytes(wire["reserved_header"]))
+    params = {"file_size": size, "file_flags": header.file_flags, "minor": minor, "index_crc": index_crc}
+    wire = TRAILER_READ.read(view, base, params)
+    if wire is None:
+        parse_at(TRAILER_MAGIC_STRUCT, view, size - 4, size, "file -> trailer", "HF-HDR-18")
+        wire, _ = parse_at(TRAILER, view, base, size, "file -> trailer", "HF-HDR-18", **params)
+    trailer = trusted(Trailer, {name: wire[name] for name in Trailer.model_fields})
+    entries, index_tail = _index(view, trailer, header)
     kv, kv_tail = _kv(view, trailer, minor, positions) if trailer.has_kv else ({}, b"")
-    skipped = Skipped(minor, *reserved, bytes(wire.reserved), index_tail, kv_tail, trailer.has_kv)
-    return Container(view, header, trailer, entries, kv, positions, permissive, skipped)
-
-
-def _index(view: memoryview, trailer: Trailer, header: FileHeader,
-           positions: dict[str, int]) -> tuple[tuple[IndexEntry, ...], bytes]:
-    """The index entries, and the bytes left after them (a newer minor's, kept for rewrite)."""
-    section = Section(view, trailer.index_offset, trailer.index_offset + trailer.index_length, "HF-IDX-09")
-    count = section.parse(INDEX_COUNT, "file -> index").index_entry_count
-    entries: list[IndexEntry] = []
-    seen: set[bytes] = set()
-    last: bytes | None = None
-    at = section.position
-    ordered = header.has(FileFlag.SORTED_INDEX)
-    for i in range(count):
-        p = positions[f"index -> entries -> {i}"] = at
-        fast = _entry_fast(view, p, section.end)
-        if fast is None:  # something to refuse: the declaration's verdict, with its rule and offset
-            section.stream.seek(p - section.start)
-            wire = section.parse(INDEX_ENTRY, f"file -> index -> entries -> {i}")
-            name, entry, at = bytes(wire.name), IndexEntry.from_wire(wire), section.position
-        else:
-            name, entry, at = fast
-        if name in seen:
-            raise RuleViolation("HF-IDX-13", "two index entries have the same name",
-                                path=f"file -> index -> entries -> {i} -> name", offset=p + 2, actual=name.decode())
-        if ordered and last is not None and not last < name:
-            raise RuleViolation("HF-IDX-15", "SORTED_INDEX is set but the names do not strictly increase",
-                                path=f"file -> index -> entries -> {i} -> name", offset=p + 2,
-                                actual=name.decode(), expected=f"after {last.decode()!r}")
-        seen.add(name)
-        last = name
-        entries.append(entry)
-    section.stream.seek(at - section.start)
-    if section.position != section.end and header.container_version_minor == 0:
-        raise RuleViolation("HF-IDX-10", "bytes are left inside index_length after the entries (minor 0)",
-                            path="file -> index", offset=section.position,
-                            actual=f"{section.end - section.position} bytes", expected="0 bytes")
-    return tuple(entries), bytes(view[section.position:section.end])
+    skipped = Skipped(minor, *reserved, bytes(wire["reserved"]), index_tail, kv_tail, trailer.has_kv)
+    return Container(view, header, trailer, entries, kv, Positions(positions, entries.starts), permissive, skipped)
 
 
 _U32 = struct.Struct("<I")  # a string's or byte sequence's u32 length (SCALAR_PAYLOADS)
@@ -500,13 +513,27 @@ def format_field(declaration: cs.Construct) -> tuple[cs.FormatField | None, bool
     return declaration, ruled
 
 
+_NUMPY_CODES = {"b": "i1", "B": "u1", "h": "i2", "H": "u2", "i": "i4", "I": "u4", "l": "i4", "L": "u4", "q": "i8",
+                "Q": "u8", "e": "f2", "f": "f4", "d": "f8"}
+
+
+def wire_dtype(field: cs.FormatField) -> np.dtype[Any]:
+    """The NumPy dtype of a fixed-width wire number, at struct's standard sizes (``<L`` is 4 bytes
+    on the wire, where NumPy's ``L`` is the platform's long)."""
+    dtype: np.dtype[Any] = np.dtype(field.fmtstr[0].replace("=", "<") + _NUMPY_CODES[field.fmtstr[-1]])
+    return dtype
+
+
 FIXED_ITEMS: dict[int, tuple[np.dtype[Any], bool]] = {}
 """Element tag -> (NumPy dtype of the wire number, whether its declaration holds a rule), for the
 fixed-width element tags: an array of them is read as one view."""
+FIXED_STRUCTS: dict[int, struct.Struct] = {}
+"""Element tag -> the struct of its wire number, for the same tags."""
 for _tag, _payload in SCALAR_PAYLOADS.items():
     _field, _ruled = format_field(_payload)
     if _field is not None:
-        FIXED_ITEMS[_tag] = (np.dtype(_field.fmtstr), _ruled)
+        FIXED_ITEMS[_tag] = (wire_dtype(_field), _ruled)
+        FIXED_STRUCTS[_tag] = struct.Struct(_field.fmtstr)
 
 
 def wire_struct(*fields: cs.Construct) -> struct.Struct:
@@ -518,7 +545,7 @@ def wire_struct(*fields: cs.Construct) -> struct.Struct:
 _NAME_LENGTH = wire_struct(INDEX_ENTRY.subcons[0])
 _ENTRY_TAIL = wire_struct(*INDEX_ENTRY.subcons[2:])
 """An index entry's name_length, and its fields after the name (offsets, lengths, flags)."""
-_ENTRY_FIELDS = tuple(sub.name for sub in INDEX_ENTRY.subcons[2:])
+_COUNT = wire_struct(INDEX_COUNT.subcons[0])
 
 
 def _name_at(view: memoryview, p: int, end: int, length: struct.Struct, after: int) -> tuple[bytes, str, int] | None:
@@ -546,11 +573,226 @@ def _entry_fast(view: memoryview, p: int, end: int) -> tuple[bytes, IndexEntry, 
         return None
     name, text, name_end = found
     values = _ENTRY_TAIL.unpack_from(view, name_end)
-    fields = dict(zip(_ENTRY_FIELDS, values))
+    fields = dict(zip(ENTRY_FIELDS, values))
     if fields["flags"] != 0:
         return None
     entry = trusted(IndexEntry, {"name": text, **fields})
     return name, entry, name_end + _ENTRY_TAIL.size
+
+
+ENTRY_KEY = "index -> entries -> "
+"""The key of an index entry's start in :attr:`Container.positions` (followed by its position)."""
+ENTRY_COLUMNS = {sub.name: wire_dtype(field) for sub in INDEX_ENTRY.subcons
+                 if (field := format_field(sub)[0]) is not None}
+"""An index entry's fixed-width fields (name_length and those after the name) and their wire types."""
+ENTRY_FIELDS = tuple(name for name in ENTRY_COLUMNS if name != "name_length")
+if ENTRY_COLUMNS["name_length"] != np.dtype("<u2"):  # _index_fast's walk reads it as two bytes, low first
+    raise TypeError("an index entry's name_length is a little-endian u16")
+
+
+class Index(Sequence[IndexEntry]):
+    """The index entries as columns read from the file: where each entry starts, its name, and each
+    fixed-width field of :data:`ENTRY_COLUMNS` as one NumPy array; an :class:`IndexEntry` is made
+    when one is asked for, and kept. ``by_name`` maps each name to its position."""
+
+    def __init__(self, starts: np.ndarray, names: Sequence[str], columns: dict[str, np.ndarray],
+                 by_name: dict[str, int] | None = None) -> None:
+        self.starts, self.columns = starts, columns
+        self.names = tuple(names)
+        self.by_name = dict(zip(self.names, range(len(self.names)))) if by_name is None else by_name
+        self._made: dict[int, IndexEntry] = {}
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return tuple(self[i] for i in range(*index.indices(len(self))))
+        i = operator.index(index)
+        made = self._made.get(i)
+        if made is None:
+            name = self.names[i]  # IndexError past the end, as a tuple's
+            i %= len(self.names)
+            values = {field: int(self.columns[field][i]) for field in ENTRY_FIELDS}
+            made = self._made[i] = trusted(IndexEntry, {"name": name, **values})
+        return made
+
+    def column(self, field: str) -> np.ndarray:
+        """One fixed-width field of every entry (``name_length`` too), in index order."""
+        return self.columns[field]
+
+    def start(self, index: int) -> int:
+        """Where entry ``index`` starts in the file."""
+        return int(self.starts[index])
+
+    def position(self, name: Any) -> int | None:
+        """The index position of tensor ``name``, or None."""
+        return self.by_name.get(name) if isinstance(name, str) else None
+
+
+class Positions(Mapping[str, int]):
+    """Where the fields and entries a dump or an error points to start: the trailer's fields and
+    the KV entries by key, and each index entry as ``index -> entries -> i``, from the index's
+    starts (not one key per entry)."""
+
+    def __init__(self, fixed: dict[str, int], starts: np.ndarray) -> None:
+        self.fixed, self.starts = fixed, starts
+
+    def __getitem__(self, key: str) -> int:
+        if key in self.fixed:
+            return self.fixed[key]
+        if key.startswith(ENTRY_KEY) and key[len(ENTRY_KEY):].isdigit():
+            i = int(key[len(ENTRY_KEY):])
+            if i < len(self.starts):
+                return int(self.starts[i])
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self.fixed
+        for i in range(len(self.starts)):
+            yield f"{ENTRY_KEY}{i}"
+
+    def __len__(self) -> int:
+        return len(self.fixed) + len(self.starts)
+
+
+def _index(view: memoryview, trailer: Trailer, header: FileHeader) -> tuple[Index, bytes]:
+    """The index entries, and the bytes left after them (a newer minor's, kept for rewrite): by
+    :func:`_index_fast`, or, at anything it does not accept, entry by entry by the declaration,
+    which refuses with the rule's own code and offset."""
+    start, end = trailer.index_offset, trailer.index_offset + trailer.index_length
+    fast = _index_fast(view, start, end, header)
+    if fast is not None:
+        return fast
+    return _index_walk(view, trailer, header)
+
+
+def every_offset(data: bytes, dtype: np.dtype[Any]) -> np.ndarray:
+    """``data`` read as ``dtype`` at every byte offset (element k starts at byte k): gathering it at
+    any offsets reads one field of many variable-length records at once, with no copy of ``data``."""
+    return np.ndarray(shape=(max(len(data) - dtype.itemsize + 1, 0),), dtype=dtype, buffer=data, strides=(1,))
+
+
+_SEPARATOR = 0  # joins the names for one split, when no name holds it
+
+
+def _index_fast(view: memoryview, start: int, end: int, header: FileHeader) -> tuple[Index, bytes] | None:
+    """The index read as columns: one Python step per entry to find where it starts (each
+    name_length says where the next entry is), then every check of the declaration made over
+    whole columns by NumPy: the count within the section (HF-IDX-09), names of at least one
+    byte (HF-IDX-11) in well-formed UTF-8 (HF-IDX-12: all the names decoded at once, each starting
+    at a character), unique (HF-IDX-13) and increasing under SORTED_INDEX (HF-IDX-15), flags 0
+    (HF-IDX-14), every entry inside the section, nothing after them at minor 0 (HF-IDX-10). None
+    when any of them fails: then the declaration reads the index and says which rule and where."""
+    raw = bytes(view[start:end])
+    size = len(raw)
+    if size < INDEX_COUNT_LENGTH:
+        return None
+    (count,) = _COUNT.unpack_from(raw, 0)
+    if count * ENTRY_FIXED > size - INDEX_COUNT_LENGTH:
+        return None
+    starts = [0] * count
+    p, last = INDEX_COUNT_LENGTH, size - ENTRY_FIXED
+    for i in range(count):  # where each entry starts (its u16 name_length): the only step taken entry by entry
+        if p > last:
+            return None
+        starts[i] = p
+        p += raw[p] + (raw[p + 1] << 8) + ENTRY_FIXED
+    if p > size or (p != size and header.container_version_minor == 0):
+        return None
+    at = np.array(starts, dtype=np.int64)
+    lengths = every_offset(raw, ENTRY_COLUMNS["name_length"])[at].astype(np.int64)
+    data = np.frombuffer(raw, dtype=np.uint8)
+    if count and (lengths.min() < 1 or ((data[at + 2] & 0xC0) == 0x80).any()):  # empty, or starting mid-character
+        return None
+    columns: dict[str, np.ndarray] = {"name_length": lengths}
+    field_at = at + 2 + lengths
+    for name in ENTRY_FIELDS:
+        dtype = ENTRY_COLUMNS[name]
+        columns[name] = every_offset(raw, dtype)[field_at]
+        field_at += dtype.itemsize
+    if count and columns["flags"].any():
+        return None
+    names = _names(data, at + 2, lengths)
+    if names is None:
+        return None
+    index = Index(at + start, names, columns)
+    if len(index.by_name) != count:
+        return None
+    if header.has(FileFlag.SORTED_INDEX) and not all(map(operator.lt, names, names[1:])):
+        return None  # str order is UTF-8 byte order
+    return index, raw[p:]
+
+
+def _names(data: np.ndarray, at: np.ndarray, lengths: np.ndarray) -> list[str] | None:
+    """The names of ``lengths`` bytes at ``at`` in ``data``, each starting at a character: decoded
+    together, with a separator after each when no name holds it (one split), else sliced by their
+    character offsets; None when they are not well-formed UTF-8."""
+    count, total = len(at), int(lengths.sum())
+    ends = np.cumsum(lengths)
+    placed = np.arange(total) + np.repeat(at - (ends - lengths), lengths)  # name bytes in order
+    joined = data[placed]
+    separated = not (joined == _SEPARATOR).any()
+    if separated:  # each name followed by the separator
+        out = np.full(total + count, _SEPARATOR, dtype=np.uint8)
+        out[np.arange(total) + np.repeat(np.arange(count), lengths)] = joined
+        joined = out
+    try:
+        text = joined.tobytes().decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if separated:
+        names: list[str] = text.split(chr(_SEPARATOR))[:count]
+        return names
+    bounds = np.concatenate(([0], ends))
+    if len(text) != total:  # characters before each name, where some take more than one byte
+        bounds -= np.concatenate(([0], np.cumsum((joined & 0xC0) == 0x80)))[bounds]
+    cuts = bounds.tolist()
+    return [text[a:b] for a, b in itertools.pairwise(cuts)]
+
+
+def _index_walk(view: memoryview, trailer: Trailer, header: FileHeader) -> tuple[Index, bytes]:
+    """The index read entry by entry, each by struct where it can and by the declaration at
+    anything to refuse, which raises the rule's error."""
+    section = Section(view, trailer.index_offset, trailer.index_offset + trailer.index_length, "HF-IDX-09")
+    count = section.parse(INDEX_COUNT, "file -> index").index_entry_count
+    entries: list[IndexEntry] = []
+    starts: list[int] = []
+    seen: set[bytes] = set()
+    last: bytes | None = None
+    at = section.position
+    ordered = header.has(FileFlag.SORTED_INDEX)
+    for i in range(count):
+        p = at
+        starts.append(p)
+        fast = _entry_fast(view, p, section.end)
+        if fast is None:  # something to refuse: the declaration's verdict, with its rule and offset
+            section.stream.seek(p - section.start)
+            wire = section.parse(INDEX_ENTRY, f"file -> index -> entries -> {i}")
+            name, entry, at = bytes(wire.name), IndexEntry.from_wire(wire), section.position
+        else:
+            name, entry, at = fast
+        if name in seen:
+            raise RuleViolation("HF-IDX-13", "two index entries have the same name",
+                                path=f"file -> index -> entries -> {i} -> name", offset=p + 2, actual=name.decode())
+        if ordered and last is not None and not last < name:
+            raise RuleViolation("HF-IDX-15", "SORTED_INDEX is set but the names do not strictly increase",
+                                path=f"file -> index -> entries -> {i} -> name", offset=p + 2,
+                                actual=name.decode(), expected=f"after {last.decode()!r}")
+        seen.add(name)
+        last = name
+        entries.append(entry)
+    section.stream.seek(at - section.start)
+    if section.position != section.end and header.container_version_minor == 0:
+        raise RuleViolation("HF-IDX-10", "bytes are left inside index_length after the entries (minor 0)",
+                            path="file -> index", offset=section.position,
+                            actual=f"{section.end - section.position} bytes", expected="0 bytes")
+    columns = {"name_length": np.array([len(e.name.encode("utf-8")) for e in entries], dtype=np.int64)}
+    for field in ENTRY_FIELDS:
+        columns[field] = np.array([getattr(e, field) for e in entries], dtype=ENTRY_COLUMNS[field])
+    index = Index(np.array(starts, dtype=np.int64), [e.name for e in entries], columns)
+    index._made.update(enumerate(entries))
+    return index, bytes(view[section.position:section.end])
 
 
 def _items(view: memoryview, section: Section, where: str, tag: int, count: int) -> tuple[Any, ...]:
@@ -614,7 +856,7 @@ def _kv_value(view: memoryview, section: Section, where: str, tag: int) -> KVVal
 
 _KEY_LENGTH = wire_struct(KV_ENTRY.subcons[0])
 _VALUE_TAG = wire_struct(KV_ENTRY.subcons[2])
-_SCALARS = {tag: struct.Struct("<" + dtype.char) for tag, (dtype, _) in FIXED_ITEMS.items()}
+_SCALARS = FIXED_STRUCTS
 """A KV entry's key_length and value_tag, and each fixed-width scalar's wire number (the declarations')."""
 
 
@@ -658,38 +900,65 @@ def _kv_fast(view: memoryview, p: int, end: int) -> tuple[str, KVValue, int] | N
     return key, trusted(KVValue, {"tag": tag, "value": value, "element_tag": None}), after
 
 
+def counted(field: cs.Construct) -> tuple[struct.Struct, int]:
+    """A count field's wire number and the smallest size of one item it counts (its CountWithin)."""
+    while not isinstance(field, CountWithin):
+        field = field.subcon
+    size = field.item_size
+    if not isinstance(size, int):
+        raise TypeError("a count of items of one fixed smallest size")
+    return wire_struct(field), size
+
+
+_KV_COUNT, _KV_ITEM = counted(KV_COUNT.subcons[0])
+
+
 def _kv(view: memoryview, trailer: Trailer, minor: int,
         positions: dict[str, int] | None = None) -> tuple[dict[str, KVValue], bytes]:
     """The KV entries, and the bytes left after them; ``positions`` receives where each entry
-    starts (``kv -> entries -> i``) and where the last one ends (``kv -> end``)."""
+    starts (``kv -> entries -> i``) and where the last one ends (``kv -> end``). The count and the
+    scalar entries are read with struct over the section (their declaration's checks made on the
+    way); arrays, and anything to refuse, by the declaration, which gives the rule and offset."""
     # Inside the file: the KV section ends by index_offset (HF-META-06), the index by the trailer (HF-IDX-04).
-    section = Section(view, trailer.kv_offset, trailer.kv_offset + trailer.kv_length, "HF-META-07")
-    count = section.parse(KV_COUNT, "file -> kv").kv_count
+    start, end = trailer.kv_offset, trailer.kv_offset + trailer.kv_length
+    section: Section | None = None
+
+    def declared(at: int) -> Section:  # the declaration's reading from ``at``, its section copied once
+        nonlocal section
+        if section is None:
+            section = Section(view, start, end, "HF-META-07")
+        section.stream.seek(at - start)
+        return section
+
+    (count,) = _KV_COUNT.unpack_from(view, start)  # kv_length holds the count (HF-META-07, the trailer)
+    if count * _KV_ITEM > end - start - _KV_COUNT.size:
+        count = declared(start).parse(KV_COUNT, "file -> kv").kv_count  # refused: the count's own error
     kv: dict[str, KVValue] = {}
+    p = start + _KV_COUNT.size
     for i in range(count):
-        p = section.position
         if positions is not None:
             positions[f"kv -> entries -> {i}"] = p
-        fast = _kv_fast(view, p, section.end)
+        fast = _kv_fast(view, p, end)
         if fast is not None:
             key, value, after = fast
-            section.stream.seek(after - section.start)
         else:  # an array, or something to refuse: the declaration's reading, with its rule and offset
             where = f"file -> kv -> entries -> {i}"
-            head = section.parse(KV_ENTRY_HEAD, where)
+            reading = declared(p)
+            head = reading.parse(KV_ENTRY_HEAD, where)
             key = bytes(head.key).decode()  # UTF-8
-            value = _kv_value(view, section, f"{where} -> value", head.value_tag)
+            value = _kv_value(view, reading, f"{where} -> value", head.value_tag)
+            after = reading.position
         if key in kv:
             raise RuleViolation("HF-META-11", "two KV entries have the same key",
                                 path=f"file -> kv -> entries -> {i} -> key", offset=p + 2, actual=key)
         kv[key] = value
+        p = after
     if positions is not None:
-        positions["kv -> end"] = section.position
-    if section.position != section.end and minor == 0:
+        positions["kv -> end"] = p
+    if p != end and minor == 0:
         raise RuleViolation("HF-META-08", "bytes are left inside kv_length after the entries (minor 0)",
-                            path="file -> kv", offset=section.position,
-                            actual=f"{section.end - section.position} bytes", expected="0 bytes")
-    return kv, bytes(view[section.position:section.end])
+                            path="file -> kv", offset=p, actual=f"{end - p} bytes", expected="0 bytes")
+    return kv, bytes(view[p:end])
 
 
 def validate_container(data: Any, *, permissive: bool = False, data_rules: bool = True) -> Container:
@@ -700,7 +969,7 @@ def validate_container(data: Any, *, permissive: bool = False, data_rules: bool 
 def read_container(path: str | Path, *, permissive: bool = False) -> Container:
     """Open a container file, memory-mapped (level O checks)."""
     with open(path, "rb") as f:
-        size = Path(path).stat().st_size
+        size = os.fstat(f.fileno()).st_size
         data: Any = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
     return open_container(data, permissive=permissive)
 

@@ -18,15 +18,16 @@ from typing import Any, BinaryIO
 import construct as cs
 import numpy as np
 
+from hurray_decl.declare.model import trusted
 from hurray_decl.errors import ArgumentError, HurrayDeclError, RuleViolation
 from hurray_decl.hurray.container.composite import CompositeWalk
 from hurray_decl.hurray.container.crc import crc32c
 from hurray_decl.hurray.container.declarations import (
     DESCRIPTOR_ALIGNMENT,
+    ENTRY_FIXED,
     FILE_HEADER,
     HEADER_LENGTH,
     INDEX_COUNT,
-    INDEX_ENTRY,
     KV_COUNT,
     KV_ENTRY,
     TRAILER,
@@ -37,10 +38,22 @@ from hurray_decl.hurray.container.declarations import (
     KVTag,
 )
 from hurray_decl.hurray.container.model import FileHeader, IndexEntry, KVValue, Trailer
-from hurray_decl.hurray.container.reader import ARRAY_HEAD, FIXED_ITEMS, Container, Skipped, align, wire_struct
+from hurray_decl.hurray.container.reader import (
+    ARRAY_HEAD,
+    ENTRY_COLUMNS,
+    ENTRY_FIELDS,
+    FIXED_ITEMS,
+    FIXED_STRUCTS,
+    Container,
+    Skipped,
+    align,
+    wire_struct,
+)
 from hurray_decl.hurray.tensor import TensorDescriptor, validate_buffers, write_tensor_descriptor
 
 CHUNK = 1 << 24  # buffers and padding are written in slices of at most 16 MiB
+WRITTEN = 1024
+"""Descriptors whose bytes a writer keeps (:meth:`ContainerWriter._encoded`)."""
 
 
 def _build(struct: cs.Construct, values: Any, where: str, **params: Any) -> bytes:
@@ -99,6 +112,7 @@ class ContainerWriter:
         self.names: set[bytes] = set()
         self.walk = CompositeWalk()
         self.finished = False
+        self._written: dict[tuple[int, bool], tuple[TensorDescriptor, bytes]] = {}
         header = {**self.header.to_wire(), "reserved": self.skipped.reserved,
                   "reserved_header": self.skipped.reserved_header}
         self._write(_build(FILE_HEADER, header, "file -> header"))  # header first (HF-HDR-20)
@@ -168,7 +182,7 @@ class ContainerWriter:
                 raise RuleViolation("HF-DATA-23", "a buffer's length differs from its handle's byte_size",
                                     path=f"{where} -> buffers -> {i}", actual=len(content), expected=handle.byte_size)
         try:
-            encoded = write_tensor_descriptor(descriptor, permissive=permissive)
+            encoded = self._encoded(descriptor, permissive)
             validate_buffers(descriptor, contents, permissive=permissive)
         except HurrayDeclError as err:
             raise err.rebased(0, f"{where} -> descriptor") from None
@@ -187,11 +201,24 @@ class ContainerWriter:
             data_offset, data_length = (align(end, a) if head_padding else end), 0
             self._pad_to(data_offset)
         self._pad_to(align(self.position, DESCRIPTOR_ALIGNMENT))
-        entry = IndexEntry(name=name, descriptor_offset=start, descriptor_length=len(encoded),
-                           data_offset=data_offset, data_length=data_length)
+        entry = trusted(IndexEntry, {"name": name, "descriptor_offset": start, "descriptor_length": len(encoded),
+                                     "data_offset": data_offset, "data_length": data_length, "flags": 0})
         self.entries.append(entry)
         self.names.add(raw)
         return entry
+
+    def _encoded(self, descriptor: TensorDescriptor, permissive: bool) -> bytes:
+        """The descriptor's bytes, written once for each descriptor object added (a model is frozen,
+        so the same object gives the same bytes: tensors of one kind share one descriptor)."""
+        key = (id(descriptor), permissive)
+        known = self._written.get(key)
+        if known is not None and known[0] is descriptor:
+            return known[1]
+        encoded = write_tensor_descriptor(descriptor, permissive=permissive)
+        if len(self._written) >= WRITTEN:
+            self._written.clear()
+        self._written[key] = (descriptor, encoded)
+        return encoded
 
     def finish(self, kv: Mapping[str, Any] | None = None) -> Trailer:
         """Write the KV section (when ``kv`` has entries), the index and the trailer."""
@@ -214,8 +241,7 @@ class ContainerWriter:
         self._write(kv_bytes)
         self._pad_to(align(self.position, DESCRIPTOR_ALIGNMENT))
         entries = self._index_order(self.entries)
-        index = _build(INDEX_COUNT, {"index_entry_count": len(entries)}, "file -> index") + b"".join(
-            _build(INDEX_ENTRY, e.to_wire(), f"file -> index -> entries -> {i}") for i, e in enumerate(entries))
+        index = _build(INDEX_COUNT, {"index_entry_count": len(entries)}, "file -> index") + encode_entries(entries)
         index += self.skipped.index_tail
         index_offset = self.position
         self._write(index)
@@ -246,6 +272,34 @@ class _Rewriter(ContainerWriter):
 
     def _index_order(self, entries: list[IndexEntry]) -> list[IndexEntry]:
         return sorted(entries, key=lambda e: self.order[e.name])
+
+
+def encode_entries(entries: Sequence[IndexEntry]) -> bytes:
+    """The index entries as INDEX_ENTRY builds them one by one, built at once: each fixed-width
+    field a NumPy column of the declaration's wire type (:data:`~.reader.ENTRY_COLUMNS`), the names'
+    UTF-8 bytes joined, all placed by their offsets in one array. The entries are models, so every
+    field is in its wire range; the names were checked when each tensor was added."""
+    if not entries:
+        return b""
+    raws = [e.name.encode("utf-8") for e in entries]
+    lengths = np.fromiter(map(len, raws), dtype=np.int64, count=len(raws))
+    sizes = lengths + ENTRY_FIXED
+    starts = np.cumsum(sizes) - sizes
+    out = np.zeros(int(sizes.sum()), dtype=np.uint8)
+    name_dtype = ENTRY_COLUMNS["name_length"]
+    fields = np.empty(len(entries), dtype=np.dtype([(name, ENTRY_COLUMNS[name]) for name in ENTRY_COLUMNS]))
+    fields["name_length"] = lengths
+    for name in ENTRY_FIELDS:
+        fields[name] = np.fromiter((getattr(e, name) for e in entries), dtype=ENTRY_COLUMNS[name], count=len(entries))
+    record = fields.view(np.uint8).reshape(len(entries), fields.dtype.itemsize)
+    head = name_dtype.itemsize
+    total = int(lengths.sum())
+    out[(starts[:, None] + np.arange(head)).reshape(-1)] = record[:, :head].reshape(-1)
+    name_at = np.arange(total) + np.repeat(starts + head - (np.cumsum(lengths) - lengths), lengths)
+    out[name_at] = np.frombuffer(b"".join(raws), dtype=np.uint8)
+    tail = record.shape[1] - head
+    out[((starts + head + lengths)[:, None] + np.arange(tail)).reshape(-1)] = record[:, head:].reshape(-1)
+    return out.tobytes()
 
 
 def encode_kv(kv: Mapping[str, Any]) -> bytes:
@@ -291,8 +345,8 @@ def encode_kv(kv: Mapping[str, Any]) -> bytes:
 _LENGTH = np.dtype("<u4")  # a string's or byte sequence's u32 length (SCALAR_PAYLOADS)
 
 
-_SCALAR = {tag: struct.Struct("<" + dtype.char) for tag, (dtype, _) in FIXED_ITEMS.items()}
-"""Each fixed-width scalar tag's wire number (the declaration's, through FIXED_ITEMS)."""
+_SCALAR = FIXED_STRUCTS
+"""Each fixed-width scalar tag's wire number (the declaration's)."""
 _LENGTH_FIELD = struct.Struct("<" + _LENGTH.char)
 _ENTRY_HEAD = wire_struct(KV_ENTRY.subcons[0])
 _TAG = wire_struct(KV_ENTRY.subcons[2])

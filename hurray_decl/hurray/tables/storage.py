@@ -291,7 +291,12 @@ def values_of_codes(codes: np.ndarray, name: str) -> np.ndarray:
 
 def element_of_dtype(dtype: Any) -> str | None:
     """The element type whose values ``dtype`` holds exactly (ml_dtypes types included), or None."""
-    dtype = np.dtype(dtype)
+    return _element_of_dtype(np.dtype(dtype))
+
+
+@cache
+def _element_of_dtype(dtype: np.dtype[Any]) -> str | None:
+    """:func:`element_of_dtype` of one dtype, looked up once (the tables do not change)."""
     for name in BY_NAME:
         if name in NARROW_FLOATS and dtype == np.dtype(NARROW_FLOATS[name]):
             return name

@@ -55,6 +55,11 @@ BNB_ROLES = ("absmax", "quant_map", "nested_absmax", "nested_quant_map")
 NVFP4_SCALE = ".weight_scale_2"
 """ModelOpt NVFP4: ``P.weight`` (E2M1 pairs), ``P.weight_scale`` (E4M3 a block of 16) and this
 float32 tensor scale; no Hurray scheme holds E4M3 block scales times a tensor scale (HQ-MX-11)."""
+FP8_SCALE = ".weight_scale"
+"""compressed-tensors ``float-quantized`` (FP8): ``P.weight`` (F8_E4M3 or F8_E5M2 codes) with this
+float scale (a tensor's, a channel's; ``P.input_scale`` beside it for static activations); MXFP's
+float8 elements are scaled by powers of two only, so no Hurray scheme holds them (HQ-MX-11)."""
+_FP8_CODES = ("F8_E4M3", "F8_E5M2")
 _FIRST = {"gptq": "qweight", "awq": "qweight", "compressed-tensors": "weight_packed", "mxfp4": "blocks"}
 """The tensor that marks a packed layer of each method (its name's prefix is the layer's)."""
 CONFIG_FILES = ("quantize_config.json", "config.json")
@@ -72,6 +77,9 @@ class QuantizationConfig:
     zero_offset: int = 1
     """What GPTQ adds to a stored zero (1 for the v1 format, 0 for ``gptq_v2``); AWQ: 0."""
     source: str = ""
+    float_weights: bool = False
+    """compressed-tensors: some config groups are FP8 ``float-quantized`` weights (each such
+    weight an item refused by itself, :meth:`Item.parts`)."""
 
     @classmethod
     def from_mapping(cls, config: Mapping[str, Any], source: str) -> QuantizationConfig:
@@ -118,9 +126,14 @@ class QuantizationConfig:
             raise ArgumentError("quantization_config", f"{source}: compressed-tensors without config_groups")
         bits: set[Any] = set()
         sizes: set[Any] = set()
+        float_weights = False
         for name, group in groups.items():
             weights = group.get("weights") if isinstance(group, dict) else None
             form = (group.get("format") if isinstance(group, dict) else None) or config.get("format")
+            if isinstance(weights, dict) and weights.get("type") == "float" and weights.get("num_bits") == 8 \
+                    and form in ("float-quantized", "naive-quantized"):
+                float_weights = True  # FP8 codes times a float scale: refused weight by weight
+                continue
             if not isinstance(weights, dict) or form != "pack-quantized" or weights.get("type", "int") != "int":
                 raise UnsupportedError("HQ-PB-01", f"{source}: config group {name} is not integer pack-quantized "
                                        "weights", path=f"quantization_config -> config_groups -> {name}",
@@ -128,6 +141,8 @@ class QuantizationConfig:
             bits.add(weights.get("num_bits"))
             if weights.get("strategy") == "group":
                 sizes.add(weights.get("group_size"))
+        if not bits:  # FP8 groups only
+            return cls("compressed-tensors", 8, 0, False, 0, source, float_weights=True)
         only = next(iter(bits))
         if len(bits) != 1 or isinstance(only, bool) or only not in (4, 8):
             raise UnsupportedError("HQ-PB-14", f"{source}: the config groups' num_bits are not one of 4 and 8",
@@ -137,7 +152,7 @@ class QuantizationConfig:
         if len(sizes) > 1 or isinstance(size, bool) or not isinstance(size, int):
             raise ArgumentError("quantization_config", f"{source}: the group strategy's group_size is one integer "
                                 "for every config group", actual=sorted(map(str, sizes)))
-        return cls("compressed-tensors", int(only), size, False, 0, source)
+        return cls("compressed-tensors", int(only), size, False, 0, source, float_weights)
 
 
 def _json_object(text: str, source: str) -> dict[str, Any]:
@@ -186,12 +201,14 @@ class Item:
 
     @property
     def kind(self) -> str:
-        """``gptq``, ``awq``, ``compressed-tensors``, ``mxfp4``, ``bitsandbytes-nf4`` or the
-        safetensors dtype code of a plain tensor."""
+        """``gptq``, ``awq``, ``compressed-tensors``, ``mxfp4``, ``bitsandbytes-nf4``, ``nvfp4``,
+        ``fp8`` or the safetensors dtype code of a plain tensor."""
         if "state" in self.roles:
             return "bitsandbytes-nf4"
         if "weight_scale_2" in self.roles:
             return "nvfp4"
+        if "weight_scale" in self.roles and "weight" in self.roles:
+            return "fp8"
         if self.config is not None and self.roles:
             return self.config.method
         return self.source.entries[self.name].code
@@ -204,6 +221,8 @@ class Item:
         if "weight_scale_2" in self.roles:  # NVFP4: two E2M1 values a byte along the rows
             *leading, pairs = self.source.entries[self.roles["weight"]].shape
             return (*leading, pairs * 2)
+        if self.kind == "fp8":  # one code a value
+            return self.source.entries[self.roles["weight"]].shape
         if "state" in self.roles:  # bitsandbytes: the shape its state names
             return tuple(int(n) for n in self.state().get("shape") or ())
         if "blocks" in self.roles:  # MXFP4: (*prefix, G, 16) bytes, 32 values a block
@@ -248,7 +267,15 @@ class Item:
                                       self.name)
 
     def parts(self) -> BlockParts:
-        """A packed weight's per-block affine parts, bit for bit (refused by rule where none exist)."""
+        """A packed weight's per-block affine parts, bit for bit (refused by rule where none exist:
+        an FP8 weight, whatever its target, HQ-MX-11)."""
+        if self.kind == "fp8":
+            code = self.source.entries[self.roles["weight"]].code
+            raise UnsupportedError("HQ-MX-11", f"{self.name}: FP8 codes ({code}) times a float scale "
+                                   f"({self.roles['weight_scale']}); MXFP scales float8 blocks by powers of two "
+                                   "2^(e - 127) only, and no other scheme holds float8 codes",
+                                   path=self.roles["weight_scale"], actual=f"fp8 {code} with weight_scale",
+                                   expected="integer, MXFP4 or NF4 block codes")
         if self.config is None or not self.roles:
             raise ArgumentError("item", f"{self.name} is not a packed weight", actual=self.name)
         read = {role: self.source.array(name) for role, name in self.roles.items()}
@@ -330,6 +357,13 @@ def read_checkpoint(path: str | Path) -> Checkpoint:
                 raise ArgumentError("checkpoint", f"{state} has no {roles.get(missing[0], missing[0])}",
                                     actual=weight, expected=", ".join(BNB_ROLES[:2]))
             grouped.update(dict.fromkeys(roles.values(), roles))
+        for scale in (n for n in source.names if n.endswith(FP8_SCALE)):
+            stem = scale[: -len(FP8_SCALE)]
+            weight = source.entries.get(f"{stem}.weight")
+            if weight is not None and weight.code in _FP8_CODES and f"{stem}{NVFP4_SCALE}" not in source.entries:
+                roles = {role: f"{stem}.{role}" for role in ("weight", "weight_scale", "input_scale")
+                         if f"{stem}.{role}" in source.entries}
+                grouped.update(dict.fromkeys(roles.values(), roles))
         for second in (n for n in source.names if n.endswith(NVFP4_SCALE)):
             stem = second[: -len(NVFP4_SCALE)]
             roles = {role: f"{stem}.{role}" for role in ("weight", "weight_scale", "weight_scale_2", "input_scale")
@@ -338,8 +372,10 @@ def read_checkpoint(path: str | Path) -> Checkpoint:
                 grouped.update(dict.fromkeys(roles.values(), roles))
         items, seen = [], set()
         for name in source.names:
-            anchor = grouped[name].get("state", grouped[name].get("weight_scale_2")) if name in grouped else None
-            if anchor is not None:  # one item a bitsandbytes or NVFP4 weight, named as its weight
+            roles = grouped.get(name, {})
+            anchor = roles.get("state", roles.get("weight_scale_2", roles.get("weight_scale") if "weight" in roles
+                                                  else None))
+            if anchor is not None:  # one item a bitsandbytes, NVFP4 or FP8 weight, named as its weight
                 if anchor not in seen:
                     seen.add(anchor)
                     items.append(Item(grouped[name]["weight"], source, config, grouped[name]))

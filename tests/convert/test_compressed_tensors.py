@@ -143,3 +143,44 @@ def test_pack_quantized_to_ort_runs_in_onnxruntime_and_gives_the_formula(tmp_pat
     session = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
     (y,) = session.run(["p.weight.Y"], {"p.weight.A": np.eye(256, dtype=np.float32)})
     assert np.array_equal(y, expected.T)  # identity @ W^T: the dequantized weight, transposed
+
+
+def test_fp8_float_quantized_weights_are_refused_one_by_one(tmp_path):
+    """compressed-tensors FP8 (``float-quantized``: F8_E4M3 ``P.weight`` times a float32
+    ``P.weight_scale``, per tensor or per channel, ``P.input_scale`` beside it): the config is
+    read, and each weight is one row refused by HQ-MX-11 (MXFP scales float8 blocks by powers of
+    two only), its scales not converted on their own; the other tensors convert, as for NVFP4."""
+    rng = np.random.default_rng(8)
+    tensors = {"model.norm.weight": np.linspace(0.5, 1.5, 7, dtype=np.float32),
+               "model.q_proj.weight": rng.standard_normal((16, 64)).astype(ml_dtypes.float8_e4m3fn),
+               "model.q_proj.weight_scale": np.array([0.013], np.float32),
+               "model.q_proj.input_scale": np.array([0.2], np.float32),
+               "model.k_proj.weight": rng.standard_normal((16, 64)).astype(ml_dtypes.float8_e4m3fn),
+               "model.k_proj.weight_scale": rng.uniform(0.01, 0.02, (16, 1)).astype(np.float32)}
+    save_file(tensors, str(tmp_path / "model.safetensors"))
+    weights = {"num_bits": 8, "type": "float", "symmetric": True, "strategy": "channel"}
+    (tmp_path / "config.json").write_text(json.dumps({"quantization_config": {
+        "quant_method": "compressed-tensors", "format": "float-quantized",
+        "config_groups": {"group_0": {"targets": ["Linear"], "weights": weights}}}}))
+    checkpoint_ = read_checkpoint(tmp_path / "model.safetensors")
+    try:
+        assert [(i.name, i.kind, i.shape) for i in checkpoint_.items] == [
+            ("model.k_proj.weight", "fp8", (16, 64)), ("model.norm.weight", "F32", (7,)),
+            ("model.q_proj.weight", "fp8", (16, 64))]
+        with pytest.raises(HurrayDeclError) as caught:
+            checkpoint_.items[0].parts()
+        assert caught.value.code == "HQ-MX-11"
+    finally:
+        checkpoint_.close()
+    for target in ("hurray", "onnx-light", "ort"):
+        done = cli("convert", "model.safetensors", "--to", target, "-o", f"m.{target}", "--json", cwd=tmp_path)
+        assert "Traceback" not in done.stderr, done.stderr
+        rows = {r["name"]: r for r in json.loads(done.stdout)["tensors"]}
+        assert sorted(rows) == ["model.k_proj.weight", "model.norm.weight", "model.q_proj.weight"]
+        for name in ("model.k_proj.weight", "model.q_proj.weight"):
+            assert (rows[name]["status"], rows[name]["code"]) == ("skipped", "HQ-MX-11"), rows[name]
+    done = cli("convert", "model.safetensors", "-o", "m.hrry", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    loaded = hd.load(tmp_path / "m.hrry")
+    assert list(loaded) == ["model.norm.weight"]
+    assert np.array_equal(loaded["model.norm.weight"].numpy(), tensors["model.norm.weight"])

@@ -55,12 +55,13 @@ if TYPE_CHECKING:  # the public names: imported lazily at run time (see the modu
         from_gguf_file as from_gguf_file,
         from_gptq as from_gptq,
     )
+    from hurray_decl.convert.sources import load as load, load_kv as load_kv, open as open  # .hrry, GGUF, safetensors
     from hurray_decl.errors import HurrayDeclError as HurrayDeclError
     from hurray_decl.hurray import (
         dask_arrays as dask,  # noqa: F401 (a module: exported under its public name)
         kernels as kernels,
     )
-    from hurray_decl.hurray.files import File as File, load as load, load_kv as load_kv, open as open, save as save
+    from hurray_decl.hurray.files import File as File, save as save
     from hurray_decl.hurray.numerics import dequantize as dequantize
     from hurray_decl.hurray.quantization import (
         SCHEMES as SCHEMES,

@@ -38,6 +38,7 @@ from hurray_decl.convert.parts import BlockParts
 from hurray_decl.convert.safetensors import SafetensorsFile, open_safetensors
 from hurray_decl.errors import ArgumentError, RuleViolation, UnsupportedError
 from hurray_decl.hurray.tables import storage
+from hurray_decl.hurray.values import Tensor
 
 __all__ = ["BNB_ROLES", "BNB_STATE", "CONFIG_FILES", "CT_ROLES", "MXFP4_ROLES", "PACKED_ROLES", "Checkpoint",
            "Item", "QuantizationConfig", "read_checkpoint"]
@@ -77,9 +78,6 @@ class QuantizationConfig:
     zero_offset: int = 1
     """What GPTQ adds to a stored zero (1 for the v1 format, 0 for ``gptq_v2``); AWQ: 0."""
     source: str = ""
-    float_weights: bool = False
-    """compressed-tensors: some config groups are FP8 ``float-quantized`` weights (each such
-    weight an item refused by itself, :meth:`Item.parts`)."""
 
     @classmethod
     def from_mapping(cls, config: Mapping[str, Any], source: str) -> QuantizationConfig:
@@ -126,14 +124,12 @@ class QuantizationConfig:
             raise ArgumentError("quantization_config", f"{source}: compressed-tensors without config_groups")
         bits: set[Any] = set()
         sizes: set[Any] = set()
-        float_weights = False
         for name, group in groups.items():
             weights = group.get("weights") if isinstance(group, dict) else None
             form = (group.get("format") if isinstance(group, dict) else None) or config.get("format")
             if isinstance(weights, dict) and weights.get("type") == "float" and weights.get("num_bits") == 8 \
                     and form in ("float-quantized", "naive-quantized"):
-                float_weights = True  # FP8 codes times a float scale: refused weight by weight
-                continue
+                continue  # FP8 codes times a float scale: each weight an item refused by itself (Item.parts)
             if not isinstance(weights, dict) or form != "pack-quantized" or weights.get("type", "int") != "int":
                 raise UnsupportedError("HQ-PB-01", f"{source}: config group {name} is not integer pack-quantized "
                                        "weights", path=f"quantization_config -> config_groups -> {name}",
@@ -141,8 +137,8 @@ class QuantizationConfig:
             bits.add(weights.get("num_bits"))
             if weights.get("strategy") == "group":
                 sizes.add(weights.get("group_size"))
-        if not bits:  # FP8 groups only
-            return cls("compressed-tensors", 8, 0, False, 0, source, float_weights=True)
+        if not bits:  # FP8 groups only: no packed integer weights
+            return cls("compressed-tensors", 8, 0, False, 0, source)
         only = next(iter(bits))
         if len(bits) != 1 or isinstance(only, bool) or only not in (4, 8):
             raise UnsupportedError("HQ-PB-14", f"{source}: the config groups' num_bits are not one of 4 and 8",
@@ -152,7 +148,7 @@ class QuantizationConfig:
         if len(sizes) > 1 or isinstance(size, bool) or not isinstance(size, int):
             raise ArgumentError("quantization_config", f"{source}: the group strategy's group_size is one integer "
                                 "for every config group", actual=sorted(map(str, sizes)))
-        return cls("compressed-tensors", int(only), size, False, 0, source, float_weights)
+        return cls("compressed-tensors", int(only), size, False, 0, source)
 
 
 def _json_object(text: str, source: str) -> dict[str, Any]:
@@ -266,9 +262,29 @@ class Item:
         return mxfp4_blocks_to_hurray(self.source.array(self.roles["blocks"]), self.source.array(self.roles["scales"]),
                                       self.name)
 
+    def hurray(self) -> Tensor:
+        """The item as the Hurray tensor ``convert -o NAME.hrry`` writes (refused by rule where
+        it has no exact form): MXFP4 as MXFP, NF4 as NF4, packed integer weights as per-block
+        affine, plain tensors as themselves."""
+        from hurray_decl.convert.hurray import from_block_parts
+        from hurray_decl.convert.safetensors import to_hurray
+
+        if self.kind == "mxfp4":
+            return Tensor(*self.mxfp(), self.name)
+        if self.kind == "bitsandbytes-nf4":
+            return Tensor(*self.nf4(), self.name)
+        if self.quantized:
+            return Tensor(*from_block_parts(self.parts()), self.name)
+        return to_hurray(self.name, self.array())
+
     def parts(self) -> BlockParts:
         """A packed weight's per-block affine parts, bit for bit (refused by rule where none exist:
-        an FP8 weight, whatever its target, HQ-MX-11)."""
+        an FP8 or NVFP4 weight, whatever its target, HQ-MX-11)."""
+        if self.kind == "nvfp4":
+            raise UnsupportedError("HQ-MX-11", f"{self.name}: NVFP4 scales its E2M1 blocks by E4M3 values times a "
+                                   "float32 tensor scale; MXFP's scales are powers of two 2^(e - 127)",
+                                   path=self.roles["weight_scale_2"], actual="nvfp4 (weight_scale, weight_scale_2)",
+                                   expected="integer, MXFP4 or NF4 block codes")
         if self.kind == "fp8":
             code = self.source.entries[self.roles["weight"]].code
             raise UnsupportedError("HQ-MX-11", f"{self.name}: FP8 codes ({code}) times a float scale "
@@ -359,8 +375,8 @@ def read_checkpoint(path: str | Path) -> Checkpoint:
             grouped.update(dict.fromkeys(roles.values(), roles))
         for scale in (n for n in source.names if n.endswith(FP8_SCALE)):
             stem = scale[: -len(FP8_SCALE)]
-            weight = source.entries.get(f"{stem}.weight")
-            if weight is not None and weight.code in _FP8_CODES and f"{stem}{NVFP4_SCALE}" not in source.entries:
+            codes = source.entries.get(f"{stem}.weight")
+            if codes is not None and codes.code in _FP8_CODES and f"{stem}{NVFP4_SCALE}" not in source.entries:
                 roles = {role: f"{stem}.{role}" for role in ("weight", "weight_scale", "input_scale")
                          if f"{stem}.{role}" in source.entries}
                 grouped.update(dict.fromkeys(roles.values(), roles))

@@ -112,6 +112,7 @@ def test_bitsandbytes_own_quantizer_and_dequantizer_agree(tmp_path, nested):
     assert done.returncode == 0, done.stderr
     reference = functional.dequantize_4bit(packed, state).float().numpy()
     assert hd.load(tmp_path / "m.hrry")[W].numpy().tobytes() == reference.tobytes()
+    assert hd.load(tmp_path / "model.safetensors")[W].numpy().tobytes() == reference.tobytes()  # opened as is
     codes = tensors[W]
     tensors[W] = ((codes << 4) | (codes >> 4)).astype(np.uint8)
     save_file(tensors, str(tmp_path / "swapped.safetensors"))

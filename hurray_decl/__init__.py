@@ -2,9 +2,10 @@
 onnx-light portable quantized values.
 
 The public names are imported on first use, so that ``import hurray_decl`` and the command line
-load only what they use. They are declared once, as the imports of the ``if TYPE_CHECKING:``
-block at the end of this file (which type checkers read as usual); :func:`__getattr__` imports
-a name's module when the name is first asked for. To export a name, add its import there.
+load only what they use. They are declared as data (``_LAZY``: module -> names), which
+:func:`__getattr__` reads to import a name's module when the name is first asked for; the
+``if TYPE_CHECKING:`` block at the end imports the same names for type checkers (a test checks
+that the two agree). To export a name, add it to both.
 """
 
 from __future__ import annotations
@@ -12,9 +13,30 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from hurray_decl.lazy_modules import lazy_exports
+from hurray_decl.lazy_modules import lazy_names
 
-_LAZY = lazy_exports(__file__)  # public name -> (module, attribute or submodule)
+_LAZY = lazy_names({
+    "hurray_decl.convert.hurray": ("from_awq", "from_gguf", "from_gguf_file", "from_gptq"),
+    "hurray_decl.errors": ("HurrayDeclError",),
+    "hurray_decl.hurray": ("dask_arrays as dask", "kernels"),
+    "hurray_decl.hurray.files": ("File", "load", "load_kv", "open", "save"),
+    "hurray_decl.hurray.numerics": ("dequantize",),
+    "hurray_decl.hurray.quantization": (
+        "SCHEMES", "decode_quantization", "encode_quantization", "kernel_for", "load_quantization",
+        "register_private_scheme", "scheme", "unregister_private_scheme",
+    ),
+    "hurray_decl.hurray.schemes.mxfp": ("MXFP",),
+    "hurray_decl.hurray.schemes.nf4": ("NF4",),
+    "hurray_decl.hurray.schemes.per_block_affine": ("PerBlockAffine",),
+    "hurray_decl.hurray.schemes.per_channel_affine": ("PerChannelAffine",),
+    "hurray_decl.hurray.schemes.per_tensor_affine": ("PerTensorAffine",),
+    "hurray_decl.hurray.schemes.quantization": ("OpaqueQuantization", "QuantizationDescriptor", "SchemeDescriptor"),
+    "hurray_decl.hurray.tensor": (
+        "BufferHandle", "TensorDescriptor", "read_tensor_descriptor", "validate_buffers", "write_tensor_descriptor",
+    ),
+    "hurray_decl.hurray.values": ("SparseValues", "Tensor", "element_type", "quantize"),
+})
+"""public name -> (module, attribute or submodule); the TYPE_CHECKING block imports the same names."""
 __all__ = sorted([*_LAZY, "__version__"])
 
 
@@ -61,6 +83,7 @@ if TYPE_CHECKING:  # the public names: imported lazily at run time (see the modu
         dask_arrays as dask,  # noqa: F401 (a module: exported under its public name)
         kernels as kernels,
     )
+    from hurray_decl.hurray.container.edit import append as append, edit as edit
     from hurray_decl.hurray.files import File as File, save as save
     from hurray_decl.hurray.numerics import dequantize as dequantize
     from hurray_decl.hurray.quantization import (

@@ -7,8 +7,10 @@ the module and imports it (thread-safely, through the import system's lock) when
 is first read. Code at a module's top level must therefore not read ``np.anything``. A type
 checker sees the modules themselves.
 
-:func:`lazy_exports` reads the public names a package imports on first use from the imports of
-its ``if TYPE_CHECKING:`` block, which is what a type checker reads too.
+:func:`lazy_names` turns a package's table of the names it imports on first use (declared as
+data: module -> names) into what its ``__getattr__`` looks up; the package's ``if TYPE_CHECKING:``
+block imports the same names for type checkers, and a test checks the two agree
+(``tests/test_typing.py``). Nothing is parsed at import.
 """
 
 from __future__ import annotations
@@ -34,31 +36,24 @@ class LazyModule:
         return f"<module {self.__name!r}, imported on first use>"
 
 
-def lazy_exports(path: str) -> dict[str, tuple[str, str]]:
-    """public name -> (module, attribute or submodule) of the package whose ``__init__`` is at
-    ``path``: the imports of its ``if TYPE_CHECKING:`` blocks, written ``name as name`` so that
-    a type checker sees each name with its type, exported. The package's ``__getattr__`` imports
-    them on first use; they are declared there once."""
-    import ast
-
-    with open(path, encoding="utf-8") as source:
-        tree = ast.parse(source.read())
+def lazy_names(table: Mapping[str, tuple[str, ...]]) -> dict[str, tuple[str, str]]:
+    """public name -> (module, attribute or submodule), from a package's table of the names each
+    module gives it: ``"attribute"``, or ``"attribute as name"`` for one exported under another
+    name (a submodule under its public name)."""
     names: dict[str, tuple[str, str]] = {}
-    for block in tree.body:
-        if isinstance(block, ast.If) and ast.unparse(block.test) == "TYPE_CHECKING":
-            for statement in block.body:
-                if isinstance(statement, ast.ImportFrom):
-                    for alias in statement.names:
-                        module = "." * statement.level + (statement.module or "")
-                        names[alias.asname or alias.name] = (module, alias.name)
+    for module, entries in table.items():
+        for entry in entries:
+            attribute, _, alias = entry.partition(" as ")
+            names[alias or attribute] = (module, attribute)
     return names
 
 
-def lazy_package(namespace: dict[str, Any]) -> tuple[list[str], Callable[[str], Any], Callable[[], list[str]]]:
+def lazy_package(namespace: dict[str, Any], table: Mapping[str, tuple[str, ...]]
+                 ) -> tuple[list[str], Callable[[str], Any], Callable[[], list[str]]]:
     """``__all__``, ``__getattr__`` and ``__dir__`` for the package whose globals are ``namespace``:
-    its public names are its ``TYPE_CHECKING`` imports (:func:`lazy_exports`), each imported from
-    its submodule when first asked for, then kept in the package's globals."""
-    source = {name: module for name, (module, _) in lazy_exports(namespace["__file__"]).items()}
+    its public names are those of ``table`` (:func:`lazy_names`), each imported from its
+    submodule when first asked for, then kept in the package's globals."""
+    source = {name: module for name, (module, _) in lazy_names(table).items()}
 
     def attribute(name: str) -> Any:
         if name not in source:

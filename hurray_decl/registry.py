@@ -2,7 +2,10 @@
 
 Everything that varies by scheme is read from its row: the engine's dispatch, the docs table,
 the Kaitai agreement test and the test parametrisation. Adding a scheme means adding a module
-and one ``register`` call; nothing else lists the schemes.
+and one ``register`` call. The rows are the source; what else names the schemes is derived
+from them or checked against them: ``hurray.schemes.BUILTIN`` lists the built-in rows it
+registers, the Kaitai schemas of ``schemas/hurray/`` declare the same wire layouts (one file per
+scheme; a test compares them), and the README's scheme table is generated from the rows.
 """
 
 from __future__ import annotations
@@ -98,10 +101,10 @@ class SchemeRow(Generic[M]):
     ``block_size``, ``storage``)."""
     check_tensor: Callable[..., None] | None = None
     """``check_tensor(descriptor, tensor)``: the scheme's rules that need the tensor and its
-    buffer table (``tensor`` is a :class:`hurray_decl.hurray.tensor.context.TensorContext`)."""
+    buffer table (``tensor`` a ``hurray.checks.TensorChecks``, which the tensor context is)."""
     check_data: Callable[..., None] | None = None
     """``check_data(descriptor, data)``: the scheme's rules that need buffer contents
-    (``data`` is a :class:`hurray_decl.hurray.tensor.validate.DataContext`)."""
+    (``data`` a ``hurray.checks.DataChecks``, which the data context is)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "quantize_defaults", MappingProxyType(dict(self.quantize_defaults)))

@@ -21,16 +21,19 @@ def pytest_configure(config):
 
 @pytest.fixture(autouse=True)
 def _no_private_scheme_left():
-    """The project's private scheme (0xF0) is registered by the conversions that write or read it;
-    each test leaves the registry as it found it, so that tests listing every registered scheme
-    see the built-in ones only."""
+    """The project's private schemes (0xF0, 0xF1) are registered by the code that reads or writes
+    them; each test leaves the registry as it found it, so that tests listing every registered
+    scheme see the built-in ones only."""
     engine = sys.modules.get("hurray_decl.hurray.quantization")  # nothing is imported here that was not
-    before = None if engine is None else engine.SCHEMES.get(PRIVATE_TAG)
+    before = {tag: None if engine is None else engine.SCHEMES.get(tag) for tag in PROJECT_TAGS}
     yield
     engine = sys.modules.get("hurray_decl.hurray.quantization")
-    if before is None and engine is not None and engine.SCHEMES.get(PRIVATE_TAG) is not None:
-        engine.unregister_private_scheme(PRIVATE_TAG)
+    for tag in PROJECT_TAGS:
+        if before[tag] is None and engine is not None and engine.SCHEMES.get(tag) is not None:
+            engine.unregister_private_scheme(tag)
 
 
 PRIVATE_TAG = 0xF0
 """hurray_decl.hurray.schemes.ggml_super_block.TAG (tests/test_private_scheme.py checks it)."""
+PROJECT_TAGS = (PRIVATE_TAG, 0xF1)
+"""The tags of hurray_decl.hurray.quantization.PROJECT_SCHEMES (tests/convert/test_ggml_codebook.py checks them)."""

@@ -74,7 +74,7 @@ ALLOWED: list[tuple[str, str, str | None, str]] = [
      "a side's window: the whole input (--offset's and --length's defaults), not a field's position"),
     ("hurray_decl/cli/inputs.py", "offset given as a number", "resolved.update(offset=0, length=None)",
      "a spent window: the handler reads the bytes handed on from their start"),
-    ("hurray_decl/hurray/values.py", "offset given as a number", "offset=8 * ",
+    ("hurray_decl/hurray/entries.py", "offset given as a number", "offset=8 * ",
      "entries of a sparse tensor's 8-byte index buffers (their contents), not descriptor bytes"),
     ("tests/convert/test_gguf_file.py", "header bytes sliced", "kv[key][:10]", "the first 10 values of a KV array"),
     ("tests/convert/test_gguf_types.py", "header bytes sliced", 'blocks["m"][1::6]',

@@ -20,7 +20,7 @@ SCOPE = [
                                                                        "OL-ORT", "OL-SHR", "OL-OP")),
     *((area, {"bytes", "file"}) for area in ("HF-HDR", "HF-IDX", "HF-META", "HF-DATA")),
     ("HX", {"tensor", "buffers"}),
-    ("CV-DLP", {"tensor"}), ("CV-SHD", {"file"}),  # the project's own table
+    ("CV-DLP", {"tensor"}), ("CV-SHD", {"file"}), ("CV-EDT", {"file"}),  # the project's own table
     *((area, {"bytes", "tensor", "buffers", "stream"}) for area in ("HS-FRM", "HS-VER", "HS-CMP", "HS-SYNC", "HS-WR")),
 ]
 PENDING: set[str] = set()

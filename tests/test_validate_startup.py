@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from hurray_decl.lazy_modules import lazy_exports
 from tests.paths import DESCRIPTORS, REPO as ROOT
+from tests.test_typing import type_checking_imports
 
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 NOT_FOR_VALIDATE = ("numpy", "ml_dtypes", "onnx", "google.protobuf", "hypothesis", "gguf", "hurray_decl.rules",
@@ -95,7 +95,7 @@ def test_tensor_names_load_lazily_and_are_their_modules_attributes():
     assert {m for m in loaded if m.startswith("hurray_decl.hurray.tensor.")} == set()
     import hurray_decl.hurray.tensor as tensor
 
-    for name, (module_name, _) in lazy_exports(tensor.__file__).items():
+    for name, (module_name, _) in type_checking_imports(Path(str(tensor.__file__))).items():
         module = importlib.import_module(module_name)
         assert module_name.startswith("hurray_decl.hurray.tensor."), name
         assert getattr(tensor, name) is getattr(module, name), name

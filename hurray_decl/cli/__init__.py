@@ -63,6 +63,7 @@ COMMAND_MODULES: list[str] = [
     "hurray_decl.cli.models",  # quantize; the safetensors sides of convert
     "hurray_decl.cli.ls",
     "hurray_decl.cli.diff",
+    "hurray_decl.cli.edit",  # edit a .hrry file in place
     "hurray_decl.cli.container",  # extract; .hrry inputs of inspect, validate, decode, dequantize, audit
     "hurray_decl.cli.stream",  # Hurray stream inputs of the same commands and extract (wraps them: after container)
     "hurray_decl.cli.onnx_light",  # profiles; onnx-light inputs of the same commands (wraps them: keep it last)

@@ -59,10 +59,22 @@ def validate(args: argparse.Namespace) -> int:
     from hurray_decl.cli import outputs
 
     def check() -> str:
+        from hurray_decl.cli.inputs import regular_file
         from hurray_decl.hurray.container import validate_container
+        from hurray_decl.hurray.container.journal import pending
         from hurray_decl.hurray.tensor.layouts import CompositeHead
 
-        c = validate_container(_data(args), permissive=getattr(args, "permissive", False))
+        path = regular_file(args)  # an interrupted edit's journal beside it: CV-EDT-01, naming the file's verdict
+        try:
+            c = validate_container(_data(args), permissive=getattr(args, "permissive", False))
+        except HurrayDeclError as err:
+            interrupted = pending(path, f"the file as it stands: {err}") if path is not None else None
+            if interrupted is None:
+                raise
+            raise interrupted from None
+        interrupted = pending(path, "the file as it stands is valid") if path is not None else None
+        if interrupted is not None:
+            raise interrupted
         composites = sum(1 for t in c.tensors() if isinstance(t.descriptor.layout, CompositeHead))
         return (f"container {c.header.container_version_major}.{c.header.container_version_minor}, "
                 f"{len(c.entries)} tensors ({composites} composite heads), {len(c.kv)} KV entries")

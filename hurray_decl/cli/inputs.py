@@ -814,6 +814,10 @@ def dispatch(args: argparse.Namespace) -> int:
     if found.spent:
         resolved.update(offset=0, length=None)
     run = argparse.Namespace(**resolved)
+    if found.kind in (Kind.DESCRIPTOR, Kind.QUANTIZATION, Kind.CONTAINER, Kind.STREAM):
+        from hurray_decl.hurray.quantization import register_project_schemes
+
+        register_project_schemes()  # this package reads its own private schemes (HQ-EXT-03)
     handler = HANDLERS.get(command, {}).get(found.kind)
     if found.kind in TAKEN_BY and handler is None:
         raise UsageError(f"argument INPUT: {run.input} is {TAKEN_BY[found.kind]}, not {command}")

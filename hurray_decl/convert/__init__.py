@@ -23,10 +23,16 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from hurray_decl.convert.parts import BlockParts
-from hurray_decl.lazy_modules import lazy_exports
+from hurray_decl.lazy_modules import lazy_names
 
-_LAZY = lazy_exports(__file__)
-"""The converters' names, read from the TYPE_CHECKING imports at the end: imported on first use."""
+_LAZY = lazy_names({
+    "hurray_decl.convert.checkpoints": ("read_checkpoint",),
+    "hurray_decl.convert.gguf": ("GGUF_BLOCK", "gguf_parts"),
+    "hurray_decl.convert.group": ("AWQ_ORDER", "awq_parts", "gptq_parts"),
+    "hurray_decl.convert.model_quantize": ("quantize_tensor", "read_model"),
+    "hurray_decl.convert.safetensors": ("open_safetensors", "write_safetensors"),
+})
+"""The converters' names, imported on first use (the TYPE_CHECKING imports at the end name the same)."""
 
 __all__ = ["BlockParts", *_LAZY]
 

@@ -46,6 +46,7 @@ __all__ = [
     "GgufTensors",
     "GgufType",
     "SubBlocks",
+    "block_data",
     "gguf_parts",
     "gguf_tensors",
     "gguf_type",
@@ -328,19 +329,26 @@ MXFP4_NEGATIVE_ZERO = 0x8
 """The E2M1 code of -0, which gguf's MXFP4 decodes as +0."""
 
 
+def block_data(raw: Any, name: str, shape: Sequence[int], elements: int,
+                size: int) -> tuple[tuple[int, ...], np.ndarray]:
+    """(shape, bytes as uint8) of GGUF blocks of ``elements`` elements in ``size`` bytes, the shape
+    whole blocks along its last axis and the bytes that many blocks (else ArgumentError)."""
+    shape = tuple(int(n) for n in shape)
+    if not shape or shape[-1] % elements:
+        raise ArgumentError("shape", f"{name} rows hold whole blocks of {elements}", actual=list(shape),
+                            expected=f"a last dimension that is a multiple of {elements}")
+    data = np.frombuffer(memoryview(raw).cast("B"), dtype=np.uint8)
+    blocks = int(np.prod(shape)) // elements
+    if data.size != blocks * size:
+        raise ArgumentError("raw", f"{name} data of {blocks * elements} elements is {blocks} blocks of {size} bytes",
+                            actual=data.size, expected=blocks * size)
+    return shape, data
+
+
 def mxfp4_codes(raw: Any, shape: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
     """GGUF MXFP4 data of a tensor of ``shape`` as (exponent bytes, uint8 per block; E2M1 codes,
     uint8 blocks x 32 in element order)."""
-    shape = tuple(int(n) for n in shape)
-    if not shape or shape[-1] % GGUF_BLOCK:
-        raise ArgumentError("shape", f"MXFP4 rows hold whole blocks of {GGUF_BLOCK}", actual=list(shape),
-                            expected=f"a last dimension that is a multiple of {GGUF_BLOCK}")
-    data = np.frombuffer(memoryview(raw).cast("B"), dtype=np.uint8)
-    blocks = int(np.prod(shape)) // GGUF_BLOCK
-    if data.size != blocks * MXFP4_RECORD.itemsize:
-        raise ArgumentError("raw", f"MXFP4 data of {blocks * GGUF_BLOCK} elements is {blocks} blocks of "
-                            f"{MXFP4_RECORD.itemsize} bytes", actual=data.size, expected=blocks * MXFP4_RECORD.itemsize)
-    records = data.view(MXFP4_RECORD)
+    records = block_data(raw, "MXFP4", shape, GGUF_BLOCK, MXFP4_RECORD.itemsize)[1].view(MXFP4_RECORD)
     return records["e"].copy(), _NIBBLES32.read(records).astype(np.uint8)
 
 

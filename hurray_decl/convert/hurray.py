@@ -17,18 +17,21 @@ from hurray_decl.convert.gguf import (
     GGUF_BLOCK,
     GGUF_TYPES,
     MXFP4_NEGATIVE_ZERO,
+    block_data,
     gguf_parts,
     gguf_type,
     mxfp4_codes,
     pack_blocks,
     read_gguf,
 )
+from hurray_decl.convert.gguf_codebook import FORMATS, decode_blocks, encode_blocks
 from hurray_decl.convert.group import awq_parts, gptq_parts
 from hurray_decl.convert.parts import BlockParts
 from hurray_decl.errors import ArgumentError, RuleViolation, UnsupportedError
 from hurray_decl.hurray import kernels
 from hurray_decl.hurray.numerics import assemble, assemble_data, buffer_contents
 from hurray_decl.hurray.quantization import register_project_schemes
+from hurray_decl.hurray.schemes.ggml_codebook import BY_ID, GgmlCodebook
 from hurray_decl.hurray.schemes.ggml_super_block import ADDED_MINIMUM, GgmlSuperBlock
 from hurray_decl.hurray.schemes.mxfp import INVALID_SCALE_BYTES, MXFP
 from hurray_decl.hurray.schemes.per_block_affine import PerBlockAffine
@@ -43,9 +46,11 @@ from hurray_decl.hurray.tensor.validate import DataContext
 __all__ = [
     "affine_parts",
     "block_parts",
+    "codebook_gguf",
     "from_awq",
     "from_block_parts",
     "from_gguf",
+    "from_gguf_codebook",
     "from_gguf_file",
     "from_gguf_mxfp4",
     "from_gguf_super_blocks",
@@ -74,15 +79,8 @@ def from_gguf_super_blocks(raw: Any, ggml_type: Any, shape: Sequence[int]) -> tu
     if single and not row.has_offset:
         raise UnsupportedError("HQ-EXT-03", f"{row.name} is per-block affine exactly: it has no ggml super-block "
                                "form here", path="ggml_type", actual=row.name, expected="Q2_K .. Q6_K, Q4_1, Q5_1")
-    shape = tuple(int(n) for n in shape)
-    if not shape or shape[-1] % row.elements:
-        raise ArgumentError("shape", f"{row.name} rows hold whole blocks of {row.elements}", actual=list(shape),
-                            expected=f"a last dimension that is a multiple of {row.elements}")
-    data = np.frombuffer(memoryview(raw).cast("B"), dtype=np.uint8)
-    blocks = int(np.prod(shape)) // row.elements
-    if data.size != blocks * row.record.itemsize:
-        raise ArgumentError("raw", f"{row.name} data of {blocks * row.elements} elements is {blocks} blocks of "
-                            f"{row.record.itemsize} bytes", actual=data.size, expected=blocks * row.record.itemsize)
+    shape, data = block_data(raw, row.name, shape, row.elements, row.record.itemsize)
+    blocks = data.size // row.record.itemsize
     records = data.view(row.record)
     register_project_schemes()
     model = GgmlSuperBlock(axis=len(shape) - 1, super_block=row.elements, sub_block=row.sub_block,
@@ -98,6 +96,41 @@ def from_gguf_super_blocks(raw: Any, ggml_type: Any, shape: Sequence[int]) -> tu
             params += [records["dmin"].astype("<f2"), levels["mn"].astype(np.uint8)]
     codes = row.codes(records).reshape(shape)
     return assemble(model, shape, row.storage, codes, params)
+
+
+def from_gguf_codebook(raw: Any, ggml_type: Any, shape: Sequence[int]) -> tuple[TensorDescriptor, list[bytes]]:
+    """GGUF IQ, TQ or NVFP4 blocks (:data:`~hurray_decl.convert.gguf_codebook.FORMATS`) as the
+    project's private ggml codebook scheme (0xF1, :mod:`hurray_decl.hurray.schemes.ggml_codebook`,
+    registered here): every element's codebook value as its code, the float16 ``d`` with its bits
+    as they are, the sub-block scale codes. The values are gguf's bit for bit, and
+    :func:`codebook_gguf` gives the blocks back byte for byte (blocks that would not come back are
+    refused, CV-GGML-01)."""
+    name = str(getattr(ggml_type, "name", ggml_type))
+    if name not in FORMATS:
+        raise UnsupportedError("HE-03", f"{name} is no ggml codebook type", path="ggml_type", actual=name,
+                               expected=", ".join(FORMATS))
+    form = FORMATS[name]
+    shape, data = block_data(raw, name, shape, form.elements, form.size)
+    arrays = decode_blocks(data, name)
+    kind = form.kind
+    register_project_schemes()
+    model = GgmlCodebook(axis=len(shape) - 1, ggml_type=kind.ggml_type, super_block=kind.super_block,
+                         sub_block=kind.sub_block, exponent=kind.exponent, d_buffer_index=1, scale_buffer_index=2)
+    return assemble(model, shape, kind.storage, arrays.q.reshape(shape), [arrays.d, arrays.sc])
+
+
+def codebook_gguf(descriptor: TensorDescriptor, buffers: Sequence[Any]) -> tuple[str, np.ndarray]:
+    """A row-major ggml codebook tensor as GGUF blocks of its ``ggml_type`` (the inverse of
+    :func:`from_gguf_codebook`); codes off the type's codebook, or scales it has no field for,
+    are refused. Returns the type name and the bytes."""
+    q, contents, params = _row_major(descriptor, buffers, (GgmlCodebook,), "HQ-EXT-03",
+                                     "GGUF codebook blocks come from row-major ggml codebook tensors", "GgmlCodebook")
+    kind = BY_ID[q.ggml_type]  # the descriptor was checked: a type of the table
+    count = int(np.prod(descriptor.shape))
+    data = np.frombuffer(contents[0], dtype=np.uint8)[descriptor.byte_offset:]
+    codes = storage.decode(data, BY_TAG[descriptor.type_tag].name, count)
+    return kind.name, encode_blocks(kind.name, codes, params.array("d_buffer_index", "float16"),
+                                    params.array("scale_buffer_index", "int8"))
 
 
 def _row_major(descriptor: TensorDescriptor, buffers: Sequence[Any], schemes: tuple[type, ...], code: str,

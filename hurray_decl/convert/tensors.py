@@ -37,11 +37,14 @@ from hurray_decl.convert.gguf import (
     parts_blocks,
     sub_blocks,
 )
+from hurray_decl.convert.gguf_codebook import FORMATS as CODEBOOK_FORMATS
 from hurray_decl.convert.hurray import (
     affine_parts,
     block_parts,
+    codebook_gguf,
     from_block_parts as tensor_from_parts,
     from_gguf,
+    from_gguf_codebook,
     from_gguf_super_blocks,
     super_blocks_gguf,
 )
@@ -51,6 +54,7 @@ from hurray_decl.convert.parts import BlockParts
 from hurray_decl.convert.portable import PORTABLE_FORMATS, SCALE_DATA_TYPES, from_block_parts, to_block_parts
 from hurray_decl.errors import ArgumentError, HurrayDeclError, RuleViolation, UnsupportedError
 from hurray_decl.hurray.numerics import dequantize as hurray_dequantize
+from hurray_decl.hurray.schemes.ggml_codebook import GgmlCodebook
 from hurray_decl.hurray.schemes.ggml_super_block import GgmlSuperBlock
 from hurray_decl.hurray.schemes.mxfp import MXFP
 from hurray_decl.hurray.schemes.nf4 import NF4
@@ -68,6 +72,7 @@ from hurray_decl.hurray.values import Tensor as HurrayTensor
 from hurray_decl.onnx_light import EncodedValueProto, TensorProto
 
 __all__ = [
+    "CODEBOOK_TYPES",
     "DEQUANTIZE_DTYPES",
     "GGUF_TARGETS",
     "PRIVATE_TYPES",
@@ -117,7 +122,7 @@ ORT when their offsets are exact; see :func:`gguf_to_hurray`)."""
 def converts_with(source: str, target: str) -> tuple[str, ...]:
     """The ``convert`` options that take a GGUF tensor of type ``source`` that ``target`` refused
     (nothing for a source that is not a GGML type name)."""
-    private = ("--private-schemes",) if target == "hurray" and source in PRIVATE_TYPES else ()
+    private = ("--private-schemes",) if target == "hurray" and source in (*PRIVATE_TYPES, *CODEBOOK_TYPES) else ()
     return private + tuple(f"--to {other}" for other, types in GGUF_TARGETS.items()
                            if other != target and source in types)
 
@@ -162,6 +167,9 @@ def hurray_to_gguf(name: str, descriptor: TensorDescriptor, buffers: Sequence[An
         return _gguf_tensor(name, "MXFP4", shape, _mxfp4_data(descriptor, buffers))
     if isinstance(descriptor.quantization, GgmlSuperBlock):
         type_name, data = super_blocks_gguf(descriptor, buffers, ggml_type)
+        return _gguf_tensor(name, type_name, shape, data)
+    if isinstance(descriptor.quantization, GgmlCodebook):
+        type_name, data = codebook_gguf(descriptor, buffers)
         return _gguf_tensor(name, type_name, shape, data)
     type_name, data = parts_blocks(block_parts(descriptor, buffers), ggml_type)
     return _gguf_tensor(name, type_name, shape, data)
@@ -209,15 +217,26 @@ PRIVATE_TYPES = tuple(name for name, row in GGUF_TYPES.items() if row.two_level 
 """The GGML types the project's private ggml super-block scheme (0xF0) holds: Q2_K .. Q6_K, which
 no public scheme holds, and Q4_1 / Q5_1, whose blocks per-block affine holds only when their
 minimum is ``-z * d``."""
+CODEBOOK_TYPES = tuple(CODEBOOK_FORMATS)
+"""The GGML types the project's private ggml codebook scheme (0xF1) holds: the IQ types, TQ1_0,
+TQ2_0 and NVFP4, which no public scheme holds."""
 
 
 def gguf_to_hurray(tensor: GgufTensor, private_schemes: bool = False) -> Tensor:
     """A GGUF tensor as a Hurray tensor, exactly, or the reason it has no exact form. The K-quants
     (:data:`PRIVATE_TYPES`) go to the project's private ggml super-block scheme only when
     ``private_schemes`` (HQ-EXT-04: a private tag is written only by agreement); otherwise they
-    are refused, the scheme named."""
+    are refused, the scheme named; so are the codebook types (:data:`CODEBOOK_TYPES`, the
+    private ggml codebook scheme)."""
     if tensor.type_name in FLOAT_TYPES:
         return float_tensor(tensor.data, FLOAT_TYPES[tensor.type_name], tensor.shape)
+    if tensor.type_name in CODEBOOK_TYPES:
+        if not private_schemes:
+            raise UnsupportedError("HQ-EXT-04", f"{tensor.type_name} takes its values from a codebook, which no "
+                                   "public Hurray scheme holds; the project's private scheme ggml_codebook (0xF1) "
+                                   "holds them exactly, written only when asked (--private-schemes)",
+                                   path="ggml_type", actual=tensor.type_name, expected="--private-schemes")
+        return from_gguf_codebook(tensor.data, tensor.type_name, tensor.shape)
     if tensor.type_name in PRIVATE_TYPES and GGUF_TYPES[tensor.type_name].two_level:
         if not private_schemes:
             raise UnsupportedError("HQ-EXT-04", f"{tensor.type_name} has two-level scales, which no public Hurray "
@@ -372,6 +391,10 @@ def gguf_to_ort(tensor: GgufTensor, *, scale_type: str | None = "float32") -> En
     if len(tensor.shape) != 2:
         raise UnsupportedError("OL-ORT-07", "a MatMulNBits weight is a matrix", path="shape", actual=list(tensor.shape),
                                expected="rank 2")
+    if tensor.type_name in CODEBOOK_TYPES:  # as the block converters refuse a type they lack (HE-03)
+        raise UnsupportedError("HE-03", f"no MatMulNBits converter for the GGML type {tensor.type_name}: its values "
+                               "come from a codebook", path="ggml_type", actual=tensor.type_name,
+                               expected=", ".join(SINGLE_LEVEL))
     return hurray_to_ort(*gguf_to_hurray(tensor), scale_type=scale_type)
 
 

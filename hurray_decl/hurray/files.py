@@ -20,6 +20,7 @@ import numpy as np
 from hurray_decl.errors import ArgumentError, NameNotFound, path_error
 from hurray_decl.hurray.container import Container, KVTag, KVValue, read_container
 from hurray_decl.hurray.container.writer import ContainerWriter
+from hurray_decl.hurray.quantization import register_project_schemes
 from hurray_decl.hurray.tensor.fields import HEADER_FIELDS
 from hurray_decl.hurray.tensor.layouts import CompositeHead
 from hurray_decl.hurray.values import Tensor, iterate_members, path_of
@@ -151,7 +152,10 @@ def _tree(name: str, record: Any, rest: list[Any], path: str | None) -> Tensor:
 
 def open_file(path: str | Path) -> File:
     """Open a ``.hrry`` file, memory-mapped (header, index and KV checked). A file that cannot
-    be opened is the caller's argument: an :class:`ArgumentError` naming the system's reason."""
+    be opened is the caller's argument: an :class:`ArgumentError` naming the system's reason.
+    The project's own private schemes are known here (this package is party to their agreement,
+    HQ-EXT-03): :func:`~hurray_decl.hurray.quantization.register_project_schemes`."""
+    register_project_schemes()
     text = path_of(path)
     try:
         container = read_container(text)

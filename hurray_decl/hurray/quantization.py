@@ -24,7 +24,7 @@ from hurray_decl.errors import (
     TruncatedError,
     UnsupportedError,
 )
-from hurray_decl.hurray.schemes import BUILTIN, ggml_super_block
+from hurray_decl.hurray.schemes import BUILTIN, ggml_codebook, ggml_super_block
 from hurray_decl.hurray.schemes.quantization import (
     HEADER_LENGTH,
     HEADER_OFFSETS,
@@ -336,9 +336,12 @@ def register_private_row(row: SchemeRow[SchemeDescriptor]) -> SchemeRow[SchemeDe
     return SCHEMES.register(row.tag, row)
 
 
-PROJECT_SCHEMES: tuple[SchemeRow[SchemeDescriptor], ...] = (ggml_super_block.ROW,)
-"""The private schemes of this project (tags 0xF0-0xFE), each documented by its module: known to
-this reader only after :func:`register_project_schemes` (the agreement HQ-EXT-03 asks for)."""
+PROJECT_SCHEMES: tuple[SchemeRow[SchemeDescriptor], ...] = (ggml_super_block.ROW, ggml_codebook.ROW)
+"""The private schemes of this project (tags 0xF0-0xFE), each documented by its module. This
+package is party to their agreement (HQ-EXT-03): its readers register them
+(:func:`register_project_schemes`: ``hd.open`` / ``hd.load`` and every command reading Hurray
+input), and its writers emit them only when asked (``convert --private-schemes``, HQ-EXT-04).
+Below those, the engine knows the built-in schemes only, as any reader without the agreement."""
 
 
 def register_project_schemes() -> None:

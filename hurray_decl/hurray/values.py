@@ -27,60 +27,44 @@ memory map) in bounded chunks the same way; no dense array of the whole tensor i
 
 from __future__ import annotations
 
-import mmap
-import operator
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from math import prod
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from hurray_decl.errors import ArgumentError, RuleViolation, UnsupportedError
-from hurray_decl.hurray import dlpack, kernels, numerics
+from hurray_decl.hurray import dlpack, numerics
 from hurray_decl.hurray.container import read_container
-from hurray_decl.hurray.quantization import kernel_for
+from hurray_decl.hurray.entries import Entries, SparseValues, check_scheme
 from hurray_decl.hurray.schemes.per_block_affine import PerBlockAffine
-from hurray_decl.hurray.schemes.per_tensor_affine import PerTensorAffine
 from hurray_decl.hurray.tables import storage
 from hurray_decl.hurray.tables.codes import CombineOp, CompositionRule, MemberRole, ScaleType, alternatives
 from hurray_decl.hurray.tables.element_types import BY_NAME, BY_TAG
 from hurray_decl.hurray.tensor import access
 from hurray_decl.hurray.tensor.buffers import BufferHandle
 from hurray_decl.hurray.tensor.common import DYNAMIC
-from hurray_decl.hurray.tensor.layouts import (
-    COO,
-    CSC,
-    CSF,
-    CSR,
-    BlockPaged,
-    ColumnMajor,
-    CompositeHead,
-    Layout,
-    RowMajor,
-    row_of,
-)
+from hurray_decl.hurray.tensor.layouts import COO, CSC, CSR, LAYOUTS, CompositeHead, Layout, row_of
 from hurray_decl.hurray.tensor.model import TensorDescriptor
 from hurray_decl.hurray.tensor.reader import read_tensor_descriptor
 from hurray_decl.hurray.tensor.validate import DataContext, sized_contents, validate_buffers
 from hurray_decl.hurray.tensor.writer import write_tensor_descriptor
+from hurray_decl.hurray.windows import Written, chunk_boxes, window
 
 if TYPE_CHECKING:
     import dask.array
 
 __all__ = ["SparseValues", "Tensor", "element_type", "quantize"]
 
-SPARSE = (COO, CSR, CSC, CSF)
-ENTRY_CHUNK = 1 << 16
-"""Stored entries of a sparse tensor read at once by a window or an ``out`` (coordinates and values)."""
 OUT_CHUNK = 1 << 20
 """Values computed at once when :meth:`Tensor.numpy` fills an ``out`` (a memory map): the element
 reader's offsets take 8 bytes an element, so a chunk costs a few MiB whatever the type."""
-LAYOUT_NAMES = {"row-major": RowMajor, "column-major": ColumnMajor}
+LAYOUT_NAMES = {row.title: row.model for row in LAYOUTS if row.numpy_order is not None}
+"""The dense layouts :meth:`Tensor.from_numpy` writes, by name (or pass the layout object): those
+whose row has a NumPy order."""
 _TORCH_LACKS = ("float4_e2m1", "float6_e2m3", "float6_e3m2")
 """Element types torch's DLPack consumer does not take (float4 only as its own x2 pairs)."""
-"""The dense layouts :meth:`Tensor.from_numpy` writes, by name (or pass the layout object)."""
 
 
 def element_type(name_or_tag: Any) -> int:
@@ -94,16 +78,6 @@ def element_type(name_or_tag: Any) -> int:
         return int(name_or_tag)
     raise ArgumentError("type", "an element type is a name or an assigned type tag", actual=name_or_tag,
                         expected="e.g. 'float16', 'int4' or 0x01")
-
-
-@dataclass(frozen=True)
-class SparseValues:
-    """The stored entries of a sparse tensor: ``coords[i]`` (int64, one column per axis) holds
-    ``values[i]`` (dequantized when the tensor is quantized); ``shape`` the dense shape."""
-
-    coords: np.ndarray
-    values: np.ndarray
-    shape: tuple[int, ...]
 
 
 class Tensor:
@@ -223,15 +197,14 @@ class Tensor:
         """The logical values as an array of :attr:`shape` (see the module's documentation);
         ``dtype`` converts them, ``out`` receives them, filled in place chunk by chunk (a memory
         map of any size: at most :data:`OUT_CHUNK` values are computed at once; a
-        sparse tensor's entries are scattered into it, :data:`ENTRY_CHUNK` at a time).
+        sparse tensor's entries are scattered into it,
+        :data:`~hurray_decl.hurray.entries.ENTRY_CHUNK` at a time).
         ``progress(done, total)`` counts the elements written into ``out``."""
-        layout = self.descriptor.layout
-        if out is not None and dtype is None and self.descriptor.quantization is not None \
-                and not isinstance(layout, (*SPARSE, BlockPaged, CompositeHead)):
+        if out is not None and dtype is None and self.descriptor.quantization is not None and self._family.streams:
             return self._dequantization().run(out, progress=progress)
         if out is not None and DYNAMIC not in self.shape:
             return self._fill(out, dtype, progress)
-        values = self._values()
+        values = self._family.values(self)
         if dtype is not None:
             values = values.astype(dtype, copy=False)
         if out is None:
@@ -246,24 +219,12 @@ class Tensor:
         """Check, without computing any value, every rule reading the values checks: the element
         type, the layout's and the scheme's, the buffer contents, a composite's members (what a
         caller runs before it creates an output)."""
-        layout = self.descriptor.layout
-        if isinstance(layout, CompositeHead):
-            _composite_members(self)
-            for member in self.members:
-                member.check()
-            return
-        self.dtype  # noqa: B018 - a private type (HE-08) or float128 (HE-11) is refused here
-        if isinstance(layout, SPARSE):
-            self._sparse_scheme()
-            self._data()
-        elif isinstance(layout, BlockPaged):
-            self._paged_scheme()
-            self._data()
-        elif self.descriptor.quantization is not None:
-            self._dequantization()
-        else:
-            access.refuse_unaddressable(layout, "the values")
-            self._data()
+        self._family.check(self)
+
+    @property
+    def _family(self) -> type[_Family]:
+        """How this tensor's values are read: the family of its layout row's category."""
+        return FAMILIES[row_of(self.descriptor.layout).category]
 
     def _fill(self, out: np.ndarray, dtype: Any, progress: Callable[[int, int], None] | None) -> np.ndarray:
         """``out`` filled with the values (converted to ``dtype``), in bounded chunks (:meth:`numpy`)."""
@@ -276,44 +237,7 @@ class Tensor:
             raise ArgumentError("out", "out's dtype holds the values (same kind)", actual=str(out.dtype),
                                 expected=str(target))
         self.check()
-        total = prod(shape)
-        layout = self.descriptor.layout
-        written = _Written(out)
-        if isinstance(layout, SPARSE):  # zeros, then the entries where they fall
-            zeroed = 0
-            for lo, hi in _chunk_boxes(shape, OUT_CHUNK):
-                out[tuple(slice(a, b) for a, b in zip(lo, hi))] = 0
-                zeroed += prod(b - a for a, b in zip(lo, hi))
-                written.upto(zeroed)
-            for coords, values in self._entries_in([0] * self.ndim, list(shape)):
-                out[tuple(coords.T)] = values.astype(target, copy=False)
-                written.everything()
-            if progress is not None:
-                progress(total, total)
-            return out
-        done = 0
-        for lo, hi in _chunk_boxes(shape, OUT_CHUNK):
-            values = self._box(lo, hi).astype(target, copy=False)
-            np.copyto(out[tuple(slice(a, b) for a, b in zip(lo, hi))], values, casting="same_kind")
-            done += values.size
-            written.upto(done)
-            if progress is not None:
-                progress(done, total)
-        return out
-
-    def _values(self) -> np.ndarray:
-        layout = self.descriptor.layout
-        if isinstance(layout, (*SPARSE, CompositeHead)):
-            return self._box([0] * self.ndim, list(self.shape))
-        if isinstance(layout, BlockPaged):
-            parts = [self.sequence(s) for s in range(layout.num_seqs)]
-            shape = tuple(self.shape[1:]) if DYNAMIC not in self.shape[1:] else (0, 0)
-            return np.concatenate(parts) if parts else np.empty((0,) + shape, self.dtype)
-        if self.descriptor.quantization is not None:
-            return self._dequantization().run()  # numerics refuses what it cannot dequantize, with its rule
-        values: np.ndarray = storage.values_of_codes(access.read_codes(self._data(), padded=False),
-                                                     self._element_name())
-        return values
+        return self._family.fill(self, out, target, progress)
 
     def _data(self) -> DataContext:
         """The buffers validated once (every data rule but the padding of partial blocks)."""
@@ -328,147 +252,36 @@ class Tensor:
         prepared: numerics.Dequantization = self._cache["dequantization"]
         return prepared
 
+    def _entries(self) -> Entries:
+        """The stored entries of a sparse tensor, over its validated buffers (once)."""
+        if "entries" not in self._cache:
+            check_scheme(self.descriptor)
+            self._cache["entries"] = Entries(self.descriptor, self._data(), self._element_name())
+        entries: Entries = self._cache["entries"]
+        return entries
+
     def __getitem__(self, key: Any) -> np.ndarray:
         """The values of a window: basic slices and integers on any axis, ``...``. A dense tensor
         reads and dequantizes only the blocks, rows or tiles the window touches."""
-        lo, hi, after = _window(key, self.shape)
+        lo, hi, after = window(key, self.shape)
         return np.asarray(self._box(lo, hi)[after], order="C")  # 0-d for integers on every axis
 
     def _box(self, lo: Sequence[int], hi: Sequence[int]) -> np.ndarray:
         """The values of the box ``lo .. hi``, computed from what it touches: the blocks, rows or
         tiles of a dense tensor, the entries inside it of a sparse one, the sequences crossing it
         of a block-paged one, the members overlapping it of a composite."""
-        layout = self.descriptor.layout
-        extents = [b - a for a, b in zip(lo, hi)]
-        if isinstance(layout, CompositeHead):
-            return _composite_box(self, lo, hi)
-        if isinstance(layout, SPARSE):
-            self._sparse_scheme()  # a dynamic dimension refused before anything is allocated
-            result = storage.allocate(tuple(extents), self.dtype, "a window of a sparse tensor")  # HX-01
-            result.fill(0)
-            for coords, found in self._entries_in(lo, hi):
-                result[tuple((coords - np.asarray(lo, np.int64)).T)] = found
-            return result
-        if DYNAMIC in self.shape:
-            whole: np.ndarray = self.numpy()[tuple(slice(a, b) for a, b in zip(lo, hi))]
-            return whole
-        if isinstance(layout, BlockPaged):
-            return self._paged_box(lo, hi)
-        if self.descriptor.quantization is not None:
-            return self._dequantization().window(lo, hi)
-        access.refuse_unaddressable(layout, "a window")
-        count = prod(extents)
-        storage.check_output_size(tuple(extents), self.dtype.itemsize, "a window")
-        codes = access.window_codes(self._data(), lo, extents)(0, count) if count else \
-            np.empty(0, storage.code_dtype(BY_TAG[self.descriptor.type_tag].bits))
-        values: np.ndarray = storage.values_of_codes(np.array(codes).reshape(extents), self._element_name())
-        return values
+        return self._family.box(self, lo, hi)
 
     # ------------------------------------------------------------------ sparse
 
     def sparse(self) -> SparseValues:
         """Coordinates (``[nnz, rank]`` int64) and values of a sparse tensor's stored entries."""
-        layout = self.descriptor.layout
-        if not isinstance(layout, SPARSE):
+        row = row_of(self.descriptor.layout)
+        if row.category != "sparse":
             raise UnsupportedError("HT-LAY-20", "sparse() reads sparse layouts (COO, CSR, CSC, CSF)",
-                                   path="descriptor -> layout_tag", actual=row_of(layout).title,
+                                   path="descriptor -> layout_tag", actual=row.title,
                                    expected="COO, CSR, CSC or CSF")
-        self._sparse_scheme()
-        q = self.descriptor.quantization
-        data = self._data()
-        contents = data.buffers
-        nnz = layout.nnz
-        bits = BY_TAG[self.descriptor.type_tag].bits
-        if q is not None:  # one scale and zero point for every stored value
-            values = storage.allocate((nnz,), np.float32, "sparse values")
-            if nnz:
-                plan = kernel_for(q)(q, (nnz,), data)
-                kernels.run(plan, self._element_name(), values, data=np.frombuffer(contents[0], np.uint8), threads=1)
-        else:
-            codes = storage.codes_at(np.frombuffer(contents[0], np.uint8), bits, 0, nnz) if nnz else \
-                np.empty(0, storage.code_dtype(bits))
-            values = storage.values_of_codes(np.array(codes), self._element_name())
-        rank = self.ndim
-
-        def u64(index: int, count: int) -> np.ndarray:
-            return np.frombuffer(contents[index], dtype="<u8", count=count).astype(np.int64)
-
-        if isinstance(layout, COO):
-            coords = u64(1, nnz * rank).reshape(nnz, rank)
-        elif isinstance(layout, (CSR, CSC)):
-            pointer_axis = layout.pointer_axis
-            ptr = u64(2, self.shape[pointer_axis] + 1)
-            coords = np.empty((nnz, 2), np.int64)
-            coords[:, pointer_axis] = np.repeat(np.arange(self.shape[pointer_axis], dtype=np.int64), np.diff(ptr))
-            coords[:, 1 - pointer_axis] = u64(1, nnz)
-        else:
-            coords = _csf_coords(layout, contents, rank, nnz)
-        return SparseValues(coords, values, self.shape)
-
-    def _sparse_scheme(self) -> None:
-        layout = self.descriptor.layout
-        q = self.descriptor.quantization
-        if q is not None and not isinstance(q, PerTensorAffine):
-            raise UnsupportedError(layout.rule, "the stored values of a sparse tensor are dequantized under "
-                                   "per-tensor affine only (the others' parameters follow coordinates)",
-                                   path="descriptor -> quantization", actual=type(q).__name__,
-                                   expected="PerTensorAffine or no quantization")
-        if DYNAMIC in self.shape:
-            raise UnsupportedError("HT-HDR-18", "a dynamic dimension has no size to address entries through",
-                                   path="descriptor -> shape", actual=list(self.shape), expected="static sizes")
-
-    def _entry_values(self, start: int, stop: int) -> np.ndarray:
-        """The values of stored entries ``start .. stop`` of a sparse tensor (dequantized under
-        per-tensor affine): only their bytes are read."""
-        data = self._data()
-        raw = np.frombuffer(data.buffers[0], np.uint8)
-        bits = BY_TAG[self.descriptor.type_tag].bits
-        q = self.descriptor.quantization
-        if q is None:
-            codes = storage.codes_at(raw, bits, start, stop - start)
-            values: np.ndarray = storage.values_of_codes(np.array(codes), self._element_name())
-            return values
-        dequantized = storage.allocate((stop - start,), np.float32, "sparse values")
-        if stop > start:
-            plan = kernel_for(q)(q, (stop - start,), data)
-            kernels.run(plan, self._element_name(), dequantized, threads=1,
-                        codes=lambda a, b: storage.codes_at(raw, bits, start + a, b - a))
-        return dequantized
-
-    def _entries_in(self, lo: Sequence[int], hi: Sequence[int]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """The stored entries of a sparse tensor inside the box ``lo .. hi``, in stored order,
-        :data:`ENTRY_CHUNK` at a time: (coordinates ``[k, rank]`` int64, values). A CSR (CSC)
-        tensor reads only the entries of the box's rows (columns)."""
-        self._sparse_scheme()
-        layout = self.descriptor.layout
-        contents = self._data().buffers
-        rank = self.ndim
-        low, high = np.asarray(lo, np.int64), np.asarray(hi, np.int64)
-        if prod(b - a for a, b in zip(lo, hi)) == 0:
-            return
-        first, last = 0, layout.nnz
-        ptr = csf = None
-        axis = 0
-        if isinstance(layout, (CSR, CSC)):
-            axis = layout.pointer_axis
-            ptr = np.frombuffer(contents[2], "<u8", count=hi[axis] - lo[axis] + 1, offset=8 * lo[axis]).astype(np.int64)
-            first, last = int(ptr[0]), int(ptr[-1])
-        elif isinstance(layout, CSF):
-            csf = _csf_coords(layout, contents, rank, layout.nnz)
-        for start in range(first, last, ENTRY_CHUNK):
-            stop = min(last, start + ENTRY_CHUNK)
-            if ptr is not None:
-                coords = np.empty((stop - start, 2), np.int64)
-                coords[:, axis] = lo[axis] - 1 + np.searchsorted(ptr, np.arange(start, stop), side="right")
-                coords[:, 1 - axis] = np.frombuffer(contents[1], "<u8", count=stop - start, offset=8 * start)
-            elif csf is not None:
-                coords = csf[start:stop]
-            else:
-                coords = np.frombuffer(contents[1], "<u8", count=(stop - start) * rank,
-                                       offset=8 * start * rank).astype(np.int64).reshape(-1, rank)
-            inside = np.flatnonzero(((coords >= low) & (coords < high)).all(axis=1))
-            if inside.size:
-                yield coords[inside], self._entry_values(start, stop)[inside]
+        return self._entries().whole()[1]
 
     def to_scipy(self) -> Any:
         """The scipy sparse array of a rank-2 sparse tensor: ``csr_array``, ``csc_array`` or ``coo_array``
@@ -478,18 +291,10 @@ class Tensor:
         if self.ndim != 2:
             raise UnsupportedError("HT-LAY-20", "scipy sparse arrays have two dimensions", path="descriptor -> shape",
                                    actual=list(self.shape), expected="rank 2")
-        layout = self.descriptor.layout
-        if not isinstance(layout, SPARSE):
+        if row_of(self.descriptor.layout).category != "sparse":
             return sp.csr_array(self.numpy())
-        entries = self.sparse()
-        if isinstance(layout, (CSR, CSC)):
-            contents = self._data().buffers
-            ptr = np.frombuffer(contents[2], "<u8", count=self.shape[layout.pointer_axis] + 1).astype(np.int64)
-            index = np.frombuffer(contents[1], "<u8", count=layout.nnz).astype(np.int64)
-            kind = sp.csr_array if isinstance(layout, CSR) and not isinstance(layout, CSC) else sp.csc_array
-            return kind((entries.values, index, ptr), shape=self.shape)
-        coords = entries.coords
-        return sp.coo_array((entries.values, (coords[:, 0], coords[:, 1])), shape=self.shape)
+        coordinates, entries = self._entries().whole()
+        return coordinates.scipy(entries.values, self.shape)
 
     @classmethod
     def from_scipy(cls, matrix: Any, *, name: str | None = None, type: Any = None) -> Tensor:
@@ -558,10 +363,10 @@ class Tensor:
     def _paged_box(self, lo: Sequence[int], hi: Sequence[int]) -> np.ndarray:
         """The box ``lo .. hi`` of a block-paged tensor of static shape: its sequences one after the
         other, each computed (one at a time) only up to the last one the box reaches."""
-        layout = self.descriptor.layout
-        if not isinstance(layout, BlockPaged):
+        layout = self.descriptor.layout.paging()
+        if layout is None:
             raise UnsupportedError("HT-LAY-53", "only a block-paged tensor has sequences", path="descriptor -> layout",
-                                   actual=row_of(layout).title, expected="block-paged")
+                                   actual=row_of(self.descriptor.layout).title, expected="block-paged")
         result = storage.allocate(tuple(b - a for a, b in zip(lo, hi)), self.dtype, "a window")
         at = 0
         for seq in range(layout.num_seqs):
@@ -592,13 +397,13 @@ class Tensor:
             if layout not in LAYOUT_NAMES:
                 raise ArgumentError("layout", "an unknown layout name", actual=layout, expected=", ".join(LAYOUT_NAMES))
             layout = LAYOUT_NAMES[layout]()
-        if not isinstance(layout, (RowMajor, ColumnMajor)):
+        order = row_of(layout).numpy_order if isinstance(layout, Layout) else None
+        if order is None:
             raise ArgumentError("layout", "from_numpy writes row-major and column-major tensors",
                                 actual=type_name(layout), expected="RowMajor() or ColumnMajor()")
         tag, codes = _codes(values, type)
-        codes = codes.reshape(values.shape)
-        ordered = codes.T if isinstance(layout, ColumnMajor) else codes  # column-major: the reversed shape, row-major
-        data = storage.pack_codes(np.ascontiguousarray(ordered).reshape(-1), BY_TAG[tag].bits)
+        ordered = codes.reshape(values.shape).ravel(order=order)  # column-major: the reversed shape, row-major
+        data = storage.pack_codes(np.ascontiguousarray(ordered), BY_TAG[tag].bits)
         return cls._built(tag, tuple(int(n) for n in values.shape), layout, [data], name)
 
     # ------------------------------------------------------------------ DLPack and torch
@@ -646,16 +451,16 @@ class Tensor:
     def _stored_view(self) -> tuple[np.ndarray, str, tuple[int, ...], tuple[int, ...]] | None:
         """The stored bytes as DLPack can see them (uint8 view, element, shape, element strides),
         or None when DLPack needs a copy."""
-        layout = self.descriptor.layout
+        order = row_of(self.descriptor.layout).numpy_order
         element = BY_TAG.get(self.descriptor.type_tag)
-        if self.descriptor.quantization is not None or not isinstance(layout, (RowMajor, ColumnMajor)) or \
-                element is None or element.name not in dlpack.TYPES or element.name == "bool" or \
+        if self.descriptor.quantization is not None or order is None or element is None or \
+                element.name not in dlpack.TYPES or element.name == "bool" or \
                 DYNAMIC in self.shape or (element.bits > 8 and not dlpack.host_little_endian()):
             return None
         shape = self.shape
         contents = self._data().buffers[0]
         owner = np.frombuffer(contents, np.uint8, count=storage.byte_size(element.name, self.size))
-        if isinstance(layout, RowMajor):
+        if order == "C":
             return owner, element.name, shape, dlpack.row_strides(shape)
         return owner, element.name, shape, tuple(reversed(dlpack.row_strides(tuple(reversed(shape)))))
 
@@ -751,74 +556,173 @@ def _codes(values: np.ndarray, type_: Any) -> tuple[int, np.ndarray]:
     return element.tag, storage.codes_of_values(values, name)
 
 
-def _csf_coords(layout: CSF, contents: Sequence[Any], rank: int, nnz: int) -> np.ndarray:
-    """Coordinates of a CSF tensor's leaves: each level's coordinate array, followed up the tree."""
-    coords = np.empty((nnz, rank), np.int64)
-    node = np.arange(nnz, dtype=np.int64)
-    parents: list[np.ndarray] = []
-    crds: list[np.ndarray] = []
-    for level in range(rank):
-        pos = np.frombuffer(contents[2 * level + 1], "<u8").astype(np.int64)
-        crd = np.frombuffer(contents[2 * level + 2], "<u8").astype(np.int64)
-        if level == rank - 1:
-            crd = crd[:nnz]
-        crds.append(crd)
-        parents.append(np.repeat(np.arange(pos.size - 1, dtype=np.int64), np.diff(pos)))
-    for level in reversed(range(rank)):
-        coords[:, layout.mode_order[level]] = crds[level][node]
-        node = parents[level][node]
-    return coords
+class _Family:
+    """How the values of one family of layouts are read (the category of a layout row,
+    :data:`FAMILIES`): the rules checked before any value, the whole array, the box ``lo .. hi``,
+    and an ``out`` filled chunk by chunk. Each method takes the tensor."""
+
+    streams: ClassVar[bool] = False
+    """Whether a quantized tensor's ``out`` is filled by its dequantization directly."""
+
+    @staticmethod
+    def check(t: Tensor) -> None:
+        raise NotImplementedError
+
+    @staticmethod
+    def values(t: Tensor) -> np.ndarray:
+        return t._box([0] * t.ndim, list(t.shape))
+
+    @staticmethod
+    def box(t: Tensor, lo: Sequence[int], hi: Sequence[int]) -> np.ndarray:
+        raise NotImplementedError
+
+    @staticmethod
+    def fill(t: Tensor, out: np.ndarray, target: np.dtype, progress: Callable[[int, int], None] | None) -> np.ndarray:
+        """``out`` filled box by box, each of at most :data:`OUT_CHUNK` values."""
+        total, done, written = t.size, 0, Written(out)
+        for lo, hi in chunk_boxes(t.shape, OUT_CHUNK):
+            values = t._box(lo, hi).astype(target, copy=False)
+            np.copyto(out[tuple(slice(a, b) for a, b in zip(lo, hi))], values, casting="same_kind")
+            done += values.size
+            written.upto(done)
+            if progress is not None:
+                progress(done, total)
+        return out
 
 
-def _window(key: Any, shape: tuple[int, ...]) -> tuple[list[int], list[int], tuple[Any, ...]]:
-    """A basic index as the box ``lo .. hi`` it touches and the index that cuts it out of the box."""
-    items = key if isinstance(key, tuple) else (key,)
-    if sum(item is Ellipsis for item in items) > 1:
-        raise ArgumentError("index", "an index holds at most one ellipsis", actual=repr(key))
-    if Ellipsis in items:
-        at = items.index(Ellipsis)
-        items = items[:at] + (slice(None),) * (len(shape) - len(items) + 1) + items[at + 1:]
-    if len(items) > len(shape):
-        raise ArgumentError("index", "too many indices for the tensor", actual=len(items), expected=f"<= {len(shape)}")
-    items = items + (slice(None),) * (len(shape) - len(items))
-    lo: list[int] = []
-    hi: list[int] = []
-    after: list[slice | int] = []
-    for axis, (item, n) in enumerate(zip(items, shape)):
-        if isinstance(item, slice):
-            r = range(*item.indices(n))
-            if not r:
-                lo.append(0)
-                hi.append(0)
-                after.append(slice(None))
-                continue
-            first, last = min(r[0], r[-1]), max(r[0], r[-1])
-            lo.append(first)
-            hi.append(last + 1)
-            stop = r[-1] - first + (1 if r.step > 0 else -1)
-            after.append(slice(r[0] - first, None if stop < 0 else stop, r.step))
-            continue
-        try:
-            i = operator.index(item)
-        except TypeError:
-            raise ArgumentError("index", "windows take basic slices, integers and ...", actual=repr(item),
-                                expected="e.g. t[0:64, 5]") from None
-        if not -n <= i < n:
-            raise ArgumentError("index", f"index {i} is out of bounds for axis {axis} of size {n}", actual=i,
-                                expected=f"{-n} <= index < {n}")
-        i %= n
-        lo.append(i)
-        hi.append(i + 1)
-        after.append(0)
-    return lo, hi, tuple(after)
+def _cut(t: Tensor, lo: Sequence[int], hi: Sequence[int]) -> np.ndarray:
+    """The box ``lo .. hi`` cut out of all the values: a tensor of dynamic shape has no box of its own."""
+    whole: np.ndarray = t.numpy()[tuple(slice(a, b) for a, b in zip(lo, hi))]
+    return whole
+
+
+class _Dense(_Family):
+    """Every element has a place in buffer 0 (dense layouts; private and unrecognised ones are
+    refused here with their rule)."""
+
+    streams = True
+
+    @staticmethod
+    def check(t: Tensor) -> None:
+        t.dtype  # noqa: B018 - a private type (HE-08) or float128 (HE-11) is refused here
+        if t.descriptor.quantization is not None:
+            t._dequantization()
+        else:
+            access.refuse_unaddressable(t.descriptor.layout, "the values")
+            t._data()
+
+    @staticmethod
+    def values(t: Tensor) -> np.ndarray:
+        if t.descriptor.quantization is not None:
+            return t._dequantization().run()  # numerics refuses what it cannot dequantize, with its rule
+        values: np.ndarray = storage.values_of_codes(access.read_codes(t._data(), padded=False), t._element_name())
+        return values
+
+    @staticmethod
+    def box(t: Tensor, lo: Sequence[int], hi: Sequence[int]) -> np.ndarray:
+        if DYNAMIC in t.shape:
+            return _cut(t, lo, hi)
+        if t.descriptor.quantization is not None:
+            return t._dequantization().window(lo, hi)
+        access.refuse_unaddressable(t.descriptor.layout, "a window")
+        extents = [b - a for a, b in zip(lo, hi)]
+        count = prod(extents)
+        storage.check_output_size(tuple(extents), t.dtype.itemsize, "a window")
+        codes = access.window_codes(t._data(), lo, extents)(0, count) if count else \
+            np.empty(0, storage.code_dtype(BY_TAG[t.descriptor.type_tag].bits))
+        values: np.ndarray = storage.values_of_codes(np.array(codes).reshape(extents), t._element_name())
+        return values
+
+
+class _Sparse(_Family):
+    """Stored entries and their coordinates (:mod:`~hurray_decl.hurray.entries`); zeros elsewhere."""
+
+    @staticmethod
+    def check(t: Tensor) -> None:
+        t.dtype  # noqa: B018 - a private type (HE-08) or float128 (HE-11) is refused here
+        t._entries()
+
+    @staticmethod
+    def box(t: Tensor, lo: Sequence[int], hi: Sequence[int]) -> np.ndarray:
+        check_scheme(t.descriptor)  # a dynamic dimension refused before anything is allocated
+        result = storage.allocate(tuple(b - a for a, b in zip(lo, hi)), t.dtype, "a window of a sparse tensor")  # HX-01
+        result.fill(0)
+        for coords, found in t._entries().inside(lo, hi):
+            result[tuple((coords - np.asarray(lo, np.int64)).T)] = found
+        return result
+
+    @staticmethod
+    def fill(t: Tensor, out: np.ndarray, target: np.dtype, progress: Callable[[int, int], None] | None) -> np.ndarray:
+        """Zeros, then the entries where they fall."""
+        written, zeroed = Written(out), 0
+        for lo, hi in chunk_boxes(t.shape, OUT_CHUNK):
+            out[tuple(slice(a, b) for a, b in zip(lo, hi))] = 0
+            zeroed += prod(b - a for a, b in zip(lo, hi))
+            written.upto(zeroed)
+        for coords, values in t._entries().inside([0] * t.ndim, list(t.shape)):
+            out[tuple(coords.T)] = values.astype(target, copy=False)
+            written.everything()
+        if progress is not None:
+            progress(t.size, t.size)
+        return out
+
+
+class _Paged(_Family):
+    """A block-paged KV cache: its sequences one after the other."""
+
+    @staticmethod
+    def check(t: Tensor) -> None:
+        t.dtype  # noqa: B018 - a private type (HE-08) or float128 (HE-11) is refused here
+        t._paged_scheme()
+        t._data()
+
+    @staticmethod
+    def values(t: Tensor) -> np.ndarray:
+        paging = t.descriptor.layout.paging()
+        parts = [t.sequence(s) for s in range(paging.num_seqs if paging is not None else 0)]
+        shape = tuple(t.shape[1:]) if DYNAMIC not in t.shape[1:] else (0, 0)
+        return np.concatenate(parts) if parts else np.empty((0,) + shape, t.dtype)
+
+    @staticmethod
+    def box(t: Tensor, lo: Sequence[int], hi: Sequence[int]) -> np.ndarray:
+        if DYNAMIC in t.shape:
+            return _cut(t, lo, hi)
+        return t._paged_box(lo, hi)
+
+
+class _Composite(_Family):
+    """A composite head: its members assembled (partition, overlay, nested)."""
+
+    @staticmethod
+    def check(t: Tensor) -> None:
+        _composite_members(t)
+        for member in t.members:
+            member.check()
+
+    @staticmethod
+    def box(t: Tensor, lo: Sequence[int], hi: Sequence[int]) -> np.ndarray:
+        return _composite_box(t, lo, hi)
+
+
+FAMILIES: dict[str, type[_Family]] = {"dense": _Dense, "private": _Dense, "opaque": _Dense, "sparse": _Sparse,
+                                      "indirect": _Paged, "virtual": _Composite}
+"""How the values of each category of layout rows are read."""
+SPARSE = tuple(row.model for row in LAYOUTS if FAMILIES[row.category] is _Sparse)
+"""The sparse layout models (derived from their rows)."""
+
+
+def _head(tensor: Tensor) -> CompositeHead:
+    """The layout of a composite head (refused for any other tensor)."""
+    layout = tensor.descriptor.layout
+    if not isinstance(layout, CompositeHead):
+        raise UnsupportedError("HT-LAY-68", "only a composite head assembles its members", path="descriptor -> layout",
+                               actual=row_of(layout).title, expected="a composite head")
+    return layout
 
 
 def _composite_members(head: Tensor) -> list[Tensor]:
     """A partition or overlay head's members in the order they are applied (the base first), its rules checked."""
-    layout = head.descriptor.layout
-    if not isinstance(layout, CompositeHead):
-        raise UnsupportedError("HT-LAY-68", "only a composite head assembles its members", path="descriptor -> layout",
-                               actual=row_of(layout).title, expected="a composite head")
+    layout = _head(head)
     rule = layout.composition_rule
     assembled = (CompositionRule.PARTITION, CompositionRule.OVERLAY)
     if rule not in assembled:
@@ -839,10 +743,8 @@ def _composite_members(head: Tensor) -> list[Tensor]:
 def _composite_box(head: Tensor, lo: Sequence[int], hi: Sequence[int]) -> np.ndarray:
     """The box ``lo .. hi`` of a partition or overlay composite: each member that overlaps it
     gives the box of its own values there (nested composites the same way), applied in order."""
-    layout = head.descriptor.layout
+    layout = _head(head)
     members = _composite_members(head)
-    if not isinstance(layout, CompositeHead):  # _composite_members refused it; this narrows the type
-        raise UnsupportedError("HT-LAY-68", "only a composite head assembles its members")
     dtype = head.dtype
     result: np.ndarray = storage.allocate(tuple(b - a for a, b in zip(lo, hi)), dtype, "a composite")
     result.fill(0)
@@ -858,65 +760,13 @@ def _composite_box(head: Tensor, lo: Sequence[int], hi: Sequence[int]) -> np.nda
         box = tuple(slice(a - x, b - x) for a, b, x in zip(start, stop, lo))
         if overlay and i and layout.combine_op == CombineOp.ADD:
             result[box] += member._box(inner_lo, inner_hi).astype(dtype, copy=False)
-        elif overlay and i and isinstance(member.descriptor.layout, SPARSE):
+        elif overlay and i and member._family is _Sparse:
             shift = np.asarray(offset, np.int64) - np.asarray(lo, np.int64)
-            for coords, values in member._entries_in(inner_lo, inner_hi):
+            for coords, values in member._entries().inside(inner_lo, inner_hi):
                 result[tuple((coords + shift).T)] = values
         else:
             result[box] = member._box(inner_lo, inner_hi)
     return result
-
-
-class _Written:
-    """The pages of a memory-mapped ``out`` already written, unmapped from this process as it
-    goes (``madvise(MADV_DONTNEED)`` on the shared file mapping: the page cache and the file
-    keep the values, the kernel writes them back), so that filling an output of any size keeps
-    the resident size to the chunks in flight. Nothing for any other array."""
-
-    def __init__(self, out: np.ndarray) -> None:
-        mapping = out.base
-        self.mapping = mapping if isinstance(mapping, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED") \
-            and out.flags.c_contiguous else None  # madvise and MADV_DONTNEED: Unix
-        self.start = 0
-        self.released = 0
-        self.itemsize = out.dtype.itemsize
-        self.size = out.nbytes
-        if self.mapping is not None and out.size:
-            self.start = out.ctypes.data - np.frombuffer(self.mapping, np.uint8, count=1).ctypes.data
-
-    def upto(self, elements: int) -> None:
-        """The first ``elements`` values (row-major) are written: let their whole pages go."""
-        if self.mapping is None:
-            return
-        end = (self.start + elements * self.itemsize) // mmap.PAGESIZE * mmap.PAGESIZE
-        if end > self.released:
-            self.mapping.madvise(mmap.MADV_DONTNEED, self.released, end - self.released)
-            self.released = end
-
-    def everything(self) -> None:
-        """Values were written anywhere: let every page go."""
-        if self.mapping is not None:
-            self.released = 0
-            self.upto(self.size // self.itemsize)
-
-
-def _chunk_boxes(shape: Sequence[int], limit: int) -> Iterator[tuple[list[int], list[int]]]:
-    """Boxes ``(lo, hi)`` covering ``shape`` in row-major order, each of at most ``limit``
-    elements (whole trailing rows when they fit, else parts of one row); none for an empty shape."""
-    if 0 in shape:
-        return
-    if not shape:
-        yield [], []
-        return
-    inner = prod(shape[1:])
-    if inner <= limit:
-        step = max(1, limit // inner)
-        for a in range(0, shape[0], step):
-            yield [a, *([0] * (len(shape) - 1))], [min(a + step, shape[0]), *shape[1:]]
-        return
-    for a in range(shape[0]):
-        for lo, hi in _chunk_boxes(shape[1:], limit):
-            yield [a, *lo], [a + 1, *hi]
 
 
 def quantize(array: Any, scheme: str, *, name: str | None = None, axis: int | None = None,

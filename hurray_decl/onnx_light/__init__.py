@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from hurray_decl.errors import OnnxLightTypeError
-from hurray_decl.lazy_modules import lazy_exports
+from hurray_decl.lazy_modules import lazy_names
 from hurray_decl.onnx_light._generated.onnx_light_pb2 import (
     EncodedValueProto,
     ModelProto,
@@ -106,7 +106,12 @@ __all__ = [
 ]
 
 # Not in __all__, so that ``import *`` works without onnx installed: the TYPE_CHECKING imports at the end.
-_OPERATOR_NAMES = set(lazy_exports(__file__))
+_OPERATOR_NAMES = set(lazy_names({
+    "hurray_decl.onnx_light.operators": (
+        "Dequantize", "QuantizationEvaluator", "Quantize", "QuantizedValue", "infer_shapes_model",
+        "make_reference_evaluator", "quantization_operators", "struct_type_proto",
+    ),
+}))
 
 
 def __getattr__(name: str) -> Any:

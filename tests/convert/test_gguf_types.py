@@ -89,7 +89,8 @@ def test_every_refusal_of_a_tensor_type_carries_a_rule(unconverted, tmp_path, ta
     refused = {r["name"]: r["code"] for r in rows if r["status"] != "converted"}
     assert {"iq4_nl", "iq2_xs", "q8_k", "tq1_0", "tq2_0"} <= set(refused)
     assert all(code in all_rules() for code in refused.values()), refused
-    assert refused["iq4_nl"] == "HE-03"
+    # to Hurray the project's private ggml_codebook scheme holds it, written only when asked (HQ-EXT-04)
+    assert refused["iq4_nl"] == ("HQ-EXT-04" if target == "hurray" else "HE-03")
 
 
 @pytest.mark.parametrize("name", ["Q4_1", "Q5_1"])

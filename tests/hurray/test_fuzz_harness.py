@@ -6,6 +6,7 @@ executions only.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import subprocess
@@ -16,7 +17,17 @@ import pytest
 
 from hurray_decl import cli
 from hurray_decl.hurray import fuzz
-from hurray_decl.hurray.fuzz import ACCEPT, REJECT, VALID, draw_cases, reader_command
+from hurray_decl.hurray.fuzz import (
+    ACCEPT,
+    EITHER,
+    PRIVATE,
+    PRIVATE_ACCEPTED,
+    PRIVATE_REFUSED,
+    REJECT,
+    VALID,
+    draw_cases,
+    reader_command,
+)
 from hurray_decl.hurray.strategies import MUTANTS
 from tests.helpers import fresh_process
 
@@ -33,17 +44,18 @@ def test_reader_command_substitutes_the_file():
 def test_cases_are_reproducible_and_spread_over_the_rules():
     first = draw_cases(40, seed=5)
     assert first == draw_cases(40, seed=5)
-    assert sum(c.rule == VALID for c in first) == 10
+    assert sum(c.rule == VALID for c in first) == 10 and sum(c.rule == PRIVATE for c in first) == 4
     assert all((c.expected == ACCEPT) == (c.rule == VALID) for c in first)
-    assert len({c.rule for c in first}) == 31  # 10 valid, then 30 rules with one mutant each
+    assert all((c.expected == EITHER) == (c.rule == PRIVATE) for c in first)
+    assert len({c.rule for c in first}) == 28  # 10 valid, 4 private, then 26 rules with one mutant each
     only = draw_cases(5, seed=1, rules=["HT-HDR-04"])
     assert {(c.rule, c.expected) for c in only} == {("HT-HDR-04", REJECT)}
 
 
 def test_accept_everything_reader_disagrees_on_every_mutant(tmp_path):
     bad, by_rule, bad_by_rule = fuzz.fuzz("true {file}", 24, 3, out=tmp_path, jobs=2, progress=None)
-    mutants = sum(n for rule, n in by_rule.items() if rule != VALID)
-    assert len(bad) == mutants and bad_by_rule.get(VALID, 0) == 0
+    mutants = sum(n for rule, n in by_rule.items() if rule not in (VALID, PRIVATE_ACCEPTED))
+    assert len(bad) == mutants and bad_by_rule.get(VALID, 0) == 0 and by_rule[PRIVATE_ACCEPTED] == 2
     assert {d.kind for d in bad} == {"accepted invalid"}
     for d in bad:
         assert Path(d.file).is_file() and d.rule in MUTANTS and d.seed == 3
@@ -198,3 +210,31 @@ def test_a_bad_sampling_stops_the_run(monkeypatch, value):
     monkeypatch.setenv(SAMPLE_VARIABLE, value)
     with pytest.raises(SystemExit, match="HURRAY_FUZZ_SAMPLE"):
         sample_every(8)
+
+
+PYHURRAY_READER = (f"{shlex.quote(sys.executable)} -c \"import sys, hurray; "
+                   f"hurray.Descriptor.decode(open(sys.argv[1], 'rb').read()).quantization\" {{file}}")
+"""pyhurray reading a descriptor whole, its quantization descriptor included."""
+
+
+@pytest.mark.parametrize("reader, verdict", [
+    (PYHURRAY_READER, PRIVATE_REFUSED),  # the reference binding has no agreement: the tags are unknown (HQ-EXT-03)
+    (f"{shlex.quote(sys.executable)} -m hurray_decl validate {{file}}", PRIVATE_ACCEPTED),  # this package has one
+])
+def test_private_scheme_cases_are_what_the_rules_expect(tmp_path, capsys, reader, verdict):
+    if reader is PYHURRAY_READER:
+        pytest.importorskip("hurray")
+    status = cli.main(["fuzz", "--reader", reader, "--count", "6", "--seed", "2", "--rule", PRIVATE, "--jobs", "2",
+                       "--out", str(tmp_path / "out"), "--json", str(tmp_path / "r.json")])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert "0 disagreements" in out and "HQ-EXT-03 expects" in out and not (tmp_path / "out").exists()
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["by_rule"] == {verdict: {"cases": 6, "disagreements": 0}}
+
+
+def test_private_cases_hold_both_project_schemes():
+    from hurray_decl.hurray.tensor import read_tensor_descriptor
+
+    tags = {read_tensor_descriptor(data).quantization.scheme_tag for data in fuzz.private_descriptors(30, 1)}
+    assert tags == {0xF0, 0xF1}

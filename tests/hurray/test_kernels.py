@@ -404,7 +404,7 @@ def test_a_shared_one_key_byte_table_is_read_two_bytes_per_take(monkeypatch: pyt
         pairs: np.ndarray = real(table)
         return pairs
 
-    monkeypatch.setattr(kernels, "pair_table", counted)
+    monkeypatch.setattr(kernels.plan, "pair_table", counted)  # Plan.pairs reads it there
     g = Geometry((4, 8), 1, 1)
     plan = kernels.Plan(g, table=kernels.code_values("int8")[None])
     data = np.arange(32, dtype=np.uint8) * 7
@@ -650,7 +650,7 @@ def test_the_row_start_and_pair_caches_are_bounded() -> None:
     for rows in range(1, 11):
         assert kernels.row_starts(rows, 3).tolist() == [3 * r for r in range(rows)]
     assert kernels.row_starts.cache_info().currsize == 8
-    kernels._pairs_of.cache_clear()
+    kernels.plan._pairs_of.cache_clear()
     for key in range(18):
         kernels.pair_table(np.full(256, key, dtype=np.float32))
-    assert kernels._pairs_of.cache_info().currsize == 16
+    assert kernels.plan._pairs_of.cache_info().currsize == 16

@@ -21,7 +21,7 @@ from hypothesis import given, strategies as st
 
 import hurray_decl as hd
 from hurray_decl.errors import HurrayDeclError
-from hurray_decl.hurray import values as values_module
+from hurray_decl.hurray import entries as entries_module, values as values_module
 from hurray_decl.hurray.schemes.per_tensor_affine import PerTensorAffine
 from hurray_decl.hurray.tables.codes import MemberRole
 from hurray_decl.hurray.tensor import COO, CSC, CSF, CSR, BufferHandle, CompositeHead, Strided, TensorDescriptor
@@ -194,7 +194,7 @@ CASES = cases()
 
 @pytest.fixture
 def tiny_chunks(monkeypatch):
-    monkeypatch.setattr(values_module, "ENTRY_CHUNK", 3)  # entry chunks cross rows and windows
+    monkeypatch.setattr(entries_module, "ENTRY_CHUNK", 3)  # entry chunks cross rows and windows
     monkeypatch.setattr(values_module, "OUT_CHUNK", 7)  # output chunks cross rows and members
 
 
@@ -224,7 +224,7 @@ def test_a_memory_mapped_out_is_filled_and_let_go_page_by_page(name, tmp_path, m
     """The pages written are unmapped as the chunks go (so a chunk ends mid-page, and an entry
     lands on a page let go already): the file holds every value."""
     monkeypatch.setattr(values_module, "OUT_CHUNK", 777)
-    monkeypatch.setattr(values_module, "ENTRY_CHUNK", 5)
+    monkeypatch.setattr(entries_module, "ENTRY_CHUNK", 5)
     t, dense = CASES[name]
     out = np.memmap(tmp_path / "o.bin", dtype=dense.dtype, mode="w+", offset=0, shape=t.shape)
     assert same(np.asarray(t.numpy(out=out)), dense)
@@ -422,12 +422,12 @@ def test_windows_of_arbitrary_entries_are_the_entries_placed_or_refused(layout, 
         return
     dense = np.zeros((rows, cols), np.float32)
     dense[tuple(entries.coords.T)] = entries.values
-    saved = values_module.ENTRY_CHUNK
-    values_module.ENTRY_CHUNK = 2
+    saved = entries_module.ENTRY_CHUNK
+    entries_module.ENTRY_CHUNK = 2
     try:
         key_rng = np.random.default_rng(key_seed)
         for _ in range(5):
             key = random_key(key_rng, (rows, cols))
             assert same(t[key], dense[key]), key
     finally:
-        values_module.ENTRY_CHUNK = saved
+        entries_module.ENTRY_CHUNK = saved

@@ -104,6 +104,25 @@ class ContainerWriter:
         self._write(_build(FILE_HEADER, header, "file -> header"))  # header first (HF-HDR-20)
         self._pad_to(first_descriptor_offset)
 
+    @classmethod
+    def resumed(cls, stream: BinaryIO, header: FileHeader, position: int, entries: Sequence[IndexEntry] = (),
+                skipped: Skipped | None = None) -> ContainerWriter:
+        """A writer that goes on with a file whose header and tensors up to ``position`` (the
+        end of its tensor region so far) are already written, ``entries`` being their index
+        entries: it writes nothing of its own until :meth:`add` places further tensors there
+        and :meth:`finish` writes the tail (KV, index, trailer) after them. ``stream`` takes
+        the bytes that go from ``position`` on (an edit in place writes them into the file).
+        The header's tensor_count_hint must be the count the file will hold (HF-HDR-16)."""
+        writer = cls.__new__(cls)
+        if skipped is not None:
+            writer.skipped = skipped
+        writer.header, writer.stream, writer.position = header, stream, position
+        writer.entries = list(entries)
+        writer.names = {e.name.encode("utf-8") for e in writer.entries}
+        writer.walk = CompositeWalk()
+        writer.finished = False
+        return writer
+
     def _write(self, data: Any) -> None:
         view = memoryview(data).cast("B")
         for start in range(0, len(view), CHUNK):

@@ -1,10 +1,10 @@
 """ggml super-block, private scheme 0xF0 of this project: GGUF's K-quants, and Q4_1 / Q5_1 exactly.
 
 Not a Hurray scheme: its meaning is this module, agreed out of band (HQ-EXT-03), and a writer
-emits it only when asked (HQ-EXT-04; ``convert --private-schemes``). A reader knows it only once
-:func:`hurray_decl.hurray.quantization.register_project_schemes` has been called
-(``hurray_decl.convert`` calls it where the project reads or writes its own files); without that
-the tag is an unrecognised private tag, refused as any other.
+emits it only when asked (HQ-EXT-04; ``convert --private-schemes``). This package reads it wherever
+it reads Hurray (:func:`hurray_decl.hurray.quantization.register_project_schemes`); a reader
+without the agreement (pyhurray, the engine before registration) refuses the tag as an
+unrecognised private one.
 
 Along the last axis the elements run in super-blocks of ``super_block`` elements, each split
 into sub-blocks of ``sub_block``. Every super-block s has a float16 scale ``d[s]`` and, with
@@ -31,6 +31,7 @@ from typing import Any, ClassVar, Final
 
 import construct as cs
 
+from hurray_decl.hurray.checks import DataChecks, TensorChecks
 from hurray_decl.hurray.kernels import Geometry, Plan
 from hurray_decl.hurray.schemes.quantization import AXIS, SchemeDescriptor, descriptor_struct, index_field
 from hurray_decl.lazy_modules import numpy as np
@@ -72,40 +73,49 @@ class GgmlSuperBlock(SchemeDescriptor):
         return bool(self.flags & ADDED_MINIMUM)
 
 
-def check_tensor(descriptor: GgmlSuperBlock, tensor: Any) -> None:
-    """Storage type; the last axis, a whole number of super-blocks of whole sub-blocks; both
-    minimum buffers or neither; then the four parameter arrays' sizes. Every refusal is HQ-EXT-03:
-    the payload breaks the format agreed for this tag."""
+def check_tensor(descriptor: GgmlSuperBlock, tensor: TensorChecks) -> None:
+    """Storage type; the super-blocks (:func:`check_blocks`); both minimum buffers or neither,
+    and their sizes. Every refusal is HQ-EXT-03: the payload breaks the format agreed for this tag."""
     tensor.storage_type(ROW.storage_types, ROW.storage_rule)
-    rank = len(tensor.d.shape)
+    check_blocks(descriptor, tensor, descriptor.super_block, descriptor.sub_block)
+    where = "descriptor -> quantization"
+    if (descriptor.min_buffer_index is None) != (descriptor.dmin_buffer_index is None):
+        tensor.fail("HQ-EXT-03", "dmin and the minimum codes come together", f"{where} -> min_buffer_index",
+                    actual=descriptor.min_buffer_index, expected="both buffers or neither")
+    if descriptor.added and not descriptor.minimums:
+        tensor.fail("HQ-EXT-03", "ADDED_MINIMUM says how the minimum is applied: there is none",
+                    f"{where} -> flags", actual=descriptor.flags, expected="bit 0 clear")
+    count = tensor.element_count()
+    if descriptor.dmin_buffer_index is not None and descriptor.min_buffer_index is not None:
+        k, s = descriptor.super_block, descriptor.sub_block
+        tensor.parameter("dmin_buffer_index", descriptor.dmin_buffer_index, None if count is None else 2 * (count // k),
+                         "HQ-EXT-03")
+        tensor.parameter("min_buffer_index", descriptor.min_buffer_index, None if count is None else count // s,
+                         "HQ-EXT-03")
+
+
+def check_blocks(descriptor: Any, tensor: TensorChecks, k: int, s: int) -> None:
+    """The checks a ggml block scheme (this one, :mod:`.ggml_codebook`) shares: the last axis, a
+    whole number of super-blocks of ``k`` elements, each of whole sub-blocks of ``s``; then the
+    sizes of the float16 ``d`` (one per super-block) and the int8 scale codes (one per
+    sub-block). Every refusal is HQ-EXT-03."""
+    rank = len(tensor.shape)
     extent = tensor.axis_extent(descriptor.axis, "HQ-EXT-03", "HQ-EXT-03")
     where = "descriptor -> quantization"
     if descriptor.axis != rank - 1:
         tensor.fail("HQ-EXT-03", "ggml super-blocks run along the last axis", f"{where} -> axis",
                     actual=descriptor.axis, expected=rank - 1)
-    k, s = descriptor.super_block, descriptor.sub_block
     if s < 1 or k < s or k % s:
         tensor.fail("HQ-EXT-03", "a super-block is a whole number of sub-blocks", f"{where} -> sub_block",
                     actual=(k, s), expected="sub_block >= 1 dividing super_block")
     if extent % k:
         tensor.fail("HQ-EXT-03", "the last axis holds whole super-blocks", f"descriptor -> shape -> {descriptor.axis}",
                     actual=extent, expected=f"a multiple of {k}")
-    if (descriptor.min_buffer_index is None) != (descriptor.dmin_buffer_index is None):
-        tensor.fail("HQ-EXT-03", "dmin and the minimum codes come together", f"{where} -> min_buffer_index",
-                    actual=descriptor.min_buffer_index, expected="both buffers or neither")
-    if descriptor.added and not descriptor.minimums:
-        tensor.fail("HQ-EXT-03", "ADDED_MINIMUM says how the minimum is applied: there is none",
-                    "descriptor -> quantization -> flags", actual=descriptor.flags, expected="bit 0 clear")
     count = tensor.element_count()
-    supers = None if count is None else count // k
-    subs = None if count is None else count // s
-    tensor.parameter("d_buffer_index", descriptor.d_buffer_index, None if supers is None else 2 * supers,
+    tensor.parameter("d_buffer_index", descriptor.d_buffer_index, None if count is None else 2 * (count // k),
                      "HQ-EXT-03")
-    tensor.parameter("scale_buffer_index", descriptor.scale_buffer_index, subs, "HQ-EXT-03")
-    if descriptor.dmin_buffer_index is not None and descriptor.min_buffer_index is not None:
-        tensor.parameter("dmin_buffer_index", descriptor.dmin_buffer_index, None if supers is None else 2 * supers,
-                         "HQ-EXT-03")
-        tensor.parameter("min_buffer_index", descriptor.min_buffer_index, subs, "HQ-EXT-03")
+    tensor.parameter("scale_buffer_index", descriptor.scale_buffer_index, None if count is None else count // s,
+                     "HQ-EXT-03")
 
 
 def sub_block_parameters(descriptor: GgmlSuperBlock, params: Any) -> tuple[np.ndarray, np.ndarray | None]:
@@ -123,7 +133,7 @@ def sub_block_parameters(descriptor: GgmlSuperBlock, params: Any) -> tuple[np.nd
         return scales, (np.repeat(dmin, per) * mn).astype(np.float32)
 
 
-def plan(descriptor: GgmlSuperBlock, shape: tuple[int, ...], params: Any) -> Plan:
+def plan(descriptor: GgmlSuperBlock, shape: tuple[int, ...], params: DataChecks) -> Plan:
     """Blocks of ``sub_block`` along the last axis, one block row per sub-block; the kernel
     multiplies each sub-block's codes by its scale, then subtracts its minimum, in float32."""
     geometry = Geometry(shape, descriptor.axis, descriptor.sub_block)

@@ -9,6 +9,7 @@ import construct as cs
 
 from hurray_decl.declare.schema import power_of_two
 from hurray_decl.errors import RuleViolation
+from hurray_decl.hurray.checks import DataChecks, TensorChecks
 from hurray_decl.hurray.kernels import (
     Codes,
     Geometry,
@@ -53,7 +54,7 @@ INVALID_SCALE_BYTES = (0x00, 0xFF)
 """float8_e8m0 bytes that make an MXFP descriptor invalid (HD-08)."""
 
 
-def check_tensor(descriptor: MXFP, tensor: Any) -> None:
+def check_tensor(descriptor: MXFP, tensor: TensorChecks) -> None:
     """Storage type, axis, static axis, S a positive multiple of K, then one byte per block."""
     tensor.storage_type(ROW.storage_types, ROW.storage_rule)
     extent = tensor.axis_extent(descriptor.axis, "HQ-MX-02", "HQ-MX-06")
@@ -70,7 +71,7 @@ def check_tensor(descriptor: MXFP, tensor: Any) -> None:
     tensor.parameter("scale_buffer_index", descriptor.scale_buffer_index, count, "HQ-BUF-12")
 
 
-def check_data(descriptor: MXFP, data: Any) -> None:
+def check_data(descriptor: MXFP, data: DataChecks) -> None:
     """No scale byte is 0x00 or 0xFF (HQ-MX-10, HD-08)."""
     data.forbidden_bytes(data.raw("scale_buffer_index"), INVALID_SCALE_BYTES, "HQ-MX-10", "scale_buffer_index")
 
@@ -85,12 +86,12 @@ def exponent_table(storage_name: str) -> np.ndarray:
         return storage.read_only(code_values(storage_name)[None, :] * powers)
 
 
-def plan(descriptor: MXFP, shape: tuple[int, ...], params: Any) -> Plan:
+def plan(descriptor: MXFP, shape: tuple[int, ...], params: DataChecks) -> Plan:
     """x = 2^(e - 127) * value(q) (HQ-MX-11): the block's exponent byte selects its table row."""
     geometry = Geometry(shape, descriptor.axis, descriptor.block_size)
     exponents = by_block_row(np.frombuffer(params.raw("scale_buffer_index"), dtype=np.uint8), geometry)
-    name = params.element.name
-    if params.element.bits == 8:  # two codes per take, then the exact power-of-two scale
+    name = params.known_element.name
+    if params.known_element.bits == 8:  # two codes per take, then the exact power-of-two scale
         return Plan(geometry, table=code_values(name)[None], scales=storage.value_table("float8_e8m0")[exponents],
                     overflows=True)  # 2^(e - 127) * value(q) beyond float32 is an infinity (HQ-MX-11)
     return Plan(geometry, table=exponent_table(name), keys=exponents)

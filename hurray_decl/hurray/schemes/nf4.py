@@ -7,6 +7,7 @@ from typing import Any, ClassVar, Final
 import construct as cs
 
 from hurray_decl.declare.schema import power_of_two
+from hurray_decl.hurray.checks import DataChecks, TensorChecks
 from hurray_decl.hurray.kernels import (
     Codes,
     Geometry,
@@ -47,7 +48,7 @@ class NF4(SchemeDescriptor):
     declaration: ClassVar[cs.Construct] = STRUCT  # the model's fields are derived from it
 
 
-def check_tensor(descriptor: NF4, tensor: Any) -> None:
+def check_tensor(descriptor: NF4, tensor: TensorChecks) -> None:
     """uint4 storage, axis, static axis, block_size against S, then one f32 absmax per block."""
     tensor.storage_type(ROW.storage_types, ROW.storage_rule)
     extent = tensor.axis_extent(descriptor.axis, "HQ-NF4-02", "HQ-NF4-07")
@@ -64,7 +65,7 @@ def check_tensor(descriptor: NF4, tensor: Any) -> None:
                      None if count is None else 4 * count, "HQ-BUF-11")
 
 
-def check_data(descriptor: NF4, data: Any) -> None:
+def check_data(descriptor: NF4, data: DataChecks) -> None:
     """absmax finite (HQ-NF4-08) and not negative (HQ-NF4-09; -0.0 allowed); padding zero."""
     scales = data.array("scale_buffer_index", "<f4")
     data.finite(scales, "HQ-NF4-08", "scale_buffer_index")
@@ -82,7 +83,7 @@ LEVELS = (
 """The NF4 levels of codes 0-15, exact float32 values, verbatim (HQ-NF4-11)."""
 
 
-def plan(descriptor: NF4, shape: tuple[int, ...], params: Any) -> Plan:
+def plan(descriptor: NF4, shape: tuple[int, ...], params: DataChecks) -> Plan:
     """x = scale[b] * NF4[q] (HQ-NF4-12): the levels are the code table."""
     geometry = Geometry(shape, descriptor.axis, descriptor.block_size)
     scales = by_block_row(params.array("scale_buffer_index", "float32"), geometry)

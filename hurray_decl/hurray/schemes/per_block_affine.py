@@ -7,6 +7,7 @@ from typing import Any, ClassVar, Final
 import construct as cs
 
 from hurray_decl.declare.schema import Rule, power_of_two, zero_bytes
+from hurray_decl.hurray.checks import DataChecks, TensorChecks
 from hurray_decl.hurray.kernels import (
     Codes,
     Geometry,
@@ -66,7 +67,7 @@ class PerBlockAffine(SymmetricZeroPoint):
 
 
 
-def check_tensor(descriptor: PerBlockAffine, tensor: Any) -> None:
+def check_tensor(descriptor: PerBlockAffine, tensor: TensorChecks) -> None:
     """Storage type, axis, static axis, block_size against S (or the page, HD-17), then the
     per-block (or per-page-slot) parameter buffers."""
     tensor.storage_type(ROW.storage_types, ROW.storage_rule)
@@ -98,7 +99,7 @@ def check_tensor(descriptor: PerBlockAffine, tensor: Any) -> None:
                          None if count is None else 4 * count, zero_code)
 
 
-def check_data(descriptor: PerBlockAffine, data: Any) -> None:
+def check_data(descriptor: PerBlockAffine, data: DataChecks) -> None:
     """Scales finite (HQ-PB-12) and non-zero (HQ-PB-13); zero points in the storage range
     (HQ-PB-22: the subtracted z must be a storage value); padding codes zero (HQ-PB-18)."""
     scales = data.array("scale_buffer_index", ScaleType(descriptor.scale_type_tag).title)
@@ -110,14 +111,14 @@ def check_data(descriptor: PerBlockAffine, data: Any) -> None:
 
 
 
-def plan(descriptor: PerBlockAffine, shape: tuple[int, ...], params: Any) -> Plan:
+def plan(descriptor: PerBlockAffine, shape: tuple[int, ...], params: DataChecks) -> Plan:
     """One scale (and zero point, folded into the code table) per block; float16/bfloat16 scales
     widen exactly (HQ-PB-21), chunk by chunk in the kernel; ``float32(q - z) * s`` (HQ-PB-15)."""
     geometry = Geometry(shape, descriptor.axis, descriptor.block_size)
     scale_type = ScaleType(descriptor.scale_type_tag).title
     scales = by_block_row(params.array("scale_buffer_index", scale_type), geometry)
     zeros = None if descriptor.symmetric else by_block_row(params.array("zero_point_buffer_index", "<i4"), geometry)
-    return affine_plan(geometry, params.element.name, scales, zeros)
+    return affine_plan(geometry, params.known_element.name, scales, zeros)
 
 
 def quantize(x: np.ndarray, options: Any, threads: int = 1) -> Quantized:

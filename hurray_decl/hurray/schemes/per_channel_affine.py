@@ -7,6 +7,7 @@ from typing import Any, ClassVar, Final
 import construct as cs
 
 from hurray_decl.declare.schema import equals, zero_bytes
+from hurray_decl.hurray.checks import DataChecks, TensorChecks
 from hurray_decl.hurray.kernels import (
     Codes,
     Geometry,
@@ -56,7 +57,7 @@ class PerChannelAffine(SymmetricZeroPoint):
     declaration: ClassVar[cs.Construct] = STRUCT  # the model's fields are derived from it
 
 
-def check_tensor(descriptor: PerChannelAffine, tensor: Any) -> None:
+def check_tensor(descriptor: PerChannelAffine, tensor: TensorChecks) -> None:
     """Storage type, axis, static axis, block-paged axis, then S-entry parameter buffers."""
     tensor.storage_type(ROW.storage_types, ROW.storage_rule)
     extent = tensor.axis_extent(descriptor.axis, "HQ-PC-02", "HQ-PC-03")
@@ -68,7 +69,7 @@ def check_tensor(descriptor: PerChannelAffine, tensor: Any) -> None:
         tensor.parameter("zero_point_buffer_index", descriptor.zero_point_buffer_index, 4 * extent, "HQ-BUF-08")
 
 
-def check_data(descriptor: PerChannelAffine, data: Any) -> None:
+def check_data(descriptor: PerChannelAffine, data: DataChecks) -> None:
     """Each scale finite (HQ-PC-08) and non-zero (HQ-PC-09); zero points in range (HQ-PC-10)."""
     scales = data.array("scale_buffer_index", "<f4")
     data.finite(scales, "HQ-PC-08", "scale_buffer_index")
@@ -78,7 +79,7 @@ def check_data(descriptor: PerChannelAffine, data: Any) -> None:
 
 
 
-def plan(descriptor: PerChannelAffine, shape: tuple[int, ...], params: Any) -> Plan:
+def plan(descriptor: PerChannelAffine, shape: tuple[int, ...], params: DataChecks) -> Plan:
     """x = scale[c] * (q - zero_point[c]) with c = i_axis (HQ-PC-12). Along the last axis the
     parameters are one row broadcast over every row of the data (lanes); along another axis each
     block row of one element holds one channel, ``c = r mod S``."""
@@ -90,7 +91,7 @@ def plan(descriptor: PerChannelAffine, shape: tuple[int, ...], params: Any) -> P
         geometry, grid = full, (channels, 1, 1)
     scales = params.array("scale_buffer_index", "float32").reshape(grid)
     zeros = None if descriptor.symmetric else params.array("zero_point_buffer_index", "<i4").reshape(grid)
-    return affine_plan(geometry, params.element.name, scales, zeros)
+    return affine_plan(geometry, params.known_element.name, scales, zeros)
 
 
 def quantize(x: np.ndarray, options: Any, threads: int = 1) -> Quantized:

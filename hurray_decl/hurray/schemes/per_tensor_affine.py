@@ -10,6 +10,7 @@ from pydantic import computed_field, field_validator, model_validator
 
 from hurray_decl.declare.schema import zero_bytes
 from hurray_decl.errors import RuleViolation
+from hurray_decl.hurray.checks import DataChecks, TensorChecks
 from hurray_decl.hurray.kernels import (
     Codes,
     Geometry,
@@ -77,10 +78,13 @@ class PerTensorAffine(SchemeDescriptor):
         return check_float32(value, "HQ-PT-01", "scale")
 
 
-def check_tensor(descriptor: PerTensorAffine, tensor: Any) -> None:
+def check_tensor(descriptor: PerTensorAffine, tensor: TensorChecks) -> None:
     """Storage type (HQ-PT-07) and zero_point within its range (HQ-PT-04); no buffers (B = L)."""
     tensor.storage_type(ROW.storage_types, ROW.storage_rule)
-    low, high = tensor.element.zero_point_range
+    bounds = tensor.known_element.zero_point_range
+    if bounds is None:  # storage_type refused it: every storage type of the scheme is an integer type
+        return
+    low, high = bounds
     if not low <= descriptor.zero_point <= high:
         tensor.fail("HQ-PT-04", "zero_point is outside the storage type's range",
                     "descriptor -> quantization -> zero_point", actual=descriptor.zero_point,
@@ -91,16 +95,16 @@ STORAGE_TYPES = tuple(t.name for t in by_name(
     "int8", "uint8", "int16", "uint16", "int32", "uint32", "int4", "uint4", "int2", "uint2"))
 
 
-def plan(descriptor: PerTensorAffine, shape: tuple[int, ...], params: Any) -> Plan:
+def plan(descriptor: PerTensorAffine, shape: tuple[int, ...], params: DataChecks) -> Plan:
     """One scale and zero point for every element (HQ-PT-08): up to 8 bits, one table of
     ``float32(float32(q - z) * s)``; wider codes compute the difference exactly, then scale."""
     scale, zero = np.float32(descriptor.scale), descriptor.zero_point
     geometry = Geometry((prod(shape),), 0, 1)
-    if params.element.bits < 8:
-        values = code_values(params.element.name) - np.float32(zero)
+    if params.known_element.bits < 8:
+        values = code_values(params.known_element.name) - np.float32(zero)
         return Plan(geometry, table=(values * scale)[None])
     zeros = np.full((1, 1, 1), zero) if zero else None
-    return affine_plan(geometry, params.element.name, np.full((1, 1, 1), scale, dtype=np.float32), zeros)
+    return affine_plan(geometry, params.known_element.name, np.full((1, 1, 1), scale, dtype=np.float32), zeros)
 
 
 def quantize(x: np.ndarray, options: Any, threads: int = 1) -> Quantized:

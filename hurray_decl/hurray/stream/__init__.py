@@ -15,7 +15,11 @@ from typing import TYPE_CHECKING
 
 from hurray_decl.lazy_modules import lazy_package
 
-__all__, __getattr__, __dir__ = lazy_package(globals())
+__all__, __getattr__, __dir__ = lazy_package(globals(), {
+    "hurray_decl.hurray.stream.frames": ("DESCRIPTOR_LIMIT", "CompositeItem", "Item", "TensorItem"),
+    "hurray_decl.hurray.stream.reader": ("StreamReader", "read_stream"),
+    "hurray_decl.hurray.stream.writer": ("StreamWriter", "write_stream"),
+})
 
 
 if TYPE_CHECKING:  # the public names, each imported from its submodule on first use (see __getattr__)

@@ -11,7 +11,18 @@ from typing import TYPE_CHECKING
 
 from hurray_decl.lazy_modules import lazy_package
 
-__all__, __getattr__, __dir__ = lazy_package(globals())
+__all__, __getattr__, __dir__ = lazy_package(globals(), {
+    "hurray_decl.hurray.tensor.buffers": ("BufferHandle",),
+    "hurray_decl.hurray.tensor.layouts": (
+        "COO", "CSC", "CSF", "CSR", "LAYOUTS", "BlockPaged", "ColumnMajor", "CompositeHead", "Compressed", "Hilbert",
+        "Layout", "Morton", "OpaqueLayout", "PrivateLayout", "RowMajor", "Strided", "Tiled",
+    ),
+    "hurray_decl.hurray.tensor.model": ("TensorDescriptor",),
+    "hurray_decl.hurray.tensor.reader": ("read_tensor_descriptor", "skip_descriptor"),
+    "hurray_decl.hurray.tensor.sections": ("CompositeMember", "ExtensionType", "Shard", "Statistics"),
+    "hurray_decl.hurray.tensor.validate": ("validate_buffers",),
+    "hurray_decl.hurray.tensor.writer": ("write_tensor_descriptor",),
+})
 
 
 if TYPE_CHECKING:  # the public names, each imported from its submodule on first use (see __getattr__)
@@ -25,6 +36,7 @@ if TYPE_CHECKING:  # the public names, each imported from its submodule on first
         BlockPaged as BlockPaged,
         ColumnMajor as ColumnMajor,
         CompositeHead as CompositeHead,
+        Compressed as Compressed,
         Hilbert as Hilbert,
         Layout as Layout,
         Morton as Morton,

@@ -14,7 +14,6 @@ from hurray_decl.hurray.tables.tags import is_private
 from hurray_decl.hurray.tensor.common import Section, permissive
 from hurray_decl.registry import Table
 
-HANDLE_LENGTH = 8 + 4 + 1 + 1 + 1 + 1  # byte_size, alignment, device, sync, class, reserved
 MIN_ALIGNMENT = 64
 MAX_BUFFERS = 255
 

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import cache
-from typing import Any, ClassVar, NoReturn, Protocol, Self, TypeVar
+from typing import Any, ClassVar, Self, TypeVar
 
 import construct as cs
 
 from hurray_decl.declare.model import DeclaredModel, FrozenModel
 from hurray_decl.declare.schema import Rule
+from hurray_decl.hurray.checks import TensorChecks as TensorChecks
 
 DYNAMIC = 0xFFFF_FFFF_FFFF_FFFF
 """A shape value meaning "size unknown": nothing may be computed through it (HT-HDR-18)."""
 
 MAX_RANK = 64
 SUPPORTED_MAJOR = 1
-SUPPORTED_MINOR = 0
 
 
 
@@ -39,33 +39,6 @@ def permissive(ctx: Any) -> bool:
 def pow2_at_most(bits: int, limit_bits: int) -> int:
     """2**bits, capped at 2**limit_bits so a claimed exponent never builds a huge integer."""
     return 1 << min(bits, limit_bits)
-
-
-class TensorChecks(Protocol):
-    """What a layout's own checks see of the tensor around it: its shape and buffers through the
-    shared extent checks. :class:`~hurray_decl.hurray.tensor.context.TensorContext` is one; the
-    layouts name this protocol, never the context, so the context may know the layouts."""
-
-    shape: tuple[int, ...]
-    rank: int
-    writer_rules: bool
-
-    def fail(self, code: str, message: str, path: str, *, actual: Any = None, expected: Any = None) -> NoReturn: ...
-
-    def static(self) -> bool: ...
-
-    def packed(self, count: int | None) -> int | None: ...
-
-    def element_count(self, padded: bool = False) -> int | None: ...
-
-    def dense_extent(self, count: int | None, code: str) -> None: ...
-
-    def dense_extent_pow2(self, exponent: int, code: str) -> None: ...
-
-    def strided_extent(self, strides: tuple[int, ...]) -> None: ...
-
-    def component_size(self, index: int, size: int | None, code: str, what: str,
-                       writer_code: str = "HT-LAY-92") -> None: ...
 
 
 _READY: set[type[FrozenModel]] = set()

@@ -14,7 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from hurray_decl.errors import RuleViolation
+from hurray_decl.errors import RuleViolation, UnsupportedError
+from hurray_decl.hurray.checks import TensorChecks
 from hurray_decl.hurray.quantization import scheme
 from hurray_decl.hurray.schemes.quantization import OpaqueQuantization
 from hurray_decl.hurray.tables.element_types import BY_TAG, ElementType
@@ -162,6 +163,15 @@ class TensorContext:
     @property
     def block_paged(self) -> BlockPaged | None:
         return self.layout.paging()
+
+    @property
+    def known_element(self) -> ElementType:
+        """The element type, refused when the tag is private (its elements are sized, never read)."""
+        if self.element is None:
+            raise UnsupportedError("HE-08", "the elements of a private type are sized, never interpreted",
+                                   path="descriptor -> type_tag", actual=f"0x{self.d.type_tag:02X}",
+                                   expected="an assigned type tag")
+        return self.element
 
     def storage_type(self, allowed: tuple[str, ...], code: str) -> None:
         """type_tag must be one of the scheme's storage types (DIGEST § 3.1.1)."""
@@ -352,9 +362,9 @@ def check_quantization(t: TensorContext) -> None:
         t.check_colocation(set())
     else:
         row = scheme(q.scheme_tag)
-        check = getattr(row, "check_tensor", None)
+        check: Callable[[Any, TensorChecks], None] | None = row.check_tensor
         if check is not None:
-            check(q, t)
+            check(q, t)  # a TensorContext is the TensorChecks a scheme's rules see
             t.check_parameters()
         else:
             if row.storage_types:

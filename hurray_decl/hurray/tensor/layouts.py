@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Literal, Self
 
 import construct as cs
 from construct import this
@@ -281,17 +281,18 @@ class COO(Layout):
         t.component_size(1, 8 * self.nnz * t.rank, "HT-LAY-87", "indices: nnz x rank u64")
 
 
-class CSR(Layout):
-    """Compressed sparse rows: values, col_indices (u64), row_ptr (u64, shape[0] + 1)."""
+class Compressed(Layout):
+    """A compressed rank-2 layout: values, indices along one axis (u64) and pointers (u64,
+    ``shape[pointer_axis] + 1``) along the other. CSR and CSC are its two subclasses, siblings:
+    a test for one never matches the other."""
 
-    tag: ClassVar[int] = 0x07
-    rule: ClassVar[str] = "HT-LAY-26"
-    reserved_code: ClassVar[str] = "HT-LAY-27"
-    size_code: ClassVar[str] = "HT-LAY-88"
-    pointer_axis: ClassVar[int] = 0
+    reserved_code: ClassVar[str]
+    size_code: ClassVar[str]
+    pointer_axis: ClassVar[int]
 
     @classmethod
-    def fields(cls, rank: int) -> tuple[cs.Construct, ...]:
+    def compressed_fields(cls) -> tuple[cs.Construct, ...]:
+        """The fields CSR and CSC share, the reserved bytes refused with each one's own rule."""
         return (
             "nnz" / cs.Default(cs.Int64ul, 0) * "number of stored entries; may be 0",
             "reserved" / zero_bytes(8, cls.reserved_code) * "_reserved: eight zero bytes",
@@ -308,7 +309,21 @@ class CSR(Layout):
             t.component_size(2, 8 * (extent + 1), self.size_code, f"pointers: shape[{self.pointer_axis}] + 1 u64")
 
 
-class CSC(CSR):
+class CSR(Compressed):
+    """Compressed sparse rows: values, col_indices (u64), row_ptr (u64, shape[0] + 1)."""
+
+    tag: ClassVar[int] = 0x07
+    rule: ClassVar[str] = "HT-LAY-26"
+    reserved_code: ClassVar[str] = "HT-LAY-27"
+    size_code: ClassVar[str] = "HT-LAY-88"
+    pointer_axis: ClassVar[int] = 0
+
+    @classmethod
+    def fields(cls, rank: int) -> tuple[cs.Construct, ...]:
+        return cls.compressed_fields()
+
+
+class CSC(Compressed):
     """Compressed sparse columns: values, row_indices (u64), col_ptr (u64, shape[1] + 1)."""
 
     tag: ClassVar[int] = 0x08
@@ -316,6 +331,10 @@ class CSC(CSR):
     reserved_code: ClassVar[str] = "HT-LAY-35"
     size_code: ClassVar[str] = "HT-LAY-89"
     pointer_axis: ClassVar[int] = 1
+
+    @classmethod
+    def fields(cls, rank: int) -> tuple[cs.Construct, ...]:
+        return cls.compressed_fields()
 
 
 def _is_permutation(value: Any, ctx: Any) -> bool:
@@ -577,6 +596,9 @@ class LayoutRow:
     rank_expected: str = ""
     zero_byte_offset: bool = False
     shard_code: str | None = None
+    numpy_order: Literal["C", "F"] | None = None
+    """The NumPy order (``"C"``, ``"F"``) the layout stores its elements in, when it is one: its
+    bytes are then an array of the shape with those strides (``from_numpy``, DLPack)."""
 
     def fields(self, rank: int) -> tuple[cs.Construct, ...]:
         build = getattr(self.model, "fields", None)
@@ -610,8 +632,9 @@ def _one(rank: int) -> int:
 
 
 for _row in (
-    LayoutRow(RowMajor.tag, "row_major", "row-major", "dense", RowMajor, _one, "HT-BUFT-04"),
-    LayoutRow(ColumnMajor.tag, "column_major", "column-major", "dense", ColumnMajor, _one, "HT-BUFT-04"),
+    LayoutRow(RowMajor.tag, "row_major", "row-major", "dense", RowMajor, _one, "HT-BUFT-04", numpy_order="C"),
+    LayoutRow(ColumnMajor.tag, "column_major", "column-major", "dense", ColumnMajor, _one, "HT-BUFT-04",
+              numpy_order="F"),
     LayoutRow(Strided.tag, "strided", "strided", "dense", Strided, _one, "HT-BUFT-04"),
     LayoutRow(Tiled.tag, "tiled", "tiled", "dense", Tiled, _one, "HT-BUFT-04"),
     LayoutRow(Morton.tag, "morton", "Morton", "dense", Morton, _one, "HT-BUFT-04"),

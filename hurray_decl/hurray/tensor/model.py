@@ -110,14 +110,6 @@ class TensorDescriptor(Section):
     def rank(self) -> int:
         return len(self.shape)
 
-    @property
-    def has_quantization(self) -> bool:
-        return self.quantization is not None
-
-    @property
-    def has_shard(self) -> bool:
-        return self.shard is not None
-
 
 @cache
 def _framing(rank: int) -> cs.Struct:

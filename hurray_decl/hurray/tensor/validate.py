@@ -7,14 +7,15 @@ MXFP scale bytes, zeroed padding codes and padding bits, sparse and block-table 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from hurray_decl.errors import OpaqueDataAccess, RuleViolation
+from hurray_decl.hurray.checks import DataChecks
 from hurray_decl.hurray.quantization import scheme
 from hurray_decl.hurray.schemes.quantization import OpaqueQuantization
 from hurray_decl.hurray.tables import storage
-from hurray_decl.hurray.tables.element_types import BY_NAME, BY_TAG
+from hurray_decl.hurray.tables.element_types import BY_NAME, BY_TAG, ElementType
 from hurray_decl.hurray.tables.storage import packing, unpack_codes
 from hurray_decl.hurray.tables.tags import is_private
 from hurray_decl.hurray.tensor.common import DYNAMIC
@@ -68,6 +69,11 @@ class DataContext:
         start = self._slices[what][1] if what in self._slices else 0
         raise RuleViolation(code, message, path=f"descriptor -> buffers -> {index} -> [{position}]",
                             offset=start + position * width, actual=actual, expected=expected)
+
+    @property
+    def known_element(self) -> ElementType:
+        """The element type (:attr:`TensorContext.known_element`)."""
+        return self.t.known_element
 
     def raw(self, field: str) -> memoryview:
         """The bytes of one parameter array; a shared buffer is [scales | zero_points] (HQ-BUF-05)."""
@@ -197,9 +203,9 @@ def validate_buffers(descriptor: TensorDescriptor, buffers: Sequence[Any], *, pe
     data = DataContext(t, contents, padding=padding)
     q = d.quantization
     if q is not None:
-        check = getattr(scheme(q.scheme_tag), "check_data", None)
+        check: Callable[[Any, DataChecks], None] | None = scheme(q.scheme_tag).check_data
         if check is not None:
-            check(q, data)
+            check(q, data)  # a DataContext is the DataChecks a scheme's data rules see
     if d.type_tag in BY_TAG:  # private types are sized, never interpreted (HE-08)
         _element_checks(t, contents)
     if not permissive:

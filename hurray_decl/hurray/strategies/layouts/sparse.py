@@ -23,6 +23,7 @@ from hurray_decl.hurray.strategies.tensor import (
 )
 from hurray_decl.hurray.strategies.values import product
 from hurray_decl.hurray.tensor import COO, CSC, CSF, CSR, TensorDescriptor, write_tensor_descriptor
+from hurray_decl.hurray.tensor.layouts import Compressed
 
 U64 = 8
 """Bytes of one index: sparse index arrays are u64 (DIGEST § 5.4)."""
@@ -101,7 +102,7 @@ def _coo_contents(draw: st.DrawFn, d: TensorDescriptor, contents: list) -> None:
 
 
 def _compressed_contents(draw: st.DrawFn, d: TensorDescriptor, contents: list) -> None:
-    layout, shape = layout_as(d, CSR), d.shape
+    layout, shape = layout_as(d, Compressed), d.shape
     if len(d.buffers) < 3:
         return
     rows = shape[layout.pointer_axis]
@@ -277,7 +278,7 @@ def can(how: str) -> Callable[[TensorDescriptor, tuple[bytes, ...]], bool]:
 def _index_change(how: str) -> Callable[[st.DrawFn, TensorDescriptor, list[bytes]], None]:
     def change(draw: st.DrawFn, d: TensorDescriptor, out: list[bytes]) -> None:
         idx = u64_list(out[1])
-        limit = d.shape[1 - layout_as(d, CSR).pointer_axis]
+        limit = d.shape[1 - layout_as(d, Compressed).pointer_axis]
         if how == "range":
             idx[draw(st.integers(0, len(idx) - 1))] = draw(st.integers(limit, 2**64 - 1))
         else:  # a repeated index inside one segment
@@ -300,7 +301,7 @@ for _kind, (_start, _step, _end, _bound, _order) in {
     data_mutant(_start, layout_data(_kind, can("start"), pointer_change(2, "start")))
     data_mutant(_end, layout_data(_kind, can("end"), pointer_change(2, "end")))
     data_mutant(_step, layout_data(_kind, can("step"), pointer_change(2, "step")))
-    data_mutant(_bound, layout_data(_kind, lambda d, c: layout_as(d, CSR).nnz > 0, _index_change("range")))
+    data_mutant(_bound, layout_data(_kind, lambda d, c: layout_as(d, Compressed).nnz > 0, _index_change("range")))
     data_mutant(_order, layout_data(_kind, _segments_of_two, _index_change("repeat")))
 
 

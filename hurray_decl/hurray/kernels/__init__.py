@@ -14,6 +14,10 @@ block rows, part of one block row, or part of one row of it), picks the cheapest
 the formula for the chunk (one ``take`` of a per-byte table of packed values when every byte
 of a chunk shares its key, else one ``take`` per element), and writes into the output. Extra
 memory is a few chunk-sized temporaries per thread (RULES.md HX-02), whatever the tensor.
+
+This module holds the driver (chunks, evaluation, quantization part by part); the plan, its
+geometry and its value tables are :mod:`.plan`, the affine schemes' shared arithmetic
+:mod:`.affine`, and every name of both is re-exported here.
 """
 
 from __future__ import annotations
@@ -22,18 +26,43 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import cache, cached_property, lru_cache
-from math import prod
-from typing import Any, Protocol, overload
+from functools import lru_cache
+from typing import Any, overload
 
-from hurray_decl.errors import ArgumentError, RuleViolation
+from hurray_decl.errors import ArgumentError
+from hurray_decl.hurray.kernels.affine import (
+    affine_calibration as affine_calibration,
+    affine_codes as affine_codes,
+    block_order as block_order,
+    by_block_row as by_block_row,
+    cast_up as cast_up,
+    code_type as code_type,
+    integer_range as integer_range,
+    padded_codes as padded_codes,
+    refuse_unsigned_negatives as refuse_unsigned_negatives,
+)
+from hurray_decl.hurray.kernels.plan import (
+    Box as Box,
+    Geometry as Geometry,
+    Kernel as Kernel,
+    Plan as Plan,
+    Quantized as Quantized,
+    affine_plan as affine_plan,
+    affine_table as affine_table,
+    byte_codes as byte_codes,
+    code_values as code_values,
+    fold_zero_points as fold_zero_points,
+    packed_table as packed_table,
+    pair_table as pair_table,
+    storage_bits as storage_bits,
+)
 from hurray_decl.hurray.tables import storage
 from hurray_decl.lazy_modules import numpy as np
 
 CHUNK_ELEMENTS = 1 << 17
 """Elements per chunk (4K blocks of 32): a chunk's output (512 KiB) and its temporaries stay
 within one core's 2 MiB L2 (measured 3-15% faster single-threaded than 8K blocks). Tests
-lower it (``monkeypatch.setattr(numerics, "CHUNK_ELEMENTS", 5)``) to cross chunk edges; it is
+lower it (``monkeypatch.setattr(kernels, "CHUNK_ELEMENTS", 5)``) to cross chunk edges; it is
 read at every call."""
 
 LARGE_CHUNKS = 2
@@ -41,221 +70,6 @@ LARGE_CHUNKS = 2
 layout's reader), take chunks this many times larger: fewer hand-offs between threads and fewer
 reads (measured on 2 cores: threads 20-25% faster, tiled and column-major 3-10%; one thread on
 row-major data is faster with the smaller chunks)."""
-
-
-@dataclass(frozen=True)
-class Geometry:
-    """Block geometry of one quantized axis (HQ-PB-15, HD-12).
-
-    ``block`` is ``K``; the per-tensor and per-channel schemes use blocks of one element.
-    """
-
-    shape: tuple[int, ...]
-    axis: int
-    block: int
-
-    @cached_property
-    def before(self) -> int:
-        return prod(self.shape[: self.axis])
-
-    @cached_property
-    def extent(self) -> int:
-        return self.shape[self.axis] if self.shape else 1
-
-    @cached_property
-    def after(self) -> int:
-        return prod(self.shape[self.axis + 1:])
-
-    @cached_property
-    def blocks_per_axis(self) -> int:
-        return -(-self.extent // self.block) if self.block else 0
-
-    @cached_property
-    def padded(self) -> int:
-        return self.blocks_per_axis * self.block
-
-    @cached_property
-    def num_blocks(self) -> int:
-        """Blocks in the tensor: blocks_per_axis times every other dimension."""
-        return self.blocks_per_axis * self.before * self.after
-
-    @cached_property
-    def block_rows(self) -> int:
-        return self.before * self.blocks_per_axis
-
-    @cached_property
-    def row_elements(self) -> int:
-        """``L = K * B``: the elements of one block row."""
-        return self.block * self.after
-
-    @cached_property
-    def stored_elements(self) -> int:
-        """Elements the data buffer holds, padding included."""
-        return self.before * self.padded * self.after
-
-
-class Kernel(Protocol):
-    def __call__(self, values: np.ndarray, box: Box, out: np.ndarray) -> None:
-        """Write the dequantized ``values`` (rows, k, b) of ``box`` into ``out`` (same shape)."""
-
-
-@dataclass(frozen=True)
-class Plan:
-    """How a scheme dequantizes one tensor: ``out = table[key, q] * scale``.
-
-    ``table`` is float32 ``(keys, 2**bits)`` for storage of at most 8 bits (None above: then
-    ``out = float32(value(q) - zeros) * scale``, the difference exact). ``scales`` are float32,
-    or float16 / bfloat16 widened to float32 chunk by chunk. ``keys``, ``scales``
-    and ``zeros`` are None or arrays of shape ``(n, 1, B)``, ``(n, 1, 1)`` or ``(1, 1, B)``,
-    read at block row ``r mod n`` (n is ``block_rows``, or the period of a per-channel
-    pattern). A private scheme may give ``kernel`` instead: it receives the decoded values.
-    ``overflows``: the scheme specifies that the scaled product may overflow float32 to an
-    infinity (MXFP, HQ-MX-11); it is then computed without NumPy's overflow warning.
-    """
-
-    geometry: Geometry
-    table: np.ndarray | None = None
-    keys: np.ndarray | None = None
-    scales: np.ndarray | None = None
-    zeros: np.ndarray | None = None
-    kernel: Kernel | None = None
-    value_map: tuple[float, ...] | None = None
-    overflows: bool = False
-
-    @cached_property
-    def packed(self) -> np.ndarray:
-        """``table`` per byte value: row ``key * 256 + byte`` holds the values of the byte's
-        elements, viewed as one unsigned integer (or raw bytes), for one ``take`` per byte."""
-        table = self._table()
-        return packed_table(table, storage_bits(table))
-
-    @cached_property
-    def pairs(self) -> np.ndarray:
-        """A one-key table of 8-bit codes for every pair of bytes (a uint16 index): one ``take``
-        per two elements."""
-        return pair_table(self._table())
-
-    def _table(self) -> np.ndarray:
-        if self.table is None:
-            raise ArgumentError("plan", "byte tables are made from a plan's table", actual=None,
-                                expected="a table of at most 8-bit codes")
-        return self.table
-
-    @cached_property
-    def key_base(self) -> np.ndarray | None:
-        """``keys * 256`` as uint16, the first packed row of each key (None: key 0)."""
-        if self.keys is None:
-            return None
-        return (self.keys.astype(np.uint16) << np.uint16(8)).astype(np.uint16)
-
-
-@dataclass(frozen=True)
-class Quantized:
-    """What a scheme's ``quantize`` returns: the descriptor model, the data buffer (the codes
-    packed in stored order, :class:`Codes`), and the parameter arrays in buffer order."""
-
-    model: Any
-    data: np.ndarray
-    parameters: tuple[np.ndarray, ...]
-
-
-@dataclass(frozen=True)
-class Box:
-    """One chunk: block rows ``rows``, positions ``ks`` inside them, lanes ``lanes``; the
-    elements ``start .. stop`` of the padded row-major order, consecutive."""
-
-    rows: slice
-    ks: slice
-    lanes: slice
-    start: int
-    stop: int
-
-    @property
-    def shape(self) -> tuple[int, int, int]:
-        return (self.rows.stop - self.rows.start, self.ks.stop - self.ks.start, self.lanes.stop - self.lanes.start)
-
-
-# --- tables --------------------------------------------------------------------------------
-
-def storage_bits(table: np.ndarray) -> int:
-    return int(table.shape[1]).bit_length() - 1
-
-
-@cache
-def byte_codes(bits: int) -> np.ndarray:
-    """(256, elements per byte): the codes packed in every byte value, LSB first (read-only)."""
-    per = storage.packing(bits).elements
-    return storage.read_only(storage.unpack_codes(np.arange(256, dtype=np.uint8), bits, 256 * per).reshape(256, per))
-
-
-@cache
-def code_values(storage_name: str, value_map: tuple[float, ...] | None = None) -> np.ndarray:
-    """float32 value of every code of a storage type of at most 8 bits (read-only); ``value_map``
-    (NF4) gives the value of each code instead. Integer codes are exact in float32."""
-    bits = storage.element(storage_name).bits
-    if value_map is not None:
-        return storage.read_only(np.asarray(value_map, dtype=np.float32).copy())
-    codes = np.arange(1 << bits, dtype=np.uint8)
-    raw = np.frombuffer(storage.pack_codes(codes, bits), dtype=np.uint8)
-    return storage.read_only(storage.decode(raw, storage_name, 1 << bits).astype(np.float32))
-
-
-def packed_table(table: np.ndarray, bits: int) -> np.ndarray:
-    """(keys * 256,) rows of the values of every byte's elements under every key."""
-    per = storage.packing(bits).elements
-    rows = np.ascontiguousarray(table[:, byte_codes(bits)])  # (keys, 256, per) float32
-    width = 4 * per
-    kind = np.dtype(f"u{width}") if width <= 8 else np.dtype(f"V{width}")
-    return storage.read_only(rows.reshape(rows.shape[0] * 256, per).view(kind).ravel())
-
-
-def pair_table(table: np.ndarray) -> np.ndarray:
-    """(65536,) uint64: the two float32 values of every little-endian byte pair under a one-key
-    table of 8-bit codes (read-only); cached by content, so every plan over a shared table reuses
-    one (512 KiB) instead of building its own."""
-    return _pairs_of(table.tobytes())
-
-
-@lru_cache(maxsize=16)
-def _pairs_of(values: bytes) -> np.ndarray:
-    codes = np.frombuffer(values, dtype=np.float32)
-    pairs = np.empty((256, 256, 2), dtype=np.float32)  # [high byte, low byte]: element 0 is the low byte
-    pairs[:, :, 0] = codes[None, :]
-    pairs[:, :, 1] = codes[:, None]
-    return storage.read_only(pairs.reshape(65536, 2).view(np.uint64).ravel())
-
-
-def affine_plan(geometry: Geometry, storage_name: str, scales: np.ndarray | None,
-                zeros: np.ndarray | None, keys: np.ndarray | None = None) -> Plan:
-    """``float32(q - z) * s`` (HQ-PT-08, HQ-PC-12, HQ-PB-15). Sub-byte codes go through a code
-    table with the zero point folded in (one ``take`` per byte); whole-byte integer codes are
-    converted exactly, then the zero point subtracted (exact in float32 up to 16 bits, in int64
-    for 32-bit codes, HD-13) and the scale applied."""
-    bits = storage.element(storage_name).bits
-    if bits >= 8:
-        if zeros is not None:
-            zeros = zeros.astype(np.int64 if bits > 16 else np.float32)
-        return Plan(geometry, zeros=zeros, scales=scales)
-    if zeros is None:
-        return Plan(geometry, table=code_values(storage_name)[None], scales=scales)
-    table, folded = fold_zero_points(storage_name, zeros)
-    return Plan(geometry, table=table, keys=folded, scales=scales)
-
-
-@cache
-def affine_table(storage_name: str, low: int, high: int) -> np.ndarray:
-    """``table[z - low, q] = float32(value(q) - z)`` for zero points ``low..high`` (read-only):
-    the difference is exact for codes of at most 8 bits (HQ-PT-08)."""
-    values = code_values(storage_name)
-    zeros = np.arange(low, high + 1, dtype=np.float32)[:, None]
-    return storage.read_only(values[None, :] - zeros)
-
-
-def fold_zero_points(storage_name: str, zeros: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The table and keys that fold per-block integer zero points (in the storage range,
-    HQ-PB-22 / HQ-PC-10) into the code values."""
-    low, high = (int(zeros.min()), int(zeros.max())) if zeros.size else (0, 0)
-    return affine_table(storage_name, low, high), (zeros - low).astype(np.uint8)
 
 
 # --- chunks --------------------------------------------------------------------------------
@@ -727,125 +541,3 @@ class Codes:
             np.copyto(target, nibbles, casting="unsafe")  # the low byte: element 1's nibble above element 0's
         else:
             target[...] = np.frombuffer(storage.encode(codes, self.storage_name), dtype=np.uint8)
-
-
-# --- arithmetic shared by the affine schemes ----------------------------------------------
-
-def block_order(per_block: np.ndarray) -> np.ndarray:
-    """(A, nb, B) per-block values in the scheme's block order b = (a * B + i_after) * nb + j."""
-    return np.ascontiguousarray(per_block.transpose(0, 2, 1)).ravel()
-
-
-def by_block_row(block_values: np.ndarray, geometry: Geometry) -> np.ndarray:
-    """Per-block values (block order) rearranged as (A * nb, 1, B): one row per block row."""
-    g = geometry
-    return np.ascontiguousarray(
-        np.asarray(block_values).reshape(g.before, g.after, g.blocks_per_axis).transpose(0, 2, 1)
-    ).reshape(g.block_rows, 1, g.after)
-
-
-def integer_range(storage_name: str) -> tuple[int, int]:
-    bounds = storage.element(storage_name).int_range
-    if bounds is None:
-        raise ValueError(f"{storage_name} is not an integer type")
-    return bounds
-
-
-def refuse_unsigned_negatives(minimum: Any, storage_name: str, symmetric: bool) -> None:
-    """HQ-ZP-02: symmetric codes of an unsigned type cannot hold a negative minimum."""
-    qmin, _ = integer_range(storage_name)
-    if symmetric and qmin == 0 and np.nanmin(minimum, initial=0.0) < 0:
-        raise RuleViolation(
-            "HQ-ZP-02", "symmetric quantization subtracts no zero point, so unsigned codes cannot hold "
-            "negative values; use a signed storage type or symmetric=False",
-            path="symmetric", actual=f"{storage_name}, minimum {float(np.nanmin(minimum))!r}",
-            expected="signed storage")
-
-
-def affine_calibration(low: np.ndarray, high: np.ndarray, storage_name: str, symmetric: bool,
-                       scale_dtype: Any = "float32") -> tuple[np.ndarray, np.ndarray]:
-    """Scales and zero points from each group's minimum and maximum.
-
-    Symmetric: ``s = max|x| / qmax``, ``z = 0``. Asymmetric: the range [min(x, 0), max(x, 0)]
-    spread over ``qmax - qmin - 1`` steps, ``z = qmin - floor(lo / s)``: one spare step keeps
-    every code of the group inside the storage range whatever the rounding. Scales are cast to
-    the scale type first (rounding up, :func:`cast_up`) and the codes are computed with the cast
-    scale; an all-zero group gets scale 1. Computed in float64 whatever the input's type; the
-    minima and maxima are finite (the quantizer refuses NaN and infinities first, HQ-PT-03).
-    """
-    qmin, qmax = integer_range(storage_name)
-    low, high = np.asarray(low, dtype=np.float64), np.asarray(high, dtype=np.float64)
-    refuse_unsigned_negatives(low, storage_name, symmetric)
-    low = np.minimum(low, 0.0)
-    high = np.maximum(high, 0.0)
-    if symmetric:
-        span = np.maximum(-low, high) / qmax
-    else:
-        span = (high - low) / (qmax - qmin - 1)
-    scales = cast_up(np.where(span > 0, span, 1.0), scale_dtype)
-    if symmetric:
-        return scales, np.zeros(scales.shape, dtype=np.int64)
-    zero_points = qmin - np.floor(low / np.asarray(scales, dtype=np.float64))
-    return scales, np.clip(zero_points, qmin, qmax).astype(np.int64)
-
-
-def code_type(storage_name: str) -> np.dtype:
-    """The NumPy integer type of an integer storage type's codes (int8 / uint8 up to 8 bits)."""
-    qmin, _ = integer_range(storage_name)
-    return np.dtype(f"{'i' if qmin < 0 else 'u'}{max(1, storage.element(storage_name).bits // 8)}")
-
-
-def affine_codes(values: np.ndarray, scales: np.ndarray, zero_points: np.ndarray | None,
-                 storage_name: str) -> np.ndarray:
-    """Codes ``round(x / s) + z`` (half to even) clipped to the storage range, as integral
-    floats (:class:`Codes` converts them as it packs); ``scales`` and ``zero_points`` broadcast
-    over ``values``, None for a symmetric group (``|x| / s <= qmax`` by calibration: nothing to clip).
-
-    The quotient is float64's, computed in float32 when that gives the same integer: ``x``
-    float32, ``s`` float16 or bfloat16, codes of at most 8 bits. Rounding is monotonic and
-    half-integers are float32 values, so a float32 quotient ``q`` rounds differently only if it
-    lands on ``n + 1/2`` while the exact one does not. With ``s`` of at most 11 significant bits
-    and ``|q| < 2^12``, ``x - (n + 1/2) s`` is a multiple of ``ulp(x) >= 2^(e(q) + e(s) - 23)``,
-    so unless zero the exact quotient is more than ``2^(e(q) - 24)``, half an ulp of ``q``, away
-    from ``n + 1/2``: every rounding, ties included, is the float64 one."""
-    qmin, qmax = integer_range(storage_name)
-    scales = np.asarray(scales)
-    narrow = values.dtype == np.float32 and scales.dtype.itemsize == 2 and storage.element(storage_name).bits <= 8
-    scales = scales.astype(np.float32 if narrow else np.float64)
-    if scales.ndim == 4 and scales.shape[2:] == (1, 1):  # one scale per block of one lane:
-        scales = np.repeat(scales, values.shape[2], axis=2)  # a contiguous divide (a broadcast one loops per block)
-    q: np.ndarray = np.divide(values, scales)
-    np.rint(q, out=q)
-    if zero_points is not None:
-        q += np.asarray(zero_points).astype(q.dtype)
-        np.clip(q, qmin, qmax, out=q)
-    return q
-
-
-def cast_up(values: np.ndarray, dtype: Any) -> np.ndarray:
-    """Positive ``values`` in ``dtype`` (float16, bfloat16, float32), rounded up, never down.
-
-    A scale rounded down could push the extreme value of its group one code past the storage
-    range; rounding up keeps every code inside it. Past the type's range: infinity (which the
-    scale rules refuse, HQ-PB-12), without NumPy's overflow warning.
-    """
-    wanted = np.asarray(values, dtype=np.float64)
-    with np.errstate(over="ignore"):
-        cast = wanted.astype(dtype)
-    widened = cast.astype(np.float32) if cast.dtype.itemsize == 2 else cast  # exact; NumPy widens 16-bit
-    low = widened.astype(np.float64) < wanted  # floats to float32 several times faster than to float64
-    if low.any():
-        bits = cast.view(np.dtype(f"u{cast.dtype.itemsize}"))
-        cast = np.where(low, (bits + 1).view(cast.dtype), cast)
-    return cast
-
-
-def padded_codes(codes: np.ndarray, geometry: Geometry) -> np.ndarray:
-    """Logical codes in stored order, each partial final block padded with code 0 (HQ-PB-18)."""
-    g = geometry
-    x = np.asarray(codes).reshape(g.before, g.extent, g.after)
-    if g.padded == g.extent:
-        return x.ravel()
-    stored = np.zeros((g.before, g.padded, g.after), dtype=x.dtype)
-    stored[:, : g.extent] = x
-    return stored.ravel()

@@ -1,0 +1,1 @@
+../../../generated/hurray/ggml_codebook.py

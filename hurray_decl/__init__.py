@@ -17,9 +17,10 @@ from hurray_decl.lazy_modules import lazy_names
 
 _LAZY = lazy_names({
     "hurray_decl.convert.hurray": ("from_awq", "from_gguf", "from_gguf_file", "from_gptq"),
+    "hurray_decl.convert.sources": ("load", "load_kv", "open"),  # .hrry, GGUF, safetensors models
     "hurray_decl.errors": ("HurrayDeclError",),
     "hurray_decl.hurray": ("dask_arrays as dask", "kernels"),
-    "hurray_decl.hurray.files": ("File", "load", "load_kv", "open", "save"),
+    "hurray_decl.hurray.files": ("File", "save"),
     "hurray_decl.hurray.numerics": ("dequantize",),
     "hurray_decl.hurray.quantization": (
         "SCHEMES", "decode_quantization", "encode_quantization", "kernel_for", "load_quantization",
@@ -77,7 +78,7 @@ if TYPE_CHECKING:  # the public names: imported lazily at run time (see the modu
         from_gguf_file as from_gguf_file,
         from_gptq as from_gptq,
     )
-    from hurray_decl.convert.sources import load as load, load_kv as load_kv, open as open  # .hrry, GGUF, safetensors
+    from hurray_decl.convert.sources import load as load, load_kv as load_kv, open as open
     from hurray_decl.errors import HurrayDeclError as HurrayDeclError
     from hurray_decl.hurray import (
         dask_arrays as dask,  # noqa: F401 (a module: exported under its public name)

@@ -20,6 +20,7 @@ _LAZY = lazy_names({
     "hurray_decl.convert.sources": ("load", "load_kv", "open"),  # .hrry, GGUF, safetensors models
     "hurray_decl.errors": ("HurrayDeclError",),
     "hurray_decl.hurray": ("dask_arrays as dask", "kernels"),
+    "hurray_decl.hurray.container.edit": ("append", "edit"),
     "hurray_decl.hurray.files": ("File", "save"),
     "hurray_decl.hurray.numerics": ("dequantize",),
     "hurray_decl.hurray.quantization": (

@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 
 from hurray_decl import cli
-from hurray_decl.cli import inputs, kinds
+from hurray_decl.cli import detection, kinds
 from hurray_decl.cli.kinds import KINDS, Kind
 from tests.test_cli_harness import build_corpus
 
 CLI = Path(cli.__file__).parent
 
 ALLOWED = {("container.py", "tensor"): "the file stem of a tensor without a usable name",
-           ("convert.py", "tensor"): "the file stem of a tensor without a usable name"}
+           ("writers.py", "tensor"): "the file stem of a tensor without a usable name"}
 """String literals equal to a kind's name that are something else, and what."""
 
 
@@ -67,7 +67,7 @@ def test_every_kind_has_one_row_and_the_lists_are_derived() -> None:
     assert kinds.ONNX_LIGHT == (Kind.VALUE, Kind.TENSOR, Kind.MODEL)
     assert set(kinds.SUFFIXES.values()) <= set(kinds.DETECTED)
     assert set(kinds.TAKEN_BY) == {Kind.GGUF, Kind.SAFETENSORS}
-    assert inputs.DESCRIPTOR_MAGIC == b"HRRY" and inputs.CONTAINER_MAGIC == b"HRRYFILE"
+    assert detection.DESCRIPTOR_MAGIC == b"HRRY" and detection.CONTAINER_MAGIC == b"HRRYFILE"
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -101,7 +101,7 @@ def corpus(tmp_path_factory) -> dict[str, Path]:
 
 @pytest.mark.parametrize("kind", ["descriptor", "container", "stream", "value", "tensor", "model", "gguf"])
 def test_detection_returns_a_kind(corpus, kind) -> None:
-    found = inputs.detect(argparse.Namespace(input=str(corpus[kind]), offset=0, length=None))
+    found = detection.detect(argparse.Namespace(input=str(corpus[kind]), offset=0, length=None))
     assert isinstance(found.kind, Kind) and found.kind is Kind(kind)
 
 

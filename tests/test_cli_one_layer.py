@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from hurray_decl import cli
-from hurray_decl.cli import html, inputs
+from hurray_decl.cli import detection, html, inputs
 from hurray_decl.onnx_light.inputs import KINDS, MESSAGES
 from hurray_decl.onnx_light.protowire import walk
 from tests.paths import CONFORMANCE, REPO
@@ -254,8 +254,8 @@ def test_the_protobuf_scan_decides_the_walks_from_a_prefix():
     bounded = 0
     for data in protobuf_samples():
         at = lambda start, count, data=data: data[start:start + count]  # noqa: E731
-        extent = inputs.protobuf_extent(at, len(data))
-        assert extent == inputs.protobuf_extent(at, None)
+        extent = detection.protobuf_extent(at, len(data))
+        assert extent == detection.protobuf_extent(at, None)
         if extent is None:
             continue
         bounded += 1

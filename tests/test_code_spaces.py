@@ -228,7 +228,7 @@ def test_the_dump_names_codes_by_their_enum(field, enum):
 
 
 def test_scale_types_are_element_types():
-    from hurray_decl.cli.convert import SCALE_TYPES as CLI_CHOICES
+    from hurray_decl.cli.common import SCALE_TYPES as CLI_CHOICES
     from hurray_decl.errors import RuleViolation
     from hurray_decl.hurray.tables.element_types import BY_TAG
 

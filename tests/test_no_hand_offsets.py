@@ -72,7 +72,7 @@ ALLOWED: list[tuple[str, str, str | None, str]] = [
      "a hostile command line's input: descriptor_length claimed as 4 GiB in a hand-made header"),
     ("hurray_decl/cli/diff.py", "offset given as a number", "offset=0, length=None",
      "a side's window: the whole input (--offset's and --length's defaults), not a field's position"),
-    ("hurray_decl/cli/inputs.py", "offset given as a number", "resolved.update(offset=0, length=None)",
+    ("hurray_decl/cli/detection.py", "offset given as a number", "resolved.update(offset=0, length=None)",
      "a spent window: the handler reads the bytes handed on from their start"),
     ("hurray_decl/hurray/entries.py", "offset given as a number", "offset=8 * ",
      "entries of a sparse tensor's 8-byte index buffers (their contents), not descriptor bytes"),

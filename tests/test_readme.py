@@ -84,3 +84,19 @@ def test_shell_block_runs_as_written(code, tmp_path):
                           check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_ci_runs_the_readme_test_command_then_prints_its_wall_time(tmp_path):
+    """``.ci/run`` holds the README's test command line for line, then mypy and ruff; its exit trap
+    prints the wall time, which a shell run of the trap alone shows (no suite is run here)."""
+    script = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    command = next(code for code in blocks("sh") if code.startswith("[ -x /usr/bin/chromium ]")).splitlines()
+    at = script.index(command[0])
+    assert script[at:at + len(command)] == command
+    assert script[at + len(command):] == ["mypy", "ruff check"]
+    trap = next(line for line in script if line.startswith("trap "))
+    assert script.index(trap) < at
+    shown = subprocess.run(["bash", "-c", f"SECONDS=125; {trap}; exit 3"], capture_output=True, text=True)
+    minutes, seconds, total = map(int, re.fullmatch(r"\.ci/run: wall time (\d+)m(\d+)s \((\d+) s\)\n",
+                                                    shown.stdout).groups())
+    assert shown.returncode == 3 and 60 * minutes + seconds == total >= 125 and seconds < 60

@@ -18,9 +18,12 @@ them. A command module
 * may check, before any work, options that do not apply together (``set_defaults(check=fn)``,
   ``fn(args)`` raising :class:`~hurray_decl.cli.common.UsageError`): an option that does not
   apply is refused naming it, never ignored;
+* imports no other command module: what two commands share is in the shared modules
+  (``common``, ``kinds``, ``inputs``, ``detection``, ``outputs``, ``report``, ``writers``,
+  ``conversions``, ``corpus``, ``html`` ...; ``tests/test_cli_modules.py`` checks it);
 * reads its input through :mod:`hurray_decl.cli.inputs`: a command that takes inputs of several
-  kinds registers one handler per kind (``inputs.handles(subparsers, command, {kind: handler})``)
-  and :func:`hurray_decl.cli.inputs.dispatch` runs the one for the kind detected in the input's
+  kinds registers one handler per kind (``detection.handles(subparsers, command, {kind: handler})``)
+  and :func:`hurray_decl.cli.detection.dispatch` runs the one for the kind detected in the input's
   window (options that do not apply to that kind refused first);
 * writes files, verdict lines and JSON documents through :mod:`hurray_decl.cli.outputs` (atomic
   files, nothing left on failure; one verdict line; one JSON envelope).
@@ -59,8 +62,8 @@ COMMAND_MODULES: list[str] = [
     "hurray_decl.cli.bench",
     "hurray_decl.cli.fuzz",
     "hurray_decl.cli.reference",  # schemes, rule
-    "hurray_decl.cli.convert",  # convert
-    "hurray_decl.cli.models",  # quantize; the safetensors sides of convert
+    "hurray_decl.cli.convert",  # convert (its readers and writers: cli.conversions)
+    "hurray_decl.cli.models",  # quantize
     "hurray_decl.cli.ls",
     "hurray_decl.cli.diff",
     "hurray_decl.cli.edit",  # edit a .hrry file in place

@@ -1,5 +1,5 @@
 """What every command shares: exit codes, the errors that choose them, one-line messages,
-colour and progress.
+colour and progress (the one error guard of a handler that reports its own failures, :func:`guarded`).
 
 Exit codes (documented in ``hurray-decl --help`` and the README):
 
@@ -20,11 +20,17 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 OK, INVALID, USAGE, FILE, INTERNAL = 0, 1, 2, 3, 4
 INTERRUPTED, BROKEN_PIPE = 130, 141
+
+SCALE_TYPES = ("float32", "float16", "bfloat16")
+"""The scale and matrix types of MatMulNBits (``--scale-type``), also the ``--dtype`` choices of
+dequantized values (``convert.tensors.DEQUANTIZE_DTYPES``)."""
 
 MESSAGE_LIMIT = 300
 """Characters of one message line; longer text (an echoed value) is cut with an ellipsis."""
@@ -46,6 +52,12 @@ class FileProblem(CommandError):
     """A file, folder or environment problem (exit 3)."""
 
     status = FILE
+
+
+class InvalidInput(CommandError):
+    """An input that is not what the command reads (exit 1)."""
+
+    status = INVALID
 
 
 def one_line(text: str, limit: int = MESSAGE_LIMIT) -> str:
@@ -89,9 +101,54 @@ def colour_verdicts(text: str, style: Style) -> str:
     return "\n".join(lines)
 
 
-def note(text: str) -> None:
-    """One line of information on standard error (not part of a command's result)."""
-    print(f"hurray-decl: {one_line(text)}", file=sys.stderr)
+def note(text: str, limit: int | None = MESSAGE_LIMIT) -> None:
+    """One line of information on standard error (not part of a command's result); ``limit``
+    None: the text as it is, uncut."""
+    print(f"hurray-decl: {text if limit is None else one_line(text, limit)}", file=sys.stderr)
+
+
+@dataclass
+class Outcome:
+    """The exit status of a :func:`guarded` block: set by the block, or by the failure it ended on."""
+
+    status: int = OK
+
+
+@contextmanager
+def guarded() -> Iterator[Outcome]:
+    """A block whose every expected failure is one line, uncut, and its exit status, for a
+    command that writes outputs (``convert``): nothing it stages survives the failure, and each
+    message says so where it matters. The block sets ``outcome.status`` when it ends normally."""
+    from hurray_decl.errors import ARGUMENT, HurrayDeclError
+
+    outcome = Outcome()
+    try:
+        yield outcome
+    except CommandError as err:
+        note(str(err), None)
+        outcome.status = err.status
+    except HurrayDeclError as err:
+        note(f"usage: {err}" if err.code == ARGUMENT else verdict(err), None)
+        outcome.status = USAGE if err.code == ARGUMENT else INVALID
+    except BrokenPipeError:
+        raise  # the reader of our output went away: the top level stops quietly
+    except OSError as err:
+        note(f"file or environment error: {err}", None)
+        outcome.status = FILE
+    except MemoryError:
+        note("environment error: the system refused the memory this conversion needs; nothing written", None)
+        outcome.status = FILE
+    except KeyboardInterrupt:
+        note("interrupted; nothing written", None)
+        outcome.status = INTERRUPTED
+
+
+def progress(items: Sequence[Any], label: str) -> Iterable[Any]:
+    """Items with a progress bar on a terminal (stderr), silent otherwise."""
+    from tqdm import tqdm
+
+    return tqdm(items, desc=label, unit="tensor", file=sys.stderr, leave=False,
+                disable=len(items) < 2 or not sys.stderr.isatty())
 
 
 def progress_printer(label: str) -> Callable[[int, int], None] | None:

@@ -1,7 +1,7 @@
 """Container (``.hrry``) commands of ``hurray-decl``.
 
 ``register(subparsers)`` adds ``extract`` and the container handlers of ``inspect``, ``validate``,
-``decode``, ``dequantize`` and ``extract``, which :func:`hurray_decl.cli.inputs.dispatch` runs when
+``decode``, ``dequantize`` and ``extract``, which :func:`hurray_decl.cli.detection.dispatch` runs when
 the input's window is a container: its first 8 bytes are "HRRYFILE" (HF-HDR-19; such input is
 never parsed as a tensor descriptor), or "HRRYFIL" and a damaged eighth byte, or no magic of any
 kind and the suffix ``.hrry`` (both refused HF-HDR-03). Exit codes: 0 valid or done, 1 invalid
@@ -246,7 +246,8 @@ def audit(args: argparse.Namespace) -> int:
 def register(subparsers: Any) -> None:
     """Add ``extract``, the container handlers of ``inspect``, ``validate``, ``decode``,
     ``dequantize`` and ``extract``, and the container audit of ``audit``."""
-    from hurray_decl.cli.inputs import buffer_limit_option, forced_kind_option, handles, index_option
+    from hurray_decl.cli.detection import handles
+    from hurray_decl.cli.inputs import buffer_limit_option, forced_kind_option, index_option
 
     text = ("write one tensor of a .hrry container (or a frame of a stream) as a descriptor file and one file per "
             "buffer, after validating the whole input; exit 1 if it is invalid")

@@ -14,16 +14,8 @@ from typing import Any
 
 from hurray_decl.cli import outputs
 from hurray_decl.cli.common import OK, UsageError, region
-from hurray_decl.cli.inputs import (
-    DESCRIPTOR,
-    forced_kind_option,
-    handles,
-    index_option,
-    map_file,
-    name_option,
-    read_noted,
-    window_options,
-)
+from hurray_decl.cli.detection import DESCRIPTOR, handles
+from hurray_decl.cli.inputs import forced_kind_option, index_option, map_file, name_option, read_noted, window_options
 from hurray_decl.cli.outputs import write_values
 
 

@@ -10,12 +10,11 @@ from typing import Any
 
 from hurray_decl.cli import outputs
 from hurray_decl.cli.common import INVALID, OK, Style, UsageError, colour_verdicts
+from hurray_decl.cli.detection import detect, handles
 from hurray_decl.cli.inputs import (
     Input,
     decode_descriptor,
-    detect,
     forced_kind_option,
-    handles,
     input_argument,
     kind_options,
     map_file,
@@ -62,7 +61,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     from hurray_decl.hurray import dump as hexdump
 
     got = read_noted(args)
-    from hurray_decl.cli.inputs import detect
+    from hurray_decl.cli.detection import detect
     from hurray_decl.cli.outputs import about
 
     dump = hexdump.quantization_dump if args.quantization else hexdump.tensor_dump

@@ -85,7 +85,8 @@ class Side:
 def read_side(source: str, letter: str, forced: Kind, quantization: bool) -> tuple[argparse.Namespace, Side]:
     """``source`` detected (or read as ``forced``), its window read, not yet dumped (its ``dump``
     None); a problem with it names the argument (``A`` or ``B``)."""
-    from hurray_decl.cli.inputs import detect, window_data
+    from hurray_decl.cli.detection import detect
+    from hurray_decl.cli.inputs import window_data
 
     args = argparse.Namespace(input=source, kind=forced, offset=0, length=None, quantization=quantization,
                               permissive=False, name=None, command="diff")

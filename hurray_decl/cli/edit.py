@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hurray_decl.cli.common import OK, FileProblem, UsageError
-from hurray_decl.cli.inputs import handles
+from hurray_decl.cli.detection import handles
 from hurray_decl.cli.kinds import Kind
 
 TRUE, FALSE = ("true", "1", "yes"), ("false", "0", "no")

@@ -4,7 +4,7 @@ The summary view of a ``.hrry`` container, a Hurray stream or bare descriptor, a
 onnx-light values, a ``.gguf`` file (a split model: every split), or a safetensors file (a
 sharded model: its ``model.safetensors.index.json``), like ``gguf-dump``'s table. The input is read through
 :mod:`hurray_decl.cli.inputs`, as every command reads its input: a file, ``-`` for standard
-input, or hex bytes; its kind decided once by :func:`~hurray_decl.cli.inputs.detect` (the magic
+input, or hex bytes; its kind decided once by :func:`~hurray_decl.cli.detection.detect` (the magic
 ``GGUF``, ``HRRYFILE`` (a container), ``HRRY`` (a stream, or a bare descriptor when the bytes are
 one descriptor), else an onnx-light message by its structure; the suffix decides for damaged
 input, so that a ``.gguf`` whose magic is damaged is refused as a GGUF, HF-HDR-03), and missing,
@@ -211,7 +211,7 @@ READERS = {Kind.GGUF: gguf_rows, Kind.CONTAINER: container_rows, Kind.STREAM: st
 # ------------------------------------------------------------------ the command
 
 def cmd_ls(args: argparse.Namespace) -> int:
-    from hurray_decl.cli.inputs import detect
+    from hurray_decl.cli.detection import detect
 
     kind = detect(args).kind
     rows = READERS[kind](args)
@@ -234,7 +234,8 @@ def cmd_ls(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     """Add ``ls`` to the ``hurray-decl`` sub-command parser, its input read through :mod:`hurray_decl.cli.inputs`."""
-    from hurray_decl.cli.inputs import buffer_limit_option, handles
+    from hurray_decl.cli.detection import handles
+    from hurray_decl.cli.inputs import buffer_limit_option
 
     parser = subparsers.add_parser(
         "ls", help="list the tensors of a .hrry, stream, onnx-light model, .gguf or safetensors file",

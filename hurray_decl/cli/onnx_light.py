@@ -25,8 +25,8 @@ from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import Any
 
-from hurray_decl.cli.audit import RENDERERS, audit
 from hurray_decl.cli.common import Style, UsageError, colour_verdicts
+from hurray_decl.cli.corpus import RENDERERS, audit
 from hurray_decl.cli.kinds import FORCED, Kind
 from hurray_decl.errors import HurrayDeclError
 
@@ -45,7 +45,8 @@ internal error, reported in one line by :func:`hurray_decl.cli.main`)."""
 def _checked(args: argparse.Namespace) -> tuple[str, Any]:
     """(kind, parsed message) of a valid onnx-light input (the values ``--name`` picks), or the
     refusal with the offset ``inspect`` marks (:func:`hurray_decl.onnx_light.dump.check_input`)."""
-    from hurray_decl.cli.inputs import detect, window_data
+    from hurray_decl.cli.detection import detect
+    from hurray_decl.cli.inputs import window_data
     from hurray_decl.onnx_light.dump import check_input
 
     return check_input(window_data(args), kind=detect(args).kind, name=getattr(args, "name", None))
@@ -54,7 +55,8 @@ def _checked(args: argparse.Namespace) -> tuple[str, Any]:
 # --- commands ------------------------------------------------------------------------------------
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    from hurray_decl.cli.inputs import detect, window_data
+    from hurray_decl.cli.detection import detect
+    from hurray_decl.cli.inputs import window_data
     from hurray_decl.cli.outputs import about
     from hurray_decl.dump.render import render
     from hurray_decl.onnx_light.dump import dump
@@ -72,7 +74,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from hurray_decl.cli import outputs
-    from hurray_decl.cli.inputs import detect
+    from hurray_decl.cli.detection import detect
 
     def check() -> str:
         from hurray_decl.onnx_light.inputs import items
@@ -125,7 +127,7 @@ def cmd_decode(args: argparse.Namespace) -> int:
                                 "plan": plan_json(decode_plan(item.value, item.model))})
             out = {"kind": kind, "values": decoded}
     except HurrayDeclError as err:
-        from hurray_decl.cli.inputs import detect
+        from hurray_decl.cli.detection import detect
 
         return outputs.report_error(args, detect(args).kind, err)
     print(json.dumps(out, indent=2))
@@ -284,7 +286,8 @@ def register(subparsers) -> None:
     profiles.add_argument("--format", choices=("text", "markdown", "json"), default="text",
                           help="output format (default: text)")
     profiles.set_defaults(run=cmd_profiles)
-    from hurray_decl.cli.inputs import ONNX_LIGHT, handles
+    from hurray_decl.cli.detection import handles
+    from hurray_decl.cli.kinds import ONNX_LIGHT
 
     for name in ("inspect", "validate", "decode", "dequantize", "audit"):
         parser = subparsers.choices.get(name)

@@ -7,7 +7,7 @@ prints one JSON line per item, and a refusal is reported as soon as the bytes re
 arrived. ``--kind stream`` forces the stream reader (an empty input is then a valid empty
 stream, and a ``.hrry`` container is refused HS-FRM-12).
 
-Detection (:func:`hurray_decl.cli.inputs.detect`), without ``--kind``: an input is a stream when it
+Detection (:func:`hurray_decl.cli.detection.detect`), without ``--kind``: an input is a stream when it
 starts with a valid descriptor whose declared buffers (the sum of its buffer table's byte sizes) fit
 in the rest of the input, and either more bytes follow them (judged as the next frame, whatever they
 are) or there is at least one buffer byte. A descriptor whose buffers do not fit in the rest (a
@@ -41,7 +41,8 @@ from collections.abc import Callable
 from typing import Any
 
 from hurray_decl.cli.common import INVALID, OK, UsageError
-from hurray_decl.cli.inputs import STREAM, buffer_limit, handles, open_source
+from hurray_decl.cli.detection import STREAM, handles
+from hurray_decl.cli.inputs import buffer_limit, open_source
 
 ROUTED = ("inspect", "validate", "decode", "dequantize", "extract")
 

@@ -284,10 +284,10 @@ def test_containers_in_and_out(model, tmp_path):
 
 def test_a_failure_while_writing_leaves_nothing(model, tmp_path, monkeypatch, capsys):
     from hurray_decl import cli
-    from hurray_decl.cli import convert as cli_convert
+    from hurray_decl.cli import writers
 
     written = []
-    real = cli_convert._descriptor_files
+    real = writers.descriptor_files
 
     def failing(folder, tensor, stem):  # the third tensor's files cannot be written
         written.append(stem)
@@ -295,7 +295,7 @@ def test_a_failure_while_writing_leaves_nothing(model, tmp_path, monkeypatch, ca
             raise OSError(28, "No space left on device")
         return real(folder, tensor, stem)
 
-    monkeypatch.setattr(cli_convert, "_descriptor_files", failing)
+    monkeypatch.setattr(writers, "descriptor_files", failing)
     before = listing(tmp_path)
     status = cli.main(["convert", str(model[0]), "-o", str(tmp_path / "out"), "--partial"])
     assert status == 3 and "No space left on device" in capsys.readouterr().err

@@ -31,6 +31,7 @@ import hurray_decl.hurray.tensor as tensor_package
 from hurray_decl.declare.model import DeclaredModel
 from hurray_decl.hurray.container import declarations as cd
 from hurray_decl.hurray.quantization import decode_quantization, encode_quantization
+from hurray_decl.hurray.schemes.ggml_codebook import GgmlCodebook
 from hurray_decl.hurray.schemes.ggml_super_block import GgmlSuperBlock
 from hurray_decl.hurray.schemes.mxfp import MXFP
 from hurray_decl.hurray.schemes.nf4 import NF4
@@ -127,6 +128,11 @@ CASES: list[tuple[type, Callable[[], tuple[Codec, str, Any, int]]]] = [
                               {"scheme_tag": 0xF0, "scheme_version": 1, "flags": 0, "axis": 0, "super_block": 256,
                                "sub_block": 16, "d_buffer_index": 1, "scale_buffer_index": 2, "dmin_buffer_index": 3,
                                "min_buffer_index": 4}, 32)),
+    (GgmlCodebook, lambda: (fields(GgmlCodebook.declaration),  # private: 0xF1, GGUF's IQ2_XXS here
+                            "f1 01 0000 00000000 10000000 00010000 20000000 fdffffff 01000000 02000000",
+                            {"scheme_tag": 0xF1, "scheme_version": 1, "flags": 0, "axis": 0, "ggml_type": 16,
+                             "super_block": 256, "sub_block": 32, "exponent": -3, "d_buffer_index": 1,
+                             "scale_buffer_index": 2}, 32)),
     (MXFP, lambda: (SCHEME, "05 01 0000 00000000 20000000 01000000", MXFP(axis=0, block_size=32, scale_buffer_index=1),
                     16)),
     # ---------------------------------------------------------------- the descriptor and its parts (§ 5)

@@ -31,6 +31,7 @@ from typing import Any, ClassVar, Final
 
 import construct as cs
 
+from hurray_decl.hurray.checks import DataChecks, TensorChecks
 from hurray_decl.hurray.kernels import Geometry, Plan
 from hurray_decl.hurray.schemes.ggml_super_block import check_blocks
 from hurray_decl.hurray.schemes.quantization import AXIS, SchemeDescriptor, descriptor_struct, index_field
@@ -91,7 +92,7 @@ class GgmlCodebook(SchemeDescriptor):
     declaration: ClassVar[cs.Construct] = STRUCT  # the model's fields are derived from it
 
 
-def check_tensor(descriptor: GgmlCodebook, tensor: Any) -> None:
+def check_tensor(descriptor: GgmlCodebook, tensor: TensorChecks) -> None:
     """The GGML type and its sizes, exponent and storage; then the super-blocks and parameter
     sizes as ggml super-blocks check them (without minimums). Every refusal is HQ-EXT-03."""
     where = "descriptor -> quantization"
@@ -109,7 +110,7 @@ def check_tensor(descriptor: GgmlCodebook, tensor: Any) -> None:
     check_blocks(descriptor, tensor, descriptor.super_block, descriptor.sub_block)
 
 
-def sub_block_scales(descriptor: GgmlCodebook, params: Any) -> np.ndarray:
+def sub_block_scales(descriptor: GgmlCodebook, params: DataChecks) -> np.ndarray:
     """Every sub-block's effective scale ``(f32(d) * f32(sc)) * 2^exponent``, float32, in element order."""
     per = descriptor.super_block // descriptor.sub_block
     d = params.array("d_buffer_index", "float16").astype(np.float32)
@@ -120,7 +121,7 @@ def sub_block_scales(descriptor: GgmlCodebook, params: Any) -> np.ndarray:
     return out
 
 
-def plan(descriptor: GgmlCodebook, shape: tuple[int, ...], params: Any) -> Plan:
+def plan(descriptor: GgmlCodebook, shape: tuple[int, ...], params: DataChecks) -> Plan:
     """Blocks of ``sub_block`` along the last axis, one block row per sub-block; the kernel
     multiplies each sub-block's codes by its effective scale, in float32."""
     geometry = Geometry(shape, descriptor.axis, descriptor.sub_block)

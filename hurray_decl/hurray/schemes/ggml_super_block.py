@@ -118,7 +118,7 @@ def check_blocks(descriptor: Any, tensor: TensorChecks, k: int, s: int) -> None:
                      "HQ-EXT-03")
 
 
-def sub_block_parameters(descriptor: GgmlSuperBlock, params: Any) -> tuple[np.ndarray, np.ndarray | None]:
+def sub_block_parameters(descriptor: GgmlSuperBlock, params: DataChecks) -> tuple[np.ndarray, np.ndarray | None]:
     """Every sub-block's effective scale ``f32(d) * f32(sc)`` and minimum ``f32(dmin) * f32(mn)``
     (None without minimums), float32, in element order."""
     per = descriptor.super_block // descriptor.sub_block

@@ -180,7 +180,7 @@ class SafetensorsFile:
         """A tensor's bytes read into a new array: one copy, no mapping left resident (the
         package checked the header's offsets against the file at open)."""
         data = np.empty(entry.end - entry.begin, np.uint8)
-        view, done = memoryview(data), 0
+        view, done = data.data, 0
         self._file.seek(self._data_start + entry.begin)
         while done < data.size:
             got = self._file.readinto(view[done:])

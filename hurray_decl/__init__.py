@@ -17,10 +17,11 @@ from hurray_decl.lazy_modules import lazy_names
 
 _LAZY = lazy_names({
     "hurray_decl.convert.hurray": ("from_awq", "from_gguf", "from_gguf_file", "from_gptq"),
+    "hurray_decl.convert.sources": ("load", "load_kv", "open"),  # .hrry, GGUF, safetensors models
     "hurray_decl.errors": ("HurrayDeclError",),
     "hurray_decl.hurray": ("dask_arrays as dask", "kernels"),
     "hurray_decl.hurray.container.edit": ("append", "edit"),
-    "hurray_decl.hurray.files": ("File", "load", "load_kv", "open", "save"),
+    "hurray_decl.hurray.files": ("File", "save"),
     "hurray_decl.hurray.numerics": ("dequantize",),
     "hurray_decl.hurray.quantization": (
         "SCHEMES", "decode_quantization", "encode_quantization", "kernel_for", "load_quantization",
@@ -78,13 +79,14 @@ if TYPE_CHECKING:  # the public names: imported lazily at run time (see the modu
         from_gguf_file as from_gguf_file,
         from_gptq as from_gptq,
     )
+    from hurray_decl.convert.sources import load as load, load_kv as load_kv, open as open
     from hurray_decl.errors import HurrayDeclError as HurrayDeclError
     from hurray_decl.hurray import (
         dask_arrays as dask,  # noqa: F401 (a module: exported under its public name)
         kernels as kernels,
     )
     from hurray_decl.hurray.container.edit import append as append, edit as edit
-    from hurray_decl.hurray.files import File as File, load as load, load_kv as load_kv, open as open, save as save
+    from hurray_decl.hurray.files import File as File, save as save
     from hurray_decl.hurray.numerics import dequantize as dequantize
     from hurray_decl.hurray.quantization import (
         SCHEMES as SCHEMES,

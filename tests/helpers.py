@@ -93,3 +93,21 @@ def fresh_process(argv: list[str]) -> list[str]:
     inherits the runner's peak resident size as its own (Linux keeps the high-water mark across
     ``exec``), so a limit such as libFuzzer's ``-rss_limit_mb`` would count the runner's memory."""
     return ["sh", "-c", '"$@"; exit $?', "sh", *argv]
+
+
+PEAK_WRAPPER = ("import json, resource, subprocess, sys\n"
+                "done = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+                "print(json.dumps({'rc': done.returncode, 'out': done.stdout, 'err': done.stderr,\n"
+                "                  'peak': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024}))\n")
+
+
+def measured(*argv: str, cwd: Path) -> dict:
+    """The child's exit status, output and peak resident bytes (ru_maxrss of the only child of a
+    wrapper process, so nothing else this test run did is counted)."""
+    import json
+
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", PEAK_WRAPPER, *argv], capture_output=True, text=True, cwd=cwd,
+                          env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"}, check=True)
+    result: dict = json.loads(done.stdout)
+    return result

@@ -1,7 +1,8 @@
 """``hurray-decl ls FILE``: one line per tensor (name, element type, shape, scheme, layout, bytes).
 
 The summary view of a ``.hrry`` container, a Hurray stream or bare descriptor, an ONNX model of
-onnx-light values, or a ``.gguf`` file, like ``gguf-dump``'s table. The input is read through
+onnx-light values, a ``.gguf`` file (a split model: every split), or a safetensors file (a
+sharded model: its ``model.safetensors.index.json``), like ``gguf-dump``'s table. The input is read through
 :mod:`hurray_decl.cli.inputs`, as every command reads its input: a file, ``-`` for standard
 input, or hex bytes; its kind decided once by :func:`~hurray_decl.cli.detection.detect` (the magic
 ``GGUF``, ``HRRYFILE`` (a container), ``HRRY`` (a stream, or a bare descriptor when the bytes are
@@ -111,6 +112,21 @@ def gguf_rows(args: argparse.Namespace) -> Iterator[Row]:
                       t.nbytes)
 
 
+def safetensors_rows(args: argparse.Namespace) -> Iterator[Row]:
+    """A safetensors file's tensors as stored (its dtype codes), or a sharded model's through its
+    index, every shard checked against it first (CV-SHD), in shard order."""
+    from hurray_decl.cli.common import UsageError
+    from hurray_decl.cli.inputs import regular_file
+    from hurray_decl.convert.safetensors import open_safetensors
+
+    path = regular_file(args)
+    if path is None:
+        raise UsageError(f"argument FILE: a safetensors model is read from a file by its name, not from {args.input}")
+    with open_safetensors(path) as opened:
+        for e in opened.entries.values():
+            yield Row(e.name, e.code, e.shape, NONE, "row-major", e.end - e.begin)
+
+
 def container_rows(args: argparse.Namespace) -> Iterator[Row]:
     from hurray_decl.cli.inputs import window_data
     from hurray_decl.hurray.container import open_container
@@ -188,7 +204,7 @@ def _data_type(code: int) -> str:
 
 
 READERS = {Kind.GGUF: gguf_rows, Kind.CONTAINER: container_rows, Kind.STREAM: stream_rows,
-           Kind.DESCRIPTOR: descriptor_rows, Kind.MODEL: onnx_rows}
+           Kind.DESCRIPTOR: descriptor_rows, Kind.MODEL: onnx_rows, Kind.SAFETENSORS: safetensors_rows}
 """The input kinds ``ls`` lists, and the reader of each."""
 
 
@@ -222,12 +238,12 @@ def register(subparsers: Any) -> None:
     from hurray_decl.cli.inputs import buffer_limit_option
 
     parser = subparsers.add_parser(
-        "ls", help="list the tensors of a .hrry, stream, onnx-light model or .gguf file",
+        "ls", help="list the tensors of a .hrry, stream, onnx-light model, .gguf or safetensors file",
         description="One line per tensor: name, element type, shape (NumPy order), scheme, layout and bytes, for a "
-                    ".hrry container, a Hurray stream or descriptor, an ONNX model of onnx-light values or a .gguf "
-                    "file (a file, - for standard input, or hex bytes). Exit 0 listed, 1 invalid input (the rule "
-                    "code is printed), 2 usage error (an empty input, an input that is not a file of tensors), "
-                    "3 file error.")
+                    ".hrry container, a Hurray stream or descriptor, an ONNX model of onnx-light values, a .gguf "
+                    "file or a safetensors file or sharded model's index (a file, - for standard input, or hex "
+                    "bytes). Exit 0 listed, 1 invalid input (the rule code is printed), 2 usage error (an empty "
+                    "input, an input that is not a file of tensors), 3 file error.")
     parser.add_argument("input", metavar="FILE", help="the file to list")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="text rows or one JSON document")
     buffer_limit_option(parser)

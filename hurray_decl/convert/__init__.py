@@ -13,6 +13,7 @@ One module per conversion, each over the public APIs of the layers below:
 * :mod:`.tensors`: one tensor between any two formats, as the ``convert`` command runs it;
 * :mod:`.safetensors`: safetensors files in and out, every dtype, ``__metadata__`` kept;
 * :mod:`.checkpoints`: GPTQ / AWQ safetensors checkpoints read whole;
+* :mod:`.sources`: GGUF and safetensors models (split and sharded ones too) opened by path as tensors (``hd.open``);
 * :mod:`.model_quantize`: whole-model quantize of ``.npz``, safetensors and ONNX models, with errors.
 
 Only :class:`BlockParts` is imported with the package; the converters load on first use.

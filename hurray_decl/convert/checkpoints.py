@@ -38,6 +38,7 @@ from hurray_decl.convert.parts import BlockParts
 from hurray_decl.convert.safetensors import SafetensorsFile, open_safetensors
 from hurray_decl.errors import ArgumentError, RuleViolation, UnsupportedError
 from hurray_decl.hurray.tables import storage
+from hurray_decl.hurray.values import Tensor
 
 __all__ = ["BNB_ROLES", "BNB_STATE", "CONFIG_FILES", "CT_ROLES", "MXFP4_ROLES", "PACKED_ROLES", "Checkpoint",
            "Item", "QuantizationConfig", "read_checkpoint"]
@@ -55,6 +56,11 @@ BNB_ROLES = ("absmax", "quant_map", "nested_absmax", "nested_quant_map")
 NVFP4_SCALE = ".weight_scale_2"
 """ModelOpt NVFP4: ``P.weight`` (E2M1 pairs), ``P.weight_scale`` (E4M3 a block of 16) and this
 float32 tensor scale; no Hurray scheme holds E4M3 block scales times a tensor scale (HQ-MX-11)."""
+FP8_SCALE = ".weight_scale"
+"""compressed-tensors ``float-quantized`` (FP8): ``P.weight`` (F8_E4M3 or F8_E5M2 codes) with this
+float scale (a tensor's, a channel's; ``P.input_scale`` beside it for static activations); MXFP's
+float8 elements are scaled by powers of two only, so no Hurray scheme holds them (HQ-MX-11)."""
+_FP8_CODES = ("F8_E4M3", "F8_E5M2")
 _FIRST = {"gptq": "qweight", "awq": "qweight", "compressed-tensors": "weight_packed", "mxfp4": "blocks"}
 """The tensor that marks a packed layer of each method (its name's prefix is the layer's)."""
 CONFIG_FILES = ("quantize_config.json", "config.json")
@@ -121,6 +127,9 @@ class QuantizationConfig:
         for name, group in groups.items():
             weights = group.get("weights") if isinstance(group, dict) else None
             form = (group.get("format") if isinstance(group, dict) else None) or config.get("format")
+            if isinstance(weights, dict) and weights.get("type") == "float" and weights.get("num_bits") == 8 \
+                    and form in ("float-quantized", "naive-quantized"):
+                continue  # FP8 codes times a float scale: each weight an item refused by itself (Item.parts)
             if not isinstance(weights, dict) or form != "pack-quantized" or weights.get("type", "int") != "int":
                 raise UnsupportedError("HQ-PB-01", f"{source}: config group {name} is not integer pack-quantized "
                                        "weights", path=f"quantization_config -> config_groups -> {name}",
@@ -128,6 +137,8 @@ class QuantizationConfig:
             bits.add(weights.get("num_bits"))
             if weights.get("strategy") == "group":
                 sizes.add(weights.get("group_size"))
+        if not bits:  # FP8 groups only: no packed integer weights
+            return cls("compressed-tensors", 8, 0, False, 0, source)
         only = next(iter(bits))
         if len(bits) != 1 or isinstance(only, bool) or only not in (4, 8):
             raise UnsupportedError("HQ-PB-14", f"{source}: the config groups' num_bits are not one of 4 and 8",
@@ -186,12 +197,14 @@ class Item:
 
     @property
     def kind(self) -> str:
-        """``gptq``, ``awq``, ``compressed-tensors``, ``mxfp4``, ``bitsandbytes-nf4`` or the
-        safetensors dtype code of a plain tensor."""
+        """``gptq``, ``awq``, ``compressed-tensors``, ``mxfp4``, ``bitsandbytes-nf4``, ``nvfp4``,
+        ``fp8`` or the safetensors dtype code of a plain tensor."""
         if "state" in self.roles:
             return "bitsandbytes-nf4"
         if "weight_scale_2" in self.roles:
             return "nvfp4"
+        if "weight_scale" in self.roles and "weight" in self.roles:
+            return "fp8"
         if self.config is not None and self.roles:
             return self.config.method
         return self.source.entries[self.name].code
@@ -204,6 +217,8 @@ class Item:
         if "weight_scale_2" in self.roles:  # NVFP4: two E2M1 values a byte along the rows
             *leading, pairs = self.source.entries[self.roles["weight"]].shape
             return (*leading, pairs * 2)
+        if self.kind == "fp8":  # one code a value
+            return self.source.entries[self.roles["weight"]].shape
         if "state" in self.roles:  # bitsandbytes: the shape its state names
             return tuple(int(n) for n in self.state().get("shape") or ())
         if "blocks" in self.roles:  # MXFP4: (*prefix, G, 16) bytes, 32 values a block
@@ -247,8 +262,36 @@ class Item:
         return mxfp4_blocks_to_hurray(self.source.array(self.roles["blocks"]), self.source.array(self.roles["scales"]),
                                       self.name)
 
+    def hurray(self) -> Tensor:
+        """The item as the Hurray tensor ``convert -o NAME.hrry`` writes (refused by rule where
+        it has no exact form): MXFP4 as MXFP, NF4 as NF4, packed integer weights as per-block
+        affine, plain tensors as themselves."""
+        from hurray_decl.convert.hurray import from_block_parts
+        from hurray_decl.convert.safetensors import to_hurray
+
+        if self.kind == "mxfp4":
+            return Tensor(*self.mxfp(), self.name)
+        if self.kind == "bitsandbytes-nf4":
+            return Tensor(*self.nf4(), self.name)
+        if self.quantized:
+            return Tensor(*from_block_parts(self.parts()), self.name)
+        return to_hurray(self.name, self.array())
+
     def parts(self) -> BlockParts:
-        """A packed weight's per-block affine parts, bit for bit (refused by rule where none exist)."""
+        """A packed weight's per-block affine parts, bit for bit (refused by rule where none exist:
+        an FP8 or NVFP4 weight, whatever its target, HQ-MX-11)."""
+        if self.kind == "nvfp4":
+            raise UnsupportedError("HQ-MX-11", f"{self.name}: NVFP4 scales its E2M1 blocks by E4M3 values times a "
+                                   "float32 tensor scale; MXFP's scales are powers of two 2^(e - 127)",
+                                   path=self.roles["weight_scale_2"], actual="nvfp4 (weight_scale, weight_scale_2)",
+                                   expected="integer, MXFP4 or NF4 block codes")
+        if self.kind == "fp8":
+            code = self.source.entries[self.roles["weight"]].code
+            raise UnsupportedError("HQ-MX-11", f"{self.name}: FP8 codes ({code}) times a float scale "
+                                   f"({self.roles['weight_scale']}); MXFP scales float8 blocks by powers of two "
+                                   "2^(e - 127) only, and no other scheme holds float8 codes",
+                                   path=self.roles["weight_scale"], actual=f"fp8 {code} with weight_scale",
+                                   expected="integer, MXFP4 or NF4 block codes")
         if self.config is None or not self.roles:
             raise ArgumentError("item", f"{self.name} is not a packed weight", actual=self.name)
         read = {role: self.source.array(name) for role, name in self.roles.items()}
@@ -330,6 +373,13 @@ def read_checkpoint(path: str | Path) -> Checkpoint:
                 raise ArgumentError("checkpoint", f"{state} has no {roles.get(missing[0], missing[0])}",
                                     actual=weight, expected=", ".join(BNB_ROLES[:2]))
             grouped.update(dict.fromkeys(roles.values(), roles))
+        for scale in (n for n in source.names if n.endswith(FP8_SCALE)):
+            stem = scale[: -len(FP8_SCALE)]
+            codes = source.entries.get(f"{stem}.weight")
+            if codes is not None and codes.code in _FP8_CODES and f"{stem}{NVFP4_SCALE}" not in source.entries:
+                roles = {role: f"{stem}.{role}" for role in ("weight", "weight_scale", "input_scale")
+                         if f"{stem}.{role}" in source.entries}
+                grouped.update(dict.fromkeys(roles.values(), roles))
         for second in (n for n in source.names if n.endswith(NVFP4_SCALE)):
             stem = second[: -len(NVFP4_SCALE)]
             roles = {role: f"{stem}.{role}" for role in ("weight", "weight_scale", "weight_scale_2", "input_scale")
@@ -338,8 +388,10 @@ def read_checkpoint(path: str | Path) -> Checkpoint:
                 grouped.update(dict.fromkeys(roles.values(), roles))
         items, seen = [], set()
         for name in source.names:
-            anchor = grouped[name].get("state", grouped[name].get("weight_scale_2")) if name in grouped else None
-            if anchor is not None:  # one item a bitsandbytes or NVFP4 weight, named as its weight
+            roles = grouped.get(name, {})
+            anchor = roles.get("state", roles.get("weight_scale_2", roles.get("weight_scale") if "weight" in roles
+                                                  else None))
+            if anchor is not None:  # one item a bitsandbytes, NVFP4 or FP8 weight, named as its weight
                 if anchor not in seen:
                     seen.add(anchor)
                     items.append(Item(grouped[name]["weight"], source, config, grouped[name]))

@@ -14,10 +14,10 @@ takes. Every safetensors dtype with a Hurray counterpart converts, losslessly:
 
 Without the package, reading and writing raise ``ModuleNotFoundError`` (the command line names
 the package to install). Reading goes through :class:`safetensors.safe_open`, which checks the header (offsets, sizes,
-dtypes) before anything here sees it; each tensor is read when asked for, from the memory-mapped
-file. ``get_tensor`` of the package's NumPy API gives the types NumPy has; the float8 and F4
-tensors, which that API cannot build, are viewed from their bytes at the offsets of the header
-the package has checked. ``__metadata__`` (string keys and values) is kept in the file's order.
+dtypes) before anything here sees it; each tensor is read when asked for: its bytes, at the
+offsets of the header the package has checked, into a new array (one copy, no mapping left
+resident), viewed as its type (float8 and F4 too, which the package's NumPy API cannot build).
+``__metadata__`` (string keys and values) is kept in the file's order.
 
 :func:`metadata_to_kv` and :func:`kv_to_metadata` map ``__metadata__`` to container KV entries and
 back: each key as itself, each string value as a KV string, so a file's metadata comes back as it
@@ -27,7 +27,6 @@ was. A KV value that is not a string (from another source) is written as its JSO
 from __future__ import annotations
 
 import json
-import mmap
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,8 +68,6 @@ class SafetensorsDtype:
     element: str | None
     writer_name: str
     rule: str | None = None
-    raw: bool = False
-    """Read from the bytes: the package's NumPy API has no type for it (float8, F4)."""
     per_byte: int = 1
     """Values a byte in the file (F4: two, packed as Hurray packs 4-bit types, HE-14)."""
 
@@ -84,10 +81,10 @@ DTYPES = {row.code: row for row in (
     SafetensorsDtype("F16", "float16", "float16"), SafetensorsDtype("BF16", "bfloat16", "bfloat16"),
     SafetensorsDtype("F32", "float32", "float32"), SafetensorsDtype("F64", "float64", "float64"),
     SafetensorsDtype("C64", "complex64", "complex64"),
-    SafetensorsDtype("F8_E4M3", "float8_e4m3", "float8_e4m3fn", raw=True),
-    SafetensorsDtype("F8_E5M2", "float8_e5m2", "float8_e5m2", raw=True),
-    SafetensorsDtype("F8_E8M0", "float8_e8m0", "float8_e8m0fnu", raw=True),
-    SafetensorsDtype("F4", "float4_e2m1", "float4_e2m1fn_x2", raw=True, per_byte=2),
+    SafetensorsDtype("F8_E4M3", "float8_e4m3", "float8_e4m3fn"),
+    SafetensorsDtype("F8_E5M2", "float8_e5m2", "float8_e5m2"),
+    SafetensorsDtype("F8_E8M0", "float8_e8m0", "float8_e8m0fnu"),
+    SafetensorsDtype("F4", "float4_e2m1", "float4_e2m1fn_x2", per_byte=2),
     SafetensorsDtype("F8_E4M3FNUZ", None, "float8_e4m3fnuz", "HE-23"),
     SafetensorsDtype("F8_E5M2FNUZ", None, "float8_e5m2fnuz", "HE-24"),
 )}
@@ -142,7 +139,6 @@ class SafetensorsFile:
         except SafetensorError as err:
             raise ArgumentError("source", f"{path} is not a valid safetensors file: {err}", actual=str(path)) from None
         self._file = path.open("rb")
-        self._map: mmap.mmap | None = None
         header_size = int.from_bytes(self._file.read(_HEADER_LENGTH), "little")  # checked by safe_open
         header = json.loads(self._file.read(header_size))
         self._data_start = _HEADER_LENGTH + header_size
@@ -174,26 +170,30 @@ class SafetensorsFile:
         element = row.element or ""
         target = storage.value_dtype(element)
         storage.check_output_size(entry.shape, target.itemsize, f"reading {name}")
-        if not row.raw:
-            values = self._opened.get_tensor(name)
-            if values.dtype != target:
-                values = values.view(target)
-            return values.reshape(entry.shape)
-        raw = np.frombuffer(self._mapped(), dtype=np.uint8, count=entry.end - entry.begin,
-                            offset=self._data_start + entry.begin)
+        raw = self._bytes(entry)
         count = int(np.prod(entry.shape, dtype=np.int64))
         if row.per_byte > 1:
             raw = storage.unpack_codes(raw, 8 // row.per_byte, count)
         return raw.view(target).reshape(entry.shape)
 
-    def _mapped(self) -> mmap.mmap:
-        if self._map is None:
-            self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
-        return self._map
+    def _bytes(self, entry: Entry) -> np.ndarray:
+        """A tensor's bytes read into a new array: one copy, no mapping left resident (the
+        package checked the header's offsets against the file at open)."""
+        data = np.empty(entry.end - entry.begin, np.uint8)
+        view, done = data.data, 0
+        self._file.seek(self._data_start + entry.begin)
+        while done < data.size:
+            got = self._file.readinto(view[done:])
+            if not got:
+                raise ArgumentError("source", f"{self.path} ended inside {entry.name} (shortened since it was "
+                                    "opened)", actual=self._data_start + entry.begin + done,
+                                    expected=self._data_start + entry.end)
+            done += got
+        return data
 
     def close(self) -> None:
         self._handle.__exit__(None, None, None)
-        self._file.close()  # the map stays readable while arrays viewing it live
+        self._file.close()
 
     def __enter__(self) -> SafetensorsFile:
         return self

@@ -177,6 +177,20 @@ class Tensor:
     # ------------------------------------------------------------------ values
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        """``np.asarray(t)``: an unquantized row-major or column-major tensor of a type of a byte
+        or more (bfloat16 and float8 as ``ml_dtypes`` types) is a read-only view of its stored
+        bytes (a loaded tensor's: the file mapping), not a copy, unless ``copy`` or another
+        ``dtype`` is asked for; any other tensor is :meth:`numpy`'s values."""
+        view = None if copy else self._stored_view()
+        if view is not None and BY_NAME[view[1]].bits >= 8:
+            owner, name, shape, strides = view
+            values = owner.view(storage.value_dtype(name))
+            if dtype is None or np.dtype(dtype) == values.dtype:
+                row_major = strides == dlpack.row_strides(shape)
+                stored = values.reshape(shape if row_major else tuple(reversed(shape)))
+                stored = stored if row_major else stored.T
+                stored.flags.writeable = False
+                return stored
         return self.numpy(dtype)
 
     def numpy(self, dtype: Any = None, out: np.ndarray | None = None, *,

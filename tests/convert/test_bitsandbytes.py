@@ -4,8 +4,8 @@
 formula ``quant_map[q] * absmax[b]`` in float32. The fixtures are packed here as the
 bitsandbytes repository's reference ``quantize_4bit`` packs (two codes a byte, element 2k in the
 HIGH nibble, blocks over the flattened tensor; the state as JSON bytes, as ``pack_dict_to_tensor``
-writes it); where bitsandbytes is installed, its own quantize_4bit and dequantize_4bit are checked
-against too. A copy with swapped nibbles gives other values."""
+writes it); bitsandbytes' own quantize_4bit and dequantize_4bit (the package is in the test
+extra; its CPU kernels) are checked against too. A copy with swapped nibbles gives other values."""
 
 from __future__ import annotations
 
@@ -99,8 +99,8 @@ def test_an_nf4_layer_converts_to_onnx_light_nf4_and_ort_refuses_it(tmp_path):
 
 @pytest.mark.parametrize("nested", [False, True], ids=["absmax", "nested absmax"])
 def test_bitsandbytes_own_quantizer_and_dequantizer_agree(tmp_path, nested):
-    """Where bitsandbytes installs (not a test extra: it is large), its own ``quantize_4bit``
-    makes the layer and its own ``dequantize_4bit`` (float32) is the reference."""
+    """bitsandbytes' own ``quantize_4bit`` makes the layer and its own ``dequantize_4bit``
+    (float32) is the reference; the same layer with its nibbles swapped converts to other values."""
     torch = pytest.importorskip("torch")
     functional = pytest.importorskip("bitsandbytes.functional")
     weight = torch.randn(48, 256, generator=torch.Generator().manual_seed(34))
@@ -112,3 +112,13 @@ def test_bitsandbytes_own_quantizer_and_dequantizer_agree(tmp_path, nested):
     assert done.returncode == 0, done.stderr
     reference = functional.dequantize_4bit(packed, state).float().numpy()
     assert hd.load(tmp_path / "m.hrry")[W].numpy().tobytes() == reference.tobytes()
+    assert hd.load(tmp_path / "model.safetensors")[W].numpy().tobytes() == reference.tobytes()  # opened as is
+    codes = tensors[W]
+    tensors[W] = ((codes << 4) | (codes >> 4)).astype(np.uint8)
+    save_file(tensors, str(tmp_path / "swapped.safetensors"))
+    done = cli("convert", "swapped.safetensors", "-o", "s.hrry", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    swapped = hd.load(tmp_path / "s.hrry")[W].numpy()
+    assert swapped.tobytes() != reference.tobytes()  # the nibble order is what the values say
+    theirs = functional.dequantize_4bit(torch.from_numpy(tensors[W]), state).float().numpy()
+    assert swapped.tobytes() == theirs.tobytes()  # and bitsandbytes reads the swapped bytes as we do

@@ -6,6 +6,7 @@ by their rules before anything is written."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +19,7 @@ from safetensors.numpy import save_file
 import hurray_decl as hd
 from hurray_decl.convert.safetensors import open_safetensors
 from hurray_decl.errors import HurrayDeclError
-from tests.helpers import run_cli as cli
+from tests.helpers import measured, run_cli as cli
 
 INDEX = "model.safetensors.index.json"
 
@@ -67,6 +68,29 @@ def test_five_shards_convert_as_the_unsplit_model(tmp_path):
         assert np.asarray(b[name]).tobytes() == model[name].tobytes(), name
     assert hd.load_kv(tmp_path / "whole.hrry") == {"format": "pt"}
     assert hd.load_kv(tmp_path / "split.hrry") == {"format": "pt", "safetensors.index.note": "kept"}
+    same_as_container(tmp_path / INDEX, tmp_path / "split.hrry")
+    listed = cli("ls", INDEX, "--format", "json", cwd=tmp_path)  # ls of the index: the model's tensors
+    assert listed.returncode == 0, listed.stderr
+    unsplit = json.loads(cli("ls", "whole.safetensors", "--format", "json", cwd=tmp_path).stdout)["tensors"]
+    rows = json.loads(listed.stdout)["tensors"]
+    assert sorted(rows, key=lambda r: r["name"]) == sorted(unsplit, key=lambda r: r["name"]) and len(rows) == 16
+    assert {r["name"]: r["type"] for r in rows}["embed"] == "BF16"
+
+
+def same_as_container(source: Path, container: Path) -> None:
+    """``hd.open(source)`` gives what ``convert source -o container`` wrote: the same names in the
+    same order, descriptors, buffer bytes and KV; ``hd.load`` and ``hd.load_kv`` too."""
+    with hd.open(source) as opened, hd.open(container) as written:
+        assert list(opened) == list(written) and len(opened) == len(written) > 0
+        for name in written:
+            assert opened[name].descriptor == written[name].descriptor, name
+            assert [bytes(b) for b in opened[name].buffers] == [bytes(b) for b in written[name].buffers], name
+        assert opened.kv == written.kv
+        with pytest.raises(KeyError):
+            opened["no such tensor"]
+    with pytest.raises(HurrayDeclError):
+        opened[next(iter(written.names))]  # closed
+    assert list(hd.load(source)) == list(written.names) and hd.load_kv(source) == hd.load_kv(container)
 
 
 def test_the_shards_are_read_one_at_a_time(tmp_path):
@@ -84,9 +108,12 @@ def refused(tmp_path: Path, rule: str) -> None:
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     assert f"[{rule}]" in done.stderr, done.stderr
     assert not (tmp_path / "out.hrry").exists()
-    with pytest.raises(HurrayDeclError) as caught:
-        open_safetensors(tmp_path / INDEX)
-    assert caught.value.code == rule
+    listed = cli("ls", INDEX, cwd=tmp_path)
+    assert listed.returncode == 1 and f"[{rule}]" in listed.stderr and "Traceback" not in listed.stderr
+    for opener in (open_safetensors, hd.open, hd.load):
+        with pytest.raises(HurrayDeclError) as caught:
+            opener(tmp_path / INDEX)
+        assert caught.value.code == rule
 
 
 def test_a_missing_shard_is_refused(tmp_path):
@@ -175,6 +202,7 @@ def test_three_gguf_splits_convert_as_the_unsplit_model(tmp_path):
         assert whole.returncode == 0 and split.returncode == 0, whole.stderr + split.stderr
         assert "8 converted" in split.stdout
         assert (tmp_path / "whole.hrry").read_bytes() == (tmp_path / "split.hrry").read_bytes()
+        same_as_container(start, tmp_path / "whole.hrry")  # hd.open of any split: the model
     listed = cli("ls", str(splits[1]), "--format", "json", cwd=tmp_path)  # ls of any split: the model's tensors
     assert listed.returncode == 0, listed.stderr
     unsplit = json.loads(cli("ls", "whole/m.gguf", "--format", "json", cwd=tmp_path).stdout)
@@ -188,6 +216,9 @@ def test_gguf_split_refusals(tmp_path):
     moved = splits[1].rename(tmp_path / "aside.gguf")
     with pytest.raises(HurrayDeclError) as caught:
         read_gguf_model(splits[0])
+    assert caught.value.code == "CV-SHD-01"
+    with pytest.raises(HurrayDeclError) as caught:
+        hd.open(splits[2])
     assert caught.value.code == "CV-SHD-01"
     done = cli("convert", splits[0].name, "-o", "out.hrry", cwd=tmp_path)
     assert done.returncode == 1 and "[CV-SHD-01]" in done.stderr and not (tmp_path / "out.hrry").exists()
@@ -224,9 +255,10 @@ def test_gguf_splits_holding_one_tensor_twice_or_too_few_are_refused(tmp_path):
     first, second = tmp_path / "m-00001-of-00002.gguf", tmp_path / "m-00002-of-00002.gguf"
     split(first, 0, ["a", "b"], 3)
     split(second, 1, ["b"], 3)
-    with pytest.raises(HurrayDeclError) as caught:
-        read_gguf_model(first)
-    assert caught.value.code == "CV-SHD-03"
+    for opener in (read_gguf_model, hd.open):
+        with pytest.raises(HurrayDeclError) as caught:
+            opener(first)
+        assert caught.value.code == "CV-SHD-03"
     for total in (4, 3):  # both say 4 while they hold 3; then the first says 3 and the second 4
         split(second, 1, ["c"], 4)
         split(first, 0, ["a", "b"], total)
@@ -236,6 +268,47 @@ def test_gguf_splits_holding_one_tensor_twice_or_too_few_are_refused(tmp_path):
     split(first, 0, ["a", "b"], 3)
     split(second, 1, ["c"], 3)
     assert [t.name for t in read_gguf_model(second).tensors] == ["a", "b", "c"]
+
+
+# ---------------------------------------------------------------- memory
+
+MIB = 1 << 20
+
+
+def test_converting_shards_and_splits_holds_one_tensor_at_a_time(tmp_path):
+    """``convert`` of a 5-shard safetensors model (10 float32 tensors of 32 MiB, 320 MiB) and of
+    a 3-split GGUF (12 F32 tensors of 16 MiB, 192 MiB) peaks at most at the largest tensor x 2
+    + 128 MiB (ru_maxrss of the converting process alone), less than either model: the shards
+    and splits are read one tensor at a time; every tensor is in the container."""
+    import gguf
+
+    rows = 32 * MIB // 4 // 1024
+    weight_map = {}
+    for k in range(5):  # each shard written from its own two arrays, so this test holds 64 MiB at a time
+        file = f"model-{k + 1:05d}-of-00005.safetensors"
+        part = {f"layers.{2 * k + j}.w": np.full((rows, 1024), 2 * k + j, np.float32) for j in range(2)}
+        save_file(part, str(tmp_path / file))
+        weight_map.update(dict.fromkeys(part, file))
+    (tmp_path / INDEX).write_text(json.dumps({"weight_map": weight_map}))
+    writer = gguf.GGUFWriter(str(tmp_path / "m.gguf"), "llama", split_max_tensors=4)
+    for i in range(12):
+        writer.add_tensor(f"blk.{i}.w", np.full((rows // 2, 1024), i, np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    del writer
+    for source, largest, total, count in ((INDEX, 32 * MIB, 320 * MIB, 10), ("m-00001-of-00003.gguf", 16 * MIB,
+                                                                            192 * MIB, 12)):
+        bound = 2 * largest + 128 * MIB
+        assert total > bound  # a reader holding the model could not pass
+        run = measured(sys.executable, "-m", "hurray_decl", "convert", source, "-o", "out.hrry", cwd=tmp_path)
+        assert run["rc"] == 0, run["err"]
+        assert run["peak"] <= bound, f"{source}: peak {run['peak'] / MIB:.1f} MiB > {bound / MIB:.0f} MiB"
+        with hd.open(tmp_path / "out.hrry") as written:
+            assert len(written) == count
+            last = written[list(written)[-1]]
+            assert np.asarray(last)[-1, -1] == count - 1 and last.shape[1] == 1024
 
 
 # ---------------------------------------------------------------- fuzzing the index

@@ -68,6 +68,51 @@ def test_numpy_reads_the_mapping_itself(mapped, element):
     assert low <= values.ctypes.data < high and not values.flags.writeable  # DLPACK_FLAG_BITMASK_READ_ONLY
 
 
+ML_DTYPES = {"bfloat16", "float8_e4m3", "float8_e5m2", "float8_e8m0"}
+"""The DLPack types NumPy's consumer refuses (``np.from_dlpack`` of kDLBfloat, kDLFloat8_*:
+"Unsupported dtype in DLTensor.", NumPy 2.4.6 and every release before it; ml_dtypes arrays are
+no DLPack producers either), which ``np.asarray`` gives as ml_dtypes types, from the mapping."""
+
+
+@pytest.mark.parametrize("element", sorted(ML_DTYPES | NUMPY_READS))
+def test_asarray_views_the_mapping(mapped, element):
+    """``np.asarray(t)`` of every plain type of a byte or more: the stored bytes, not copied
+    (read-only, the address inside the mapping), bfloat16 and float8 as ml_dtypes types;
+    ``copy=True`` and another dtype give a copy."""
+    source, loaded = mapped
+    values = np.asarray(loaded[element])
+    assert values.dtype == source[element].dtype and values.tobytes() == source[element].tobytes()
+    low, high = mapping_range(loaded[element])
+    assert low <= values.ctypes.data < high and not values.flags.writeable
+    own = np.array(loaded[element], copy=True)
+    assert own.flags.writeable and not low <= own.ctypes.data < high and own.tobytes() == values.tobytes()
+    column = np.asarray(loaded["column"])
+    column_low, column_high = mapping_range(loaded["column"])
+    assert column.flags.f_contiguous and column_low <= column.ctypes.data < column_high
+    assert np.ascontiguousarray(column).tobytes() == np.ascontiguousarray(source["float32"][:40, :31]).tobytes()
+    wide = np.asarray(loaded["float16"], dtype=np.float32)
+    assert wide.dtype == np.float32 and wide.tobytes() == source["float16"].astype(np.float32).tobytes()
+
+
+@pytest.mark.parametrize("element", sorted(ML_DTYPES))
+def test_numpy_consumer_has_no_bfloat16_or_float8_and_the_values_go_around_it(mapped, element):
+    """The tensor exports its DLPack type (kDLBfloat, kDLFloat8_*), which torch reads from the
+    mapping; NumPy's consumer refuses those codes, or gives the values where a NumPy release
+    reads them; the bytes as uint8/uint16 through ``np.from_dlpack`` of ``np.asarray(t)``'s view
+    are the mapping too."""
+    source, loaded = mapped
+    low, high = mapping_range(loaded[element])
+    try:
+        values = np.from_dlpack(loaded[element])
+    except RuntimeError as err:  # NumPy <= 2.4.6: no bfloat16 or float8 in its DLPack consumer
+        assert "Unsupported dtype" in str(err)
+    else:
+        assert values.tobytes() == source[element].tobytes() and low <= values.ctypes.data < high
+    carrier = np.asarray(loaded[element]).view(np.uint16 if element == "bfloat16" else np.uint8)
+    raw = np.from_dlpack(carrier)
+    assert low <= raw.ctypes.data < high and raw.view(source[element].dtype).tobytes() == source[element].tobytes()
+
+
 def test_a_column_major_tensor_is_handed_over_with_its_strides(mapped):
     source, loaded = mapped
     values = np.from_dlpack(loaded["column"])

@@ -12,7 +12,6 @@ test depends on timing.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from hurray_decl.hurray.tables.codes import MemberRole
 from hurray_decl.hurray.tensor import COO, CSC, CSF, CSR, BufferHandle, CompositeHead, Strided, TensorDescriptor
 from hurray_decl.hurray.tensor.sections import CompositeMember, Shard
 from hurray_decl.hurray.values import Tensor
+from tests.helpers import measured
 from tests.hurray.test_tensor_access import paged_tensor, ref_sequence
 
 sp = pytest.importorskip("scipy.sparse")
@@ -300,21 +300,6 @@ def test_check_refuses_before_any_value():
 
 
 # ---------------------------------------------------------------- the T4-F files, measured
-
-WRAPPER = ("import json, resource, subprocess, sys\n"
-           "done = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
-           "print(json.dumps({'rc': done.returncode, 'out': done.stdout, 'err': done.stderr,\n"
-           "                  'peak': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024}))\n")
-
-
-def measured(*argv: str, cwd: Path) -> dict:
-    """The child's exit status, output and peak resident bytes (ru_maxrss of the only child of a
-    wrapper process, so nothing else this test run did is counted)."""
-    root = Path(__file__).resolve().parents[2]
-    done = subprocess.run([sys.executable, "-c", WRAPPER, *argv], capture_output=True, text=True, cwd=cwd,
-                          env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"}, check=True)
-    return json.loads(done.stdout)
-
 
 def cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "hurray_decl", *args]

@@ -162,12 +162,13 @@ def codes_at(raw: np.ndarray, bits: int, start: int, count: int) -> np.ndarray:
 def pack_codes(codes: np.ndarray, bits: int) -> bytes:
     """Pack ``bits``-wide codes LSB-first; unused bits of the last unit are zero. Codes wider than
     a byte (unsigned integers, or 16-byte void values) are written little-endian as they are."""
-    if bits > 8:
+    if bits > 8:  # one copy: the bytes (astype copies only on a big-endian host)
         flat = np.ascontiguousarray(codes).reshape(-1)
-        return flat.tobytes() if flat.dtype.kind == "V" else flat.astype(flat.dtype.newbyteorder("<")).tobytes()
+        return flat.tobytes() if flat.dtype.kind == "V" else \
+            flat.astype(flat.dtype.newbyteorder("<"), copy=False).tobytes()
+    if bits == 8:  # every bit of a byte is the code's: nothing to mask
+        return np.asarray(codes, dtype=np.uint8).tobytes()
     codes = np.asarray(codes, dtype=np.uint8).reshape(-1) & ((1 << bits) - 1)
-    if bits == 8:
-        return codes.tobytes()
     unit = packing(bits).elements
     if bits == 6:
         padded = np.zeros(packing(6).units(codes.size) * unit, dtype=np.uint32)

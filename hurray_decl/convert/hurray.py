@@ -7,7 +7,7 @@ which checks it by the same rules as any input.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from hurray_decl.convert.gguf import (
 )
 from hurray_decl.convert.group import awq_parts, gptq_parts
 from hurray_decl.convert.parts import BlockParts
-from hurray_decl.errors import ArgumentError, RuleViolation, UnsupportedError
+from hurray_decl.errors import ArgumentError, HurrayDeclError, RuleViolation, UnsupportedError
 from hurray_decl.hurray import kernels
 from hurray_decl.hurray.numerics import assemble, assemble_data, buffer_contents
 from hurray_decl.hurray.quantization import register_project_schemes
@@ -37,12 +37,21 @@ from hurray_decl.hurray.schemes.per_tensor_affine import PerTensorAffine
 from hurray_decl.hurray.tables import storage
 from hurray_decl.hurray.tables.codes import ScaleType
 from hurray_decl.hurray.tables.element_types import BY_TAG
-from hurray_decl.hurray.tensor import RowMajor, TensorDescriptor, validate_buffers
+from hurray_decl.hurray.tensor import (
+    BufferHandle,
+    RowMajor,
+    TensorDescriptor,
+    read_tensor_descriptor,
+    validate_buffers,
+    write_tensor_descriptor,
+)
 from hurray_decl.hurray.tensor.validate import DataContext
 
 __all__ = [
+    "CHUNK_BYTES",
     "affine_parts",
     "block_parts",
+    "by_rows",
     "from_awq",
     "from_block_parts",
     "from_gguf",
@@ -50,25 +59,141 @@ __all__ = [
     "from_gguf_mxfp4",
     "from_gguf_super_blocks",
     "from_gptq",
+    "release_pages",
+    "row_pieces",
     "super_blocks_gguf",
 ]
 
 
-def from_gguf(raw: Any, ggml_type: Any, shape: Sequence[int]) -> tuple[TensorDescriptor, list[bytes]]:
+CHUNK_BYTES = 1 << 18
+"""Source bytes converted at a time by :func:`by_rows` (the working memory of a conversion is a
+few times this, beside the source and the output)."""
+
+
+def by_rows(raw: Any, shape: Sequence[int], convert: Callable[[np.ndarray, tuple[int, ...]], Any],
+            chunk: int = CHUNK_BYTES) -> tuple[TensorDescriptor, list[Any]]:
+    """``convert(raw, shape)`` (GGUF blocks, blocks along the last axis, to a row-major Hurray
+    tensor whose buffers are laid out row after row) run on rows (along the first axis) of about ``chunk`` source
+    bytes at a time, each piece's buffers copied into the tensor's as they are made: the same
+    descriptor and buffers as one call on the whole tensor, with working memory of a few chunks
+    rather than a few times the tensor. A refusal is raised by one call on the whole tensor, so
+    that its block and byte offsets are the tensor's. The buffers are writable memory views."""
+    shape = tuple(int(n) for n in shape)
+    data = np.frombuffer(memoryview(raw).cast("B"), dtype=np.uint8)
+    lines = shape[0] if len(shape) > 1 else 1
+    if len(shape) < 2 or data.size <= chunk or data.size % lines:
+        return convert(data, shape)
+    width = data.size // lines
+    step = max(1, chunk // width)
+    descriptor: TensorDescriptor | None = None
+    outputs: list[np.ndarray] = []
+    per_row: list[int] = []
+    for start in range(0, lines, step):
+        stop = min(lines, start + step)
+        try:
+            piece, buffers = convert(data[start * width:stop * width], (stop - start, *shape[1:]))
+        except HurrayDeclError:
+            convert(data, shape)  # the refusal, located in the whole tensor
+            raise
+        contents = [np.frombuffer(memoryview(b).cast("B"), np.uint8) for b in buffers]
+        if descriptor is None:
+            if piece.byte_offset or any(len(c) % step for c in contents):
+                return convert(data, shape)  # buffers not laid out row after row: converted whole
+            descriptor, per_row = piece, [len(c) // step for c in contents]
+            outputs = [np.empty(n * lines, np.uint8) for n in per_row]
+        if [len(c) for c in contents] != [n * (stop - start) for n in per_row]:
+            return convert(data, shape)
+        for out, c, n in zip(outputs, contents, per_row):
+            out[start * n:stop * n] = c
+    if descriptor is None:
+        return convert(data, shape)
+    views = [memoryview(out.data) for out in outputs]
+    whole = descriptor.replace(shape=shape, buffers=tuple(BufferHandle(byte_size=len(out)) for out in outputs))
+    whole = read_tensor_descriptor(write_tensor_descriptor(whole))
+    validate_buffers(whole, views)
+    return whole, views
+
+
+def row_pieces(descriptor: TensorDescriptor, buffers: Sequence[Any],
+               chunk: int = CHUNK_BYTES) -> Iterator[tuple[int, int, TensorDescriptor, list[memoryview]]] | None:
+    """A row-major quantized tensor whose blocks run along its last axis, in pieces of rows along
+    its first axis of about ``chunk`` buffer bytes: (first row, end row, the piece's descriptor,
+    its buffers as views of ``buffers``), each piece a tensor in itself (the inverse of
+    :func:`by_rows`). None when the tensor is small, unquantized, or its buffers are not laid out
+    row after row (each buffer's size a multiple of the row count, no byte offset)."""
+    q = descriptor.quantization
+    shape = tuple(int(n) for n in descriptor.shape)
+    sizes = [h.byte_size for h in descriptor.buffers]
+    if q is None or len(shape) < 2 or not isinstance(descriptor.layout, RowMajor) or descriptor.byte_offset \
+            or getattr(q, "axis", None) != len(shape) - 1 or sum(sizes) <= chunk or any(n % shape[0] for n in sizes) \
+            or len(buffers) != len(sizes):
+        return None
+    contents = buffer_contents(buffers)
+    if [len(c) for c in contents] != sizes:
+        return None
+    per_row = [n // shape[0] for n in sizes]
+    step = max(1, chunk // sum(per_row))
+
+    def pieces() -> Iterator[tuple[int, int, TensorDescriptor, list[memoryview]]]:
+        for start in range(0, shape[0], step):
+            stop = min(shape[0], start + step)
+            handles = tuple(h.model_copy(update={"byte_size": n * (stop - start)})
+                            for h, n in zip(descriptor.buffers, per_row))
+            piece = descriptor.replace(shape=(stop - start, *shape[1:]), buffers=handles)
+            yield start, stop, piece, [c[start * n:stop * n] for c, n in zip(contents, per_row)]
+
+    return pieces()
+
+
+def release_pages(buffers: Sequence[Any]) -> None:
+    """Let the system drop the pages of each buffer that is a view of a read-only memory map (a
+    container or model file opened by path): they are read again from the file if used later,
+    so a converter going tensor by tensor through a mapped file holds one tensor's pages, not
+    the file's. Other buffers (bytes, arrays, writable maps, whose pages may hold the only copy)
+    are left alone."""
+    import mmap
+
+    if not hasattr(mmap, "MADV_DONTNEED"):
+        return
+    page = mmap.PAGESIZE
+    for buffer in buffers:
+        owner = buffer.obj if isinstance(buffer, memoryview) else None
+        if not isinstance(owner, mmap.mmap) or not len(buffer) or owner.closed:
+            continue
+        whole = memoryview(owner)
+        if not whole.readonly:
+            continue
+        base = np.frombuffer(whole, np.uint8).ctypes.data
+        start = np.frombuffer(buffer.cast("B"), np.uint8).ctypes.data - base
+        first = start // page * page
+        end = min(len(owner), start + buffer.nbytes)
+        # only whole pages of the buffer: a page it shares with a neighbour is left as it is
+        stop = end if end == len(owner) else end // page * page
+        if stop > first:
+            owner.madvise(mmap.MADV_DONTNEED, first, stop - first)
+
+
+def from_gguf(raw: Any, ggml_type: Any, shape: Sequence[int], *,
+              chunk: int = CHUNK_BYTES) -> tuple[TensorDescriptor, list[Any]]:
     """GGUF Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0 blocks (blocks along the last axis of ``shape``) as
-    per-block affine; MXFP4 blocks as MXFP (:func:`from_gguf_mxfp4`)."""
+    per-block affine; MXFP4 blocks as MXFP (:func:`from_gguf_mxfp4`); row by row (:func:`by_rows`)."""
     if getattr(ggml_type, "name", ggml_type) == "MXFP4":
-        return from_gguf_mxfp4(raw, shape)
-    return from_block_parts(gguf_parts(raw, ggml_type, shape))
+        return by_rows(raw, shape, from_gguf_mxfp4, chunk)
+    return by_rows(raw, shape, lambda data, part: from_block_parts(gguf_parts(data, ggml_type, part)), chunk)
 
 
-def from_gguf_super_blocks(raw: Any, ggml_type: Any, shape: Sequence[int]) -> tuple[TensorDescriptor, list[bytes]]:
+def from_gguf_super_blocks(raw: Any, ggml_type: Any, shape: Sequence[int], *,
+                           chunk: int = CHUNK_BYTES) -> tuple[TensorDescriptor, list[Any]]:
     """GGUF K-quant blocks (Q2_K .. Q6_K), or Q4_1 / Q5_1 blocks, as the project's private ggml
     super-block scheme (0xF0, :mod:`hurray_decl.hurray.schemes.ggml_super_block`, registered
     here): the codes in the narrowest storage holding them, the float16 ``d`` (and ``dmin``, or
     Q4_1's ``m`` with ADDED_MINIMUM) with their bits as they are, the sub-block scale (and
     minimum) codes as integers (1 for Q4_1 / Q5_1). The values are gguf's bit for bit, and
-    :func:`super_blocks_gguf` gives the blocks back byte for byte."""
+    :func:`super_blocks_gguf` gives the blocks back byte for byte. Row by row (:func:`by_rows`)."""
+    return by_rows(raw, shape, lambda data, part: _super_blocks(data, ggml_type, part), chunk)
+
+
+def _super_blocks(raw: Any, ggml_type: Any, shape: Sequence[int]) -> tuple[TensorDescriptor, list[bytes]]:
     row = gguf_type(ggml_type)
     single = not row.two_level
     if single and not row.has_offset:

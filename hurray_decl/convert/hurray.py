@@ -59,6 +59,7 @@ __all__ = [
     "from_gguf_mxfp4",
     "from_gguf_super_blocks",
     "from_gptq",
+    "plain_blocks_gguf",
     "release_pages",
     "row_pieces",
     "super_blocks_gguf",
@@ -107,11 +108,125 @@ def by_rows(raw: Any, shape: Sequence[int], convert: Callable[[np.ndarray, tuple
             out[start * n:stop * n] = c
     if descriptor is None:
         return convert(data, shape)
+    return _grown(descriptor, shape, outputs)
+
+
+def _grown(piece: TensorDescriptor, shape: tuple[int, ...], outputs: Sequence[np.ndarray]) -> tuple[TensorDescriptor,
+                                                                                                  list[Any]]:
+    """The tensor of ``shape`` whose buffers are ``outputs``, described as ``piece`` (a few of its
+    rows) is, checked by the same rules as any input."""
     views = [memoryview(out.data) for out in outputs]
-    whole = descriptor.replace(shape=shape, buffers=tuple(BufferHandle(byte_size=len(out)) for out in outputs))
+    whole = piece.replace(shape=shape, buffers=tuple(BufferHandle(byte_size=len(out)) for out in outputs))
     whole = read_tensor_descriptor(write_tensor_descriptor(whole))
     validate_buffers(whole, views)
     return whole, views
+
+
+def _pair_table(flip: int) -> np.ndarray:
+    """Two bytes (a uint16) of nibbles in GGUF's order to the same nibbles in Hurray's: byte 2k
+    of a group holds elements 2k (low nibble) and h + 2k (high), byte 2k + 1 elements 2k + 1 and
+    h + 2k + 1, for h half the group's elements; Hurray's bytes are ``e[2k] | e[2k + 1] << 4``
+    (HE-14) of the first half, then of the second. ``flip`` is XORed into each nibble (8 turns
+    a GGUF code q + 8 into the int4 q)."""
+    p = np.arange(1 << 16, dtype=np.uint32)
+    low = ((p & 0xF) | ((p >> 4) & 0xF0)) ^ (flip * 0x11)
+    high = (((p >> 4) & 0xF) | ((p >> 8) & 0xF0)) ^ (flip * 0x11)
+    return (low | (high << 8)).astype("<u2")
+
+
+PAIRS = {flip: _pair_table(flip) for flip in (0, 8)}
+"""The nibble re-layout tables of :func:`nibble_codes`, by the XOR they apply."""
+
+
+def nibble_codes(qs: np.ndarray, flip: int) -> np.ndarray:
+    """GGUF nibbles (rows of bytes, byte i holding element i in its low nibble and element
+    ``width + i`` in its high one, for a row of ``width`` bytes) as Hurray's packed 4-bit codes
+    (element 2k in the low nibble of byte k), one table look-up per two bytes (:data:`PAIRS`)."""
+    pairs = PAIRS[flip][np.ascontiguousarray(qs).view("<u2")].view(np.uint8)
+    half = qs.shape[1] // 2
+    out = np.empty(qs.shape, np.uint8)
+    out[:, :half] = pairs[:, 0::2]
+    out[:, half:] = pairs[:, 1::2]
+    return out
+
+
+def _gguf_pair_table(flip: int) -> np.ndarray:
+    """The inverse of :func:`_pair_table`: Hurray's bytes k and h + k (a uint16, k low) to GGUF's
+    bytes 2k and 2k + 1, ``flip`` XORed into each nibble."""
+    p = np.arange(1 << 16, dtype=np.uint32)
+    a, b = p & 0xFF, p >> 8
+    low = ((a & 0xF) | ((b & 0xF) << 4)) ^ (flip * 0x11)
+    high = ((a >> 4) | (b & 0xF0)) ^ (flip * 0x11)
+    return (low | (high << 8)).astype("<u2")
+
+
+GGUF_PAIRS = {flip: _gguf_pair_table(flip) for flip in (0, 8)}
+"""The tables of :func:`gguf_nibbles`, by the XOR they apply."""
+
+
+def gguf_nibbles(codes: np.ndarray, flip: int) -> np.ndarray:
+    """The inverse of :func:`nibble_codes`: rows of Hurray's packed 4-bit codes as GGUF's nibbles."""
+    half = codes.shape[1] // 2
+    index = codes[:, :half].astype("<u2") | (codes[:, half:].astype("<u2") << 8)
+    return GGUF_PAIRS[flip][index].view(np.uint8).reshape(codes.shape)
+
+
+def plain_blocks_gguf(descriptor: TensorDescriptor, buffers: Sequence[Any],
+                      ggml_type: str | None = None, chunk: int = CHUNK_BYTES) -> tuple[str, np.ndarray] | None:
+    """A row-major symmetric per-block affine tensor of int4 codes (as Q4_0, unless ``ggml_type``
+    says otherwise) or of int8 codes recorded as Q8_0, blocks of 32 along the last axis and float16
+    scales, as GGUF blocks re-laid out with NumPy passes over its buffers, ``chunk`` bytes at a time:
+    the bytes :func:`~hurray_decl.convert.gguf.parts_blocks` makes of its parts (a block of zero
+    codes gets ``d`` = +-0, the sign of its scale). None for any other tensor."""
+    q = descriptor.quantization
+    shape = tuple(int(n) for n in descriptor.shape)
+    element = BY_TAG[descriptor.type_tag].name
+    name = {"int4": "Q4_0", "int8": "Q8_0"}.get(element)
+    if not isinstance(q, PerBlockAffine) or not q.symmetric or not isinstance(descriptor.layout, RowMajor) \
+            or descriptor.byte_offset or not shape or not all(shape) or q.axis != len(shape) - 1 \
+            or q.block_size != GGUF_BLOCK \
+            or shape[-1] % GGUF_BLOCK or ScaleType(q.scale_type_tag).title != "float16" or name is None \
+            or (ggml_type or "Q4_0") != name:
+        return None
+    contents = buffer_contents(buffers)
+    validate_buffers(descriptor, contents)
+    row = GGUF_TYPES[name]
+    blocks = int(np.prod(shape)) // GGUF_BLOCK
+    codes = np.frombuffer(contents[0], np.uint8)[:blocks * row.elements * row.bits // 8].reshape(blocks, -1)
+    scales = np.frombuffer(contents[q.scale_buffer_index], "<u2")[:blocks]
+    out = np.empty(blocks, row.record)
+    step = max(1, chunk // row.record.itemsize)
+    for start in range(0, blocks, step):
+        part = codes[start:start + step]
+        d = scales[start:start + step] & np.where(part.any(axis=1), 0xFFFF, 0x8000).astype("<u2")
+        out["d"][start:start + step] = d.view("<f2")
+        out["qs"][start:start + step] = gguf_nibbles(part, 8) if name == "Q4_0" else part
+    return name, out.view(np.uint8)
+
+
+def _plain_blocks(data: np.ndarray, name: str, shape: tuple[int, ...], chunk: int) -> tuple[TensorDescriptor,
+                                                                                              list[Any]] | None:
+    """Q4_0 / Q8_0 blocks whose ``d`` are all finite and non-zero, re-laid out with NumPy passes
+    over the blocks, ``chunk`` bytes at a time: the codes (Q4_0's nibbles through :func:`nibble_codes`,
+    Q8_0's bytes as they are) and the ``d`` as float16 scales, exactly what :func:`gguf_parts`
+    and :func:`from_block_parts` make of them (a block of ``d`` = 0 is written another way, by
+    them). None for other blocks."""
+    row = GGUF_TYPES[name]
+    if name not in ("Q4_0", "Q8_0") or len(shape) < 2 or shape[-1] % row.elements \
+            or data.size != int(np.prod(shape)) // row.elements * row.record.itemsize or not data.size:
+        return None
+    records = data.view(row.record)
+    d = records["d"]
+    if not (np.isfinite(d).all() and d.all()):
+        return None
+    piece, _ = from_block_parts(gguf_parts(data[:data.size // shape[0]], name, (1, *shape[1:])))
+    code_bytes = row.elements * (4 if name == "Q4_0" else 8) // 8
+    codes = np.empty((records.size, code_bytes), np.uint8)
+    step = max(1, chunk // row.record.itemsize)
+    for start in range(0, records.size, step):
+        qs = records["qs"][start:start + step]
+        codes[start:start + step] = nibble_codes(qs, 8) if name == "Q4_0" else qs
+    return _grown(piece, shape, [codes.reshape(-1), np.ascontiguousarray(d).view(np.uint8)])
 
 
 def row_pieces(descriptor: TensorDescriptor, buffers: Sequence[Any],
@@ -177,8 +292,17 @@ def from_gguf(raw: Any, ggml_type: Any, shape: Sequence[int], *,
               chunk: int = CHUNK_BYTES) -> tuple[TensorDescriptor, list[Any]]:
     """GGUF Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0 blocks (blocks along the last axis of ``shape``) as
     per-block affine; MXFP4 blocks as MXFP (:func:`from_gguf_mxfp4`); row by row (:func:`by_rows`)."""
-    if getattr(ggml_type, "name", ggml_type) == "MXFP4":
+    name = getattr(ggml_type, "name", ggml_type)
+    if name == "MXFP4":
         return by_rows(raw, shape, from_gguf_mxfp4, chunk)
+    if name in ("Q4_0", "Q8_0"):
+        try:
+            data = np.frombuffer(memoryview(raw).cast("B"), dtype=np.uint8)
+        except TypeError:
+            data = None
+        fast = None if data is None else _plain_blocks(data, name, tuple(int(n) for n in shape), chunk)
+        if fast is not None:
+            return fast
     return by_rows(raw, shape, lambda data, part: from_block_parts(gguf_parts(data, ggml_type, part)), chunk)
 
 

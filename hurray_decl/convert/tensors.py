@@ -43,6 +43,7 @@ from hurray_decl.convert.hurray import (
     from_block_parts as tensor_from_parts,
     from_gguf,
     from_gguf_super_blocks,
+    plain_blocks_gguf,
     release_pages,
     row_pieces,
     super_blocks_gguf,
@@ -152,6 +153,10 @@ def hurray_to_gguf(name: str, descriptor: TensorDescriptor, buffers: Sequence[An
     A large quantized tensor is converted in pieces of rows (:func:`~hurray_decl.convert.hurray.row_pieces`),
     each written into the GGUF bytes as it is made; a refusal, or a type a later piece does not
     fit, is the whole tensor's, converted in one piece."""
+    plain = plain_blocks_gguf(descriptor, buffers, ggml_type)
+    if plain is not None:
+        release_pages(buffers)
+        return _gguf_tensor(name, plain[0], tuple(int(n) for n in descriptor.shape), plain[1])
     pieces = row_pieces(descriptor, buffers)
     if pieces is None:
         converted = _hurray_to_gguf(name, descriptor, buffers, ggml_type)

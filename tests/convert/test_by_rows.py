@@ -11,8 +11,14 @@ import gguf
 import numpy as np
 import pytest
 
-from hurray_decl.convert.gguf import GGUF_TYPES
-from hurray_decl.convert.hurray import from_gguf, from_gguf_super_blocks
+from hurray_decl.convert.gguf import GGUF_TYPES, gguf_parts, parts_blocks
+from hurray_decl.convert.hurray import (
+    block_parts,
+    from_block_parts,
+    from_gguf,
+    from_gguf_super_blocks,
+    plain_blocks_gguf,
+)
 from hurray_decl.errors import HurrayDeclError
 from hurray_decl.hurray.quantization import register_project_schemes
 from hurray_decl.hurray.tensor import write_tensor_descriptor
@@ -64,3 +70,35 @@ def test_a_refusal_in_a_late_chunk_is_located_in_the_whole_tensor():
         from_gguf(raw, "Q4_0", shape, chunk=2 * 144)
     assert (rows.value.code, rows.value.path, str(rows.value)) == (whole.value.code, whole.value.path, str(whole.value))
     assert "245" in rows.value.path
+
+
+@pytest.mark.parametrize("name", ["Q4_0", "Q8_0"])
+@pytest.mark.parametrize("shape", [(ROWS, 3 * 256), (ROWS, 3, 96), (2, 32)])
+def test_the_block_re_layout_gives_the_parts_bytes(name, shape):
+    """Q4_0 / Q8_0 blocks of non-zero finite d: the NumPy re-layout of their bytes (tiny chunks)
+    gives what gguf_parts and from_block_parts make of the same blocks, descriptor and buffers."""
+    x = np.random.default_rng(len(shape)).standard_normal(shape).astype(np.float32)
+    raw = np.asarray(gguf.quants.quantize(x, Q[name])).reshape(-1)
+    assert GGUF_TYPES[name].record and raw.view(GGUF_TYPES[name].record)["d"].all()
+    d1, b1 = from_block_parts(gguf_parts(raw, name, shape))
+    d2, b2 = from_gguf(raw, name, shape, chunk=3 * GGUF_TYPES[name].record.itemsize)
+    assert write_tensor_descriptor(d1) == write_tensor_descriptor(d2)
+    assert [bytes(b) for b in b1] == [bytes(b) for b in b2]
+
+
+@pytest.mark.parametrize("name", ["Q4_0", "Q8_0"])
+@pytest.mark.parametrize("shape", [(ROWS, 3 * 256), (ROWS, 3, 96), (2, 32)])
+def test_the_blocks_come_back_as_parts_blocks_makes_them(name, shape):
+    """A per-block affine int4 / int8 tensor back to Q4_0 / Q8_0 by the NumPy re-layout (tiny
+    chunks) gives parts_blocks' bytes, the blocks of zero codes (d = +-0) included, and the
+    GGUF file's own blocks."""
+    x = np.random.default_rng(len(shape)).standard_normal(shape).astype(np.float32)
+    x.reshape(-1, 32)[1] = 0  # a block of zeros: Q8_0 writes d = +0, Q4_0 d = -0
+    raw = np.asarray(gguf.quants.quantize(x, Q[name])).reshape(-1)
+    descriptor, buffers = from_gguf(raw, name, shape)
+    expected = parts_blocks(block_parts(descriptor, buffers), name)
+    got = plain_blocks_gguf(descriptor, buffers, name, chunk=2 * GGUF_TYPES[name].record.itemsize)
+    assert got is not None and got[0] == expected[0] == name
+    assert bytes(got[1]) == bytes(expected[1]) == raw.tobytes()
+    if name == "Q8_0":  # int8 codes become Q8_0 only when the GGUF type is recorded
+        assert plain_blocks_gguf(descriptor, buffers) is None

@@ -345,6 +345,9 @@ def _super_blocks(raw: Any, ggml_type: Any, shape: Sequence[int]) -> tuple[Tenso
         params = [records["d"].astype("<f2"), levels["sc"].astype(np.int8)]
         if row.has_offset:
             params += [records["dmin"].astype("<f2"), levels["mn"].astype(np.uint8)]
+    if row.name == "Q4_K":  # 4-bit codes, in groups of 32 bytes as Q4_0's in 16: one table look-up
+        return assemble_data(model, shape, row.storage, nibble_codes(records["qs"].reshape(-1, 32), 0).reshape(-1),
+                             params)
     codes = row.codes(records).reshape(shape)
     return assemble(model, shape, row.storage, codes, params)
 

@@ -17,10 +17,12 @@ from hurray_decl.convert.hurray import (
     from_block_parts,
     from_gguf,
     from_gguf_super_blocks,
+    nibble_codes,
     plain_blocks_gguf,
 )
 from hurray_decl.errors import HurrayDeclError
 from hurray_decl.hurray.quantization import register_project_schemes
+from hurray_decl.hurray.tables import storage
 from hurray_decl.hurray.tensor import write_tensor_descriptor
 from tests.convert.test_gguf_write import canonical_k
 
@@ -102,3 +104,13 @@ def test_the_blocks_come_back_as_parts_blocks_makes_them(name, shape):
     assert bytes(got[1]) == bytes(expected[1]) == raw.tobytes()
     if name == "Q8_0":  # int8 codes become Q8_0 only when the GGUF type is recorded
         assert plain_blocks_gguf(descriptor, buffers) is None
+
+
+def test_q4_k_nibbles_are_the_codes_hurray_packs():
+    """Q4_K's codes by the table (:func:`nibble_codes` on groups of 32 bytes) are the uint4 codes
+    of the type's declared bit fields, packed as Hurray packs them."""
+    row = GGUF_TYPES["Q4_K"]
+    raw = np.random.default_rng(4).integers(0, 256, 7 * row.record.itemsize, dtype=np.uint8)
+    records = raw.view(row.record)
+    packed = storage.encode(row.codes(records).reshape(-1), "uint4")
+    assert bytes(nibble_codes(records["qs"].reshape(-1, 32), 0).reshape(-1)) == bytes(packed)

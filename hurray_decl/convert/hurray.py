@@ -80,7 +80,10 @@ def by_rows(raw: Any, shape: Sequence[int], convert: Callable[[np.ndarray, tuple
     rather than a few times the tensor. A refusal is raised by one call on the whole tensor, so
     that its block and byte offsets are the tensor's. The buffers are writable memory views."""
     shape = tuple(int(n) for n in shape)
-    data = np.frombuffer(memoryview(raw).cast("B"), dtype=np.uint8)
+    try:
+        data = np.frombuffer(memoryview(raw).cast("B"), dtype=np.uint8)
+    except TypeError:  # not bytes-like: refused by the conversion, as it says
+        return convert(raw, shape)
     lines = shape[0] if len(shape) > 1 else 1
     if len(shape) < 2 or data.size <= chunk or data.size % lines:
         return convert(data, shape)

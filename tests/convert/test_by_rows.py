@@ -114,3 +114,8 @@ def test_q4_k_nibbles_are_the_codes_hurray_packs():
     records = raw.view(row.record)
     packed = storage.encode(row.codes(records).reshape(-1), "uint4")
     assert bytes(nibble_codes(records["qs"].reshape(-1, 32), 0).reshape(-1)) == bytes(packed)
+
+
+def test_blocks_that_are_not_bytes_are_refused_as_before():
+    with pytest.raises(HurrayDeclError, match="bytes-like"):
+        from_gguf(object(), "Q4_0", (1, 32))

@@ -15,9 +15,10 @@ machine's load falls on all of them; the files are warm in the page cache (one `
 Peak memory is the ``ru_maxrss`` of each command (:func:`measure`): a small Python process
 forks and execs it and reads the child's resource use from ``wait4``, so the figure is the
 command's own, not that of the process that started the bench (Linux keeps the peak of a
-process across ``exec``). Its bound (:func:`bound`) is twice the largest tensor plus 128 MiB,
-the largest tensor taken in the source's form or the output's (dequantized float32 values are
-larger than their blocks).
+process across ``exec``); the same ``wait4`` gives its CPU time (user + system), printed beside
+the wall time because a shared machine's load stretches wall times (a baseline's too). Its bound
+(:func:`bound`) is twice the largest tensor plus 128 MiB, the largest tensor taken in the
+source's form or the output's (dequantized float32 values are larger than their blocks).
 """
 
 from __future__ import annotations
@@ -59,10 +60,12 @@ if pid == 0:
     finally:
         os._exit(127)
 _, status, usage = os.wait4(pid, 0)
-print(time.perf_counter() - start, usage.ru_maxrss * 1024, os.waitstatus_to_exitcode(status))
+print(time.perf_counter() - start, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024,
+      os.waitstatus_to_exitcode(status))
 """
 """The process that runs a measured command: a fork of a small interpreter, so that the command's
-``ru_maxrss`` is its own (``wait4``); prints seconds, peak bytes and exit status."""
+``ru_maxrss`` is its own (``wait4``); prints wall seconds, CPU seconds (user + system), peak bytes
+and exit status."""
 
 GGUF_PY = """\
 import sys
@@ -77,6 +80,8 @@ for tensor in reader.tensors:
 @dataclass(frozen=True)
 class Measured:
     seconds: float
+    cpu: float
+    """User + system CPU seconds: less disturbed than wall time by other load on the machine."""
     peak: int
     """ru_maxrss in bytes."""
     status: int
@@ -85,8 +90,8 @@ class Measured:
 def measure(argv: Sequence[str]) -> Measured:
     """Run ``argv`` in a fresh process; its wall time, peak resident size and exit status."""
     done = subprocess.run([sys.executable, "-c", MEASURE, *argv], capture_output=True, text=True, check=True)
-    seconds, peak, status = done.stdout.split()[-3:]
-    return Measured(float(seconds), int(peak), int(status))
+    seconds, cpu, peak, status = done.stdout.split()[-4:]
+    return Measured(float(seconds), float(cpu), int(peak), int(status))
 
 
 def _k_blocks(rng: np.random.Generator, name: str, blocks: int) -> np.ndarray:
@@ -240,8 +245,8 @@ def _run(folder: Path, size: int, repeat: int, out: TextIO | None, directions: S
         for label, work in works.items():
             m = work()
             known = best.get(label)
-            best[label] = m if known is None else Measured(min(known.seconds, m.seconds), max(known.peak, m.peak),
-                                                           known.status or m.status)
+            best[label] = m if known is None else Measured(min(known.seconds, m.seconds), min(known.cpu, m.cpu),
+                                                           max(known.peak, m.peak), known.status or m.status)
     copy, reference = best["cp"].seconds, best["gguf-py"].seconds
     rows: dict[str, dict[str, Any]] = {}
     by_label = {d.label: d for d in directions}
@@ -252,8 +257,9 @@ def _run(folder: Path, size: int, repeat: int, out: TextIO | None, directions: S
         same = None
         if direction is not None and direction.same_as is not None and files[direction.output].exists():
             same = filecmp.cmp(files[direction.same_as], files[direction.output], shallow=False)
-        rows[label] = {"seconds": m.seconds, "peak": m.peak, "status": m.status, "cp_ratio": m.seconds / copy,
-                       "gguf_py_ratio": m.seconds / reference, "bound": limit, "identical": same}
+        rows[label] = {"seconds": m.seconds, "cpu": m.cpu, "peak": m.peak, "status": m.status,
+                       "cp_ratio": m.seconds / copy, "gguf_py_ratio": m.seconds / reference,
+                       "cpu_gguf_py_ratio": m.cpu / best["gguf-py"].cpu, "bound": limit, "identical": same}
     result = {"size": source.stat().st_size, "tensors": len(tensors), "largest": largest(tensors),
               "repeat": repeat, "rows": rows}
     if out is not None:
@@ -265,14 +271,15 @@ def report(result: dict[str, Any], out: TextIO) -> None:
     print(f"convert of a {result['size'] / 1e6:.0f} MB GGUF ({result['tensors']} tensors of Q4_0, Q8_0, Q4_K, Q6_K, "
           f"F16, F32; largest {result['largest'] / MIB:.1f} MiB): best of {result['repeat']}, each command in a "
           "process of its own, ratios to cp and to gguf-py's read + dequantize in the same run", file=out)
-    print(f"{'direction':<36}  {'s':>7}  {'/ cp':>6}  {'/ gguf-py':>9}  {'peak MiB':>8}  {'bound':>6}  {'exit':>4}  "
-          "same", file=out)
+    print(f"{'direction':<36}  {'s':>7}  {'/ cp':>6}  {'/ gguf-py':>9}  {'CPU s':>6}  {'/ gguf-py':>9}  "
+          f"{'peak MiB':>8}  {'bound':>6}  {'exit':>4}  same", file=out)
     for label, r in result["rows"].items():
         limit = f"{r['bound'] / MIB:.0f}" if r["bound"] is not None else "-"
         mark = "" if r["bound"] is None or r["peak"] <= r["bound"] else " !"
         same = {None: "", True: "cmp ok", False: "DIFFERS"}[r["identical"]]
         print(f"{label:<36}  {r['seconds']:>7.2f}  {r['cp_ratio']:>5.1f}x  {r['gguf_py_ratio']:>8.2f}x  "
-              f"{r['peak'] / MIB:>8.0f}{mark:2}  {limit:>6}  {r['status']:>4}  {same}", file=out)
+              f"{r['cpu']:>6.2f}  {r['cpu_gguf_py_ratio']:>8.2f}x  {r['peak'] / MIB:>8.0f}{mark:2}  {limit:>6}  "
+              f"{r['status']:>4}  {same}", file=out)
 
 
 def main() -> None:  # python -m hurray_decl.convert.bench [SIZE_MB] [--json]

@@ -37,9 +37,9 @@ def test_the_plan_is_what_the_bound_assumes():
     assert bench.largest(PLAN, dequantized=True) == PLAN[0][2] * bench.COLUMNS * 4
 
 
-WHOLE_MODEL = pytest.mark.xfail(strict=True, reason="the command builds the ONNX model whole (an onnx-light "
-                                 "value per tensor, then one protobuf message) and the per-tensor onnx-light and "
-                                 "MatMulNBits converters work on the whole tensor at 8 bytes an element")
+WHOLE_MODEL = pytest.mark.xfail(strict=True, reason="the command holds the ONNX model whole (every value made, "
+                                 "then one protobuf message; or the file parsed as one) and the per-tensor "
+                                 "onnx-light and MatMulNBits converters work on the whole tensor at 8 bytes an element")
 OVER = {"GGUF -> onnx-light", "onnx-light -> GGUF", "GGUF -> ort (Q4_0, Q8_0; --partial)"}
 
 

@@ -387,15 +387,18 @@ class SubBlocks:
     scales: np.ndarray         # float32 (sub-blocks,): S
     offsets: np.ndarray | None  # float32 (sub-blocks,): O, or None when the type adds nothing
 
-    def reference(self) -> np.ndarray:
+    def reference(self, rows: np.ndarray | None = None) -> np.ndarray:
         """The values as gguf computes them, in float32: ``S * q``, then ``+ O`` (flat); for the
-        K-quants ``- (dmin * mn)`` as gguf subtracts it (the same float32 but for a NaN's sign)."""
+        K-quants ``- (dmin * mn)`` as gguf subtracts it (the same float32 but for a NaN's sign).
+        Only those of the sub-blocks ``rows`` (indices, in order) when given."""
+        pick = slice(None) if rows is None else rows
+        offsets = None if self.offsets is None else self.offsets[pick]
         with np.errstate(over="ignore", invalid="ignore"):
-            values = self.scales[:, None] * self.codes.astype(np.float32)
-            if self.offsets is not None and self.type.two_level:
-                values = values - (-self.offsets)[:, None]
-            elif self.offsets is not None:
-                values = values + self.offsets[:, None]
+            values = self.scales[pick, None] * self.codes[pick].astype(np.float32)
+            if offsets is not None and self.type.two_level:
+                values = values - (-offsets)[:, None]
+            elif offsets is not None:
+                values = values + offsets[:, None]
         return values.reshape(-1)
 
 
@@ -439,7 +442,10 @@ def gguf_parts(raw: Any, ggml_type: Any, shape: Sequence[int]) -> BlockParts:
         j = int(np.flatnonzero(~np.isfinite(d))[0])
         raise RuleViolation("HQ-PB-12", f"{row.name} block {j} has a non-finite d; a per-block scale is finite",
                             path=f"raw -> blocks[{j}] -> d", actual=repr(float(d[j])), expected="finite")
-    reference = sb.reference()
+    # Without offsets, a block keeps d and q unless d = 0, and its values are d * q as gguf computes
+    # them: only the blocks of d = 0 need gguf's values, and the check (all of them with offsets).
+    check = None if sb.offsets is not None else np.flatnonzero(d == 0)
+    reference = sb.reference(check)
     codes = sb.codes.copy()
     scales = d.copy()
     zeros = None
@@ -466,7 +472,8 @@ def gguf_parts(raw: Any, ggml_type: Any, shape: Sequence[int]) -> BlockParts:
         zeros = z
     constant = d == 0  # HQ-PB-13 refuses a zero scale: a block of one value c gets scale c (or +-1 for zeros)
     if constant.any():
-        values = reference.reshape(codes.shape)[constant]
+        values = reference.reshape(-1, row.elements)
+        values = values[constant] if check is None else values  # with ``check``: the blocks of d = 0, in order
         uniform = np.all(_same_bits(values, values[:, :1]), axis=1)
         if not uniform.all():
             j = int(np.flatnonzero(constant)[np.flatnonzero(~uniform)[0]])
@@ -483,16 +490,18 @@ def gguf_parts(raw: Any, ggml_type: Any, shape: Sequence[int]) -> BlockParts:
             zeros[constant] = nonzero
     parts = BlockParts.from_block_order(codes.reshape(sb.shape), row.storage, len(sb.shape) - 1, row.sub_block,
                                         scales.astype(np.float16), "float16", zeros)
-    steps = codes.astype(np.float32)  # q - z in float32, as the per-block kernel computes it (exact)
+    pick = slice(None) if check is None else check
+    steps = codes[pick].astype(np.float32)  # q - z in float32, as the per-block kernel computes it (exact)
     if zeros is not None:
         steps -= zeros[:, None].astype(np.float32)
-    got = scales[:, None] * steps
+    got = scales[pick, None] * steps
     same = _same_bits(got.reshape(-1), reference)
     if not same.all():
-        j = int(np.flatnonzero(~same)[0])
+        k = int(np.flatnonzero(~same)[0])
+        j = k if check is None else int(check[k // row.elements]) * row.elements + k % row.elements
         raise RuleViolation("HQ-PB-22", f"{row.name} element {j} has no exact per-block affine form "
                             "(x = scale * (q - z) gives another float32)", path=f"raw -> blocks[{j // row.elements}]",
-                            actual=float(got.reshape(-1)[j]), expected=float(reference[j]))
+                            actual=float(got.reshape(-1)[k]), expected=float(reference[k]))
     return parts
 
 

@@ -7,7 +7,7 @@ which checks it by the same rules as any input.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ from hurray_decl.convert.gguf import (
 from hurray_decl.convert.gguf_codebook import FORMATS, decode_blocks, encode_blocks
 from hurray_decl.convert.group import awq_parts, gptq_parts
 from hurray_decl.convert.parts import BlockParts
-from hurray_decl.errors import ArgumentError, RuleViolation, UnsupportedError
+from hurray_decl.errors import ArgumentError, HurrayDeclError, RuleViolation, UnsupportedError
 from hurray_decl.hurray import kernels
 from hurray_decl.hurray.numerics import assemble, assemble_data, buffer_contents
 from hurray_decl.hurray.quantization import register_project_schemes
@@ -40,12 +40,21 @@ from hurray_decl.hurray.schemes.per_tensor_affine import PerTensorAffine
 from hurray_decl.hurray.tables import storage
 from hurray_decl.hurray.tables.codes import ScaleType
 from hurray_decl.hurray.tables.element_types import BY_TAG
-from hurray_decl.hurray.tensor import RowMajor, TensorDescriptor, validate_buffers
+from hurray_decl.hurray.tensor import (
+    BufferHandle,
+    RowMajor,
+    TensorDescriptor,
+    read_tensor_descriptor,
+    validate_buffers,
+    write_tensor_descriptor,
+)
 from hurray_decl.hurray.tensor.validate import DataContext
 
 __all__ = [
+    "CHUNK_BYTES",
     "affine_parts",
     "block_parts",
+    "by_rows",
     "codebook_gguf",
     "from_awq",
     "from_block_parts",
@@ -55,25 +64,268 @@ __all__ = [
     "from_gguf_mxfp4",
     "from_gguf_super_blocks",
     "from_gptq",
+    "plain_blocks_gguf",
+    "release_pages",
+    "row_pieces",
     "super_blocks_gguf",
 ]
 
 
-def from_gguf(raw: Any, ggml_type: Any, shape: Sequence[int]) -> tuple[TensorDescriptor, list[bytes]]:
+CHUNK_BYTES = 1 << 18
+"""Source bytes converted at a time by :func:`by_rows` (the working memory of a conversion is a
+few times this, beside the source and the output)."""
+
+
+def by_rows(raw: Any, shape: Sequence[int], convert: Callable[[np.ndarray, tuple[int, ...]], Any],
+            chunk: int = CHUNK_BYTES) -> tuple[TensorDescriptor, list[Any]]:
+    """``convert(raw, shape)`` (GGUF blocks, blocks along the last axis, to a row-major Hurray
+    tensor whose buffers are laid out row after row) run on rows (along the first axis) of about ``chunk`` source
+    bytes at a time, each piece's buffers copied into the tensor's as they are made: the same
+    descriptor and buffers as one call on the whole tensor, with working memory of a few chunks
+    rather than a few times the tensor. A refusal is raised by one call on the whole tensor, so
+    that its block and byte offsets are the tensor's. The buffers are writable memory views."""
+    shape = tuple(int(n) for n in shape)
+    try:
+        data = np.frombuffer(memoryview(raw).cast("B"), dtype=np.uint8)
+    except TypeError:  # not bytes-like: refused by the conversion, as it says
+        return convert(raw, shape)
+    lines = shape[0] if len(shape) > 1 else 1
+    if len(shape) < 2 or data.size <= chunk or data.size % lines:
+        return convert(data, shape)
+    width = data.size // lines
+    step = max(1, chunk // width)
+    descriptor: TensorDescriptor | None = None
+    outputs: list[np.ndarray] = []
+    per_row: list[int] = []
+    for start in range(0, lines, step):
+        stop = min(lines, start + step)
+        try:
+            piece, buffers = convert(data[start * width:stop * width], (stop - start, *shape[1:]))
+        except HurrayDeclError:
+            convert(data, shape)  # the refusal, located in the whole tensor
+            raise
+        contents = [np.frombuffer(memoryview(b).cast("B"), np.uint8) for b in buffers]
+        if descriptor is None:
+            if piece.byte_offset or any(len(c) % step for c in contents):
+                return convert(data, shape)  # buffers not laid out row after row: converted whole
+            descriptor, per_row = piece, [len(c) // step for c in contents]
+            outputs = [np.empty(n * lines, np.uint8) for n in per_row]
+        if [len(c) for c in contents] != [n * (stop - start) for n in per_row]:
+            return convert(data, shape)
+        for out, c, n in zip(outputs, contents, per_row):
+            out[start * n:stop * n] = c
+    if descriptor is None:
+        return convert(data, shape)
+    return _grown(descriptor, shape, outputs)
+
+
+def _grown(piece: TensorDescriptor, shape: tuple[int, ...], outputs: Sequence[np.ndarray]) -> tuple[TensorDescriptor,
+                                                                                                  list[Any]]:
+    """The tensor of ``shape`` whose buffers are ``outputs``, described as ``piece`` (a few of its
+    rows) is, checked by the same rules as any input."""
+    views = [memoryview(out.data) for out in outputs]
+    whole = piece.replace(shape=shape, buffers=tuple(BufferHandle(byte_size=len(out)) for out in outputs))
+    whole = read_tensor_descriptor(write_tensor_descriptor(whole))
+    validate_buffers(whole, views)
+    return whole, views
+
+
+def _pair_table(flip: int) -> np.ndarray:
+    """Two bytes (a uint16) of nibbles in GGUF's order to the same nibbles in Hurray's: byte 2k
+    of a group holds elements 2k (low nibble) and h + 2k (high), byte 2k + 1 elements 2k + 1 and
+    h + 2k + 1, for h half the group's elements; Hurray's bytes are ``e[2k] | e[2k + 1] << 4``
+    (HE-14) of the first half, then of the second. ``flip`` is XORed into each nibble (8 turns
+    a GGUF code q + 8 into the int4 q)."""
+    p = np.arange(1 << 16, dtype=np.uint32)
+    low = ((p & 0xF) | ((p >> 4) & 0xF0)) ^ (flip * 0x11)
+    high = (((p >> 4) & 0xF) | ((p >> 8) & 0xF0)) ^ (flip * 0x11)
+    return (low | (high << 8)).astype("<u2")
+
+
+PAIRS = {flip: _pair_table(flip) for flip in (0, 8)}
+"""The nibble re-layout tables of :func:`nibble_codes`, by the XOR they apply."""
+
+
+def nibble_codes(qs: np.ndarray, flip: int) -> np.ndarray:
+    """GGUF nibbles (rows of bytes, byte i holding element i in its low nibble and element
+    ``width + i`` in its high one, for a row of ``width`` bytes) as Hurray's packed 4-bit codes
+    (element 2k in the low nibble of byte k), one table look-up per two bytes (:data:`PAIRS`)."""
+    pairs = PAIRS[flip][np.ascontiguousarray(qs).view("<u2")].view(np.uint8)
+    half = qs.shape[1] // 2
+    out = np.empty(qs.shape, np.uint8)
+    out[:, :half] = pairs[:, 0::2]
+    out[:, half:] = pairs[:, 1::2]
+    return out
+
+
+def _gguf_pair_table(flip: int) -> np.ndarray:
+    """The inverse of :func:`_pair_table`: Hurray's bytes k and h + k (a uint16, k low) to GGUF's
+    bytes 2k and 2k + 1, ``flip`` XORed into each nibble."""
+    p = np.arange(1 << 16, dtype=np.uint32)
+    a, b = p & 0xFF, p >> 8
+    low = ((a & 0xF) | ((b & 0xF) << 4)) ^ (flip * 0x11)
+    high = ((a >> 4) | (b & 0xF0)) ^ (flip * 0x11)
+    return (low | (high << 8)).astype("<u2")
+
+
+GGUF_PAIRS = {flip: _gguf_pair_table(flip) for flip in (0, 8)}
+"""The tables of :func:`gguf_nibbles`, by the XOR they apply."""
+
+
+def gguf_nibbles(codes: np.ndarray, flip: int) -> np.ndarray:
+    """The inverse of :func:`nibble_codes`: rows of Hurray's packed 4-bit codes as GGUF's nibbles."""
+    half = codes.shape[1] // 2
+    index = codes[:, :half].astype("<u2") | (codes[:, half:].astype("<u2") << 8)
+    return GGUF_PAIRS[flip][index].view(np.uint8).reshape(codes.shape)
+
+
+def plain_blocks_gguf(descriptor: TensorDescriptor, buffers: Sequence[Any],
+                      ggml_type: str | None = None, chunk: int = CHUNK_BYTES) -> tuple[str, np.ndarray] | None:
+    """A row-major symmetric per-block affine tensor of int4 codes (as Q4_0, unless ``ggml_type``
+    says otherwise) or of int8 codes recorded as Q8_0, blocks of 32 along the last axis and float16
+    scales, as GGUF blocks re-laid out with NumPy passes over its buffers, ``chunk`` bytes at a time:
+    the bytes :func:`~hurray_decl.convert.gguf.parts_blocks` makes of its parts (a block of zero
+    codes gets ``d`` = +-0, the sign of its scale). None for any other tensor."""
+    q = descriptor.quantization
+    shape = tuple(int(n) for n in descriptor.shape)
+    element = BY_TAG[descriptor.type_tag].name
+    name = {"int4": "Q4_0", "int8": "Q8_0"}.get(element)
+    if not isinstance(q, PerBlockAffine) or not q.symmetric or not isinstance(descriptor.layout, RowMajor) \
+            or descriptor.byte_offset or not shape or not all(shape) or q.axis != len(shape) - 1 \
+            or q.block_size != GGUF_BLOCK \
+            or shape[-1] % GGUF_BLOCK or ScaleType(q.scale_type_tag).title != "float16" or name is None \
+            or (ggml_type or "Q4_0") != name:
+        return None
+    contents = buffer_contents(buffers)
+    validate_buffers(descriptor, contents)
+    row = GGUF_TYPES[name]
+    blocks = int(np.prod(shape)) // GGUF_BLOCK
+    codes = np.frombuffer(contents[0], np.uint8)[:blocks * row.elements * row.bits // 8].reshape(blocks, -1)
+    scales = np.frombuffer(contents[q.scale_buffer_index], "<u2")[:blocks]
+    out = np.empty(blocks, row.record)
+    step = max(1, chunk // row.record.itemsize)
+    for start in range(0, blocks, step):
+        part = codes[start:start + step]
+        d = scales[start:start + step] & np.where(part.any(axis=1), 0xFFFF, 0x8000).astype("<u2")
+        out["d"][start:start + step] = d.view("<f2")
+        out["qs"][start:start + step] = gguf_nibbles(part, 8) if name == "Q4_0" else part
+    return name, out.view(np.uint8)
+
+
+def _plain_blocks(data: np.ndarray, name: str, shape: tuple[int, ...], chunk: int) -> tuple[TensorDescriptor,
+                                                                                              list[Any]] | None:
+    """Q4_0 / Q8_0 blocks whose ``d`` are all finite and non-zero, re-laid out with NumPy passes
+    over the blocks, ``chunk`` bytes at a time: the codes (Q4_0's nibbles through :func:`nibble_codes`,
+    Q8_0's bytes as they are) and the ``d`` as float16 scales, exactly what :func:`gguf_parts`
+    and :func:`from_block_parts` make of them (a block of ``d`` = 0 is written another way, by
+    them). None for other blocks."""
+    row = GGUF_TYPES[name]
+    if name not in ("Q4_0", "Q8_0") or len(shape) < 2 or shape[-1] % row.elements \
+            or data.size != int(np.prod(shape)) // row.elements * row.record.itemsize or not data.size:
+        return None
+    records = data.view(row.record)
+    d = records["d"]
+    if not (np.isfinite(d).all() and d.all()):
+        return None
+    piece, _ = from_block_parts(gguf_parts(data[:data.size // shape[0]], name, (1, *shape[1:])))
+    code_bytes = row.elements * (4 if name == "Q4_0" else 8) // 8
+    codes = np.empty((records.size, code_bytes), np.uint8)
+    step = max(1, chunk // row.record.itemsize)
+    for start in range(0, records.size, step):
+        qs = records["qs"][start:start + step]
+        codes[start:start + step] = nibble_codes(qs, 8) if name == "Q4_0" else qs
+    return _grown(piece, shape, [codes.reshape(-1), np.ascontiguousarray(d).view(np.uint8)])
+
+
+def row_pieces(descriptor: TensorDescriptor, buffers: Sequence[Any],
+               chunk: int = CHUNK_BYTES) -> Iterator[tuple[int, int, TensorDescriptor, list[memoryview]]] | None:
+    """A row-major quantized tensor whose blocks run along its last axis, in pieces of rows along
+    its first axis of about ``chunk`` buffer bytes: (first row, end row, the piece's descriptor,
+    its buffers as views of ``buffers``), each piece a tensor in itself (the inverse of
+    :func:`by_rows`). None when the tensor is small, unquantized, or its buffers are not laid out
+    row after row (each buffer's size a multiple of the row count, no byte offset)."""
+    q = descriptor.quantization
+    shape = tuple(int(n) for n in descriptor.shape)
+    sizes = [h.byte_size for h in descriptor.buffers]
+    if q is None or len(shape) < 2 or not isinstance(descriptor.layout, RowMajor) or descriptor.byte_offset \
+            or getattr(q, "axis", None) != len(shape) - 1 or sum(sizes) <= chunk or any(n % shape[0] for n in sizes) \
+            or len(buffers) != len(sizes):
+        return None
+    contents = buffer_contents(buffers)
+    if [len(c) for c in contents] != sizes:
+        return None
+    per_row = [n // shape[0] for n in sizes]
+    step = max(1, chunk // sum(per_row))
+
+    def pieces() -> Iterator[tuple[int, int, TensorDescriptor, list[memoryview]]]:
+        for start in range(0, shape[0], step):
+            stop = min(shape[0], start + step)
+            handles = tuple(h.model_copy(update={"byte_size": n * (stop - start)})
+                            for h, n in zip(descriptor.buffers, per_row))
+            piece = descriptor.replace(shape=(stop - start, *shape[1:]), buffers=handles)
+            yield start, stop, piece, [c[start * n:stop * n] for c, n in zip(contents, per_row)]
+
+    return pieces()
+
+
+def release_pages(buffers: Sequence[Any]) -> None:
+    """Let the system drop the pages of each buffer that is a view of a read-only memory map (a
+    container or model file opened by path): they are read again from the file if used later,
+    so a converter going tensor by tensor through a mapped file holds one tensor's pages, not
+    the file's. Other buffers (bytes, arrays, writable maps, whose pages may hold the only copy)
+    are left alone."""
+    import mmap
+
+    if not hasattr(mmap, "MADV_DONTNEED"):
+        return
+    page = mmap.PAGESIZE
+    for buffer in buffers:
+        owner = buffer.obj if isinstance(buffer, memoryview) else None
+        if not isinstance(owner, mmap.mmap) or not len(buffer) or owner.closed:
+            continue
+        whole = memoryview(owner)
+        if not whole.readonly:
+            continue
+        base = np.frombuffer(whole, np.uint8).ctypes.data
+        start = np.frombuffer(buffer.cast("B"), np.uint8).ctypes.data - base
+        first = start // page * page
+        end = min(len(owner), start + buffer.nbytes)
+        # only whole pages of the buffer: a page it shares with a neighbour is left as it is
+        stop = end if end == len(owner) else end // page * page
+        if stop > first:
+            owner.madvise(mmap.MADV_DONTNEED, first, stop - first)
+
+
+def from_gguf(raw: Any, ggml_type: Any, shape: Sequence[int], *,
+              chunk: int = CHUNK_BYTES) -> tuple[TensorDescriptor, list[Any]]:
     """GGUF Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0 blocks (blocks along the last axis of ``shape``) as
-    per-block affine; MXFP4 blocks as MXFP (:func:`from_gguf_mxfp4`)."""
-    if getattr(ggml_type, "name", ggml_type) == "MXFP4":
-        return from_gguf_mxfp4(raw, shape)
-    return from_block_parts(gguf_parts(raw, ggml_type, shape))
+    per-block affine; MXFP4 blocks as MXFP (:func:`from_gguf_mxfp4`); row by row (:func:`by_rows`)."""
+    name = getattr(ggml_type, "name", ggml_type)
+    if name == "MXFP4":
+        return by_rows(raw, shape, from_gguf_mxfp4, chunk)
+    if name in ("Q4_0", "Q8_0"):
+        try:
+            data = np.frombuffer(memoryview(raw).cast("B"), dtype=np.uint8)
+        except TypeError:
+            data = None
+        fast = None if data is None else _plain_blocks(data, name, tuple(int(n) for n in shape), chunk)
+        if fast is not None:
+            return fast
+    return by_rows(raw, shape, lambda data, part: from_block_parts(gguf_parts(data, ggml_type, part)), chunk)
 
 
-def from_gguf_super_blocks(raw: Any, ggml_type: Any, shape: Sequence[int]) -> tuple[TensorDescriptor, list[bytes]]:
+def from_gguf_super_blocks(raw: Any, ggml_type: Any, shape: Sequence[int], *,
+                           chunk: int = CHUNK_BYTES) -> tuple[TensorDescriptor, list[Any]]:
     """GGUF K-quant blocks (Q2_K .. Q6_K), or Q4_1 / Q5_1 blocks, as the project's private ggml
     super-block scheme (0xF0, :mod:`hurray_decl.hurray.schemes.ggml_super_block`, registered
     here): the codes in the narrowest storage holding them, the float16 ``d`` (and ``dmin``, or
     Q4_1's ``m`` with ADDED_MINIMUM) with their bits as they are, the sub-block scale (and
     minimum) codes as integers (1 for Q4_1 / Q5_1). The values are gguf's bit for bit, and
-    :func:`super_blocks_gguf` gives the blocks back byte for byte."""
+    :func:`super_blocks_gguf` gives the blocks back byte for byte. Row by row (:func:`by_rows`)."""
+    return by_rows(raw, shape, lambda data, part: _super_blocks(data, ggml_type, part), chunk)
+
+
+def _super_blocks(raw: Any, ggml_type: Any, shape: Sequence[int]) -> tuple[TensorDescriptor, list[bytes]]:
     row = gguf_type(ggml_type)
     single = not row.two_level
     if single and not row.has_offset:
@@ -94,6 +346,9 @@ def from_gguf_super_blocks(raw: Any, ggml_type: Any, shape: Sequence[int]) -> tu
         params = [records["d"].astype("<f2"), levels["sc"].astype(np.int8)]
         if row.has_offset:
             params += [records["dmin"].astype("<f2"), levels["mn"].astype(np.uint8)]
+    if row.name == "Q4_K":  # 4-bit codes, in groups of 32 bytes as Q4_0's in 16: one table look-up
+        return assemble_data(model, shape, row.storage, nibble_codes(records["qs"].reshape(-1, 32), 0).reshape(-1),
+                             params)
     codes = row.codes(records).reshape(shape)
     return assemble(model, shape, row.storage, codes, params)
 

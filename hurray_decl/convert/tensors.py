@@ -46,6 +46,9 @@ from hurray_decl.convert.hurray import (
     from_gguf,
     from_gguf_codebook,
     from_gguf_super_blocks,
+    plain_blocks_gguf,
+    release_pages,
+    row_pieces,
     super_blocks_gguf,
 )
 from hurray_decl.convert.onnx_light import PROFILES, gguf_to_onnx_light, onnx_light_to_gguf
@@ -53,7 +56,7 @@ from hurray_decl.convert.ort import empty_model, tensor_to_matmul_nbits
 from hurray_decl.convert.parts import BlockParts
 from hurray_decl.convert.portable import PORTABLE_FORMATS, SCALE_DATA_TYPES, from_block_parts, to_block_parts
 from hurray_decl.errors import ArgumentError, HurrayDeclError, RuleViolation, UnsupportedError
-from hurray_decl.hurray.numerics import dequantize as hurray_dequantize
+from hurray_decl.hurray.numerics import buffer_contents, dequantize as hurray_dequantize
 from hurray_decl.hurray.schemes.ggml_codebook import GgmlCodebook
 from hurray_decl.hurray.schemes.ggml_super_block import GgmlSuperBlock
 from hurray_decl.hurray.schemes.mxfp import MXFP
@@ -151,18 +154,50 @@ def hurray_to_gguf(name: str, descriptor: TensorDescriptor, buffers: Sequence[An
                    ggml_type: str | None = None) -> GgufTensor:
     """A Hurray tensor as a GGUF tensor, exactly: a plain row-major tensor of F32/F16/BF16/F64/I8/I16/I32/I64
     element type as itself, a row-major per-block affine tensor as Q4_0, Q4_1, Q5_0, Q5_1 or Q8_0
-    (``ggml_type``, when recorded, or the narrowest that holds it); anything else is refused."""
+    (``ggml_type``, when recorded, or the narrowest that holds it); anything else is refused.
+    A large quantized tensor is converted in pieces of rows (:func:`~hurray_decl.convert.hurray.row_pieces`),
+    each written into the GGUF bytes as it is made; a refusal, or a type a later piece does not
+    fit, is the whole tensor's, converted in one piece."""
+    plain = plain_blocks_gguf(descriptor, buffers, ggml_type)
+    if plain is not None:
+        release_pages(buffers)
+        return _gguf_tensor(name, plain[0], tuple(int(n) for n in descriptor.shape), plain[1])
+    pieces = row_pieces(descriptor, buffers)
+    if pieces is None:
+        converted = _hurray_to_gguf(name, descriptor, buffers, ggml_type)
+        release_pages(buffers)
+        return converted
+    rows = int(descriptor.shape[0])
+    out = np.empty(0, np.uint8)
+    type_name, width = ggml_type, -1
+    for start, stop, piece, views in pieces:
+        try:
+            made = _hurray_to_gguf(name, piece, views, type_name)
+        except HurrayDeclError:
+            return _hurray_to_gguf(name, descriptor, buffers, ggml_type)
+        if width < 0:
+            type_name, width = made.type_name, made.data.size // (stop - start)
+            out = np.empty(width * rows, np.uint8)
+        if made.data.size != width * (stop - start):
+            return _hurray_to_gguf(name, descriptor, buffers, ggml_type)
+        out[start * width:stop * width] = made.data
+        release_pages(views)
+    return _gguf_tensor(name, str(type_name), tuple(int(n) for n in descriptor.shape), out)
+
+
+def _hurray_to_gguf(name: str, descriptor: TensorDescriptor, buffers: Sequence[Any],
+                    ggml_type: str | None = None) -> GgufTensor:
     shape = tuple(int(n) for n in descriptor.shape)
     if descriptor.quantization is None:
         element = BY_TAG[descriptor.type_tag].name
         if element not in _GGML_OF or not isinstance(descriptor.layout, RowMajor):
             raise no_gguf_form(element, f"plain GGUF tensors are row-major {', '.join(_GGML_OF)}", "type_tag",
                                (element, type(descriptor.layout).__name__), "a row-major tensor of a GGML type")
-        contents = [bytes(memoryview(b).cast("B")) for b in buffers]
+        contents = buffer_contents(buffers)
         validate_buffers(descriptor, contents)
         size = int(np.prod(shape)) * np.dtype(element_storage.dtype(element)).itemsize
-        plain = contents[0][descriptor.byte_offset:descriptor.byte_offset + size]
-        return _gguf_tensor(name, _GGML_OF[element], shape, plain)
+        plain = np.array(contents[0][descriptor.byte_offset:descriptor.byte_offset + size])  # one copy: the
+        return _gguf_tensor(name, _GGML_OF[element], shape, plain)  # source's mapped pages can be released
     if isinstance(descriptor.quantization, MXFP):
         return _gguf_tensor(name, "MXFP4", shape, _mxfp4_data(descriptor, buffers))
     if isinstance(descriptor.quantization, GgmlSuperBlock):

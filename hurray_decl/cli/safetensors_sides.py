@@ -79,6 +79,7 @@ def _from_checkpoint(checkpoint: Any, source: Path, args: argparse.Namespace) ->
     rows: list[Row] = []
     results: list[tuple[str, Any]] = []
     failures: list[HurrayDeclError] = []
+    refused: list[Row] = []  # the rows of the tensors refused (failures), in order
     target = Path(args.output).expanduser().absolute()
     sink = HurraySink(target)
 
@@ -138,7 +139,8 @@ def _from_checkpoint(checkpoint: Any, source: Path, args: argparse.Namespace) ->
                 done = convert(item)
             except HurrayDeclError as err:
                 failures.append(err)
-                rows.append(Row(item.name, element, item.shape, "skipped", code=err.code, reason=err.detail))
+                refused.append(Row(item.name, element, item.shape, "skipped", code=err.code, reason=err.detail))
+                rows.append(refused[-1])
                 continue
             if done is None:
                 rows.append(Row(item.name, element, item.shape, "skipped", code="OL-ORT-07",
@@ -147,7 +149,14 @@ def _from_checkpoint(checkpoint: Any, source: Path, args: argparse.Namespace) ->
             rows.append(Row(item.name, element, item.shape, "converted", done[0]))
             add(item.name, done[1])
 
-    def stop_if_empty() -> None:
+    def stop_unless_whole() -> None:
+        """Nothing is written when nothing converts, nor (without ``--partial``) when a tensor is
+        refused: the staged output is dropped and the rows say which tensors and why."""
+        if failures and not args.partial and any(r.status == "converted" for r in rows):
+            report(rows, source, args.to, None, args.json)
+            raise InvalidInput(f"invalid input: {len(failures)} tensor(s) of {source} did not convert "
+                               f"({', '.join(r.name for r in refused[:8])}); nothing written "
+                               "(--partial writes the others)")
         if not any(r.status == "converted" for r in rows):
             report(rows, source, args.to, None, args.json)
             if failures:
@@ -155,15 +164,17 @@ def _from_checkpoint(checkpoint: Any, source: Path, args: argparse.Namespace) ->
             raise InvalidInput(f"invalid input: nothing in {source} converts to {args.to}")
 
     if args.to == Target.HURRAY:
+        from hurray_decl.convert.metadata import missing_kv
         from hurray_decl.convert.safetensors import metadata_to_kv
 
         with sink.open():
             each(lambda name, value: sink.add(name, *value))
-            stop_if_empty()
-            written = sink.finish(metadata_to_kv(checkpoint.metadata))
+            stop_unless_whole()
+            missing = [(r.code or "", r.source, r.name) for r in refused]
+            written = sink.finish(metadata_to_kv(checkpoint.metadata) | (missing_kv(missing) if missing else {}))
     else:
         each(lambda name, value: results.append((name, value)))
-        stop_if_empty()
+        stop_unless_whole()
         if args.to == "ort":
             from hurray_decl.convert.ort import matmul_nbits_model
 

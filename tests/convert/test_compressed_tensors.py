@@ -182,11 +182,19 @@ def test_fp8_float_quantized_weights_are_refused_one_by_one(tmp_path):
         assert sorted(rows) == ["model.k_proj.weight", "model.norm.weight", "model.q_proj.weight"]
         for name in ("model.k_proj.weight", "model.q_proj.weight"):
             assert (rows[name]["status"], rows[name]["code"]) == ("skipped", "HQ-MX-11"), rows[name]
+        if target != "ort":  # ort: nothing converts (MatMulNBits holds no plain tensor)
+            assert done.returncode == 1, (target, done.stderr)  # a refused tensor: nothing written
+            assert "model.k_proj.weight, model.q_proj.weight" in done.stderr and "--partial" in done.stderr
+        assert not (tmp_path / f"m.{target}").exists(), target
     done = cli("convert", "model.safetensors", "-o", "m.hrry", cwd=tmp_path)
+    assert done.returncode == 1 and not (tmp_path / "m.hrry").exists(), done.stderr
+    done = cli("convert", "model.safetensors", "-o", "m.hrry", "--partial", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     loaded = hd.load(tmp_path / "m.hrry")
     assert list(loaded) == ["model.norm.weight"]
     assert np.array_equal(loaded["model.norm.weight"].numpy(), tensors["model.norm.weight"])
+    assert list(hd.load_kv(tmp_path / "m.hrry")["hurray_decl.missing_tensors"]) == [
+        "HQ-MX-11 fp8 model.k_proj.weight", "HQ-MX-11 fp8 model.q_proj.weight"]
 
 
 @pytest.mark.parametrize("bits, strategy, symmetric", [(4, "group", False), (8, "channel", True)],

@@ -111,7 +111,8 @@ def test_invalid_scales_are_refused_and_without_a_config_the_bytes_stay_plain(tm
 def test_nvfp4_weights_are_refused_by_rule_and_the_rest_converts(tmp_path):
     """ModelOpt NVFP4 (E2M1 pairs, an E4M3 scale a block of 16, a float32 tensor scale
     ``weight_scale_2``) has no exact Hurray scheme: the weight is listed as skipped (HQ-MX-11),
-    its scales are not converted as plain tensors on their own, the other tensors are."""
+    its scales are not converted as plain tensors on their own; nothing is written unless
+    ``--partial``, which writes the other tensors."""
     from safetensors import TensorSpec, serialize_file
 
     rng = np.random.default_rng(9)
@@ -122,6 +123,9 @@ def test_nvfp4_weights_are_refused_by_rule_and_the_rest_converts(tmp_path):
     serialize_file({name: TensorSpec(dtype=dtype, shape=shape, data_ptr=data.ctypes.data, data_len=data.nbytes)
                     for name, (dtype, shape, data) in raw.items()}, str(tmp_path / "model.safetensors"))
     done = cli("convert", "model.safetensors", "-o", "m.hrry", "--json", cwd=tmp_path)
+    assert done.returncode == 1 and "(p.weight)" in done.stderr, done.stderr  # refused: nothing written
+    assert not (tmp_path / "m.hrry").exists()
+    done = cli("convert", "model.safetensors", "-o", "m.hrry", "--json", "--partial", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     rows = {r["name"]: r for r in json.loads(done.stdout)["tensors"]}
     assert rows["p.weight"]["status"] == "skipped" and rows["p.weight"]["code"] == "HQ-MX-11"

@@ -106,13 +106,7 @@ class ContainerWriter:
         self.header = FileHeader(container_version_minor=self.skipped.minor, file_flags=int(flags),
                                  data_buffer_alignment=alignment, first_descriptor_offset=first_descriptor_offset,
                                  tensor_count_hint=hint)
-        self.stream = stream
-        self.position = 0
-        self.entries: list[IndexEntry] = []
-        self.names: set[bytes] = set()
-        self.walk = CompositeWalk()
-        self.finished = False
-        self._written: dict[tuple[int, bool], tuple[TensorDescriptor, bytes]] = {}
+        self._start(stream, 0, ())
         header = {**self.header.to_wire(), "reserved": self.skipped.reserved,
                   "reserved_header": self.skipped.reserved_header}
         self._write(_build(FILE_HEADER, header, "file -> header"))  # header first (HF-HDR-20)
@@ -130,12 +124,18 @@ class ContainerWriter:
         writer = cls.__new__(cls)
         if skipped is not None:
             writer.skipped = skipped
-        writer.header, writer.stream, writer.position = header, stream, position
-        writer.entries = list(entries)
-        writer.names = {e.name.encode("utf-8") for e in writer.entries}
-        writer.walk = CompositeWalk()
-        writer.finished = False
+        writer.header = header
+        writer._start(stream, position, entries)
         return writer
+
+    def _start(self, stream: BinaryIO, position: int, entries: Sequence[IndexEntry]) -> None:
+        """The state of a writer at ``position`` of ``stream``, ``entries`` written before it."""
+        self.stream, self.position = stream, position
+        self.entries: list[IndexEntry] = list(entries)
+        self.names: set[bytes] = {e.name.encode("utf-8") for e in self.entries}
+        self.walk = CompositeWalk()
+        self.finished = False
+        self._written: dict[tuple[int, bool], tuple[TensorDescriptor, bytes]] = {}
 
     def _write(self, data: Any) -> None:
         view = memoryview(data).cast("B")

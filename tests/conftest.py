@@ -19,11 +19,8 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "rules(*ids): the RULES.md rules a test proves by acceptance or exact value")
 
 
-@pytest.fixture(autouse=True)
-def _no_private_scheme_left():
-    """The project's private schemes (0xF0, 0xF1) are registered by the code that reads or writes
-    them; each test leaves the registry as it found it, so that tests listing every registered
-    scheme see the built-in ones only."""
+def _registry_as_found():
+    """Leave the project's private schemes (0xF0, 0xF1) registered only if they were before."""
     engine = sys.modules.get("hurray_decl.hurray.quantization")  # nothing is imported here that was not
     before = {tag: None if engine is None else engine.SCHEMES.get(tag) for tag in PROJECT_TAGS}
     yield
@@ -31,6 +28,21 @@ def _no_private_scheme_left():
     for tag in PROJECT_TAGS:
         if before[tag] is None and engine is not None and engine.SCHEMES.get(tag) is not None:
             engine.unregister_private_scheme(tag)
+
+
+@pytest.fixture(autouse=True)
+def _no_private_scheme_left():
+    """The project's private schemes are registered by the code that reads or writes them
+    (``hd.open`` among it); each test leaves the registry as it found it, so that tests listing
+    every registered scheme see the built-in ones only."""
+    yield from _registry_as_found()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _no_private_scheme_left_by_a_module():
+    """The same for a module's fixtures (a module-scoped fixture that opens a file registers them
+    before its first test, which then finds them registered)."""
+    yield from _registry_as_found()
 
 
 PRIVATE_TAG = 0xF0

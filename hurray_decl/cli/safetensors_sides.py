@@ -87,14 +87,6 @@ def _from_checkpoint(checkpoint: Any, source: Path, args: argparse.Namespace) ->
         """(method, converted) of one item, None for a plain tensor the target leaves out."""
         import numpy as np
 
-        if item.kind == "nvfp4":
-            from hurray_decl.errors import UnsupportedError
-
-            raise UnsupportedError("HQ-MX-11", "NVFP4 block scales are E4M3 values times a float32 tensor scale; "
-                                   "MXFP's are powers of two 2^(e - 127), and no other scheme holds E2M1 codes "
-                                   "exactly",
-                                   path=item.name, actual="nvfp4 (weight_scale, weight_scale_2)",
-                                   expected="MXFP4, NF4 or integer block codes")
         if item.kind in ("mxfp4", "bitsandbytes-nf4"):  # Hurray MXFP / NF4, onnx-light mxfp4 / nf4; no MatMulNBits
             tensor = item.mxfp() if item.kind == "mxfp4" else item.nf4()
             if args.to == Target.HURRAY:
